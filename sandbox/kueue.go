@@ -1,0 +1,341 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	kueueNamespace     = "kueue-system"
+	webhookService     = "kueue-webhook-service"
+	webhookSecret      = "kueue-webhook-server-cert"
+	kueueConfigMap     = "kueue-manager-config"
+	kueueConfigMapKey  = "controller_manager_config.yaml"
+	sandboxFieldManger = "quota-console-sandbox"
+)
+
+// clients of one running apiserver.
+type clients struct {
+	rest    *rest.Config
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+}
+
+// RESTConfig loads the admin config of a running instance.
+func (e *Env) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg, nil
+}
+
+func (in *instance) clients() (*clients, error) {
+	cfg, err := in.env().RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	return &clients{rest: cfg, kube: kube, dynamic: dyn, mapper: mapper}, nil
+}
+
+// apply server-side-applies objects as the sandbox's own field manager.
+func (c *clients) apply(ctx context.Context, objs ...*unstructured.Unstructured) error {
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			c.mapper.Reset()
+			if mapping, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				return fmt.Errorf("mapping %s: %w", gvk, err)
+			}
+		}
+		var ri dynamic.ResourceInterface = c.dynamic.Resource(mapping.Resource)
+		if ns := obj.GetNamespace(); ns != "" {
+			ri = c.dynamic.Resource(mapping.Resource).Namespace(ns)
+		}
+		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: sandboxFieldManger, Force: true}); err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// readManifests decodes every YAML document in the files.
+func readManifests(paths ...string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var obj map[string]any
+			if err := dec.Decode(&obj); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			if len(obj) == 0 {
+				continue
+			}
+			out = append(out, &unstructured.Unstructured{Object: obj})
+		}
+	}
+	return out, nil
+}
+
+func (in *instance) kueueConfig() string {
+	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: %s
+health:
+  healthProbeBindAddress: %s
+metrics:
+  bindAddress: %s
+  enableClusterQueueResources: true
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: true
+  webhookServiceName: %s
+  webhookSecretName: %s
+integrations:
+  frameworks:
+  - batch/job
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+featureGates:
+  LocalQueueMetrics: true
+  VisibilityOnDemand: false
+`, kueueNamespace, in.addr(portKueueHealth), in.addr(portKueueMetrics), in.port(portKueueWebhook),
+		in.path("kueue-certs"), webhookService, webhookSecret)
+}
+
+// kueueManifests returns Kueue's CRDs and webhook configurations rewired to a
+// webhook served on loopback: an ExternalName Service named like the in-cluster
+// one points the apiserver at localhost, and the certificate Kueue issues for
+// that Service name then verifies.
+func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
+	cfgDir := filepath.Join(in.bin, "kueue-config")
+	crdFiles, err := filepath.Glob(filepath.Join(cfgDir, "crd", "bases", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	crds, err := readManifests(crdFiles...)
+	if err != nil {
+		return nil, err
+	}
+	port := int64(in.port(portKueueWebhook))
+	service := map[string]any{"namespace": kueueNamespace, "name": webhookService, "port": port}
+	converted := map[string]bool{"localqueues": true, "clusterqueues": true, "workloads": true, "cohorts": true, "multikueueclusters": true, "resourceflavors": true}
+	for _, crd := range crds {
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		if !converted[plural] {
+			continue
+		}
+		svc := map[string]any{"namespace": kueueNamespace, "name": webhookService, "port": port, "path": "/convert"}
+		conversion := map[string]any{
+			"strategy": "Webhook",
+			"webhook": map[string]any{
+				"clientConfig":             map[string]any{"service": svc},
+				"conversionReviewVersions": []any{"v1"},
+			},
+		}
+		if err := unstructured.SetNestedMap(crd.Object, conversion, "spec", "conversion"); err != nil {
+			return nil, err
+		}
+	}
+
+	hooks, err := readManifests(filepath.Join(cfgDir, "webhook", "manifests.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	notSystem := map[string]any{"matchExpressions": []any{map[string]any{
+		"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"kube-system", kueueNamespace},
+	}}}
+	for _, h := range hooks {
+		h.SetName("kueue-" + h.GetName())
+		list, _, _ := unstructured.NestedSlice(h.Object, "webhooks")
+		var kept []any
+		for _, item := range list {
+			w := item.(map[string]any)
+			if !servedWebhook(w) {
+				continue
+			}
+			// The manifest's path stays; only where the service is reached changes.
+			for k, v := range service {
+				if err := unstructured.SetNestedField(w, v, "clientConfig", "service", k); err != nil {
+					return nil, err
+				}
+			}
+			if groupsOf(w)["batch"] {
+				w["namespaceSelector"] = notSystem
+			}
+			kept = append(kept, w)
+		}
+		if err := unstructured.SetNestedSlice(h.Object, kept, "webhooks"); err != nil {
+			return nil, err
+		}
+	}
+	return append(crds, hooks...), nil
+}
+
+// servedWebhook keeps Kueue's own kinds and batch Jobs, the only integration
+// the sandbox enables; the others would only add latency to every pod create.
+func servedWebhook(w map[string]any) bool {
+	g := groupsOf(w)
+	return g["kueue.x-k8s.io"] || g["batch"]
+}
+
+func groupsOf(w map[string]any) map[string]bool {
+	out := map[string]bool{}
+	rules, _, _ := unstructured.NestedSlice(w, "rules")
+	for _, r := range rules {
+		groups, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "apiGroups")
+		for _, g := range groups {
+			out[g] = true
+		}
+	}
+	return out
+}
+
+func (in *instance) startKueue(ctx context.Context, _ pki) error {
+	c, err := in.clients()
+	if err != nil {
+		return err
+	}
+	manifests, err := in.kueueManifests()
+	if err != nil {
+		return err
+	}
+	config := in.kueueConfig()
+	bootstrap := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": kueueNamespace}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": webhookService, "namespace": kueueNamespace},
+			"spec": map[string]any{"type": "ExternalName", "externalName": "localhost",
+				"ports": []any{map[string]any{"name": "https", "port": int64(in.port(portKueueWebhook)), "protocol": "TCP"}}}}},
+		// Installs keep Kueue's configuration in this ConfigMap; the console reads it from there.
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": kueueConfigMap, "namespace": kueueNamespace},
+			"data": map[string]any{kueueConfigMapKey: config}}},
+	}
+	if err := c.apply(ctx, bootstrap...); err != nil {
+		return err
+	}
+	// Kueue blocks forever if its certificate Secret does not exist when it starts.
+	_, err = c.kube.CoreV1().Secrets(kueueNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: webhookSecret, Namespace: kueueNamespace},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := c.apply(ctx, manifests...); err != nil {
+		return err
+	}
+	if err := os.WriteFile(in.path("kueue-config.yaml"), []byte(config), 0o644); err != nil {
+		return err
+	}
+	// A restart finds the certificates of the last run in the Secret.
+	if _, err := in.syncWebhookCerts(ctx, c); err != nil {
+		return err
+	}
+	if err := in.launch("kueue", in.binary("kueue"), []string{
+		"--config", in.path("kueue-config.yaml"), "--kubeconfig", in.path("kubeconfig"), "--zap-log-level", "info",
+	}); err != nil {
+		return err
+	}
+	// What the kubelet does in a cluster: mount the Secret Kueue fills into its cert folder.
+	err = in.waitFor(ctx, "kueue", 90*time.Second, func(ctx context.Context) error {
+		changed, err := in.syncWebhookCerts(ctx, c)
+		if err != nil {
+			return err
+		}
+		if changed {
+			return errors.New("certificates just written")
+		}
+		return in.get(ctx, "http://"+in.addr(portKueueHealth)+"/readyz")
+	})
+	if err != nil {
+		return err
+	}
+	// Ready means the webhooks answer: a dry-run create goes through the
+	// validating webhook and the CRD conversion.
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+		"metadata": map[string]any{"name": "sandbox-webhook-probe"},
+	}}
+	gvr := c.dynamic.Resource(kueueGVR("resourceflavors"))
+	return in.waitFor(ctx, "kueue", 60*time.Second, func(ctx context.Context) error {
+		_, err := gvr.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		_, err = c.dynamic.Resource(kueueGVR("clusterqueues")).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+}
+
+// syncWebhookCerts copies the webhook Secret's certificate into Kueue's cert
+// folder and reports whether the files changed.
+func (in *instance) syncWebhookCerts(ctx context.Context, c *clients) (bool, error) {
+	secret, err := c.kube.CoreV1().Secrets(kueueNamespace).Get(ctx, webhookSecret, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		data := secret.Data[key]
+		if len(data) == 0 {
+			continue
+		}
+		path := in.path("kueue-certs", key)
+		old, _ := os.ReadFile(path)
+		if bytes.Equal(old, data) {
+			continue
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+func kueueGVR(resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: resource}
+}

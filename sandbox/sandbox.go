@@ -1,0 +1,428 @@
+// Package sandbox starts a real, offline Kubernetes control plane with Kueue,
+// KWOK fake GPU nodes, a dcgm-exporter stand-in and Prometheus on 127.0.0.1.
+//
+// Every process is started detached and recorded by PID in the instance's state
+// folder, so the sandbox outlives the command (or test) that started it and a
+// later Up is a no-op. Down stops only the processes recorded there.
+package sandbox
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options select a sandbox instance. Two instances (the demo and the test one)
+// can run side by side: each has its own ports and state folder.
+type Options struct {
+	Name     string // instance name: "demo" or "test"
+	PortBase int    // first of the instance's 16 ports
+	Demo     bool   // seed demo teams and keep a trickle of jobs running
+	Log      io.Writer
+}
+
+// Demo and Test are the two instances the Makefile and tests use.
+var (
+	Demo = Options{Name: "demo", PortBase: 17100, Demo: true}
+	Test = Options{Name: "test", PortBase: 17200}
+)
+
+// Env is what a running sandbox hands to its users.
+type Env struct {
+	Name          string `json:"name"`
+	Kubeconfig    string `json:"kubeconfig"`
+	APIServerURL  string `json:"apiServerURL"`
+	PrometheusURL string `json:"prometheusURL"`
+	DCGMURL       string `json:"dcgmURL"`
+	Token         string `json:"token"`
+	StateDir      string `json:"stateDir"`
+}
+
+// ports of one instance, as offsets from PortBase.
+const (
+	portEtcd = iota
+	portEtcdPeer
+	portAPIServer
+	portControllerManager
+	portScheduler
+	portKueueWebhook
+	portKueueMetrics
+	portKueueHealth
+	portKueueVisibility
+	portKWOK
+	portDCGM
+	portPrometheus
+)
+
+type instance struct {
+	opts  Options
+	state string // state folder of this instance
+	bin   string // folder of the built binaries
+	log   io.Writer
+}
+
+// StateRoot is where instances keep data, logs, certificates and PIDs: outside
+// the clone, so a fresh clone on the same machine finds a running sandbox.
+func StateRoot() string {
+	if d := os.Getenv("SANDBOX_STATE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "quota-console-sandbox", "state")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "quota-console-sandbox", "state")
+}
+
+func newInstance(opts Options) *instance {
+	log := opts.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	return &instance{opts: opts, state: filepath.Join(StateRoot(), opts.Name), log: log}
+}
+
+func (in *instance) port(offset int) int { return in.opts.PortBase + offset }
+func (in *instance) addr(offset int) string {
+	return "127.0.0.1:" + strconv.Itoa(in.port(offset))
+}
+func (in *instance) path(parts ...string) string {
+	return filepath.Join(append([]string{in.state}, parts...)...)
+}
+func (in *instance) logf(format string, args ...any) {
+	fmt.Fprintf(in.log, "sandbox[%s]: "+format+"\n", append([]any{in.opts.Name}, args...)...)
+}
+
+func (in *instance) env() *Env {
+	return &Env{
+		Name:          in.opts.Name,
+		Kubeconfig:    in.path("kubeconfig"),
+		APIServerURL:  "https://" + in.addr(portAPIServer),
+		PrometheusURL: "http://" + in.addr(portPrometheus),
+		DCGMURL:       "http://" + in.addr(portDCGM) + "/metrics",
+		Token:         adminToken,
+		StateDir:      in.state,
+	}
+}
+
+// adminToken is the static bearer token of the sandbox's admin (system:masters).
+// The sandbox listens on loopback only; the token is not a secret.
+const adminToken = "sandbox-admin-token"
+
+// Up starts the instance unless it is already running and healthy, and returns
+// its Env. It holds a file lock so that parallel test packages start it once.
+func Up(ctx context.Context, opts Options) (*Env, error) {
+	in := newInstance(opts)
+	if err := os.MkdirAll(in.state, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFile(in.path("lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if in.healthy(ctx) {
+		return in.env(), nil
+	}
+	// Something is missing or broken: stop what is left, keep the data, start again.
+	in.stopAll()
+	bin, err := Binaries(ctx, in.log)
+	if err != nil {
+		return nil, err
+	}
+	in.bin = bin
+	start := time.Now()
+	if err := in.start(ctx); err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w (logs in %s)", opts.Name, err, in.path("logs"))
+	}
+	in.logf("ready in %s", time.Since(start).Round(100*time.Millisecond))
+	env := in.env()
+	data, _ := json.MarshalIndent(env, "", "  ")
+	if err := os.WriteFile(in.path("env.json"), data, 0o644); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// Down stops the processes the instance started, newest first.
+func Down(opts Options) error {
+	in := newInstance(opts)
+	if err := os.MkdirAll(in.state, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockFile(in.path("lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	in.stopAll()
+	return nil
+}
+
+// Status reports whether the instance is running and healthy.
+func Status(ctx context.Context, opts Options) (*Env, bool) {
+	in := newInstance(opts)
+	return in.env(), in.healthy(ctx)
+}
+
+// Binaries builds (or finds) the sandbox binaries and returns their folder.
+func Binaries(ctx context.Context, log io.Writer) (string, error) {
+	if d := os.Getenv("SANDBOX_BIN"); d != "" {
+		return d, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "sandbox", "build.sh"))
+	cmd.Stderr = log
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building sandbox binaries: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// repoRoot finds the clone's top folder from the working directory (tests run
+// in their package folder).
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "sandbox", "build.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find sandbox/build.sh above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// components lists the processes in start order; stop goes in reverse.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kueue", "kwok", "agent", "prometheus"}
+
+func (in *instance) healthy(ctx context.Context) bool {
+	for _, name := range components {
+		if _, ok := in.alive(name); !ok {
+			return false
+		}
+	}
+	return in.get(ctx, in.env().APIServerURL+"/readyz") == nil &&
+		in.get(ctx, in.env().PrometheusURL+"/-/ready") == nil
+}
+
+func (in *instance) start(ctx context.Context) error {
+	for _, d := range []string{"logs", "pids", "etcd", "kueue-certs", "prometheus"} {
+		if err := os.MkdirAll(in.path(d), 0o755); err != nil {
+			return err
+		}
+	}
+	p := pki{dir: in.path("pki")}
+	if err := p.ensure(); err != nil {
+		return err
+	}
+	if err := in.writeAuthFiles(p); err != nil {
+		return err
+	}
+	steps := []struct {
+		name string
+		fn   func(context.Context, pki) error
+	}{
+		{"etcd", in.startEtcd},
+		{"kube-apiserver", in.startAPIServer},
+		{"kube-controller-manager and kube-scheduler", in.startControllers},
+		{"kueue", in.startKueue},
+		{"kwok and fake nodes", in.startKWOK},
+		{"agent (dcgm-exporter, demo)", in.startAgent},
+		{"prometheus", in.startPrometheus},
+	}
+	for _, s := range steps {
+		t := time.Now()
+		if err := s.fn(ctx, p); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		in.logf("%s up (%s)", s.name, time.Since(t).Round(10*time.Millisecond))
+	}
+	return nil
+}
+
+func (in *instance) writeAuthFiles(p pki) error {
+	tokens := fmt.Sprintf("%s,sandbox-admin,sandbox-admin,\"system:masters\"\n", adminToken)
+	if err := os.WriteFile(in.path("tokens.csv"), []byte(tokens), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(in.path("admin.token"), []byte(adminToken), 0o600); err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(p.path("ca.crt"))
+	if err != nil {
+		return err
+	}
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: sandbox-%[1]s
+  cluster:
+    server: https://%[2]s
+    certificate-authority-data: %[3]s
+users:
+- name: sandbox-admin
+  user:
+    token: %[4]s
+contexts:
+- name: sandbox-%[1]s
+  context:
+    cluster: sandbox-%[1]s
+    user: sandbox-admin
+current-context: sandbox-%[1]s
+`, in.opts.Name, in.addr(portAPIServer), base64Std(ca), adminToken)
+	return os.WriteFile(in.path("kubeconfig"), []byte(kubeconfig), 0o600)
+}
+
+// launch starts a detached process, records its PID and returns at once.
+func (in *instance) launch(name, binary string, args []string, extraEnv ...string) error {
+	logFile, err := os.OpenFile(in.path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "\n=== %s %s %s\n", time.Now().Format(time.RFC3339), binary, strings.Join(args, " "))
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = in.state
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), extraEnv...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	record := fmt.Sprintf("%d %s\n", cmd.Process.Pid, binary)
+	if err := os.WriteFile(in.path("pids", name), []byte(record), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+// alive reports the PID of a recorded component if that PID still runs the
+// binary it was started with (a reused PID is never signalled).
+func (in *instance) alive(name string) (int, bool) {
+	data, err := os.ReadFile(in.path("pids", name))
+	if err != nil {
+		return 0, false
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 0, false
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil || strings.TrimSuffix(exe, " (deleted)") != fields[1] {
+		return 0, false
+	}
+	return pid, true
+}
+
+func (in *instance) stopAll() {
+	for i := len(components) - 1; i >= 0; i-- {
+		name := components[i]
+		pid, ok := in.alive(name)
+		if !ok {
+			_ = os.Remove(in.path("pids", name))
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, ok := in.alive(name); !ok {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, ok := in.alive(name); ok {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = os.Remove(in.path("pids", name))
+		in.logf("stopped %s (pid %d)", name, pid)
+	}
+}
+
+// waitFor polls check until it succeeds, the process dies or the timeout passes.
+func (in *instance) waitFor(ctx context.Context, component string, timeout time.Duration, check func(context.Context) error) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		if component != "" {
+			if _, ok := in.alive(component); !ok {
+				return fmt.Errorf("%s exited: see %s (last check: %v)", component, in.path("logs", component+".log"), last)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s: %w", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+var insecureClient = &http.Client{
+	Timeout:   3 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback sandbox
+}
+
+// get succeeds on a 2xx answer; it sends the admin token to every sandbox port.
+func (in *instance) get(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := insecureClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+}
