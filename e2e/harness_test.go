@@ -1,0 +1,352 @@
+// Package e2e drives the console in headless Chromium against the test
+// sandbox. Everything runs offline: Debian's Chromium and the playwright-core
+// driver that e2e/setup.sh unpacks outside the clone. Set E2E_SKIP=1 (or
+// SANDBOX_SKIP=1) to skip these tests.
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/playwright-community/playwright-go"
+
+	"github.com/openquota/console/sandbox"
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+const (
+	// playwright-go v0.5200.1 refuses any other driver version.
+	driverVersion = "1.52.0"
+	chromiumPath  = "/usr/lib/chromium/chromium"
+	readyTimeout  = 60 * time.Second
+)
+
+// Started lazily by the first test that needs them, stopped in TestMain.
+var (
+	browserOnce sync.Once
+	pw          *playwright.Playwright
+	browser     playwright.Browser
+	browserErr  error
+
+	consoleOnce sync.Once
+	consoleBin  string
+	consoleErr  error
+	buildDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if browser != nil {
+		_ = browser.Close()
+	}
+	if pw != nil {
+		_ = pw.Stop()
+	}
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// skipIfDisabled skips tests that need the sandbox or a browser when the
+// environment says they cannot run here.
+func skipIfDisabled(t testing.TB) {
+	t.Helper()
+	for _, v := range []string{"E2E_SKIP", "SANDBOX_SKIP"} {
+		if os.Getenv(v) == "1" {
+			t.Skipf("%s=1: test needs the sandbox and a browser", v)
+		}
+	}
+}
+
+// sandboxEnv returns the running test sandbox, starting it if needed.
+func sandboxEnv(t testing.TB) *sandbox.Env {
+	t.Helper()
+	skipIfDisabled(t)
+	return sandboxtest.Env(t)
+}
+
+// startConsole runs the console against env on a free loopback port until
+// the test ends and returns its base URL. extra is appended to its flags.
+func startConsole(t testing.TB, env *sandbox.Env, extra ...string) string {
+	t.Helper()
+	skipIfDisabled(t)
+	consoleOnce.Do(func() { consoleBin, consoleErr = buildConsole() })
+	if consoleErr != nil {
+		t.Fatalf("building the console: %v", consoleErr)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	args := append([]string{
+		"--kubeconfig", env.Kubeconfig,
+		"--prometheus-url", env.PrometheusURL,
+		"--listen", addr,
+	}, extra...)
+	out := &syncBuffer{}
+	cmd := exec.Command(consoleBin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the console: %v", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		stopProcess(cmd, exited)
+		if t.Failed() {
+			t.Logf("console output:\n%s", out.String())
+		}
+	})
+
+	base := "http://" + addr
+	if err := waitReady(base+"/readyz", exited); err != nil {
+		if errors.Is(err, errExited) {
+			t.Fatalf("console exited before it was ready (%v); its output:\n%s", waitErr, out.String())
+		}
+		t.Fatalf("console at %s: %v", base, err)
+	}
+	return base
+}
+
+// buildConsole builds ./cmd/console once per test binary, so every test
+// runs the code under test rather than whatever is on PATH.
+func buildConsole() (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	buildDir, err = os.MkdirTemp("", "quota-console-e2e-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(buildDir, "console")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/console")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+var errExited = errors.New("process exited")
+
+// waitReady polls url until it answers 200, the process exits, or the
+// readiness timeout passes.
+func waitReady(url string, exited <-chan struct{}) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.After(readyTimeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		last = err
+		select {
+		case <-exited:
+			return errExited
+		case <-deadline:
+			return fmt.Errorf("not ready after %v: %v", readyTimeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// stopProcess asks the process to shut down gracefully, then kills it.
+func stopProcess(cmd *exec.Cmd, exited <-chan struct{}) {
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// newPage returns a fresh page in its own browser context (no cookies or
+// storage shared between tests). On failure the page is screenshotted.
+func newPage(t testing.TB) playwright.Page {
+	t.Helper()
+	skipIfDisabled(t)
+	browserOnce.Do(func() { browserErr = launchBrowser() })
+	if browserErr != nil {
+		t.Fatalf("starting the browser: %v", browserErr)
+	}
+	ctx, err := browser.NewContext(playwright.BrowserNewContextOptions{
+		Viewport: &playwright.Size{Width: 1400, Height: 900},
+	})
+	if err != nil {
+		t.Fatalf("new browser context: %v", err)
+	}
+	page, err := ctx.NewPage()
+	if err != nil {
+		_ = ctx.Close()
+		t.Fatalf("new page: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			screenshot(t, page, "failed-"+safeName(t.Name()))
+		}
+		_ = ctx.Close()
+	})
+	return page
+}
+
+func launchBrowser() error {
+	dir, err := driverDir()
+	if err != nil {
+		return err
+	}
+	if !installed(dir) {
+		if err := runSetup(); err != nil {
+			return err
+		}
+	}
+	pw, err = playwright.Run(&playwright.RunOptions{
+		DriverDirectory:     dir,
+		SkipInstallBrowsers: true, // never download: the machine is offline
+	})
+	if err != nil {
+		return fmt.Errorf("playwright driver in %s: %w", dir, err)
+	}
+	browser, err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
+		ExecutablePath: playwright.String(chromiumPath),
+		Headless:       playwright.Bool(true),
+		Args:           []string{"--disable-gpu", "--disable-sync"},
+	})
+	if err != nil {
+		return fmt.Errorf("launching %s: %w", chromiumPath, err)
+	}
+	return nil
+}
+
+// driverDir is where e2e/setup.sh unpacks playwright-core; it must match
+// the script's ${XDG_CACHE_HOME:-$HOME/.cache}, which os.UserCacheDir
+// follows on Linux.
+func driverDir() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "quota-console-sandbox", "playwright-"+driverVersion), nil
+}
+
+func installed(dir string) bool {
+	paths := []string{chromiumPath, filepath.Join(dir, "package", "cli.js")}
+	if os.Getenv("PLAYWRIGHT_NODEJS_PATH") == "" {
+		paths = append(paths, filepath.Join(dir, "node"))
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func runSetup() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("bash", filepath.Join(root, "e2e", "setup.sh"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("e2e/setup.sh: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// screenshot saves a full-page PNG to e2e/screenshots/<name>.png for a
+// person to look at; the folder is git-ignored.
+func screenshot(t testing.TB, page playwright.Page, name string) {
+	t.Helper()
+	dir := "screenshots" // go test runs in the package folder, e2e/
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	path := filepath.Join(dir, name+".png")
+	if _, err := page.Screenshot(playwright.PageScreenshotOptions{
+		Path:     playwright.String(path),
+		FullPage: playwright.Bool(true),
+	}); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	abs, _ := filepath.Abs(path)
+	t.Logf("screenshot: %s", abs)
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// safeName turns a (sub)test name into a file name.
+func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+// syncBuffer lets the test read the console's output while the process is
+// still writing it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

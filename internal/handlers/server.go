@@ -1,0 +1,104 @@
+// Package handlers holds the console's HTTP handlers: parse, validate, call
+// the domain, apply or read, render. One file per page or action.
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/web/static"
+)
+
+// Deps are what the handlers read from and write to.
+type Deps struct {
+	Cache   *kueue.Cache
+	Metrics *metrics.Console
+	Log     *slog.Logger
+}
+
+// New builds the console's HTTP server.
+func New(d Deps) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler(d.Log)
+	e.Use(middleware.Recover())
+	e.Use(d.Metrics.Middleware())
+	e.Use(requestLogger(d.Log))
+
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET("/readyz", readyz(d))
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
+	e.StaticFS("/static", static.FS)
+
+	e.GET("/", overview(d))
+	return e
+}
+
+func readyz(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := d.Cache.Ready(); err != nil {
+			return c.String(http.StatusServiceUnavailable, err.Error())
+		}
+		return c.String(http.StatusOK, "ok")
+	}
+}
+
+// render writes a templ component with the given status.
+func render(c echo.Context, status int, component templ.Component) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return component.Render(c.Request().Context(), c.Response())
+}
+
+// problem explains, in words, why live data is missing or incomplete.
+func problem(cache *kueue.Cache) string {
+	if err := cache.Ready(); err != nil {
+		return "Live data is incomplete: " + err.Error() + "."
+	}
+	return ""
+}
+
+func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelDebug
+			if v.Status >= 500 {
+				level = slog.LevelError
+			}
+			log.Log(c.Request().Context(), level, "request", "method", v.Method, "uri", v.URI,
+				"status", v.Status, "latency", v.Latency, "err", v.Error)
+			return nil
+		},
+	})
+}
+
+// errorHandler logs server errors and answers without leaking internals.
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		code := http.StatusInternalServerError
+		msg := "Something went wrong on the console's side; the error was logged."
+		if he, ok := err.(*echo.HTTPError); ok {
+			code = he.Code
+			if m, ok := he.Message.(string); ok {
+				msg = m
+			} else {
+				msg = http.StatusText(code)
+			}
+		}
+		if code >= 500 {
+			log.Error("request failed", "uri", c.Request().RequestURI, "err", err)
+		}
+		_ = c.String(code, msg)
+	}
+}
