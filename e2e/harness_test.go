@@ -114,9 +114,9 @@ func startConsole(t testing.TB, env *sandbox.Env, extra ...string) string {
 	base := "http://" + addr
 	if err := waitReady(base+"/readyz", exited); err != nil {
 		if errors.Is(err, errExited) {
-			t.Fatalf("console exited before it was ready (%v); its output:\n%s", waitErr, out.String())
+			err = fmt.Errorf("exited before it was ready: %v", waitErr)
 		}
-		t.Fatalf("console at %s: %v", base, err)
+		t.Fatalf("console at %s: %v (its output follows)", base, err)
 	}
 	return base
 }

@@ -56,3 +56,13 @@ func TestScratchConsoleExits(t *testing.T) {
 	consoleOnce.Do(func() { consoleBin = "/tmp/fakeconsole/console" })
 	startConsole(t, &sandbox.Env{Kubeconfig: "/k", PrometheusURL: "http://p"}, "--fail")
 }
+
+func TestScratchConsoleShowsOutput(t *testing.T) {
+	consoleOnce.Do(func() { consoleBin = "/tmp/fakeconsole/console" })
+	base := startConsole(t, &sandbox.Env{Kubeconfig: "/k", PrometheusURL: "http://p"})
+	page := newPage(t)
+	if _, err := page.Goto(base + "/"); err != nil {
+		t.Fatal(err)
+	}
+	t.Error("deliberate failure to see the console output and the failure screenshot")
+}

@@ -13,12 +13,15 @@ if [ ! -x "$chromium" ]; then
   export DEBIAN_FRONTEND=noninteractive
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  install() { $sudo apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; }
+  log=$(mktemp)
+  # apt chatters on stderr even on success: show its output only on failure.
+  quiet_apt() { $sudo apt-get "$@" >>"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }; }
   # A fresh machine may have no package lists yet: update only when needed.
-  if ! install 2>/dev/null; then
-    $sudo apt-get update -qq >/dev/null
-    install
+  if ! $sudo apt-get install -y -qq --no-install-recommends chromium fonts-liberation >>"$log" 2>&1; then
+    quiet_apt update -qq
+    quiet_apt install -y -qq --no-install-recommends chromium fonts-liberation
   fi
+  rm -f "$log"
 fi
 
 if [ ! -f "$dir/package/cli.js" ]; then

@@ -1,0 +1,268 @@
+package kueue
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
+)
+
+// Labels and annotations the console puts on what it writes.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "quota-console"
+	TeamLabel      = "quota-console.openquota.dev/team"
+	// AllocationAnnotation keeps the allocation as the admin typed it, so the
+	// edit form shows it back exactly; the Kueue objects stay the truth.
+	AllocationAnnotation = "quota-console.openquota.dev/allocation"
+	FieldManager         = "quota-console"
+)
+
+// Settings are the console-wide naming choices.
+type Settings struct {
+	NamespacePrefix string // "hyperpod-ns-"
+	Cohort          string // "shared-pool"
+}
+
+// DefaultSettings match what existing job specs and CLIs expect.
+var DefaultSettings = Settings{NamespacePrefix: "hyperpod-ns-", Cohort: "shared-pool"}
+
+// Names of a team's objects.
+func (s Settings) Namespace(team string) string    { return s.NamespacePrefix + team }
+func (s Settings) ClusterQueue(team string) string { return s.Namespace(team) + "-clusterqueue" }
+func (s Settings) LocalQueue(team string) string   { return s.Namespace(team) + "-localqueue" }
+
+// Lending is how a team shares its idle quota and uses others'.
+type Lending string
+
+const (
+	LendAndBorrow Lending = "LendAndBorrow"
+	Lend          Lending = "Lend"
+	DontLend      Lending = "DontLend"
+)
+
+// Preemption is whether a team's higher-priority tasks may preempt its lower ones.
+type Preemption string
+
+const (
+	PreemptNever         Preemption = "Never"
+	PreemptLowerPriority Preemption = "LowerPriority"
+)
+
+// QuotaInput is one quota row as the admin typed it: nil means "not given".
+type QuotaInput struct {
+	InstanceType string `json:"instanceType"`
+	Count        *int64 `json:"count,omitempty"`
+	GPUs         *int64 `json:"gpus,omitempty"`
+	Neuron       *int64 `json:"neuron,omitempty"`
+	VCPU         *int64 `json:"vcpu,omitempty"`
+	MemoryGiB    *int64 `json:"memoryGiB,omitempty"`
+}
+
+// Member is a user or group that may submit and watch the team's jobs.
+type Member struct {
+	Kind string `json:"kind"` // "User" or "Group"
+	Name string `json:"name"`
+}
+
+// Team is a team's compute allocation as the admin states it.
+type Team struct {
+	Name               string       `json:"name"`
+	Description        string       `json:"description,omitempty"`
+	Enabled            bool         `json:"enabled"`
+	Members            []Member     `json:"members,omitempty"`
+	FairShareWeight    int64        `json:"fairShareWeight"`
+	Preemption         Preemption   `json:"preemption"`
+	Lending            Lending      `json:"lending"`
+	BorrowLimitPercent int64        `json:"borrowLimitPercent"`
+	Quota              []QuotaInput `json:"quota"`
+}
+
+// Quota is a resolved quota for one instance type.
+type Quota struct {
+	GPUs      int64
+	Neuron    int64
+	EFA       int64
+	CPUMilli  int64
+	MemoryMiB int64
+}
+
+// DeriveQuota resolves a quota row against an instance shape:
+//   - a count N gives N times every resource of the shape;
+//   - GPUs (or Neuron devices) g give vCPU, memory and EFA in proportion g/per-instance;
+//   - vCPU given without memory gives memory in proportion vCPU/instance vCPU;
+//   - given vCPU and memory always win over derived ones;
+//   - whole-device resources (GPU, Neuron, EFA) are rounded to whole devices.
+func DeriveQuota(in QuotaInput, shape InstanceShape) Quota {
+	var q Quota
+	var fraction float64 // of one instance, for what the admin left out
+	switch {
+	case in.Count != nil:
+		fraction = float64(*in.Count)
+		q.GPUs, q.Neuron = *in.Count*shape.GPUs, *in.Count*shape.Neuron
+	case in.GPUs != nil:
+		q.GPUs = *in.GPUs
+		fraction = ratio(*in.GPUs, shape.GPUs)
+	case in.Neuron != nil:
+		q.Neuron = *in.Neuron
+		fraction = ratio(*in.Neuron, shape.Neuron)
+	case in.VCPU != nil:
+		fraction = ratio(*in.VCPU, shape.VCPU)
+	}
+	q.EFA = int64(math.Round(fraction * float64(shape.EFA)))
+	q.CPUMilli = int64(math.Round(fraction * float64(shape.VCPU) * 1000))
+	q.MemoryMiB = int64(math.Round(fraction * float64(shape.MemoryGiB) * 1024))
+	if in.VCPU != nil {
+		q.CPUMilli = *in.VCPU * 1000
+		if in.MemoryGiB == nil {
+			q.MemoryMiB = int64(math.Round(ratio(*in.VCPU, shape.VCPU) * float64(shape.MemoryGiB) * 1024))
+		}
+	}
+	if in.MemoryGiB != nil {
+		q.MemoryMiB = *in.MemoryGiB * 1024
+	}
+	return q
+}
+
+func ratio(part, whole int64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// CoveredResources are the resources every team's ClusterQueue covers, in
+// this order, each flavor listing all five (0 where unused).
+var CoveredResources = []corev1.ResourceName{ResourceGPU, ResourceNeuron, corev1.ResourceCPU, corev1.ResourceMemory, ResourceEFA}
+
+func (q Quota) quantity(r corev1.ResourceName) resource.Quantity {
+	switch r {
+	case ResourceGPU:
+		return *resource.NewQuantity(q.GPUs, resource.DecimalSI)
+	case ResourceNeuron:
+		return *resource.NewQuantity(q.Neuron, resource.DecimalSI)
+	case ResourceEFA:
+		return *resource.NewQuantity(q.EFA, resource.DecimalSI)
+	case corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(q.CPUMilli, resource.DecimalSI)
+	case corev1.ResourceMemory:
+		return *resource.NewQuantity(q.MemoryMiB<<20, resource.BinarySI)
+	}
+	return resource.Quantity{}
+}
+
+// percentOf is p % of a quantity, rounded down; whole-device resources stay whole.
+func percentOf(q resource.Quantity, percent int64, r corev1.ResourceName) resource.Quantity {
+	switch r {
+	case corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(q.MilliValue()*percent/100, resource.DecimalSI)
+	case corev1.ResourceMemory:
+		return *resource.NewQuantity(q.Value()*percent/100, resource.BinarySI)
+	}
+	return *resource.NewQuantity(q.Value()*percent/100, resource.DecimalSI)
+}
+
+// TeamObjects are what the console writes for one team, in apply order: a
+// LocalQueue is never applied before its ClusterQueue.
+type TeamObjects struct {
+	Namespace    *corev1ac.NamespaceApplyConfiguration
+	Flavors      []*kueueac.ResourceFlavorApplyConfiguration
+	ClusterQueue *kueueac.ClusterQueueApplyConfiguration
+	LocalQueue   *kueueac.LocalQueueApplyConfiguration
+}
+
+// ShapeLookup resolves an instance type to its shape (catalog merged with live nodes).
+type ShapeLookup func(instanceType string) (InstanceShape, bool)
+
+// BuildTeam turns a validated Team into the Kueue objects that enforce it.
+func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
+	ns := s.Namespace(t.Name)
+	labels := map[string]string{ManagedByLabel: ManagedByValue, TeamLabel: t.Name}
+	typed, err := json.Marshal(t)
+	if err != nil {
+		return TeamObjects{}, err
+	}
+
+	flavors := make([]*kueueac.FlavorQuotasApplyConfiguration, 0, len(t.Quota))
+	var rfs []*kueueac.ResourceFlavorApplyConfiguration
+	for _, row := range t.Quota {
+		shape, ok := shapes(row.InstanceType)
+		if !ok {
+			return TeamObjects{}, fmt.Errorf("unknown instance type %q", row.InstanceType)
+		}
+		q := DeriveQuota(row, shape)
+		fq := kueueac.FlavorQuotas().WithName(kueuev1beta2.ResourceFlavorReference(row.InstanceType))
+		for _, r := range CoveredResources {
+			nominal := q.quantity(r)
+			rq := kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal)
+			switch t.Lending {
+			case LendAndBorrow:
+				rq.WithBorrowingLimit(percentOf(nominal, t.BorrowLimitPercent, r))
+			case Lend:
+				rq.WithBorrowingLimit(resource.MustParse("0"))
+			case DontLend:
+				rq.WithBorrowingLimit(resource.MustParse("0")).WithLendingLimit(resource.MustParse("0"))
+			}
+			fq.WithResources(rq)
+		}
+		flavors = append(flavors, fq)
+		rfs = append(rfs, FlavorFor(row.InstanceType))
+	}
+
+	preemption := kueueac.ClusterQueuePreemption().WithReclaimWithinCohort(kueuev1beta2.PreemptionPolicyAny)
+	if t.Preemption == PreemptLowerPriority {
+		preemption.WithWithinClusterQueue(kueuev1beta2.PreemptionPolicyLowerPriority).
+			WithBorrowWithinCohort(kueueac.BorrowWithinCohort().WithPolicy(kueuev1beta2.BorrowWithinCohortPolicyLowerPriority))
+	} else {
+		preemption.WithWithinClusterQueue(kueuev1beta2.PreemptionPolicyNever).
+			WithBorrowWithinCohort(kueueac.BorrowWithinCohort().WithPolicy(kueuev1beta2.BorrowWithinCohortPolicyNever))
+	}
+	stop := kueuev1beta2.None
+	if !t.Enabled {
+		// Hold: running tasks finish, nothing new is admitted.
+		stop = kueuev1beta2.Hold
+	}
+	cq := kueueac.ClusterQueue(s.ClusterQueue(t.Name)).
+		WithLabels(labels).
+		WithAnnotations(map[string]string{AllocationAnnotation: string(typed)}).
+		WithSpec(kueueac.ClusterQueueSpec().
+			WithCohortName(kueuev1beta2.CohortReference(s.Cohort)).
+			WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": ns})).
+			WithQueueingStrategy(kueuev1beta2.BestEffortFIFO).
+			WithFlavorFungibility(kueueac.FlavorFungibility().
+				WithWhenCanBorrow(kueuev1beta2.TryNextFlavor).
+				WithWhenCanPreempt(kueuev1beta2.TryNextFlavor)).
+			WithPreemption(preemption).
+			WithFairSharing(kueueac.FairSharing().WithWeight(*resource.NewQuantity(t.FairShareWeight, resource.DecimalSI))).
+			WithStopPolicy(stop).
+			WithResourceGroups(kueueac.ResourceGroup().
+				WithCoveredResources(CoveredResources...).
+				WithFlavors(flavors...)))
+
+	nsAnnotations := map[string]string{}
+	if t.Description != "" {
+		nsAnnotations["quota-console.openquota.dev/description"] = t.Description
+	}
+	return TeamObjects{
+		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithAnnotations(nsAnnotations),
+		Flavors:   rfs,
+		ClusterQueue: cq,
+		LocalQueue: kueueac.LocalQueue(s.LocalQueue(t.Name), ns).
+			WithLabels(labels).
+			WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueuev1beta2.ClusterQueueReference(s.ClusterQueue(t.Name)))),
+	}, nil
+}
+
+// FlavorFor is the ResourceFlavor of an instance type: named after it and
+// selecting its nodes by the instance-type label.
+func FlavorFor(instanceType string) *kueueac.ResourceFlavorApplyConfiguration {
+	return kueueac.ResourceFlavor(instanceType).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithSpec(kueueac.ResourceFlavorSpec().WithNodeLabels(map[string]string{InstanceTypeLabel: instanceType}))
+}
