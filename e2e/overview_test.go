@@ -10,9 +10,10 @@ import (
 )
 
 // fleetRow is what the overview should show for one instance type.
+// Capacity columns sum over every node of the type, ready or not.
 type fleetRow struct {
-	count, ready, notReady int
-	gpus                   int64
+	count, ready, notReady        int64
+	gpus, vcpu, memoryGiB, neuron int64
 }
 
 func TestOverviewShowsSandboxFleet(t *testing.T) {
@@ -46,6 +47,9 @@ func TestOverviewShowsSandboxFleet(t *testing.T) {
 			r.ready++
 		}
 		r.gpus += n.Shape.GPUs
+		r.vcpu += n.Shape.VCPU
+		r.memoryGiB += n.Shape.MemoryGiB
+		r.neuron += n.Shape.Neuron
 	}
 
 	expect := playwright.NewPlaywrightAssertions()
@@ -64,10 +68,13 @@ func TestOverviewShowsSandboxFleet(t *testing.T) {
 			col  string
 			want int64
 		}{
-			{"count", int64(w.count)},
-			{"ready", int64(w.ready)},
-			{"not-ready", int64(w.notReady)},
+			{"count", w.count},
+			{"ready", w.ready},
+			{"not-ready", w.notReady},
 			{"gpus", w.gpus},
+			{"vcpu", w.vcpu},
+			{"memory-gib", w.memoryGiB},
+			{"neuron", w.neuron},
 		} {
 			cell := row.Locator(`td[data-col="` + c.col + `"]`)
 			// ToHaveText waits for the cell and matches its whole trimmed text.

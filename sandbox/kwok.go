@@ -74,11 +74,11 @@ func (n FakeNode) object() *corev1.Node {
 		ResourceEFA:           *resource.NewQuantity(s.EFA, resource.DecimalSI),
 	}
 	labels := map[string]string{
-		"kubernetes.io/hostname":                    n.Name,
-		"kubernetes.io/os":                          "linux",
-		"kubernetes.io/arch":                        "amd64",
-		"node.kubernetes.io/instance-type":          s.Type,
-		"type":                                      "kwok",
+		"kubernetes.io/hostname":                     n.Name,
+		"kubernetes.io/os":                           "linux",
+		"kubernetes.io/arch":                         "amd64",
+		"node.kubernetes.io/instance-type":           s.Type,
+		"type":                                       "kwok",
 		"sagemaker.amazonaws.com/node-health-status": "Schedulable",
 	}
 	if s.GPUs > 0 {

@@ -228,6 +228,11 @@ func (in *instance) healthy(ctx context.Context) bool {
 		in.get(ctx, in.env().PrometheusURL+"/-/ready") == nil
 }
 
+type step struct {
+	name string
+	fn   func(context.Context, pki) error
+}
+
 func (in *instance) start(ctx context.Context) error {
 	for _, d := range []string{"logs", "pids", "etcd", "kueue-certs", "prometheus"} {
 		if err := os.MkdirAll(in.path(d), 0o755); err != nil {
@@ -241,18 +246,17 @@ func (in *instance) start(ctx context.Context) error {
 	if err := in.writeAuthFiles(p); err != nil {
 		return err
 	}
-	steps := []struct {
-		name string
-		fn   func(context.Context, pki) error
-	}{
+	steps := []step{
 		{"etcd", in.startEtcd},
 		{"kube-apiserver", in.startAPIServer},
 		{"kube-controller-manager and kube-scheduler", in.startControllers},
 		{"kueue", in.startKueue},
 		{"kwok and fake nodes", in.startKWOK},
-		{"agent (dcgm-exporter, demo)", in.startAgent},
-		{"prometheus", in.startPrometheus},
 	}
+	if in.opts.Demo {
+		steps = append(steps, step{"demo policy and teams", in.seedDemo})
+	}
+	steps = append(steps, step{"agent (dcgm-exporter, demo jobs)", in.startAgent}, step{"prometheus", in.startPrometheus})
 	for _, s := range steps {
 		t := time.Now()
 		if err := s.fn(ctx, p); err != nil {
