@@ -21,7 +21,14 @@ import (
 // It runs as the sandbox command itself ("sandbox agent"), copied into the
 // state folder so that rebuilding the command never pulls it from under it.
 
+// RunningAsCommand is set by the sandbox command: only it can run the agent,
+// so only it may start processes (a test binary calls the command instead).
+var RunningAsCommand bool
+
 func (in *instance) startAgent(ctx context.Context, _ pki) error {
+	if !RunningAsCommand {
+		return errors.New("the sandbox can only be started by the sandbox command (go run ./cmd/sandbox up)")
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err

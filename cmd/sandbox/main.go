@@ -23,6 +23,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: sandbox up|down|status|agent [--instance demo|test]")
 		os.Exit(2)
 	}
+	sandbox.RunningAsCommand = true
 	verb := os.Args[1]
 	fs := flag.NewFlagSet("sandbox "+verb, flag.ExitOnError)
 	name := fs.String("instance", "demo", "sandbox instance: demo (with demo teams and jobs) or test")

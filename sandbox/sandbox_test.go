@@ -1,0 +1,100 @@
+package sandbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/openquota/console/sandbox"
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+// A pod holding GPUs on a fake node shows up in Prometheus with
+// dcgm-exporter's metric names and labels, as on a real cluster.
+func TestGPUMetricsReachPrometheus(t *testing.T) {
+	env := sandboxtest.Env(t)
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	ns := "dcgm-" + rand.String(5)
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+
+	var node sandbox.FakeNode
+	for _, n := range sandbox.Fleet() {
+		if n.Shape.Type == "ml.g6.12xlarge" && !n.NotReady {
+			node = n
+		}
+	}
+	gpus := resource.MustParse("2")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: ns, Annotations: map[string]string{sandbox.GPUUtilAnnotation: "85"}},
+		Spec: corev1.PodSpec{
+			NodeName:   node.Name,
+			Containers: []corev1.Container{{Name: "trainer", Image: "trainer", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{sandbox.ResourceGPU: gpus}}}},
+		},
+	}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	client, err := promapi.NewClient(promapi.Config{Address: env.PrometheusURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom := promv1.NewAPI(client)
+	query := `DCGM_FI_DEV_GPU_UTIL{namespace="` + ns + `",pod="busy",container="trainer"}`
+	var vec model.Vector
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 40*time.Second, true, func(ctx context.Context) (bool, error) {
+		v, _, _, err := prom.Query(ctx, query, time.Now())
+		if err != nil {
+			return false, err
+		}
+		vec, _ = v.(model.Vector)
+		return len(vec) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: want 2 series (one per GPU), got %v: %v", query, vec, err)
+	}
+	for _, s := range vec {
+		if s.Value != 85 {
+			t.Errorf("utilization %v, want the pinned 85", s.Value)
+		}
+		if got := string(s.Metric["Hostname"]); got != node.Name {
+			t.Errorf("Hostname = %q, want %q", got, node.Name)
+		}
+		if got := string(s.Metric["modelName"]); got != "NVIDIA L4" {
+			t.Errorf("modelName = %q", got)
+		}
+		if s.Metric["UUID"] == "" || s.Metric["gpu"] == "" {
+			t.Errorf("series lacks UUID or gpu: %v", s.Metric)
+		}
+	}
+}
+
+// Up on a running instance is a no-op that returns the same Env.
+func TestUpIsIdempotent(t *testing.T) {
+	env := sandboxtest.Env(t)
+	again, err := sandbox.Up(context.Background(), sandbox.Test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *again != *env {
+		t.Errorf("second Up returned %+v, want %+v", again, env)
+	}
+}
