@@ -26,9 +26,6 @@ import (
 var RunningAsCommand bool
 
 func (in *instance) startAgent(ctx context.Context, _ pki) error {
-	if !RunningAsCommand {
-		return errors.New("the sandbox can only be started by the sandbox command (go run ./cmd/sandbox up)")
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return err

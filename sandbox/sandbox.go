@@ -137,6 +137,9 @@ func Up(ctx context.Context, opts Options) (*Env, error) {
 	if in.healthy(ctx) {
 		return in.env(), nil
 	}
+	if !RunningAsCommand {
+		return nil, errors.New("the sandbox is not running and only the sandbox command can start it (go run ./cmd/sandbox up)")
+	}
 	// Something is missing or broken: stop what is left, keep the data, start again.
 	in.stopAll()
 	bin, err := Binaries(ctx, in.log)
