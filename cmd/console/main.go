@@ -30,6 +30,7 @@ type options struct {
 	listen        string
 	logFormat     string
 	logLevel      string
+	settings      kueue.Settings
 }
 
 func parseFlags(args []string) (options, error) {
@@ -39,6 +40,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "base URL of the Prometheus that scrapes Kueue and dcgm-exporter")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
+	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", kueue.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
+	fs.StringVar(&o.settings.Cohort, "cohort", kueue.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -105,7 +108,10 @@ func run(o options, log *slog.Logger) error {
 	cache.OnChange(func(kind string) { consoleMetrics.InformerEvents.WithLabelValues(kind).Inc() })
 	cache.Start(ctx)
 
-	e := handlers.New(handlers.Deps{Cache: cache, Metrics: consoleMetrics, Log: log})
+	e := handlers.New(handlers.Deps{
+		Cache: cache, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: o.settings,
+		Metrics: consoleMetrics, Log: log,
+	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err

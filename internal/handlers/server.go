@@ -18,9 +18,11 @@ import (
 
 // Deps are what the handlers read from and write to.
 type Deps struct {
-	Cache   *kueue.Cache
-	Metrics *metrics.Console
-	Log     *slog.Logger
+	Cache    *kueue.Cache
+	Applier  kueue.Applier
+	Settings kueue.Settings
+	Metrics  *metrics.Console
+	Log      *slog.Logger
 }
 
 // New builds the console's HTTP server.
@@ -38,6 +40,14 @@ func New(d Deps) *echo.Echo {
 	e.StaticFS("/static", static.FS)
 
 	e.GET("/", overview(d))
+	e.GET("/teams", teams(d))
+	e.GET("/teams/new", newTeam(d))
+	e.POST("/teams", createTeam(d))
+	e.GET("/teams/derive", deriveQuota(d))
+	e.GET("/teams/:team/edit", editTeam(d))
+	e.POST("/teams/:team", updateTeam(d))
+	e.GET("/teams/:team/delete", confirmDeleteTeam(d))
+	e.POST("/teams/:team/delete", deleteTeam(d))
 	return e
 }
 
@@ -70,7 +80,7 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelDebug
-			if v.Status >= 500 {
+			if v.Status >= 500 && c.Path() != "/readyz" {
 				level = slog.LevelError
 			}
 			log.Log(c.Request().Context(), level, "request", "method", v.Method, "uri", v.URI,

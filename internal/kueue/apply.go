@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
@@ -23,6 +24,23 @@ func applyOptions() metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 }
 
+// CheckTeam asks the apiserver, with Kueue's webhooks, to validate the team's
+// ClusterQueue and flavors without writing anything (a dry run), so that a
+// rejected allocation leaves nothing half-written.
+func (a Applier) CheckTeam(ctx context.Context, objs TeamObjects) error {
+	opts := applyOptions()
+	opts.DryRun = []string{metav1.DryRunAll}
+	for _, rf := range objs.Flavors {
+		if _, err := a.Kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, rf, opts); err != nil {
+			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
+		}
+	}
+	if _, err := a.Kueue.KueueV1beta2().ClusterQueues().Apply(ctx, objs.ClusterQueue, opts); err != nil {
+		return fmt.Errorf("cluster queue %s: %w", *objs.ClusterQueue.Name, err)
+	}
+	return nil
+}
+
 // ApplyTeam writes a team's objects in dependency order.
 func (a Applier) ApplyTeam(ctx context.Context, objs TeamObjects) error {
 	if _, err := a.Kube.CoreV1().Namespaces().Apply(ctx, objs.Namespace, applyOptions()); err != nil {
@@ -38,6 +56,41 @@ func (a Applier) ApplyTeam(ctx context.Context, objs TeamObjects) error {
 	}
 	if _, err := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace).Apply(ctx, objs.LocalQueue, applyOptions()); err != nil {
 		return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
+	}
+	if objs.MemberRole != nil {
+		if _, err := a.Kube.RbacV1().ClusterRoles().Apply(ctx, objs.MemberRole, applyOptions()); err != nil {
+			return fmt.Errorf("cluster role %s: %w", *objs.MemberRole.Name, err)
+		}
+	}
+	if objs.Members != nil {
+		if _, err := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace).Apply(ctx, objs.Members, applyOptions()); err != nil {
+			return fmt.Errorf("role binding %s: %w", *objs.Members.Name, err)
+		}
+	}
+	return nil
+}
+
+// DeleteTeam removes what the console created for a team: its LocalQueue,
+// ClusterQueue and namespace (with the team's jobs and member binding).
+// Shared ResourceFlavors stay. Deleting what is already gone is not an error,
+// so a retry after a failure finishes the job.
+func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error {
+	ignoreMissing := func(err error) error {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	background := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &background}
+	if err := ignoreMissing(a.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Delete(ctx, s.LocalQueue(team), opts)); err != nil {
+		return fmt.Errorf("local queue: %w", err)
+	}
+	if err := ignoreMissing(a.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, s.ClusterQueue(team), opts)); err != nil {
+		return fmt.Errorf("cluster queue: %w", err)
+	}
+	if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
+		return fmt.Errorf("namespace: %w", err)
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package kueue
 
-import "sort"
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // InstanceShape is what one instance of a type offers. Figures are the public
 // specifications of the instance types; memory is in GiB.
@@ -73,4 +77,54 @@ func CatalogTypes() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// LiveShapes merges the catalog with the cluster's nodes. Catalog types keep
+// their published shape (what admins plan with; allocatable is a little less);
+// a type only the cluster has takes its shape from a node's allocatable. It
+// also counts the instances of each type the cluster has.
+func LiveShapes(nodes []*corev1.Node) (ShapeLookup, map[string]int) {
+	live := map[string]InstanceShape{}
+	available := map[string]int{}
+	for _, n := range nodes {
+		t := n.Labels[InstanceTypeLabel]
+		if t == "" {
+			continue
+		}
+		available[t]++
+		if _, ok := live[t]; ok {
+			continue
+		}
+		a := n.Status.Allocatable
+		live[t] = InstanceShape{
+			Type: t, GPUModel: n.Labels[GPUProductLabel],
+			GPUs: quantity(a, ResourceGPU), VCPU: quantity(a, corev1.ResourceCPU), MemoryGiB: gib(a),
+			Neuron: quantity(a, ResourceNeuron), EFA: quantity(a, ResourceEFA),
+		}
+	}
+	lookup := func(instanceType string) (InstanceShape, bool) {
+		if s, ok := LookupShape(instanceType); ok {
+			return s, true
+		}
+		s, ok := live[instanceType]
+		return s, ok
+	}
+	return lookup, available
+}
+
+// KnownTypes lists the catalog's types and the cluster's, sorted.
+func KnownTypes(available map[string]int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range CatalogTypes() {
+		seen[t] = true
+		out = append(out, t)
+	}
+	for t := range available {
+		if !seen[t] {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

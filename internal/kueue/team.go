@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
 )
@@ -175,6 +176,8 @@ type TeamObjects struct {
 	Flavors      []*kueueac.ResourceFlavorApplyConfiguration
 	ClusterQueue *kueueac.ClusterQueueApplyConfiguration
 	LocalQueue   *kueueac.LocalQueueApplyConfiguration
+	MemberRole   *rbacv1ac.ClusterRoleApplyConfiguration
+	Members      *rbacv1ac.RoleBindingApplyConfiguration
 }
 
 // ShapeLookup resolves an instance type to its shape (catalog merged with live nodes).
@@ -250,9 +253,11 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		nsAnnotations["quota-console.openquota.dev/description"] = t.Description
 	}
 	return TeamObjects{
-		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithAnnotations(nsAnnotations),
-		Flavors:   rfs,
+		Namespace:    corev1ac.Namespace(ns).WithLabels(labels).WithAnnotations(nsAnnotations),
+		Flavors:      rfs,
 		ClusterQueue: cq,
+		MemberRole:   MemberRole(),
+		Members:      MemberBinding(s, t),
 		LocalQueue: kueueac.LocalQueue(s.LocalQueue(t.Name), ns).
 			WithLabels(labels).
 			WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueuev1beta2.ClusterQueueReference(s.ClusterQueue(t.Name)))),

@@ -318,3 +318,17 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// Lenient reads a row's numbers without judging them, for the live preview
+// of derived values while the admin is still typing.
+func (r QuotaRow) Lenient() kueue.QuotaInput {
+	num := func(s string) *int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 || n > maxQuotaNumeric {
+			return nil
+		}
+		return &n
+	}
+	return kueue.QuotaInput{InstanceType: r.InstanceType, Count: num(r.Count), GPUs: num(r.GPUs),
+		Neuron: num(r.Neuron), VCPU: num(r.VCPU), MemoryGiB: num(r.MemoryGiB)}
+}

@@ -96,4 +96,3 @@ func TestTooManyQuotaRows(t *testing.T) {
 		t.Errorf("quota error = %q", errs.Get("quota"))
 	}
 }
-

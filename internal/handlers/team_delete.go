@@ -1,0 +1,96 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/web/templates"
+)
+
+func confirmDeleteTeam(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		team, err := d.storedTeam(c.Param("team"))
+		if err != nil {
+			return err
+		}
+		return d.renderDelete(c, http.StatusOK, team.Name, "")
+	}
+}
+
+func deleteTeam(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		team, err := d.storedTeam(c.Param("team"))
+		if err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		if err := d.Applier.DeleteTeam(ctx, d.Settings, team.Name); err != nil {
+			d.Log.Error("deleting team", "team", team.Name, "err", err)
+			return d.renderDelete(c, http.StatusBadGateway, team.Name, explainWriteError(err))
+		}
+		d.Log.Info("team deleted", "team", team.Name)
+		// The list after the redirect should no longer show the team.
+		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
+			cq, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(team.Name))
+			return err != nil || cq.DeletionTimestamp != nil, nil
+		})
+		return c.Redirect(http.StatusSeeOther, "/teams?deleted="+url.QueryEscape(team.Name))
+	}
+}
+
+func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) error {
+	ns := d.Settings.Namespace(team)
+	wls, err := d.Cache.Workloads.Workloads(ns).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var tasks []templates.TaskLine
+	for _, wl := range wls {
+		state := workloadState(wl)
+		if state == "" {
+			continue
+		}
+		tasks = append(tasks, templates.TaskLine{Name: wl.Name, State: state, GPUs: workloadGPUs(wl)})
+	}
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].Name < tasks[j].Name })
+	return render(c, status, templates.TeamDelete(templates.TeamDeleteView{
+		Page:       templates.Page{Title: "Delete team " + team, Active: "teams", Problem: problem(d.Cache)},
+		Team:       team,
+		Namespace:  ns,
+		Tasks:      tasks,
+		ApplyError: applyErr,
+	}))
+}
+
+// workloadState is "Running" or "Pending" for unfinished workloads, "" otherwise.
+func workloadState(wl *kueuev1beta2.Workload) string {
+	for _, c := range wl.Status.Conditions {
+		if c.Type == kueuev1beta2.WorkloadFinished && c.Status == "True" {
+			return ""
+		}
+	}
+	if wl.Status.Admission != nil {
+		return "Running"
+	}
+	return "Pending"
+}
+
+func workloadGPUs(wl *kueuev1beta2.Workload) int64 {
+	var n int64
+	for _, ps := range wl.Spec.PodSets {
+		for _, ctr := range ps.Template.Spec.Containers {
+			q := ctr.Resources.Requests[kueue.ResourceGPU]
+			n += q.Value() * int64(ps.Count)
+		}
+	}
+	return n
+}

@@ -1,0 +1,79 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/web/templates"
+)
+
+// fleet is the instance shapes (catalog merged with live nodes) and how many
+// instances of each type the cluster has.
+func (d Deps) fleet() (kueue.ShapeLookup, map[string]int, error) {
+	nodes, err := d.Cache.Nodes.List(labels.Everything())
+	if err != nil {
+		return nil, nil, err
+	}
+	shapes, available := kueue.LiveShapes(nodes)
+	return shapes, available, nil
+}
+
+func teams(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		stored, err := kueue.ListTeams(d.Cache.ClusterQueues)
+		if err != nil {
+			return err
+		}
+		shapes, available, err := d.fleet()
+		if err != nil {
+			return err
+		}
+		view := templates.TeamsView{
+			Page: templates.Page{Title: "Team allocations", Active: "teams", Problem: problem(d.Cache)},
+		}
+		if saved := c.QueryParam("saved"); saved != "" {
+			view.Flash = "Team " + saved + " saved."
+		}
+		if deleted := c.QueryParam("deleted"); deleted != "" {
+			view.Flash = "Team " + deleted + " deleted."
+		}
+		var all []kueue.Team
+		for _, st := range stored {
+			all = append(all, st.Team)
+			row := templates.TeamRow{
+				Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
+				Enabled: !kueue.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
+				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption),
+			}
+			var cpu, mem int64
+			for _, q := range st.Quota {
+				if shape, ok := shapes(q.InstanceType); ok {
+					dq := kueue.DeriveQuota(q, shape)
+					row.GPUs += dq.GPUs
+					row.Neuron += dq.Neuron
+					cpu += dq.CPUMilli
+					mem += dq.MemoryMiB
+				}
+			}
+			row.VCPU, row.MemoryGiB = formatMilli(cpu), formatMiB(mem)
+			view.Teams = append(view.Teams, row)
+		}
+		view.Allocation = kueue.AllocationByType(all, shapes, available)
+		return render(c, http.StatusOK, templates.Teams(view))
+	}
+}
+
+func lendingLabel(t kueue.Team) string {
+	switch t.Lending {
+	case kueue.LendAndBorrow:
+		return "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %)"
+	case kueue.Lend:
+		return "Lend only"
+	case kueue.DontLend:
+		return "Don't lend"
+	}
+	return string(t.Lending)
+}
