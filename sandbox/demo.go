@@ -68,7 +68,7 @@ func (in *instance) seedDemo(ctx context.Context, _ pki) error {
 		return err
 	}
 	a := kueue.Applier{Kube: kube, Kueue: kq}
-	if err := a.ApplyPriorityClasses(ctx, DemoPolicy); err != nil {
+	if err := a.ApplyPolicy(ctx, kueue.DefaultSettings, DemoPolicy); err != nil {
 		return err
 	}
 	for _, t := range DemoTeams() {

@@ -110,7 +110,7 @@ func run(o options, log *slog.Logger) error {
 
 	e := handlers.New(handlers.Deps{
 		Cache: cache, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: o.settings,
-		Metrics: consoleMetrics, Log: log,
+		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

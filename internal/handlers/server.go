@@ -23,7 +23,15 @@ type Deps struct {
 	Settings kueue.Settings
 	Metrics  *metrics.Console
 	Log      *slog.Logger
+	// KueueConfigMap is where Kueue's installation keeps its configuration.
+	KueueConfigMap ConfigMapRef
 }
+
+// ConfigMapRef names a key of a ConfigMap.
+type ConfigMapRef struct{ Namespace, Name, Key string }
+
+// DefaultKueueConfigMap is where Kueue's manifests and Helm chart put it.
+var DefaultKueueConfigMap = ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
 
 // New builds the console's HTTP server.
 func New(d Deps) *echo.Echo {
@@ -40,6 +48,8 @@ func New(d Deps) *echo.Echo {
 	e.StaticFS("/static", static.FS)
 
 	e.GET("/", overview(d))
+	e.GET("/policy", showPolicy(d))
+	e.POST("/policy", savePolicy(d))
 	e.GET("/teams", teams(d))
 	e.GET("/teams/new", newTeam(d))
 	e.POST("/teams", createTeam(d))

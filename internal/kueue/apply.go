@@ -104,3 +104,36 @@ func (a Applier) ApplyPriorityClasses(ctx context.Context, p Policy) error {
 	}
 	return nil
 }
+
+// ApplyPolicy writes the priority classes, removes managed classes the policy
+// no longer lists, and records the policy on the cohort. Every step is
+// idempotent, so a retry after a failure converges.
+func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
+	if err := a.ApplyPriorityClasses(ctx, p); err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, c := range p.Classes {
+		keep[c.Name] = true
+	}
+	managed, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedByValue})
+	if err != nil {
+		return fmt.Errorf("priority classes: %w", err)
+	}
+	for _, wpc := range managed.Items {
+		if keep[wpc.Name] {
+			continue
+		}
+		if err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, wpc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing priority class %s: %w", wpc.Name, err)
+		}
+	}
+	cohort, err := BuildCohort(s, p)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Kueue.KueueV1beta2().Cohorts().Apply(ctx, cohort, applyOptions()); err != nil {
+		return fmt.Errorf("cohort %s: %w", s.Cohort, err)
+	}
+	return nil
+}

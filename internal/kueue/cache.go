@@ -33,6 +33,7 @@ type Cache struct {
 	Workloads               kueuelisters.WorkloadLister
 	ResourceFlavors         kueuelisters.ResourceFlavorLister
 	WorkloadPriorityClasses kueuelisters.WorkloadPriorityClassLister
+	Cohorts                 kueuelisters.CohortLister
 
 	kube   kubernetes.Interface
 	kueue  kueueclient.Interface
@@ -61,12 +62,14 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, log *slog.Log
 	c.Workloads = v.Workloads().Lister()
 	c.ResourceFlavors = v.ResourceFlavors().Lister()
 	c.WorkloadPriorityClasses = v.WorkloadPriorityClasses().Lister()
+	c.Cohorts = v.Cohorts().Lister()
 	c.watch("Node", c.core.Core().V1().Nodes().Informer())
 	c.watch("ClusterQueue", v.ClusterQueues().Informer())
 	c.watch("LocalQueue", v.LocalQueues().Informer())
 	c.watch("Workload", v.Workloads().Informer())
 	c.watch("ResourceFlavor", v.ResourceFlavors().Informer())
 	c.watch("WorkloadPriorityClass", v.WorkloadPriorityClasses().Informer())
+	c.watch("Cohort", v.Cohorts().Informer())
 	return c
 }
 

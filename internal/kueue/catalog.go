@@ -82,7 +82,8 @@ func CatalogTypes() []string {
 // LiveShapes merges the catalog with the cluster's nodes. Catalog types keep
 // their published shape (what admins plan with; allocatable is a little less);
 // a type only the cluster has takes its shape from a node's allocatable. It
-// also counts the instances of each type the cluster has.
+// also counts the instances of each type that can take tasks (Ready and not
+// cordoned): what an admin can plan on today.
 func LiveShapes(nodes []*corev1.Node) (ShapeLookup, map[string]int) {
 	live := map[string]InstanceShape{}
 	available := map[string]int{}
@@ -91,7 +92,9 @@ func LiveShapes(nodes []*corev1.Node) (ShapeLookup, map[string]int) {
 		if t == "" {
 			continue
 		}
-		available[t]++
+		if NodeSchedulable(n) {
+			available[t]++
+		}
 		if _, ok := live[t]; ok {
 			continue
 		}

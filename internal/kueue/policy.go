@@ -1,9 +1,15 @@
 package kueue
 
 import (
+	"encoding/json"
+	"fmt"
+	"sort"
 	"strconv"
 
+	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
+	"sigs.k8s.io/yaml"
 )
 
 // Prioritization is how queued tasks are ordered.
@@ -56,4 +62,81 @@ func BuildPriorityClasses(p Policy) []*kueueac.WorkloadPriorityClassApplyConfigu
 			WithDescription("Task priority class managed by the quota console"))
 	}
 	return out
+}
+
+// PolicyAnnotation keeps the cluster policy, as the admin stated it, on the
+// cohort every team joins: a Kueue object, so there is no second database.
+const PolicyAnnotation = "quota-console.openquota.dev/policy"
+
+// BuildCohort is the shared cohort, carrying the policy.
+func BuildCohort(s Settings, p Policy) (*kueueac.CohortApplyConfiguration, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return kueueac.Cohort(s.Cohort).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithAnnotations(map[string]string{PolicyAnnotation: string(data)}), nil
+}
+
+// DefaultPolicy is what a cluster without a stored policy behaves like.
+var DefaultPolicy = Policy{Prioritization: FirstComeFirstServe, IdleAllocation: IdleFirstComeFirstServe}
+
+// ReadPolicy returns the stored policy, or DefaultPolicy with the managed
+// priority classes found when none is stored yet.
+func ReadPolicy(cohort *kueuev1beta2.Cohort, classes []*kueuev1beta2.WorkloadPriorityClass) Policy {
+	if cohort != nil {
+		var p Policy
+		if err := json.Unmarshal([]byte(cohort.Annotations[PolicyAnnotation]), &p); err == nil {
+			return p
+		}
+	}
+	p := DefaultPolicy
+	for _, c := range classes {
+		if c.Labels[ManagedByLabel] != ManagedByValue {
+			continue
+		}
+		w, err := strconv.Atoi(c.Annotations[WeightAnnotation])
+		if err != nil {
+			w = int(c.Value)
+		}
+		p.Classes = append(p.Classes, PriorityClass{Name: c.Name, Weight: int32(w)})
+	}
+	sort.Slice(p.Classes, func(i, j int) bool { return p.Classes[i].Weight > p.Classes[j].Weight })
+	return p
+}
+
+// LowestClass is the class that tasks naming none are counted in.
+func (p Policy) LowestClass() string {
+	lowest := ""
+	var w int32
+	for i, c := range p.Classes {
+		if i == 0 || c.Weight < w {
+			lowest, w = c.Name, c.Weight
+		}
+	}
+	return lowest
+}
+
+// KueueFairSharing reads Kueue's own configuration (the controller's config
+// file, as installs keep it in a ConfigMap) and reports whether fair sharing
+// is enabled.
+func KueueFairSharing(configYAML string) (bool, error) {
+	var cfg configv1beta2.Configuration
+	if err := yaml.Unmarshal([]byte(configYAML), &cfg); err != nil {
+		return false, fmt.Errorf("reading Kueue's configuration: %w", err)
+	}
+	return cfg.FairSharing != nil, nil
+}
+
+// FairSharingMismatch explains when the policy and Kueue's controller
+// disagree about idle compute; "" when they agree.
+func FairSharingMismatch(p Policy, kueueFairSharing bool) string {
+	switch {
+	case p.IdleAllocation == IdleFairShare && !kueueFairSharing:
+		return "The policy asks for fair sharing of idle compute, but Kueue's controller does not have fair sharing enabled: add a fairSharing section to Kueue's configuration and restart it. Until then idle compute goes first-come-first-serve."
+	case p.IdleAllocation == IdleFirstComeFirstServe && kueueFairSharing:
+		return "Kueue's controller has fair sharing enabled, so idle compute is shared by team weights whatever this policy says. Remove fairSharing from Kueue's configuration for first-come-first-serve."
+	}
+	return ""
 }

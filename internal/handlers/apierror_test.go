@@ -1,0 +1,36 @@
+package handlers
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestExplainWriteError(t *testing.T) {
+	cq := schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "ClusterQueue"}
+	cases := []struct {
+		name string
+		err  error
+		says string
+	}{
+		{"webhook validation", apierrors.NewInvalid(cq, "t", field.ErrorList{
+			field.Invalid(field.NewPath("spec", "resourceGroups").Index(0).Child("flavors").Index(0).Child("resources").Index(0).Child("nominalQuota"), "-1", "must be greater than or equal to 0"),
+		}), "Kueue refused this allocation, so nothing was changed: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: \"-1\": must be greater than or equal to 0"},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "clusterqueues"}, "t", errors.New("no")), "not allowed"},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "clusterqueues"}, "t", errors.New("changed")), "same time"},
+		{"timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "clusterqueues"}, "apply", 1), "Saving again"},
+		{"no connection", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), "could not be reached"},
+		{"webhook down", apierrors.NewInternalError(errors.New(`failed calling webhook "vclusterqueue.kb.io": connection refused`)), "webhook did not answer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := explainWriteError(tc.err); !strings.Contains(got, tc.says) {
+				t.Errorf("explainWriteError = %q, want it to contain %q", got, tc.says)
+			}
+		})
+	}
+}
