@@ -15,7 +15,7 @@ run: build
 
 ## test: every test — unit, integration against the test sandbox, browser e2e
 test: check-generated vet build e2e-deps test-sandbox-up
-	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -timeout 15m ./...
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
 build:

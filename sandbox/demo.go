@@ -32,7 +32,8 @@ var DemoPolicy = kueue.Policy{
 }
 
 // DemoTeams are five teams sharing the fleet in one cohort; together they ask
-// for more than the fleet has, so there is borrowing, queueing and preemption.
+// for more than the fleet has, so there is queueing and preemption, while
+// speech rarely uses its ml.p5 GPUs and so lends them to the others.
 func DemoTeams() []kueue.Team {
 	n := func(v int64) *int64 { return &v }
 	return []kueue.Team{
@@ -47,7 +48,7 @@ func DemoTeams() []kueue.Team {
 			Quota: []kueue.QuotaInput{{InstanceType: "ml.g6.12xlarge", GPUs: n(8)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(4)}}},
 		{Name: "speech", Description: "Speech recognition on Trainium", Enabled: true, FairShareWeight: 10,
 			Preemption: kueue.PreemptNever, Lending: kueue.Lend, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: n(32)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(2)}}},
+			Quota: []kueue.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: n(32)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(4)}}},
 		{Name: "data-platform", Description: "Data preparation (CPU only)", Enabled: true, FairShareWeight: 0,
 			Preemption: kueue.PreemptNever, Lending: kueue.DontLend, BorrowLimitPercent: 50,
 			Quota: []kueue.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: n(16)}}},

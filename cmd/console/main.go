@@ -108,15 +108,31 @@ func run(o options, log *slog.Logger) error {
 	cache.OnChange(func(kind string) { consoleMetrics.InformerEvents.WithLabelValues(kind).Inc() })
 	cache.Start(ctx)
 
+	var prom handlers.PromReader
+	if o.prometheusURL != "" {
+		p, err := metrics.NewProm(o.prometheusURL)
+		if err != nil {
+			return fmt.Errorf("--prometheus-url: %w", err)
+		}
+		prom = p
+	}
+	live := kueue.NewLive(cache, o.settings, log)
+	go live.Run(ctx)
+
+	// Live update streams end when the server shuts down, or Shutdown would
+	// wait for them until its timeout.
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
 	e := handlers.New(handlers.Deps{
-		Cache: cache, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: o.settings,
-		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap,
+		Cache: cache, Live: live, Prom: prom, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: o.settings,
+		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(endStreams)
 	log.Info("console listening", "url", "http://"+ln.Addr().String(), "kubernetes", cfg.Host, "prometheus", o.prometheusURL)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -3,8 +3,11 @@
 package handlers
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -18,13 +21,24 @@ import (
 
 // Deps are what the handlers read from and write to.
 type Deps struct {
-	Cache    *kueue.Cache
+	Cache *kueue.Cache
+	Live  *kueue.Live
+	Prom  PromReader // nil without --prometheus-url
+	// Streams ends live update streams when the server shuts down.
+	Streams  context.Context
 	Applier  kueue.Applier
 	Settings kueue.Settings
 	Metrics  *metrics.Console
 	Log      *slog.Logger
 	// KueueConfigMap is where Kueue's installation keeps its configuration.
 	KueueConfigMap ConfigMapRef
+}
+
+// PromReader is what the pages read from Prometheus (*metrics.Prom).
+type PromReader interface {
+	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
+	ClusterUtilization(ctx context.Context, r metrics.Range, vcpuCapacity float64) (metrics.Charts, error)
+	TeamSeries(ctx context.Context, s kueue.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
 }
 
 // ConfigMapRef names a key of a ConfigMap.
@@ -50,6 +64,10 @@ func New(d Deps) *echo.Echo {
 	e.GET("/", overview(d))
 	e.GET("/policy", showPolicy(d))
 	e.POST("/policy", savePolicy(d))
+	e.GET("/usage", usage(d))
+	e.GET("/usage/:team", teamUsage(d))
+	e.GET("/tasks", tasks(d))
+	e.GET("/events", events(d))
 	e.GET("/teams", teams(d))
 	e.GET("/teams/new", newTeam(d))
 	e.POST("/teams", createTeam(d))
@@ -77,13 +95,19 @@ func render(c echo.Context, status int, component templ.Component) error {
 	return component.Render(c.Request().Context(), c.Response())
 }
 
-// problem explains, in words, why live data is missing or incomplete.
+// problem explains, in words, why live data is missing, incomplete or old.
 func problem(cache *kueue.Cache) string {
 	if err := cache.Ready(); err != nil {
 		return "Live data is incomplete: " + err.Error() + "."
 	}
+	if ok, since := cache.Reachable(); !ok {
+		return fmt.Sprintf("The cluster has not answered since %s: the figures are as they were then (%s old).",
+			since.Format(time.TimeOnly), time.Since(since).Round(time.Second))
+	}
 	return ""
 }
+
+func (d Deps) problem() string { return problem(d.Cache) }
 
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{

@@ -31,6 +31,7 @@ type console struct {
 	settings kueue.Settings
 	kube     kubernetes.Interface
 	kueue    kueueclient.Interface
+	live     *kueue.Live
 }
 
 func newConsole(t *testing.T) console {
@@ -52,9 +53,11 @@ func newConsole(t *testing.T) console {
 	}); err != nil {
 		t.Fatalf("cache not ready: %v", cache.Ready())
 	}
-	h := handlers.New(handlers.Deps{Cache: cache, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
-		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap})
-	return console{h: h, settings: s, kube: kube, kueue: kq}
+	live := kueue.NewLive(cache, s, log)
+	go live.Run(ctx)
+	h := handlers.New(handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
+		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx})
+	return console{h: h, settings: s, kube: kube, kueue: kq, live: live}
 }
 
 func (c console) post(t *testing.T, path string, form url.Values) (int, string, string) {

@@ -45,6 +45,8 @@ type Cache struct {
 	kueueSynced atomic.Bool
 	coreSynced  atomic.Bool
 	lastEvent   atomic.Int64 // unix nanos of the newest informer event
+	lastAnswer  atomic.Int64 // unix nanos of the apiserver's last answer to a health probe
+	unreachable atomic.Bool
 
 	mu        sync.Mutex
 	listeners []func(kind string)
@@ -101,6 +103,8 @@ func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
 // Start runs the informers until ctx ends. Kueue's informers start once its
 // v1beta2 API is served; until then KueueFound reports false and the pages say so.
 func (c *Cache) Start(ctx context.Context) {
+	c.lastAnswer.Store(time.Now().UnixNano())
+	go c.probe(ctx)
 	c.core.Start(ctx.Done())
 	go func() {
 		c.coreSynced.Store(allSynced(c.core.WaitForCacheSync(ctx.Done())))
@@ -132,6 +136,39 @@ func allSynced[K comparable](synced map[K]bool) bool {
 		all = all && ok
 	}
 	return all
+}
+
+// probe asks the apiserver's /readyz every few seconds, so pages can say when
+// the data they show stopped being live.
+func (c *Cache) probe(ctx context.Context) {
+	rc := c.kube.Discovery().RESTClient()
+	if rc == nil {
+		return // a fake clientset in tests: nothing to probe
+	}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := rc.Get().AbsPath("/readyz").Do(pctx).Error()
+		cancel()
+		if err == nil {
+			c.lastAnswer.Store(time.Now().UnixNano())
+			c.unreachable.Store(false)
+		} else if ctx.Err() == nil {
+			if !c.unreachable.Swap(true) {
+				c.log.Warn("the apiserver does not answer", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// Reachable reports whether the apiserver answered the last probe, and when
+// it last answered.
+func (c *Cache) Reachable() (bool, time.Time) {
+	return !c.unreachable.Load(), time.Unix(0, c.lastAnswer.Load())
 }
 
 func (c *Cache) kueueServed() (bool, error) {

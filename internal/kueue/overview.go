@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -28,6 +29,7 @@ type InstanceTypeCapacity struct {
 	Ready     int // Ready and schedulable
 	NotReady  int // pending recovery: not Ready, or cordoned
 	GPUs      int64
+	GPUMemGiB int64 // GPU memory: GPUs × per-GPU memory (node label, else catalog)
 	VCPU      int64
 	MemoryGiB int64
 	Neuron    int64
@@ -90,6 +92,7 @@ func BuildOverview(nodes []*corev1.Node, queues []*kueuev1beta2.ClusterQueue) Ov
 			}
 			capacity := n.Status.Capacity
 			r.GPUs += quantity(capacity, ResourceGPU)
+			r.GPUMemGiB += quantity(capacity, ResourceGPU) * gpuMemoryGiB(n)
 			r.VCPU += quantity(capacity, corev1.ResourceCPU)
 			r.MemoryGiB += gib(capacity)
 			r.Neuron += quantity(capacity, ResourceNeuron)
@@ -117,6 +120,18 @@ func BuildOverview(nodes []*corev1.Node, queues []*kueuev1beta2.ClusterQueue) Ov
 	}
 	sort.Slice(ov.Queues, func(i, j int) bool { return ov.Queues[i].Name < ov.Queues[j].Name })
 	return ov
+}
+
+// gpuMemoryGiB is the memory of one of the node's GPUs: GPU feature
+// discovery's nvidia.com/gpu.memory label (MiB), else the catalog's figure.
+func gpuMemoryGiB(n *corev1.Node) int64 {
+	if mib, err := strconv.ParseInt(n.Labels["nvidia.com/gpu.memory"], 10, 64); err == nil {
+		return mib / 1024
+	}
+	if s, ok := LookupShape(n.Labels[InstanceTypeLabel]); ok {
+		return s.GPUMemGiB
+	}
+	return 0
 }
 
 // Stopped reports whether a ClusterQueue admits no new workloads.

@@ -77,6 +77,7 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 			row.Ready++
 		}
 		row.GPUs += n.Shape.GPUs
+		row.GPUMemGiB += n.Shape.GPUs * n.Shape.GPUMemGiB
 		row.VCPU += n.Shape.VCPU
 		row.MemoryGiB += n.Shape.MemoryGiB
 		row.Neuron += n.Shape.Neuron

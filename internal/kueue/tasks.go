@@ -723,9 +723,10 @@ type TeamClassStats struct {
 // tasks name but classes lacks follow, sorted by name. Teams are told apart
 // by Task.Team (tasks outside team namespaces form one group).
 func StatsByClass(tasks []Task, classes []string, windowStart, now time.Time) []ClassStats {
-	byClass := map[string][]Task{}
-	for _, t := range tasks {
-		byClass[t.Class] = append(byClass[t.Class], t)
+	// Pointers, not copies: a Task is large and there may be 50 000 of them.
+	byClass := map[string][]*Task{}
+	for i := range tasks {
+		byClass[tasks[i].Class] = append(byClass[tasks[i].Class], &tasks[i])
 	}
 	var rows []ClassStats
 	for _, c := range withExtra(classes, byClass) {
@@ -739,28 +740,25 @@ func StatsByClass(tasks []Task, classes []string, windowStart, now time.Time) []
 // team namespaces last, under ""), each with every class as StatsByClass
 // lists them. Within one team, AvgLongest* equal Longest*.
 func StatsByTeamAndClass(tasks []Task, teams, classes []string, windowStart, now time.Time) []TeamClassStats {
-	byTeam := map[string][]Task{}
-	for _, t := range tasks {
-		byTeam[t.Team] = append(byTeam[t.Team], t)
-	}
-	byClass := map[string][]Task{}
-	for _, t := range tasks {
-		byClass[t.Class] = append(byClass[t.Class], t)
+	type teamClass struct{ team, class string }
+	groups := map[teamClass][]*Task{}
+	byTeam := map[string]bool{}
+	byClass := map[string]bool{}
+	for i := range tasks {
+		t := &tasks[i]
+		groups[teamClass{t.Team, t.Class}] = append(groups[teamClass{t.Team, t.Class}], t)
+		byTeam[t.Team], byClass[t.Class] = true, true
 	}
 	allClasses := withExtra(classes, byClass)
 	order := withExtra(teams, byTeam)
 	if i := slices.Index(order, ""); i >= 0 && !slices.Contains(teams, "") {
 		order = append(slices.Delete(order, i, i+1), "")
 	}
-	var rows []TeamClassStats
+	rows := make([]TeamClassStats, 0, len(order))
 	for _, team := range order {
-		row := TeamClassStats{Team: team}
-		mine := map[string][]Task{}
-		for _, t := range byTeam[team] {
-			mine[t.Class] = append(mine[t.Class], t)
-		}
+		row := TeamClassStats{Team: team, Classes: make([]ClassStats, 0, len(allClasses))}
 		for _, c := range allClasses {
-			row.Classes = append(row.Classes, classStats(c, mine[c], windowStart, now))
+			row.Classes = append(row.Classes, classStats(c, groups[teamClass{team, c}], windowStart, now))
 		}
 		rows = append(rows, row)
 	}
@@ -785,7 +783,7 @@ func inWindow(at, windowStart, now time.Time) bool {
 }
 
 // countsRun and countsWait are the window rules of ClassStats.
-func countsRun(t Task, windowStart, now time.Time) bool {
+func countsRun(t *Task, windowStart, now time.Time) bool {
 	switch t.State {
 	case TaskAdmitted:
 		return true
@@ -795,14 +793,14 @@ func countsRun(t Task, windowStart, now time.Time) bool {
 	return false
 }
 
-func countsWait(t Task, windowStart, now time.Time) bool {
+func countsWait(t *Task, windowStart, now time.Time) bool {
 	if inWindow(t.AdmittedAt, windowStart, now) {
 		return true
 	}
 	return (t.State == TaskPending || t.State == TaskPreempted) && !t.Deactivated && t.AdmittedAt.IsZero()
 }
 
-func classStats(class string, tasks []Task, windowStart, now time.Time) ClassStats {
+func classStats(class string, tasks []*Task, windowStart, now time.Time) ClassStats {
 	s := ClassStats{Class: class}
 	var runSum, waitSum time.Duration
 	longestRun, longestWait := map[string]time.Duration{}, map[string]time.Duration{}

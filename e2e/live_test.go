@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"testing"
+
+	"github.com/playwright-community/playwright-go"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/openquota/console/internal/kueue"
+)
+
+// Jobs submitted to Kueue show up on the Team usage and Tasks pages without
+// a reload, and the usage table downloads as CSV.
+func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
+	env := sandboxEnv(t)
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
+	id := rand.String(5)
+	s := kueue.Settings{NamespacePrefix: "l" + id + "-", Cohort: "live-" + id}
+	base := startConsole(t, env, "--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	team := kueue.Team{Name: "live", Enabled: true, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
+		Preemption: kueue.PreemptLowerPriority, Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](8)}}}
+	objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	must(err)
+	a := kueue.Applier{Kube: kube, Kueue: kq}
+	must(a.ApplyTeam(ctx, objs))
+	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, "live") })
+
+	page := newPage(t)
+	expect := playwright.NewPlaywrightAssertions()
+	_, err = page.Goto(base + "/usage")
+	must(err)
+	row := page.Locator(`#team-usage tr[data-team="live"]`)
+	must(expect.Locator(row.Locator(`[data-col="in-use"]`)).ToHaveText("0"))
+	// A marker that a reload would wipe out.
+	_, err = page.Evaluate(`window.__noReload = true`)
+	must(err)
+
+	res := corev1.ResourceList{kueue.ResourceGPU: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "live-job", Labels: map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue("live")}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}},
+		}}},
+	}
+	_, err = kube.BatchV1().Jobs(s.Namespace("live")).Create(ctx, job, metav1.CreateOptions{})
+	must(err)
+
+	must(expect.Locator(row.Locator(`[data-col="in-use"]`)).ToHaveText("2"))
+	must(expect.Locator(row.Locator(`[data-col="running"]`)).ToHaveText("1"))
+	still, err := page.Evaluate(`window.__noReload === true`)
+	must(err)
+	if still != true {
+		t.Fatal("the page reloaded instead of updating in place")
+	}
+	screenshot(t, page, "usage")
+
+	// The usage table as CSV.
+	download, err := page.ExpectDownload(func() error { return page.Locator("#export-csv").Click() })
+	must(err)
+	path, err := download.Path()
+	must(err)
+	f, err := os.Open(path)
+	must(err)
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	must(err)
+	found := false
+	for _, r := range records[1:] {
+		if r[0] == "live" {
+			found = true
+			if r[4] != "2" {
+				t.Errorf("CSV in-use GPUs for live = %q, want 2 (row %v)", r[4], r)
+			}
+		}
+	}
+	if records[0][3] != "Allocated (GPUs)" || !found {
+		t.Errorf("CSV header %v, team row found: %v", records[0], found)
+	}
+
+	// The task appears on the Tasks page, with its state and reason.
+	_, err = page.Goto(base + "/tasks?team=live")
+	must(err)
+	task := page.Locator(`#task-list tr[data-state="Running"]`)
+	must(expect.Locator(task).ToHaveCount(1))
+	must(expect.Locator(task.Locator(".why")).ToContainText("Admitted"))
+	must(expect.Locator(page.Locator(`#class-stats`)).ToBeVisible())
+	screenshot(t, page, "tasks")
+}

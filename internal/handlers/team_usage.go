@@ -1,0 +1,67 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/web/templates"
+)
+
+func teamUsage(d Deps) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		snap := d.Live.Snapshot()
+		name := c.Param("team")
+		var found bool
+		var row templates.UsageRow
+		res := resourceOf("gpu")
+		util, note := d.hardwareUtil(c.Request().Context())
+		for _, u := range snap.Teams {
+			if u.Team != name {
+				continue
+			}
+			found = true
+			row = templates.UsageRow{Team: u.Team, Enabled: u.Enabled,
+				Allocated: res.format(res.of(u.Allocated)), InUse: res.format(res.of(u.InUse)),
+				Borrowed: res.format(res.of(u.Borrowed)), Lent: res.format(res.of(u.Lent)), Wants: res.format(res.of(u.PendingDemand)),
+				AllocUtil: percent(res.of(u.InUse), res.of(u.Allocated)), HardwareUtil: "—",
+				InUseLink:    tasksLink("team", u.Team, "state", "Admitted"),
+				BorrowedLink: tasksLink("team", u.Team, "state", "Admitted", "borrowing", "1"),
+				LentLink:     tasksLink("state", "Admitted", "borrowing", "1"),
+				WantsLink:    tasksLink("team", u.Team, "state", "Queued"),
+			}
+			row.RunningLink, row.PendingLink = row.InUseLink, row.WantsLink
+			if v, ok := util[u.Team]; ok {
+				row.HardwareUtil = fmt.Sprintf("%.0f %%", v)
+			} else if note != "" {
+				row.HardwareUtil = "unavailable"
+			}
+		}
+		if !found {
+			return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q.", name))
+		}
+		rangeName, r := chartRange(c, time.Now())
+		view := templates.TeamUsageView{
+			Page:   templates.Page{Title: "Team " + name, Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
+			Row:    row,
+			Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
+			Edit:   "/teams/" + url.PathEscape(name) + "/edit",
+		}
+		var tc metrics.TeamCharts
+		var err error
+		if d.Prom != nil {
+			tc, err = d.Prom.TeamSeries(c.Request().Context(), d.Settings, name, r)
+		}
+		unavailable := d.promNote(err)
+		view.Charts = []templates.ChartModel{
+			chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse),
+			chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed),
+			chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization),
+		}
+		return render(c, http.StatusOK, templates.TeamUsage(view))
+	}
+}

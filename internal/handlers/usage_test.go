@@ -1,0 +1,123 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/csv"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/openquota/console/internal/kueue"
+)
+
+func (c console) submit(t *testing.T, team, name string, gpus int64) {
+	t.Helper()
+	res := corev1.ResourceList{kueue.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
+		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kueue.x-k8s.io/queue-name": c.settings.LocalQueue(team)}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}},
+		}}},
+	}
+	if _, err := c.kube.BatchV1().Jobs(c.settings.Namespace(team)).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c console) csv(t *testing.T, path string) map[string]map[string]string {
+	t.Helper()
+	code, body := get(t, c.h, path)
+	if code != 200 {
+		t.Fatalf("GET %s = %d", path, code)
+	}
+	records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil {
+		t.Fatalf("GET %s: not CSV: %v", path, err)
+	}
+	out := map[string]map[string]string{}
+	for _, rec := range records[1:] {
+		row := map[string]string{}
+		for i, h := range records[0] {
+			row[h] = rec[i]
+		}
+		out[rec[0]+"/"+rec[1]] = row
+	}
+	return out
+}
+
+// The usage dashboard's figures match what Kueue reports on the ClusterQueues.
+func TestUsageAndTasksMatchKueue(t *testing.T) {
+	c := newConsole(t)
+	for _, team := range []string{"lender", "borrower"} {
+		gpus := "4"
+		if team == "borrower" {
+			gpus = "2"
+		}
+		if code, _, body := c.post(t, "/teams", teamForm(team, gpus)); code != 303 {
+			t.Fatalf("create %s: %d\n%s", team, code, body)
+		}
+		t.Cleanup(func() { c.post(t, "/teams/"+team+"/delete", url.Values{}) })
+	}
+	c.submit(t, "borrower", "fits", 2)
+	c.submit(t, "borrower", "borrows", 1)
+	c.submit(t, "borrower", "too-big", 4)
+
+	var rows map[string]map[string]string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		rows = c.csv(t, "/usage?format=csv&resource=gpu")
+		b := rows["borrower/"+c.settings.Namespace("borrower")]
+		return b != nil && b["In use by tasks (GPUs)"] == "3" && b["Pending demand (GPUs)"] == "4", nil
+	})
+	if err != nil {
+		t.Fatalf("usage never showed borrower using 3 GPUs with 4 pending: %v", rows)
+	}
+	b, l := rows["borrower/"+c.settings.Namespace("borrower")], rows["lender/"+c.settings.Namespace("lender")]
+	cq := c.clusterQueue(t, "borrower")
+	var borrowed int64
+	for _, f := range cq.Status.FlavorsUsage {
+		for _, r := range f.Resources {
+			if r.Name == kueue.ResourceGPU {
+				borrowed += r.Borrowed.Value()
+			}
+		}
+	}
+	if borrowed != 1 || b["Borrowed (GPUs)"] != "1" {
+		t.Errorf("borrowed: Kueue says %d, the dashboard %q", borrowed, b["Borrowed (GPUs)"])
+	}
+	if b["Allocated (GPUs)"] != "2" || b["Allocation utilization (%)"] != "150" {
+		t.Errorf("borrower row: %v", b)
+	}
+	if l["Lent (GPUs)"] != "1" || l["In use by tasks (GPUs)"] != "0" {
+		t.Errorf("lender row: %v", l)
+	}
+
+	tasks := c.csv(t, "/tasks?format=csv&table=tasks&state=all&team=borrower")
+	states := map[string]string{}
+	for _, r := range tasks {
+		states[r["Task"]] = r["State"] + "/" + r["Borrowing"]
+	}
+	for name, want := range map[string]string{"fits": "Running", "borrows": "Running", "too-big": "Pending"} {
+		found := false
+		for task, st := range states {
+			if strings.Contains(task, "-"+name+"-") {
+				found = true
+				if !strings.HasPrefix(st, want) {
+					t.Errorf("task %s: %s, want %s", task, st, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no task for job %s in %v", name, states)
+		}
+	}
+}

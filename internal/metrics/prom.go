@@ -1,0 +1,411 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/openquota/console/internal/kueue"
+)
+
+// ErrUnavailable marks every error that means "the dashboards cannot get
+// data from Prometheus right now": no URL configured, connection refused,
+// timeout, server error. Panels test it with errors.Is and show
+// "Prometheus unavailable" instead of a chart.
+var ErrUnavailable = errors.New("prometheus unavailable")
+
+// DefaultTimeout bounds every single query sent to Prometheus.
+const DefaultTimeout = 3 * time.Second
+
+// Prom queries the cluster's Prometheus for the dashboards. A nil *Prom or
+// one made from an empty URL answers every call with ErrUnavailable.
+type Prom struct {
+	api promv1.API
+	// Timeout bounds each query (0 means DefaultTimeout).
+	Timeout time.Duration
+	// ReportStep is the resolution of the usage report's range queries
+	// (0 means DefaultReportStep).
+	ReportStep time.Duration
+}
+
+// NewProm returns a Prom for the Prometheus at url (e.g.
+// "http://prometheus:9090"). An empty url gives a Prom whose every method
+// returns ErrUnavailable; a malformed one is an error. NewProm does not
+// connect: an unreachable Prometheus shows up as ErrUnavailable per query.
+func NewProm(rawURL string) (*Prom, error) {
+	if rawURL == "" {
+		return &Prom{}, nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus url %q: %w", rawURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("prometheus url %q: want http(s)://host[:port][/path]", rawURL)
+	}
+	client, err := promapi.NewClient(promapi.Config{Address: rawURL})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus url %q: %w", rawURL, err)
+	}
+	return &Prom{api: promv1.NewAPI(client)}, nil
+}
+
+// Point is one sample of a series.
+type Point struct {
+	T time.Time
+	V float64
+}
+
+// Series is one line of a chart: a display name, a unit ("%", "GPUs") and
+// its samples in time order.
+type Series struct {
+	Name, Unit string
+	Points     []Point
+}
+
+// Units of the series.
+const (
+	UnitPercent = "%"
+	UnitGPUs    = "GPUs"
+)
+
+// Range is the time window and resolution of a chart.
+type Range struct {
+	Start, End time.Time
+	Step       time.Duration
+}
+
+var ranges = []struct {
+	name      string
+	dur, step time.Duration
+}{
+	{"1h", time.Hour, 15 * time.Second},          // 241 points
+	{"6h", 6 * time.Hour, 90 * time.Second},      // 241 points
+	{"24h", 24 * time.Hour, 5 * time.Minute},     // 289 points
+	{"7d", 7 * 24 * time.Hour, 40 * time.Minute}, // 253 points
+}
+
+// RangeNames are the names RangeFor accepts, shortest first.
+func RangeNames() []string {
+	names := make([]string, len(ranges))
+	for i, r := range ranges {
+		names[i] = r.name
+	}
+	return names
+}
+
+// RangeFor is the range called name ("1h", "6h", "24h" or "7d") ending at
+// now, with a step that gives at most about 300 points. End is now rounded
+// down to the step, so that charts drawn a few seconds apart sample the same
+// instants. ok is false for an unknown name.
+func RangeFor(name string, now time.Time) (r Range, ok bool) {
+	for _, c := range ranges {
+		if c.name == name {
+			end := now.Truncate(c.step)
+			return Range{Start: end.Add(-c.dur), End: end, Step: c.step}, true
+		}
+	}
+	return Range{}, false
+}
+
+// Charts are the cluster-wide utilization series.
+type Charts struct {
+	// GPUUtilization is the hardware utilization averaged over all GPUs, in %.
+	GPUUtilization Series
+	// GPUMemory is the framebuffer memory in use over all GPUs, in %.
+	GPUMemory Series
+	// VCPUAllocation is the vCPU admitted by Kueue as a share of the vCPU
+	// capacity the caller passed, in %: an allocation, not a measured load.
+	VCPUAllocation Series
+}
+
+// TeamCharts are one team's series.
+type TeamCharts struct {
+	// Quota is the team's nominal GPU quota summed over flavors; InUse the
+	// GPUs its admitted workloads hold. Both in GPUs, for one chart.
+	Quota, InUse Series
+	// Borrowed is the GPUs the team uses beyond its nominal quota, per
+	// flavor, summed over flavors.
+	Borrowed Series
+	// Utilization is the hardware utilization averaged over the GPUs the
+	// team's pods hold, in %.
+	Utilization Series
+}
+
+// PromQL of the dashboards. Kueue's gauges are read without the followers
+// of a replicated Kueue (replica_role="follower"), which would count twice.
+const (
+	// metricGPUUtil is dcgm-exporter's per-GPU utilization (0-100).
+	metricGPUUtil = "DCGM_FI_DEV_GPU_UTIL"
+	// queryClusterGPUUtil averages the utilization of every GPU, idle or held.
+	queryClusterGPUUtil = `avg(DCGM_FI_DEV_GPU_UTIL)`
+	// queryClusterGPUMemory is the framebuffer in use as a share of all framebuffer.
+	queryClusterGPUMemory = `100 * sum(DCGM_FI_DEV_FB_USED) / (sum(DCGM_FI_DEV_FB_USED) + sum(DCGM_FI_DEV_FB_FREE))`
+	// queryAdmittedVCPU is the vCPU admitted by Kueue over all ClusterQueues and flavors.
+	queryAdmittedVCPU = `sum(kueue_cluster_queue_resource_usage{resource="cpu",replica_role!="follower"})`
+)
+
+// vcpuAllocationQuery is queryAdmittedVCPU as a percentage of capacity vCPUs.
+func vcpuAllocationQuery(capacity float64) string {
+	return "100 * " + queryAdmittedVCPU + " / " + strconv.FormatFloat(capacity, 'f', -1, 64)
+}
+
+// quoted is s as a PromQL string literal (PromQL strings use Go's escapes).
+func quoted(s string) string { return strconv.Quote(s) }
+
+// prefixRegexp is a label regexp matching values that start with prefix
+// and have at least one more character.
+func prefixRegexp(prefix string) string { return quoted(regexp.QuoteMeta(prefix) + ".+") }
+
+// teamGPUUtilQuery averages the utilization of the GPUs held by pods in
+// namespaces starting with prefix, by namespace.
+func teamGPUUtilQuery(namespacePrefix string) string {
+	return `avg by (namespace) (` + metricGPUUtil + `{namespace=~` + prefixRegexp(namespacePrefix) + `})`
+}
+
+// namespaceGPUUtilQuery averages the utilization of the GPUs held by pods of one namespace.
+func namespaceGPUUtilQuery(namespace string) string {
+	return `avg(` + metricGPUUtil + `{namespace=` + quoted(namespace) + `})`
+}
+
+// kueueGPUSelector selects a Kueue gauge's series for nvidia.com/gpu, of
+// one ClusterQueue when clusterQueue is not empty.
+func kueueGPUSelector(metric, clusterQueue string) string {
+	sel := metric + `{resource=` + quoted(kueue.ResourceGPU.String()) + `,replica_role!="follower"`
+	if clusterQueue != "" {
+		sel += `,cluster_queue=` + quoted(clusterQueue)
+	}
+	return sel + "}"
+}
+
+const (
+	metricNominalQuota  = "kueue_cluster_queue_nominal_quota"
+	metricResourceUsage = "kueue_cluster_queue_resource_usage"
+)
+
+// queueGPUQuotaQuery is a ClusterQueue's nominal GPU quota summed over flavors.
+func queueGPUQuotaQuery(clusterQueue string) string {
+	return "sum(" + kueueGPUSelector(metricNominalQuota, clusterQueue) + ")"
+}
+
+// queueGPUUsageQuery is the GPUs a ClusterQueue's admitted workloads hold, summed over flavors.
+func queueGPUUsageQuery(clusterQueue string) string {
+	return "sum(" + kueueGPUSelector(metricResourceUsage, clusterQueue) + ")"
+}
+
+// queueGPUBorrowedQuery is a ClusterQueue's use above nominal quota,
+// floored at 0 per flavor (a team can borrow one flavor while another
+// flavor's quota lies idle), summed over flavors.
+func queueGPUBorrowedQuery(clusterQueue string) string {
+	return "sum(clamp_min(sum by (flavor) (" + kueueGPUSelector(metricResourceUsage, clusterQueue) +
+		") - sum by (flavor) (" + kueueGPUSelector(metricNominalQuota, clusterQueue) + "), 0))"
+}
+
+func (p *Prom) available() error {
+	if p == nil || p.api == nil {
+		return fmt.Errorf("%w: no Prometheus URL configured", ErrUnavailable)
+	}
+	return nil
+}
+
+func (p *Prom) timeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return DefaultTimeout
+}
+
+// queryError wraps an API error: a query Prometheus rejects as malformed is
+// the console's bug; anything else (transport, timeout, server) means
+// Prometheus is unavailable.
+func queryError(query string, err error) error {
+	var apiErr *promv1.Error
+	if errors.As(err, &apiErr) && apiErr.Type == promv1.ErrBadData {
+		return fmt.Errorf("prometheus rejected %s: %w", query, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, query, err)
+}
+
+// instant runs an instant query at now. Warnings and infos are dropped:
+// the panels have nowhere to show them.
+func (p *Prom) instant(ctx context.Context, query string) (model.Vector, error) {
+	if err := p.available(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout())
+	defer cancel()
+	v, _, _, err := p.api.Query(ctx, query, time.Now())
+	if err != nil {
+		return nil, queryError(query, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a vector, got %s", query, v.Type())
+	}
+	return vec, nil
+}
+
+// matrix runs a range query.
+func (p *Prom) matrix(ctx context.Context, query string, r Range) (model.Matrix, error) {
+	if err := p.available(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout())
+	defer cancel()
+	v, _, _, err := p.api.QueryRange(ctx, query, promv1.Range{Start: r.Start, End: r.End, Step: r.Step})
+	if err != nil {
+		return nil, queryError(query, err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a matrix, got %s", query, v.Type())
+	}
+	return m, nil
+}
+
+// series runs a range query whose result has at most one series (an
+// aggregation without "by") and names it.
+func (p *Prom) series(ctx context.Context, name, unit, query string, r Range) (Series, error) {
+	m, err := p.matrix(ctx, query, r)
+	if err != nil {
+		return Series{Name: name, Unit: unit}, err
+	}
+	if len(m) > 1 {
+		return Series{Name: name, Unit: unit}, fmt.Errorf("%s: want one series, got %d", query, len(m))
+	}
+	s := Series{Name: name, Unit: unit}
+	if len(m) == 1 {
+		s.Points = points(m[0].Values)
+	}
+	return s, nil
+}
+
+// points converts samples, dropping NaN and infinities (0/0 when a
+// denominator is empty).
+func points(values []model.SamplePair) []Point {
+	out := make([]Point, 0, len(values))
+	for _, sp := range values {
+		v := float64(sp.Value)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		out = append(out, Point{T: sp.Timestamp.Time(), V: v})
+	}
+	return out
+}
+
+// all runs fns concurrently and returns the first error, so that a page's
+// queries take the time of the slowest, not of their sum.
+func all(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() { errs[i] = fn() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClusterUtilization returns the cluster-wide GPU utilization, GPU memory
+// use and vCPU allocation over r. vcpuCapacity is the vCPUs of the Ready
+// nodes (the sandbox, like many clusters, has no node exporter, so vCPU is
+// shown as Kueue-admitted vCPU over capacity); with vcpuCapacity <= 0 the
+// vCPU series is left empty.
+func (p *Prom) ClusterUtilization(ctx context.Context, r Range, vcpuCapacity float64) (Charts, error) {
+	c := Charts{
+		GPUUtilization: Series{Name: "GPU utilization", Unit: UnitPercent},
+		GPUMemory:      Series{Name: "GPU memory used", Unit: UnitPercent},
+		VCPUAllocation: Series{Name: "vCPU allocated (Kueue-admitted)", Unit: UnitPercent},
+	}
+	if err := p.available(); err != nil {
+		return c, err
+	}
+	fns := []func() error{
+		func() (err error) {
+			c.GPUUtilization, err = p.series(ctx, c.GPUUtilization.Name, UnitPercent, queryClusterGPUUtil, r)
+			return err
+		},
+		func() (err error) {
+			c.GPUMemory, err = p.series(ctx, c.GPUMemory.Name, UnitPercent, queryClusterGPUMemory, r)
+			return err
+		},
+	}
+	if vcpuCapacity > 0 {
+		fns = append(fns, func() (err error) {
+			c.VCPUAllocation, err = p.series(ctx, c.VCPUAllocation.Name, UnitPercent, vcpuAllocationQuery(vcpuCapacity), r)
+			return err
+		})
+	}
+	return c, all(fns...)
+}
+
+// TeamGPUUtilization returns, by team name, the current hardware
+// utilization (0-100) averaged over the GPUs held by pods in the team's
+// namespace (namespacePrefix + team). Teams whose pods hold no GPU are
+// absent.
+func (p *Prom) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error) {
+	vec, err := p.instant(ctx, teamGPUUtilQuery(namespacePrefix))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(vec))
+	for _, s := range vec {
+		v := float64(s.Value)
+		if math.IsNaN(v) {
+			continue
+		}
+		team := strings.TrimPrefix(string(s.Metric["namespace"]), namespacePrefix)
+		out[team] = v
+	}
+	return out, nil
+}
+
+// TeamSeries returns one team's GPU quota, GPUs in use, borrowed GPUs and
+// hardware GPU utilization over r.
+func (p *Prom) TeamSeries(ctx context.Context, s kueue.Settings, team string, r Range) (TeamCharts, error) {
+	cq := s.ClusterQueue(team)
+	c := TeamCharts{
+		Quota:       Series{Name: "GPU quota", Unit: UnitGPUs},
+		InUse:       Series{Name: "GPUs in use", Unit: UnitGPUs},
+		Borrowed:    Series{Name: "GPUs borrowed", Unit: UnitGPUs},
+		Utilization: Series{Name: "GPU utilization", Unit: UnitPercent},
+	}
+	if err := p.available(); err != nil {
+		return c, err
+	}
+	err := all(
+		func() (err error) {
+			c.Quota, err = p.series(ctx, c.Quota.Name, UnitGPUs, queueGPUQuotaQuery(cq), r)
+			return err
+		},
+		func() (err error) {
+			c.InUse, err = p.series(ctx, c.InUse.Name, UnitGPUs, queueGPUUsageQuery(cq), r)
+			return err
+		},
+		func() (err error) {
+			c.Borrowed, err = p.series(ctx, c.Borrowed.Name, UnitGPUs, queueGPUBorrowedQuery(cq), r)
+			return err
+		},
+		func() (err error) {
+			c.Utilization, err = p.series(ctx, c.Utilization.Name, UnitPercent, namespaceGPUUtilQuery(s.Namespace(team)), r)
+			return err
+		},
+	)
+	return c, err
+}

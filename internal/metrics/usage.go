@@ -1,0 +1,359 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/openquota/console/internal/kueue"
+)
+
+// DefaultReportStep is the resolution of the usage report: each sample of
+// a range query stands for this much time.
+const DefaultReportStep = 5 * time.Minute
+
+// maxReportDays bounds one usage report.
+const maxReportDays = 400
+
+// maxPointsPerQuery stays below Prometheus' limit of 11,000 points per
+// series in one range query; longer reports are queried in chunks.
+const maxPointsPerQuery = 10000
+
+// UsageRow is one team's GPU-hours on one UTC day.
+type UsageRow struct {
+	Day  time.Time // 00:00 UTC
+	Team string
+	// GPUHoursAllocated is the nominal GPU quota, summed over flavors, times time.
+	GPUHoursAllocated float64
+	// GPUHoursUsed is the GPUs held by the team's admitted workloads, borrowed ones included.
+	GPUHoursUsed float64
+	// GPUHoursBorrowed is the use beyond nominal quota, per flavor.
+	GPUHoursBorrowed float64
+	// GPUHoursLent is the team's idle quota that other ClusterQueues of its
+	// cohort used: at each step the cohort's borrowed GPUs of a flavor are
+	// split among its queues in proportion to their lendable idle quota.
+	GPUHoursLent float64
+	// AvgHardwareUtil is the hardware utilization (0-100) averaged over the
+	// GPU-time the team's pods held GPUs; HardwareUtilKnown is false when
+	// they held none that day (or the GPU exporter was not scraped).
+	AvgHardwareUtil   float64
+	HardwareUtilKnown bool
+}
+
+// queueGPUByFlavorQuery is a Kueue GPU gauge of every ClusterQueue by flavor
+// (all queues, not only the console's teams: any queue of a cohort can
+// borrow a team's idle quota).
+func queueGPUByFlavorQuery(metric string) string {
+	return "sum by (cluster_queue, cohort, flavor) (" + kueueGPUSelector(metric, "") + ")"
+}
+
+// metricLendingLimit is how much of a queue's nominal quota others may use
+// (+Inf without limit, 0 for a team that does not lend).
+const metricLendingLimit = "kueue_cluster_queue_lending_limit"
+
+// namespaceGPUUtilAggQuery is agg ("sum" or "count") of the per-GPU
+// utilization of the GPUs held by pods in namespaces starting with prefix,
+// by namespace: sum/count over a day is the GPU-time-weighted average.
+func namespaceGPUUtilAggQuery(agg, namespacePrefix string) string {
+	return agg + ` by (namespace) (` + metricGPUUtil + `{namespace=~` + prefixRegexp(namespacePrefix) + `})`
+}
+
+// UsageReport returns every team's GPU-hours for each UTC day from from to
+// to (both dates inclusive; their time of day is ignored), sorted by day and
+// team. It samples Kueue's and the GPU exporter's gauges every ReportStep
+// (up to now for today) and counts each sample for one step; a team has a
+// row for each day its ClusterQueue existed.
+func (p *Prom) UsageReport(ctx context.Context, s kueue.Settings, from, to time.Time) ([]UsageRow, error) {
+	if err := p.available(); err != nil {
+		return nil, err
+	}
+	first, last := utcDay(from), utcDay(to)
+	if last.Before(first) {
+		return nil, fmt.Errorf("usage report: %s is before %s", last.Format(time.DateOnly), first.Format(time.DateOnly))
+	}
+	if days := int(last.Sub(first)/(24*time.Hour)) + 1; days > maxReportDays {
+		return nil, fmt.Errorf("usage report: %d days, at most %d", days, maxReportDays)
+	}
+	step := p.ReportStep
+	if step <= 0 {
+		step = DefaultReportStep
+	}
+	end := last.Add(24*time.Hour - step)
+	if now := time.Now(); end.After(now) {
+		end = now
+	}
+	var queues []queueSample
+	var util []utilSample
+	for _, r := range chunks(first, end, step, maxPointsPerQuery) {
+		var nominal, usage, lending, utilSum, utilCount model.Matrix
+		query := func(dst *model.Matrix, q string) func() error {
+			return func() (err error) {
+				*dst, err = p.matrix(ctx, q, r)
+				return err
+			}
+		}
+		if err := all(
+			query(&nominal, queueGPUByFlavorQuery(metricNominalQuota)),
+			query(&usage, queueGPUByFlavorQuery(metricResourceUsage)),
+			query(&lending, queueGPUByFlavorQuery(metricLendingLimit)),
+			query(&utilSum, namespaceGPUUtilAggQuery("sum", s.NamespacePrefix)),
+			query(&utilCount, namespaceGPUUtilAggQuery("count", s.NamespacePrefix)),
+		); err != nil {
+			return nil, fmt.Errorf("usage report: %w", err)
+		}
+		queues = append(queues, queueSamples(nominal, usage, lending)...)
+		util = append(util, utilSamples(utilSum, utilCount)...)
+	}
+	return buildReport(s, step, queues, util), nil
+}
+
+// utcDay is t's date as 00:00 UTC.
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// chunks splits the samples start, start+step, … ≤ end into ranges of at
+// most maxPoints samples each, no sample in two.
+func chunks(start, end time.Time, step time.Duration, maxPoints int) []Range {
+	var out []Range
+	for s := start; !s.After(end); {
+		e := s.Add(time.Duration(maxPoints-1) * step)
+		if e.After(end) {
+			e = end
+		}
+		out = append(out, Range{Start: s, End: e, Step: step})
+		// The next chunk starts at the first sample after e on the grid.
+		s = s.Add((e.Sub(s)/step + 1) * step)
+	}
+	return out
+}
+
+// queueSample is one ClusterQueue's GPUs of one flavor at one instant.
+type queueSample struct {
+	T                            time.Time
+	ClusterQueue, Cohort, Flavor string
+	Nominal, Used                float64
+	// LendingLimit is +Inf when the queue lends without limit.
+	LendingLimit float64
+}
+
+type sampleKey struct {
+	t                  int64
+	clusterQueue, flav string
+}
+
+// queueSamples joins the nominal quota, usage and lending limit matrices
+// (each by cluster_queue, cohort, flavor) per queue, flavor and instant.
+func queueSamples(nominal, usage, lending model.Matrix) []queueSample {
+	byKey := map[sampleKey]*queueSample{}
+	var order []sampleKey
+	get := func(m model.Metric, t model.Time) *queueSample {
+		k := sampleKey{int64(t), string(m["cluster_queue"]), string(m["flavor"])}
+		qs, ok := byKey[k]
+		if !ok {
+			qs = &queueSample{T: t.Time().UTC(), ClusterQueue: k.clusterQueue, Cohort: string(m["cohort"]), Flavor: k.flav, LendingLimit: math.Inf(1)}
+			byKey[k] = qs
+			order = append(order, k)
+		}
+		return qs
+	}
+	for _, ss := range nominal {
+		for _, v := range ss.Values {
+			get(ss.Metric, v.Timestamp).Nominal = float64(v.Value)
+		}
+	}
+	for _, ss := range usage {
+		for _, v := range ss.Values {
+			get(ss.Metric, v.Timestamp).Used = float64(v.Value)
+		}
+	}
+	for _, ss := range lending {
+		for _, v := range ss.Values {
+			// Only where the queue has a quota or a use: a limit alone is no sample.
+			k := sampleKey{int64(v.Timestamp), string(ss.Metric["cluster_queue"]), string(ss.Metric["flavor"])}
+			if qs, ok := byKey[k]; ok {
+				qs.LendingLimit = float64(v.Value)
+			}
+		}
+	}
+	out := make([]queueSample, len(order))
+	for i, k := range order {
+		out[i] = *byKey[k]
+	}
+	return out
+}
+
+// utilSample is the sum and count of per-GPU utilization of one namespace's GPUs at one instant.
+type utilSample struct {
+	T          time.Time
+	Namespace  string
+	Sum, Count float64
+}
+
+// utilSamples joins the sum and count matrices (each by namespace).
+func utilSamples(sum, count model.Matrix) []utilSample {
+	type key struct {
+		t  int64
+		ns string
+	}
+	counts := map[key]float64{}
+	for _, ss := range count {
+		for _, v := range ss.Values {
+			counts[key{int64(v.Timestamp), string(ss.Metric["namespace"])}] = float64(v.Value)
+		}
+	}
+	var out []utilSample
+	for _, ss := range sum {
+		ns := string(ss.Metric["namespace"])
+		for _, v := range ss.Values {
+			c, ok := counts[key{int64(v.Timestamp), ns}]
+			if !ok || c == 0 || math.IsNaN(float64(v.Value)) {
+				continue
+			}
+			out = append(out, utilSample{T: v.Timestamp.Time().UTC(), Namespace: ns, Sum: float64(v.Value), Count: c})
+		}
+	}
+	return out
+}
+
+// quotaUse is one ClusterQueue's quota and use of one flavor at one instant.
+type quotaUse struct {
+	Nominal, Used float64
+	// LendingLimit caps what others may use of the queue's quota (+Inf: no cap).
+	LendingLimit float64
+}
+
+// lentShares attributes what the ClusterQueues of one cohort borrow on one
+// flavor at one instant to the queues that lend it. The borrowed GPUs (use
+// beyond nominal, summed over the queues) are split in proportion to each
+// queue's lendable idle quota: nominal − own use, floored at 0 and capped
+// by its lending limit. No queue lends more than it has idle; what exceeds
+// the cohort's idle quota (borrowed from a parent cohort's or the cohort's
+// own quota) is attributed to no queue.
+func lentShares(qs []quotaUse) []float64 {
+	lent := make([]float64, len(qs))
+	idle := make([]float64, len(qs))
+	var borrowed, totalIdle float64
+	for i, q := range qs {
+		borrowed += math.Max(q.Used-q.Nominal, 0)
+		idle[i] = math.Min(math.Max(q.Nominal-q.Used, 0), math.Max(q.LendingLimit, 0))
+		totalIdle += idle[i]
+	}
+	if borrowed <= 0 || totalIdle <= 0 {
+		return lent
+	}
+	share := math.Min(borrowed/totalIdle, 1)
+	for i := range qs {
+		lent[i] = idle[i] * share
+	}
+	return lent
+}
+
+// teamOf is the team whose ClusterQueue is clusterQueue, if it is one of
+// the console's (named by s).
+func teamOf(s kueue.Settings, clusterQueue string) (string, bool) {
+	const suffix = "-clusterqueue"
+	rest, ok := strings.CutPrefix(clusterQueue, s.NamespacePrefix)
+	if !ok {
+		return "", false
+	}
+	team, ok := strings.CutSuffix(rest, suffix)
+	if !ok || team == "" || s.ClusterQueue(team) != clusterQueue {
+		return "", false
+	}
+	return team, true
+}
+
+// buildReport integrates samples taken every step into GPU-hours per UTC
+// day and team: each sample counts for value × step.
+func buildReport(s kueue.Settings, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
+	hours := step.Hours()
+	type rowKey struct {
+		day  time.Time
+		team string
+	}
+	rows := map[rowKey]*UsageRow{}
+
+	// Lending is shared within a cohort, flavor and instant.
+	type groupKey struct {
+		t              time.Time
+		cohort, flavor string
+	}
+	groups := map[groupKey][]int{}
+	var groupOrder []groupKey
+	for i, q := range queues {
+		cohort := q.Cohort
+		if cohort == "" { // a queue without cohort neither lends nor borrows
+			cohort = "\x00" + q.ClusterQueue
+		}
+		k := groupKey{q.T, cohort, q.Flavor}
+		if _, ok := groups[k]; !ok {
+			groupOrder = append(groupOrder, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	for _, k := range groupOrder {
+		idx := groups[k]
+		uses := make([]quotaUse, len(idx))
+		for j, i := range idx {
+			uses[j] = quotaUse{Nominal: queues[i].Nominal, Used: queues[i].Used, LendingLimit: queues[i].LendingLimit}
+		}
+		lent := lentShares(uses)
+		for j, i := range idx {
+			q := queues[i]
+			team, ok := teamOf(s, q.ClusterQueue)
+			if !ok {
+				continue
+			}
+			rk := rowKey{utcDay(q.T), team}
+			row := rows[rk]
+			if row == nil {
+				row = &UsageRow{Day: rk.day, Team: team}
+				rows[rk] = row
+			}
+			row.GPUHoursAllocated += q.Nominal * hours
+			row.GPUHoursUsed += q.Used * hours
+			row.GPUHoursBorrowed += math.Max(q.Used-q.Nominal, 0) * hours
+			row.GPUHoursLent += lent[j] * hours
+		}
+	}
+
+	type utilAcc struct{ sum, count float64 }
+	utilBy := map[rowKey]*utilAcc{}
+	for _, u := range util {
+		team, ok := strings.CutPrefix(u.Namespace, s.NamespacePrefix)
+		if !ok || team == "" {
+			continue
+		}
+		rk := rowKey{utcDay(u.T), team}
+		a := utilBy[rk]
+		if a == nil {
+			a = &utilAcc{}
+			utilBy[rk] = a
+		}
+		a.sum += u.Sum
+		a.count += u.Count
+	}
+
+	out := make([]UsageRow, 0, len(rows))
+	for rk, row := range rows {
+		if a := utilBy[rk]; a != nil && a.count > 0 {
+			row.AvgHardwareUtil = a.sum / a.count
+			row.HardwareUtilKnown = true
+		}
+		out = append(out, *row)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Day.Equal(out[j].Day) {
+			return out[i].Day.Before(out[j].Day)
+		}
+		return out[i].Team < out[j].Team
+	})
+	return out
+}
