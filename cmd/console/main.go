@@ -109,12 +109,13 @@ func run(o options, log *slog.Logger) error {
 	cache.Start(ctx)
 
 	var prom handlers.PromReader
+	var reports handlers.UsageReporter
 	if o.prometheusURL != "" {
 		p, err := metrics.NewProm(o.prometheusURL)
 		if err != nil {
 			return fmt.Errorf("--prometheus-url: %w", err)
 		}
-		prom = p
+		prom, reports = p, p
 	}
 	live := kueue.NewLive(cache, o.settings, log)
 	go live.Run(ctx)
@@ -124,7 +125,7 @@ func run(o options, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	e := handlers.New(handlers.Deps{
-		Cache: cache, Live: live, Prom: prom, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: o.settings,
+		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
 	})
 	ln, err := net.Listen("tcp", o.listen)

@@ -21,9 +21,10 @@ import (
 
 // Deps are what the handlers read from and write to.
 type Deps struct {
-	Cache *kueue.Cache
-	Live  *kueue.Live
-	Prom  PromReader // nil without --prometheus-url
+	Cache   *kueue.Cache
+	Live    *kueue.Live
+	Prom    PromReader    // nil without --prometheus-url
+	Reports UsageReporter // nil without --prometheus-url
 	// Streams ends live update streams when the server shuts down.
 	Streams  context.Context
 	Applier  kueue.Applier
@@ -39,6 +40,11 @@ type PromReader interface {
 	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
 	ClusterUtilization(ctx context.Context, r metrics.Range, vcpuCapacity float64) (metrics.Charts, error)
 	TeamSeries(ctx context.Context, s kueue.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
+}
+
+// UsageReporter computes the usage report (*metrics.Prom).
+type UsageReporter interface {
+	UsageReport(ctx context.Context, s kueue.Settings, from, to time.Time) ([]metrics.UsageRow, error)
 }
 
 // ConfigMapRef names a key of a ConfigMap.
@@ -67,6 +73,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/usage", usage(d))
 	e.GET("/usage/:team", teamUsage(d))
 	e.GET("/tasks", tasks(d))
+	e.GET("/reports/usage", usageReport(d))
 	e.GET("/events", events(d))
 	e.GET("/teams", teams(d))
 	e.GET("/teams/new", newTeam(d))
