@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
@@ -36,9 +37,19 @@ type console struct {
 
 func newConsole(t *testing.T) console {
 	t.Helper()
+	return newConsoleWith(t, nil, nil)
+}
+
+// newConsoleWith lets a test change the client config (e.g. to go through a
+// proxy) and the handler dependencies (e.g. a Prometheus that is down).
+func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps func(*handlers.Deps)) console {
+	t.Helper()
 	cfg, err := sandboxtest.Env(t).RESTConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if adjustConfig != nil {
+		adjustConfig(cfg)
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
@@ -55,8 +66,12 @@ func newConsole(t *testing.T) console {
 	}
 	live := kueue.NewLive(cache, s, log)
 	go live.Run(ctx)
-	h := handlers.New(handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
-		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx})
+	deps := handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
+		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx}
+	if adjustDeps != nil {
+		adjustDeps(&deps)
+	}
+	h := handlers.New(deps)
 	return console{h: h, settings: s, kube: kube, kueue: kq, live: live}
 }
 
