@@ -5,7 +5,7 @@ GO ?= go
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench
+.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
 run: build
@@ -51,5 +51,15 @@ test-sandbox-down: build
 e2e-deps:
 	bash e2e/setup.sh
 
-bench: test-sandbox-up
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# Benchmarks of the aggregation and page rendering at 200 teams x 50 000 Workloads.
+bench:
+	SANDBOX_SKIP=1 $(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+# Fill the "load" sandbox with 200 teams and 50 000 Workloads, then run the
+# console on it (port 8090) to measure memory and page latency at that size.
+load: build
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+	bin/sandbox up --instance load >/dev/null
+	bin/loadgen --kubeconfig $(STATE)/load/kubeconfig
+	@echo "Console on the loaded sandbox: http://127.0.0.1:8090"
+	bin/console --kubeconfig $(STATE)/load/kubeconfig --prometheus-url http://127.0.0.1:17311 --listen 127.0.0.1:8090

@@ -34,10 +34,13 @@ type Options struct {
 	Log      io.Writer
 }
 
-// Demo and Test are the two instances the Makefile and tests use.
+// Demo and Test are the two instances the Makefile and tests use; Load is
+// an empty one for the load generator (make load), which fills it with
+// thousands of Workloads.
 var (
 	Demo = Options{Name: "demo", PortBase: 17100, Demo: true}
 	Test = Options{Name: "test", PortBase: 17200}
+	Load = Options{Name: "load", PortBase: 17300}
 )
 
 // Env is what a running sandbox hands to its users.

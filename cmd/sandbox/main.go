@@ -26,7 +26,7 @@ func main() {
 	sandbox.RunningAsCommand = true
 	verb := os.Args[1]
 	fs := flag.NewFlagSet("sandbox "+verb, flag.ExitOnError)
-	name := fs.String("instance", "demo", "sandbox instance: demo (with demo teams and jobs) or test")
+	name := fs.String("instance", "demo", "sandbox instance: demo (with demo teams and jobs), test, or load")
 	portBase := fs.Int("port-base", 0, "first port of the instance (default: the instance's own)")
 	demo := fs.Bool("demo", false, "agent: run the demo job trickle")
 	_ = fs.Parse(os.Args[2:])
@@ -82,6 +82,8 @@ func instanceOptions(name string) (sandbox.Options, error) {
 		return sandbox.Demo, nil
 	case "test":
 		return sandbox.Test, nil
+	case "load":
+		return sandbox.Load, nil
 	}
 	return sandbox.Options{}, fmt.Errorf("unknown instance %q (demo or test)", name)
 }

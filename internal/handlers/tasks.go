@@ -76,12 +76,12 @@ func (f taskFilter) query(extra ...string) string {
 }
 
 // matchesStats keeps the tasks the statistics cover: team and class filters only.
-func (f taskFilter) matchesStats(t kueue.Task) bool {
+func (f taskFilter) matchesStats(t *kueue.Task) bool {
 	return (f.Team == "" || t.Team == f.Team) && (f.Class == "" || t.Class == f.Class)
 }
 
 // matchesList adds the state and borrowing filters of the task list.
-func (f taskFilter) matchesList(t kueue.Task) bool {
+func (f taskFilter) matchesList(t *kueue.Task) bool {
 	if !f.matchesStats(t) || (f.Borrowing && !t.Borrowing) {
 		return false
 	}
@@ -109,14 +109,22 @@ func tasks(d Deps) echo.HandlerFunc {
 		}
 		start := now.Add(-f.window())
 
-		var statTasks, listed []kueue.Task
+		// The snapshot is shared and read-only: filter by pointer, and copy
+		// tasks for the statistics only when a filter narrows them.
+		statTasks := snap.Tasks
+		narrowed := f.Team != "" || f.Class != ""
+		if narrowed {
+			statTasks = nil
+		}
+		var listed []*kueue.Task
 		teamSet := map[string]bool{}
-		for _, t := range snap.Tasks {
+		for i := range snap.Tasks {
+			t := &snap.Tasks[i]
 			if t.Team != "" {
 				teamSet[t.Team] = true
 			}
-			if f.matchesStats(t) {
-				statTasks = append(statTasks, t)
+			if narrowed && f.matchesStats(t) {
+				statTasks = append(statTasks, *t)
 			}
 			if f.matchesList(t) {
 				listed = append(listed, t)
@@ -211,7 +219,7 @@ func statsRow(f taskFilter, team string, s kueue.ClassStats) templates.StatsRow 
 	}
 }
 
-func taskRow(t kueue.Task) templates.TaskRow {
+func taskRow(t *kueue.Task) templates.TaskRow {
 	row := templates.TaskRow{Namespace: t.Namespace, Name: t.Name, Team: t.Team, Class: t.Class, State: stateLabel(t),
 		GPUs: t.GPUs, Waited: duration(t.Wait, 1), Ran: "—", Position: "—", Reason: t.Reason, KueueMessage: t.KueueMessage,
 		Borrowing: t.Borrowing}
@@ -224,7 +232,7 @@ func taskRow(t kueue.Task) templates.TaskRow {
 	return row
 }
 
-func stateLabel(t kueue.Task) string {
+func stateLabel(t *kueue.Task) string {
 	switch {
 	case t.State == kueue.TaskAdmitted:
 		return "Running"
@@ -236,7 +244,7 @@ func stateLabel(t kueue.Task) string {
 
 // sortTasks puts what waits first (by queue position), then what runs
 // (newest first), then what finished.
-func sortTasks(ts []kueue.Task) {
+func sortTasks(ts []*kueue.Task) {
 	rank := map[kueue.TaskState]int{kueue.TaskPreempted: 0, kueue.TaskPending: 0, kueue.TaskAdmitted: 1, kueue.TaskFinished: 2}
 	sort.SliceStable(ts, func(i, j int) bool {
 		a, b := ts[i], ts[j]
@@ -328,7 +336,7 @@ func breakdownCSV(c echo.Context, rows []kueue.TeamClassStats) error {
 	return s.Close()
 }
 
-func tasksCSV(c echo.Context, tasks []kueue.Task) error {
+func tasksCSV(c echo.Context, tasks []*kueue.Task) error {
 	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)",
 		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message")
 	if err != nil {

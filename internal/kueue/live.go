@@ -132,3 +132,12 @@ func (l *Live) rebuild() {
 
 // Rebuild builds a snapshot now (tests, and the first page after start).
 func (l *Live) Rebuild() { l.rebuild() }
+
+// Publish makes snap the current snapshot, as a rebuild would (for
+// benchmarks and tests that start from hand-built objects).
+func (l *Live) Publish(snap *Snapshot) {
+	l.mu.Lock()
+	snap.Version = l.snap.Version + 1
+	l.snap = snap
+	l.mu.Unlock()
+}

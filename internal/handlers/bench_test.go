@@ -1,0 +1,50 @@
+package handlers_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
+
+	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/kueue/kueuetest"
+	"github.com/openquota/console/internal/metrics"
+)
+
+// benchServer serves pages from a snapshot of 200 teams and 50 000 Workloads.
+func benchServer(b *testing.B) http.Handler {
+	b.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cache := kueue.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
+	live := kueue.NewLive(cache, kueue.DefaultSettings, log)
+	now := time.Now()
+	live.Publish(kueue.BuildSnapshot(kueuetest.Cluster(kueue.DefaultSettings, 200, 50_000, now), now))
+	return handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: kueue.DefaultSettings, Metrics: metrics.NewConsole(), Log: log})
+}
+
+func benchPage(b *testing.B, path string) {
+	h := benchServer(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var size int
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("GET %s = %d", path, rec.Code)
+		}
+		size = rec.Body.Len()
+	}
+	b.ReportMetric(float64(size), "bytes/page")
+}
+
+func BenchmarkUsagePage(b *testing.B)        { benchPage(b, "/usage") }
+func BenchmarkTasksPage(b *testing.B)        { benchPage(b, "/tasks") }
+func BenchmarkTasksPageOneTeam(b *testing.B) { benchPage(b, "/tasks?team=team-007&window=7d") }
+func BenchmarkTasksCSV(b *testing.B)         { benchPage(b, "/tasks?format=csv&table=tasks&state=all") }
