@@ -99,12 +99,26 @@ func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 		t.Errorf("CSV header %v, team row found: %v", records[0], found)
 	}
 
-	// The task appears on the Tasks page, with its state and reason.
+	// The task is on the Tasks page, with its state and reason; a second job
+	// appears there without a reload too.
 	_, err = page.Goto(base + "/tasks?team=live")
 	must(err)
-	task := page.Locator(`#task-list tr[data-state="Running"]`)
-	must(expect.Locator(task).ToHaveCount(1))
-	must(expect.Locator(task.Locator(".why")).ToContainText("Admitted"))
+	running := page.Locator(`#task-list tr[data-state="Running"]`)
+	must(expect.Locator(running).ToHaveCount(1))
+	must(expect.Locator(running.Locator(".why")).ToContainText("Admitted"))
 	must(expect.Locator(page.Locator(`#class-stats`)).ToBeVisible())
+	_, err = page.Evaluate(`window.__noReload = true`)
+	must(err)
+	second := job.DeepCopy()
+	second.ResourceVersion = ""
+	second.Name = "live-job-2"
+	_, err = kube.BatchV1().Jobs(s.Namespace("live")).Create(ctx, second, metav1.CreateOptions{})
+	must(err)
+	must(expect.Locator(running).ToHaveCount(2))
+	still, err = page.Evaluate(`window.__noReload === true`)
+	must(err)
+	if still != true {
+		t.Fatal("the Tasks page reloaded instead of updating in place")
+	}
 	screenshot(t, page, "tasks")
 }
