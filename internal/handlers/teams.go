@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,6 +63,9 @@ func teams(d Deps) echo.HandlerFunc {
 			view.Teams = append(view.Teams, row)
 		}
 		view.Allocation = kueue.AllocationByType(all, shapes, available)
+		if wantsCSV(c) {
+			return teamsCSV(c, view)
+		}
 		return render(c, http.StatusOK, templates.Teams(view))
 	}
 }
@@ -76,4 +80,33 @@ func lendingLabel(t kueue.Team) string {
 		return "Don't lend"
 	}
 	return string(t.Lending)
+}
+
+func teamsCSV(c echo.Context, v templates.TeamsView) error {
+	if c.QueryParam("table") == "by-type" {
+		s, err := startCSV(c, "quota-by-instance-type.csv", "Instance type", "Instances (count)", "GPUs allocated (count)",
+			"GPUs capacity (count)", "vCPU allocated (count)", "vCPU capacity (count)", "Memory allocated (GiB)", "Memory capacity (GiB)", "Above capacity")
+		if err != nil {
+			return err
+		}
+		for _, a := range v.Allocation {
+			if err := s.Row(a.Type, strconv.Itoa(a.Instances), itoa(a.GPUs), itoa(a.CapacityGPUs), formatMilli(a.CPUMilli),
+				formatMilli(a.CapacityCPUMilli), formatMiB(a.MemoryMiB), formatMiB(a.CapacityMemoryMiB), strconv.FormatBool(a.OverCapacity)); err != nil {
+				return err
+			}
+		}
+		return s.Close()
+	}
+	s, err := startCSV(c, "team-allocations.csv", "Team", "Namespace", "Enabled", "GPUs (count)", "Neuron devices (count)",
+		"vCPU (count)", "Memory (GiB)", "Fair-share weight", "Lending", "Preemption")
+	if err != nil {
+		return err
+	}
+	for _, t := range v.Teams {
+		if err := s.Row(t.Name, t.Namespace, strconv.FormatBool(t.Enabled), itoa(t.GPUs), itoa(t.Neuron), t.VCPU, t.MemoryGiB,
+			itoa(t.FairShareWeight), t.Lending, t.Preemption); err != nil {
+			return err
+		}
+	}
+	return s.Close()
 }
