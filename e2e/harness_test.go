@@ -124,7 +124,7 @@ func startConsole(t testing.TB, env *sandbox.Env, extra ...string) string {
 // buildConsole builds ./cmd/console once per test binary, so every test
 // runs the code under test rather than whatever is on PATH.
 func buildConsole() (string, error) {
-	root, err := repoRoot()
+	root, err := sandbox.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -278,7 +278,7 @@ func installed(dir string) bool {
 }
 
 func runSetup() error {
-	root, err := repoRoot()
+	root, err := sandbox.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -315,22 +315,6 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // safeName turns a (sub)test name into a file name.
 func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-		dir = parent
-	}
-}
 
 // syncBuffer lets the test read the console's output while the process is
 // still writing it.

@@ -189,7 +189,7 @@ func Binaries(ctx context.Context, log io.Writer) (string, error) {
 	if d := os.Getenv("SANDBOX_BIN"); d != "" {
 		return d, nil
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -202,9 +202,9 @@ func Binaries(ctx context.Context, log io.Writer) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// repoRoot finds the clone's top folder from the working directory (tests run
+// RepoRoot finds the clone's top folder from the working directory (tests run
 // in their package folder).
-func repoRoot() (string, error) {
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -16,29 +16,16 @@ func teamUsage(d Deps) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		snap := d.Live.Snapshot()
 		name := c.Param("team")
+		util, note := d.hardwareUtil(c.Request().Context())
 		var found bool
 		var row templates.UsageRow
-		res := resourceOf("gpu")
-		util, note := d.hardwareUtil(c.Request().Context())
 		for _, u := range snap.Teams {
-			if u.Team != name {
-				continue
-			}
-			found = true
-			row = templates.UsageRow{Team: u.Team, Enabled: u.Enabled,
-				Allocated: res.format(res.of(u.Allocated)), InUse: res.format(res.of(u.InUse)),
-				Borrowed: res.format(res.of(u.Borrowed)), Lent: res.format(res.of(u.Lent)), Wants: res.format(res.of(u.PendingDemand)),
-				AllocUtil: percent(res.of(u.InUse), res.of(u.Allocated)), HardwareUtil: "—",
-				InUseLink:    tasksLink("team", u.Team, "state", "Admitted"),
-				BorrowedLink: tasksLink("team", u.Team, "state", "Admitted", "borrowing", "1"),
-				LentLink:     tasksLink("state", "Admitted", "borrowing", "1"),
-				WantsLink:    tasksLink("team", u.Team, "state", "Queued"),
-			}
-			row.RunningLink, row.PendingLink = row.InUseLink, row.WantsLink
-			if v, ok := util[u.Team]; ok {
-				row.HardwareUtil = fmt.Sprintf("%.0f %%", v)
-			} else if note != "" {
-				row.HardwareUtil = "unavailable"
+			if u.Team == name {
+				found = true
+				row = usageRowOf(u, resourceOf("gpu"), util, false)
+				if _, ok := util[u.Team]; !ok && note != "" {
+					row.HardwareUtil = "unavailable"
+				}
 			}
 		}
 		if !found {

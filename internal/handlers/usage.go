@@ -80,35 +80,10 @@ func usage(d Deps) echo.HandlerFunc {
 		for _, r := range usageResources {
 			view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
 		}
-		row := func(u kueue.TeamUsage, total bool) templates.UsageRow {
-			r := templates.UsageRow{
-				Team: u.Team, Namespace: u.Namespace, Enabled: u.Enabled,
-				Allocated: res.format(res.of(u.Allocated)), InUse: res.format(res.of(u.InUse)),
-				Borrowed: res.format(res.of(u.Borrowed)), Lent: res.format(res.of(u.Lent)), Wants: res.format(res.of(u.PendingDemand)),
-				AllocUtil: percent(res.of(u.InUse), res.of(u.Allocated)),
-				Running:   u.Running, Pending: u.Pending + u.Preempted, Preempted: u.Preempted,
-				HardwareUtil: "—",
-			}
-			team := []string{}
-			if !total {
-				r.Link = "/usage/" + url.PathEscape(u.Team)
-				team = []string{"team", u.Team}
-			}
-			r.InUseLink = tasksLink(append(team, "state", "Admitted")...)
-			r.RunningLink = r.InUseLink
-			r.BorrowedLink = tasksLink(append(team, "state", "Admitted", "borrowing", "1")...)
-			r.LentLink = tasksLink("state", "Admitted", "borrowing", "1")
-			r.WantsLink = tasksLink(append(team, "state", "Queued")...)
-			r.PendingLink = r.WantsLink
-			if v, ok := util[u.Team]; ok && !total {
-				r.HardwareUtil = fmt.Sprintf("%.0f %%", v)
-			}
-			return r
-		}
 		for _, u := range snap.Teams {
-			view.Rows = append(view.Rows, row(u, false))
+			view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
 		}
-		view.Total = row(kueue.Totals(snap.Teams), true)
+		view.Total = usageRowOf(kueue.Totals(snap.Teams), res, util, true)
 		if len(util) > 0 {
 			var sum float64
 			for _, v := range util {
@@ -121,6 +96,34 @@ func usage(d Deps) echo.HandlerFunc {
 		}
 		return render(c, http.StatusOK, templates.Usage(view))
 	}
+}
+
+// usageRowOf formats one team's usage (or the totals) in the chosen
+// resource, each figure linked to the tasks it is made of.
+func usageRowOf(u kueue.TeamUsage, res usageResource, util map[string]float64, total bool) templates.UsageRow {
+	r := templates.UsageRow{
+		Team: u.Team, Namespace: u.Namespace, Enabled: u.Enabled,
+		Allocated: res.format(res.of(u.Allocated)), InUse: res.format(res.of(u.InUse)),
+		Borrowed: res.format(res.of(u.Borrowed)), Lent: res.format(res.of(u.Lent)), Wants: res.format(res.of(u.PendingDemand)),
+		AllocUtil: percent(res.of(u.InUse), res.of(u.Allocated)),
+		Running:   u.Running, Pending: u.Pending + u.Preempted, Preempted: u.Preempted,
+		HardwareUtil: "—",
+	}
+	team := []string{}
+	if !total {
+		r.Link = "/usage/" + url.PathEscape(u.Team)
+		team = []string{"team", u.Team}
+	}
+	r.InUseLink = tasksLink(append(team, "state", "Admitted")...)
+	r.RunningLink = r.InUseLink
+	r.BorrowedLink = tasksLink(append(team, "state", "Admitted", "borrowing", "1")...)
+	r.LentLink = tasksLink("state", "Admitted", "borrowing", "1")
+	r.WantsLink = tasksLink(append(team, "state", "Queued")...)
+	r.PendingLink = r.WantsLink
+	if v, ok := util[u.Team]; ok && !total {
+		r.HardwareUtil = fmt.Sprintf("%.0f %%", v)
+	}
+	return r
 }
 
 func usageCSV(c echo.Context, res usageResource, rows []templates.UsageRow, total templates.UsageRow) error {

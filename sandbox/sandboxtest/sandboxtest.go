@@ -44,7 +44,7 @@ func up() (*sandbox.Env, error) {
 	if e, ok := sandbox.Status(ctx, sandbox.Test); ok {
 		return e, nil
 	}
-	root, err := repoRoot()
+	root, err := sandbox.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -69,19 +69,3 @@ func up() (*sandbox.Env, error) {
 	return &e, nil
 }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-		dir = parent
-	}
-}
