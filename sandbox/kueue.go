@@ -28,6 +28,7 @@ const (
 	kueueNamespace     = "kueue-system"
 	webhookService     = "kueue-webhook-service"
 	webhookSecret      = "kueue-webhook-server-cert"
+	visibilityService  = "kueue-visibility-server"
 	kueueConfigMap     = "kueue-manager-config"
 	kueueConfigMapKey  = "controller_manager_config.yaml"
 	sandboxFieldManger = "quota-console-sandbox"
@@ -142,9 +143,12 @@ fairSharing:
   preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
 featureGates:
   LocalQueueMetrics: true
-  VisibilityOnDemand: false
+  VisibilityOnDemand: true
+visibilityServer:
+  bindAddress: 127.0.0.1
+  bindPort: %d
 `, kueueNamespace, in.addr(portKueueHealth), in.addr(portKueueMetrics), in.port(portKueueWebhook),
-		in.path("kueue-certs"), webhookService, webhookSecret)
+		in.path("kueue-certs"), webhookService, webhookSecret, in.port(portKueueVisibility))
 }
 
 // kueueManifests returns Kueue's CRDs and webhook configurations rewired to a
@@ -250,6 +254,11 @@ func (in *instance) startKueue(ctx context.Context, _ pki) error {
 		{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": webhookService, "namespace": kueueNamespace},
 			"spec": map[string]any{"type": "ExternalName", "externalName": "localhost",
 				"ports": []any{map[string]any{"name": "https", "port": int64(in.port(portKueueWebhook)), "protocol": "TCP"}}}}},
+		// Kueue's visibility API (pending workloads and their positions), served on
+		// loopback and reached through the aggregator like the webhooks.
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": visibilityService, "namespace": kueueNamespace},
+			"spec": map[string]any{"type": "ExternalName", "externalName": "localhost",
+				"ports": []any{map[string]any{"name": "https", "port": int64(in.port(portKueueVisibility)), "protocol": "TCP"}}}}},
 		// Installs keep Kueue's configuration in this ConfigMap; the console reads it from there.
 		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": kueueConfigMap, "namespace": kueueNamespace},
 			"data": map[string]any{kueueConfigMapKey: config}}},
@@ -265,6 +274,9 @@ func (in *instance) startKueue(ctx context.Context, _ pki) error {
 		return err
 	}
 	if err := c.apply(ctx, manifests...); err != nil {
+		return err
+	}
+	if err := c.apply(ctx, in.visibilityAPIServices()...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(in.path("kueue-config.yaml"), []byte(config), 0o644); err != nil {
@@ -338,4 +350,23 @@ func (in *instance) syncWebhookCerts(ctx context.Context, c *clients) (bool, err
 
 func kueueGVR(resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: resource}
+}
+
+// visibilityAPIServices register Kueue's visibility API with the aggregator.
+func (in *instance) visibilityAPIServices() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, v := range []string{"v1beta1", "v1beta2"} {
+		out = append(out, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": v + ".visibility.kueue.x-k8s.io"},
+			"spec": map[string]any{
+				"group": "visibility.kueue.x-k8s.io", "version": v,
+				"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+				// Kueue serves it with a self-signed certificate, as in a cluster.
+				"insecureSkipTLSVerify": true,
+				"service": map[string]any{"name": visibilityService, "namespace": kueueNamespace, "port": int64(in.port(portKueueVisibility))},
+			},
+		}})
+	}
+	return out
 }
