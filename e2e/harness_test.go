@@ -315,7 +315,6 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // safeName turns a (sub)test name into a file name.
 func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
 
-
 // syncBuffer lets the test read the console's output while the process is
 // still writing it.
 type syncBuffer struct {

@@ -16,7 +16,12 @@ func explainWriteError(err error) string {
 		return "The cluster could not be reached, so nothing was changed. Try again in a moment."
 	}
 	s := status.Status()
+	// Kueue's validating webhooks answer 403 too: that is a refusal of the
+	// values, not of the user.
+	webhookDenied := strings.Contains(s.Message, "admission webhook") && strings.Contains(s.Message, "denied the request")
 	switch {
+	case webhookDenied:
+		return "Kueue refused this allocation, so nothing was changed: " + s.Message + "."
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		var causes []string
 		if s.Details != nil {

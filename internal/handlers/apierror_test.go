@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -24,6 +25,9 @@ func TestExplainWriteError(t *testing.T) {
 		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "clusterqueues"}, "t", errors.New("changed")), "same time"},
 		{"timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "clusterqueues"}, "apply", 1), "Saving again"},
 		{"no connection", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), "could not be reached"},
+		{"webhook denial", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+			Message: `admission webhook "vclusterqueue.kb.io" denied the request: spec.resourceGroups[0].flavors[0].resources[3].borrowingLimit: Invalid value: -1`}},
+			"Kueue refused this allocation"},
 		{"webhook down", apierrors.NewInternalError(errors.New(`failed calling webhook "vclusterqueue.kb.io": connection refused`)), "webhook did not answer"},
 	}
 	for _, tc := range cases {

@@ -162,11 +162,17 @@ func (q Quota) quantity(r corev1.ResourceName) resource.Quantity {
 func percentOf(q resource.Quantity, percent int64, r corev1.ResourceName) resource.Quantity {
 	switch r {
 	case corev1.ResourceCPU:
-		return *resource.NewMilliQuantity(q.MilliValue()*percent/100, resource.DecimalSI)
+		return *resource.NewMilliQuantity(scale(q.MilliValue(), percent), resource.DecimalSI)
 	case corev1.ResourceMemory:
-		return *resource.NewQuantity(q.Value()*percent/100, resource.BinarySI)
+		return *resource.NewQuantity(scale(q.Value(), percent), resource.BinarySI)
 	}
-	return *resource.NewQuantity(q.Value()*percent/100, resource.DecimalSI)
+	return *resource.NewQuantity(scale(q.Value(), percent), resource.DecimalSI)
+}
+
+// scale is v × percent / 100 rounded down, without overflowing for large
+// memory quotas in bytes (v × percent itself may not fit in an int64).
+func scale(v, percent int64) int64 {
+	return v/100*percent + v%100*percent/100
 }
 
 // TeamObjects are what the console writes for one team, in apply order: a

@@ -194,3 +194,20 @@ func TestBuildTeamUnknownInstanceType(t *testing.T) {
 		t.Fatal("want an error for an unknown instance type")
 	}
 }
+
+// The largest quota the form accepts, at the largest borrow limit, still
+// gives positive limits (v × percent would overflow an int64 in bytes).
+func TestBorrowingLimitOfHugeMemoryQuota(t *testing.T) {
+	team := Team{Name: "huge", Enabled: true, Lending: LendAndBorrow, BorrowLimitPercent: 500, Preemption: PreemptNever,
+		Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", Count: ptr.To[int64](10_000)}}}
+	objs, err := BuildTeam(DefaultSettings, team, LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range clusterQueueOf(t, objs).Spec.ResourceGroups[0].Flavors[0].Resources {
+		nominal := r.NominalQuota.AsApproximateFloat64()
+		if got := r.BorrowingLimit.AsApproximateFloat64(); got < 0 || got < 4.99*nominal || got > 5*nominal {
+			t.Errorf("%s: borrowing limit %s for nominal %s at 500 %%", r.Name, r.BorrowingLimit, &r.NominalQuota)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/openquota/console/internal/kueue"
 )
@@ -23,8 +24,14 @@ const (
 	MaxBorrowPct    = 500
 	DefaultBorrow   = "50"
 	maxMemberName   = 253
-	maxQuotaNumeric = 1_000_000
+	maxQuotaNumeric = 10_000_000 // the largest any single field accepts
 )
+
+// Largest accepted value per quota field: far beyond any cluster, and small
+// enough that derived byte counts and percentages never overflow.
+var quotaMax = map[string]int64{
+	"count": 10_000, "gpus": 100_000, "neuron": 100_000, "vcpu": 10_000_000, "memoryGiB": 100_000_000,
+}
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -175,7 +182,9 @@ func (f Team) Validate(shapes kueue.ShapeLookup) (kueue.Team, Errors) {
 	case !dnsLabel.MatchString(f.Name):
 		errs.Add("name", "Use lowercase letters, digits and '-', starting and ending with a letter or digit.")
 	}
-	if n := len([]rune(f.Description)); n > MaxDescription {
+	if !utf8.ValidString(f.Description) {
+		errs.Add("description", "The description contains bytes that are not valid UTF-8 text.")
+	} else if n := len([]rune(f.Description)); n > MaxDescription {
 		errs.Add("description", fmt.Sprintf("Use at most %d characters (this has %d).", MaxDescription, n))
 	}
 	switch f.Enabled {
@@ -216,8 +225,11 @@ func (f Team) Validate(shapes kueue.ShapeLookup) (kueue.Team, Errors) {
 		errs.Add("lending", "Choose Lend and borrow, Lend, or Don't lend.")
 	}
 
-	if len(f.Quota) > MaxQuotaRows {
+	switch {
+	case len(f.Quota) > MaxQuotaRows:
 		errs.Add("quota", fmt.Sprintf("Use at most %d instance types.", MaxQuotaRows))
+	case len(f.Quota) == 0:
+		errs.Add("quota", "Add at least one instance type: a team without quota could not run anything.")
 	}
 	seen := map[string]bool{}
 	for i, row := range f.Quota {
@@ -251,9 +263,9 @@ func validateRow(i int, row QuotaRow, shapes kueue.ShapeLookup, seen map[string]
 		if value == "" {
 			return nil
 		}
-		n, valid := wholeNumber(value, min, maxQuotaNumeric)
+		n, valid := wholeNumber(value, min, quotaMax[name])
 		if !valid {
-			errs.Add(field(name), fmt.Sprintf("Enter a whole number of at least %d.", min))
+			errs.Add(field(name), fmt.Sprintf("Enter a whole number from %d to %d.", min, quotaMax[name]))
 			ok = false
 			return nil
 		}
@@ -295,7 +307,7 @@ func parseMembers(text, kind, field string, errs *Errors) []kueue.Member {
 			continue
 		}
 		seen[name] = true
-		if len(name) > maxMemberName || strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) }) >= 0 {
+		if len(name) > maxMemberName || !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) }) >= 0 {
 			errs.Add(field, fmt.Sprintf("%q is not a valid %s name (at most %d printable characters).", truncate(name, 40), strings.ToLower(kind), maxMemberName))
 			continue
 		}
