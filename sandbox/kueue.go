@@ -364,7 +364,7 @@ func (in *instance) visibilityAPIServices() []*unstructured.Unstructured {
 				"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
 				// Kueue serves it with a self-signed certificate, as in a cluster.
 				"insecureSkipTLSVerify": true,
-				"service": map[string]any{"name": visibilityService, "namespace": kueueNamespace, "port": int64(in.port(portKueueVisibility))},
+				"service":               map[string]any{"name": visibilityService, "namespace": kueueNamespace, "port": int64(in.port(portKueueVisibility))},
 			},
 		}})
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
@@ -31,6 +33,13 @@ type options struct {
 	logFormat     string
 	logLevel      string
 	settings      kueue.Settings
+
+	authMode          auth.Mode
+	proxyUserHeader   string
+	proxyGroupsHeader string
+	proxyCIDRs        []netip.Prefix
+	proxySecretFile   string
+	secureCookies     bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -44,13 +53,63 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.settings.Cohort, "cohort", kueue.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	mode := fs.String("auth", string(auth.ModeNone), "how users sign in: none (loopback --listen only), proxy (an authenticating proxy's headers) or token (a Kubernetes bearer token, checked with a TokenReview)")
+	fs.StringVar(&o.proxyUserHeader, "auth-proxy-user-header", auth.DefaultUserHeader, "--auth proxy: header with the user name")
+	fs.StringVar(&o.proxyGroupsHeader, "auth-proxy-groups-header", auth.DefaultGroupsHeader, "--auth proxy: header with the user's groups, comma-separated")
+	cidrs := fs.String("auth-proxy-cidrs", auth.DefaultProxyCIDRs, "--auth proxy: comma-separated source addresses (CIDRs) of the proxy whose headers are trusted; empty trusts none (then only the secret)")
+	fs.StringVar(&o.proxySecretFile, "auth-proxy-secret-file", "", "--auth proxy: file with a shared secret; requests carrying it in the "+auth.SecretHeader+" header are trusted from any address")
+	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("--log-format must be text or json, not %q", o.logFormat)
 	}
+	var err error
+	if o.authMode, err = auth.ParseMode(*mode); err != nil {
+		return o, err
+	}
+	if err := auth.CheckListen(o.authMode, o.listen); err != nil {
+		return o, err
+	}
+	if o.proxyCIDRs, err = auth.ParseCIDRs(*cidrs); err != nil {
+		return o, err
+	}
+	if o.authMode == auth.ModeProxy {
+		if o.proxyUserHeader == "" || o.proxyGroupsHeader == "" {
+			return o, errors.New("--auth-proxy-user-header and --auth-proxy-groups-header must not be empty")
+		}
+		if len(o.proxyCIDRs) == 0 && o.proxySecretFile == "" {
+			return o, errors.New("--auth proxy needs --auth-proxy-cidrs or --auth-proxy-secret-file: otherwise no request is trusted")
+		}
+	} else if o.proxySecretFile != "" {
+		return o, errors.New("--auth-proxy-secret-file is only used with --auth proxy")
+	}
 	return o, nil
+}
+
+// authenticator builds the auth mode's Authenticator; kube makes the token
+// mode's TokenReviews.
+func authenticator(o options, kube kubernetes.Interface) (*auth.Authenticator, error) {
+	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies}
+	switch o.authMode {
+	case auth.ModeProxy:
+		a.Proxy = auth.Proxy{UserHeader: o.proxyUserHeader, GroupsHeader: o.proxyGroupsHeader, Trusted: o.proxyCIDRs}
+		if o.proxySecretFile != "" {
+			secret, err := auth.ReadSecret(o.proxySecretFile)
+			if err != nil {
+				return nil, err
+			}
+			a.Proxy.Secret = secret
+		}
+	case auth.ModeToken:
+		a.Tokens = auth.KubeTokenReviewer{Client: kube}
+		a.Sessions = auth.NewSessions(auth.SessionTTL)
+	}
+	return a, nil
 }
 
 func main() {
@@ -95,11 +154,18 @@ func run(o options, log *slog.Logger) error {
 		return fmt.Errorf("kubernetes config: %w", err)
 	}
 	cfg.UserAgent = "quota-console"
+	// A team save makes about 16 requests (apply, dry run, history, event):
+	// client-go's default of 5/s would add a second to every save.
+	cfg.QPS, cfg.Burst = 50, 100
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	kq, err := kueueclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	authn, err := authenticator(o, kube)
 	if err != nil {
 		return err
 	}
@@ -125,8 +191,9 @@ func run(o options, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	e := handlers.New(handlers.Deps{
-		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: o.settings,
+		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: kueue.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
+		Auth: authn, RESTConfig: cfg,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -134,7 +201,10 @@ func run(o options, log *slog.Logger) error {
 	}
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	srv.RegisterOnShutdown(endStreams)
-	log.Info("console listening", "url", "http://"+ln.Addr().String(), "kubernetes", cfg.Host, "prometheus", o.prometheusURL)
+	log.Info("console listening", "url", "http://"+ln.Addr().String(), "kubernetes", cfg.Host, "prometheus", o.prometheusURL, "auth", o.authMode)
+	if o.authMode == auth.ModeToken && !o.secureCookies && !auth.IsLoopback(o.listen) {
+		log.Warn("--auth token on plain HTTP: serve the console behind TLS and set --secure-cookies, or session cookies travel in clear text")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 

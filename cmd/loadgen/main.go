@@ -107,7 +107,7 @@ func createWorkload(ctx context.Context, kq kueueclient.Interface, s kueue.Setti
 	wl := &kueuev1beta2.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%06d", i), Namespace: s.Namespace(team)},
 		Spec: kueuev1beta2.WorkloadSpec{
-			QueueName:        kueuev1beta2.LocalQueueName(s.LocalQueue(team)),
+			QueueName: kueuev1beta2.LocalQueueName(s.LocalQueue(team)),
 			// Kueue's job integrations fill both from the class; a bare Workload must.
 			PriorityClassRef: &kueuev1beta2.PriorityClassRef{Group: "kueue.x-k8s.io", Kind: "WorkloadPriorityClass", Name: class.Name},
 			Priority:         &class.Weight,

@@ -18,9 +18,8 @@ func explainWriteError(err error) string {
 	s := status.Status()
 	// Kueue's validating webhooks answer 403 too: that is a refusal of the
 	// values, not of the user.
-	webhookDenied := strings.Contains(s.Message, "admission webhook") && strings.Contains(s.Message, "denied the request")
 	switch {
-	case webhookDenied:
+	case isWebhookDenial(s.Message):
 		return "Kueue refused this allocation, so nothing was changed: " + s.Message + "."
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		var causes []string
@@ -47,4 +46,10 @@ func explainWriteError(err error) string {
 		return "Kueue's admission webhook did not answer, so nothing was changed. Check that the Kueue controller is running, then try again."
 	}
 	return fmt.Sprintf("The cluster refused the change: %s.", s.Message)
+}
+
+// isWebhookDenial tells an admission webhook's refusal (which Kubernetes also
+// reports as 403 Forbidden) from a refusal of the user.
+func isWebhookDenial(message string) bool {
+	return strings.Contains(message, "admission webhook") && strings.Contains(message, "denied the request")
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/web/templates"
@@ -38,11 +39,19 @@ func savePolicy(d Deps) echo.HandlerFunc {
 		if errs.Any() {
 			return d.renderPolicy(c, http.StatusUnprocessableEntity, f, errs, "", "")
 		}
-		if err := d.Applier.ApplyPolicy(c.Request().Context(), d.Settings, p); err != nil {
+		applier, ctx, err := d.writer(c)
+		if err != nil {
+			return err
+		}
+		if err := applier.ApplyPolicy(ctx, d.Settings, p); err != nil {
+			if msg, ok := d.forbidden(c, err, "the cluster policy"); ok {
+				d.Log.Info("policy change forbidden", "user", auth.From(c).Name, "err", err)
+				return d.renderPolicy(c, http.StatusForbidden, f, errs, msg, "")
+			}
 			d.Log.Error("applying policy", "err", err)
 			return d.renderPolicy(c, http.StatusBadGateway, f, errs, explainWriteError(err), "")
 		}
-		d.Log.Info("policy saved", "prioritization", p.Prioritization, "classes", len(p.Classes), "idle", p.IdleAllocation)
+		d.Log.Info("policy saved", "prioritization", p.Prioritization, "classes", len(p.Classes), "idle", p.IdleAllocation, "user", auth.From(c).Name)
 		return c.Redirect(http.StatusSeeOther, "/policy?saved=1")
 	}
 }
@@ -83,6 +92,7 @@ func (d Deps) renderPolicy(c echo.Context, status int, f form.Policy, errs form.
 	view := templates.PolicyView{
 		Page: templates.Page{Title: "Cluster policy", Active: "policy", Problem: problem(d.Cache)},
 		Form: f, Errors: errs, ApplyError: applyErr, Flash: flash,
+		ReadOnly: d.readOnly(c, mayEditPolicy),
 	}
 	view.Rows = append(view.Rows, f.Classes...)
 	for len(view.Rows) < form.MaxPriorityClasses {

@@ -13,7 +13,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/static"
@@ -33,6 +35,17 @@ type Deps struct {
 	Log      *slog.Logger
 	// KueueConfigMap is where Kueue's installation keeps its configuration.
 	KueueConfigMap ConfigMapRef
+	// Auth decides who each request comes from. nil is auth mode none: no
+	// sign-in, writes with the console's own identity (cmd/console allows
+	// it only on loopback addresses).
+	Auth *auth.Authenticator
+	// RESTConfig is the console's own client configuration. In proxy and
+	// token mode every write and permission check goes through a copy of it
+	// that impersonates the signed-in user; it is required then.
+	RESTConfig *rest.Config
+
+	// access caches the users' permissions for the forms (made by New).
+	access *accessCache
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -53,15 +66,32 @@ type ConfigMapRef struct{ Namespace, Name, Key string }
 // DefaultKueueConfigMap is where Kueue's manifests and Helm chart put it.
 var DefaultKueueConfigMap = ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
 
-// New builds the console's HTTP server.
+// New builds the console's HTTP server. Every answer carries security headers
+// (CSP, nosniff, no framing); request bodies are limited to MaxBodyBytes;
+// every route except /healthz, /readyz, /metrics, /static and the sign-in
+// page needs a user (d.Auth); every state-changing request must pass the
+// CSRF check.
 func New(d Deps) *echo.Echo {
+	if d.Auth.Impersonates() && d.RESTConfig == nil {
+		panic("handlers.New: Deps.RESTConfig is required in auth mode " + string(d.Auth.ModeOf()))
+	}
+	d.access = newAccessCache(d.accessClient)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Log)
 	e.Use(middleware.Recover())
 	e.Use(d.Metrics.Middleware())
 	e.Use(requestLogger(d.Log))
+	e.Use(securityHeaders(d.secure))
+	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)))
+	e.Use(d.Auth.Middleware(isPublic))
+	if d.csrfEnabled() {
+		e.Use(csrfProtection(d.secure))
+	}
 
+	if d.Auth.ModeOf() == auth.ModeToken {
+		d.signInRoutes(e)
+	}
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", readyz(d))
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
@@ -83,6 +113,7 @@ func New(d Deps) *echo.Echo {
 	e.POST("/teams/:team", updateTeam(d))
 	e.GET("/teams/:team/delete", confirmDeleteTeam(d))
 	e.POST("/teams/:team/delete", deleteTeam(d))
+	RegisterAudit(e, d)
 	return e
 }
 
@@ -99,7 +130,7 @@ func readyz(d Deps) echo.HandlerFunc {
 func render(c echo.Context, status int, component templ.Component) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
-	return component.Render(c.Request().Context(), c.Response())
+	return component.Render(viewerContext(c), c.Response())
 }
 
 // problem explains, in words, why live data is missing, incomplete or old.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/web/templates"
 )
@@ -32,12 +33,19 @@ func deleteTeam(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		ctx := c.Request().Context()
-		if err := d.Applier.DeleteTeam(ctx, d.Settings, team.Name); err != nil {
+		applier, ctx, err := d.writer(c)
+		if err != nil {
+			return err
+		}
+		if err := applier.DeleteTeam(ctx, d.Settings, team.Name); err != nil {
+			if msg, ok := d.forbidden(c, err, "team "+team.Name); ok {
+				d.Log.Info("team deletion forbidden", "team", team.Name, "user", auth.From(c).Name, "err", err)
+				return d.renderDelete(c, http.StatusForbidden, team.Name, msg)
+			}
 			d.Log.Error("deleting team", "team", team.Name, "err", err)
 			return d.renderDelete(c, http.StatusBadGateway, team.Name, explainWriteError(err))
 		}
-		d.Log.Info("team deleted", "team", team.Name)
+		d.Log.Info("team deleted", "team", team.Name, "user", auth.From(c).Name)
 		// The list after the redirect should no longer show the team.
 		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
 			cq, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(team.Name))
@@ -68,6 +76,7 @@ func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) er
 		Namespace:  ns,
 		Tasks:      tasks,
 		ApplyError: applyErr,
+		ReadOnly:   d.readOnly(c, mayDeleteTeams),
 	}))
 }
 

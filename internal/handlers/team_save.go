@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,8 +12,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/web/templates"
@@ -20,17 +24,23 @@ import (
 
 func newTeam(d Deps) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		return d.renderTeamForm(c, http.StatusOK, form.NewTeam(), form.Errors{}, false, "")
+		return d.renderTeamForm(c, http.StatusOK, teamFormState{form: form.NewTeam()})
 	}
 }
 
 func editTeam(d Deps) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		team, err := d.storedTeam(c.Param("team"))
+		cq, team, err := d.storedClusterQueue(c.Param("team"))
 		if err != nil {
 			return err
 		}
-		return d.renderTeamForm(c, http.StatusOK, form.FromTeam(team), form.Errors{}, true, "")
+		allocation, err := allocationJSON(team)
+		if err != nil {
+			return err
+		}
+		return d.renderTeamForm(c, http.StatusOK, teamFormState{
+			form: form.FromTeam(team), editing: true, resourceVersion: cq.ResourceVersion, allocation: allocation,
+		})
 	}
 }
 
@@ -49,58 +59,177 @@ func updateTeam(d Deps) echo.HandlerFunc {
 
 // storedTeam reads a console-managed team from the cache, or answers 404.
 func (d Deps) storedTeam(name string) (kueue.Team, error) {
+	_, team, err := d.storedClusterQueue(name)
+	return team, err
+}
+
+// storedClusterQueue is storedTeam with the team's ClusterQueue.
+func (d Deps) storedClusterQueue(name string) (*kueuev1beta2.ClusterQueue, kueue.Team, error) {
 	cq, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(name))
 	if err == nil {
 		if team, ok := kueue.TeamFromClusterQueue(cq); ok {
-			return team, nil
+			return cq, team, nil
 		}
 	}
-	return kueue.Team{}, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", name))
+	return nil, kueue.Team{}, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", name))
 }
 
-// saveTeam is parse → validate → build → dry run → apply → wait until the
-// cache shows the change → redirect. Any refusal re-renders the form with the
-// values as typed and nothing written.
+// teamFormState is the team form as it is shown again.
+type teamFormState struct {
+	form     form.Team
+	errs     form.Errors
+	editing  bool
+	applyErr string
+	// The ClusterQueue's resourceVersion and allocation (JSON) the edit form
+	// was loaded with; after a conflict, the current ones.
+	resourceVersion, allocation string
+	conflict                    []string
+}
+
+// maxConflictRetries bounds how often a save retries when only Kueue's own
+// status updates moved the ClusterQueue's resourceVersion under it.
+const maxConflictRetries = 3
+
+// saveTeam is parse → validate → build → (edit: has anyone else changed the
+// allocation since the form was loaded?) → dry run → apply as the signed-in
+// user → wait until the cache shows the change → redirect. Any refusal
+// re-renders the form with the values as typed and nothing written.
 func (d Deps) saveTeam(c echo.Context, editing bool) error {
 	values, err := c.FormParams()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
-	f := form.ParseTeam(values)
+	st := teamFormState{form: form.ParseTeam(values), editing: editing,
+		resourceVersion: values.Get("resourceVersion"), allocation: values.Get("allocation")}
 	if editing {
-		f.Name = c.Param("team") // immutable: the path names the team
+		st.form.Name = c.Param("team") // immutable: the path names the team
 	}
 	shapes, _, err := d.fleet()
 	if err != nil {
 		return err
 	}
-	team, errs := f.Validate(shapes)
+	team, errs := st.form.Validate(shapes)
 	if !editing && errs.Get("name") == "" {
-		if _, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(f.Name)); err == nil {
-			errs.Add("name", fmt.Sprintf("A team named %q already exists.", f.Name))
+		if _, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(st.form.Name)); err == nil {
+			errs.Add("name", fmt.Sprintf("A team named %q already exists.", st.form.Name))
 		} else if !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
+	st.errs = errs
 	if errs.Any() {
-		return d.renderTeamForm(c, http.StatusUnprocessableEntity, f, errs, editing, "")
+		return d.renderTeamForm(c, http.StatusUnprocessableEntity, st)
+	}
+	// What the admin loaded: a browser's edit form always sends it. Clients
+	// that send no allocation (scripts) get last-write-wins.
+	var loaded *kueue.Team
+	if editing && st.allocation != "" {
+		t, err := parseAllocation(st.allocation)
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read: its allocation field is damaged. Reload the page.")
+		}
+		loaded = &t
 	}
 	objs, err := kueue.BuildTeam(d.Settings, team, shapes)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	if err := d.Applier.CheckTeam(ctx, objs); err != nil {
-		d.Log.Warn("team rejected by the cluster", "team", team.Name, "err", err)
-		return d.renderTeamForm(c, http.StatusUnprocessableEntity, f, errs, editing, explainWriteError(err))
+	applier, ctx, err := d.writer(c)
+	if err != nil {
+		return err
 	}
-	if err := d.Applier.ApplyTeam(ctx, objs); err != nil {
-		d.Log.Error("applying team", "team", team.Name, "err", err)
-		return d.renderTeamForm(c, http.StatusBadGateway, f, errs, editing, explainWriteError(err))
+	what := "team " + team.Name
+	for attempt := 1; ; attempt++ {
+		if loaded != nil {
+			conflict, err := d.checkTeamConflict(ctx, &st, *loaded, objs)
+			if err != nil {
+				return err
+			}
+			if conflict {
+				d.Log.Info("team changed by someone else since the form was loaded", "team", team.Name, "user", auth.From(c).Name)
+				return d.renderTeamForm(c, http.StatusConflict, st)
+			}
+		}
+		// The dry run refuses what Kueue's webhooks reject before anything is written (422).
+		status := http.StatusUnprocessableEntity
+		err := applier.CheckTeam(ctx, objs)
+		if err == nil {
+			status = http.StatusBadGateway
+			err = applier.ApplyTeam(ctx, objs)
+		}
+		if err == nil {
+			break
+		}
+		if msg, ok := d.forbidden(c, err, what); ok {
+			d.Log.Info("team change forbidden", "team", team.Name, "user", auth.From(c).Name, "err", err)
+			st.applyErr = msg
+			return d.renderTeamForm(c, http.StatusForbidden, st)
+		}
+		if loaded != nil && apierrors.IsConflict(err) && attempt < maxConflictRetries {
+			continue // the ClusterQueue moved (Kueue's status, or another admin): check again
+		}
+		d.Log.Warn("team not saved", "team", team.Name, "err", err)
+		st.applyErr = explainWriteError(err)
+		return d.renderTeamForm(c, status, st)
 	}
-	d.Log.Info("team saved", "team", team.Name, "editing", editing)
+	d.Log.Info("team saved", "team", team.Name, "editing", editing, "user", auth.From(c).Name)
 	d.waitForTeam(ctx, team)
 	return c.Redirect(http.StatusSeeOther, "/teams?saved="+url.QueryEscape(team.Name))
+}
+
+// checkTeamConflict compares the allocation the admin loaded with the one
+// stored now (read fresh from the apiserver). When they differ it fills in
+// the conflict and the current version for the form, and reports true. When
+// they agree it pins the apply to the ClusterQueue's current resourceVersion,
+// so a change landing between this read and the write fails with a conflict
+// instead of being overwritten. Kueue's status updates move the
+// resourceVersion without changing the allocation: they are no conflict.
+func (d Deps) checkTeamConflict(ctx context.Context, st *teamFormState, loaded kueue.Team, objs kueue.TeamObjects) (bool, error) {
+	name := *objs.ClusterQueue.Name
+	live, err := d.Applier.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("Team %q was deleted after you opened this form; nothing was saved.", st.form.Name))
+	}
+	if err != nil {
+		return false, err
+	}
+	stored, ok := kueue.TeamFromClusterQueue(live)
+	if !ok {
+		return false, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", st.form.Name))
+	}
+	if live.ResourceVersion != st.resourceVersion && !sameAllocation(loaded, stored) {
+		current, err := allocationJSON(stored)
+		if err != nil {
+			return false, err
+		}
+		st.conflict = kueue.DiffTeams(loaded, stored)
+		if len(st.conflict) == 0 {
+			st.conflict = []string{"other settings of the allocation changed"}
+		}
+		st.resourceVersion, st.allocation = live.ResourceVersion, current
+		return true, nil
+	}
+	objs.ClusterQueue.WithResourceVersion(live.ResourceVersion)
+	return false, nil
+}
+
+// allocationJSON is the hidden allocation field of the edit form.
+func allocationJSON(t kueue.Team) (string, error) {
+	b, err := json.Marshal(t)
+	return string(b), err
+}
+
+func parseAllocation(s string) (kueue.Team, error) {
+	var t kueue.Team
+	err := json.Unmarshal([]byte(s), &t)
+	return t, err
+}
+
+// sameAllocation compares two allocations as the console stores them.
+func sameAllocation(a, b kueue.Team) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
 // waitForTeam lets the informer catch up (usually milliseconds) so the page
@@ -116,22 +245,27 @@ func (d Deps) waitForTeam(ctx context.Context, want kueue.Team) {
 	})
 }
 
-func (d Deps) renderTeamForm(c echo.Context, status int, f form.Team, errs form.Errors, editing bool, applyErr string) error {
+func (d Deps) renderTeamForm(c echo.Context, status int, st teamFormState) error {
 	shapes, available, err := d.fleet()
 	if err != nil {
 		return err
 	}
+	f := st.form
 	view := templates.TeamFormView{
 		Page:            templates.Page{Title: "Create team allocation", Active: "teams", Problem: problem(d.Cache)},
 		Form:            f,
-		Errors:          errs,
-		Editing:         editing,
+		Errors:          st.errs,
+		Editing:         st.editing,
 		Action:          "/teams",
 		NamespacePrefix: d.Settings.NamespacePrefix,
-		ApplyError:      applyErr,
+		ApplyError:      st.applyErr,
 		MaxRows:         form.MaxQuotaRows,
+		ResourceVersion: st.resourceVersion,
+		Allocation:      st.allocation,
+		Conflict:        st.conflict,
+		ReadOnly:        d.readOnly(c, mayEditTeams),
 	}
-	if editing {
+	if st.editing {
 		view.Title = "Edit team " + f.Name
 		view.Action = "/teams/" + f.Name
 	}

@@ -42,12 +42,16 @@ func teams(d Deps) echo.HandlerFunc {
 			view.Flash = "Team " + deleted + " deleted."
 		}
 		var all []kueue.Team
+		drifted := d.driftedTeams()
 		for _, st := range stored {
+			if st.ClusterQueue.Name != d.Settings.ClusterQueue(st.Name) {
+				continue // a team of a console with another namespace prefix
+			}
 			all = append(all, st.Team)
 			row := templates.TeamRow{
 				Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
 				Enabled: !kueue.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
-				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption),
+				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
 			}
 			var cpu, mem int64
 			for _, q := range st.Quota {

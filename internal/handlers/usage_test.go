@@ -72,27 +72,31 @@ func TestUsageAndTasksMatchKueue(t *testing.T) {
 	c.submit(t, "borrower", "borrows", 1)
 	c.submit(t, "borrower", "too-big", 4)
 
-	var rows map[string]map[string]string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		rows = c.csv(t, "/usage?format=csv&resource=gpu")
-		b := rows["borrower/"+c.settings.Namespace("borrower")]
-		return b != nil && b["In use by tasks (GPUs)"] == "3" && b["Pending demand (GPUs)"] == "4", nil
-	})
-	if err != nil {
-		t.Fatalf("usage never showed borrower using 3 GPUs with 4 pending: %v", rows)
-	}
-	b, l := rows["borrower/"+c.settings.Namespace("borrower")], rows["lender/"+c.settings.Namespace("lender")]
-	cq := c.clusterQueue(t, "borrower")
-	var borrowed int64
-	for _, f := range cq.Status.FlavorsUsage {
-		for _, r := range f.Resources {
-			if r.Name == kueue.ResourceGPU {
-				borrowed += r.Borrowed.Value()
+	// Kueue settles the borrower's usage over a few status updates; compare
+	// the dashboard with the ClusterQueue once both show the same moment.
+	kueueBorrowed := func() int64 {
+		var n int64
+		for _, f := range c.clusterQueue(t, "borrower").Status.FlavorsUsage {
+			for _, r := range f.Resources {
+				if r.Name == kueue.ResourceGPU {
+					n += r.Borrowed.Value()
+				}
 			}
 		}
+		return n
 	}
-	if borrowed != 1 || b["Borrowed (GPUs)"] != "1" {
-		t.Errorf("borrowed: Kueue says %d, the dashboard %q", borrowed, b["Borrowed (GPUs)"])
+	var rows map[string]map[string]string
+	var b, l map[string]string
+	var borrowed int64
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		borrowed = kueueBorrowed()
+		rows = c.csv(t, "/usage?format=csv&resource=gpu")
+		b, l = rows["borrower/"+c.settings.Namespace("borrower")], rows["lender/"+c.settings.Namespace("lender")]
+		return b != nil && l != nil && borrowed == 1 && b["Borrowed (GPUs)"] == "1" && b["In use by tasks (GPUs)"] == "3" &&
+			b["Pending demand (GPUs)"] == "4" && borrowed == kueueBorrowed(), nil
+	})
+	if err != nil {
+		t.Fatalf("dashboard and Kueue never agreed on the borrower using 3 GPUs (1 borrowed) with 4 pending: Kueue borrowed %d, rows %v", borrowed, rows)
 	}
 	if b["Allocated (GPUs)"] != "2" || b["Allocation utilization (%)"] != "150" {
 		t.Errorf("borrower row: %v", b)

@@ -2,26 +2,202 @@ package kueue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
+// Audit annotations on every object the console writes: who created it and
+// when (set once), and who last changed it through the console and when
+// (set only when an apply changes the object, so re-applying the same
+// allocation leaves the object untouched).
+const (
+	CreatedByAnnotation = "quota-console.openquota.dev/created-by"
+	CreatedAtAnnotation = "quota-console.openquota.dev/created-at"
+	ChangedByAnnotation = "quota-console.openquota.dev/changed-by"
+	ChangedAtAnnotation = "quota-console.openquota.dev/changed-at"
+	// SystemActor is who changes are attributed to when the context names no user.
+	SystemActor = "quota-console"
+	// UnknownCreator is the created-by of objects that existed before the
+	// console recorded creators; their created-at is their creationTimestamp.
+	UnknownCreator = "unknown"
+)
+
 // Applier is the one path by which the console writes to the cluster:
 // server-side apply with the console's field manager. Applying the same
-// objects again after any failure converges on the same result.
+// objects again after any failure converges on the same result. Every write
+// carries audit annotations, and every change of a team or of the policy is
+// recorded as a revision (see history.go) and announced as a Kubernetes Event.
 type Applier struct {
 	Kube  kubernetes.Interface
 	Kueue kueueclient.Interface
+	// Log receives failures that do not fail a change (Events are best
+	// effort); nil discards them.
+	Log *slog.Logger
+	// Now is the clock of audit annotations and revisions; nil means time.Now.
+	Now func() time.Time
 }
 
 func applyOptions() metav1.ApplyOptions {
 	// Force: the console owns the fields it manages; a hand edit of them is
 	// drift that the next save corrects.
 	return metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+}
+
+func (a Applier) log() *slog.Logger {
+	if a.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return a.Log
+}
+
+// change is one apply run: who, when, and whether it changed anything.
+type change struct {
+	by      string
+	at      time.Time
+	changed bool
+}
+
+func (a Applier) begin(ctx context.Context) *change {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	by := ActorFrom(ctx)
+	if by == "" {
+		by = SystemActor
+	}
+	return &change{by: by, at: now().UTC().Truncate(time.Second)}
+}
+
+func (c *change) stamp() string { return c.at.Format(time.RFC3339) }
+
+// annotations are the audit annotations of an object: live is the object as
+// it is (nil when it does not exist yet); changing says whether this write
+// changes it (else the last change's who and when stay).
+func (c *change) annotations(live metav1.Object, changing bool) map[string]string {
+	m := map[string]string{
+		CreatedByAnnotation: c.by, CreatedAtAnnotation: c.stamp(),
+		ChangedByAnnotation: c.by, ChangedAtAnnotation: c.stamp(),
+	}
+	if live == nil || reflect.ValueOf(live).IsNil() {
+		return m
+	}
+	old := live.GetAnnotations()
+	m[CreatedByAnnotation], m[CreatedAtAnnotation] = UnknownCreator, live.GetCreationTimestamp().UTC().Format(time.RFC3339)
+	if v := old[CreatedByAnnotation]; v != "" {
+		m[CreatedByAnnotation] = v
+	}
+	if v := old[CreatedAtAnnotation]; v != "" {
+		m[CreatedAtAnnotation] = v
+	}
+	if !changing && old[ChangedByAnnotation] != "" && old[ChangedAtAnnotation] != "" {
+		m[ChangedByAnnotation], m[ChangedAtAnnotation] = old[ChangedByAnnotation], old[ChangedAtAnnotation]
+	}
+	return m
+}
+
+// object is a typed Kubernetes object as the clientsets return it.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// annotatable is an apply configuration (a pointer) that takes annotations.
+type annotatable[AC any] interface {
+	WithAnnotations(map[string]string) AC
+}
+
+// written is what one audited apply found and did.
+type written[T object] struct {
+	before  T // the object before the apply; nil when it did not exist
+	after   T
+	changed bool
+}
+
+func (w written[T]) existed() bool { return !reflect.ValueOf(w.before).IsNil() }
+
+// applyAudited applies desired with audit annotations. It reads the object
+// first: absent, it is created with all four annotations; present, a dry run
+// with the last change's annotations tells whether the apply would change
+// anything, and only then is it written, as changed now by c's user. desired
+// itself is not modified.
+func applyAudited[T object, AC annotatable[AC]](ctx context.Context, c *change, desired AC, name string,
+	get func(context.Context, string, metav1.GetOptions) (T, error),
+	apply func(context.Context, AC, metav1.ApplyOptions) (T, error),
+) (written[T], error) {
+	var w written[T]
+	live, err := get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return w, err
+	default:
+		w.before = live
+		dry := metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+		keep, err := withAudit(desired, c.annotations(live, false))
+		if err != nil {
+			return w, err
+		}
+		would, err := apply(ctx, keep, dry)
+		if err != nil {
+			return w, err
+		}
+		if sameObject(live, would) {
+			w.after = live
+			return w, nil
+		}
+	}
+	ac, err := withAudit(desired, c.annotations(w.before, true))
+	if err != nil {
+		return w, err
+	}
+	if w.after, err = apply(ctx, ac, applyOptions()); err != nil {
+		return w, err
+	}
+	w.changed, c.changed = true, true
+	return w, nil
+}
+
+// withAudit is a copy of an apply configuration with the audit annotations added.
+func withAudit[AC annotatable[AC]](ac AC, annotations map[string]string) (AC, error) {
+	var out AC
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return out, err
+	}
+	return out.WithAnnotations(annotations), nil
+}
+
+// sameObject reports whether two versions of an object differ in more than
+// bookkeeping (resource version, managed fields) and status.
+func sameObject[T object](a, b T) bool {
+	clean := func(o T) runtime.Object {
+		c := o.DeepCopyObject()
+		m := c.(metav1.Object)
+		m.SetResourceVersion("")
+		m.SetManagedFields(nil)
+		m.SetGeneration(0)
+		if s := reflect.ValueOf(c).Elem().FieldByName("Status"); s.IsValid() && s.CanSet() {
+			s.SetZero()
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(clean(a), clean(b))
 }
 
 // CheckTeam asks the apiserver, with Kueue's webhooks, to validate the team's
@@ -41,39 +217,51 @@ func (a Applier) CheckTeam(ctx context.Context, objs TeamObjects) error {
 	return nil
 }
 
-// ApplyTeam writes a team's objects in dependency order.
+// ApplyTeam writes a team's objects in dependency order, then records the
+// change as a revision of the team's history and announces it with an Event
+// on the ClusterQueue. A failure at any point leaves what was written in
+// place; applying the same objects again finishes the job, including the
+// revision. Re-applying an unchanged team writes nothing.
 func (a Applier) ApplyTeam(ctx context.Context, objs TeamObjects) error {
-	if _, err := a.Kube.CoreV1().Namespaces().Apply(ctx, objs.Namespace, applyOptions()); err != nil {
+	c := a.begin(ctx)
+	namespaces := a.Kube.CoreV1().Namespaces()
+	if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
 		return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
 	}
+	flavors := a.Kueue.KueueV1beta2().ResourceFlavors()
 	for _, rf := range objs.Flavors {
-		if _, err := a.Kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, rf, applyOptions()); err != nil {
+		if _, err := applyAudited(ctx, c, rf, *rf.Name, flavors.Get, flavors.Apply); err != nil {
 			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
 		}
 	}
-	if _, err := a.Kueue.KueueV1beta2().ClusterQueues().Apply(ctx, objs.ClusterQueue, applyOptions()); err != nil {
+	cqs := a.Kueue.KueueV1beta2().ClusterQueues()
+	cq, err := applyAudited(ctx, c, objs.ClusterQueue, *objs.ClusterQueue.Name, cqs.Get, cqs.Apply)
+	if err != nil {
 		return fmt.Errorf("cluster queue %s: %w", *objs.ClusterQueue.Name, err)
 	}
-	if _, err := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace).Apply(ctx, objs.LocalQueue, applyOptions()); err != nil {
+	lqs := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace)
+	if _, err := applyAudited(ctx, c, objs.LocalQueue, *objs.LocalQueue.Name, lqs.Get, lqs.Apply); err != nil {
 		return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
 	}
 	if objs.MemberRole != nil {
-		if _, err := a.Kube.RbacV1().ClusterRoles().Apply(ctx, objs.MemberRole, applyOptions()); err != nil {
+		roles := a.Kube.RbacV1().ClusterRoles()
+		if _, err := applyAudited(ctx, c, objs.MemberRole, *objs.MemberRole.Name, roles.Get, roles.Apply); err != nil {
 			return fmt.Errorf("cluster role %s: %w", *objs.MemberRole.Name, err)
 		}
 	}
 	if objs.Members != nil {
-		if _, err := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace).Apply(ctx, objs.Members, applyOptions()); err != nil {
+		bindings := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace)
+		if _, err := applyAudited(ctx, c, objs.Members, *objs.Members.Name, bindings.Get, bindings.Apply); err != nil {
 			return fmt.Errorf("role binding %s: %w", *objs.Members.Name, err)
 		}
 	}
-	return nil
+	return a.recordTeam(ctx, c, objs, cq)
 }
 
 // DeleteTeam removes what the console created for a team: its LocalQueue,
-// ClusterQueue and namespace (with the team's jobs and member binding).
-// Shared ResourceFlavors stay. Deleting what is already gone is not an error,
-// so a retry after a failure finishes the job.
+// ClusterQueue and namespace (with the team's jobs, member binding and
+// revision history). Shared ResourceFlavors stay. Deleting what is already
+// gone is not an error, so a retry after a failure finishes the job.
 func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error {
 	ignoreMissing := func(err error) error {
 		if apierrors.IsNotFound(err) {
@@ -97,8 +285,13 @@ func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error 
 
 // ApplyPriorityClasses writes the policy's WorkloadPriorityClasses.
 func (a Applier) ApplyPriorityClasses(ctx context.Context, p Policy) error {
+	return a.applyPriorityClasses(ctx, a.begin(ctx), p)
+}
+
+func (a Applier) applyPriorityClasses(ctx context.Context, c *change, p Policy) error {
+	wpcs := a.Kueue.KueueV1beta2().WorkloadPriorityClasses()
 	for _, wpc := range BuildPriorityClasses(p) {
-		if _, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Apply(ctx, wpc, applyOptions()); err != nil {
+		if _, err := applyAudited(ctx, c, wpc, *wpc.Name, wpcs.Get, wpcs.Apply); err != nil {
 			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
 		}
 	}
@@ -106,15 +299,17 @@ func (a Applier) ApplyPriorityClasses(ctx context.Context, p Policy) error {
 }
 
 // ApplyPolicy writes the priority classes, removes managed classes the policy
-// no longer lists, and records the policy on the cohort. Every step is
-// idempotent, so a retry after a failure converges.
+// no longer lists, records the policy on the cohort, then records the change
+// as a revision of the policy history and announces it with an Event on the
+// cohort. Every step is idempotent, so a retry after a failure converges.
 func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
-	if err := a.ApplyPriorityClasses(ctx, p); err != nil {
+	c := a.begin(ctx)
+	if err := a.applyPriorityClasses(ctx, c, p); err != nil {
 		return err
 	}
 	keep := map[string]bool{}
-	for _, c := range p.Classes {
-		keep[c.Name] = true
+	for _, pc := range p.Classes {
+		keep[pc.Name] = true
 	}
 	managed, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedByValue})
 	if err != nil {
@@ -124,16 +319,32 @@ func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
 		if keep[wpc.Name] {
 			continue
 		}
-		if err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, wpc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, wpc.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("removing priority class %s: %w", wpc.Name, err)
 		}
+		c.changed = c.changed || err == nil
 	}
 	cohort, err := BuildCohort(s, p)
 	if err != nil {
 		return err
 	}
-	if _, err := a.Kueue.KueueV1beta2().Cohorts().Apply(ctx, cohort, applyOptions()); err != nil {
+	cohorts := a.Kueue.KueueV1beta2().Cohorts()
+	cw, err := applyAudited(ctx, c, cohort, s.Cohort, cohorts.Get, cohorts.Apply)
+	if err != nil {
 		return fmt.Errorf("cohort %s: %w", s.Cohort, err)
+	}
+	return a.recordPolicy(ctx, c, s, p, cw)
+}
+
+// ensureStateNamespace creates the console's own namespace, where it keeps
+// the policy history. Creating it is not a change of the policy.
+func (a Applier) ensureStateNamespace(ctx context.Context, c *change) error {
+	own := *c
+	ns := corev1ac.Namespace(StateNamespace).WithLabels(map[string]string{ManagedByLabel: ManagedByValue})
+	namespaces := a.Kube.CoreV1().Namespaces()
+	if _, err := applyAudited(ctx, &own, ns, StateNamespace, namespaces.Get, namespaces.Apply); err != nil {
+		return fmt.Errorf("namespace %s: %w", StateNamespace, err)
 	}
 	return nil
 }

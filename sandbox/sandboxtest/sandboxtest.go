@@ -68,4 +68,3 @@ func up() (*sandbox.Env, error) {
 	}
 	return &e, nil
 }
-

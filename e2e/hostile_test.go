@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/playwright-community/playwright-go"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/openquota/console/internal/kueue"
+)
+
+// hostileText would run script wherever a page put it in as markup.
+var hostileText = []string{
+	`<script>alert("script")</script>`,
+	`"><img src=x onerror=alert("img")>`,
+	`'><svg onload=alert("svg")>`,
+	`</textarea><script>alert("textarea")</script>`,
+	`javascript:alert("link")`,
+}
+
+// hostileWatch records what a page must never do with hostile text: open
+// a dialog, have the Content-Security-Policy block an injected script, or
+// report a script error.
+type hostileWatch struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func watchHostile(page playwright.Page) *hostileWatch {
+	w := &hostileWatch{}
+	add := func(s string) {
+		w.mu.Lock()
+		w.events = append(w.events, s)
+		w.mu.Unlock()
+	}
+	page.OnDialog(func(d playwright.Dialog) {
+		add(fmt.Sprintf("a %s dialog opened: %q", d.Type(), d.Message()))
+		_ = d.Dismiss()
+	})
+	page.OnConsole(func(m playwright.ConsoleMessage) {
+		if strings.Contains(m.Text(), "Content Security Policy") {
+			add("CSP blocked something: " + m.Text())
+		}
+	})
+	page.OnPageError(func(err error) { add("script error: " + err.Error()) })
+	return w
+}
+
+func (w *hostileWatch) check(t *testing.T, where string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.events {
+		t.Errorf("%s: %s", where, e)
+	}
+	w.events = nil
+}
+
+// finishWorkload creates a Workload in the team namespace and marks it
+// Finished with message: Kueue leaves the status of a finished Workload
+// alone, so the message stays the one set here (as a Kueue-integrated
+// controller could set it).
+func finishWorkload(t *testing.T, kq kueueclient.Interface, ns, lq, name, message string) {
+	t.Helper()
+	ctx := context.Background()
+	wls := kq.KueueV1beta2().Workloads(ns)
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	wl := &kueuev1beta2.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kueuev1beta2.WorkloadSpec{
+			QueueName: kueuev1beta2.LocalQueueName(lq),
+			PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res}}},
+			}}}},
+		},
+	}
+	if _, err := wls.Create(ctx, wl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Workload %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = wls.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := wls.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: kueuev1beta2.WorkloadFinished,
+			Status: metav1.ConditionTrue, Reason: kueuev1beta2.WorkloadFinishedReasonSucceeded, Message: message})
+		_, err = wls.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("finishing Workload %s: %v", name, err)
+	}
+}
+
+// Script payloads that reach the console from the cluster (a team's stored
+// description and members, Workload condition messages) show as text: no
+// dialog opens, nothing is blocked by the CSP, no element is injected.
+func TestHostileClusterStringsStayText(t *testing.T) {
+	env := sandboxEnv(t)
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
+	id := rand.String(5)
+	s := kueue.Settings{NamespacePrefix: "x" + id + "-", Cohort: "xss-" + id}
+	base := startConsole(t, env, "--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The team is written straight to the cluster, past the console's form.
+	// It is held, so Kueue admits none of the test's Workloads.
+	description := strings.Join(hostileText, " ")
+	var members []kueue.Member
+	for _, h := range hostileText {
+		members = append(members, kueue.Member{Kind: "User", Name: h}, kueue.Member{Kind: "Group", Name: h})
+	}
+	team := kueue.Team{Name: "xss", Description: description, Enabled: false, Members: members,
+		Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50, Preemption: kueue.PreemptLowerPriority,
+		Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](2)}}}
+	objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	must(err)
+	a := kueue.Applier{Kube: kube, Kueue: kq}
+	must(a.ApplyTeam(ctx, objs))
+	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, team.Name) })
+
+	ns, lq := s.Namespace(team.Name), s.LocalQueue(team.Name)
+	messages := map[string]string{}
+	for i, h := range hostileText[:len(hostileText)-1] {
+		name := fmt.Sprintf("hostile-%d", i)
+		messages[name] = h
+		finishWorkload(t, kq, ns, lq, name, h)
+	}
+
+	page := newPage(t)
+	watch := watchHostile(page)
+	expect := playwright.NewPlaywrightAssertions()
+
+	// Tasks: each message is the tooltip of its row, as text.
+	_, err = page.Goto(base + "/tasks?team=" + team.Name + "&state=all")
+	must(err)
+	for name, m := range messages {
+		why := page.Locator(fmt.Sprintf(`#task-list tr[data-task="%s/%s"] .why`, ns, name))
+		must(expect.Locator(why).ToHaveAttribute("title", m))
+	}
+	// A new hostile Workload arrives while the page is open: the live update
+	// swaps the table in place, and its message still stays text.
+	late := hostileText[len(hostileText)-1] + ` <img src=x onerror=alert("live")>`
+	finishWorkload(t, kq, ns, lq, "hostile-live", late)
+	must(expect.Locator(page.Locator(fmt.Sprintf(`#task-list tr[data-task="%s/hostile-live"] .why`, ns))).ToHaveAttribute("title", late))
+	screenshot(t, page, "hostile-tasks")
+	checkNoInjection(t, page, "/tasks")
+	watch.check(t, "/tasks")
+
+	// The edit form shows the stored description and members as text.
+	_, err = page.Goto(base + "/teams/" + team.Name + "/edit")
+	must(err)
+	var users, groups []string
+	for _, m := range members {
+		if m.Kind == "User" {
+			users = append(users, m.Name)
+		} else {
+			groups = append(groups, m.Name)
+		}
+	}
+	must(expect.Locator(page.Locator("#description")).ToHaveValue(description))
+	must(expect.Locator(page.Locator("#users")).ToHaveValue(strings.Join(users, "\n")))
+	must(expect.Locator(page.Locator("#groups")).ToHaveValue(strings.Join(groups, "\n")))
+	screenshot(t, page, "hostile-team-form")
+	checkNoInjection(t, page, "/teams/xss/edit")
+	watch.check(t, "/teams/xss/edit")
+
+	// A filter value from the URL is shown back as text.
+	_, err = page.Goto(base + "/tasks?state=all&class=" + url.QueryEscape(hostileText[0]))
+	must(err)
+	must(expect.Locator(page.Locator("#class-stats tbody th").First()).ToHaveText(hostileText[0]))
+	checkNoInjection(t, page, "/tasks?class=…")
+	watch.check(t, "/tasks?class=…")
+
+	// Every other page, the team listed where teams are.
+	for _, path := range []string{"/teams", "/usage", "/usage/" + team.Name, "/", "/tasks", "/policy"} {
+		_, err = page.Goto(base + path)
+		must(err)
+		must(expect.Locator(page.Locator("main h1")).ToBeVisible())
+		if path == "/teams" || path == "/usage" {
+			must(expect.Locator(page.Locator(`tr[data-team="xss"]`).First()).ToBeVisible())
+		}
+		checkNoInjection(t, page, path)
+		watch.check(t, path)
+	}
+}
+
+// checkNoInjection fails when the page holds an element a payload would
+// have created.
+func checkNoInjection(t *testing.T, page playwright.Page, where string) {
+	t.Helper()
+	found, err := page.Evaluate(`() => {
+		const bad = [];
+		for (const el of document.querySelectorAll("img, iframe, object, embed")) bad.push(el.outerHTML);
+		for (const el of document.querySelectorAll("script")) {
+			if (!el.src || !new URL(el.src).pathname.startsWith("/static/") || el.textContent.trim() !== "") bad.push(el.outerHTML);
+		}
+		for (const el of document.querySelectorAll("*")) {
+			for (const a of el.attributes) {
+				if (a.name.toLowerCase().startsWith("on")) bad.push(el.tagName + " " + a.name);
+				if (["href", "src", "action", "formaction"].includes(a.name) && /^\s*javascript:/i.test(a.value)) bad.push(el.tagName + " " + a.name + "=" + a.value);
+			}
+		}
+		return bad;
+	}`)
+	if err != nil {
+		t.Errorf("%s: %v", where, err)
+		return
+	}
+	if bad, ok := found.([]any); ok && len(bad) > 0 {
+		t.Errorf("%s: injected markup: %v", where, bad)
+	}
+}

@@ -1,0 +1,128 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+)
+
+// Defaults of the proxy mode's flags.
+const (
+	DefaultUserHeader   = "X-Forwarded-User"
+	DefaultGroupsHeader = "X-Forwarded-Groups"
+	DefaultProxyCIDRs   = "127.0.0.1/32,::1/128"
+	// SecretHeader carries the shared secret of --auth-proxy-secret-file.
+	SecretHeader = "X-Proxy-Secret"
+)
+
+// Errors of Proxy.Authenticate; both answer 401.
+var (
+	ErrUntrustedProxy = errors.New("the request did not come from the trusted authenticating proxy")
+	ErrNoUser         = errors.New("the authenticating proxy named no user")
+)
+
+// Proxy trusts an authenticating proxy's user and groups headers.
+type Proxy struct {
+	UserHeader   string
+	GroupsHeader string
+	// Trusted are the proxy's source addresses; requests from them need no
+	// secret.
+	Trusted []netip.Prefix
+	// Secret, when not empty, is also accepted in SecretHeader from any address.
+	Secret []byte
+}
+
+// Trusts reports whether r comes from the proxy: from a trusted address (the
+// TCP peer, never X-Forwarded-For), or carrying the shared secret.
+func (p Proxy) Trusts(r *http.Request) bool {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		addr := ap.Addr().Unmap()
+		for _, prefix := range p.Trusted {
+			if prefix.Contains(addr) {
+				return true
+			}
+		}
+	}
+	if len(p.Secret) == 0 {
+		return false
+	}
+	got := r.Header.Values(SecretHeader)
+	if len(got) != 1 {
+		return false
+	}
+	// Compare digests, so neither the content nor the length leaks by timing.
+	a, b := sha256.Sum256([]byte(got[0])), sha256.Sum256(p.Secret)
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// Authenticate reads the user the proxy names. Groups that Kubernetes
+// reserves ("system:…", e.g. system:masters) are dropped: a proxy's identity
+// provider never grants them, and impersonating them would bypass RBAC.
+func (p Proxy) Authenticate(r *http.Request) (User, error) {
+	if !p.Trusts(r) {
+		return User{}, ErrUntrustedProxy
+	}
+	names := r.Header.Values(p.UserHeader)
+	if len(names) != 1 || strings.TrimSpace(names[0]) == "" {
+		// None, or several (one of them perhaps sent by the client): refuse.
+		return User{}, ErrNoUser
+	}
+	u := User{Name: strings.TrimSpace(names[0])}
+	for _, g := range SplitGroups(r.Header.Values(p.GroupsHeader)...) {
+		if !strings.HasPrefix(g, "system:") {
+			u.Groups = append(u.Groups, g)
+		}
+	}
+	if strings.HasPrefix(u.Name, "system:") {
+		return User{}, fmt.Errorf("%w: %q is a Kubernetes system name", ErrNoUser, u.Name)
+	}
+	return u, nil
+}
+
+// ParseCIDRs reads --auth-proxy-cidrs: comma-separated prefixes or single
+// addresses. An empty string trusts no address (then only the secret counts).
+func ParseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "/") {
+			a, err := netip.ParseAddr(part)
+			if err != nil {
+				return nil, fmt.Errorf("--auth-proxy-cidrs: %q is neither an address nor a CIDR", part)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("--auth-proxy-cidrs: %q: %v", part, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// MinSecretLength is the shortest shared secret the console accepts.
+const MinSecretLength = 16
+
+// ReadSecret reads --auth-proxy-secret-file; surrounding white space (a
+// trailing newline) is not part of the secret.
+func ReadSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--auth-proxy-secret-file: %w", err)
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) < MinSecretLength {
+		return nil, fmt.Errorf("--auth-proxy-secret-file: the secret in %s is shorter than %d characters", path, MinSecretLength)
+	}
+	return []byte(s), nil
+}

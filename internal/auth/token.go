@@ -1,0 +1,49 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// ErrTokenRejected is a token the cluster does not accept (unknown, expired,
+// revoked, or for another audience).
+var ErrTokenRejected = errors.New("the cluster did not accept this token")
+
+// TokenReviewer says whose a bearer token is.
+type TokenReviewer interface {
+	Review(ctx context.Context, token string) (User, error)
+}
+
+// KubeTokenReviewer asks the apiserver with a TokenReview
+// (authentication.k8s.io/v1), as the console's own identity (which needs
+// create on tokenreviews).
+type KubeTokenReviewer struct {
+	Client kubernetes.Interface
+	// Audiences, when set, are the audiences the token must be valid for;
+	// empty means the apiserver's own.
+	Audiences []string
+}
+
+// Review implements TokenReviewer.
+func (k KubeTokenReviewer) Review(ctx context.Context, token string) (User, error) {
+	token = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(token), "Bearer "))
+	if token == "" {
+		return User{}, ErrTokenRejected
+	}
+	res, err := k.Client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
+		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: k.Audiences},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return User{}, fmt.Errorf("token review: %w", err)
+	}
+	if !res.Status.Authenticated || res.Status.User.Username == "" {
+		return User{}, ErrTokenRejected
+	}
+	return User{Name: res.Status.User.Username, Groups: res.Status.User.Groups}, nil
+}

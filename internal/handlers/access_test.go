@@ -1,0 +1,524 @@
+package handlers_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+// Test users are made by impersonation: the sandbox's apiserver knows only
+// its admin (static token file), who may act as anyone. The console in
+// proxy mode impersonates the user the proxy headers name; RBAC bindings
+// made here give that user the roles of deploy/rbac.
+
+var installRBAC sync.Once
+
+// bindUser binds a fresh user name "<prefix>-<random>" to a ClusterRole of
+// deploy/rbac (installed on first use) until the test ends; role "" binds
+// nothing.
+func bindUser(t *testing.T, kube kubernetes.Interface, prefix, role string) string {
+	t.Helper()
+	var err error
+	installRBAC.Do(func() {
+		cfg, cerr := sandboxtest.Env(t).RESTConfig()
+		if cerr != nil {
+			err = cerr
+			return
+		}
+		err = rbac.Apply(context.Background(), cfg, "quota-console-tests")
+	})
+	if err != nil {
+		t.Fatalf("installing deploy/rbac: %v", err)
+	}
+	user := prefix + "-" + rand.String(5)
+	if role == "" {
+		return user
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+	})
+	return user
+}
+
+const proxySecret = "test-proxy-secret-0123456789"
+
+// proxyConsole is a console on the sandbox in auth mode proxy, trusting
+// loopback and the shared secret.
+func proxyConsole(t *testing.T) console {
+	t.Helper()
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
+	a := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
+		UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret),
+	}}
+	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
+	t.Cleanup(func() { cleanupTeams(c) })
+	return c
+}
+
+// cleanupTeams deletes, as the sandbox admin, the teams a test left.
+func cleanupTeams(c console) {
+	ctx := context.Background()
+	list, err := c.kueue.KueueV1beta2().ClusterQueues().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	for _, cq := range list.Items {
+		if t, ok := kueue.TeamFromClusterQueue(&cq); ok && cq.Name == c.settings.ClusterQueue(t.Name) {
+			_ = a.DeleteTeam(ctx, c.settings, t.Name)
+		}
+	}
+	_ = c.kueue.KueueV1beta2().Cohorts().Delete(ctx, c.settings.Cohort, metav1.DeleteOptions{})
+}
+
+// browser plays one user's browser behind the proxy: it sends the proxy's
+// headers, keeps cookies, and posts forms with the CSRF token of the last
+// page it loaded.
+type browser struct {
+	t       *testing.T
+	h       http.Handler
+	remote  string
+	headers map[string]string
+	cookies map[string]*http.Cookie
+	csrf    string
+}
+
+func (c console) as(t *testing.T, user string, groups ...string) *browser {
+	return &browser{t: t, h: c.h, remote: "127.0.0.1:40000", cookies: map[string]*http.Cookie{},
+		headers: map[string]string{auth.DefaultUserHeader: user, auth.DefaultGroupsHeader: strings.Join(groups, ",")}}
+}
+
+var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]*)"`)
+
+func (b *browser) do(r *http.Request) *httptest.ResponseRecorder {
+	b.t.Helper()
+	r.RemoteAddr = b.remote
+	for k, v := range b.headers {
+		r.Header.Set(k, v)
+	}
+	for _, ck := range b.cookies {
+		r.AddCookie(ck)
+	}
+	rec := httptest.NewRecorder()
+	b.h.ServeHTTP(rec, r)
+	for _, ck := range rec.Result().Cookies() {
+		b.cookies[ck.Name] = ck
+	}
+	if m := csrfField.FindStringSubmatch(rec.Body.String()); m != nil {
+		b.csrf = html.UnescapeString(m[1])
+	}
+	return rec
+}
+
+func (b *browser) get(path string) (int, string) {
+	b.t.Helper()
+	rec := b.do(httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// post sends a form with the CSRF token unless the form names its own _csrf.
+func (b *browser) post(path string, form url.Values) (int, string, string) {
+	b.t.Helper()
+	form = cloneValues(form)
+	if _, ok := form["_csrf"]; !ok {
+		form.Set("_csrf", b.csrf)
+	}
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := b.do(r)
+	return rec.Code, rec.Header().Get("Location"), rec.Body.String()
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+var hiddenField = func(name string) *regexp.Regexp {
+	return regexp.MustCompile(`name="` + name + `" value="([^"]*)"`)
+}
+
+// hidden reads a hidden field's value from a page.
+func hidden(t *testing.T, body, name string) string {
+	t.Helper()
+	m := hiddenField(name).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no hidden field %s on the page", name)
+	}
+	return html.UnescapeString(m[1])
+}
+
+func mustContain(t *testing.T, what, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s lacks %q", what, w)
+		}
+	}
+}
+
+func mustNotContain(t *testing.T, what, body string, unwanted ...string) {
+	t.Helper()
+	for _, w := range unwanted {
+		if strings.Contains(body, w) {
+			t.Errorf("%s has %q", what, w)
+		}
+	}
+}
+
+// A viewer sees the pages with every form disabled and a note why; what they
+// post anyway is refused by Kubernetes and answered with 403 "You may not
+// change". An admin's changes, made as the admin (impersonation), go
+// through with the console's field manager.
+func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
+	c := proxyConsole(t)
+	ctx := context.Background()
+	admin := c.as(t, bindUser(t, c.kube, "admin", rbac.AdminRole), "platform")
+	viewerName := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
+	viewer := c.as(t, viewerName, "ml")
+	nobody := c.as(t, bindUser(t, c.kube, "nobody", ""))
+
+	code, body := admin.get("/teams/new")
+	if code != http.StatusOK {
+		t.Fatalf("admin GET /teams/new: %d", code)
+	}
+	mustContain(t, "admin's form", body, `id="signed-in-user"`, admin.headers[auth.DefaultUserHeader])
+	mustNotContain(t, "admin's form", body, `id="read-only-note"`, "<fieldset disabled")
+	code, location, body := admin.post("/teams", teamForm("shared", "4"))
+	if code != http.StatusSeeOther || location != "/teams?saved=shared" {
+		t.Fatalf("admin create: %d %q\n%s", code, location, body)
+	}
+	cq := c.clusterQueue(t, "shared")
+	managers := map[string]bool{}
+	for _, mf := range cq.ManagedFields {
+		if mf.Operation == metav1.ManagedFieldsOperationApply {
+			managers[mf.Manager] = true
+		}
+	}
+	if !managers[kueue.FieldManager] {
+		t.Errorf("ClusterQueue's apply managers %v lack the console's %q", managers, kueue.FieldManager)
+	}
+
+	// The viewer: every form disabled, with the reason.
+	for path, perm := range map[string]string{
+		"/teams/shared/edit":   "may not change ClusterQueues",
+		"/teams/new":           "may not change ClusterQueues",
+		"/teams/shared/delete": "may not delete ClusterQueues",
+		"/policy":              "may not change WorkloadPriorityClasses",
+	} {
+		code, body := viewer.get(path)
+		if code != http.StatusOK {
+			t.Errorf("viewer GET %s: %d", path, code)
+			continue
+		}
+		mustContain(t, "viewer's "+path, body, `id="read-only-note"`, "Your account "+viewerName+" "+perm, " disabled")
+	}
+	_, body = viewer.get("/teams/shared/edit")
+	mustContain(t, "viewer's edit form", body, "<fieldset disabled", `id="save" disabled`)
+	// A user with no role at all is read-only too (the review is made as them).
+	_, body = nobody.get("/teams/new")
+	mustContain(t, "unbound user's form", body, `id="read-only-note"`)
+
+	// What the viewer posts anyway: 403, in words, and nothing changes.
+	_, _ = viewer.get("/teams/shared/edit")
+	code, _, body = viewer.post("/teams/shared", teamForm("shared", "8"))
+	if code != http.StatusForbidden {
+		t.Errorf("viewer edit: %d, want 403", code)
+	}
+	mustContain(t, "viewer's refused edit", body, "You may not change team shared", viewerName)
+	if nominal, _ := gpuQuota(c.clusterQueue(t, "shared")); nominal.Value() != 4 {
+		t.Errorf("the viewer's refused edit changed the quota to %s", &nominal)
+	}
+	code, _, body = viewer.post("/teams/shared/delete", url.Values{})
+	if code != http.StatusForbidden {
+		t.Errorf("viewer delete: %d, want 403", code)
+	}
+	mustContain(t, "viewer's refused delete", body, "You may not change team shared")
+	c.clusterQueue(t, "shared") // still there
+	code, _, body = viewer.post("/teams", teamForm("viewers-own", "1"))
+	if code != http.StatusForbidden {
+		t.Errorf("viewer create: %d, want 403", code)
+	}
+	mustContain(t, "viewer's refused create", body, "You may not change team viewers-own")
+	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue("viewers-own"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the viewer's refused create left a ClusterQueue: %v", err)
+	}
+	code, _, body = viewer.post("/policy", url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"},
+		"class.0.name": {"v-" + rand.String(4)}, "class.0.weight": {"10"}})
+	if code != http.StatusForbidden {
+		t.Errorf("viewer policy: %d, want 403", code)
+	}
+	mustContain(t, "viewer's refused policy", body, "You may not change the cluster policy")
+
+	// The admin edits and deletes.
+	_, _ = admin.get("/teams/shared/edit")
+	edit := teamForm("shared", "6")
+	if code, _, body := admin.post("/teams/shared", edit); code != http.StatusSeeOther {
+		t.Fatalf("admin edit: %d\n%s", code, body)
+	}
+	if nominal, _ := gpuQuota(c.clusterQueue(t, "shared")); nominal.Value() != 6 {
+		t.Errorf("admin's edit: nominal %s, want 6", &nominal)
+	}
+	_, _ = admin.get("/teams/shared/delete")
+	if code, location, body := admin.post("/teams/shared/delete", url.Values{}); code != http.StatusSeeOther || location != "/teams?deleted=shared" {
+		t.Errorf("admin delete: %d %q\n%s", code, location, body)
+	}
+}
+
+// Without the CSRF token (or with a wrong one, or from another site) a POST is
+// refused with 403 and changes nothing; with it, it goes through.
+func TestPostWithoutCSRFTokenIsRejected(t *testing.T) {
+	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth = &auth.Authenticator{Mode: auth.ModeNone} })
+	t.Cleanup(func() { cleanupTeams(c) })
+	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{}, cookies: map[string]*http.Cookie{}}
+	code, body := b.get("/teams/new")
+	if code != http.StatusOK || b.csrf == "" || b.cookies["_csrf"] == nil {
+		t.Fatalf("GET /teams/new: %d, token %q, cookies %v", code, b.csrf, b.cookies)
+	}
+	mustContain(t, "the form", body, `<input type="hidden" name="_csrf" value="`+b.csrf+`">`, `id="no-sign-in"`)
+
+	refused := map[string]func() (int, string, string){
+		"no token": func() (int, string, string) {
+			f := teamForm("forged", "2")
+			f["_csrf"] = nil
+			r := httptest.NewRequest(http.MethodPost, "/teams", strings.NewReader(f.Encode()))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := b.do(r)
+			return rec.Code, "", rec.Body.String()
+		},
+		"wrong token": func() (int, string, string) {
+			f := teamForm("forged", "2")
+			f.Set("_csrf", strings.Repeat("x", len(b.csrf)))
+			return b.post("/teams", f)
+		},
+		"other site": func() (int, string, string) {
+			b.headers["Sec-Fetch-Site"] = "cross-site"
+			defer delete(b.headers, "Sec-Fetch-Site")
+			return b.post("/teams", teamForm("forged", "2"))
+		},
+	}
+	for name, post := range refused {
+		code, _, body := post()
+		if code != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+			t.Errorf("%s: %d %q, want 403 about CSRF", name, code, body)
+		}
+	}
+	for _, path := range []string{"/teams/forged/delete", "/policy"} {
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader("prioritization=TaskRanking"))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if rec := b.do(r); rec.Code != http.StatusForbidden {
+			t.Errorf("POST %s without token: %d, want 403", path, rec.Code)
+		}
+	}
+	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), c.settings.ClusterQueue("forged"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused POST created a ClusterQueue: %v", err)
+	}
+	if code, location, body := b.post("/teams", teamForm("genuine", "2")); code != http.StatusSeeOther || location != "/teams?saved=genuine" {
+		t.Errorf("with the token: %d %q\n%s", code, location, body)
+	}
+}
+
+// Two admins edit the same team: the second save is not applied, and the
+// form shows what the first one changed. Kueue's own status updates, which
+// also move the resourceVersion, are no conflict.
+func TestEditConflictShowsTheOtherChange(t *testing.T) {
+	c := proxyConsole(t)
+	ctx := context.Background()
+	alice := c.as(t, bindUser(t, c.kube, "admin", rbac.AdminRole))
+	bob := c.as(t, bindUser(t, c.kube, "admin", rbac.AdminRole))
+	_, _ = alice.get("/teams/new")
+	if code, _, body := alice.post("/teams", teamForm("contested", "4")); code != http.StatusSeeOther {
+		t.Fatalf("create: %d\n%s", code, body)
+	}
+
+	_, aliceForm := alice.get("/teams/contested/edit")
+	aliceRV, aliceAlloc := hidden(t, aliceForm, "resourceVersion"), hidden(t, aliceForm, "allocation")
+	if aliceRV == "" || !strings.Contains(aliceAlloc, `"gpus":4`) {
+		t.Fatalf("edit form carries resourceVersion %q, allocation %q", aliceRV, aliceAlloc)
+	}
+
+	_, bobForm := bob.get("/teams/contested/edit")
+	bobEdit := teamForm("contested", "8")
+	bobEdit.Set("fairShareWeight", "20")
+	bobEdit.Set("resourceVersion", hidden(t, bobForm, "resourceVersion"))
+	bobEdit.Set("allocation", hidden(t, bobForm, "allocation"))
+	if code, _, body := bob.post("/teams/contested", bobEdit); code != http.StatusSeeOther {
+		t.Fatalf("bob's edit: %d\n%s", code, body)
+	}
+
+	aliceEdit := teamForm("contested", "6")
+	aliceEdit.Set("resourceVersion", aliceRV)
+	aliceEdit.Set("allocation", aliceAlloc)
+	code, _, body := alice.post("/teams/contested", aliceEdit)
+	if code != http.StatusConflict {
+		t.Fatalf("alice's stale edit: %d, want 409\n%s", code, body)
+	}
+	mustContain(t, "conflict page", body, `id="conflict"`, "Someone else changed team contested",
+		"quota ml.p5.48xlarge GPUs 4 → 8", "fair-share weight 10 → 20", `name="quota.0.gpus" value="6"`)
+	if nominal, _ := gpuQuota(c.clusterQueue(t, "contested")); nominal.Value() != 8 {
+		t.Errorf("alice's stale edit overwrote bob's: nominal %s, want 8", &nominal)
+	}
+	// Having seen bob's change, alice saves again: now it is her decision.
+	again := cloneValues(aliceEdit)
+	again.Set("resourceVersion", hidden(t, body, "resourceVersion"))
+	again.Set("allocation", hidden(t, body, "allocation"))
+	if !strings.Contains(again.Get("allocation"), `"gpus":8`) {
+		t.Errorf("the conflict page's allocation is not bob's: %s", again.Get("allocation"))
+	}
+	if code, _, body := alice.post("/teams/contested", again); code != http.StatusSeeOther {
+		t.Fatalf("alice's second save: %d\n%s", code, body)
+	}
+	if nominal, _ := gpuQuota(c.clusterQueue(t, "contested")); nominal.Value() != 6 {
+		t.Errorf("alice's second save: nominal %s, want 6", &nominal)
+	}
+
+	// Something other than the allocation moves the resourceVersion (as
+	// Kueue's status updates do): no conflict.
+	_, form := alice.get("/teams/contested/edit")
+	edit := teamForm("contested", "5")
+	edit.Set("resourceVersion", hidden(t, form, "resourceVersion"))
+	edit.Set("allocation", hidden(t, form, "allocation"))
+	patch := []byte(`{"metadata":{"labels":{"example.test/touched":"yes"}}}`)
+	touched, err := c.kueue.KueueV1beta2().ClusterQueues().Patch(ctx, c.settings.ClusterQueue("contested"), types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if touched.ResourceVersion == edit.Get("resourceVersion") {
+		t.Fatal("the patch did not move the resourceVersion")
+	}
+	if code, _, body := alice.post("/teams/contested", edit); code != http.StatusSeeOther {
+		t.Fatalf("edit after an unrelated change: %d, want 303\n%s", code, body)
+	}
+	if nominal, _ := gpuQuota(c.clusterQueue(t, "contested")); nominal.Value() != 5 {
+		t.Errorf("nominal %s, want 5", &nominal)
+	}
+}
+
+// The proxy's headers count only from the proxy's addresses or with its
+// secret; otherwise 401. Probes and metrics need neither.
+func TestProxyHeadersTrustedOnlyFromTheProxy(t *testing.T) {
+	c := proxyConsole(t)
+	user := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
+	cases := []struct {
+		name    string
+		remote  string
+		headers map[string]string
+		want    int
+	}{
+		{"loopback proxy", "127.0.0.1:40000", map[string]string{auth.DefaultUserHeader: user}, http.StatusOK},
+		{"other address", "10.9.8.7:40000", map[string]string{auth.DefaultUserHeader: user}, http.StatusUnauthorized},
+		{"other address claiming loopback", "10.9.8.7:40000", map[string]string{auth.DefaultUserHeader: user, "X-Forwarded-For": "127.0.0.1", "X-Real-IP": "127.0.0.1"}, http.StatusUnauthorized},
+		{"other address, wrong secret", "10.9.8.7:40000", map[string]string{auth.DefaultUserHeader: user, auth.SecretHeader: proxySecret + "x"}, http.StatusUnauthorized},
+		{"other address, secret", "10.9.8.7:40000", map[string]string{auth.DefaultUserHeader: user, auth.SecretHeader: proxySecret}, http.StatusOK},
+		{"loopback, no user", "127.0.0.1:40000", map[string]string{}, http.StatusUnauthorized},
+	}
+	for _, tc := range cases {
+		b := &browser{t: t, h: c.h, remote: tc.remote, headers: tc.headers, cookies: map[string]*http.Cookie{}}
+		code, body := b.get("/teams")
+		if code != tc.want {
+			t.Errorf("%s: GET /teams = %d, want %d", tc.name, code, tc.want)
+			continue
+		}
+		if code == http.StatusOK {
+			mustContain(t, tc.name, body, `id="signed-in-user"`, user)
+		} else {
+			mustContain(t, tc.name, body, "Sign-in required")
+			mustNotContain(t, tc.name, body, user)
+		}
+	}
+	stranger := &browser{t: t, h: c.h, remote: "10.9.8.7:40000", headers: map[string]string{}, cookies: map[string]*http.Cookie{}}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code, _ := stranger.get(path); code != http.StatusOK {
+			t.Errorf("GET %s from an untrusted address: %d, want 200", path, code)
+		}
+	}
+}
+
+// Token mode against the sandbox's real TokenReview. The sandbox's apiserver
+// has a static token file with one token, its admin's: signing in with it
+// works, any other token is refused. (Other users' tokens: the unit tests
+// of internal/auth use a fake TokenReview.)
+func TestTokenSignInAgainstSandbox(t *testing.T) {
+	env := sandboxtest.Env(t)
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &auth.Authenticator{Mode: auth.ModeToken, Tokens: auth.KubeTokenReviewer{Client: kubernetes.NewForConfigOrDie(cfg)},
+		Sessions: auth.NewSessions(auth.SessionTTL)}
+	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
+	t.Cleanup(func() { cleanupTeams(c) })
+	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}
+
+	rec := b.do(httptest.NewRequest(http.MethodGet, "/teams/new", nil))
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != auth.SignInPath+"?next=%2Fteams%2Fnew" {
+		t.Fatalf("not signed in: %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	code, body := b.get(auth.SignInPath + "?next=%2Fteams%2Fnew")
+	if code != http.StatusOK {
+		t.Fatalf("sign-in page: %d", code)
+	}
+	mustContain(t, "sign-in page", body, `id="sign-in-form"`, `name="token"`, `name="next" value="/teams/new"`)
+	code, _, body = b.post(auth.SignInPath, url.Values{"token": {"not-a-token"}, "next": {"/teams/new"}})
+	if code != http.StatusUnauthorized {
+		t.Errorf("bad token: %d", code)
+	}
+	mustContain(t, "refused sign-in", body, "did not accept this token")
+	code, location, body := b.post(auth.SignInPath, url.Values{"token": {env.Token}, "next": {"/teams/new"}})
+	if code != http.StatusSeeOther || location != "/teams/new" {
+		t.Fatalf("sign-in with the admin token: %d %q\n%s", code, location, body)
+	}
+	if ck := b.cookies[auth.SessionCookie]; ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode {
+		t.Errorf("session cookie %+v", ck)
+	}
+	code, body = b.get("/teams/new")
+	if code != http.StatusOK {
+		t.Fatalf("signed in: %d", code)
+	}
+	mustContain(t, "signed-in page", body, `id="signed-in-user"`, "sandbox-admin", `id="sign-out"`)
+	mustNotContain(t, "signed-in page", body, `id="read-only-note"`)
+	// Writes go through as the signed-in admin.
+	if code, _, body := b.post("/teams", teamForm("tokened", "2")); code != http.StatusSeeOther {
+		t.Errorf("create as the signed-in admin: %d\n%s", code, body)
+	}
+	if code, location, _ := b.post(auth.SignOutPath, url.Values{}); code != http.StatusSeeOther || location != auth.SignInPath {
+		t.Errorf("sign-out: %d %q", code, location)
+	}
+	if rec := b.do(httptest.NewRequest(http.MethodGet, "/teams", nil)); rec.Code != http.StatusSeeOther {
+		t.Errorf("after sign-out: %d, want a redirect to sign in", rec.Code)
+	}
+}
