@@ -39,16 +39,16 @@ func DemoTeams() []kueue.Team {
 	return []kueue.Team{
 		{Name: "ml-research", Description: "Foundation model pre-training", Enabled: true, FairShareWeight: 30,
 			Preemption: kueue.PreemptLowerPriority, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", Count: n(2)}}},
+			Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: n(12)}}},
 		{Name: "nlp", Description: "Language models fine-tuning and evaluation", Enabled: true, FairShareWeight: 20,
 			Preemption: kueue.PreemptLowerPriority, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 100,
 			Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: n(8)}, {InstanceType: "ml.g5.2xlarge", GPUs: n(2)}}},
 		{Name: "vision", Description: "Image and video models", Enabled: true, FairShareWeight: 20,
 			Preemption: kueue.PreemptLowerPriority, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.g6.12xlarge", GPUs: n(8)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(4)}}},
+			Quota: []kueue.QuotaInput{{InstanceType: "ml.g6.12xlarge", Count: n(2)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(4)}}},
 		{Name: "speech", Description: "Speech recognition on Trainium", Enabled: true, FairShareWeight: 10,
 			Preemption: kueue.PreemptNever, Lending: kueue.Lend, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: n(32)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(4)}}},
+			Quota: []kueue.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: n(32)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(8)}}},
 		{Name: "data-platform", Description: "Data preparation (CPU only)", Enabled: true, FairShareWeight: 0,
 			Preemption: kueue.PreemptNever, Lending: kueue.DontLend, BorrowLimitPercent: 50,
 			Quota: []kueue.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: n(16)}}},
@@ -96,7 +96,9 @@ var demoJobs = map[string][]demoJob{
 	"ml-research":   {{instanceType: "ml.p5.48xlarge", gpus: 8, cpu: 160, memGiB: 1600}, {instanceType: "ml.p5.48xlarge", gpus: 4, cpu: 80, memGiB: 800}},
 	"nlp":           {{instanceType: "ml.p5.48xlarge", gpus: 2, cpu: 40, memGiB: 400}, {instanceType: "ml.p5.48xlarge", gpus: 4, cpu: 80, memGiB: 800}, {instanceType: "ml.g5.2xlarge", gpus: 1, cpu: 6, memGiB: 24}},
 	"vision":        {{instanceType: "ml.g6.12xlarge", gpus: 2, cpu: 20, memGiB: 80}, {instanceType: "ml.g6.12xlarge", gpus: 4, cpu: 40, memGiB: 160}, {instanceType: "ml.p5.48xlarge", gpus: 2, cpu: 40, memGiB: 400}},
-	"speech":        {{instanceType: "ml.trn1.32xlarge", neuron: 8, cpu: 60, memGiB: 240}, {instanceType: "ml.p5.48xlarge", gpus: 1, cpu: 20, memGiB: 200}},
+	// speech mostly trains on Trainium: its ml.p5 quota sits idle and is lent.
+	"speech": {{instanceType: "ml.trn1.32xlarge", neuron: 8, cpu: 60, memGiB: 240}, {instanceType: "ml.trn1.32xlarge", neuron: 4, cpu: 30, memGiB: 120},
+		{instanceType: "ml.trn1.32xlarge", neuron: 8, cpu: 60, memGiB: 240}, {instanceType: "ml.p5.48xlarge", gpus: 1, cpu: 20, memGiB: 200}},
 	"data-platform": {{instanceType: "ml.c5.2xlarge", cpu: 4, memGiB: 8}},
 }
 
