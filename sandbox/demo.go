@@ -93,9 +93,9 @@ type demoJob struct {
 }
 
 var demoJobs = map[string][]demoJob{
-	"ml-research":   {{instanceType: "ml.p5.48xlarge", gpus: 8, cpu: 160, memGiB: 1600}, {instanceType: "ml.p5.48xlarge", gpus: 4, cpu: 80, memGiB: 800}},
-	"nlp":           {{instanceType: "ml.p5.48xlarge", gpus: 2, cpu: 40, memGiB: 400}, {instanceType: "ml.p5.48xlarge", gpus: 4, cpu: 80, memGiB: 800}, {instanceType: "ml.g5.2xlarge", gpus: 1, cpu: 6, memGiB: 24}},
-	"vision":        {{instanceType: "ml.g6.12xlarge", gpus: 2, cpu: 20, memGiB: 80}, {instanceType: "ml.g6.12xlarge", gpus: 4, cpu: 40, memGiB: 160}, {instanceType: "ml.p5.48xlarge", gpus: 2, cpu: 40, memGiB: 400}},
+	"ml-research": {{instanceType: "ml.p5.48xlarge", gpus: 8, cpu: 160, memGiB: 1600}, {instanceType: "ml.p5.48xlarge", gpus: 4, cpu: 80, memGiB: 800}},
+	"nlp":         {{instanceType: "ml.p5.48xlarge", gpus: 2, cpu: 40, memGiB: 400}, {instanceType: "ml.p5.48xlarge", gpus: 4, cpu: 80, memGiB: 800}, {instanceType: "ml.g5.2xlarge", gpus: 1, cpu: 6, memGiB: 24}},
+	"vision":      {{instanceType: "ml.g6.12xlarge", gpus: 2, cpu: 20, memGiB: 80}, {instanceType: "ml.g6.12xlarge", gpus: 4, cpu: 40, memGiB: 160}, {instanceType: "ml.p5.48xlarge", gpus: 2, cpu: 40, memGiB: 400}},
 	// speech mostly trains on Trainium: its ml.p5 quota sits idle and is lent.
 	"speech": {{instanceType: "ml.trn1.32xlarge", neuron: 8, cpu: 60, memGiB: 240}, {instanceType: "ml.trn1.32xlarge", neuron: 4, cpu: 30, memGiB: 120},
 		{instanceType: "ml.trn1.32xlarge", neuron: 8, cpu: 60, memGiB: 240}, {instanceType: "ml.p5.48xlarge", gpus: 1, cpu: 20, memGiB: 200}},
