@@ -18,11 +18,12 @@ import (
 	"github.com/openquota/console/internal/kueue"
 )
 
-// Resource names of the accelerators the fake nodes advertise.
+// Resource names of the accelerators the fake nodes advertise: the ones the
+// console reads.
 const (
-	ResourceGPU    corev1.ResourceName = "nvidia.com/gpu"
-	ResourceNeuron corev1.ResourceName = "aws.amazon.com/neurondevice"
-	ResourceEFA    corev1.ResourceName = "vpc.amazonaws.com/efa"
+	ResourceGPU    = kueue.ResourceGPU
+	ResourceNeuron = kueue.ResourceNeuron
+	ResourceEFA    = kueue.ResourceEFA
 
 	// PodCompleteDelay on a pod's annotations makes KWOK complete it after that
 	// long ("90s"); pods without it run until deleted.
