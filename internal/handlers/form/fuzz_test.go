@@ -135,6 +135,11 @@ func FuzzTeamForm(f *testing.F) {
 		{"full", "é", "true", "", "", "1", "Never", "LendAndBorrow", "1", idx("ml.g5.2xlarge"), "", "", "0", "", "", "0",
 			0, none, "", "", "", 12},
 		// Nasty forms.
+		// The largest accepted count at 500 % once overflowed the memory borrowing limit.
+		{"ovf", "", "true", "", "", "0", "Never", "LendAndBorrow", "500", idx("ml.p5.48xlarge"), "", "10000", "", "", "", "",
+			0, none, "", "", "", 0},
+		{"ovf-gpus", "", "true", "", "", "0", "Never", "LendAndBorrow", "500", idx("ml.p5.48xlarge"), "", "", "100000", "", "", "",
+			0, none, "", "", "", 0},
 		{"<script>alert(1)</script>", "<script>alert(1)</script>", "true", "\"><img src=x onerror=alert(1)>\njavascript:alert(1)", "=cmd|' /C calc'!A0",
 			"1e3", "LowerPriority", "LendAndBorrow", "+50", raw, "<b>", "1", "", "", "", "", 0, none, "", "", "", 0},
 		{strings.Repeat("a", 41), strings.Repeat("é", 1025), "TRUE", strings.Repeat("u\n", 150), "al\x00ice\r\nbob", "-1",
