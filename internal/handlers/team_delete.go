@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/kueue"
@@ -62,12 +61,13 @@ func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) er
 		return err
 	}
 	var tasks []templates.TaskLine
+	now := time.Now()
 	for _, wl := range wls {
-		state := workloadState(wl)
-		if state == "" {
+		t := kueue.TaskOf(wl, d.Settings, "", now)
+		if t.State == kueue.TaskFinished {
 			continue
 		}
-		tasks = append(tasks, templates.TaskLine{Name: wl.Name, State: state, GPUs: workloadGPUs(wl)})
+		tasks = append(tasks, templates.TaskLine{Name: wl.Name, State: stateLabel(&t), GPUs: t.GPUs})
 	}
 	sort.Slice(tasks, func(i, j int) bool { return tasks[i].Name < tasks[j].Name })
 	return render(c, status, templates.TeamDelete(templates.TeamDeleteView{
@@ -78,28 +78,4 @@ func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) er
 		ApplyError: applyErr,
 		ReadOnly:   d.readOnly(c, mayDeleteTeams),
 	}))
-}
-
-// workloadState is "Running" or "Pending" for unfinished workloads, "" otherwise.
-func workloadState(wl *kueuev1beta2.Workload) string {
-	for _, c := range wl.Status.Conditions {
-		if c.Type == kueuev1beta2.WorkloadFinished && c.Status == "True" {
-			return ""
-		}
-	}
-	if wl.Status.Admission != nil {
-		return "Running"
-	}
-	return "Pending"
-}
-
-func workloadGPUs(wl *kueuev1beta2.Workload) int64 {
-	var n int64
-	for _, ps := range wl.Spec.PodSets {
-		for _, ctr := range ps.Template.Spec.Containers {
-			q := ctr.Resources.Requests[kueue.ResourceGPU]
-			n += q.Value() * int64(ps.Count)
-		}
-	}
-	return n
 }

@@ -105,6 +105,12 @@ func TestUsageAndTasksMatchKueue(t *testing.T) {
 		t.Errorf("lender row: %v", l)
 	}
 
+	// Delete asks first, listing the team's running and pending tasks.
+	if code, body := get(t, c.h, "/teams/borrower/delete"); code != 200 || !strings.Contains(body, "3 tasks</strong> will be stopped") ||
+		!strings.Contains(body, "-too-big-") || !strings.Contains(body, "<td>Pending</td>") || !strings.Contains(body, "<td>Running</td>") {
+		t.Errorf("delete confirmation does not list the 3 tasks with their states: %d", code)
+	}
+
 	tasks := c.csv(t, "/tasks?format=csv&table=tasks&state=all&team=borrower")
 	states := map[string]string{}
 	for _, r := range tasks {
