@@ -283,11 +283,6 @@ func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error 
 	return nil
 }
 
-// ApplyPriorityClasses writes the policy's WorkloadPriorityClasses.
-func (a Applier) ApplyPriorityClasses(ctx context.Context, p Policy) error {
-	return a.applyPriorityClasses(ctx, a.begin(ctx), p)
-}
-
 func (a Applier) applyPriorityClasses(ctx context.Context, c *change, p Policy) error {
 	wpcs := a.Kueue.KueueV1beta2().WorkloadPriorityClasses()
 	for _, wpc := range BuildPriorityClasses(p) {

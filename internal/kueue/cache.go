@@ -44,7 +44,6 @@ type Cache struct {
 	kueueFound  atomic.Bool
 	kueueSynced atomic.Bool
 	coreSynced  atomic.Bool
-	lastEvent   atomic.Int64 // unix nanos of the newest informer event
 	lastAnswer  atomic.Int64 // unix nanos of the apiserver's last answer to a health probe
 	unreachable atomic.Bool
 
@@ -85,7 +84,6 @@ func (c *Cache) OnChange(fn func(kind string)) {
 
 func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
 	notify := func() {
-		c.lastEvent.Store(time.Now().UnixNano())
 		c.mu.Lock()
 		ls := c.listeners
 		c.mu.Unlock()
@@ -101,7 +99,7 @@ func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
 }
 
 // Start runs the informers until ctx ends. Kueue's informers start once its
-// v1beta2 API is served; until then KueueFound reports false and the pages say so.
+// v1beta2 API is served; until then Ready explains it and the pages say so.
 func (c *Cache) Start(ctx context.Context) {
 	c.lastAnswer.Store(time.Now().UnixNano())
 	go c.probe(ctx)
@@ -182,9 +180,6 @@ func (c *Cache) kueueServed() (bool, error) {
 	return false, err
 }
 
-// KueueFound reports whether the cluster serves Kueue's v1beta2 API.
-func (c *Cache) KueueFound() bool { return c.kueueFound.Load() }
-
 // Synced reports whether every informer has its initial list.
 func (c *Cache) Synced() bool { return c.coreSynced.Load() && c.kueueSynced.Load() }
 
@@ -199,15 +194,6 @@ func (c *Cache) Ready() error {
 		return fmt.Errorf("kueue informers not synced")
 	}
 	return nil
-}
-
-// LastEvent is the time of the newest informer event (zero before any).
-func (c *Cache) LastEvent() time.Time {
-	n := c.lastEvent.Load()
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
 }
 
 // stripObject drops what the console never reads before objects enter the

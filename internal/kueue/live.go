@@ -130,9 +130,6 @@ func (l *Live) rebuild() {
 	l.mu.Unlock()
 }
 
-// Rebuild builds a snapshot now (tests, and the first page after start).
-func (l *Live) Rebuild() { l.rebuild() }
-
 // Publish makes snap the current snapshot, as a rebuild would (for
 // benchmarks and tests that start from hand-built objects).
 func (l *Live) Publish(snap *Snapshot) {

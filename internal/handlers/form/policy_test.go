@@ -63,7 +63,3 @@ func TestPolicyForm(t *testing.T) {
 		})
 	}
 }
-
-func itoa2(i int) string {
-	return strings.TrimLeft(string([]byte{byte('0' + i/10), byte('0' + i%10)}), "0")
-}
