@@ -40,6 +40,8 @@ type options struct {
 	proxyCIDRs        []netip.Prefix
 	proxySecretFile   string
 	secureCookies     bool
+	sessionKeyFile    string
+	tokenAudiences    []string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -58,6 +60,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.proxyGroupsHeader, "auth-proxy-groups-header", auth.DefaultGroupsHeader, "--auth proxy: header with the user's groups, comma-separated")
 	cidrs := fs.String("auth-proxy-cidrs", auth.DefaultProxyCIDRs, "--auth proxy: comma-separated source addresses (CIDRs) of the proxy whose headers are trusted; empty trusts none (then only the secret)")
 	fs.StringVar(&o.proxySecretFile, "auth-proxy-secret-file", "", "--auth proxy: file with a shared secret; requests carrying it in the "+auth.SecretHeader+" header are trusted from any address")
+	fs.StringVar(&o.sessionKeyFile, "session-key-file", "", "file with a secret of at least 32 bytes that signs sessions, CSRF tokens and flash messages; replicas that share it accept each other's sessions (default: a random key per process, so a restart signs everyone out)")
+	audiences := fs.String("auth-token-audience", "", "--auth token: comma-separated audiences a token must be issued for (default: the apiserver's own)")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -78,6 +82,10 @@ func parseFlags(args []string) (options, error) {
 	if o.proxyCIDRs, err = auth.ParseCIDRs(*cidrs); err != nil {
 		return o, err
 	}
+	o.tokenAudiences = auth.SplitGroups(*audiences)
+	if len(o.tokenAudiences) > 0 && o.authMode != auth.ModeToken {
+		return o, errors.New("--auth-token-audience is only used with --auth token")
+	}
 	if o.authMode == auth.ModeProxy {
 		if o.proxyUserHeader == "" || o.proxyGroupsHeader == "" {
 			return o, errors.New("--auth-proxy-user-header and --auth-proxy-groups-header must not be empty")
@@ -94,7 +102,14 @@ func parseFlags(args []string) (options, error) {
 // authenticator builds the auth mode's Authenticator; kube makes the token
 // mode's TokenReviews.
 func authenticator(o options, kube kubernetes.Interface) (*auth.Authenticator, error) {
-	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies}
+	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies, Keys: auth.RandomKeys()}
+	if o.sessionKeyFile != "" {
+		keys, err := auth.ReadKeyFile(o.sessionKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		a.Keys = keys
+	}
 	switch o.authMode {
 	case auth.ModeProxy:
 		a.Proxy = auth.Proxy{UserHeader: o.proxyUserHeader, GroupsHeader: o.proxyGroupsHeader, Trusted: o.proxyCIDRs}
@@ -106,8 +121,8 @@ func authenticator(o options, kube kubernetes.Interface) (*auth.Authenticator, e
 			a.Proxy.Secret = secret
 		}
 	case auth.ModeToken:
-		a.Tokens = auth.KubeTokenReviewer{Client: kube}
-		a.Sessions = auth.NewSessions(auth.SessionTTL)
+		a.Tokens = auth.KubeTokenReviewer{Client: kube, Audiences: o.tokenAudiences}
+		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, nil)
 	}
 	return a, nil
 }
@@ -199,7 +214,7 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	srv := handlers.NewHTTPServer(e, handlers.DefaultTimeouts)
 	srv.RegisterOnShutdown(endStreams)
 	log.Info("console listening", "url", "http://"+ln.Addr().String(), "kubernetes", cfg.Host, "prometheus", o.prometheusURL, "auth", o.authMode)
 	if o.authMode == auth.ModeToken && !o.secureCookies && !auth.IsLoopback(o.listen) {

@@ -249,9 +249,12 @@ func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 	}
 	_, body = viewer.get("/teams/shared/edit")
 	mustContain(t, "viewer's edit form", body, "<fieldset disabled", `id="save" disabled`)
-	// A user with no role at all is read-only too (the review is made as them).
-	_, body = nobody.get("/teams/new")
-	mustContain(t, "unbound user's form", body, `id="read-only-note"`)
+	// A user with no role at all sees nothing, and is told which right is missing.
+	code, body = nobody.get("/teams/new")
+	if code != http.StatusForbidden {
+		t.Errorf("unbound user GET /teams/new: %d, want 403", code)
+	}
+	mustContain(t, "unbound user's refusal", body, "may not see this console's pages", "list on ClusterQueues")
 
 	// What the viewer posts anyway: 403, in words, and nothing changes.
 	_, _ = viewer.get("/teams/shared/edit")
@@ -306,7 +309,7 @@ func TestPostWithoutCSRFTokenIsRejected(t *testing.T) {
 	t.Cleanup(func() { cleanupTeams(c) })
 	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{}, cookies: map[string]*http.Cookie{}}
 	code, body := b.get("/teams/new")
-	if code != http.StatusOK || b.csrf == "" || b.cookies["_csrf"] == nil {
+	if code != http.StatusOK || b.csrf == "" || b.cookies["quota_console_browser"] == nil {
 		t.Fatalf("GET /teams/new: %d, token %q, cookies %v", code, b.csrf, b.cookies)
 	}
 	mustContain(t, "the form", body, `<input type="hidden" name="_csrf" value="`+b.csrf+`">`, `id="no-sign-in"`)
@@ -479,7 +482,7 @@ func TestTokenSignInAgainstSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &auth.Authenticator{Mode: auth.ModeToken, Tokens: auth.KubeTokenReviewer{Client: kubernetes.NewForConfigOrDie(cfg)},
-		Sessions: auth.NewSessions(auth.SessionTTL)}
+		Sessions: auth.NewSessions(auth.RandomKeys(), auth.SessionTTL, nil)}
 	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
 	t.Cleanup(func() { cleanupTeams(c) })
 	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}

@@ -25,7 +25,7 @@ func benchServer(b *testing.B) http.Handler {
 	live := kueue.NewLive(cache, kueue.DefaultSettings, log)
 	now := time.Now()
 	live.Publish(kueue.BuildSnapshot(kueuetest.Cluster(kueue.DefaultSettings, 200, 50_000, now), now))
-	return handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: kueue.DefaultSettings, Metrics: metrics.NewConsole(), Log: log})
+	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: kueue.DefaultSettings, Metrics: metrics.NewConsole(), Log: log}))
 }
 
 func benchPage(b *testing.B, path string) {

@@ -28,14 +28,7 @@ func teamDrift(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		flash := ""
-		switch {
-		case c.QueryParam("adopted") != "":
-			flash = "The hand edits were adopted into the allocation of team " + team.Name + "."
-		case c.QueryParam("reapplied") != "":
-			flash = "The allocation of team " + team.Name + " was re-applied."
-		}
-		return d.renderDrift(c, http.StatusOK, team.Name, flash, "")
+		return d.renderDrift(c, http.StatusOK, team.Name, auth.TakeFlashOf(c), "")
 	}
 }
 
@@ -58,7 +51,6 @@ func (d Deps) renderDrift(c echo.Context, status int, team, flash, applyErr stri
 		Team:       team,
 		Flash:      flash,
 		ApplyError: applyErr,
-		CSRF:       csrfToken(c),
 		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: "/teams/" + team + "/edit", Label: "Edit", ID: "edit-link"},
 			{Href: teamHistoryURL(team), Label: "History", ID: "history-link"}},
 		ReadOnly: d.readOnly(c, mayEditTeams),
@@ -142,6 +134,7 @@ func reapplyTeam(d Deps) echo.HandlerFunc {
 		}
 		d.Log.Info("team re-applied over drift", "team", team.Name, "differences", len(rep.Differences), "user", auth.From(c).Name)
 		d.waitForNoDrift(ctx, team.Name)
+		auth.SetFlashOf(c, "The allocation of team "+team.Name+" was re-applied.")
 		return c.Redirect(http.StatusSeeOther, teamDriftURL(team.Name)+"?reapplied=1")
 	}
 }
@@ -178,6 +171,7 @@ func adoptTeam(d Deps) echo.HandlerFunc {
 		d.Log.Info("hand edits adopted", "team", name, "changes", kueue.DiffTeams(rep.Team, adopted), "user", auth.From(c).Name)
 		d.waitForTeam(ctx, adopted)
 		d.waitForNoDrift(ctx, name)
+		auth.SetFlashOf(c, "The hand edits were adopted into the allocation of team "+name+".")
 		return c.Redirect(http.StatusSeeOther, teamDriftURL(name)+"?adopted=1")
 	}
 }

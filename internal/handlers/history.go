@@ -16,18 +16,12 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-// RegisterAudit adds the audit pages: each team's and the policy's revision
+// registerAudit adds the audit pages: each team's and the policy's revision
 // history with one-click rollback, and each team's drift (hand edits of its
 // Kueue objects) with re-apply and adopt. Every change goes through the normal
 // apply path (build, dry run, apply as the signed-in user), which records it
 // as a new revision.
-//
-// Call it inside New, after the permission cache is made, so the pages share
-// it; called on New's result it makes its own.
-func RegisterAudit(e *echo.Echo, d Deps) {
-	if d.access == nil {
-		d.access = newAccessCache(d.accessClient)
-	}
+func registerAudit(e *echo.Echo, d Deps) {
 	e.GET("/teams/:team/history", teamHistory(d))
 	e.POST("/teams/:team/history/:rev/rollback", rollbackTeam(d))
 	e.GET("/policy/history", policyHistory(d))
@@ -46,11 +40,7 @@ func teamHistory(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		flash := ""
-		if n := c.QueryParam("rolledback"); n != "" {
-			flash = fmt.Sprintf("Team %s rolled back to revision %s.", team.Name, n)
-		}
-		return d.renderTeamHistory(c, http.StatusOK, team.Name, flash, "")
+		return d.renderTeamHistory(c, http.StatusOK, team.Name, auth.TakeFlashOf(c), "")
 	}
 }
 
@@ -59,7 +49,6 @@ func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyEr
 		Page:       templates.Page{Title: "History of team " + team, Active: "teams", Problem: problem(d.Cache)},
 		Flash:      flash,
 		ApplyError: applyErr,
-		CSRF:       csrfToken(c),
 		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: "/teams/" + team + "/edit", Label: "Edit", ID: "edit-link"},
 			{Href: "/teams/" + team + "/drift", Label: "Drift", ID: "drift-link"}},
 		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, so they outlive the console; deleting the team deletes them with its namespace.",
@@ -173,6 +162,7 @@ func rollbackTeam(d Deps) echo.HandlerFunc {
 		}
 		d.Log.Info("team rolled back", "team", team.Name, "revision", n, "user", auth.From(c).Name)
 		d.waitForTeam(ctx, team)
+		auth.SetFlashOf(c, fmt.Sprintf("Team %s rolled back to revision %d.", team.Name, n))
 		return c.Redirect(http.StatusSeeOther, fmt.Sprintf("%s?rolledback=%d", teamHistoryURL(team.Name), n))
 	}
 }
@@ -208,14 +198,7 @@ func (d Deps) applyTeam(ctx context.Context, c echo.Context, applier kueue.Appli
 
 func policyHistory(d Deps) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		flash := ""
-		switch {
-		case c.QueryParam("rolledback") != "":
-			flash = "Cluster policy rolled back to revision " + c.QueryParam("rolledback") + "."
-		case c.QueryParam("reapplied") != "":
-			flash = "The stored cluster policy was re-applied."
-		}
-		return d.renderPolicyHistory(c, http.StatusOK, flash, "")
+		return d.renderPolicyHistory(c, http.StatusOK, auth.TakeFlashOf(c), "")
 	}
 }
 
@@ -224,7 +207,6 @@ func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr st
 		Page:       templates.Page{Title: "History of the cluster policy", Active: "policy", Problem: problem(d.Cache)},
 		Flash:      flash,
 		ApplyError: applyErr,
-		CSRF:       csrfToken(c),
 		Links:      []templates.Link{{Href: "/policy", Label: "Cluster policy", ID: "policy-link"}},
 		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, so they outlive the console.",
 			kueue.HistoryLimit, kueue.StateNamespace, kueue.PolicyHistoryName(d.Settings)),
@@ -274,6 +256,7 @@ func rollbackPolicy(d Deps) echo.HandlerFunc {
 			return d.renderPolicyHistory(c, status, "", msg)
 		}
 		d.Log.Info("policy rolled back", "revision", n, "user", auth.From(c).Name)
+		auth.SetFlashOf(c, fmt.Sprintf("Cluster policy rolled back to revision %d.", n))
 		return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/policy/history?rolledback=%d", n))
 	}
 }
@@ -294,6 +277,7 @@ func reapplyPolicy(d Deps) echo.HandlerFunc {
 			return d.renderPolicyHistory(c, status, "", msg)
 		}
 		d.Log.Info("policy re-applied", "user", auth.From(c).Name)
+		auth.SetFlashOf(c, "The stored cluster policy was re-applied.")
 		return c.Redirect(http.StatusSeeOther, "/policy/history?reapplied=1")
 	}
 }

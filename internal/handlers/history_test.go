@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,22 +25,11 @@ import (
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
-// auditConsole is a console on the sandbox with the audit routes registered
-// (handlers.RegisterAudit, until server.go registers them itself).
+// auditConsole is a console on the sandbox whose teams are deleted when the
+// test ends.
 func auditConsole(t *testing.T, adjust func(*handlers.Deps)) console {
 	t.Helper()
-	var deps handlers.Deps
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) {
-		if adjust != nil {
-			adjust(d)
-		}
-		deps = *d
-	})
-	e, ok := c.h.(*echo.Echo)
-	if !ok {
-		t.Fatalf("handlers.New returned a %T", c.h)
-	}
-	handlers.RegisterAudit(e, deps)
+	c := newConsoleWith(t, nil, adjust)
 	t.Cleanup(func() { cleanupTeams(c) })
 	return c
 }
@@ -62,7 +51,8 @@ func auditProxyConsole(t *testing.T) console {
 
 func (c console) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	return get(t, c.h, path)
+	rec := c.serve(httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
 }
 
 // eventually polls a page until it contains want (the informers catch up

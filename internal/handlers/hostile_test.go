@@ -52,6 +52,7 @@ func (c console) request(t *testing.T, method, path, contentType, body string) *
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	req.Header.Set("Sec-Fetch-Site", "same-origin") // as the console's own page
 	rec := httptest.NewRecorder()
 	c.h.ServeHTTP(rec, req)
 	return rec

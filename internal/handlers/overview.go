@@ -24,6 +24,15 @@ func overview(d Deps) echo.HandlerFunc {
 			return err
 		}
 		ov := kueue.BuildOverview(nodes, queues)
+		if visible, _ := d.scopeOf(c); !visible.all {
+			mine := ov.Queues[:0]
+			for _, q := range ov.Queues {
+				if cq, err := d.Cache.ClusterQueues.Get(q.Name); err == nil && visible.sees(kueue.TeamOfClusterQueue(d.Settings, cq)) {
+					mine = append(mine, q)
+				}
+			}
+			ov.Queues = mine
+		}
 		if wantsCSV(c) {
 			return overviewCSV(c, ov)
 		}

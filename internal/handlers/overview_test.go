@@ -37,7 +37,7 @@ func newServer(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface
 			t.Fatalf("cache not ready: %v", cache.Ready())
 		}
 	}
-	return handlers.New(handlers.Deps{Cache: cache, Metrics: metrics.NewConsole(), Log: log})
+	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Metrics: metrics.NewConsole(), Log: log}))
 }
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {

@@ -20,11 +20,7 @@ func showPolicy(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		flash := ""
-		if c.QueryParam("saved") != "" {
-			flash = "Policy saved."
-		}
-		return d.renderPolicy(c, http.StatusOK, form.FromPolicy(p), form.Errors{}, "", flash)
+		return d.renderPolicy(c, http.StatusOK, form.FromPolicy(p), form.Errors{}, "", auth.TakeFlashOf(c))
 	}
 }
 
@@ -52,6 +48,7 @@ func savePolicy(d Deps) echo.HandlerFunc {
 			return d.renderPolicy(c, http.StatusBadGateway, f, errs, explainWriteError(err), "")
 		}
 		d.Log.Info("policy saved", "prioritization", p.Prioritization, "classes", len(p.Classes), "idle", p.IdleAllocation, "user", auth.From(c).Name)
+		auth.SetFlashOf(c, "Policy saved.")
 		return c.Redirect(http.StatusSeeOther, "/policy?saved=1")
 	}
 }

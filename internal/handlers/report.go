@@ -51,6 +51,15 @@ func usageReport(d Deps) echo.HandlerFunc {
 			d.Log.Warn("usage report", "err", err)
 			view.Unavailable = "Prometheus is unavailable, so the usage report cannot be computed now."
 		}
+		if visible, _ := d.scopeOf(c); !visible.all {
+			mine := rows[:0]
+			for _, r := range rows {
+				if visible.sees(r.Team) {
+					mine = append(mine, r)
+				}
+			}
+			rows = mine
+		}
 		if wantsCSV(c) {
 			if view.Unavailable != "" {
 				return echo.NewHTTPError(http.StatusServiceUnavailable, view.Unavailable)

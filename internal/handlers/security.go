@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,58 +50,18 @@ func securityHeaders(secure func(*http.Request) bool) echo.MiddlewareFunc {
 // isPublic are the paths served without sign-in: probes, metrics, static
 // files and the sign-in page itself.
 func isPublic(c echo.Context) bool {
+	return isProbeOrStatic(c) || c.Request().URL.Path == auth.SignInPath
+}
+
+// isProbeOrStatic are the paths no form posts to.
+func isProbeOrStatic(c echo.Context) bool {
 	p := c.Request().URL.Path
 	switch p {
-	case "/healthz", "/readyz", "/metrics", auth.SignInPath:
+	case "/healthz", "/readyz", "/metrics":
 		return true
 	}
 	return strings.HasPrefix(p, "/static/")
 }
-
-// csrfProtection is echo's CSRF middleware: a state-changing request passes
-// when the browser says it comes from this origin (Sec-Fetch-Site:
-// same-origin), or when its _csrf form field (or X-CSRF-Token header) matches
-// the _csrf cookie; otherwise 403. The cookie is Secure on TLS requests and
-// with --secure-cookies.
-func csrfProtection(secure func(*http.Request) bool) echo.MiddlewareFunc {
-	config := func(secure bool) echo.MiddlewareFunc {
-		return middleware.CSRFWithConfig(middleware.CSRFConfig{
-			Skipper: func(c echo.Context) bool {
-				p := c.Request().URL.Path
-				return p == "/healthz" || p == "/readyz" || p == "/metrics" || strings.HasPrefix(p, "/static/")
-			},
-			TokenLookup:    "form:_csrf,header:" + echo.HeaderXCSRFToken,
-			CookieName:     "_csrf",
-			CookiePath:     "/",
-			CookieHTTPOnly: true,
-			CookieSecure:   secure,
-			CookieSameSite: http.SameSiteLaxMode,
-			ErrorHandler: func(err error, c echo.Context) error {
-				return echo.NewHTTPError(http.StatusForbidden,
-					"This form did not come from this console's own page, or it is too old (CSRF check failed). "+
-						"Reload the page and submit it again.")
-			},
-		})
-	}
-	plain, tls := config(false), config(true)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		plainNext, tlsNext := plain(next), tls(next)
-		return func(c echo.Context) error {
-			if secure(c.Request()) {
-				return tlsNext(c)
-			}
-			return plainNext(c)
-		}
-	}
-}
-
-// csrfOffWithoutAuth is set only by this package's tests (security_test.go):
-// the handler tests written before CSRF protection existed post forms without
-// a token and configure no Auth. Production code never sets it, and every
-// Deps that names an auth mode gets the CSRF check regardless.
-var csrfOffWithoutAuth bool
-
-func (d Deps) csrfEnabled() bool { return d.Auth != nil || !csrfOffWithoutAuth }
 
 func (d Deps) secure(r *http.Request) bool { return d.Auth.Secure(r) }
 
@@ -111,16 +70,8 @@ func (d Deps) secure(r *http.Request) bool { return d.Auth.Secure(r) }
 func viewerContext(c echo.Context) context.Context {
 	u := auth.From(c)
 	return templates.WithViewer(c.Request().Context(), templates.Viewer{
-		Mode: string(auth.ModeFrom(c)), Name: u.Name, Groups: u.Groups, CSRF: csrfToken(c),
+		Mode: string(auth.ModeFrom(c)), Name: u.Name, Groups: u.Groups, CSRF: auth.CSRFTokenOf(c),
 	})
-}
-
-// csrfToken is the value a form rendered for this request posts back as
-// _csrf (templates.CSRFField puts it in; view models that carry their own
-// CSRF field take it from here).
-func csrfToken(c echo.Context) string {
-	token, _ := c.Get("csrf").(string)
-	return token
 }
 
 // signInRoutes serve the token mode's sign-in and sign-out.
@@ -135,6 +86,11 @@ func (d Deps) signInRoutes(e *echo.Echo) {
 		next := auth.SafeNext(c.FormValue("next"))
 		u, err := d.Auth.SignIn(c, c.FormValue("token"))
 		switch {
+		case errors.Is(err, auth.ErrTooManySignIns):
+			c.Response().Header().Set("Retry-After", "10")
+			return d.renderSignIn(c, http.StatusTooManyRequests, next, "Too many sign-in attempts from your address: wait a few seconds and try again.")
+		case errors.Is(err, auth.ErrSessionTooLarge):
+			return d.renderSignIn(c, http.StatusUnprocessableEntity, next, "Your account is in too many groups for the console to keep in a session cookie. Ask a platform admin to run the console with --auth proxy.")
 		case errors.Is(err, auth.ErrTokenRejected):
 			return d.renderSignIn(c, http.StatusUnauthorized, next, "The cluster did not accept this token: it is unknown, expired or revoked. Nothing was kept.")
 		case err != nil:
@@ -145,7 +101,9 @@ func (d Deps) signInRoutes(e *echo.Echo) {
 		return c.Redirect(http.StatusSeeOther, next)
 	})
 	e.POST(auth.SignOutPath, func(c echo.Context) error {
-		d.Auth.SignOut(c)
+		if err := d.Auth.SignOut(c); err != nil {
+			d.Log.Error("sign-out: the session could not be revoked on every replica", "err", err)
+		}
 		return c.Redirect(http.StatusSeeOther, auth.SignInPath)
 	})
 }
@@ -242,10 +200,10 @@ const (
 	accessTimeout    = 3 * time.Second
 )
 
-// permission is one thing a form lets the user do.
+// permission is one thing a page or form needs the user to be allowed.
 type permission struct {
-	Verb, Group, Resource string
-	What                  string // "change ClusterQueues", for the note
+	Verb, Group, Resource, Namespace string
+	What                             string // "change ClusterQueues", for the note
 }
 
 var (
@@ -297,7 +255,7 @@ func (a *accessCache) allowed(ctx context.Context, u auth.User, p permission) (a
 		defer cancel()
 		res, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
 			Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-				Verb: p.Verb, Group: p.Group, Resource: p.Resource,
+				Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace,
 			}},
 		}, metav1.CreateOptions{})
 		if err == nil {

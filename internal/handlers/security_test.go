@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,20 +30,23 @@ import (
 	"github.com/openquota/console/internal/metrics"
 )
 
-// The handler tests written before the console had CSRF protection
-// (teams_test.go, resilience_test.go, usage_test.go) post forms without a
-// token and build Deps without Auth. This switch, which only test code can
-// set, keeps them working: for a Deps without Auth in this test binary the
-// CSRF check is off. Every test that sets Auth, in any mode, gets the check;
-// cmd/console always sets Auth.
-func init() { csrfOffWithoutAuth = true }
-
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // bare is the console's HTTP server without a cluster: enough for what
 // happens before a page's handler runs.
-func bare(a *auth.Authenticator) *echo.Echo {
-	return New(Deps{Metrics: metrics.NewConsole(), Log: discard, Auth: a, RESTConfig: &rest.Config{Host: "http://127.0.0.1:1"}})
+func bare(a *auth.Authenticator) http.Handler {
+	return atLoopback(New(Deps{Metrics: metrics.NewConsole(), Log: discard, Auth: a, RESTConfig: &rest.Config{Host: "http://127.0.0.1:1"}}))
+}
+
+// atLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,
+// as a client of a console on loopback does.
+func atLoopback(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "example.com" {
+			r.Host = "127.0.0.1:8080"
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
@@ -94,7 +96,7 @@ func TestRequestBodyLimit(t *testing.T) {
 func TestProbesAndMetricsNeedNoSignIn(t *testing.T) {
 	for _, a := range []*auth.Authenticator{
 		{Mode: auth.ModeProxy, Proxy: auth.Proxy{UserHeader: "X-Forwarded-User", GroupsHeader: "X-Forwarded-Groups"}}, // trusts nobody
-		{Mode: auth.ModeToken, Sessions: auth.NewSessions(time.Hour)},
+		{Mode: auth.ModeToken, Sessions: auth.NewSessions(auth.RandomKeys(), time.Hour, nil)},
 	} {
 		e := bare(a)
 		for _, path := range []string{"/healthz", "/metrics", "/static/app.css"} {
@@ -104,73 +106,6 @@ func TestProbesAndMetricsNeedNoSignIn(t *testing.T) {
 		}
 		if rec := serve(e, httptest.NewRequest(http.MethodGet, "/teams", nil)); rec.Code != http.StatusUnauthorized {
 			t.Errorf("%s: GET /teams = %d, want 401", a.Mode, rec.Code)
-		}
-	}
-}
-
-func TestCSRFOnStateChangingRequests(t *testing.T) {
-	e := echo.New()
-	e.Use(csrfProtection(func(r *http.Request) bool { return r.TLS != nil }))
-	e.GET("/form", func(c echo.Context) error { return c.String(http.StatusOK, c.Get("csrf").(string)) })
-	e.POST("/form", func(c echo.Context) error { return c.String(http.StatusOK, "saved") })
-
-	rec := serve(e, httptest.NewRequest(http.MethodGet, "/form", nil))
-	token := rec.Body.String()
-	var cookie *http.Cookie
-	for _, ck := range rec.Result().Cookies() {
-		if ck.Name == "_csrf" {
-			cookie = ck
-		}
-	}
-	if cookie == nil || cookie.Value != token || len(token) < 32 {
-		t.Fatalf("token %q, cookie %+v", token, cookie)
-	}
-	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Secure || cookie.Path != "/" {
-		t.Errorf("cookie %+v", cookie)
-	}
-	tlsReq := httptest.NewRequest(http.MethodGet, "/form", nil)
-	tlsReq.TLS = &tls.ConnectionState{}
-	if ck := serve(e, tlsReq).Result().Cookies(); len(ck) != 1 || !ck[0].Secure {
-		t.Errorf("cookie on TLS: %+v", ck)
-	}
-
-	post := func(field string, withCookie bool, headers map[string]string) int {
-		body := url.Values{"name": {"x"}}
-		if field != "" {
-			body.Set("_csrf", field)
-		}
-		r := httptest.NewRequest(http.MethodPost, "/form", strings.NewReader(body.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if withCookie {
-			r.AddCookie(cookie)
-		}
-		for k, v := range headers {
-			r.Header.Set(k, v)
-		}
-		return serve(e, r).Code
-	}
-	cases := []struct {
-		name    string
-		field   string
-		cookie  bool
-		headers map[string]string
-		want    int
-	}{
-		{"no token", "", true, nil, http.StatusForbidden},
-		{"no token, no cookie", "", false, nil, http.StatusForbidden},
-		{"wrong token", "x" + token[1:], true, nil, http.StatusForbidden},
-		{"token without its cookie", token, false, nil, http.StatusForbidden},
-		{"token", token, true, nil, http.StatusOK},
-		{"token in header", "", true, map[string]string{"X-CSRF-Token": token}, http.StatusOK},
-		// A browser saying the form comes from another site: refused even with the cookie.
-		{"cross-site", token, true, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		{"same-site (another port), no token", "", true, map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
-		// A browser saying the form is this console's own page.
-		{"same-origin", "", false, map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusOK},
-	}
-	for _, c := range cases {
-		if got := post(c.field, c.cookie, c.headers); got != c.want {
-			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
 }

@@ -44,8 +44,13 @@ type Deps struct {
 	// that impersonates the signed-in user; it is required then.
 	RESTConfig *rest.Config
 
+	// StreamLimits cap live update streams; zero is DefaultStreamLimits.
+	StreamLimits StreamLimits
+
 	// access caches the users' permissions for the forms (made by New).
 	access *accessCache
+	// streams counts open live update streams (made by New).
+	streams *streamGate
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -75,7 +80,11 @@ func New(d Deps) *echo.Echo {
 	if d.Auth.Impersonates() && d.RESTConfig == nil {
 		panic("handlers.New: Deps.RESTConfig is required in auth mode " + string(d.Auth.ModeOf()))
 	}
+	if d.Auth == nil {
+		d.Auth = &auth.Authenticator{Mode: auth.ModeNone}
+	}
 	d.access = newAccessCache(d.accessClient)
+	d.streams = newStreamGate(d.StreamLimits)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Log)
@@ -84,10 +93,10 @@ func New(d Deps) *echo.Echo {
 	e.Use(requestLogger(d.Log))
 	e.Use(securityHeaders(d.secure))
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)))
+	e.Use(writeDeadline(DefaultTimeouts.Write))
 	e.Use(d.Auth.Middleware(isPublic))
-	if d.csrfEnabled() {
-		e.Use(csrfProtection(d.secure))
-	}
+	e.Use(d.Auth.CSRF(isProbeOrStatic))
+	e.Use(d.readAccess())
 
 	if d.Auth.ModeOf() == auth.ModeToken {
 		d.signInRoutes(e)
@@ -113,7 +122,7 @@ func New(d Deps) *echo.Echo {
 	e.POST("/teams/:team", updateTeam(d))
 	e.GET("/teams/:team/delete", confirmDeleteTeam(d))
 	e.POST("/teams/:team/delete", deleteTeam(d))
-	RegisterAudit(e, d)
+	registerAudit(e, d)
 	return e
 }
 
@@ -128,9 +137,10 @@ func readyz(d Deps) echo.HandlerFunc {
 
 // render writes a templ component with the given status.
 func render(c echo.Context, status int, component templ.Component) error {
+	ctx := viewerContext(c) // may set a cookie: before the header is written
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
-	return component.Render(viewerContext(c), c.Response())
+	return component.Render(ctx, c.Response())
 }
 
 // problem explains, in words, why live data is missing, incomplete or old.

@@ -118,8 +118,15 @@ func tasks(d Deps) echo.HandlerFunc {
 		}
 		var listed []*kueue.Task
 		teamSet := map[string]bool{}
+		visible, _ := d.scopeOf(c)
+		if !visible.all {
+			narrowed, statTasks = true, nil // a team member sees their teams' tasks only
+		}
 		for i := range snap.Tasks {
 			t := &snap.Tasks[i]
+			if !visible.sees(t.Team) {
+				continue
+			}
 			if t.Team != "" {
 				teamSet[t.Team] = true
 			}
@@ -131,7 +138,9 @@ func tasks(d Deps) echo.HandlerFunc {
 			}
 		}
 		for _, u := range snap.Teams {
-			teamSet[u.Team] = true
+			if visible.sees(u.Team) {
+				teamSet[u.Team] = true
+			}
 		}
 		teams := make([]string, 0, len(teamSet))
 		for t := range teamSet {

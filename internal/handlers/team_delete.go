@@ -50,6 +50,7 @@ func deleteTeam(d Deps) echo.HandlerFunc {
 			cq, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(team.Name))
 			return err != nil || cq.DeletionTimestamp != nil, nil
 		})
+		auth.SetFlashOf(c, "Team "+team.Name+" deleted.")
 		return c.Redirect(http.StatusSeeOther, "/teams?deleted="+url.QueryEscape(team.Name))
 	}
 }

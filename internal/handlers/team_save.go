@@ -174,6 +174,7 @@ func (d Deps) saveTeam(c echo.Context, editing bool) error {
 	}
 	d.Log.Info("team saved", "team", team.Name, "editing", editing, "user", auth.From(c).Name)
 	d.waitForTeam(ctx, team)
+	auth.SetFlashOf(c, "Team "+team.Name+" saved.")
 	return c.Redirect(http.StatusSeeOther, "/teams?saved="+url.QueryEscape(team.Name))
 }
 

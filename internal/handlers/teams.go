@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/web/templates"
 )
@@ -35,19 +36,18 @@ func teams(d Deps) echo.HandlerFunc {
 		view := templates.TeamsView{
 			Page: templates.Page{Title: "Team allocations", Active: "teams", Problem: problem(d.Cache)},
 		}
-		if saved := c.QueryParam("saved"); saved != "" {
-			view.Flash = "Team " + saved + " saved."
-		}
-		if deleted := c.QueryParam("deleted"); deleted != "" {
-			view.Flash = "Team " + deleted + " deleted."
-		}
+		view.Flash = auth.TakeFlashOf(c)
 		var all []kueue.Team
 		drifted := d.driftedTeams()
+		visible, _ := d.scopeOf(c)
 		for _, st := range stored {
 			if st.ClusterQueue.Name != d.Settings.ClusterQueue(st.Name) {
 				continue // a team of a console with another namespace prefix
 			}
-			all = append(all, st.Team)
+			all = append(all, st.Team) // the per-type totals are the cluster's
+			if !visible.sees(st.Name) {
+				continue
+			}
 			row := templates.TeamRow{
 				Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
 				Enabled: !kueue.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,

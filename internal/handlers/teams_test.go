@@ -33,6 +33,8 @@ type console struct {
 	kube     kubernetes.Interface
 	kueue    kueueclient.Interface
 	live     *kueue.Live
+	// cookies the console set, sent back as a browser does (flash messages).
+	cookies map[string]*http.Cookie
 }
 
 func newConsole(t *testing.T) console {
@@ -71,17 +73,35 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	if adjustDeps != nil {
 		adjustDeps(&deps)
 	}
-	h := handlers.New(deps)
-	return console{h: h, settings: s, kube: kube, kueue: kq, live: live}
+	h := atLoopback(handlers.New(deps))
+	return console{h: h, settings: s, kube: kube, kueue: kq, live: live, cookies: map[string]*http.Cookie{}}
 }
 
 func (c console) post(t *testing.T, path string, form url.Values) (int, string, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	rec := httptest.NewRecorder()
-	c.h.ServeHTTP(rec, req)
+	req.Header.Set("Sec-Fetch-Site", "same-origin") // as the console's own page
+	rec := c.serve(req)
 	return rec.Code, rec.Header().Get("Location"), rec.Body.String()
+}
+
+// serve sends a request with the cookies the console set so far, and keeps
+// the ones it sets now.
+func (c console) serve(r *http.Request) *httptest.ResponseRecorder {
+	for _, ck := range c.cookies {
+		r.AddCookie(ck)
+	}
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, r)
+	for _, ck := range rec.Result().Cookies() {
+		if ck.MaxAge < 0 {
+			delete(c.cookies, ck.Name)
+		} else {
+			c.cookies[ck.Name] = ck
+		}
+	}
+	return rec
 }
 
 func (c console) clusterQueue(t *testing.T, team string) *kueuev1beta2.ClusterQueue {
@@ -235,4 +255,15 @@ func TestPolicyAgainstSandbox(t *testing.T) {
 	if err != nil {
 		t.Errorf("no warning that Kueue's fair sharing overrides first-come-first-serve")
 	}
+}
+
+// atLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,
+// as a client of a console on loopback does.
+func atLoopback(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "example.com" {
+			r.Host = "127.0.0.1:8080"
+		}
+		h.ServeHTTP(w, r)
+	})
 }

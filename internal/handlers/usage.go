@@ -80,8 +80,11 @@ func usage(d Deps) echo.HandlerFunc {
 		for _, r := range usageResources {
 			view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
 		}
+		visible, _ := d.scopeOf(c)
 		for _, u := range snap.Teams {
-			view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
+			if visible.sees(u.Team) {
+				view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
+			}
 		}
 		view.Total = usageRowOf(kueue.Totals(snap.Teams), res, util, true)
 		if len(util) > 0 {

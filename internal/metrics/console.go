@@ -3,7 +3,9 @@
 package metrics
 
 import (
+	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -39,11 +41,20 @@ func NewConsole() *Console {
 	return c
 }
 
-// Middleware counts and times requests by route pattern (not raw path, which
-// would give one series per team).
+// Middleware counts and times requests by route template and method. Every
+// label comes from a fixed set (the registered routes, the standard methods,
+// status codes), "other" standing for anything else, so that requests, which
+// anyone can send before signing in, cannot create series without bound.
 func (c *Console) Middleware() echo.MiddlewareFunc {
+	var once sync.Once
+	routes := map[string]bool{}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(ctx echo.Context) error {
+			once.Do(func() {
+				for _, r := range ctx.Echo().Routes() {
+					routes[r.Path] = true
+				}
+			})
 			start := time.Now()
 			err := next(ctx)
 			status := ctx.Response().Status
@@ -51,12 +62,27 @@ func (c *Console) Middleware() echo.MiddlewareFunc {
 				status = he.Code
 			}
 			route := ctx.Path()
-			if route == "" {
-				route = "unmatched"
+			if !routes[route] {
+				route = "other"
 			}
-			c.requests.WithLabelValues(route, ctx.Request().Method, strconv.Itoa(status)).Inc()
+			c.requests.WithLabelValues(route, methodLabel(ctx.Request().Method), statusLabel(status)).Inc()
 			c.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 			return err
 		}
 	}
+}
+
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+func statusLabel(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code)
 }
