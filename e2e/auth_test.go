@@ -81,7 +81,7 @@ func TestProxySignInViewerIsReadOnly(t *testing.T) {
 			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
 		})
 	}
-	s := kueue.Settings{NamespacePrefix: "a" + id + "-", Cohort: "auth-" + id}
+	s := kueue.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "auth-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
 	t.Cleanup(func() { _ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "guarded") })
 
 	secret := "e2e-proxy-secret-" + rand.String(16)

@@ -3,9 +3,14 @@
 //
 //   - console.yaml: the console's ServiceAccount and its minimal ClusterRole
 //     (read what the informers watch, impersonate users, token and access
-//     reviews), with bindings;
+//     reviews), the Roles for its own records (revision histories in its
+//     namespace, Events), with bindings;
 //   - admin.yaml: ClusterRole quota-console-admin, for people who change
 //     allocations and the policy;
+//   - admin-scope.yaml: the ValidatingAdmissionPolicy that narrows the admin
+//     role to team namespaces and the team member role;
+//   - member.yaml: ClusterRole quota-console-team-member, which the console
+//     binds the members of each team to in the team's namespace;
 //   - viewer.yaml: ClusterRole quota-console-viewer, read-only.
 //
 // `kubectl apply -f deploy/rbac/` installs the same.
@@ -37,6 +42,7 @@ import (
 const (
 	AdminRole   = "quota-console-admin"
 	ViewerRole  = "quota-console-viewer"
+	MemberRole  = "quota-console-team-member"
 	ConsoleRole = "quota-console"
 	// ServiceAccount and Namespace of the console's own identity.
 	ServiceAccount = "quota-console"
@@ -46,8 +52,8 @@ const (
 //go:embed *.yaml
 var files embed.FS
 
-// Objects are the manifests' objects, file by file in name order (console,
-// admin, viewer are independent; within console.yaml the Namespace comes first).
+// Objects are the manifests' objects: console.yaml first (its Namespace is
+// where the other Roles live), then the others by file name.
 func Objects() ([]*unstructured.Unstructured, error) {
 	entries, err := files.ReadDir(".")
 	if err != nil {
@@ -57,7 +63,12 @@ func Objects() ([]*unstructured.Unstructured, error) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	sort.Strings(names)
+	sort.Slice(names, func(i, j int) bool {
+		if (names[i] == "console.yaml") != (names[j] == "console.yaml") {
+			return names[i] == "console.yaml"
+		}
+		return names[i] < names[j]
+	})
 	var out []*unstructured.Unstructured
 	for _, name := range names {
 		data, err := files.ReadFile(name)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -97,15 +96,10 @@ func asHTTPError(err error, target **echo.HTTPError) bool {
 // for allocations (the form's validation), or "".
 func adoptProblem(t kueue.Team, shapes kueue.ShapeLookup) string {
 	_, errs := form.FromTeam(t).Validate(shapes)
-	if !errs.Any() {
-		return ""
+	if msg := fieldErrorsProblem(errs); msg != "" {
+		return "The hand edits cannot be adopted as they are, because " + msg + " Re-apply the allocation, or edit the team."
 	}
-	var msgs []string
-	for _, f := range errs.Fields() {
-		msgs = append(msgs, f+": "+errs.Get(f))
-	}
-	return "The hand edits cannot be adopted as they are, because the allocation they give is not valid: " +
-		strings.Join(msgs, " ") + " Re-apply the allocation, or edit the team."
+	return ""
 }
 
 // fingerprint identifies an allocation, so that adopting applies exactly

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/web/templates"
 )
@@ -51,27 +53,29 @@ func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyEr
 		ApplyError: applyErr,
 		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: "/teams/" + team + "/edit", Label: "Edit", ID: "edit-link"},
 			{Href: "/teams/" + team + "/drift", Label: "Drift", ID: "drift-link"}},
-		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, so they outlive the console; deleting the team deletes them with its namespace.",
-			kueue.HistoryLimit, d.Settings.Namespace(team), kueue.TeamHistoryName(d.Settings, team)),
+		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console; deleting the team deletes them.",
+			kueue.HistoryLimit, d.Settings.State(), kueue.TeamHistoryName(d.Settings, team)),
 	}
-	reader, _, err := d.writer(c)
+	revs, err := d.Applier.TeamHistory(c.Request().Context(), d.Settings, team)
+	if err != nil {
+		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
+	}
+	shapes, _, err := d.fleet()
 	if err != nil {
 		return err
 	}
-	revs, err := reader.TeamHistory(c.Request().Context(), d.Settings, team)
-	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(c, err))
-	}
-	view.Revisions = revisionRows(revs, kueue.DiffTeams, kueue.DescribeTeam, teamHistoryURL(team))
+	view.Revisions = revisionRows(revs, kueue.DiffTeams, kueue.DescribeTeam, func(t kueue.Team) string {
+		return d.teamRevisionProblem(team, t, shapes)
+	}, teamHistoryURL(team))
 	view.ReadOnly = d.readOnly(c, mayEditTeams)
 	return render(c, status, templates.History(view))
 }
 
 // historyReadError explains why the history could not be read.
-func (d Deps) historyReadError(c echo.Context, err error) string {
+func (d Deps) historyReadError(err error) string {
 	if apierrors.IsForbidden(err) {
-		return "Your account may not read the revision history (ConfigMaps in the team's namespace and in " +
-			kueue.StateNamespace + "), so it is not shown."
+		return "The console may not read its revision histories (ConfigMaps in its namespace " + d.Settings.State() +
+			"), so they are not shown. Ask a cluster admin to apply the console's RBAC from deploy/rbac."
 	}
 	d.Log.Error("reading history", "err", err)
 	return "The revision history could not be read from the cluster: " + explainWriteError(err)
@@ -92,8 +96,9 @@ func joinProblems(a, b string) string {
 }
 
 // revisionRows turns revisions (newest first) into rows, each with what
-// changed since the one before; rollback forms post to base/<rev>/rollback.
-func revisionRows[T any](revs []kueue.Revision[T], diff func(a, b T) []string, describe func(T) []string, base string) []templates.RevisionRow {
+// changed since the one before, and why it cannot be applied (problem; ""
+// when it can); rollback forms post to base/<rev>/rollback.
+func revisionRows[T any](revs []kueue.Revision[T], diff func(a, b T) []string, describe func(T) []string, problem func(T) string, base string) []templates.RevisionRow {
 	rows := make([]templates.RevisionRow, 0, len(revs))
 	for i, r := range revs {
 		row := templates.RevisionRow{
@@ -111,6 +116,7 @@ func revisionRows[T any](revs []kueue.Revision[T], diff func(a, b T) []string, d
 		}
 		if i > 0 {
 			row.Rollback = fmt.Sprintf("%s/%d/rollback", base, r.Revision)
+			row.Invalid = problem(r.Allocation)
 		}
 		rows = append(rows, row)
 	}
@@ -147,16 +153,22 @@ func rollbackTeam(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		revs, err := applier.TeamHistory(ctx, d.Settings, stored.Name)
+		revs, err := d.Applier.TeamHistory(ctx, d.Settings, stored.Name)
 		if err != nil {
-			return d.renderTeamHistory(c, readErrorStatus(err), stored.Name, "", d.historyReadError(c, err))
+			return d.renderTeamHistory(c, readErrorStatus(err), stored.Name, "", d.historyReadError(err))
 		}
 		rev, ok := kueue.FindRevision(revs, n)
 		if !ok {
 			return missingRevision(n)
 		}
 		team := rev.Allocation
-		team.Name = stored.Name // the path names the team
+		shapes, _, err := d.fleet()
+		if err != nil {
+			return err
+		}
+		if msg := d.teamRevisionProblem(stored.Name, team, shapes); msg != "" {
+			return d.renderTeamHistory(c, http.StatusUnprocessableEntity, stored.Name, "", fmt.Sprintf("Revision %d cannot be applied: %s", n, msg))
+		}
 		if status, msg := d.applyTeam(kueue.WithRollback(ctx, n), c, applier, team, fmt.Sprintf("revision %d of team %s", n, team.Name)); msg != "" {
 			return d.renderTeamHistory(c, status, team.Name, "", msg)
 		}
@@ -208,19 +220,15 @@ func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr st
 		Flash:      flash,
 		ApplyError: applyErr,
 		Links:      []templates.Link{{Href: "/policy", Label: "Cluster policy", ID: "policy-link"}},
-		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, so they outlive the console.",
-			kueue.HistoryLimit, kueue.StateNamespace, kueue.PolicyHistoryName(d.Settings)),
+		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console.",
+			kueue.HistoryLimit, d.Settings.State(), kueue.PolicyHistoryName(d.Settings)),
 		DriftReapply: "/policy/drift/reapply",
 	}
-	reader, _, err := d.writer(c)
+	revs, err := d.Applier.PolicyHistory(c.Request().Context(), d.Settings)
 	if err != nil {
-		return err
+		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
 	}
-	revs, err := reader.PolicyHistory(c.Request().Context(), d.Settings)
-	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(c, err))
-	}
-	view.Revisions = revisionRows(revs, kueue.DiffPolicies, kueue.DescribePolicy, "/policy/history")
+	view.Revisions = revisionRows(revs, kueue.DiffPolicies, kueue.DescribePolicy, policyRevisionProblem, "/policy/history")
 	if stored, err := d.storedPolicy(); err == nil {
 		drift, err := kueue.PolicyDrift(stored, d.Cache)
 		if err != nil {
@@ -244,13 +252,16 @@ func rollbackPolicy(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		revs, err := applier.PolicyHistory(ctx, d.Settings)
+		revs, err := d.Applier.PolicyHistory(ctx, d.Settings)
 		if err != nil {
-			return d.renderPolicyHistory(c, readErrorStatus(err), "", d.historyReadError(c, err))
+			return d.renderPolicyHistory(c, readErrorStatus(err), "", d.historyReadError(err))
 		}
 		rev, ok := kueue.FindRevision(revs, n)
 		if !ok {
 			return missingRevision(n)
+		}
+		if msg := policyRevisionProblem(rev.Allocation); msg != "" {
+			return d.renderPolicyHistory(c, http.StatusUnprocessableEntity, "", fmt.Sprintf("Revision %d cannot be applied: %s", n, msg))
 		}
 		if status, msg := d.applyPolicy(kueue.WithRollback(ctx, n), c, applier, rev.Allocation); msg != "" {
 			return d.renderPolicyHistory(c, status, "", msg)
@@ -301,4 +312,31 @@ func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier kueue.App
 		return err == nil && len(drift) == 0 && len(kueue.DiffPolicies(stored, p)) == 0, nil
 	})
 	return http.StatusOK, ""
+}
+
+// teamRevisionProblem says why a recorded allocation of team cannot be
+// applied: a revision goes through the same validation as a saved form.
+func (d Deps) teamRevisionProblem(team string, t kueue.Team, shapes kueue.ShapeLookup) string {
+	if t.Name != team {
+		return fmt.Sprintf("it is an allocation of team %q, not of team %s.", t.Name, team)
+	}
+	_, errs := form.FromTeam(t).Validate(shapes)
+	return fieldErrorsProblem(errs)
+}
+
+// policyRevisionProblem is teamRevisionProblem for the policy.
+func policyRevisionProblem(p kueue.Policy) string {
+	_, errs := form.FromPolicy(p).Validate()
+	return fieldErrorsProblem(errs)
+}
+
+func fieldErrorsProblem(errs form.Errors) string {
+	if !errs.Any() {
+		return ""
+	}
+	var msgs []string
+	for _, f := range errs.Fields() {
+		msgs = append(msgs, f+": "+errs.Get(f))
+	}
+	return "it does not pass the form's validation (" + strings.Join(msgs, " ") + ")."
 }

@@ -261,7 +261,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 		for _, n := range []string{high, low} {
 			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
-		_ = c.kube.CoreV1().ConfigMaps(kueue.StateNamespace).Delete(ctx, kueue.PolicyHistoryName(c.settings), metav1.DeleteOptions{})
+		_ = c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(ctx, kueue.PolicyHistoryName(c.settings), metav1.DeleteOptions{})
 	})
 	ranking := url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"},
 		"class.0.name": {high}, "class.0.weight": {"80"}, "class.1.name": {low}, "class.1.weight": {"20"}}
@@ -278,7 +278,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 	}
 	mustContain(t, "policy history", body, `data-rev="2"`, "prioritization task ranking → first come, first served",
 		fmt.Sprintf("priority class %s removed (was weight 20)", low), `action="/policy/history/1/rollback"`,
-		kueue.StateNamespace+"/"+kueue.PolicyHistoryName(c.settings))
+		c.settings.State()+"/"+kueue.PolicyHistoryName(c.settings))
 
 	// Someone sets a priority class's value by hand.
 	wpc, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, high, metav1.GetOptions{})
@@ -314,7 +314,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 	_, body = c.get(t, location)
 	mustContain(t, "policy history after rollback", body, `data-rev="4"`, "rollback to revision 1",
 		"re-applied over hand edits of the priority classes", "rolled back to revision 1")
-	if _, err := c.kube.CoreV1().ConfigMaps(kueue.StateNamespace).Get(ctx, kueue.PolicyHistoryName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, kueue.PolicyHistoryName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		t.Errorf("no policy history ConfigMap")
 	}
 }

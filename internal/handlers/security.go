@@ -129,9 +129,7 @@ func (d Deps) writer(c echo.Context) (kueue.Applier, context.Context, error) {
 	if err != nil {
 		return kueue.Applier{}, ctx, err
 	}
-	a := d.Applier // keeps whatever else the Applier is configured with
-	a.Kube, a.Kueue = kube, kq
-	return a, ctx, nil
+	return d.Applier.As(kube, kq), ctx, nil
 }
 
 // clientsAs builds clients that act as u (Kubernetes impersonation). They

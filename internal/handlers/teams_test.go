@@ -55,7 +55,7 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	s := kueue.Settings{NamespacePrefix: "h" + id + "-", Cohort: "cohort-" + id}
+	s := kueue.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

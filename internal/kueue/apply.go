@@ -9,11 +9,11 @@ import (
 	"reflect"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
@@ -42,6 +42,9 @@ const (
 type Applier struct {
 	Kube  kubernetes.Interface
 	Kueue kueueclient.Interface
+	// Records writes what the console records itself, with its own identity:
+	// revision histories and Events. nil means Kube.
+	Records kubernetes.Interface
 	// Log receives failures that do not fail a change (Events are best
 	// effort); nil discards them.
 	Log *slog.Logger
@@ -53,6 +56,21 @@ func applyOptions() metav1.ApplyOptions {
 	// Force: the console owns the fields it manages; a hand edit of them is
 	// drift that the next save corrects.
 	return metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+}
+
+func (a Applier) records() kubernetes.Interface {
+	if a.Records != nil {
+		return a.Records
+	}
+	return a.Kube
+}
+
+// As returns an Applier that changes the cluster with the given clients (a
+// user's, by impersonation) and records revisions and Events with a's own.
+func (a Applier) As(kube kubernetes.Interface, kq kueueclient.Interface) Applier {
+	a.Records = a.records()
+	a.Kube, a.Kueue = kube, kq
+	return a
 }
 
 func (a Applier) log() *slog.Logger {
@@ -243,12 +261,6 @@ func (a Applier) ApplyTeam(ctx context.Context, objs TeamObjects) error {
 	if _, err := applyAudited(ctx, c, objs.LocalQueue, *objs.LocalQueue.Name, lqs.Get, lqs.Apply); err != nil {
 		return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
 	}
-	if objs.MemberRole != nil {
-		roles := a.Kube.RbacV1().ClusterRoles()
-		if _, err := applyAudited(ctx, c, objs.MemberRole, *objs.MemberRole.Name, roles.Get, roles.Apply); err != nil {
-			return fmt.Errorf("cluster role %s: %w", *objs.MemberRole.Name, err)
-		}
-	}
 	if objs.Members != nil {
 		bindings := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace)
 		if _, err := applyAudited(ctx, c, objs.Members, *objs.Members.Name, bindings.Get, bindings.Apply); err != nil {
@@ -259,9 +271,9 @@ func (a Applier) ApplyTeam(ctx context.Context, objs TeamObjects) error {
 }
 
 // DeleteTeam removes what the console created for a team: its LocalQueue,
-// ClusterQueue and namespace (with the team's jobs, member binding and
-// revision history). Shared ResourceFlavors stay. Deleting what is already
-// gone is not an error, so a retry after a failure finishes the job.
+// ClusterQueue and namespace (with the team's jobs and member binding), and
+// its revision history. Shared ResourceFlavors stay. Deleting what is
+// already gone is not an error, so a retry after a failure finishes the job.
 func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error {
 	ignoreMissing := func(err error) error {
 		if apierrors.IsNotFound(err) {
@@ -279,6 +291,9 @@ func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error 
 	}
 	if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
 		return fmt.Errorf("namespace: %w", err)
+	}
+	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
+		return fmt.Errorf("revision history: %w", err)
 	}
 	return nil
 }
@@ -332,14 +347,12 @@ func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
 	return a.recordPolicy(ctx, c, s, p, cw)
 }
 
-// ensureStateNamespace creates the console's own namespace, where it keeps
-// the policy history. Creating it is not a change of the policy.
-func (a Applier) ensureStateNamespace(ctx context.Context, c *change) error {
-	own := *c
-	ns := corev1ac.Namespace(StateNamespace).WithLabels(map[string]string{ManagedByLabel: ManagedByValue})
-	namespaces := a.Kube.CoreV1().Namespaces()
-	if _, err := applyAudited(ctx, &own, ns, StateNamespace, namespaces.Get, namespaces.Apply); err != nil {
-		return fmt.Errorf("namespace %s: %w", StateNamespace, err)
+// createStateNamespace creates the console's own namespace, where it keeps
+// the revision histories.
+func createStateNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ManagedByLabel: ManagedByValue}}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", name, err)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func teamParts(t *testing.T, c testClients, s kueue.Settings, team string) []str
 	check("LocalQueue", err)
 	_, err = c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, kueue.TeamMemberRole, metav1.GetOptions{})
 	check("RoleBinding", err)
-	_, err = c.kube.CoreV1().ConfigMaps(s.Namespace(team)).Get(ctx, kueue.TeamHistoryName(s, team), metav1.GetOptions{})
+	_, err = c.kube.CoreV1().ConfigMaps(s.State()).Get(ctx, kueue.TeamHistoryName(s, team), metav1.GetOptions{})
 	check("history", err)
 	return have
 }

@@ -112,7 +112,7 @@ func newEvent[T any](ref corev1.ObjectReference, reason, msg string, rev Revisio
 // failure is logged and does not fail the change, which is already applied
 // and recorded in the history.
 func (a Applier) emit(ctx context.Context, ev *corev1.Event) {
-	if _, err := a.Kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	if _, err := a.records().CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		a.log().Warn("emitting event", "reason", ev.Reason, "object", ev.InvolvedObject.Name, "err", err)
 	}
 }

@@ -20,21 +20,22 @@ import (
 
 // Revision history. Every change of a team or of the cluster policy through
 // the Applier is recorded as a revision in a ConfigMap, in the cluster, so it
-// survives console restarts and every console replica sees it:
+// survives console restarts and every console replica sees it. The
+// ConfigMaps live in the console's own namespace (Settings.State), which
+// only the console writes: a team's members, who may edit their own
+// namespace, cannot plant or change revisions that an admin would then roll
+// back to. The console records them with its own identity (Applier.Records)
+// after the user's change went through, so "by" and "at" are the console's
+// word.
 //
-//   - a team's history is the ConfigMap <clusterqueue-name>-history in the
-//     team's namespace; deleting the team deletes its namespace and so its
-//     history;
-//   - the policy's history is the ConfigMap <cohort>-policy-history in the
-//     console's own namespace StateNamespace, which the apply path creates.
+//   - a team's history is the ConfigMap <clusterqueue-name>-history; deleting
+//     the team deletes it;
+//   - the policy's history is the ConfigMap <cohort>-policy-history.
 //
 // Each data key rev-000123 holds one revision as JSON. Only the newest
 // HistoryLimit revisions are kept (fewer if they would not fit in a ConfigMap).
 const (
 	HistoryLimit = 50
-	// StateNamespace is the console's own namespace, for state that belongs to
-	// no team (the policy history). It carries the managed-by label.
-	StateNamespace = "quota-console"
 	// HistoryLabel marks history ConfigMaps: "team" or "policy".
 	HistoryLabel = "quota-console.openquota.dev/history"
 
@@ -45,10 +46,10 @@ const (
 	maxHistoryBytes = 900 << 10
 )
 
-// TeamHistoryName is the ConfigMap holding a team's revisions, in its namespace.
+// TeamHistoryName is the ConfigMap holding a team's revisions, in Settings.State().
 func TeamHistoryName(s Settings, team string) string { return s.ClusterQueue(team) + historySuffix }
 
-// PolicyHistoryName is the ConfigMap holding the policy's revisions, in StateNamespace.
+// PolicyHistoryName is the ConfigMap holding the policy's revisions, in Settings.State().
 func PolicyHistoryName(s Settings) string { return s.Cohort + policyHistorySuffix }
 
 // Action is what a revision did.
@@ -110,12 +111,12 @@ func WithNote(ctx context.Context, note string) context.Context {
 // TeamHistory returns a team's recorded revisions, newest first; none when
 // nothing was recorded yet.
 func (a Applier) TeamHistory(ctx context.Context, s Settings, team string) ([]TeamRevision, error) {
-	return readHistory[Team](ctx, a.Kube, s.Namespace(team), TeamHistoryName(s, team))
+	return readHistory[Team](ctx, a.records(), s.State(), TeamHistoryName(s, team))
 }
 
 // PolicyHistory returns the policy's recorded revisions, newest first.
 func (a Applier) PolicyHistory(ctx context.Context, s Settings) ([]PolicyRevision, error) {
-	return readHistory[Policy](ctx, a.Kube, StateNamespace, PolicyHistoryName(s))
+	return readHistory[Policy](ctx, a.records(), s.State(), PolicyHistoryName(s))
 }
 
 // FindRevision returns the revision numbered n.
@@ -258,6 +259,14 @@ func recordRevision[T any](ctx context.Context, kube kubernetes.Interface, ns, n
 		}
 		if create {
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
+			if apierrors.IsNotFound(err) {
+				// The console's namespace is missing (a local run against a
+				// fresh cluster; installs create it): make it, once.
+				if err := createStateNamespace(ctx, kube, ns); err != nil {
+					return err
+				}
+				_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
+			}
 			if apierrors.IsAlreadyExists(err) {
 				// Another writer created it first: read theirs and add ours.
 				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
@@ -288,7 +297,7 @@ func (a Applier) recordTeam(ctx context.Context, c *change, objs TeamObjects, cq
 	byConsole := cq.existed() && cq.before.Annotations[CreatedByAnnotation] != "" && cq.before.Annotations[CreatedByAnnotation] != UnknownCreator
 	facts := revisionFacts{by: c.by, at: c.at, changed: c.changed, intent: intentFrom(ctx)}
 	labels := map[string]string{ManagedByLabel: ManagedByValue, TeamLabel: team.Name, HistoryLabel: "team"}
-	rev, prev, recorded, err := recordRevision(ctx, a.Kube, *objs.Namespace.Name, *objs.ClusterQueue.Name+historySuffix, labels,
+	rev, prev, recorded, err := recordRevision(ctx, a.records(), objs.History.Namespace, objs.History.Name, labels,
 		func(last *TeamRevision) (TeamRevision, bool) {
 			f := facts
 			f.created = !cq.existed() || (last == nil && byConsole)
@@ -305,13 +314,10 @@ func (a Applier) recordTeam(ctx context.Context, c *change, objs TeamObjects, cq
 
 // recordPolicy records the revision of a policy apply run and announces it.
 func (a Applier) recordPolicy(ctx context.Context, c *change, s Settings, p Policy, cohort written[*kueuev1beta2.Cohort]) error {
-	if err := a.ensureStateNamespace(ctx, c); err != nil {
-		return err
-	}
 	hadPolicy := cohort.existed() && cohort.before.Annotations[PolicyAnnotation] != ""
 	facts := revisionFacts{by: c.by, at: c.at, changed: c.changed, intent: intentFrom(ctx)}
 	labels := map[string]string{ManagedByLabel: ManagedByValue, HistoryLabel: "policy"}
-	rev, prev, recorded, err := recordRevision(ctx, a.Kube, StateNamespace, PolicyHistoryName(s), labels,
+	rev, prev, recorded, err := recordRevision(ctx, a.records(), s.State(), PolicyHistoryName(s), labels,
 		func(last *PolicyRevision) (PolicyRevision, bool) {
 			f := facts
 			f.created = last == nil && !hadPolicy

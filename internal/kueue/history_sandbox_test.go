@@ -140,15 +140,11 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 			t.Errorf("%s audit %+v, want %+v", name, got, want)
 		}
 	}
-	// Shared objects (the flavor, the member ClusterRole) carry an audit too,
-	// from whichever test or console wrote them first.
+	// Shared objects (the flavor) carry an audit too, from whichever test or
+	// console wrote them first.
 	rf, err := c.kueue.KueueV1beta2().ResourceFlavors().Get(context.Background(), "ml.p5.48xlarge", metav1.GetOptions{})
 	if err != nil || auditOf(rf).createdAt == "" || auditOf(rf).changedBy == "" {
 		t.Errorf("flavor audit %+v %v", auditOf(rf), err)
-	}
-	role, err := c.kube.RbacV1().ClusterRoles().Get(context.Background(), kueue.TeamMemberRole, metav1.GetOptions{})
-	if err != nil || auditOf(role).createdBy == "" || auditOf(role).changedAt == "" {
-		t.Errorf("cluster role audit %+v %v", auditOf(role), err)
 	}
 
 	// The same allocation again, later, by bob: nothing is written at all.
@@ -236,7 +232,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	if nominal, _ := gpuQuotaOf(t, c, s, "audited"); nominal != 4 {
 		t.Errorf("after the rollback the ClusterQueue has %d GPUs, want 4", nominal)
 	}
-	cm, err := c.kube.CoreV1().ConfigMaps(s.Namespace("audited")).Get(context.Background(), kueue.TeamHistoryName(s, "audited"), metav1.GetOptions{})
+	cm, err := c.kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), kueue.TeamHistoryName(s, "audited"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +313,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
 		_ = c.kueue.KueueV1beta2().Cohorts().Delete(ctx, s.Cohort, metav1.DeleteOptions{})
-		_ = c.kube.CoreV1().ConfigMaps(kueue.StateNamespace).Delete(ctx, kueue.PolicyHistoryName(s), metav1.DeleteOptions{})
+		_ = c.kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, kueue.PolicyHistoryName(s), metav1.DeleteOptions{})
 	})
 	p1 := kueue.Policy{Prioritization: kueue.TaskRanking, IdleAllocation: kueue.IdleFairShare,
 		Classes: []kueue.PriorityClass{{Name: high, Weight: 80}, {Name: low, Weight: 20}}}
@@ -351,9 +347,8 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 	if got, want := auditOf(wpc), (audit{"alice", stamp(t1), "bob", stamp(t2)}); got != want {
 		t.Errorf("priority class audit %+v, want %+v", got, want)
 	}
-	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, kueue.StateNamespace, metav1.GetOptions{})
-	if err != nil || ns.Labels[kueue.ManagedByLabel] != kueue.ManagedByValue {
-		t.Errorf("state namespace %s: %v %v", kueue.StateNamespace, ns.Labels, err)
+	if _, err := c.kube.CoreV1().Namespaces().Get(ctx, s.State(), metav1.GetOptions{}); err != nil {
+		t.Errorf("state namespace %s: %v", s.State(), err)
 	}
 
 	hist, err := a.PolicyHistory(ctx, s)

@@ -5,25 +5,11 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 )
 
-// TeamMemberRole is the ClusterRole the console installs and binds team
-// members to in their namespace: submit and watch jobs, read their Workloads.
+// TeamMemberRole is the ClusterRole the console binds team members to in
+// their namespace (submit and watch jobs, read their Workloads). The
+// console's install provides it (deploy/rbac/member.yaml); the console never
+// writes it.
 const TeamMemberRole = "quota-console-team-member"
-
-// MemberRole is the ClusterRole's content.
-func MemberRole() *rbacv1ac.ClusterRoleApplyConfiguration {
-	rule := func(group string, resources []string, verbs ...string) *rbacv1ac.PolicyRuleApplyConfiguration {
-		return rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(resources...).WithVerbs(verbs...)
-	}
-	read := []string{"get", "list", "watch"}
-	write := append([]string{"create", "update", "patch", "delete"}, read...)
-	return rbacv1ac.ClusterRole(TeamMemberRole).
-		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
-		WithRules(
-			rule("batch", []string{"jobs"}, write...),
-			rule("", []string{"pods", "pods/log", "events"}, read...),
-			rule("kueue.x-k8s.io", []string{"workloads", "localqueues"}, read...),
-		)
-}
 
 // MemberBinding binds the team's users and groups to TeamMemberRole in the
 // team namespace. It is written even when empty, so removing the last member

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -29,10 +30,24 @@ const (
 type Settings struct {
 	NamespacePrefix string // "hyperpod-ns-"
 	Cohort          string // "shared-pool"
+	// StateNamespace is the console's own namespace, where it keeps revision
+	// histories; "" means DefaultStateNamespace.
+	StateNamespace string
 }
 
+// DefaultStateNamespace is the console's own namespace unless set otherwise.
+const DefaultStateNamespace = "quota-console"
+
 // DefaultSettings match what existing job specs and CLIs expect.
-var DefaultSettings = Settings{NamespacePrefix: "hyperpod-ns-", Cohort: "shared-pool"}
+var DefaultSettings = Settings{NamespacePrefix: "hyperpod-ns-", Cohort: "shared-pool", StateNamespace: DefaultStateNamespace}
+
+// State is the console's own namespace.
+func (s Settings) State() string {
+	if s.StateNamespace == "" {
+		return DefaultStateNamespace
+	}
+	return s.StateNamespace
+}
 
 // Names of a team's objects.
 func (s Settings) Namespace(team string) string    { return s.NamespacePrefix + team }
@@ -182,8 +197,9 @@ type TeamObjects struct {
 	Flavors      []*kueueac.ResourceFlavorApplyConfiguration
 	ClusterQueue *kueueac.ClusterQueueApplyConfiguration
 	LocalQueue   *kueueac.LocalQueueApplyConfiguration
-	MemberRole   *rbacv1ac.ClusterRoleApplyConfiguration
 	Members      *rbacv1ac.RoleBindingApplyConfiguration
+	// History is where the team's revisions are recorded.
+	History types.NamespacedName
 }
 
 // ShapeLookup resolves an instance type to its shape (catalog merged with live nodes).
@@ -262,8 +278,8 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		Namespace:    corev1ac.Namespace(ns).WithLabels(labels).WithAnnotations(nsAnnotations),
 		Flavors:      rfs,
 		ClusterQueue: cq,
-		MemberRole:   MemberRole(),
 		Members:      MemberBinding(s, t),
+		History:      types.NamespacedName{Namespace: s.State(), Name: TeamHistoryName(s, t.Name)},
 		LocalQueue: kueueac.LocalQueue(s.LocalQueue(t.Name), ns).
 			WithLabels(labels).
 			WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueuev1beta2.ClusterQueueReference(s.ClusterQueue(t.Name)))),
