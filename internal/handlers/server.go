@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -19,6 +20,7 @@ import (
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/static"
+	"github.com/openquota/console/web/templates"
 )
 
 // Deps are what the handlers read from and write to.
@@ -190,6 +192,11 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		if code >= 500 {
 			log.Error("request failed", "uri", c.Request().RequestURI, "err", err)
+		}
+		r := c.Request()
+		if r.Method == http.MethodGet && r.Header.Get("X-Live") == "" && strings.Contains(r.Header.Get(echo.HeaderAccept), "text/html") {
+			_ = render(c, code, templates.ErrorPage(templates.ErrorView{Page: templates.Page{Title: http.StatusText(code)}, Message: msg}))
+			return
 		}
 		_ = c.String(code, msg)
 	}
