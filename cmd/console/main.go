@@ -53,6 +53,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
 	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", kueue.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
 	fs.StringVar(&o.settings.Cohort, "cohort", kueue.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
+	fs.StringVar(&o.settings.StateNamespace, "state-namespace", kueue.DefaultSettings.StateNamespace, "the console's own namespace, where it keeps revision histories (installs create it; a local run creates it if needed)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	mode := fs.String("auth", string(auth.ModeNone), "how users sign in: none (loopback --listen only), proxy (an authenticating proxy's headers) or token (a Kubernetes bearer token, checked with a TokenReview)")
