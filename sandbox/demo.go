@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/kueue"
 )
 
@@ -66,6 +67,11 @@ func (in *instance) seedDemo(ctx context.Context, _ pki) error {
 	}
 	kq, err := kueueclient.NewForConfig(cfg)
 	if err != nil {
+		return err
+	}
+	// The console's install: its roles (the team member role the demo teams'
+	// members are bound to) and the admission policy for admins.
+	if err := rbac.Apply(ctx, cfg, "quota-console-sandbox"); err != nil {
 		return err
 	}
 	a := kueue.Applier{Kube: kube, Kueue: kq}
