@@ -20,7 +20,7 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox"
 )
 
@@ -36,7 +36,7 @@ const (
 
 // proxyConsole starts a console behind an authenticating proxy (trusted on
 // loopback); the tests' browsers send the proxy's headers themselves.
-func proxyConsole(t *testing.T, env *sandbox.Env, s kueue.Settings) (base string) {
+func proxyConsole(t *testing.T, env *sandbox.Env, s domain.Settings) (base string) {
 	t.Helper()
 	local := startConsole(t, env, "--auth", "proxy", "--auth-proxy-cidrs", "127.0.0.1/32",
 		"--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
@@ -61,7 +61,7 @@ func bindRole(t *testing.T, kube kubernetes.Interface, prefix, role string) stri
 	return user
 }
 
-func securitySetup(t *testing.T, name string) (*sandbox.Env, kubernetes.Interface, kueueclient.Interface, kueue.Settings) {
+func securitySetup(t *testing.T, name string) (*sandbox.Env, kubernetes.Interface, kueueclient.Interface, domain.Settings) {
 	t.Helper()
 	env := sandboxEnv(t)
 	cfg, err := env.RESTConfig()
@@ -73,7 +73,7 @@ func securitySetup(t *testing.T, name string) (*sandbox.Env, kubernetes.Interfac
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	s := kueue.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: name + "-" + id}
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: name + "-" + id}
 	return env, kube, kq, s
 }
 
@@ -139,7 +139,7 @@ document.getElementById("f").submit();
 // refused; the team stays.
 func TestFormsFromOtherSitesCannotDeleteATeam(t *testing.T) {
 	env, kube, kq, s := securitySetup(t, "csrf")
-	t.Cleanup(func() { _ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "victim") })
+	t.Cleanup(func() { _ = (domain.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "victim") })
 	base := proxyConsole(t, env, s)
 	admin := bindRole(t, kube, "admin", rbac.AdminRole)
 	page := asUser(t, admin)
@@ -189,7 +189,7 @@ func TestTeamMemberSeesOnlyTheirTeam(t *testing.T) {
 	env, kube, kq, s := securitySetup(t, "member")
 	t.Cleanup(func() {
 		for _, team := range []string{"ours", "theirs"} {
-			_ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, team)
+			_ = (domain.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, team)
 		}
 	})
 	base := proxyConsole(t, env, s)

@@ -22,7 +22,7 @@ import (
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 )
 
@@ -32,7 +32,7 @@ type options struct {
 	listen        string
 	logFormat     string
 	logLevel      string
-	settings      kueue.Settings
+	settings      domain.Settings
 
 	authMode          auth.Mode
 	proxyUserHeader   string
@@ -51,9 +51,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "base URL of the Prometheus that scrapes Kueue and dcgm-exporter")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
-	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", kueue.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
-	fs.StringVar(&o.settings.Cohort, "cohort", kueue.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
-	fs.StringVar(&o.settings.StateNamespace, "state-namespace", kueue.DefaultSettings.StateNamespace, "the console's own namespace, where it keeps revision histories (installs create it; a local run creates it if needed)")
+	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", domain.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
+	fs.StringVar(&o.settings.Cohort, "cohort", domain.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
+	fs.StringVar(&o.settings.StateNamespace, "state-namespace", domain.DefaultSettings.StateNamespace, "the console's own namespace, where it keeps revision histories (installs create it; a local run creates it if needed)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	mode := fs.String("auth", string(auth.ModeNone), "how users sign in: none (loopback --listen only), proxy (an authenticating proxy's headers) or token (a Kubernetes bearer token, checked with a TokenReview)")
@@ -186,7 +186,7 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	consoleMetrics := metrics.NewConsole()
-	cache := kueue.NewCache(kube, kq, log)
+	cache := domain.NewCache(kube, kq, log)
 	cache.OnChange(func(kind string) { consoleMetrics.InformerEvents.WithLabelValues(kind).Inc() })
 	cache.Start(ctx)
 
@@ -199,7 +199,7 @@ func run(o options, log *slog.Logger) error {
 		}
 		prom, reports = p, p
 	}
-	live := kueue.NewLive(cache, o.settings, log)
+	live := domain.NewLive(cache, o.settings, log)
 	go live.Run(ctx)
 
 	// Live update streams end when the server shuts down, or Shutdown would
@@ -207,7 +207,7 @@ func run(o options, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	e := handlers.New(handlers.Deps{
-		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: kueue.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
+		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: domain.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
 		Auth: authn, RESTConfig: cfg,
 	})

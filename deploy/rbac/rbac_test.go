@@ -22,7 +22,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -51,19 +51,19 @@ func TestManifestsParse(t *testing.T) {
 // provides, and change no role at all.
 func TestAdminRoleBindsOnlyTheTeamMemberRole(t *testing.T) {
 	admin := clusterRole(t, rbac.AdminRole)
-	if !grants(admin, "bind", rbacv1.GroupName, "clusterroles", kueue.TeamMemberRole) {
-		t.Errorf("%s cannot bind ClusterRole %s", rbac.AdminRole, kueue.TeamMemberRole)
+	if !grants(admin, "bind", rbacv1.GroupName, "clusterroles", domain.TeamMemberRole) {
+		t.Errorf("%s cannot bind ClusterRole %s", rbac.AdminRole, domain.TeamMemberRole)
 	}
 	for _, verb := range []string{"escalate", "create", "patch", "update", "delete"} {
-		if grants(admin, verb, rbacv1.GroupName, "clusterroles", kueue.TeamMemberRole) {
-			t.Errorf("%s may %s ClusterRole %s", rbac.AdminRole, verb, kueue.TeamMemberRole)
+		if grants(admin, verb, rbacv1.GroupName, "clusterroles", domain.TeamMemberRole) {
+			t.Errorf("%s may %s ClusterRole %s", rbac.AdminRole, verb, domain.TeamMemberRole)
 		}
 	}
 	if grants(admin, "bind", rbacv1.GroupName, "clusterroles", "cluster-admin") {
 		t.Errorf("%s may bind any ClusterRole", rbac.AdminRole)
 	}
-	if clusterRole(t, kueue.TeamMemberRole) == nil {
-		t.Errorf("deploy/rbac does not install %s", kueue.TeamMemberRole)
+	if clusterRole(t, domain.TeamMemberRole) == nil {
+		t.Errorf("deploy/rbac does not install %s", domain.TeamMemberRole)
 	}
 }
 
@@ -175,9 +175,9 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"patch", "kueue.x-k8s.io", "cohorts", "", "", true},
 			{"patch", "", "namespaces", "", "", true},
 			{"patch", rbacv1.GroupName, "rolebindings", "team-ns", "", true},
-			{"bind", rbacv1.GroupName, "clusterroles", "", kueue.TeamMemberRole, true},
-			{"escalate", rbacv1.GroupName, "clusterroles", "", kueue.TeamMemberRole, false},
-			{"patch", rbacv1.GroupName, "clusterroles", "", kueue.TeamMemberRole, false},
+			{"bind", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, true},
+			{"escalate", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, false},
+			{"patch", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, false},
 			{"update", "", "configmaps", "kube-system", "aws-auth", false},
 			{"create", "", "configmaps", rbac.Namespace, "", false},
 			{"bind", rbacv1.GroupName, "clusterroles", "", "cluster-admin", false},
@@ -209,7 +209,7 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	saCfg := rest.CopyConfig(cfg)
 	saCfg.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: saGroups}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), log)
+	cache := domain.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), log)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cache.Start(cctx)
@@ -306,7 +306,7 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 		t.Fatal(err)
 	}
 	team := "hyperpod-ns-esc-" + rand.String(5)
-	teamNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team, Labels: map[string]string{kueue.ManagedByLabel: kueue.ManagedByValue}}}
+	teamNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team, Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue}}}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, teamNS, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 
 	attacks := map[string]func() error{
 		"rewrite the team member role to grant everything": func() error {
-			role, err := kube.RbacV1().ClusterRoles().Get(ctx, kueue.TeamMemberRole, metav1.GetOptions{})
+			role, err := kube.RbacV1().ClusterRoles().Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -328,7 +328,7 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 			return err
 		},
 		"bind the team member role in kube-system": func() error {
-			_, err := as.RbacV1().RoleBindings("kube-system").Create(ctx, memberBinding("kube-system", kueue.TeamMemberRole), dry)
+			_, err := as.RbacV1().RoleBindings("kube-system").Create(ctx, memberBinding("kube-system", domain.TeamMemberRole), dry)
 			return err
 		},
 		"bind an admin role in a team namespace": func() error {
@@ -367,7 +367,7 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 		},
 		"create a namespace that is not a team's": func() error {
 			_, err := as.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "not-a-team-" + rand.String(5),
-				Labels: map[string]string{kueue.ManagedByLabel: kueue.ManagedByValue}}}, dry)
+				Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue}}}, dry)
 			return err
 		},
 		"delete kube-public": func() error {
@@ -392,12 +392,12 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 	// What the console does for a team, the admin may do.
 	allowed := map[string]func() error{
 		"bind a member in a team namespace": func() error {
-			_, err := as.RbacV1().RoleBindings(team).Create(ctx, memberBinding(team, kueue.TeamMemberRole), dry)
+			_, err := as.RbacV1().RoleBindings(team).Create(ctx, memberBinding(team, domain.TeamMemberRole), dry)
 			return err
 		},
 		"create a team namespace": func() error {
 			_, err := as.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-new-" + rand.String(5),
-				Labels: map[string]string{kueue.ManagedByLabel: kueue.ManagedByValue, kueue.TeamLabel: "new"}}}, dry)
+				Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.TeamLabel: "new"}}}, dry)
 			return err
 		},
 		"delete a team namespace": func() error { return as.CoreV1().Namespaces().Delete(ctx, team, dryDelete) },

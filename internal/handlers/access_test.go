@@ -21,7 +21,7 @@ import (
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -93,9 +93,9 @@ func cleanupTeams(c console) {
 	if err != nil {
 		return
 	}
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := domain.Applier{Kube: c.kube, Kueue: c.kueue}
 	for _, cq := range list.Items {
-		if t, ok := kueue.TeamFromClusterQueue(&cq); ok && cq.Name == c.settings.ClusterQueue(t.Name) {
+		if t, ok := domain.TeamFromClusterQueue(&cq); ok && cq.Name == c.settings.ClusterQueue(t.Name) {
 			_ = a.DeleteTeam(ctx, c.settings, t.Name)
 		}
 	}
@@ -229,8 +229,8 @@ func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 			managers[mf.Manager] = true
 		}
 	}
-	if !managers[kueue.FieldManager] {
-		t.Errorf("ClusterQueue's apply managers %v lack the console's %q", managers, kueue.FieldManager)
+	if !managers[domain.FieldManager] {
+		t.Errorf("ClusterQueue's apply managers %v lack the console's %q", managers, domain.FieldManager)
 	}
 
 	// The viewer: every form disabled, with the reason.

@@ -28,7 +28,7 @@ import (
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -128,7 +128,7 @@ func TestPlantedOrInvalidRevisionsCannotBeRolledBackTo(t *testing.T) {
 	if code, _, body := admin.post("/teams", teamForm("planted", "2")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%.300s", code, body)
 	}
-	ns, history := c.settings.Namespace("planted"), kueue.TeamHistoryName(c.settings, "planted")
+	ns, history := c.settings.Namespace("planted"), domain.TeamHistoryName(c.settings, "planted")
 	editor := bindUser(t, c.kube, "editor", "")
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "editor", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
@@ -143,9 +143,9 @@ func TestPlantedOrInvalidRevisionsCannotBeRolledBackTo(t *testing.T) {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: editor, Groups: []string{"system:authenticated"}}
 	asEditor := kubernetes.NewForConfigOrDie(cfg)
 
-	huge := kueue.Team{Name: "planted", Enabled: true, FairShareWeight: 1, Preemption: kueue.PreemptNever, Lending: kueue.LendAndBorrow,
-		BorrowLimitPercent: 50, Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](9999)}}}
-	rev, _ := json.Marshal(kueue.TeamRevision{Revision: 7, At: time.Now(), By: "alice", Action: kueue.ActionUpdate, Allocation: huge})
+	huge := domain.Team{Name: "planted", Enabled: true, FairShareWeight: 1, Preemption: domain.PreemptNever, Lending: domain.LendAndBorrow,
+		BorrowLimitPercent: 50, Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](9999)}}}
+	rev, _ := json.Marshal(domain.TeamRevision{Revision: 7, At: time.Now(), By: "alice", Action: domain.ActionUpdate, Allocation: huge})
 	planted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: history, Namespace: ns}, Data: map[string]string{"rev-000007": string(rev)}}
 	// The new RoleBinding takes a moment to reach the apiserver's authorizer.
 	var plantErr error
@@ -186,12 +186,12 @@ func TestPlantedOrInvalidRevisionsCannotBeRolledBackTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	invalid := huge
-	invalid.Quota = []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](1_000_000_000)}}
+	invalid.Quota = []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](1_000_000_000)}}
 	// Slip it in as revision 1, before the recorded ones (renumbered after
 	// it), so that it is one an admin could roll back to.
 	data := map[string]string{}
 	for _, v := range cm.Data {
-		var r kueue.TeamRevision
+		var r domain.TeamRevision
 		if err := json.Unmarshal([]byte(v), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestPlantedOrInvalidRevisionsCannotBeRolledBackTo(t *testing.T) {
 		b, _ := json.Marshal(r)
 		data[fmt.Sprintf("rev-%06d", r.Revision)] = string(b)
 	}
-	bad, _ := json.Marshal(kueue.TeamRevision{Revision: 1, At: time.Now(), By: "mallory", Action: kueue.ActionUpdate, Allocation: invalid})
+	bad, _ := json.Marshal(domain.TeamRevision{Revision: 1, At: time.Now(), By: "mallory", Action: domain.ActionUpdate, Allocation: invalid})
 	data["rev-000001"] = string(bad)
 	cm.Data = data
 	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {

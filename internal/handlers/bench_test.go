@@ -12,8 +12,8 @@ import (
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/kueue/kueuetest"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/metrics"
 )
 
@@ -21,11 +21,11 @@ import (
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
-	live := kueue.NewLive(cache, kueue.DefaultSettings, log)
+	cache := domain.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
+	live := domain.NewLive(cache, domain.DefaultSettings, log)
 	now := time.Now()
-	live.Publish(kueue.BuildSnapshot(kueuetest.Cluster(kueue.DefaultSettings, 200, 50_000, now), now))
-	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: kueue.DefaultSettings, Metrics: metrics.NewConsole(), Log: log}))
+	live.Publish(domain.BuildSnapshot(kueuetest.Cluster(domain.DefaultSettings, 200, 50_000, now), now))
+	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: domain.DefaultSettings, Metrics: metrics.NewConsole(), Log: log}))
 }
 
 func benchPage(b *testing.B, path string) {

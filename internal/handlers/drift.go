@@ -15,7 +15,7 @@ import (
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers/form"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -32,12 +32,12 @@ func teamDrift(d Deps) echo.HandlerFunc {
 }
 
 // driftOf compares a team's stored allocation with its live objects.
-func (d Deps) driftOf(team string) (kueue.DriftReport, kueue.ShapeLookup, error) {
+func (d Deps) driftOf(team string) (domain.DriftReport, domain.ShapeLookup, error) {
 	shapes, _, err := d.fleet()
 	if err != nil {
-		return kueue.DriftReport{}, nil, err
+		return domain.DriftReport{}, nil, err
 	}
-	rep, err := kueue.TeamDrift(d.Settings, d.Cache, team, shapes)
+	rep, err := domain.TeamDrift(d.Settings, d.Cache, team, shapes)
 	if apierrors.IsNotFound(err) {
 		return rep, shapes, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", team))
 	}
@@ -67,10 +67,10 @@ func (d Deps) renderDrift(c echo.Context, status int, team, flash, applyErr stri
 		view.Rows = append(view.Rows, templates.DriftRow{Object: dr.Object, Field: dr.Field, Want: dr.Want, Got: dr.Got})
 	}
 	if rep.Drifted() && rep.Live.ClusterQueue != nil {
-		adopted, notes := kueue.AdoptTeam(rep.Team, rep.Live.ClusterQueue, shapes)
-		view.AdoptChanges, view.AdoptNotes = kueue.DiffTeams(rep.Team, adopted), notes
-		if objs, err := kueue.BuildTeam(d.Settings, adopted, shapes); err == nil {
-			remaining, err := kueue.DriftOf(objs, rep.Live)
+		adopted, notes := domain.AdoptTeam(rep.Team, rep.Live.ClusterQueue, shapes)
+		view.AdoptChanges, view.AdoptNotes = domain.DiffTeams(rep.Team, adopted), notes
+		if objs, err := domain.BuildTeam(d.Settings, adopted, shapes); err == nil {
+			remaining, err := domain.DriftOf(objs, rep.Live)
 			if err != nil {
 				return err
 			}
@@ -94,7 +94,7 @@ func asHTTPError(err error, target **echo.HTTPError) bool {
 
 // adoptProblem says why an adopted allocation breaks the console's own rules
 // for allocations (the form's validation), or "".
-func adoptProblem(t kueue.Team, shapes kueue.ShapeLookup) string {
+func adoptProblem(t domain.Team, shapes domain.ShapeLookup) string {
 	_, errs := form.FromTeam(t).Validate(shapes)
 	if msg := fieldErrorsProblem(errs); msg != "" {
 		return "The hand edits cannot be adopted as they are, because " + msg + " Re-apply the allocation, or edit the team."
@@ -104,7 +104,7 @@ func adoptProblem(t kueue.Team, shapes kueue.ShapeLookup) string {
 
 // fingerprint identifies an allocation, so that adopting applies exactly
 // what the page showed.
-func fingerprint(t kueue.Team) string {
+func fingerprint(t domain.Team) string {
 	data, _ := json.Marshal(t)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:12])
@@ -122,7 +122,7 @@ func reapplyTeam(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if status, msg := d.applyTeam(kueue.WithNote(ctx, "re-applied the allocation over hand edits"), c, applier, team,
+		if status, msg := d.applyTeam(domain.WithNote(ctx, "re-applied the allocation over hand edits"), c, applier, team,
 			"the allocation of team "+team.Name); msg != "" {
 			return d.renderDrift(c, status, team.Name, "", msg)
 		}
@@ -146,7 +146,7 @@ func adoptTeam(d Deps) echo.HandlerFunc {
 		if !rep.Drifted() || rep.Live.ClusterQueue == nil {
 			return c.Redirect(http.StatusSeeOther, teamDriftURL(name))
 		}
-		adopted, _ := kueue.AdoptTeam(rep.Team, rep.Live.ClusterQueue, shapes)
+		adopted, _ := domain.AdoptTeam(rep.Team, rep.Live.ClusterQueue, shapes)
 		if fingerprint(adopted) != c.FormValue("adopt") {
 			return d.renderDrift(c, http.StatusConflict, name, "",
 				"The team's objects changed since the page was loaded, so nothing was adopted: review the hand edits below and adopt them again.")
@@ -158,11 +158,11 @@ func adoptTeam(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if status, msg := d.applyTeam(kueue.WithNote(ctx, "adopted hand edits of the ClusterQueue"), c, applier, adopted,
+		if status, msg := d.applyTeam(domain.WithNote(ctx, "adopted hand edits of the ClusterQueue"), c, applier, adopted,
 			"the adopted allocation of team "+name); msg != "" {
 			return d.renderDrift(c, status, name, "", msg)
 		}
-		d.Log.Info("hand edits adopted", "team", name, "changes", kueue.DiffTeams(rep.Team, adopted), "user", auth.From(c).Name)
+		d.Log.Info("hand edits adopted", "team", name, "changes", domain.DiffTeams(rep.Team, adopted), "user", auth.From(c).Name)
 		d.waitForTeam(ctx, adopted)
 		d.waitForNoDrift(ctx, name)
 		auth.SetFlashOf(c, "The hand edits were adopted into the allocation of team "+name+".")
@@ -187,7 +187,7 @@ func (d Deps) driftedTeams() map[string]bool {
 	if err != nil {
 		return nil
 	}
-	drifted, err := kueue.DriftedTeams(d.Settings, d.Cache, shapes)
+	drifted, err := domain.DriftedTeams(d.Settings, d.Cache, shapes)
 	if err != nil {
 		return nil
 	}

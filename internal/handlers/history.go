@@ -14,7 +14,7 @@ import (
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers/form"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -54,7 +54,7 @@ func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyEr
 		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: "/teams/" + team + "/edit", Label: "Edit", ID: "edit-link"},
 			{Href: "/teams/" + team + "/drift", Label: "Drift", ID: "drift-link"}},
 		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console; deleting the team deletes them.",
-			kueue.HistoryLimit, d.Settings.State(), kueue.TeamHistoryName(d.Settings, team)),
+			domain.HistoryLimit, d.Settings.State(), domain.TeamHistoryName(d.Settings, team)),
 	}
 	revs, err := d.Applier.TeamHistory(c.Request().Context(), d.Settings, team)
 	if err != nil {
@@ -64,7 +64,7 @@ func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyEr
 	if err != nil {
 		return err
 	}
-	view.Revisions = revisionRows(revs, kueue.DiffTeams, kueue.DescribeTeam, func(t kueue.Team) string {
+	view.Revisions = revisionRows(revs, domain.DiffTeams, domain.DescribeTeam, func(t domain.Team) string {
 		return d.teamRevisionProblem(team, t, shapes)
 	}, teamHistoryURL(team))
 	view.ReadOnly = d.readOnly(c, mayEditTeams)
@@ -98,21 +98,21 @@ func joinProblems(a, b string) string {
 // revisionRows turns revisions (newest first) into rows, each with what
 // changed since the one before, and why it cannot be applied (problem; ""
 // when it can); rollback forms post to base/<rev>/rollback.
-func revisionRows[T any](revs []kueue.Revision[T], diff func(a, b T) []string, describe func(T) []string, problem func(T) string, base string) []templates.RevisionRow {
+func revisionRows[T any](revs []domain.Revision[T], diff func(a, b T) []string, describe func(T) []string, problem func(T) string, base string) []templates.RevisionRow {
 	rows := make([]templates.RevisionRow, 0, len(revs))
 	for i, r := range revs {
 		row := templates.RevisionRow{
 			Revision: r.Revision, At: r.At.UTC().Format("2006-01-02 15:04:05 UTC"), AtISO: r.At.UTC().Format(time.RFC3339),
 			By: r.By, Action: string(r.Action), Note: r.Note, Current: i == 0,
 		}
-		if r.Action == kueue.ActionRollback {
+		if r.Action == domain.ActionRollback {
 			row.Action = fmt.Sprintf("rollback to revision %d", r.RolledBackTo)
 		}
 		if i+1 < len(revs) {
 			row.Changes = diff(revs[i+1].Allocation, r.Allocation)
 			row.NoChanges = len(row.Changes) == 0
 		} else {
-			row.Changes, row.Earliest = describe(r.Allocation), r.Action != kueue.ActionCreate
+			row.Changes, row.Earliest = describe(r.Allocation), r.Action != domain.ActionCreate
 		}
 		if i > 0 {
 			row.Rollback = fmt.Sprintf("%s/%d/rollback", base, r.Revision)
@@ -133,7 +133,7 @@ func revisionParam(c echo.Context) (int, error) {
 }
 
 func missingRevision(n int) error {
-	return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no revision %d: only the last %d revisions are kept.", n, kueue.HistoryLimit))
+	return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no revision %d: only the last %d revisions are kept.", n, domain.HistoryLimit))
 }
 
 // rollbackTeam re-applies an earlier revision's allocation through the normal
@@ -157,7 +157,7 @@ func rollbackTeam(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return d.renderTeamHistory(c, readErrorStatus(err), stored.Name, "", d.historyReadError(err))
 		}
-		rev, ok := kueue.FindRevision(revs, n)
+		rev, ok := domain.FindRevision(revs, n)
 		if !ok {
 			return missingRevision(n)
 		}
@@ -169,7 +169,7 @@ func rollbackTeam(d Deps) echo.HandlerFunc {
 		if msg := d.teamRevisionProblem(stored.Name, team, shapes); msg != "" {
 			return d.renderTeamHistory(c, http.StatusUnprocessableEntity, stored.Name, "", fmt.Sprintf("Revision %d cannot be applied: %s", n, msg))
 		}
-		if status, msg := d.applyTeam(kueue.WithRollback(ctx, n), c, applier, team, fmt.Sprintf("revision %d of team %s", n, team.Name)); msg != "" {
+		if status, msg := d.applyTeam(domain.WithRollback(ctx, n), c, applier, team, fmt.Sprintf("revision %d of team %s", n, team.Name)); msg != "" {
 			return d.renderTeamHistory(c, status, team.Name, "", msg)
 		}
 		d.Log.Info("team rolled back", "team", team.Name, "revision", n, "user", auth.From(c).Name)
@@ -182,12 +182,12 @@ func rollbackTeam(d Deps) echo.HandlerFunc {
 // applyTeam is the normal apply path for a team allocation the console
 // already holds (a revision, the stored allocation, an adopted one): build,
 // dry run, apply. It answers the status and the words of a refusal, or "".
-func (d Deps) applyTeam(ctx context.Context, c echo.Context, applier kueue.Applier, team kueue.Team, what string) (int, string) {
+func (d Deps) applyTeam(ctx context.Context, c echo.Context, applier domain.Applier, team domain.Team, what string) (int, string) {
 	shapes, _, err := d.fleet()
 	if err != nil {
 		return http.StatusInternalServerError, "The cluster's nodes could not be read: " + err.Error()
 	}
-	objs, err := kueue.BuildTeam(d.Settings, team, shapes)
+	objs, err := domain.BuildTeam(d.Settings, team, shapes)
 	if err != nil {
 		return http.StatusUnprocessableEntity, fmt.Sprintf("The console cannot apply %s: %v.", what, err)
 	}
@@ -221,16 +221,16 @@ func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr st
 		ApplyError: applyErr,
 		Links:      []templates.Link{{Href: "/policy", Label: "Cluster policy", ID: "policy-link"}},
 		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console.",
-			kueue.HistoryLimit, d.Settings.State(), kueue.PolicyHistoryName(d.Settings)),
+			domain.HistoryLimit, d.Settings.State(), domain.PolicyHistoryName(d.Settings)),
 		DriftReapply: "/policy/drift/reapply",
 	}
 	revs, err := d.Applier.PolicyHistory(c.Request().Context(), d.Settings)
 	if err != nil {
 		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
 	}
-	view.Revisions = revisionRows(revs, kueue.DiffPolicies, kueue.DescribePolicy, policyRevisionProblem, "/policy/history")
+	view.Revisions = revisionRows(revs, domain.DiffPolicies, domain.DescribePolicy, policyRevisionProblem, "/policy/history")
 	if stored, err := d.storedPolicy(); err == nil {
-		drift, err := kueue.PolicyDrift(stored, d.Cache)
+		drift, err := domain.PolicyDrift(stored, d.Cache)
 		if err != nil {
 			return err
 		}
@@ -256,14 +256,14 @@ func rollbackPolicy(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return d.renderPolicyHistory(c, readErrorStatus(err), "", d.historyReadError(err))
 		}
-		rev, ok := kueue.FindRevision(revs, n)
+		rev, ok := domain.FindRevision(revs, n)
 		if !ok {
 			return missingRevision(n)
 		}
 		if msg := policyRevisionProblem(rev.Allocation); msg != "" {
 			return d.renderPolicyHistory(c, http.StatusUnprocessableEntity, "", fmt.Sprintf("Revision %d cannot be applied: %s", n, msg))
 		}
-		if status, msg := d.applyPolicy(kueue.WithRollback(ctx, n), c, applier, rev.Allocation); msg != "" {
+		if status, msg := d.applyPolicy(domain.WithRollback(ctx, n), c, applier, rev.Allocation); msg != "" {
 			return d.renderPolicyHistory(c, status, "", msg)
 		}
 		d.Log.Info("policy rolled back", "revision", n, "user", auth.From(c).Name)
@@ -284,7 +284,7 @@ func reapplyPolicy(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if status, msg := d.applyPolicy(kueue.WithNote(ctx, "re-applied over hand edits of the priority classes"), c, applier, p); msg != "" {
+		if status, msg := d.applyPolicy(domain.WithNote(ctx, "re-applied over hand edits of the priority classes"), c, applier, p); msg != "" {
 			return d.renderPolicyHistory(c, status, "", msg)
 		}
 		d.Log.Info("policy re-applied", "user", auth.From(c).Name)
@@ -295,7 +295,7 @@ func reapplyPolicy(d Deps) echo.HandlerFunc {
 
 // applyPolicy applies a policy and waits until the cache shows it; it
 // answers the status and the words of a refusal, or "".
-func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier kueue.Applier, p kueue.Policy) (int, string) {
+func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier domain.Applier, p domain.Policy) (int, string) {
 	if err := applier.ApplyPolicy(ctx, d.Settings, p); err != nil {
 		if msg, ok := d.forbidden(c, err, "the cluster policy"); ok {
 			return http.StatusForbidden, msg
@@ -308,15 +308,15 @@ func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier kueue.App
 		if err != nil {
 			return false, nil
 		}
-		drift, err := kueue.PolicyDrift(p, d.Cache)
-		return err == nil && len(drift) == 0 && len(kueue.DiffPolicies(stored, p)) == 0, nil
+		drift, err := domain.PolicyDrift(p, d.Cache)
+		return err == nil && len(drift) == 0 && len(domain.DiffPolicies(stored, p)) == 0, nil
 	})
 	return http.StatusOK, ""
 }
 
 // teamRevisionProblem says why a recorded allocation of team cannot be
 // applied: a revision goes through the same validation as a saved form.
-func (d Deps) teamRevisionProblem(team string, t kueue.Team, shapes kueue.ShapeLookup) string {
+func (d Deps) teamRevisionProblem(team string, t domain.Team, shapes domain.ShapeLookup) string {
 	if t.Name != team {
 		return fmt.Sprintf("it is an allocation of team %q, not of team %s.", t.Name, team)
 	}
@@ -325,7 +325,7 @@ func (d Deps) teamRevisionProblem(team string, t kueue.Team, shapes kueue.ShapeL
 }
 
 // policyRevisionProblem is teamRevisionProblem for the policy.
-func policyRevisionProblem(p kueue.Policy) string {
+func policyRevisionProblem(p domain.Policy) string {
 	_, errs := form.FromPolicy(p).Validate()
 	return fieldErrorsProblem(errs)
 }

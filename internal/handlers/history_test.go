@@ -21,7 +21,7 @@ import (
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -120,9 +120,9 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	if nominal, borrowing := gpuQuota(cq); nominal.Value() != 4 || borrowing.Value() != 2 || *cq.Spec.StopPolicy != kueuev1beta2.None {
 		t.Errorf("after rollback: nominal %s, borrowing %s, stopPolicy %s; want 4, 2, None", &nominal, &borrowing, *cq.Spec.StopPolicy)
 	}
-	if cq.Annotations[kueue.CreatedByAnnotation] != adminName || cq.Annotations[kueue.ChangedByAnnotation] != adminName {
-		t.Errorf("ClusterQueue audit: created by %q, changed by %q; want %s", cq.Annotations[kueue.CreatedByAnnotation],
-			cq.Annotations[kueue.ChangedByAnnotation], adminName)
+	if cq.Annotations[domain.CreatedByAnnotation] != adminName || cq.Annotations[domain.ChangedByAnnotation] != adminName {
+		t.Errorf("ClusterQueue audit: created by %q, changed by %q; want %s", cq.Annotations[domain.CreatedByAnnotation],
+			cq.Annotations[domain.ChangedByAnnotation], adminName)
 	}
 	_, body = admin.get(location)
 	mustContain(t, "history after the rollback", body, `id="flash"`, "rolled back to revision 1", `data-rev="3"`,
@@ -130,7 +130,7 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	_, body = admin.get("/teams")
 	mustContain(t, "teams list", body, `data-team="hist"`)
 
-	events, err := c.kube.CoreV1().Events(kueue.EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + cq.Name})
+	events, err := c.kube.CoreV1().Events(domain.EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + cq.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	for _, ev := range events.Items {
 		reasons[ev.Reason] = ev.Message
 	}
-	for _, r := range []string{kueue.ReasonTeamCreated, kueue.ReasonTeamUpdated, kueue.ReasonTeamRolledBack} {
+	for _, r := range []string{domain.ReasonTeamCreated, domain.ReasonTeamUpdated, domain.ReasonTeamRolledBack} {
 		if !strings.HasPrefix(reasons[r], adminName+" ") {
 			t.Errorf("event %s: %q", r, reasons[r])
 		}
@@ -233,7 +233,7 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 		t.Fatalf("adopt: %d %q\n%s", code, location, body)
 	}
 	cq = c.clusterQueue(t, "drifty")
-	stored, ok := kueue.TeamFromClusterQueue(cq)
+	stored, ok := domain.TeamFromClusterQueue(cq)
 	if !ok || stored.Enabled || len(stored.Quota) != 1 || *stored.Quota[0].GPUs != 6 || stored.Quota[0].VCPU == nil || *stored.Quota[0].VCPU != 96 {
 		t.Errorf("adopted allocation: %+v", stored)
 	}
@@ -247,7 +247,7 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 	// sign-in here) and why.
 	_, body = c.get(t, "/teams/drifty/history")
 	mustContain(t, "history", body, `data-rev="3"`, "adopted hand edits of the ClusterQueue",
-		"re-applied the allocation over hand edits", "No change to the allocation.", kueue.SystemActor)
+		"re-applied the allocation over hand edits", "No change to the allocation.", domain.SystemActor)
 }
 
 // The policy history page: diffs, hand edits of the priority classes with
@@ -261,7 +261,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 		for _, n := range []string{high, low} {
 			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
-		_ = c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(ctx, kueue.PolicyHistoryName(c.settings), metav1.DeleteOptions{})
+		_ = c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(ctx, domain.PolicyHistoryName(c.settings), metav1.DeleteOptions{})
 	})
 	ranking := url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"},
 		"class.0.name": {high}, "class.0.weight": {"80"}, "class.1.name": {low}, "class.1.weight": {"20"}}
@@ -278,7 +278,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 	}
 	mustContain(t, "policy history", body, `data-rev="2"`, "prioritization task ranking → first come, first served",
 		fmt.Sprintf("priority class %s removed (was weight 20)", low), `action="/policy/history/1/rollback"`,
-		c.settings.State()+"/"+kueue.PolicyHistoryName(c.settings))
+		c.settings.State()+"/"+domain.PolicyHistoryName(c.settings))
 
 	// Someone sets a priority class's value by hand.
 	wpc, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, high, metav1.GetOptions{})
@@ -314,7 +314,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 	_, body = c.get(t, location)
 	mustContain(t, "policy history after rollback", body, `data-rev="4"`, "rollback to revision 1",
 		"re-applied over hand edits of the priority classes", "rolled back to revision 1")
-	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, kueue.PolicyHistoryName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, domain.PolicyHistoryName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		t.Errorf("no policy history ConfigMap")
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
 )
@@ -23,11 +23,11 @@ func overview(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		ov := kueue.BuildOverview(nodes, queues)
+		ov := domain.BuildOverview(nodes, queues)
 		if visible, _ := d.scopeOf(c); !visible.all {
 			mine := ov.Queues[:0]
 			for _, q := range ov.Queues {
-				if cq, err := d.Cache.ClusterQueues.Get(q.Name); err == nil && visible.sees(kueue.TeamOfClusterQueue(d.Settings, cq)) {
+				if cq, err := d.Cache.ClusterQueues.Get(q.Name); err == nil && visible.sees(domain.TeamOfClusterQueue(d.Settings, cq)) {
 					mine = append(mine, q)
 				}
 			}
@@ -56,7 +56,7 @@ func overview(d Deps) echo.HandlerFunc {
 	}
 }
 
-func overviewCSV(c echo.Context, ov kueue.Overview) error {
+func overviewCSV(c echo.Context, ov domain.Overview) error {
 	if c.QueryParam("table") == "cluster-queues" {
 		s, err := startCSV(c, "cluster-queues.csv", "ClusterQueue", "Cohort", "Nominal GPU quota (count)", "Admission")
 		if err != nil {

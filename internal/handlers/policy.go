@@ -10,7 +10,7 @@ import (
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers/form"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -53,16 +53,16 @@ func savePolicy(d Deps) echo.HandlerFunc {
 	}
 }
 
-func (d Deps) storedPolicy() (kueue.Policy, error) {
+func (d Deps) storedPolicy() (domain.Policy, error) {
 	classes, err := d.Cache.WorkloadPriorityClasses.List(labels.Everything())
 	if err != nil {
-		return kueue.Policy{}, err
+		return domain.Policy{}, err
 	}
 	cohort, err := d.Cache.Cohorts.Get(d.Settings.Cohort)
 	if err != nil {
 		cohort = nil
 	}
-	return kueue.ReadPolicy(cohort, classes), nil
+	return domain.ReadPolicy(cohort, classes), nil
 }
 
 // kueueFairSharing reads Kueue's configuration from its ConfigMap; ok is
@@ -77,7 +77,7 @@ func (d Deps) kueueFairSharing(ctx context.Context) (enabled, ok bool) {
 		d.Log.Debug("reading Kueue's configuration", "configmap", ns+"/"+name, "err", err)
 		return false, false
 	}
-	enabled, err = kueue.KueueFairSharing(cm.Data[d.KueueConfigMap.Key])
+	enabled, err = domain.KueueFairSharing(cm.Data[d.KueueConfigMap.Key])
 	if err != nil {
 		d.Log.Warn("parsing Kueue's configuration", "err", err)
 		return false, false
@@ -98,7 +98,7 @@ func (d Deps) renderPolicy(c echo.Context, status int, f form.Policy, errs form.
 	// Warn against what is stored (not what was typed and refused).
 	if stored, err := d.storedPolicy(); err == nil {
 		if enabled, ok := d.kueueFairSharing(c.Request().Context()); ok {
-			view.Mismatch = kueue.FairSharingMismatch(stored, enabled)
+			view.Mismatch = domain.FairSharingMismatch(stored, enabled)
 		}
 	}
 	return render(c, status, templates.Policy(view))

@@ -26,7 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 )
 
@@ -174,10 +174,10 @@ func TestAccessCacheAsksAsTheUserAndRemembers(t *testing.T) {
 // A conflict lists the other admin's change; a reorder of instance types is
 // a change too (Kueue tries flavors in order).
 func TestConflictDetectsReorder(t *testing.T) {
-	was := kueue.Team{Name: "ml", Enabled: true, Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)},
+	was := domain.Team{Name: "ml", Enabled: true, Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)},
 		{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](2)}}}
 	swapped := was
-	swapped.Quota = []kueue.QuotaInput{was.Quota[1], was.Quota[0]}
+	swapped.Quota = []domain.QuotaInput{was.Quota[1], was.Quota[0]}
 	if sameAllocation(was, swapped) {
 		t.Error("flavor order is part of the allocation (Kueue tries flavors in order)")
 	}

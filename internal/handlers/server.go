@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/static"
 	"github.com/openquota/console/web/templates"
@@ -25,14 +25,14 @@ import (
 
 // Deps are what the handlers read from and write to.
 type Deps struct {
-	Cache   *kueue.Cache
-	Live    *kueue.Live
+	Cache   *domain.Cache
+	Live    *domain.Live
 	Prom    PromReader    // nil without --prometheus-url
 	Reports UsageReporter // nil without --prometheus-url
 	// Streams ends live update streams when the server shuts down.
 	Streams  context.Context
-	Applier  kueue.Applier
-	Settings kueue.Settings
+	Applier  domain.Applier
+	Settings domain.Settings
 	Metrics  *metrics.Console
 	Log      *slog.Logger
 	// KueueConfigMap is where Kueue's installation keeps its configuration.
@@ -59,12 +59,12 @@ type Deps struct {
 type PromReader interface {
 	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
 	ClusterUtilization(ctx context.Context, r metrics.Range, vcpuCapacity float64) (metrics.Charts, error)
-	TeamSeries(ctx context.Context, s kueue.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
+	TeamSeries(ctx context.Context, s domain.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
 }
 
 // UsageReporter computes the usage report (*metrics.Prom).
 type UsageReporter interface {
-	UsageReport(ctx context.Context, s kueue.Settings, from, to time.Time) ([]metrics.UsageRow, error)
+	UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]metrics.UsageRow, error)
 }
 
 // ConfigMapRef names a key of a ConfigMap.
@@ -146,7 +146,7 @@ func render(c echo.Context, status int, component templ.Component) error {
 }
 
 // problem explains, in words, why live data is missing, incomplete or old.
-func problem(cache *kueue.Cache) string {
+func problem(cache *domain.Cache) string {
 	if err := cache.Ready(); err != nil {
 		return "Live data is incomplete: " + err.Error() + "."
 	}

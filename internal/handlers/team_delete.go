@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -64,8 +64,8 @@ func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) er
 	var tasks []templates.TaskLine
 	now := time.Now()
 	for _, wl := range wls {
-		t := kueue.TaskOf(wl, d.Settings, "", now)
-		if t.State == kueue.TaskFinished {
+		t := domain.TaskOf(wl, d.Settings, "", now)
+		if t.State == domain.TaskFinished {
 			continue
 		}
 		tasks = append(tasks, templates.TaskLine{Name: wl.Name, State: stateLabel(&t), GPUs: t.GPUs})

@@ -18,7 +18,7 @@ import (
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers/form"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -58,20 +58,20 @@ func updateTeam(d Deps) echo.HandlerFunc {
 }
 
 // storedTeam reads a console-managed team from the cache, or answers 404.
-func (d Deps) storedTeam(name string) (kueue.Team, error) {
+func (d Deps) storedTeam(name string) (domain.Team, error) {
 	_, team, err := d.storedClusterQueue(name)
 	return team, err
 }
 
 // storedClusterQueue is storedTeam with the team's ClusterQueue.
-func (d Deps) storedClusterQueue(name string) (*kueuev1beta2.ClusterQueue, kueue.Team, error) {
+func (d Deps) storedClusterQueue(name string) (*kueuev1beta2.ClusterQueue, domain.Team, error) {
 	cq, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(name))
 	if err == nil {
-		if team, ok := kueue.TeamFromClusterQueue(cq); ok {
+		if team, ok := domain.TeamFromClusterQueue(cq); ok {
 			return cq, team, nil
 		}
 	}
-	return nil, kueue.Team{}, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", name))
+	return nil, domain.Team{}, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", name))
 }
 
 // teamFormState is the team form as it is shown again.
@@ -122,7 +122,7 @@ func (d Deps) saveTeam(c echo.Context, editing bool) error {
 	}
 	// What the admin loaded: a browser's edit form always sends it. Clients
 	// that send no allocation (scripts) get last-write-wins.
-	var loaded *kueue.Team
+	var loaded *domain.Team
 	if editing && st.allocation != "" {
 		t, err := parseAllocation(st.allocation)
 		if err != nil {
@@ -130,7 +130,7 @@ func (d Deps) saveTeam(c echo.Context, editing bool) error {
 		}
 		loaded = &t
 	}
-	objs, err := kueue.BuildTeam(d.Settings, team, shapes)
+	objs, err := domain.BuildTeam(d.Settings, team, shapes)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (d Deps) saveTeam(c echo.Context, editing bool) error {
 // so a change landing between this read and the write fails with a conflict
 // instead of being overwritten. Kueue's status updates move the
 // resourceVersion without changing the allocation: they are no conflict.
-func (d Deps) checkTeamConflict(ctx context.Context, st *teamFormState, loaded kueue.Team, objs kueue.TeamObjects) (bool, error) {
+func (d Deps) checkTeamConflict(ctx context.Context, st *teamFormState, loaded domain.Team, objs domain.TeamObjects) (bool, error) {
 	name := *objs.ClusterQueue.Name
 	live, err := d.Applier.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -194,7 +194,7 @@ func (d Deps) checkTeamConflict(ctx context.Context, st *teamFormState, loaded k
 	if err != nil {
 		return false, err
 	}
-	stored, ok := kueue.TeamFromClusterQueue(live)
+	stored, ok := domain.TeamFromClusterQueue(live)
 	if !ok {
 		return false, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", st.form.Name))
 	}
@@ -203,7 +203,7 @@ func (d Deps) checkTeamConflict(ctx context.Context, st *teamFormState, loaded k
 		if err != nil {
 			return false, err
 		}
-		st.conflict = kueue.DiffTeams(loaded, stored)
+		st.conflict = domain.DiffTeams(loaded, stored)
 		if len(st.conflict) == 0 {
 			st.conflict = []string{"other settings of the allocation changed"}
 		}
@@ -215,19 +215,19 @@ func (d Deps) checkTeamConflict(ctx context.Context, st *teamFormState, loaded k
 }
 
 // allocationJSON is the hidden allocation field of the edit form.
-func allocationJSON(t kueue.Team) (string, error) {
+func allocationJSON(t domain.Team) (string, error) {
 	b, err := json.Marshal(t)
 	return string(b), err
 }
 
-func parseAllocation(s string) (kueue.Team, error) {
-	var t kueue.Team
+func parseAllocation(s string) (domain.Team, error) {
+	var t domain.Team
 	err := json.Unmarshal([]byte(s), &t)
 	return t, err
 }
 
 // sameAllocation compares two allocations as the console stores them.
-func sameAllocation(a, b kueue.Team) bool {
+func sameAllocation(a, b domain.Team) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
@@ -235,13 +235,13 @@ func sameAllocation(a, b kueue.Team) bool {
 
 // waitForTeam lets the informer catch up (usually milliseconds) so the page
 // after the redirect shows the change; it gives up quietly after 3 s.
-func (d Deps) waitForTeam(ctx context.Context, want kueue.Team) {
+func (d Deps) waitForTeam(ctx context.Context, want domain.Team) {
 	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
 		cq, err := d.Cache.ClusterQueues.Get(d.Settings.ClusterQueue(want.Name))
 		if err != nil {
 			return false, nil
 		}
-		got, ok := kueue.TeamFromClusterQueue(cq)
+		got, ok := domain.TeamFromClusterQueue(cq)
 		return ok && reflect.DeepEqual(got, want), nil
 	})
 }
@@ -270,7 +270,7 @@ func (d Deps) renderTeamForm(c echo.Context, status int, st teamFormState) error
 		view.Title = "Edit team " + f.Name
 		view.Action = "/teams/" + f.Name
 	}
-	for _, t := range kueue.KnownTypes(available) {
+	for _, t := range domain.KnownTypes(available) {
 		shape, _ := shapes(t)
 		view.InstanceTypes = append(view.InstanceTypes, templates.InstanceOption{Type: t, Label: optionLabel(shape, available[t])})
 	}
@@ -285,7 +285,7 @@ func (d Deps) renderTeamForm(c echo.Context, status int, st teamFormState) error
 	return render(c, status, templates.TeamForm(view))
 }
 
-func optionLabel(s kueue.InstanceShape, available int) string {
+func optionLabel(s domain.InstanceShape, available int) string {
 	var parts []string
 	switch {
 	case s.GPUs > 0:
@@ -299,12 +299,12 @@ func optionLabel(s kueue.InstanceShape, available int) string {
 
 // describeQuota is the live preview of a row: what the console will write,
 // and a warning when it exceeds what the cluster has (allowed, flagged).
-func describeQuota(in kueue.QuotaInput, shapes kueue.ShapeLookup, available map[string]int) (derived, warning string) {
+func describeQuota(in domain.QuotaInput, shapes domain.ShapeLookup, available map[string]int) (derived, warning string) {
 	shape, ok := shapes(in.InstanceType)
 	if !ok || (in.Count == nil && in.GPUs == nil && in.Neuron == nil && in.VCPU == nil) {
 		return "", ""
 	}
-	q := kueue.DeriveQuota(in, shape)
+	q := domain.DeriveQuota(in, shape)
 	var parts []string
 	if q.GPUs > 0 {
 		parts = append(parts, fmt.Sprintf("%d GPUs", q.GPUs))
@@ -345,7 +345,7 @@ func deriveQuota(d Deps) echo.HandlerFunc {
 		out := derivedQuota{}
 		out.Derived, out.Warning = describeQuota(in, shapes, available)
 		if shape, ok := shapes(in.InstanceType); ok && out.Derived != "" {
-			q := kueue.DeriveQuota(in, shape)
+			q := domain.DeriveQuota(in, shape)
 			out.VCPU, out.MemoryGiB = formatMilli(q.CPUMilli), formatMiB(q.MemoryMiB)
 		}
 		return c.JSON(http.StatusOK, out)

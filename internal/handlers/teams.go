@@ -8,24 +8,24 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
 // fleet is the instance shapes (catalog merged with live nodes) and how many
 // instances of each type the cluster has.
-func (d Deps) fleet() (kueue.ShapeLookup, map[string]int, error) {
+func (d Deps) fleet() (domain.ShapeLookup, map[string]int, error) {
 	nodes, err := d.Cache.Nodes.List(labels.Everything())
 	if err != nil {
 		return nil, nil, err
 	}
-	shapes, available := kueue.LiveShapes(nodes)
+	shapes, available := domain.LiveShapes(nodes)
 	return shapes, available, nil
 }
 
 func teams(d Deps) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		stored, err := kueue.ListTeams(d.Cache.ClusterQueues)
+		stored, err := domain.ListTeams(d.Cache.ClusterQueues)
 		if err != nil {
 			return err
 		}
@@ -37,7 +37,7 @@ func teams(d Deps) echo.HandlerFunc {
 			Page: templates.Page{Title: "Team allocations", Active: "teams", Problem: problem(d.Cache)},
 		}
 		view.Flash = auth.TakeFlashOf(c)
-		var all []kueue.Team
+		var all []domain.Team
 		drifted := d.driftedTeams()
 		visible, _ := d.scopeOf(c)
 		for _, st := range stored {
@@ -50,13 +50,13 @@ func teams(d Deps) echo.HandlerFunc {
 			}
 			row := templates.TeamRow{
 				Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
-				Enabled: !kueue.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
+				Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
 				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
 			}
 			var cpu, mem int64
 			for _, q := range st.Quota {
 				if shape, ok := shapes(q.InstanceType); ok {
-					dq := kueue.DeriveQuota(q, shape)
+					dq := domain.DeriveQuota(q, shape)
 					row.GPUs += dq.GPUs
 					row.Neuron += dq.Neuron
 					cpu += dq.CPUMilli
@@ -66,7 +66,7 @@ func teams(d Deps) echo.HandlerFunc {
 			row.VCPU, row.MemoryGiB = formatMilli(cpu), formatMiB(mem)
 			view.Teams = append(view.Teams, row)
 		}
-		view.Allocation = kueue.AllocationByType(all, shapes, available)
+		view.Allocation = domain.AllocationByType(all, shapes, available)
 		if wantsCSV(c) {
 			return teamsCSV(c, view)
 		}
@@ -74,13 +74,13 @@ func teams(d Deps) echo.HandlerFunc {
 	}
 }
 
-func lendingLabel(t kueue.Team) string {
+func lendingLabel(t domain.Team) string {
 	switch t.Lending {
-	case kueue.LendAndBorrow:
+	case domain.LendAndBorrow:
 		return "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %)"
-	case kueue.Lend:
+	case domain.Lend:
 		return "Lend only"
-	case kueue.DontLend:
+	case domain.DontLend:
 		return "Don't lend"
 	}
 	return string(t.Lending)

@@ -21,7 +21,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -29,10 +29,10 @@ import (
 // console is a console on the test sandbox with its own prefix and cohort.
 type console struct {
 	h        http.Handler
-	settings kueue.Settings
+	settings domain.Settings
 	kube     kubernetes.Interface
 	kueue    kueueclient.Interface
-	live     *kueue.Live
+	live     *domain.Live
 	// cookies the console set, sent back as a browser does (flash messages).
 	cookies map[string]*http.Cookie
 }
@@ -55,20 +55,20 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	s := kueue.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kube, kq, log)
+	cache := domain.NewCache(kube, kq, log)
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
 	}); err != nil {
 		t.Fatalf("cache not ready: %v", cache.Ready())
 	}
-	live := kueue.NewLive(cache, s, log)
+	live := domain.NewLive(cache, s, log)
 	go live.Run(ctx)
-	deps := handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
+	deps := handlers.Deps{Cache: cache, Live: live, Applier: domain.Applier{Kube: kube, Kueue: kq}, Settings: s,
 		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx}
 	if adjustDeps != nil {
 		adjustDeps(&deps)
@@ -143,7 +143,7 @@ func TestTeamCreateEditDeleteAgainstSandbox(t *testing.T) {
 	if err != nil || string(lq.Spec.ClusterQueue) != cq.Name {
 		t.Errorf("LocalQueue: %v %v", lq, err)
 	}
-	rb, err := c.kube.RbacV1().RoleBindings(c.settings.Namespace("research")).Get(ctx, kueue.TeamMemberRole, metav1.GetOptions{})
+	rb, err := c.kube.RbacV1().RoleBindings(c.settings.Namespace("research")).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	if err != nil || len(rb.Subjects) != 2 {
 		t.Errorf("member RoleBinding: %v %v", rb, err)
 	}
@@ -225,7 +225,7 @@ func TestPolicyAgainstSandbox(t *testing.T) {
 		t.Errorf("ranking values: %d, %d", value(high), value(low))
 	}
 	cohort, err := c.kueue.KueueV1beta2().Cohorts().Get(ctx, c.settings.Cohort, metav1.GetOptions{})
-	if err != nil || !strings.Contains(cohort.Annotations[kueue.PolicyAnnotation], `"FairShare"`) {
+	if err != nil || !strings.Contains(cohort.Annotations[domain.PolicyAnnotation], `"FairShare"`) {
 		t.Errorf("policy not recorded on the cohort: %v %v", cohort, err)
 	}
 

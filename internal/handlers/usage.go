@@ -9,22 +9,22 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
 // usageResource is a resource the usage dashboard can show.
 type usageResource struct {
 	key, label, unit string
-	of               func(kueue.Amount) int64
+	of               func(domain.Amount) int64
 	format           func(int64) string
 }
 
 var usageResources = []usageResource{
-	{"gpu", "GPUs", "GPUs", func(a kueue.Amount) int64 { return a.GPUs }, itoa},
-	{"neuron", "Neuron devices", "devices", func(a kueue.Amount) int64 { return a.Neuron }, itoa},
-	{"cpu", "vCPU", "vCPU", func(a kueue.Amount) int64 { return a.CPUMilli }, formatMilli},
-	{"memory", "Memory", "GiB", func(a kueue.Amount) int64 { return a.MemoryMiB }, formatMiB},
+	{"gpu", "GPUs", "GPUs", func(a domain.Amount) int64 { return a.GPUs }, itoa},
+	{"neuron", "Neuron devices", "devices", func(a domain.Amount) int64 { return a.Neuron }, itoa},
+	{"cpu", "vCPU", "vCPU", func(a domain.Amount) int64 { return a.CPUMilli }, formatMilli},
+	{"memory", "Memory", "GiB", func(a domain.Amount) int64 { return a.MemoryMiB }, formatMiB},
 }
 
 func resourceOf(key string) usageResource {
@@ -86,7 +86,7 @@ func usage(d Deps) echo.HandlerFunc {
 				view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
 			}
 		}
-		view.Total = usageRowOf(kueue.Totals(snap.Teams), res, util, true)
+		view.Total = usageRowOf(domain.Totals(snap.Teams), res, util, true)
 		if len(util) > 0 {
 			var sum float64
 			for _, v := range util {
@@ -103,7 +103,7 @@ func usage(d Deps) echo.HandlerFunc {
 
 // usageRowOf formats one team's usage (or the totals) in the chosen
 // resource, each figure linked to the tasks it is made of.
-func usageRowOf(u kueue.TeamUsage, res usageResource, util map[string]float64, total bool) templates.UsageRow {
+func usageRowOf(u domain.TeamUsage, res usageResource, util map[string]float64, total bool) templates.UsageRow {
 	r := templates.UsageRow{
 		Team: u.Team, Namespace: u.Namespace, Enabled: u.Enabled,
 		Allocated: res.format(res.of(u.Allocated)), InUse: res.format(res.of(u.InUse)),

@@ -16,7 +16,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // ErrUnavailable marks every error that means "the dashboards cannot get
@@ -182,7 +182,7 @@ func namespaceGPUUtilQuery(namespace string) string {
 // kueueGPUSelector selects a Kueue gauge's series for nvidia.com/gpu, of
 // one ClusterQueue when clusterQueue is not empty.
 func kueueGPUSelector(metric, clusterQueue string) string {
-	sel := metric + `{resource=` + quoted(kueue.ResourceGPU.String()) + `,replica_role!="follower"`
+	sel := metric + `{resource=` + quoted(domain.ResourceGPU.String()) + `,replica_role!="follower"`
 	if clusterQueue != "" {
 		sel += `,cluster_queue=` + quoted(clusterQueue)
 	}
@@ -378,7 +378,7 @@ func (p *Prom) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (
 
 // TeamSeries returns one team's GPU quota, GPUs in use, borrowed GPUs and
 // hardware GPU utilization over r.
-func (p *Prom) TeamSeries(ctx context.Context, s kueue.Settings, team string, r Range) (TeamCharts, error) {
+func (p *Prom) TeamSeries(ctx context.Context, s domain.Settings, team string, r Range) (TeamCharts, error) {
 	cq := s.ClusterQueue(team)
 	c := TeamCharts{
 		Quota:       Series{Name: "GPU quota", Unit: UnitGPUs},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // DefaultReportStep is the resolution of the usage report: each sample of
@@ -68,7 +68,7 @@ func namespaceGPUUtilAggQuery(agg, namespacePrefix string) string {
 // team. It samples Kueue's and the GPU exporter's gauges every ReportStep
 // (up to now for today) and counts each sample for one step; a team has a
 // row for each day its ClusterQueue existed.
-func (p *Prom) UsageReport(ctx context.Context, s kueue.Settings, from, to time.Time) ([]UsageRow, error) {
+func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]UsageRow, error) {
 	if err := p.available(); err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func lentShares(qs []quotaUse) []float64 {
 
 // teamOf is the team whose ClusterQueue is clusterQueue, if it is one of
 // the console's (named by s).
-func teamOf(s kueue.Settings, clusterQueue string) (string, bool) {
+func teamOf(s domain.Settings, clusterQueue string) (string, bool) {
 	const suffix = "-clusterqueue"
 	rest, ok := strings.CutPrefix(clusterQueue, s.NamespacePrefix)
 	if !ok {
@@ -272,7 +272,7 @@ func teamOf(s kueue.Settings, clusterQueue string) (string, bool) {
 
 // buildReport integrates samples taken every step into GPU-hours per UTC
 // day and team: each sample counts for value × step.
-func buildReport(s kueue.Settings, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
+func buildReport(s domain.Settings, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
 	hours := step.Hours()
 	type rowKey struct {
 		day  time.Time

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/common/model"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 var inf = math.Inf(1)
@@ -43,7 +43,7 @@ func TestLentShares(t *testing.T) {
 }
 
 func TestTeamOf(t *testing.T) {
-	s := kueue.Settings{NamespacePrefix: "hyperpod-ns-"}
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-"}
 	for cq, want := range map[string]string{
 		"hyperpod-ns-vision-clusterqueue":      "vision",
 		"hyperpod-ns-ml-research-clusterqueue": "ml-research",
@@ -120,7 +120,7 @@ func TestQueueSamplesJoinsMatrices(t *testing.T) {
 // Samples taken every hour around a UTC midnight: each counts for one hour
 // of its own UTC day.
 func TestBuildReportIntegratesPerUTCDay(t *testing.T) {
-	s := kueue.Settings{NamespacePrefix: "ns-"}
+	s := domain.Settings{NamespacePrefix: "ns-"}
 	day1 := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	day2 := day1.Add(24 * time.Hour)
 	at := func(h int) time.Time { return day2.Add(time.Duration(h) * time.Hour) }

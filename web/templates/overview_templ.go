@@ -11,13 +11,13 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"strconv"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // OverviewView is the cluster overview page's model.
 type OverviewView struct {
 	Page
-	Overview kueue.Overview
+	Overview domain.Overview
 	Ranges   []ResourceChoice
 	Charts   []ChartModel
 }
@@ -199,7 +199,7 @@ func Overview(v OverviewView) templ.Component {
 	})
 }
 
-func instanceRow(row kueue.InstanceTypeCapacity, total bool) templ.Component {
+func instanceRow(row domain.InstanceTypeCapacity, total bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

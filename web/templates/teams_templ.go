@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"fmt"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // TeamRow is one team in the allocations list.
@@ -31,7 +31,7 @@ type TeamRow struct {
 type TeamsView struct {
 	Page
 	Teams      []TeamRow
-	Allocation []kueue.TypeAllocation
+	Allocation []domain.TypeAllocation
 	Flash      string
 }
 

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // Every field error of the team form names one of its fields.
@@ -27,7 +27,7 @@ var policyFieldRE = regexp.MustCompile(`^(?:prioritization|idleAllocation|classe
 // the type check and the numbers are exercised), else the raw fuzzed
 // string, else nothing.
 func fuzzType(i uint8, raw string) string {
-	types := kueue.CatalogTypes()
+	types := domain.CatalogTypes()
 	switch k := int(i) % (len(types) + 2); {
 	case k < len(types):
 		return types[k]
@@ -83,7 +83,7 @@ func teamValues(f Team) url.Values {
 }
 
 // wholeDevice are the resources counted in whole devices.
-var wholeDevice = map[corev1.ResourceName]bool{kueue.ResourceGPU: true, kueue.ResourceNeuron: true, kueue.ResourceEFA: true}
+var wholeDevice = map[corev1.ResourceName]bool{domain.ResourceGPU: true, domain.ResourceNeuron: true, domain.ResourceEFA: true}
 
 func checkQuantity(t *testing.T, what string, r corev1.ResourceName, q *resource.Quantity) {
 	t.Helper()
@@ -111,7 +111,7 @@ func FuzzTeamForm(f *testing.F) {
 		gpus1, vcpu1, mem1                                                             string
 		extraRows                                                                      uint8
 	}
-	types := kueue.CatalogTypes()
+	types := domain.CatalogTypes()
 	idx := func(name string) uint8 {
 		for i, t := range types {
 			if t == name {
@@ -189,12 +189,12 @@ func FuzzTeamForm(f *testing.F) {
 		add(row1, "memoryGiB", mem1)
 		// Extra plausible rows, up to more than the form allows.
 		for i := 0; i < int(extraRows)%35; i++ {
-			add(2+i, "instanceType", kueue.CatalogTypes()[i%len(kueue.CatalogTypes())])
+			add(2+i, "instanceType", domain.CatalogTypes()[i%len(domain.CatalogTypes())])
 			add(2+i, "vcpu", strconv.Itoa(i+1))
 		}
 
 		form := ParseTeam(v)
-		team, errs := form.Validate(kueue.LookupShape)
+		team, errs := form.Validate(domain.LookupShape)
 		if errs.Any() {
 			checkFieldErrors(t, errs, teamFieldRE, len(form.Quota))
 			return
@@ -208,7 +208,7 @@ func FuzzTeamForm(f *testing.F) {
 			t.Fatalf("accepted %d quota rows (form %d) and %d members", len(team.Quota), len(form.Quota), len(team.Members))
 		}
 		if team.FairShareWeight < 0 || team.FairShareWeight > 100 || team.BorrowLimitPercent < 0 || team.BorrowLimitPercent > MaxBorrowPct ||
-			(team.Lending == kueue.LendAndBorrow && team.BorrowLimitPercent < 1) {
+			(team.Lending == domain.LendAndBorrow && team.BorrowLimitPercent < 1) {
 			t.Fatalf("accepted weight %d, borrow limit %d %%", team.FairShareWeight, team.BorrowLimitPercent)
 		}
 		for _, m := range team.Members {
@@ -217,13 +217,13 @@ func FuzzTeamForm(f *testing.F) {
 			}
 		}
 		for _, q := range team.Quota {
-			shape, _ := kueue.LookupShape(q.InstanceType)
-			d := kueue.DeriveQuota(q, shape)
+			shape, _ := domain.LookupShape(q.InstanceType)
+			d := domain.DeriveQuota(q, shape)
 			if d.GPUs < 0 || d.Neuron < 0 || d.EFA < 0 || d.CPUMilli < 0 || d.MemoryMiB < 0 {
 				t.Fatalf("negative derived quota %+v for row %+v", d, q)
 			}
 		}
-		objs, err := kueue.BuildTeam(kueue.DefaultSettings, team, kueue.LookupShape)
+		objs, err := domain.BuildTeam(domain.DefaultSettings, team, domain.LookupShape)
 		if err != nil {
 			t.Fatalf("BuildTeam refused a validated team: %v", err)
 		}
@@ -242,7 +242,7 @@ func FuzzTeamForm(f *testing.F) {
 
 		// The edit form shows the stored team back; saving it unchanged
 		// stores the same team.
-		again, errs := ParseTeam(teamValues(FromTeam(team))).Validate(kueue.LookupShape)
+		again, errs := ParseTeam(teamValues(FromTeam(team))).Validate(domain.LookupShape)
 		if errs.Any() {
 			t.Fatalf("the edit form of a valid team has errors on %v", errs.Fields())
 		}
@@ -252,8 +252,8 @@ func FuzzTeamForm(f *testing.F) {
 		// The allocation annotation reads back as the team. JSON turns
 		// invalid UTF-8 into U+FFFD, so only valid text can round-trip.
 		if utf8.ValidString(team.Description) && utf8.ValidString(users) && utf8.ValidString(groups) {
-			var stored kueue.Team
-			if err := json.Unmarshal([]byte(objs.ClusterQueue.Annotations[kueue.AllocationAnnotation]), &stored); err != nil {
+			var stored domain.Team
+			if err := json.Unmarshal([]byte(objs.ClusterQueue.Annotations[domain.AllocationAnnotation]), &stored); err != nil {
 				t.Fatalf("allocation annotation: %v", err)
 			}
 			if diff := cmp.Diff(team, stored); diff != "" {
@@ -304,7 +304,7 @@ func FuzzPolicyForm(f *testing.F) {
 			return
 		}
 
-		if len(p.Classes) > MaxPriorityClasses || (p.Prioritization == kueue.TaskRanking && len(p.Classes) == 0) {
+		if len(p.Classes) > MaxPriorityClasses || (p.Prioritization == domain.TaskRanking && len(p.Classes) == 0) {
 			t.Fatalf("accepted %d classes under %s", len(p.Classes), p.Prioritization)
 		}
 		names := map[string]bool{}
@@ -317,7 +317,7 @@ func FuzzPolicyForm(f *testing.F) {
 				t.Fatalf("accepted weight %d for %s", c.Weight, c.Name)
 			}
 		}
-		wpcs := kueue.BuildPriorityClasses(p)
+		wpcs := domain.BuildPriorityClasses(p)
 		if len(wpcs) != len(p.Classes) {
 			t.Fatalf("%d classes gave %d WorkloadPriorityClasses", len(p.Classes), len(wpcs))
 		}
@@ -330,22 +330,22 @@ func FuzzPolicyForm(f *testing.F) {
 				t.Errorf("class %s has value %d, outside 0-100", c.Name, *w.Value)
 			}
 			want := c.Weight
-			if p.Prioritization == kueue.FirstComeFirstServe {
+			if p.Prioritization == domain.FirstComeFirstServe {
 				want = 0
 			}
 			if *w.Value != want {
 				t.Errorf("class %s has value %d under %s, want %d", c.Name, *w.Value, p.Prioritization, want)
 			}
-			if w.Annotations[kueue.WeightAnnotation] != strconv.Itoa(int(c.Weight)) {
-				t.Errorf("class %s keeps weight %q, want %d", c.Name, w.Annotations[kueue.WeightAnnotation], c.Weight)
+			if w.Annotations[domain.WeightAnnotation] != strconv.Itoa(int(c.Weight)) {
+				t.Errorf("class %s keeps weight %q, want %d", c.Name, w.Annotations[domain.WeightAnnotation], c.Weight)
 			}
 		}
-		cohort, err := kueue.BuildCohort(kueue.DefaultSettings, p)
+		cohort, err := domain.BuildCohort(domain.DefaultSettings, p)
 		if err != nil {
 			t.Fatalf("BuildCohort: %v", err)
 		}
-		var stored kueue.Policy
-		if err := json.Unmarshal([]byte(cohort.Annotations[kueue.PolicyAnnotation]), &stored); err != nil {
+		var stored domain.Policy
+		if err := json.Unmarshal([]byte(cohort.Annotations[domain.PolicyAnnotation]), &stored); err != nil {
 			t.Fatalf("policy annotation: %v", err)
 		}
 		if diff := cmp.Diff(p, stored); diff != "" {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // MaxPriorityClasses is how many task priority classes a policy may have.
@@ -38,7 +38,7 @@ func ParsePolicy(v url.Values) Policy {
 }
 
 // FromPolicy fills the form from the stored policy.
-func FromPolicy(p kueue.Policy) Policy {
+func FromPolicy(p domain.Policy) Policy {
 	f := Policy{Prioritization: string(p.Prioritization), IdleAllocation: string(p.IdleAllocation)}
 	for _, c := range p.Classes {
 		f.Classes = append(f.Classes, ClassRow{Name: c.Name, Weight: strconv.Itoa(int(c.Weight))})
@@ -47,25 +47,25 @@ func FromPolicy(p kueue.Policy) Policy {
 }
 
 // Validate checks the form and converts it.
-func (f Policy) Validate() (kueue.Policy, Errors) {
+func (f Policy) Validate() (domain.Policy, Errors) {
 	var errs Errors
-	var p kueue.Policy
-	switch kueue.Prioritization(f.Prioritization) {
-	case kueue.FirstComeFirstServe, kueue.TaskRanking:
-		p.Prioritization = kueue.Prioritization(f.Prioritization)
+	var p domain.Policy
+	switch domain.Prioritization(f.Prioritization) {
+	case domain.FirstComeFirstServe, domain.TaskRanking:
+		p.Prioritization = domain.Prioritization(f.Prioritization)
 	default:
 		errs.Add("prioritization", "Choose first-come-first-serve or task ranking.")
 	}
-	switch kueue.IdleAllocation(f.IdleAllocation) {
-	case kueue.IdleFirstComeFirstServe, kueue.IdleFairShare:
-		p.IdleAllocation = kueue.IdleAllocation(f.IdleAllocation)
+	switch domain.IdleAllocation(f.IdleAllocation) {
+	case domain.IdleFirstComeFirstServe, domain.IdleFairShare:
+		p.IdleAllocation = domain.IdleAllocation(f.IdleAllocation)
 	default:
 		errs.Add("idleAllocation", "Choose first-come-first-serve or fair share.")
 	}
 	if len(f.Classes) > MaxPriorityClasses {
 		errs.Add("classes", fmt.Sprintf("Use at most %d priority classes.", MaxPriorityClasses))
 	}
-	if p.Prioritization == kueue.TaskRanking && len(f.Classes) == 0 {
+	if p.Prioritization == domain.TaskRanking && len(f.Classes) == 0 {
 		errs.Add("classes", "Task ranking needs at least one priority class.")
 	}
 	seen := map[string]bool{}
@@ -84,7 +84,7 @@ func (f Policy) Validate() (kueue.Policy, Errors) {
 		if !ok {
 			errs.Add(weightField, "Enter a whole number from 0 to 100.")
 		}
-		p.Classes = append(p.Classes, kueue.PriorityClass{Name: c.Name, Weight: int32(w)})
+		p.Classes = append(p.Classes, domain.PriorityClass{Name: c.Name, Weight: int32(w)})
 	}
 	return p, errs
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 func TestPolicyForm(t *testing.T) {
@@ -20,8 +20,8 @@ func TestPolicyForm(t *testing.T) {
 	if errs.Any() {
 		t.Fatalf("errors on %v", errs.Fields())
 	}
-	want := kueue.Policy{Prioritization: kueue.TaskRanking, IdleAllocation: kueue.IdleFairShare,
-		Classes: []kueue.PriorityClass{{Name: "inference", Weight: 90}, {Name: "batch", Weight: 10}}}
+	want := domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare,
+		Classes: []domain.PriorityClass{{Name: "inference", Weight: 90}, {Name: "batch", Weight: 10}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}

@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // Limits of a team allocation.
@@ -100,8 +100,8 @@ type Team struct {
 
 // NewTeam is an empty form with the documented defaults.
 func NewTeam() Team {
-	return Team{Enabled: "true", FairShareWeight: "0", Preemption: string(kueue.PreemptLowerPriority),
-		Lending: string(kueue.LendAndBorrow), BorrowLimit: DefaultBorrow, Quota: []QuotaRow{{}}}
+	return Team{Enabled: "true", FairShareWeight: "0", Preemption: string(domain.PreemptLowerPriority),
+		Lending: string(domain.LendAndBorrow), BorrowLimit: DefaultBorrow, Quota: []QuotaRow{{}}}
 }
 
 // ParseTeam reads a posted form. Quota rows come as quota.N.field; blank rows
@@ -136,7 +136,7 @@ func ParseTeam(v url.Values) Team {
 }
 
 // FromTeam fills the form from a stored allocation (the edit form).
-func FromTeam(t kueue.Team) Team {
+func FromTeam(t domain.Team) Team {
 	f := Team{
 		Name: t.Name, Description: t.Description, Enabled: strconv.FormatBool(t.Enabled),
 		FairShareWeight: strconv.FormatInt(t.FairShareWeight, 10), Preemption: string(t.Preemption),
@@ -170,9 +170,9 @@ func FromTeam(t kueue.Team) Team {
 // Validate checks the form and converts it. shapes resolves instance types
 // (catalog merged with live nodes). On any error the Team is incomplete and
 // must not be written.
-func (f Team) Validate(shapes kueue.ShapeLookup) (kueue.Team, Errors) {
+func (f Team) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	var errs Errors
-	t := kueue.Team{Name: f.Name, Description: f.Description}
+	t := domain.Team{Name: f.Name, Description: f.Description}
 
 	switch {
 	case f.Name == "":
@@ -204,22 +204,22 @@ func (f Team) Validate(shapes kueue.ShapeLookup) (kueue.Team, Errors) {
 	} else {
 		errs.Add("fairShareWeight", "Enter a whole number from 0 to 100.")
 	}
-	switch kueue.Preemption(f.Preemption) {
-	case kueue.PreemptNever, kueue.PreemptLowerPriority:
-		t.Preemption = kueue.Preemption(f.Preemption)
+	switch domain.Preemption(f.Preemption) {
+	case domain.PreemptNever, domain.PreemptLowerPriority:
+		t.Preemption = domain.Preemption(f.Preemption)
 	default:
 		errs.Add("preemption", "Choose Never or Lower priority.")
 	}
-	switch kueue.Lending(f.Lending) {
-	case kueue.LendAndBorrow:
-		t.Lending = kueue.LendAndBorrow
+	switch domain.Lending(f.Lending) {
+	case domain.LendAndBorrow:
+		t.Lending = domain.LendAndBorrow
 		if p, ok := wholeNumber(f.BorrowLimit, 1, MaxBorrowPct); ok {
 			t.BorrowLimitPercent = p
 		} else {
 			errs.Add("borrowLimit", fmt.Sprintf("Enter a whole percentage from 1 to %d.", MaxBorrowPct))
 		}
-	case kueue.Lend, kueue.DontLend:
-		t.Lending = kueue.Lending(f.Lending)
+	case domain.Lend, domain.DontLend:
+		t.Lending = domain.Lending(f.Lending)
 		t.BorrowLimitPercent, _ = wholeNumber(f.BorrowLimit, 1, MaxBorrowPct)
 	default:
 		errs.Add("lending", "Choose Lend and borrow, Lend, or Don't lend.")
@@ -241,9 +241,9 @@ func (f Team) Validate(shapes kueue.ShapeLookup) (kueue.Team, Errors) {
 	return t, errs
 }
 
-func validateRow(i int, row QuotaRow, shapes kueue.ShapeLookup, seen map[string]bool, errs *Errors) (kueue.QuotaInput, bool) {
+func validateRow(i int, row QuotaRow, shapes domain.ShapeLookup, seen map[string]bool, errs *Errors) (domain.QuotaInput, bool) {
 	field := func(name string) string { return fmt.Sprintf("quota.%d.%s", i, name) }
-	q := kueue.QuotaInput{InstanceType: row.InstanceType}
+	q := domain.QuotaInput{InstanceType: row.InstanceType}
 	shape, known := shapes(row.InstanceType)
 	switch {
 	case row.InstanceType == "":
@@ -298,8 +298,8 @@ func validateRow(i int, row QuotaRow, shapes kueue.ShapeLookup, seen map[string]
 	return q, false
 }
 
-func parseMembers(text, kind, field string, errs *Errors) []kueue.Member {
-	var out []kueue.Member
+func parseMembers(text, kind, field string, errs *Errors) []domain.Member {
+	var out []domain.Member
 	seen := map[string]bool{}
 	for _, line := range strings.Split(text, "\n") {
 		name := strings.TrimSpace(line)
@@ -311,7 +311,7 @@ func parseMembers(text, kind, field string, errs *Errors) []kueue.Member {
 			errs.Add(field, fmt.Sprintf("%q is not a valid %s name (at most %d printable characters).", truncate(name, 40), strings.ToLower(kind), maxMemberName))
 			continue
 		}
-		out = append(out, kueue.Member{Kind: kind, Name: name})
+		out = append(out, domain.Member{Kind: kind, Name: name})
 	}
 	return out
 }
@@ -333,7 +333,7 @@ func truncate(s string, n int) string {
 
 // Lenient reads a row's numbers without judging them, for the live preview
 // of derived values while the admin is still typing.
-func (r QuotaRow) Lenient() kueue.QuotaInput {
+func (r QuotaRow) Lenient() domain.QuotaInput {
 	num := func(s string) *int64 {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 || n > maxQuotaNumeric {
@@ -341,6 +341,6 @@ func (r QuotaRow) Lenient() kueue.QuotaInput {
 		}
 		return &n
 	}
-	return kueue.QuotaInput{InstanceType: r.InstanceType, Count: num(r.Count), GPUs: num(r.GPUs),
+	return domain.QuotaInput{InstanceType: r.InstanceType, Count: num(r.Count), GPUs: num(r.GPUs),
 		Neuron: num(r.Neuron), VCPU: num(r.VCPU), MemoryGiB: num(r.MemoryGiB)}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 func validForm() url.Values {
@@ -22,15 +22,15 @@ func validForm() url.Values {
 }
 
 func TestValidTeamForm(t *testing.T) {
-	got, errs := ParseTeam(validForm()).Validate(kueue.LookupShape)
+	got, errs := ParseTeam(validForm()).Validate(domain.LookupShape)
 	if errs.Any() {
 		t.Fatalf("unexpected errors on %v", errs.Fields())
 	}
-	want := kueue.Team{
+	want := domain.Team{
 		Name: "onlygputeam", Description: "LLM team", Enabled: true,
-		Members:         []kueue.Member{{Kind: "User", Name: "alice"}, {Kind: "User", Name: "bob"}, {Kind: "Group", Name: "ml-leads"}},
-		FairShareWeight: 10, Preemption: kueue.PreemptLowerPriority, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-		Quota: []kueue.QuotaInput{{InstanceType: "ml.g6.12xlarge", GPUs: ptr.To[int64](2), VCPU: ptr.To[int64](48)}},
+		Members:         []domain.Member{{Kind: "User", Name: "alice"}, {Kind: "User", Name: "bob"}, {Kind: "Group", Name: "ml-leads"}},
+		FairShareWeight: 10, Preemption: domain.PreemptLowerPriority, Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
+		Quota: []domain.QuotaInput{{InstanceType: "ml.g6.12xlarge", GPUs: ptr.To[int64](2), VCPU: ptr.To[int64](48)}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("team (-want +got):\n%s", diff)
@@ -81,7 +81,7 @@ func TestTeamFormErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := validForm()
 			tc.change(v)
-			_, errs := ParseTeam(v).Validate(kueue.LookupShape)
+			_, errs := ParseTeam(v).Validate(domain.LookupShape)
 			if got := errs.Get(tc.field); !strings.Contains(got, tc.says) {
 				t.Errorf("error on %s = %q, want it to say %q (errors on %v)", tc.field, got, tc.says, errs.Fields())
 			}
@@ -91,11 +91,11 @@ func TestTeamFormErrors(t *testing.T) {
 
 func TestTooManyQuotaRows(t *testing.T) {
 	v := validForm()
-	for i, typ := range kueue.CatalogTypes()[:16] {
+	for i, typ := range domain.CatalogTypes()[:16] {
 		v.Set("quota."+strconv.Itoa(i)+".instanceType", typ)
 		v.Set("quota."+strconv.Itoa(i)+".vcpu", "1")
 	}
-	_, errs := ParseTeam(v).Validate(kueue.LookupShape)
+	_, errs := ParseTeam(v).Validate(domain.LookupShape)
 	if !strings.Contains(errs.Get("quota"), "at most 15") {
 		t.Errorf("quota error = %q", errs.Get("quota"))
 	}

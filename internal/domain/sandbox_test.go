@@ -1,4 +1,4 @@
-package kueue_test
+package domain_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -42,16 +42,16 @@ func clients(t *testing.T) testClients {
 
 // isolated gives each test its own namespace prefix and cohort, so tests
 // sharing the sandbox never borrow from each other.
-func isolated(t *testing.T) kueue.Settings {
+func isolated(t *testing.T) domain.Settings {
 	id := rand.String(5)
-	return kueue.Settings{NamespacePrefix: "t" + id + "-", Cohort: "cohort-" + id}
+	return domain.Settings{NamespacePrefix: "t" + id + "-", Cohort: "cohort-" + id}
 }
 
 func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 	c := clients(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := kueue.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := domain.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
@@ -62,11 +62,11 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]kueue.InstanceTypeCapacity{}
-	for _, row := range kueue.BuildOverview(nodes, nil).InstanceTypes {
+	got := map[string]domain.InstanceTypeCapacity{}
+	for _, row := range domain.BuildOverview(nodes, nil).InstanceTypes {
 		got[row.Type] = row
 	}
-	want := map[string]kueue.InstanceTypeCapacity{}
+	want := map[string]domain.InstanceTypeCapacity{}
 	for _, n := range sandbox.Fleet() {
 		row := want[n.Shape.Type]
 		row.Type, row.GPUModel = n.Shape.Type, n.Shape.GPUModel
@@ -89,13 +89,13 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 	}
 }
 
-func applyTeam(t *testing.T, c testClients, s kueue.Settings, team kueue.Team) {
+func applyTeam(t *testing.T, c testClients, s domain.Settings, team domain.Team) {
 	t.Helper()
-	objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (kueue.Applier{Kube: c.kube, Kueue: c.kueue}).ApplyTeam(context.Background(), objs); err != nil {
+	if err := (domain.Applier{Kube: c.kube, Kueue: c.kueue}).ApplyTeam(context.Background(), objs); err != nil {
 		t.Fatalf("apply team %s: %v", team.Name, err)
 	}
 	t.Cleanup(func() {
@@ -107,7 +107,7 @@ func applyTeam(t *testing.T, c testClients, s kueue.Settings, team kueue.Team) {
 
 func gpuJob(name string, gpus int64) *batchv1.Job {
 	res := corev1.ResourceList{
-		kueue.ResourceGPU:     *resource.NewQuantity(gpus, resource.DecimalSI),
+		domain.ResourceGPU:     *resource.NewQuantity(gpus, resource.DecimalSI),
 		corev1.ResourceCPU:    resource.MustParse("1"),
 		corev1.ResourceMemory: resource.MustParse("1Gi"),
 	}
@@ -124,7 +124,7 @@ func gpuJob(name string, gpus int64) *batchv1.Job {
 }
 
 // submit creates a job in the team's LocalQueue and waits for its Workload to be admitted.
-func submitAdmitted(t *testing.T, c testClients, s kueue.Settings, team string, job *batchv1.Job) *kueuev1beta2.Workload {
+func submitAdmitted(t *testing.T, c testClients, s domain.Settings, team string, job *batchv1.Job) *kueuev1beta2.Workload {
 	t.Helper()
 	ctx := context.Background()
 	ns := s.Namespace(team)
@@ -157,12 +157,12 @@ func TestApplyTeamIsAdmittedAndBorrows(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	gpus := func(v int64) *int64 { return &v }
-	lender := kueue.Team{Name: "lender", Enabled: true, Preemption: kueue.PreemptLowerPriority,
-		Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-		Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(4)}}}
+	lender := domain.Team{Name: "lender", Enabled: true, Preemption: domain.PreemptLowerPriority,
+		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
+		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(4)}}}
 	borrower := lender
 	borrower.Name, borrower.FairShareWeight = "borrower", 10
-	borrower.Quota = []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(2)}}
+	borrower.Quota = []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(2)}}
 	applyTeam(t, c, s, lender)
 	applyTeam(t, c, s, borrower)
 
@@ -174,13 +174,13 @@ func TestApplyTeamIsAdmittedAndBorrows(t *testing.T) {
 	if cq.Spec.CohortName != kueuev1beta2.CohortReference(s.Cohort) || cq.Spec.FairSharing.Weight.Value() != 10 {
 		t.Errorf("stored ClusterQueue: cohort %q weight %v", cq.Spec.CohortName, cq.Spec.FairSharing.Weight)
 	}
-	if got := cq.Labels[kueue.ManagedByLabel]; got != kueue.ManagedByValue {
+	if got := cq.Labels[domain.ManagedByLabel]; got != domain.ManagedByValue {
 		t.Errorf("managed-by label = %q", got)
 	}
 
 	// Within quota: admitted on the team's own flavor.
 	wl := submitAdmitted(t, c, s, "borrower", gpuJob("within", 2))
-	if got := wl.Status.Admission.PodSetAssignments[0].Flavors[kueue.ResourceGPU]; got != "ml.p5.48xlarge" {
+	if got := wl.Status.Admission.PodSetAssignments[0].Flavors[domain.ResourceGPU]; got != "ml.p5.48xlarge" {
 		t.Errorf("admitted on flavor %q", got)
 	}
 	// Beyond its own 2 GPUs: borrows one from the lender (borrow limit 50 % of 2).
@@ -201,7 +201,7 @@ func borrowedGPUs(cq *kueuev1beta2.ClusterQueue) int64 {
 	var n int64
 	for _, f := range cq.Status.FlavorsReservation {
 		for _, r := range f.Resources {
-			if r.Name == kueue.ResourceGPU {
+			if r.Name == domain.ResourceGPU {
 				n += r.Borrowed.Value()
 			}
 		}
@@ -215,9 +215,9 @@ func TestKueueWebhookRejectsNegativeQuota(t *testing.T) {
 	cq := &kueuev1beta2.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue("negative")},
 		Spec: kueuev1beta2.ClusterQueueSpec{ResourceGroups: []kueuev1beta2.ResourceGroup{{
-			CoveredResources: []corev1.ResourceName{kueue.ResourceGPU},
+			CoveredResources: []corev1.ResourceName{domain.ResourceGPU},
 			Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{
-				{Name: kueue.ResourceGPU, NominalQuota: resource.MustParse("-1")},
+				{Name: domain.ResourceGPU, NominalQuota: resource.MustParse("-1")},
 			}}},
 		}}},
 	}
@@ -233,8 +233,8 @@ func TestKueueWebhookRejectsNegativeQuota(t *testing.T) {
 func TestApplyIsIdempotent(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	team := kueue.Team{Name: "again", Enabled: true, Lending: kueue.DontLend, Preemption: kueue.PreemptNever,
-		Quota: []kueue.QuotaInput{{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](1)}}}
+	team := domain.Team{Name: "again", Enabled: true, Lending: domain.DontLend, Preemption: domain.PreemptNever,
+		Quota: []domain.QuotaInput{{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](1)}}}
 	applyTeam(t, c, s, team)
 	before, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue("again"), metav1.GetOptions{})
 	if err != nil {

@@ -11,14 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // Cluster returns a cohort of teams ClusterQueues (8 GPUs each on
 // ml.p5.48xlarge) and workloads spread over them: a third running, a third
 // pending, a sixth preempted, a sixth finished, over four priority classes.
-func Cluster(s kueue.Settings, teams, workloads int, now time.Time) kueue.SnapshotInput {
-	in := kueue.SnapshotInput{Settings: s}
+func Cluster(s domain.Settings, teams, workloads int, now time.Time) domain.SnapshotInput {
+	in := domain.SnapshotInput{Settings: s}
 	classes := []string{"inference", "training", "experimentation", "batch"}
 	for i, c := range classes {
 		in.Classes = append(in.Classes, &kueuev1beta2.WorkloadPriorityClass{
@@ -28,14 +28,14 @@ func Cluster(s kueue.Settings, teams, workloads int, now time.Time) kueue.Snapsh
 	for t := 0; t < teams; t++ {
 		team := fmt.Sprintf("team-%03d", t)
 		cq := &kueuev1beta2.ClusterQueue{
-			ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(team), Labels: map[string]string{kueue.TeamLabel: team}},
+			ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(team), Labels: map[string]string{domain.TeamLabel: team}},
 			Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(s.Cohort), ResourceGroups: []kueuev1beta2.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{kueue.ResourceGPU},
+				CoveredResources: []corev1.ResourceName{domain.ResourceGPU},
 				Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{
-					{Name: kueue.ResourceGPU, NominalQuota: gpu(8)}}}},
+					{Name: domain.ResourceGPU, NominalQuota: gpu(8)}}}},
 			}}},
 			Status: kueuev1beta2.ClusterQueueStatus{FlavorsUsage: []kueuev1beta2.FlavorUsage{{Name: "ml.p5.48xlarge",
-				Resources: []kueuev1beta2.ResourceUsage{{Name: kueue.ResourceGPU, Total: gpu(int64(t % 12)), Borrowed: gpu(int64(max(0, t%12-8)))}}}}},
+				Resources: []kueuev1beta2.ResourceUsage{{Name: domain.ResourceGPU, Total: gpu(int64(t % 12)), Borrowed: gpu(int64(max(0, t%12-8)))}}}}},
 		}
 		in.ClusterQueues = append(in.ClusterQueues, cq)
 		in.LocalQueues = append(in.LocalQueues, &kueuev1beta2.LocalQueue{
@@ -53,7 +53,7 @@ func Cluster(s kueue.Settings, teams, workloads int, now time.Time) kueue.Snapsh
 				QueueName:        kueuev1beta2.LocalQueueName(s.LocalQueue(team)),
 				PriorityClassRef: &kueuev1beta2.PriorityClassRef{Group: "kueue.x-k8s.io", Kind: "WorkloadPriorityClass", Name: classes[i%len(classes)]},
 				PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{kueue.ResourceGPU: gpu(int64(1 + i%4))}}}}}}}},
+					Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{domain.ResourceGPU: gpu(int64(1 + i%4))}}}}}}}},
 			},
 		}
 		admitted := metav1.NewTime(created.Add(time.Duration(i%600) * time.Second))
@@ -62,7 +62,7 @@ func Cluster(s kueue.Settings, teams, workloads int, now time.Time) kueue.Snapsh
 		}
 		admit := func() {
 			wl.Status.Admission = &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(s.ClusterQueue(team)),
-				PodSetAssignments: []kueuev1beta2.PodSetAssignment{{Name: "main", Flavors: map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{kueue.ResourceGPU: "ml.p5.48xlarge"}}}}
+				PodSetAssignments: []kueuev1beta2.PodSetAssignment{{Name: "main", Flavors: map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{domain.ResourceGPU: "ml.p5.48xlarge"}}}}
 			wl.Status.Conditions = append(wl.Status.Conditions, cond("QuotaReserved", "QuotaReserved", admitted, ""), cond("Admitted", "Admitted", admitted, ""))
 		}
 		switch i % 6 {

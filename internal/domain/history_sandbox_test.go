@@ -1,4 +1,4 @@
-package kueue_test
+package domain_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -45,12 +45,12 @@ func (c *clock) advance(d time.Duration) {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-func as(user string) context.Context { return kueue.WithActor(context.Background(), user) }
+func as(user string) context.Context { return domain.WithActor(context.Background(), user) }
 
 // applyAs builds and applies a team as user and registers its cleanup.
-func applyAs(t *testing.T, a kueue.Applier, s kueue.Settings, user string, team kueue.Team) {
+func applyAs(t *testing.T, a domain.Applier, s domain.Settings, user string, team domain.Team) {
 	t.Helper()
-	objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func applyAs(t *testing.T, a kueue.Applier, s kueue.Settings, user string, team 
 	cleanupTeam(t, a, s, team.Name)
 }
 
-func cleanupTeam(t *testing.T, a kueue.Applier, s kueue.Settings, team string) {
+func cleanupTeam(t *testing.T, a domain.Applier, s domain.Settings, team string) {
 	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, team) })
 }
 
@@ -71,7 +71,7 @@ type audit struct{ createdBy, createdAt, changedBy, changedAt string }
 
 func auditOf(m metav1.Object) audit {
 	a := m.GetAnnotations()
-	return audit{a[kueue.CreatedByAnnotation], a[kueue.CreatedAtAnnotation], a[kueue.ChangedByAnnotation], a[kueue.ChangedAtAnnotation]}
+	return audit{a[domain.CreatedByAnnotation], a[domain.CreatedAtAnnotation], a[domain.ChangedByAnnotation], a[domain.ChangedAtAnnotation]}
 }
 
 // teamObjects reads a team's objects straight from the apiserver.
@@ -80,7 +80,7 @@ type liveTeam struct {
 	rvs            map[string]string
 }
 
-func readTeam(t *testing.T, c testClients, s kueue.Settings, team string) liveTeam {
+func readTeam(t *testing.T, c testClients, s domain.Settings, team string) liveTeam {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
@@ -95,7 +95,7 @@ func readTeam(t *testing.T, c testClients, s kueue.Settings, team string) liveTe
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, kueue.TeamMemberRole, metav1.GetOptions{})
+	rb, err := c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func readTeam(t *testing.T, c testClients, s kueue.Settings, team string) liveTe
 
 func events(t *testing.T, c testClients, involved string) []corev1.Event {
 	t.Helper()
-	list, err := c.kube.CoreV1().Events(kueue.EventNamespace).List(context.Background(),
+	list, err := c.kube.CoreV1().Events(domain.EventNamespace).List(context.Background(),
 		metav1.ListOptions{FieldSelector: "involvedObject.name=" + involved})
 	if err != nil {
 		t.Fatal(err)
@@ -125,10 +125,10 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
-	v1 := kueue.Team{Name: "audited", Enabled: true, FairShareWeight: 10, Preemption: kueue.PreemptLowerPriority,
-		Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50, Members: []kueue.Member{{Kind: "User", Name: "dev"}},
-		Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)}}}
+	a := domain.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
+	v1 := domain.Team{Name: "audited", Enabled: true, FairShareWeight: 10, Preemption: domain.PreemptLowerPriority,
+		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Members: []domain.Member{{Kind: "User", Name: "dev"}},
+		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)}}}
 	t1 := clk.Now()
 	applyAs(t, a, s, "alice", v1)
 
@@ -163,7 +163,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	clk.advance(time.Hour)
 	t3 := clk.Now()
 	v2 := v1
-	v2.Quota = []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](6)}}
+	v2.Quota = []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](6)}}
 	applyAs(t, a, s, "bob", v2)
 	changed := readTeam(t, c, s, "audited")
 	if got, want := auditOf(changed.cq), (audit{"alice", stamp(t1), "bob", stamp(t3)}); got != want {
@@ -179,19 +179,19 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, ok := kueue.FindRevision(hist, 1)
+	first, ok := domain.FindRevision(hist, 1)
 	if !ok {
 		t.Fatalf("no revision 1 in %+v", hist)
 	}
-	objs, err := kueue.BuildTeam(s, first.Allocation, kueue.LookupShape)
+	objs, err := domain.BuildTeam(s, first.Allocation, domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ApplyTeam(kueue.WithRollback(as("carol"), 1), objs); err != nil {
+	if err := a.ApplyTeam(domain.WithRollback(as("carol"), 1), objs); err != nil {
 		t.Fatal(err)
 	}
 	// A retried rollback (say the response was lost) records nothing more.
-	if err := a.ApplyTeam(kueue.WithRollback(as("carol"), 1), objs); err != nil {
+	if err := a.ApplyTeam(domain.WithRollback(as("carol"), 1), objs); err != nil {
 		t.Fatal(err)
 	}
 
@@ -200,7 +200,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restarted := kueue.Applier{Kube: kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)), Kueue: kueueclient.NewForConfigOrDie(cfg)}
+	restarted := domain.Applier{Kube: kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)), Kueue: kueueclient.NewForConfigOrDie(cfg)}
 	hist, err = restarted.TeamHistory(context.Background(), s, "audited")
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	type line struct {
 		Rev      int
 		By       string
-		Action   kueue.Action
+		Action   domain.Action
 		To       int
 		Changes  string
 		Revision string
@@ -217,14 +217,14 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	for i, r := range hist {
 		changes := ""
 		if i+1 < len(hist) {
-			changes = strings.Join(kueue.DiffTeams(hist[i+1].Allocation, r.Allocation), "; ")
+			changes = strings.Join(domain.DiffTeams(hist[i+1].Allocation, r.Allocation), "; ")
 		}
 		got = append(got, line{r.Revision, r.By, r.Action, r.RolledBackTo, changes, stamp(r.At)})
 	}
 	wantLines := []line{
-		{3, "carol", kueue.ActionRollback, 1, "quota ml.p5.48xlarge GPUs 6 → 4", stamp(t3.Add(time.Hour))},
-		{2, "bob", kueue.ActionUpdate, 0, "quota ml.p5.48xlarge GPUs 4 → 6", stamp(t3)},
-		{1, "alice", kueue.ActionCreate, 0, "", stamp(t1)},
+		{3, "carol", domain.ActionRollback, 1, "quota ml.p5.48xlarge GPUs 6 → 4", stamp(t3.Add(time.Hour))},
+		{2, "bob", domain.ActionUpdate, 0, "quota ml.p5.48xlarge GPUs 4 → 6", stamp(t3)},
+		{1, "alice", domain.ActionCreate, 0, "", stamp(t1)},
 	}
 	if diff := cmp.Diff(wantLines, got); diff != "" {
 		t.Errorf("history, newest first (-want +got):\n%s", diff)
@@ -232,11 +232,11 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	if nominal, _ := gpuQuotaOf(t, c, s, "audited"); nominal != 4 {
 		t.Errorf("after the rollback the ClusterQueue has %d GPUs, want 4", nominal)
 	}
-	cm, err := c.kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), kueue.TeamHistoryName(s, "audited"), metav1.GetOptions{})
+	cm, err := c.kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), domain.TeamHistoryName(s, "audited"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Name != s.ClusterQueue("audited")+"-history" || cm.Labels[kueue.ManagedByLabel] != kueue.ManagedByValue || len(cm.Data) != 3 {
+	if cm.Name != s.ClusterQueue("audited")+"-history" || cm.Labels[domain.ManagedByLabel] != domain.ManagedByValue || len(cm.Data) != 3 {
 		t.Errorf("history ConfigMap %s, labels %v, %d entries", cm.Name, cm.Labels, len(cm.Data))
 	}
 
@@ -255,7 +255,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	}
 }
 
-func gpuQuotaOf(t *testing.T, c testClients, s kueue.Settings, team string) (nominal, borrowing int64) {
+func gpuQuotaOf(t *testing.T, c testClients, s domain.Settings, team string) (nominal, borrowing int64) {
 	t.Helper()
 	cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue(team), metav1.GetOptions{})
 	if err != nil {
@@ -271,14 +271,14 @@ func gpuQuotaOf(t *testing.T, c testClients, s kueue.Settings, team string) (nom
 func TestTeamHistoryKeepsTheLast50(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
-	team := kueue.Team{Name: "busy", Enabled: true, Lending: kueue.DontLend, Preemption: kueue.PreemptNever,
-		Quota: []kueue.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: ptr.To[int64](1)}}}
+	a := domain.Applier{Kube: c.kube, Kueue: c.kueue}
+	team := domain.Team{Name: "busy", Enabled: true, Lending: domain.DontLend, Preemption: domain.PreemptNever,
+		Quota: []domain.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: ptr.To[int64](1)}}}
 	cleanupTeam(t, a, s, team.Name)
 	const saves = 55
 	for i := 1; i <= saves; i++ {
 		team.FairShareWeight = int64(i)
-		objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+		objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,9 +290,9 @@ func TestTeamHistoryKeepsTheLast50(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hist) != kueue.HistoryLimit || hist[0].Revision != saves || hist[len(hist)-1].Revision != saves-kueue.HistoryLimit+1 {
+	if len(hist) != domain.HistoryLimit || hist[0].Revision != saves || hist[len(hist)-1].Revision != saves-domain.HistoryLimit+1 {
 		t.Fatalf("%d revisions kept, newest %d, oldest %d; want %d, %d, %d",
-			len(hist), hist[0].Revision, hist[len(hist)-1].Revision, kueue.HistoryLimit, saves, saves-kueue.HistoryLimit+1)
+			len(hist), hist[0].Revision, hist[len(hist)-1].Revision, domain.HistoryLimit, saves, saves-domain.HistoryLimit+1)
 	}
 	if hist[0].Allocation.FairShareWeight != saves {
 		t.Errorf("newest revision has weight %d", hist[0].Allocation.FairShareWeight)
@@ -304,7 +304,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
+	a := domain.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
 	id := rand.String(4)
 	high, low := "high-"+id, "low-"+id
 	ctx := context.Background()
@@ -313,10 +313,10 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
 		_ = c.kueue.KueueV1beta2().Cohorts().Delete(ctx, s.Cohort, metav1.DeleteOptions{})
-		_ = c.kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, kueue.PolicyHistoryName(s), metav1.DeleteOptions{})
+		_ = c.kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.PolicyHistoryName(s), metav1.DeleteOptions{})
 	})
-	p1 := kueue.Policy{Prioritization: kueue.TaskRanking, IdleAllocation: kueue.IdleFairShare,
-		Classes: []kueue.PriorityClass{{Name: high, Weight: 80}, {Name: low, Weight: 20}}}
+	p1 := domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare,
+		Classes: []domain.PriorityClass{{Name: high, Weight: 80}, {Name: low, Weight: 20}}}
 	if err := a.ApplyPolicy(as("alice"), s, p1); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	p2 := p1
-	p2.Classes = []kueue.PriorityClass{{Name: high, Weight: 90}}
+	p2.Classes = []domain.PriorityClass{{Name: high, Weight: 90}}
 	clk.advance(time.Minute)
 	if err := a.ApplyPolicy(as("bob"), s, p2); err != nil {
 		t.Fatal(err)
@@ -355,16 +355,16 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hist) != 2 || hist[0].By != "bob" || hist[1].Action != kueue.ActionCreate || hist[1].By != "alice" {
+	if len(hist) != 2 || hist[0].By != "bob" || hist[1].Action != domain.ActionCreate || hist[1].By != "alice" {
 		t.Fatalf("policy history: %+v", hist)
 	}
 	wantDiff := []string{fmt.Sprintf("priority class %s weight 80 → 90", high), fmt.Sprintf("priority class %s removed (was weight 20)", low)}
-	if diff := cmp.Diff(wantDiff, kueue.DiffPolicies(hist[1].Allocation, hist[0].Allocation)); diff != "" {
+	if diff := cmp.Diff(wantDiff, domain.DiffPolicies(hist[1].Allocation, hist[0].Allocation)); diff != "" {
 		t.Errorf("policy diff (-want +got):\n%s", diff)
 	}
 
 	// Rollback restores the removed class and records revision 3.
-	if err := a.ApplyPolicy(kueue.WithRollback(as("carol"), 1), s, hist[1].Allocation); err != nil {
+	if err := a.ApplyPolicy(domain.WithRollback(as("carol"), 1), s, hist[1].Allocation); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, low, metav1.GetOptions{}); err != nil {
@@ -374,7 +374,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hist) != 3 || hist[0].Action != kueue.ActionRollback || hist[0].RolledBackTo != 1 {
+	if len(hist) != 3 || hist[0].Action != domain.ActionRollback || hist[0].RolledBackTo != 1 {
 		t.Errorf("after rollback: %+v", hist[0])
 	}
 	var reasons []string

@@ -1,4 +1,4 @@
-package kueue
+package domain
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"

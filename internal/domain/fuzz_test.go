@@ -1,10 +1,10 @@
-package kueue_test
+package domain_test
 
 import (
 	"math"
 	"testing"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // maxFormNumber is the largest number the team form accepts in a quota field
@@ -22,12 +22,12 @@ func boundedInput(x int64) int64 {
 
 // shapeFor picks a catalog shape; one index past the catalog is a live node
 // type that reports no resources at all (allocatable empty).
-func shapeFor(i uint8) kueue.InstanceShape {
-	n := len(kueue.Catalog) + 1
-	if k := int(i) % n; k < len(kueue.Catalog) {
-		return kueue.Catalog[k]
+func shapeFor(i uint8) domain.InstanceShape {
+	n := len(domain.Catalog) + 1
+	if k := int(i) % n; k < len(domain.Catalog) {
+		return domain.Catalog[k]
 	}
-	return kueue.InstanceShape{Type: "live.empty"}
+	return domain.InstanceShape{Type: "live.empty"}
 }
 
 // FuzzDeriveQuota checks DeriveQuota over catalog shapes with the inputs the
@@ -50,7 +50,7 @@ func FuzzDeriveQuota(f *testing.F) {
 	f.Add(uint8(5), false, int64(0), true, int64(maxFormNumber), false, int64(0), true, int64(maxFormNumber), true, int64(maxFormNumber))
 	f.Add(uint8(28), false, int64(0), true, int64(8), false, int64(0), false, int64(0), false, int64(0))
 	f.Add(uint8(2), false, int64(0), false, int64(0), true, int64(16), false, int64(0), false, int64(0))
-	f.Add(uint8(len(kueue.Catalog)), false, int64(0), true, int64(3), false, int64(0), true, int64(7), false, int64(0))
+	f.Add(uint8(len(domain.Catalog)), false, int64(0), true, int64(3), false, int64(0), true, int64(7), false, int64(0))
 	f.Add(uint8(1), true, int64(math.MaxInt64), true, int64(math.MinInt64), true, int64(-1), true, int64(math.MaxInt64), true, int64(-999))
 
 	f.Fuzz(func(t *testing.T, shapeIdx uint8, hasCount bool, count int64, hasGPUs bool, gpus int64,
@@ -63,9 +63,9 @@ func FuzzDeriveQuota(f *testing.F) {
 			b := boundedInput(v)
 			return &b
 		}
-		in := kueue.QuotaInput{InstanceType: shape.Type, Count: opt(hasCount, count), GPUs: opt(hasGPUs, gpus),
+		in := domain.QuotaInput{InstanceType: shape.Type, Count: opt(hasCount, count), GPUs: opt(hasGPUs, gpus),
 			Neuron: opt(hasNeuron, neuron), VCPU: opt(hasVCPU, vcpu), MemoryGiB: opt(hasMem, mem)}
-		q := kueue.DeriveQuota(in, shape)
+		q := domain.DeriveQuota(in, shape)
 
 		if q.GPUs < 0 || q.Neuron < 0 || q.EFA < 0 || q.CPUMilli < 0 || q.MemoryMiB < 0 {
 			t.Fatalf("negative quota %+v for %+v on %+v", q, show(in), shape)
@@ -119,7 +119,7 @@ func FuzzDeriveQuota(f *testing.F) {
 			default:
 				more.VCPU = i64(*in.VCPU + 1)
 			}
-			m := kueue.DeriveQuota(more, shape)
+			m := domain.DeriveQuota(more, shape)
 			if m.GPUs < q.GPUs || m.Neuron < q.Neuron || m.EFA < q.EFA || m.CPUMilli < q.CPUMilli || m.MemoryMiB < q.MemoryMiB {
 				t.Errorf("one more device derived less: %+v then %+v (input %+v on %s)", q, m, show(more), shape.Type)
 			}
@@ -130,7 +130,7 @@ func FuzzDeriveQuota(f *testing.F) {
 func i64(v int64) *int64 { return &v }
 
 // show prints a QuotaInput with its pointers followed.
-func show(in kueue.QuotaInput) map[string]any {
+func show(in domain.QuotaInput) map[string]any {
 	out := map[string]any{"instanceType": in.InstanceType}
 	for k, p := range map[string]*int64{"count": in.Count, "gpus": in.GPUs, "neuron": in.Neuron, "vcpu": in.VCPU, "memoryGiB": in.MemoryGiB} {
 		if p != nil {

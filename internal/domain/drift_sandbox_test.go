@@ -1,4 +1,4 @@
-package kueue_test
+package domain_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // A kubectl edit of a managed ClusterQueue shows as drift from the informer
@@ -21,18 +21,18 @@ import (
 func TestTeamDriftFromTheCache(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := domain.Applier{Kube: c.kube, Kueue: c.kueue}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := kueue.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := domain.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
 	}); err != nil {
 		t.Fatalf("cache never ready: %v", cache.Ready())
 	}
-	team := kueue.Team{Name: "edited", Enabled: true, FairShareWeight: 3, Preemption: kueue.PreemptNever,
-		Lending: kueue.Lend, Quota: []kueue.QuotaInput{{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](2)}}}
+	team := domain.Team{Name: "edited", Enabled: true, FairShareWeight: 3, Preemption: domain.PreemptNever,
+		Lending: domain.Lend, Quota: []domain.QuotaInput{{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](2)}}}
 	other := team
 	other.Name = "untouched"
 	applyAs(t, a, s, "alice", team)
@@ -43,7 +43,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		var got map[string]bool
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			var err error
-			got, err = kueue.DriftedTeams(s, cache, kueue.LookupShape)
+			got, err = domain.DriftedTeams(s, cache, domain.LookupShape)
 			return err == nil && cmp.Equal(want, got), err
 		})
 		if err != nil {
@@ -62,7 +62,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{"edited": true})
-	rep, err := kueue.TeamDrift(s, cache, "edited", kueue.LookupShape)
+	rep, err := domain.TeamDrift(s, cache, "edited", domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +79,11 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		t.Errorf("drift (-want +got):\n%s", diff)
 	}
 
-	objs, err := kueue.BuildTeam(s, rep.Team, kueue.LookupShape)
+	objs, err := domain.BuildTeam(s, rep.Team, domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ApplyTeam(kueue.WithNote(as("bob"), "re-applied over hand edits"), objs); err != nil {
+	if err := a.ApplyTeam(domain.WithNote(as("bob"), "re-applied over hand edits"), objs); err != nil {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{})
@@ -91,7 +91,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hist) != 2 || hist[0].By != "bob" || hist[0].Note != "re-applied over hand edits" || len(kueue.DiffTeams(hist[1].Allocation, hist[0].Allocation)) != 0 {
+	if len(hist) != 2 || hist[0].By != "bob" || hist[0].Note != "re-applied over hand edits" || len(domain.DiffTeams(hist[1].Allocation, hist[0].Allocation)) != 0 {
 		t.Errorf("history after re-applying over hand edits: %+v", hist)
 	}
 }

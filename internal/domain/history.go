@@ -1,4 +1,4 @@
-package kueue
+package domain
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package kueue_test
+package domain_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -79,7 +79,7 @@ func newFlakyAPIServer(t *testing.T) *flakyAPIServer {
 }
 
 // applier is an Applier whose requests go through the proxy.
-func (f *flakyAPIServer) applier(t *testing.T) kueue.Applier {
+func (f *flakyAPIServer) applier(t *testing.T) domain.Applier {
 	t.Helper()
 	cfg, err := sandboxtest.Env(t).RESTConfig()
 	if err != nil {
@@ -87,7 +87,7 @@ func (f *flakyAPIServer) applier(t *testing.T) kueue.Applier {
 	}
 	cfg.Host = f.srv.URL
 	cfg.TLSClientConfig = rest.TLSClientConfig{Insecure: true}
-	return kueue.Applier{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg)}
+	return domain.Applier{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg)}
 }
 
 // reset makes the apiserver go down at request number downFrom (0: never)
@@ -148,16 +148,16 @@ func (f *flakyAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func faultTeam(name string) kueue.Team {
-	return kueue.Team{Name: name, Enabled: true, FairShareWeight: 5, Preemption: kueue.PreemptLowerPriority,
-		Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-		Members: []kueue.Member{{Kind: "User", Name: "dev"}, {Kind: "Group", Name: "ml"}},
-		Quota:   []kueue.QuotaInput{{InstanceType: "ml.g6.12xlarge", GPUs: ptr.To[int64](2)}}}
+func faultTeam(name string) domain.Team {
+	return domain.Team{Name: name, Enabled: true, FairShareWeight: 5, Preemption: domain.PreemptLowerPriority,
+		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
+		Members: []domain.Member{{Kind: "User", Name: "dev"}, {Kind: "Group", Name: "ml"}},
+		Quota:   []domain.QuotaInput{{InstanceType: "ml.g6.12xlarge", GPUs: ptr.To[int64](2)}}}
 }
 
 // teamParts says which of a team's five parts exist: namespace, ClusterQueue,
 // LocalQueue, member RoleBinding, history.
-func teamParts(t *testing.T, c testClients, s kueue.Settings, team string) []string {
+func teamParts(t *testing.T, c testClients, s domain.Settings, team string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var have []string
@@ -175,20 +175,20 @@ func teamParts(t *testing.T, c testClients, s kueue.Settings, team string) []str
 	check("ClusterQueue", err)
 	_, err = c.kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Get(ctx, s.LocalQueue(team), metav1.GetOptions{})
 	check("LocalQueue", err)
-	_, err = c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, kueue.TeamMemberRole, metav1.GetOptions{})
+	_, err = c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	check("RoleBinding", err)
-	_, err = c.kube.CoreV1().ConfigMaps(s.State()).Get(ctx, kueue.TeamHistoryName(s, team), metav1.GetOptions{})
+	_, err = c.kube.CoreV1().ConfigMaps(s.State()).Get(ctx, domain.TeamHistoryName(s, team), metav1.GetOptions{})
 	check("history", err)
 	return have
 }
 
 // convergence lists how a team's objects differ from what BuildTeam says:
 // nothing when the apply is complete.
-func convergence(t *testing.T, c testClients, s kueue.Settings, team kueue.Team, objs kueue.TeamObjects, user string) []string {
+func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Team, objs domain.TeamObjects, user string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var problems []string
-	live := kueue.TeamLive{Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
+	live := domain.TeamLive{Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
 	audited := func(kind string, m metav1.Object) {
 		if a := auditOf(m); a.createdBy != user || a.changedBy != user || a.createdAt == "" || a.changedAt == "" {
 			problems = append(problems, fmt.Sprintf("%s audit %+v", kind, a))
@@ -198,7 +198,7 @@ func convergence(t *testing.T, c testClients, s kueue.Settings, team kueue.Team,
 	if err != nil {
 		problems = append(problems, "namespace: "+err.Error())
 	} else {
-		if ns.Labels[kueue.TeamLabel] != team.Name || ns.Labels[kueue.ManagedByLabel] != kueue.ManagedByValue {
+		if ns.Labels[domain.TeamLabel] != team.Name || ns.Labels[domain.ManagedByLabel] != domain.ManagedByValue {
 			problems = append(problems, fmt.Sprintf("namespace labels %v", ns.Labels))
 		}
 		audited("Namespace", ns)
@@ -206,7 +206,7 @@ func convergence(t *testing.T, c testClients, s kueue.Settings, team kueue.Team,
 	if cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team.Name), metav1.GetOptions{}); err == nil {
 		live.ClusterQueue = cq
 		audited("ClusterQueue", cq)
-		if got, ok := kueue.TeamFromClusterQueue(cq); !ok || !cmp.Equal(got, team) {
+		if got, ok := domain.TeamFromClusterQueue(cq); !ok || !cmp.Equal(got, team) {
 			problems = append(problems, fmt.Sprintf("stored allocation %+v", got))
 		}
 	}
@@ -219,14 +219,14 @@ func convergence(t *testing.T, c testClients, s kueue.Settings, team kueue.Team,
 			live.Flavors[*rf.Name] = got
 		}
 	}
-	drift, err := kueue.DriftOf(objs, live)
+	drift, err := domain.DriftOf(objs, live)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range drift {
 		problems = append(problems, d.String())
 	}
-	rb, err := c.kube.RbacV1().RoleBindings(s.Namespace(team.Name)).Get(ctx, kueue.TeamMemberRole, metav1.GetOptions{})
+	rb, err := c.kube.RbacV1().RoleBindings(s.Namespace(team.Name)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	if err != nil {
 		problems = append(problems, "role binding: "+err.Error())
 	} else {
@@ -234,16 +234,16 @@ func convergence(t *testing.T, c testClients, s kueue.Settings, team kueue.Team,
 		for _, sub := range rb.Subjects {
 			subjects = append(subjects, sub.Kind+" "+sub.Name)
 		}
-		if diff := cmp.Diff([]string{"User dev", "Group ml"}, subjects); diff != "" || rb.RoleRef.Name != kueue.TeamMemberRole {
+		if diff := cmp.Diff([]string{"User dev", "Group ml"}, subjects); diff != "" || rb.RoleRef.Name != domain.TeamMemberRole {
 			problems = append(problems, "role binding subjects: "+diff)
 		}
 		audited("RoleBinding", rb)
 	}
-	hist, err := kueue.Applier{Kube: c.kube, Kueue: c.kueue}.TeamHistory(ctx, s, team.Name)
+	hist, err := domain.Applier{Kube: c.kube, Kueue: c.kueue}.TeamHistory(ctx, s, team.Name)
 	switch {
 	case err != nil:
 		problems = append(problems, "history: "+err.Error())
-	case len(hist) != 1 || hist[0].Action != kueue.ActionCreate || hist[0].By != user || !cmp.Equal(hist[0].Allocation, team):
+	case len(hist) != 1 || hist[0].Action != domain.ActionCreate || hist[0].By != user || !cmp.Equal(hist[0].Allocation, team):
 		problems = append(problems, fmt.Sprintf("history %+v", hist))
 	}
 	return problems
@@ -259,12 +259,12 @@ func TestApplyTeamConvergesAfterTheAPIServerFailsMidway(t *testing.T) {
 	s := isolated(t)
 	flaky := newFlakyAPIServer(t)
 	faulty := flaky.applier(t)
-	healthy := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	healthy := domain.Applier{Kube: c.kube, Kueue: c.kueue}
 	ctx := as("alice")
 
 	// A clean create through the proxy shows the requests one apply makes.
 	probe := faultTeam("probe")
-	objs, err := kueue.BuildTeam(s, probe, kueue.LookupShape)
+	objs, err := domain.BuildTeam(s, probe, domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestApplyTeamConvergesAfterTheAPIServerFailsMidway(t *testing.T) {
 	for _, mode := range []faultMode{refuse, dropAfterForward} {
 		for at := 1; at <= len(sequence); at++ {
 			team := faultTeam(fmt.Sprintf("%s-%d", mode, at))
-			objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+			objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -330,7 +330,7 @@ func TestApplyTeamConvergesAfterTheAPIServerFailsMidway(t *testing.T) {
 				t.Errorf("%s at request %d (%s), after the retry: %s", mode, at, o.request, p)
 			}
 			for _, ev := range events(t, c, s.ClusterQueue(team.Name)) {
-				if ev.Reason == kueue.ReasonTeamCreated {
+				if ev.Reason == domain.ReasonTeamCreated {
 					o.events++
 				}
 			}
@@ -371,7 +371,7 @@ func TestWebhookRejectionInCheckTeamWritesNothing(t *testing.T) {
 	a := flaky.applier(t)
 	team := faultTeam("rejected")
 	team.Quota[0].GPUs = ptr.To[int64](-1) // past the form, Kueue's webhook refuses it
-	objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
