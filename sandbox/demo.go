@@ -17,6 +17,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 )
 
@@ -74,7 +75,7 @@ func (in *instance) seedDemo(ctx context.Context, _ pki) error {
 	if err := rbac.Apply(ctx, cfg, "quota-console-sandbox"); err != nil {
 		return err
 	}
-	a := domain.Applier{Kube: kube, Kueue: kq}
+	a := cluster.Applier{Kube: kube, Kueue: kq}
 	if err := a.ApplyPolicy(ctx, domain.DefaultSettings, DemoPolicy); err != nil {
 		return err
 	}

@@ -21,8 +21,9 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/metrics"
 )
 
@@ -186,7 +187,7 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	consoleMetrics := metrics.NewConsole()
-	cache := domain.NewCache(kube, kq, log)
+	cache := cluster.NewCache(kube, kq, log)
 	cache.OnChange(func(kind string) { consoleMetrics.InformerEvents.WithLabelValues(kind).Inc() })
 	cache.Start(ctx)
 
@@ -199,7 +200,7 @@ func run(o options, log *slog.Logger) error {
 		}
 		prom, reports = p, p
 	}
-	live := domain.NewLive(cache, o.settings, log)
+	live := cluster.NewLive(cache, o.settings, log)
 	go live.Run(ctx)
 
 	// Live update streams end when the server shuts down, or Shutdown would
@@ -207,7 +208,7 @@ func run(o options, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	e := handlers.New(handlers.Deps{
-		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: domain.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
+		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: cluster.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
 		Auth: authn, RESTConfig: cfg,
 	})

@@ -22,6 +22,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -209,7 +210,7 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	saCfg := rest.CopyConfig(cfg)
 	saCfg.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: saGroups}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := domain.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), log)
+	cache := cluster.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), log)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cache.Start(cctx)

@@ -358,7 +358,10 @@ func TestFlashCannotBeForged(t *testing.T) {
 	a := &Authenticator{Mode: ModeNone}
 	e := echo.New()
 	e.Use(a.Middleware(nil))
-	e.POST("/set", func(c echo.Context) error { a.SetFlash(c, "Team nlp deleted."); return c.NoContent(http.StatusSeeOther) })
+	e.POST("/set", func(c echo.Context) error {
+		a.SetFlash(c, "Team nlp deleted.")
+		return c.NoContent(http.StatusSeeOther)
+	})
 	e.GET("/show", func(c echo.Context) error { return c.String(http.StatusOK, a.TakeFlash(c)) })
 	show := func(cookies ...*http.Cookie) string {
 		r := httptest.NewRequest(http.MethodGet, "/show?deleted=Pwned", nil)

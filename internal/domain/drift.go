@@ -8,10 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -350,65 +348,6 @@ type DriftReport struct {
 // Drifted reports whether someone changed the team's objects by hand.
 func (r DriftReport) Drifted() bool { return len(r.Differences) > 0 }
 
-// TeamDrift compares a stored team with its live objects in the cache (no
-// apiserver request). The error is NotFound when the console does not manage
-// such a team.
-func TeamDrift(s Settings, c *Cache, team string, shapes ShapeLookup) (DriftReport, error) {
-	cq, err := c.ClusterQueues.Get(s.ClusterQueue(team))
-	if err != nil {
-		return DriftReport{}, err
-	}
-	stored, ok := TeamFromClusterQueue(cq)
-	if !ok {
-		return DriftReport{}, apierrors.NewNotFound(kueuev1beta2.Resource("clusterqueues"), cq.Name)
-	}
-	objs, err := BuildTeam(s, stored, shapes)
-	if err != nil {
-		return DriftReport{}, err
-	}
-	live := TeamLive{ClusterQueue: cq, Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
-	if lq, err := c.LocalQueues.LocalQueues(s.Namespace(team)).Get(s.LocalQueue(team)); err == nil {
-		live.LocalQueue = lq
-	} else if !apierrors.IsNotFound(err) {
-		return DriftReport{}, err
-	}
-	for _, rf := range objs.Flavors {
-		if got, err := c.ResourceFlavors.Get(*rf.Name); err == nil {
-			live.Flavors[*rf.Name] = got
-		} else if !apierrors.IsNotFound(err) {
-			return DriftReport{}, err
-		}
-	}
-	diffs, err := DriftOf(objs, live)
-	if err != nil {
-		return DriftReport{}, err
-	}
-	return DriftReport{Team: stored, Live: live, Differences: diffs}, nil
-}
-
-// DriftedTeams names the managed teams whose objects were changed by hand,
-// for a "drifted" badge on the teams list.
-func DriftedTeams(s Settings, c *Cache, shapes ShapeLookup) (map[string]bool, error) {
-	teams, err := ListTeams(c.ClusterQueues)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, t := range teams {
-		if t.ClusterQueue.Name != s.ClusterQueue(t.Name) {
-			continue // another console's team (other namespace prefix)
-		}
-		r, err := TeamDrift(s, c, t.Name, shapes)
-		if err != nil {
-			continue // e.g. an instance type no longer known: the team page says so
-		}
-		if r.Drifted() {
-			out[t.Name] = true
-		}
-	}
-	return out, nil
-}
-
 // maxAdoptedBorrowPercent is the highest borrow limit an allocation takes (the form's limit).
 const maxAdoptedBorrowPercent = 500
 
@@ -675,13 +614,4 @@ func PolicyDriftOf(p Policy, live []*kueuev1beta2.WorkloadPriorityClass) ([]Drif
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Object < out[j].Object })
 	return out, nil
-}
-
-// PolicyDrift compares the stored policy with the live priority classes in the cache.
-func PolicyDrift(p Policy, c *Cache) ([]Drift, error) {
-	live, err := c.WorkloadPriorityClasses.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	return PolicyDriftOf(p, live)
 }

@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -105,14 +104,5 @@ func newEvent[T any](ref corev1.ObjectReference, reason, msg string, rev Revisio
 		FirstTimestamp: at,
 		LastTimestamp:  at,
 		Count:          1,
-	}
-}
-
-// emit creates an Event. Events are best effort, as in Kubernetes itself: a
-// failure is logged and does not fail the change, which is already applied
-// and recorded in the history.
-func (a Applier) emit(ctx context.Context, ev *corev1.Event) {
-	if _, err := a.records().CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		a.log().Warn("emitting event", "reason", ev.Reason, "object", ev.InvolvedObject.Name, "err", err)
 	}
 }

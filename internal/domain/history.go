@@ -1,21 +1,12 @@
 package domain
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // Revision history. Every change of a team or of the cluster policy through
@@ -79,46 +70,6 @@ type (
 	PolicyRevision = Revision[Policy]
 )
 
-type intentKey struct{}
-
-// intent is why an apply happens, beyond "the admin saved a form".
-type intent struct {
-	rollbackTo int
-	note       string
-}
-
-func intentFrom(ctx context.Context) intent {
-	in, _ := ctx.Value(intentKey{}).(intent)
-	return in
-}
-
-// WithRollback marks the changes applied with ctx as a rollback to an earlier
-// revision: the revision they record has action rollback.
-func WithRollback(ctx context.Context, revision int) context.Context {
-	in := intentFrom(ctx)
-	in.rollbackTo = revision
-	return context.WithValue(ctx, intentKey{}, in)
-}
-
-// WithNote attaches a note (e.g. "adopted hand edits") to the revision that
-// the changes applied with ctx record.
-func WithNote(ctx context.Context, note string) context.Context {
-	in := intentFrom(ctx)
-	in.note = note
-	return context.WithValue(ctx, intentKey{}, in)
-}
-
-// TeamHistory returns a team's recorded revisions, newest first; none when
-// nothing was recorded yet.
-func (a Applier) TeamHistory(ctx context.Context, s Settings, team string) ([]TeamRevision, error) {
-	return readHistory[Team](ctx, a.records(), s.State(), TeamHistoryName(s, team))
-}
-
-// PolicyHistory returns the policy's recorded revisions, newest first.
-func (a Applier) PolicyHistory(ctx context.Context, s Settings) ([]PolicyRevision, error) {
-	return readHistory[Policy](ctx, a.records(), s.State(), PolicyHistoryName(s))
-}
-
 // FindRevision returns the revision numbered n.
 func FindRevision[T any](revs []Revision[T], n int) (Revision[T], bool) {
 	for _, r := range revs {
@@ -129,26 +80,11 @@ func FindRevision[T any](revs []Revision[T], n int) (Revision[T], bool) {
 	return Revision[T]{}, false
 }
 
-func readHistory[T any](ctx context.Context, kube kubernetes.Interface, ns, name string) ([]Revision[T], error) {
-	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	revs := decodeRevisions[T](cm.Data)
-	for i, j := 0, len(revs)-1; i < j; i, j = i+1, j-1 {
-		revs[i], revs[j] = revs[j], revs[i]
-	}
-	return revs, nil
-}
-
 func revisionKey(n int) string { return fmt.Sprintf("%s%06d", revisionKeyPrefix, n) }
 
-// decodeRevisions reads a history ConfigMap's data, oldest first. Entries
+// DecodeRevisions reads a history ConfigMap's data, oldest first. Entries
 // that do not decode (edited by hand) are skipped.
-func decodeRevisions[T any](data map[string]string) []Revision[T] {
+func DecodeRevisions[T any](data map[string]string) []Revision[T] {
 	var out []Revision[T]
 	for k, v := range data {
 		if !strings.HasPrefix(k, revisionKeyPrefix) {
@@ -164,9 +100,9 @@ func decodeRevisions[T any](data map[string]string) []Revision[T] {
 	return out
 }
 
-// encodeRevisions writes revisions (oldest first) as ConfigMap data, keeping
+// EncodeRevisions writes revisions (oldest first) as ConfigMap data, keeping
 // the newest HistoryLimit that fit in maxHistoryBytes (always the newest one).
-func encodeRevisions[T any](revs []Revision[T]) (map[string]string, error) {
+func EncodeRevisions[T any](revs []Revision[T]) (map[string]string, error) {
 	if len(revs) > HistoryLimit {
 		revs = revs[len(revs)-HistoryLimit:]
 	}
@@ -192,144 +128,46 @@ func encodeRevisions[T any](revs []Revision[T]) (map[string]string, error) {
 	return data, nil
 }
 
-// revisionFacts are what an apply run knows when it decides on a revision.
-type revisionFacts struct {
-	by      string
-	at      time.Time
-	changed bool // the run changed an object in the cluster
-	created bool // the run created the team (or the policy)
-	intent  intent
+// RevisionFacts are what an apply run knows when it decides on a revision.
+type RevisionFacts struct {
+	By      string
+	At      time.Time
+	Changed bool // the run changed an object in the cluster
+	Created bool // the run created the team (or the policy)
+	// RollbackTo is the revision a rollback restores (0 for other changes);
+	// Note says why the change was made, beyond "the admin saved a form".
+	RollbackTo int
+	Note       string
 }
 
-// nextRevision decides whether an apply run records a revision after last,
+// NextRevision decides whether an apply run records a revision after last,
 // and which. It records when the allocation differs from the last revision,
 // when the run changed objects in the cluster (a re-apply over hand edits),
 // and for a rollback unless it repeats the last one (a retry); an unchanged
 // re-apply records nothing.
-func nextRevision[T any](last *Revision[T], alloc T, f revisionFacts) (Revision[T], bool) {
-	rev := Revision[T]{Revision: 1, At: f.at, By: f.by, Action: ActionUpdate, Note: f.intent.note, Allocation: alloc}
+func NextRevision[T any](last *Revision[T], alloc T, f RevisionFacts) (Revision[T], bool) {
+	rev := Revision[T]{Revision: 1, At: f.At, By: f.By, Action: ActionUpdate, Note: f.Note, Allocation: alloc}
 	if last != nil {
 		rev.Revision = last.Revision + 1
 	}
-	record := last == nil || f.changed || !sameJSON(last.Allocation, alloc)
+	record := last == nil || f.Changed || !SameAllocation(last.Allocation, alloc)
 	switch {
-	case f.intent.rollbackTo > 0:
-		rev.Action, rev.RolledBackTo = ActionRollback, f.intent.rollbackTo
-		record = record || last.Action != ActionRollback || last.RolledBackTo != f.intent.rollbackTo
-	case f.created:
+	case f.RollbackTo > 0:
+		rev.Action, rev.RolledBackTo = ActionRollback, f.RollbackTo
+		record = record || last.Action != ActionRollback || last.RolledBackTo != f.RollbackTo
+	case f.Created:
 		rev.Action = ActionCreate
 	}
 	return rev, record
 }
 
-func sameJSON(a, b any) bool {
+// SameAllocation reports whether two allocations (Teams, Policies) are the
+// same as the console stores them: their JSON, in which the order of quota
+// rows counts (Kueue tries flavors in order).
+func SameAllocation[T any](a, b T) bool {
 	x, errX := json.Marshal(a)
 	y, errY := json.Marshal(b)
 	return errX == nil && errY == nil && string(x) == string(y)
-}
-
-// recordRevision adds the revision decide returns (if any) to a history
-// ConfigMap, creating it if needed, with optimistic concurrency: two writers
-// at once both get their revision, numbered one after the other.
-func recordRevision[T any](ctx context.Context, kube kubernetes.Interface, ns, name string, labels map[string]string,
-	decide func(last *Revision[T]) (Revision[T], bool),
-) (rev Revision[T], prev *Revision[T], recorded bool, err error) {
-	cms := kube.CoreV1().ConfigMaps(ns)
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		recorded, prev = false, nil
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		create := apierrors.IsNotFound(err)
-		if err != nil && !create {
-			return err
-		}
-		if create {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
-		}
-		revs := decodeRevisions[T](cm.Data)
-		if len(revs) > 0 {
-			last := revs[len(revs)-1]
-			prev = &last
-		}
-		var ok bool
-		if rev, ok = decide(prev); !ok {
-			return nil
-		}
-		if cm.Data, err = encodeRevisions(append(revs, rev)); err != nil {
-			return err
-		}
-		if create {
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
-			if apierrors.IsNotFound(err) {
-				// The console's namespace is missing (a local run against a
-				// fresh cluster; installs create it): make it, once.
-				if err := createStateNamespace(ctx, kube, ns); err != nil {
-					return err
-				}
-				_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
-			}
-			if apierrors.IsAlreadyExists(err) {
-				// Another writer created it first: read theirs and add ours.
-				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
-			}
-		} else {
-			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
-		}
-		recorded = err == nil
-		return err
-	})
-	return rev, prev, recorded, err
-}
-
-// recordTeam records the revision of a team apply run and announces it.
-func (a Applier) recordTeam(ctx context.Context, c *change, objs TeamObjects, cq written[*kueuev1beta2.ClusterQueue]) error {
-	if objs.ClusterQueue.ObjectMetaApplyConfiguration == nil {
-		return nil
-	}
-	var team Team
-	if err := json.Unmarshal([]byte(objs.ClusterQueue.Annotations[AllocationAnnotation]), &team); err != nil {
-		return nil // not built from an allocation: nothing to record
-	}
-	if name := objs.ClusterQueue.Labels[TeamLabel]; name != "" {
-		team.Name = name
-	}
-	// A ClusterQueue the audited path created (it names its creator) with no
-	// revision yet is a create whose revision a failure kept from being recorded.
-	byConsole := cq.existed() && cq.before.Annotations[CreatedByAnnotation] != "" && cq.before.Annotations[CreatedByAnnotation] != UnknownCreator
-	facts := revisionFacts{by: c.by, at: c.at, changed: c.changed, intent: intentFrom(ctx)}
-	labels := map[string]string{ManagedByLabel: ManagedByValue, TeamLabel: team.Name, HistoryLabel: "team"}
-	rev, prev, recorded, err := recordRevision(ctx, a.records(), objs.History.Namespace, objs.History.Name, labels,
-		func(last *TeamRevision) (TeamRevision, bool) {
-			f := facts
-			f.created = !cq.existed() || (last == nil && byConsole)
-			return nextRevision(last, team, f)
-		})
-	if err != nil {
-		return fmt.Errorf("recording the revision of team %s: %w", team.Name, err)
-	}
-	if recorded {
-		a.emit(ctx, TeamEvent(cq.after, rev, prev))
-	}
-	return nil
-}
-
-// recordPolicy records the revision of a policy apply run and announces it.
-func (a Applier) recordPolicy(ctx context.Context, c *change, s Settings, p Policy, cohort written[*kueuev1beta2.Cohort]) error {
-	hadPolicy := cohort.existed() && cohort.before.Annotations[PolicyAnnotation] != ""
-	facts := revisionFacts{by: c.by, at: c.at, changed: c.changed, intent: intentFrom(ctx)}
-	labels := map[string]string{ManagedByLabel: ManagedByValue, HistoryLabel: "policy"}
-	rev, prev, recorded, err := recordRevision(ctx, a.records(), s.State(), PolicyHistoryName(s), labels,
-		func(last *PolicyRevision) (PolicyRevision, bool) {
-			f := facts
-			f.created = last == nil && !hadPolicy
-			return nextRevision(last, p, f)
-		})
-	if err != nil {
-		return fmt.Errorf("recording the revision of the policy: %w", err)
-	}
-	if recorded {
-		a.emit(ctx, PolicyEvent(cohort.after, rev, prev))
-	}
-	return nil
 }
 
 // DiffTeams lists, in words, what changed from one allocation to the next:

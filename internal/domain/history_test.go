@@ -103,26 +103,26 @@ func TestNextRevision(t *testing.T) {
 		name  string
 		last  *TeamRevision
 		alloc Team
-		facts revisionFacts
+		facts RevisionFacts
 		want  want
 	}{
-		{"first apply creates", nil, t1, revisionFacts{created: true, changed: true}, want{true, 1, ActionCreate, 0}},
-		{"first record of an existing team", nil, t1, revisionFacts{}, want{true, 1, ActionUpdate, 0}},
-		{"unchanged re-apply records nothing", last, t1, revisionFacts{}, want{false, 8, ActionUpdate, 0}},
-		{"new allocation", last, t2, revisionFacts{changed: true}, want{true, 8, ActionUpdate, 0}},
-		{"retry after the objects were written", last, t2, revisionFacts{}, want{true, 8, ActionUpdate, 0}},
-		{"re-apply over hand edits", last, t1, revisionFacts{changed: true, intent: intent{note: "re-applied"}}, want{true, 8, ActionUpdate, 0}},
-		{"rollback", last, t1, revisionFacts{intent: intent{rollbackTo: 3}}, want{true, 8, ActionRollback, 3}},
-		{"retried rollback is not recorded twice", lastRollback, t1, revisionFacts{intent: intent{rollbackTo: 3}}, want{false, 9, ActionRollback, 3}},
+		{"first apply creates", nil, t1, RevisionFacts{Created: true, Changed: true}, want{true, 1, ActionCreate, 0}},
+		{"first record of an existing team", nil, t1, RevisionFacts{}, want{true, 1, ActionUpdate, 0}},
+		{"unchanged re-apply records nothing", last, t1, RevisionFacts{}, want{false, 8, ActionUpdate, 0}},
+		{"new allocation", last, t2, RevisionFacts{Changed: true}, want{true, 8, ActionUpdate, 0}},
+		{"retry after the objects were written", last, t2, RevisionFacts{}, want{true, 8, ActionUpdate, 0}},
+		{"re-apply over hand edits", last, t1, RevisionFacts{Changed: true, Note: "re-applied"}, want{true, 8, ActionUpdate, 0}},
+		{"rollback", last, t1, RevisionFacts{RollbackTo: 3}, want{true, 8, ActionRollback, 3}},
+		{"retried rollback is not recorded twice", lastRollback, t1, RevisionFacts{RollbackTo: 3}, want{false, 9, ActionRollback, 3}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.facts
-			f.by, f.at = "alice", at
-			rev, record := nextRevision(tc.last, tc.alloc, f)
+			f.By, f.At = "alice", at
+			rev, record := NextRevision(tc.last, tc.alloc, f)
 			got := want{record, rev.Revision, rev.Action, rev.RolledBackTo}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("nextRevision (-want +got):\n%s", diff)
+				t.Errorf("NextRevision (-want +got):\n%s", diff)
 			}
 			if rev.By != "alice" || !rev.At.Equal(at) {
 				t.Errorf("revision by %q at %v", rev.By, rev.At)
@@ -138,11 +138,11 @@ func TestEncodeRevisionsKeepsTheNewest(t *testing.T) {
 		team.FairShareWeight = int64(i)
 		revs = append(revs, TeamRevision{Revision: i, Action: ActionUpdate, Allocation: team})
 	}
-	data, err := encodeRevisions(revs)
+	data, err := EncodeRevisions(revs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := decodeRevisions[Team](data)
+	back := DecodeRevisions[Team](data)
 	if len(back) != HistoryLimit || back[0].Revision != 8 || back[len(back)-1].Revision != 57 {
 		t.Fatalf("kept %d revisions, %d to %d; want 50, 8 to 57", len(back), back[0].Revision, back[len(back)-1].Revision)
 	}
@@ -160,7 +160,7 @@ func TestEncodeRevisionsKeepsTheNewest(t *testing.T) {
 	for i := 1; i <= 20; i++ {
 		big = append(big, TeamRevision{Revision: i, Allocation: huge})
 	}
-	data, err = encodeRevisions(big)
+	data, err = EncodeRevisions(big)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestEncodeRevisionsKeepsTheNewest(t *testing.T) {
 	for k, v := range data {
 		size += len(k) + len(v)
 	}
-	back = decodeRevisions[Team](data)
+	back = DecodeRevisions[Team](data)
 	if size > maxHistoryBytes || back[len(back)-1].Revision != 20 || len(back) >= 20 {
 		t.Errorf("%d revisions in %d bytes, newest %d", len(back), size, back[len(back)-1].Revision)
 	}
@@ -176,7 +176,7 @@ func TestEncodeRevisionsKeepsTheNewest(t *testing.T) {
 	// Entries edited by hand into something unreadable are skipped.
 	data["rev-000099"] = "{not json"
 	data["notes"] = "kept by someone"
-	if got := decodeRevisions[Team](data); len(got) != len(back) {
+	if got := DecodeRevisions[Team](data); len(got) != len(back) {
 		t.Errorf("decoded %d revisions, want %d", len(got), len(back))
 	}
 }

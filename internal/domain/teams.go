@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueuelisters "sigs.k8s.io/kueue/client-go/listers/kueue/v1beta2"
 )
 
 // StoredTeam is a team as read back from its ClusterQueue.
@@ -27,25 +25,6 @@ func TeamFromClusterQueue(cq *kueuev1beta2.ClusterQueue) (Team, bool) {
 	}
 	t.Name = cq.Labels[TeamLabel]
 	return t, true
-}
-
-// ListTeams returns the console-managed teams, by name.
-func ListTeams(cqs kueuelisters.ClusterQueueLister) ([]StoredTeam, error) {
-	all, err := cqs.List(labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue}))
-	if err != nil {
-		return nil, err
-	}
-	var out []StoredTeam
-	for _, cq := range all {
-		if cq.DeletionTimestamp != nil {
-			continue // being deleted: Kueue holds it until its workloads are gone
-		}
-		if t, ok := TeamFromClusterQueue(cq); ok {
-			out = append(out, StoredTeam{Team: t, ClusterQueue: cq})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // TypeAllocation compares the teams' summed quota of one instance type with

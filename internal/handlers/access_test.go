@@ -20,8 +20,9 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -93,7 +94,7 @@ func cleanupTeams(c console) {
 	if err != nil {
 		return
 	}
-	a := domain.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
 	for _, cq := range list.Items {
 		if t, ok := domain.TeamFromClusterQueue(&cq); ok && cq.Name == c.settings.ClusterQueue(t.Name) {
 			_ = a.DeleteTeam(ctx, c.settings, t.Name)

@@ -27,8 +27,8 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 

@@ -11,8 +11,9 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
-	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/metrics"
 )
@@ -21,8 +22,8 @@ import (
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := domain.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
-	live := domain.NewLive(cache, domain.DefaultSettings, log)
+	cache := cluster.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
+	live := cluster.NewLive(cache, domain.DefaultSettings, log)
 	now := time.Now()
 	live.Publish(domain.BuildSnapshot(kueuetest.Cluster(domain.DefaultSettings, 200, 50_000, now), now))
 	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: domain.DefaultSettings, Metrics: metrics.NewConsole(), Log: log}))

@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/handlers/form"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -37,7 +38,7 @@ func (d Deps) driftOf(team string) (domain.DriftReport, domain.ShapeLookup, erro
 	if err != nil {
 		return domain.DriftReport{}, nil, err
 	}
-	rep, err := domain.TeamDrift(d.Settings, d.Cache, team, shapes)
+	rep, err := cluster.TeamDrift(d.Settings, d.Cache, team, shapes)
 	if apierrors.IsNotFound(err) {
 		return rep, shapes, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", team))
 	}
@@ -122,7 +123,7 @@ func reapplyTeam(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if status, msg := d.applyTeam(domain.WithNote(ctx, "re-applied the allocation over hand edits"), c, applier, team,
+		if status, msg := d.applyTeam(cluster.WithNote(ctx, "re-applied the allocation over hand edits"), c, applier, team,
 			"the allocation of team "+team.Name); msg != "" {
 			return d.renderDrift(c, status, team.Name, "", msg)
 		}
@@ -158,7 +159,7 @@ func adoptTeam(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if status, msg := d.applyTeam(domain.WithNote(ctx, "adopted hand edits of the ClusterQueue"), c, applier, adopted,
+		if status, msg := d.applyTeam(cluster.WithNote(ctx, "adopted hand edits of the ClusterQueue"), c, applier, adopted,
 			"the adopted allocation of team "+name); msg != "" {
 			return d.renderDrift(c, status, name, "", msg)
 		}
@@ -187,7 +188,7 @@ func (d Deps) driftedTeams() map[string]bool {
 	if err != nil {
 		return nil
 	}
-	drifted, err := domain.DriftedTeams(d.Settings, d.Cache, shapes)
+	drifted, err := cluster.DriftedTeams(d.Settings, d.Cache, shapes)
 	if err != nil {
 		return nil
 	}

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/handlers/form"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -169,7 +170,7 @@ func rollbackTeam(d Deps) echo.HandlerFunc {
 		if msg := d.teamRevisionProblem(stored.Name, team, shapes); msg != "" {
 			return d.renderTeamHistory(c, http.StatusUnprocessableEntity, stored.Name, "", fmt.Sprintf("Revision %d cannot be applied: %s", n, msg))
 		}
-		if status, msg := d.applyTeam(domain.WithRollback(ctx, n), c, applier, team, fmt.Sprintf("revision %d of team %s", n, team.Name)); msg != "" {
+		if status, msg := d.applyTeam(cluster.WithRollback(ctx, n), c, applier, team, fmt.Sprintf("revision %d of team %s", n, team.Name)); msg != "" {
 			return d.renderTeamHistory(c, status, team.Name, "", msg)
 		}
 		d.Log.Info("team rolled back", "team", team.Name, "revision", n, "user", auth.From(c).Name)
@@ -182,7 +183,7 @@ func rollbackTeam(d Deps) echo.HandlerFunc {
 // applyTeam is the normal apply path for a team allocation the console
 // already holds (a revision, the stored allocation, an adopted one): build,
 // dry run, apply. It answers the status and the words of a refusal, or "".
-func (d Deps) applyTeam(ctx context.Context, c echo.Context, applier domain.Applier, team domain.Team, what string) (int, string) {
+func (d Deps) applyTeam(ctx context.Context, c echo.Context, applier cluster.Applier, team domain.Team, what string) (int, string) {
 	shapes, _, err := d.fleet()
 	if err != nil {
 		return http.StatusInternalServerError, "The cluster's nodes could not be read: " + err.Error()
@@ -230,7 +231,7 @@ func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr st
 	}
 	view.Revisions = revisionRows(revs, domain.DiffPolicies, domain.DescribePolicy, policyRevisionProblem, "/policy/history")
 	if stored, err := d.storedPolicy(); err == nil {
-		drift, err := domain.PolicyDrift(stored, d.Cache)
+		drift, err := cluster.PolicyDrift(stored, d.Cache)
 		if err != nil {
 			return err
 		}
@@ -263,7 +264,7 @@ func rollbackPolicy(d Deps) echo.HandlerFunc {
 		if msg := policyRevisionProblem(rev.Allocation); msg != "" {
 			return d.renderPolicyHistory(c, http.StatusUnprocessableEntity, "", fmt.Sprintf("Revision %d cannot be applied: %s", n, msg))
 		}
-		if status, msg := d.applyPolicy(domain.WithRollback(ctx, n), c, applier, rev.Allocation); msg != "" {
+		if status, msg := d.applyPolicy(cluster.WithRollback(ctx, n), c, applier, rev.Allocation); msg != "" {
 			return d.renderPolicyHistory(c, status, "", msg)
 		}
 		d.Log.Info("policy rolled back", "revision", n, "user", auth.From(c).Name)
@@ -284,7 +285,7 @@ func reapplyPolicy(d Deps) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if status, msg := d.applyPolicy(domain.WithNote(ctx, "re-applied over hand edits of the priority classes"), c, applier, p); msg != "" {
+		if status, msg := d.applyPolicy(cluster.WithNote(ctx, "re-applied over hand edits of the priority classes"), c, applier, p); msg != "" {
 			return d.renderPolicyHistory(c, status, "", msg)
 		}
 		d.Log.Info("policy re-applied", "user", auth.From(c).Name)
@@ -295,7 +296,7 @@ func reapplyPolicy(d Deps) echo.HandlerFunc {
 
 // applyPolicy applies a policy and waits until the cache shows it; it
 // answers the status and the words of a refusal, or "".
-func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier domain.Applier, p domain.Policy) (int, string) {
+func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier cluster.Applier, p domain.Policy) (int, string) {
 	if err := applier.ApplyPolicy(ctx, d.Settings, p); err != nil {
 		if msg, ok := d.forbidden(c, err, "the cluster policy"); ok {
 			return http.StatusForbidden, msg
@@ -308,7 +309,7 @@ func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier domain.Ap
 		if err != nil {
 			return false, nil
 		}
-		drift, err := domain.PolicyDrift(p, d.Cache)
+		drift, err := cluster.PolicyDrift(p, d.Cache)
 		return err == nil && len(drift) == 0 && len(domain.DiffPolicies(stored, p)) == 0, nil
 	})
 	return http.StatusOK, ""

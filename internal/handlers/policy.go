@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/web/templates"
 )
 

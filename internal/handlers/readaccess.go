@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/cluster"
 )
 
 // Reading needs a right the cluster grants, asked as the user
@@ -57,7 +57,7 @@ func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
 	}
 	s = scope{all: all, teams: map[string]bool{}}
 	if !all {
-		stored, err := domain.ListTeams(d.Cache.ClusterQueues)
+		stored, err := cluster.ListTeams(d.Cache.ClusterQueues)
 		if err != nil {
 			return scope{}, false
 		}

@@ -18,7 +18,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -118,16 +118,16 @@ func (d Deps) renderSignIn(c echo.Context, status int, next, msg string) error {
 // signed-in user as the actor of the changes on the request's context. In
 // proxy and token mode its clients impersonate the user, so Kubernetes RBAC
 // decides what they may change; in mode none it is the console's own.
-func (d Deps) writer(c echo.Context) (domain.Applier, context.Context, error) {
+func (d Deps) writer(c echo.Context) (cluster.Applier, context.Context, error) {
 	u := auth.From(c)
-	ctx := domain.WithActor(c.Request().Context(), u.Name)
+	ctx := cluster.WithActor(c.Request().Context(), u.Name)
 	c.SetRequest(c.Request().WithContext(ctx))
 	if !d.Auth.Impersonates() {
 		return d.Applier, ctx, nil
 	}
 	kube, kq, err := d.clientsAs(u)
 	if err != nil {
-		return domain.Applier{}, ctx, err
+		return cluster.Applier{}, ctx, err
 	}
 	return d.Applier.As(kube, kq), ctx, nil
 }

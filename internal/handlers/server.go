@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/static"
@@ -25,13 +26,13 @@ import (
 
 // Deps are what the handlers read from and write to.
 type Deps struct {
-	Cache   *domain.Cache
-	Live    *domain.Live
+	Cache   *cluster.Cache
+	Live    *cluster.Live
 	Prom    PromReader    // nil without --prometheus-url
 	Reports UsageReporter // nil without --prometheus-url
 	// Streams ends live update streams when the server shuts down.
 	Streams  context.Context
-	Applier  domain.Applier
+	Applier  cluster.Applier
 	Settings domain.Settings
 	Metrics  *metrics.Console
 	Log      *slog.Logger
@@ -146,7 +147,7 @@ func render(c echo.Context, status int, component templ.Component) error {
 }
 
 // problem explains, in words, why live data is missing, incomplete or old.
-func problem(cache *domain.Cache) string {
+func problem(cache *cluster.Cache) string {
 	if err := cache.Ready(); err != nil {
 		return "Live data is incomplete: " + err.Error() + "."
 	}

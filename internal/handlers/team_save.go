@@ -17,8 +17,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers/form"
 	"github.com/openquota/console/web/templates"
 )
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
@@ -25,7 +26,7 @@ func (d Deps) fleet() (domain.ShapeLookup, map[string]int, error) {
 
 func teams(d Deps) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		stored, err := domain.ListTeams(d.Cache.ClusterQueues)
+		stored, err := cluster.ListTeams(d.Cache.ClusterQueues)
 		if err != nil {
 			return err
 		}

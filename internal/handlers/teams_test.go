@@ -20,8 +20,9 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -32,7 +33,7 @@ type console struct {
 	settings domain.Settings
 	kube     kubernetes.Interface
 	kueue    kueueclient.Interface
-	live     *domain.Live
+	live     *cluster.Live
 	// cookies the console set, sent back as a browser does (flash messages).
 	cookies map[string]*http.Cookie
 }
@@ -59,16 +60,16 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := domain.NewCache(kube, kq, log)
+	cache := cluster.NewCache(kube, kq, log)
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
 	}); err != nil {
 		t.Fatalf("cache not ready: %v", cache.Ready())
 	}
-	live := domain.NewLive(cache, s, log)
+	live := cluster.NewLive(cache, s, log)
 	go live.Run(ctx)
-	deps := handlers.Deps{Cache: cache, Live: live, Applier: domain.Applier{Kube: kube, Kueue: kq}, Settings: s,
+	deps := handlers.Deps{Cache: cache, Live: live, Applier: cluster.Applier{Kube: kube, Kueue: kq}, Settings: s,
 		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx}
 	if adjustDeps != nil {
 		adjustDeps(&deps)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
@@ -325,7 +326,7 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := (domain.Applier{Kube: kube, Kueue: kq}).ApplyTeam(ctx, objs); err != nil {
+		if err := (cluster.Applier{Kube: kube, Kueue: kq}).ApplyTeam(ctx, objs); err != nil {
 			t.Fatalf("apply team %s: %v", team.Name, err)
 		}
 		t.Cleanup(func() {
@@ -335,7 +336,7 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	}
 	// 3 GPUs on a quota of 2: Kueue admits it by borrowing 1 from the lender.
 	res := corev1.ResourceList{
-		domain.ResourceGPU:     resource.MustParse("3"),
+		domain.ResourceGPU:    resource.MustParse("3"),
 		corev1.ResourceCPU:    resource.MustParse("1"),
 		corev1.ResourceMemory: resource.MustParse("1Gi"),
 	}

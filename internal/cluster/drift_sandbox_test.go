@@ -1,4 +1,4 @@
-package domain_test
+package cluster_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 )
 
@@ -21,10 +22,10 @@ import (
 func TestTeamDriftFromTheCache(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	a := domain.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := domain.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := cluster.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
@@ -43,7 +44,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		var got map[string]bool
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			var err error
-			got, err = domain.DriftedTeams(s, cache, domain.LookupShape)
+			got, err = cluster.DriftedTeams(s, cache, domain.LookupShape)
 			return err == nil && cmp.Equal(want, got), err
 		})
 		if err != nil {
@@ -62,7 +63,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{"edited": true})
-	rep, err := domain.TeamDrift(s, cache, "edited", domain.LookupShape)
+	rep, err := cluster.TeamDrift(s, cache, "edited", domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ApplyTeam(domain.WithNote(as("bob"), "re-applied over hand edits"), objs); err != nil {
+	if err := a.ApplyTeam(cluster.WithNote(as("bob"), "re-applied over hand edits"), objs); err != nil {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{})

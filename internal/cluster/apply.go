@@ -1,4 +1,4 @@
-package domain
+package cluster
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/openquota/console/internal/domain"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,7 +56,7 @@ type Applier struct {
 func applyOptions() metav1.ApplyOptions {
 	// Force: the console owns the fields it manages; a hand edit of them is
 	// drift that the next save corrects.
-	return metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	return metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}
 }
 
 func (a Applier) records() kubernetes.Interface {
@@ -163,7 +164,7 @@ func applyAudited[T object, AC annotatable[AC]](ctx context.Context, c *change, 
 		return w, err
 	default:
 		w.before = live
-		dry := metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+		dry := metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
 		keep, err := withAudit(desired, c.annotations(live, false))
 		if err != nil {
 			return w, err
@@ -221,7 +222,7 @@ func sameObject[T object](a, b T) bool {
 // CheckTeam asks the apiserver, with Kueue's webhooks, to validate the team's
 // ClusterQueue and flavors without writing anything (a dry run), so that a
 // rejected allocation leaves nothing half-written.
-func (a Applier) CheckTeam(ctx context.Context, objs TeamObjects) error {
+func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
 	opts := applyOptions()
 	opts.DryRun = []string{metav1.DryRunAll}
 	for _, rf := range objs.Flavors {
@@ -240,7 +241,7 @@ func (a Applier) CheckTeam(ctx context.Context, objs TeamObjects) error {
 // on the ClusterQueue. A failure at any point leaves what was written in
 // place; applying the same objects again finishes the job, including the
 // revision. Re-applying an unchanged team writes nothing.
-func (a Applier) ApplyTeam(ctx context.Context, objs TeamObjects) error {
+func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 	c := a.begin(ctx)
 	namespaces := a.Kube.CoreV1().Namespaces()
 	if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
@@ -274,7 +275,7 @@ func (a Applier) ApplyTeam(ctx context.Context, objs TeamObjects) error {
 // ClusterQueue and namespace (with the team's jobs and member binding), and
 // its revision history. Shared ResourceFlavors stay. Deleting what is
 // already gone is not an error, so a retry after a failure finishes the job.
-func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error {
+func (a Applier) DeleteTeam(ctx context.Context, s domain.Settings, team string) error {
 	ignoreMissing := func(err error) error {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -292,15 +293,15 @@ func (a Applier) DeleteTeam(ctx context.Context, s Settings, team string) error 
 	if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
 		return fmt.Errorf("namespace: %w", err)
 	}
-	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
+	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
 		return fmt.Errorf("revision history: %w", err)
 	}
 	return nil
 }
 
-func (a Applier) applyPriorityClasses(ctx context.Context, c *change, p Policy) error {
+func (a Applier) applyPriorityClasses(ctx context.Context, c *change, p domain.Policy) error {
 	wpcs := a.Kueue.KueueV1beta2().WorkloadPriorityClasses()
-	for _, wpc := range BuildPriorityClasses(p) {
+	for _, wpc := range domain.BuildPriorityClasses(p) {
 		if _, err := applyAudited(ctx, c, wpc, *wpc.Name, wpcs.Get, wpcs.Apply); err != nil {
 			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
 		}
@@ -312,7 +313,7 @@ func (a Applier) applyPriorityClasses(ctx context.Context, c *change, p Policy) 
 // no longer lists, records the policy on the cohort, then records the change
 // as a revision of the policy history and announces it with an Event on the
 // cohort. Every step is idempotent, so a retry after a failure converges.
-func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
+func (a Applier) ApplyPolicy(ctx context.Context, s domain.Settings, p domain.Policy) error {
 	c := a.begin(ctx)
 	if err := a.applyPriorityClasses(ctx, c, p); err != nil {
 		return err
@@ -321,7 +322,7 @@ func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
 	for _, pc := range p.Classes {
 		keep[pc.Name] = true
 	}
-	managed, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedByValue})
+	managed, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{LabelSelector: domain.ManagedByLabel + "=" + domain.ManagedByValue})
 	if err != nil {
 		return fmt.Errorf("priority classes: %w", err)
 	}
@@ -335,7 +336,7 @@ func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
 		}
 		c.changed = c.changed || err == nil
 	}
-	cohort, err := BuildCohort(s, p)
+	cohort, err := domain.BuildCohort(s, p)
 	if err != nil {
 		return err
 	}
@@ -350,8 +351,8 @@ func (a Applier) ApplyPolicy(ctx context.Context, s Settings, p Policy) error {
 // createStateNamespace creates the console's own namespace, where it keeps
 // the revision histories.
 func createStateNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ManagedByLabel: ManagedByValue}}}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue}}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: domain.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", name, err)
 	}
 	return nil

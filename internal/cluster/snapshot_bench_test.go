@@ -1,4 +1,4 @@
-package domain_test
+package cluster_test
 
 import (
 	"testing"

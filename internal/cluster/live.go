@@ -1,4 +1,4 @@
-package domain
+package cluster
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openquota/console/internal/domain"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -15,7 +16,7 @@ import (
 // pages update without reload.
 type Live struct {
 	cache    *Cache
-	settings Settings
+	settings domain.Settings
 	log      *slog.Logger
 
 	// Debounce waits this long after an event for more; MinInterval spaces
@@ -24,16 +25,16 @@ type Live struct {
 
 	dirty chan struct{}
 	mu    sync.RWMutex
-	snap  *Snapshot
+	snap  *domain.Snapshot
 	subs  map[chan uint64]struct{}
 }
 
 // NewLive watches cache for changes; Run builds snapshots.
-func NewLive(cache *Cache, s Settings, log *slog.Logger) *Live {
+func NewLive(cache *Cache, s domain.Settings, log *slog.Logger) *Live {
 	l := &Live{cache: cache, settings: s, log: log,
 		Debounce: 100 * time.Millisecond, MinInterval: 250 * time.Millisecond, Refresh: 5 * time.Second,
 		dirty: make(chan struct{}, 1), subs: map[chan uint64]struct{}{},
-		snap: &Snapshot{}}
+		snap: &domain.Snapshot{}}
 	cache.OnChange(func(kind string) {
 		if kind == "Node" {
 			return // node heartbeats would rebuild all the time; nodes are read directly
@@ -46,8 +47,8 @@ func NewLive(cache *Cache, s Settings, log *slog.Logger) *Live {
 	return l
 }
 
-// Snapshot returns the latest snapshot (never nil).
-func (l *Live) Snapshot() *Snapshot {
+// domain.Snapshot returns the latest snapshot (never nil).
+func (l *Live) Snapshot() *domain.Snapshot {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.snap
@@ -100,7 +101,7 @@ func (l *Live) Run(ctx context.Context) {
 }
 
 func (l *Live) rebuild() {
-	in := SnapshotInput{Settings: l.settings}
+	in := domain.SnapshotInput{Settings: l.settings}
 	var err error
 	if in.ClusterQueues, err = l.cache.ClusterQueues.List(labels.Everything()); err != nil {
 		l.log.Error("snapshot", "err", err)
@@ -110,7 +111,7 @@ func (l *Live) rebuild() {
 	in.Workloads, _ = l.cache.Workloads.List(labels.Everything())
 	in.Classes, _ = l.cache.WorkloadPriorityClasses.List(labels.Everything())
 	in.Cohort, _ = l.cache.Cohorts.Get(l.settings.Cohort)
-	snap := BuildSnapshot(in, time.Now())
+	snap := domain.BuildSnapshot(in, time.Now())
 
 	l.mu.Lock()
 	snap.Version = l.snap.Version + 1
@@ -132,7 +133,7 @@ func (l *Live) rebuild() {
 
 // Publish makes snap the current snapshot, as a rebuild would (for
 // benchmarks and tests that start from hand-built objects).
-func (l *Live) Publish(snap *Snapshot) {
+func (l *Live) Publish(snap *domain.Snapshot) {
 	l.mu.Lock()
 	snap.Version = l.snap.Version + 1
 	l.snap = snap
