@@ -15,7 +15,7 @@ import (
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/handlers/form"
+	"github.com/openquota/console/internal/form"
 	"github.com/openquota/console/web/templates"
 )
 

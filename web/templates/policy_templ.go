@@ -8,7 +8,7 @@ package templates
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "github.com/openquota/console/internal/handlers/form"
+import "github.com/openquota/console/internal/form"
 
 // PolicyView is the cluster policy page's model.
 type PolicyView struct {

@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"fmt"
 
-	"github.com/openquota/console/internal/handlers/form"
+	"github.com/openquota/console/internal/form"
 )
 
 // QuotaRowView is one quota row with what the console derives from it.
