@@ -83,19 +83,6 @@ func TestTeamUsageAndLending(t *testing.T) {
 	}
 }
 
-func TestTeamOfClusterQueue(t *testing.T) {
-	cases := map[string]*kueuev1beta2.ClusterQueue{
-		"nlp":      {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}},
-		"labelled": {ObjectMeta: metav1.ObjectMeta{Name: "whatever", Labels: map[string]string{TeamLabel: "labelled"}}},
-		"handmade": {ObjectMeta: metav1.ObjectMeta{Name: "handmade"}},
-	}
-	for want, cq := range cases {
-		if got := TeamOfClusterQueue(DefaultSettings, cq); got != want {
-			t.Errorf("TeamOfClusterQueue(%s) = %q, want %q", cq.Name, got, want)
-		}
-	}
-}
-
 func TestClassOrder(t *testing.T) {
 	p := Policy{Classes: []PriorityClass{{Name: "low", Weight: 10}, {Name: "high", Weight: 90}}}
 	other := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}, Value: 50}

@@ -15,45 +15,6 @@ import (
 	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
 )
 
-// Labels and annotations the console puts on what it writes.
-const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "quota-console"
-	TeamLabel      = "quota-console.openquota.dev/team"
-	// AllocationAnnotation keeps the allocation as the admin typed it, so the
-	// edit form shows it back exactly; the Kueue objects stay the truth.
-	AllocationAnnotation = "quota-console.openquota.dev/allocation"
-	FieldManager         = "quota-console"
-)
-
-// Settings are the console-wide naming choices.
-type Settings struct {
-	NamespacePrefix string // "hyperpod-ns-"
-	Cohort          string // "shared-pool"
-	// StateNamespace is the console's own namespace, where it keeps revision
-	// histories; "" means DefaultStateNamespace.
-	StateNamespace string
-}
-
-// DefaultStateNamespace is the console's own namespace unless set otherwise.
-const DefaultStateNamespace = "quota-console"
-
-// DefaultSettings match what existing job specs and CLIs expect.
-var DefaultSettings = Settings{NamespacePrefix: "hyperpod-ns-", Cohort: "shared-pool", StateNamespace: DefaultStateNamespace}
-
-// State is the console's own namespace.
-func (s Settings) State() string {
-	if s.StateNamespace == "" {
-		return DefaultStateNamespace
-	}
-	return s.StateNamespace
-}
-
-// Names of a team's objects.
-func (s Settings) Namespace(team string) string    { return s.NamespacePrefix + team }
-func (s Settings) ClusterQueue(team string) string { return s.Namespace(team) + "-clusterqueue" }
-func (s Settings) LocalQueue(team string) string   { return s.Namespace(team) + "-localqueue" }
-
 // Lending is how a team shares its idle quota and uses others'.
 type Lending string
 

@@ -27,7 +27,7 @@ func overview(d Deps) echo.HandlerFunc {
 		if visible, _ := d.scopeOf(c); !visible.all {
 			mine := ov.Queues[:0]
 			for _, q := range ov.Queues {
-				if cq, err := d.Cache.ClusterQueues.Get(q.Name); err == nil && visible.sees(domain.TeamOfClusterQueue(d.Settings, cq)) {
+				if cq, err := d.Cache.ClusterQueues.Get(q.Name); err == nil && visible.sees(d.Settings.TeamOfClusterQueue(cq)) {
 					mine = append(mine, q)
 				}
 			}

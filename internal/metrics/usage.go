@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -222,54 +221,6 @@ func utilSamples(sum, count model.Matrix) []utilSample {
 	return out
 }
 
-// quotaUse is one ClusterQueue's quota and use of one flavor at one instant.
-type quotaUse struct {
-	Nominal, Used float64
-	// LendingLimit caps what others may use of the queue's quota (+Inf: no cap).
-	LendingLimit float64
-}
-
-// lentShares attributes what the ClusterQueues of one cohort borrow on one
-// flavor at one instant to the queues that lend it. The borrowed GPUs (use
-// beyond nominal, summed over the queues) are split in proportion to each
-// queue's lendable idle quota: nominal − own use, floored at 0 and capped
-// by its lending limit. No queue lends more than it has idle; what exceeds
-// the cohort's idle quota (borrowed from a parent cohort's or the cohort's
-// own quota) is attributed to no queue.
-func lentShares(qs []quotaUse) []float64 {
-	lent := make([]float64, len(qs))
-	idle := make([]float64, len(qs))
-	var borrowed, totalIdle float64
-	for i, q := range qs {
-		borrowed += math.Max(q.Used-q.Nominal, 0)
-		idle[i] = math.Min(math.Max(q.Nominal-q.Used, 0), math.Max(q.LendingLimit, 0))
-		totalIdle += idle[i]
-	}
-	if borrowed <= 0 || totalIdle <= 0 {
-		return lent
-	}
-	share := math.Min(borrowed/totalIdle, 1)
-	for i := range qs {
-		lent[i] = idle[i] * share
-	}
-	return lent
-}
-
-// teamOf is the team whose ClusterQueue is clusterQueue, if it is one of
-// the console's (named by s).
-func teamOf(s domain.Settings, clusterQueue string) (string, bool) {
-	const suffix = "-clusterqueue"
-	rest, ok := strings.CutPrefix(clusterQueue, s.NamespacePrefix)
-	if !ok {
-		return "", false
-	}
-	team, ok := strings.CutSuffix(rest, suffix)
-	if !ok || team == "" || s.ClusterQueue(team) != clusterQueue {
-		return "", false
-	}
-	return team, true
-}
-
 // buildReport integrates samples taken every step into GPU-hours per UTC
 // day and team: each sample counts for value × step.
 func buildReport(s domain.Settings, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
@@ -300,14 +251,14 @@ func buildReport(s domain.Settings, step time.Duration, queues []queueSample, ut
 	}
 	for _, k := range groupOrder {
 		idx := groups[k]
-		uses := make([]quotaUse, len(idx))
+		uses := make([]domain.QuotaUse, len(idx))
 		for j, i := range idx {
-			uses[j] = quotaUse{Nominal: queues[i].Nominal, Used: queues[i].Used, LendingLimit: queues[i].LendingLimit}
+			uses[j] = domain.QuotaUse{Nominal: queues[i].Nominal, Used: queues[i].Used, LendingLimit: queues[i].LendingLimit}
 		}
-		lent := lentShares(uses)
+		lent := domain.LentShares(uses)
 		for j, i := range idx {
 			q := queues[i]
-			team, ok := teamOf(s, q.ClusterQueue)
+			team, ok := s.TeamOfClusterQueueName(q.ClusterQueue)
 			if !ok {
 				continue
 			}
@@ -327,8 +278,8 @@ func buildReport(s domain.Settings, step time.Duration, queues []queueSample, ut
 	type utilAcc struct{ sum, count float64 }
 	utilBy := map[rowKey]*utilAcc{}
 	for _, u := range util {
-		team, ok := strings.CutPrefix(u.Namespace, s.NamespacePrefix)
-		if !ok || team == "" {
+		team, ok := s.TeamOfNamespace(u.Namespace)
+		if !ok {
 			continue
 		}
 		rk := rowKey{utcDay(u.T), team}

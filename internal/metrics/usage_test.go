@@ -14,50 +14,6 @@ import (
 
 var inf = math.Inf(1)
 
-func TestLentShares(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   []quotaUse
-		want []float64
-	}{
-		{"nobody borrows", []quotaUse{{8, 2, inf}, {4, 4, inf}}, []float64{0, 0}},
-		{"one lender takes it all", []quotaUse{{8, 2, inf}, {4, 7, inf}}, []float64{3, 0}},
-		{"split by idle quota, not by nominal", []quotaUse{
-			{Nominal: 8, Used: 2, LendingLimit: inf}, // idle 6
-			{Nominal: 4, Used: 1, LendingLimit: inf}, // idle 3
-			{Nominal: 2, Used: 5, LendingLimit: inf}, // borrows 3
-		}, []float64{2, 1, 0}},
-		{"two borrowers add up", []quotaUse{{4, 0, inf}, {4, 0, inf}, {1, 3, inf}, {1, 2, inf}}, []float64{1.5, 1.5, 0, 0}},
-		{"a queue that does not lend lends nothing", []quotaUse{{8, 0, 0}, {4, 0, inf}, {0, 2, inf}}, []float64{0, 2, 0}},
-		{"lending limit caps the idle quota", []quotaUse{{8, 0, 2}, {2, 0, inf}, {0, 2, inf}}, []float64{1, 1, 0}},
-		{"borrowed beyond the cohort's idle quota is nobody's", []quotaUse{{2, 1, inf}, {0, 4, inf}}, []float64{1, 0}},
-		{"over-quota lender lends nothing", []quotaUse{{2, 3, inf}, {2, 3, inf}}, []float64{0, 0}},
-		{"empty", nil, []float64{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, lentShares(tc.in), cmpopts.EquateEmpty(), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
-				t.Errorf("lentShares(%v) (-want +got):\n%s", tc.in, diff)
-			}
-		})
-	}
-}
-
-func TestTeamOf(t *testing.T) {
-	s := domain.Settings{NamespacePrefix: "hyperpod-ns-"}
-	for cq, want := range map[string]string{
-		"hyperpod-ns-vision-clusterqueue":      "vision",
-		"hyperpod-ns-ml-research-clusterqueue": "ml-research",
-		"hyperpod-ns--clusterqueue":            "",
-		"other-vision-clusterqueue":            "",
-		"hyperpod-ns-vision":                   "",
-	} {
-		got, ok := teamOf(s, cq)
-		if got != want || ok != (want != "") {
-			t.Errorf("teamOf(%q) = %q, %v; want %q", cq, got, ok, want)
-		}
-	}
-}
-
 func TestChunksCoverEverySampleOnce(t *testing.T) {
 	start := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	step := 5 * time.Minute

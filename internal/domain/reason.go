@@ -1,0 +1,312 @@
+// This file words Kueue conditions as the reasons the Tasks page shows.
+
+package domain
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// taskReason builds the plain-words reason and the raw Kueue message(s).
+func taskReason(wl *kueuev1beta2.Workload, s Settings, t Task, now time.Time) (reason, raw string) {
+	conds := wl.Status.Conditions
+	quotaCond := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadQuotaReserved)
+	switch t.State {
+	case TaskFinished:
+		c := trueCondition(conds, kueuev1beta2.WorkloadFinished)
+		return finishedReason(c), c.Message
+
+	case TaskAdmitted:
+		c := trueCondition(conds, kueuev1beta2.WorkloadAdmitted)
+		reason = admittedPhrase(t)
+		if ev := trueCondition(conds, kueuev1beta2.WorkloadEvicted); ev != nil {
+			return reason + "; being evicted (" + ev.Reason + ")", c.Message + "\n" + ev.Message
+		}
+		if pr := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadPodsReady); pr != nil && pr.Status == metav1.ConditionFalse {
+			switch pr.Reason {
+			case kueuev1beta2.WorkloadWaitForStart:
+				reason += "; pods are starting"
+			case kueuev1beta2.WorkloadWaitForRecovery:
+				reason += "; recovering from a failed pod"
+			}
+		}
+		return reason, c.Message
+
+	case TaskPreempted:
+		c := trueCondition(conds, kueuev1beta2.WorkloadPreempted)
+		reason, raw = preemptedReason(c, s), c.Message
+		if trueCondition(conds, kueuev1beta2.WorkloadAdmitted) != nil || trueCondition(conds, kueuev1beta2.WorkloadQuotaReserved) != nil {
+			return reason + "; its pods are being stopped", raw
+		}
+		return appendQuotaReason(reason, raw, quotaCond, c.Message)
+	}
+
+	// Pending.
+	evicted := trueCondition(conds, kueuev1beta2.WorkloadEvicted)
+	if t.Deactivated {
+		reason = "Stopped: deactivated (spec.active is false); it will not be queued until reactivated"
+		raw = ""
+		if evicted != nil {
+			raw = evicted.Message
+			switch {
+			case strings.Contains(evicted.Reason, kueuev1beta2.WorkloadRequeuingLimitExceeded):
+				reason = "Stopped: evicted too many times (requeuing limit exceeded); deactivated"
+			case strings.Contains(evicted.Reason, kueuev1beta2.WorkloadMaximumExecutionTimeExceeded):
+				reason = "Stopped: exceeded its maximum execution time; deactivated"
+			}
+		}
+		return reason, raw
+	}
+	if wl.Spec.QueueName == "" {
+		return "Not submitted to a queue: the job has no kueue.x-k8s.io/queue-name label", ""
+	}
+	if quotaCond != nil && quotaCond.Status == metav1.ConditionTrue {
+		return reservedReason(wl), quotaCond.Message
+	}
+	if evicted != nil {
+		reason, raw = evictedReason(evicted), evicted.Message
+		if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil && rs.RequeueAt.After(now) {
+			reason += fmt.Sprintf("; back in the queue in %s", rs.RequeueAt.Sub(now).Round(time.Second))
+		}
+		return appendQuotaReason(reason, raw, quotaCond, evicted.Message)
+	}
+	if quotaCond == nil {
+		return "Waiting to be evaluated by the scheduler", ""
+	}
+	return quotaReason(quotaCond.Reason, quotaCond.Message), quotaCond.Message
+}
+
+// appendQuotaReason adds what the scheduler said since an eviction: right
+// after it, the QuotaReserved=False message is the eviction's own.
+func appendQuotaReason(reason, raw string, quotaCond *metav1.Condition, evictionMessage string) (string, string) {
+	if quotaCond == nil || quotaCond.Status != metav1.ConditionFalse || quotaCond.Message == "" || quotaCond.Message == evictionMessage {
+		return reason, raw
+	}
+	return reason + ". " + quotaReason(quotaCond.Reason, quotaCond.Message), raw + "\n" + quotaCond.Message
+}
+
+func admittedPhrase(t Task) string {
+	var b strings.Builder
+	switch len(t.Flavors) {
+	case 0:
+		b.WriteString("Admitted")
+		if t.ClusterQueue != "" {
+			b.WriteString(" in ClusterQueue " + t.ClusterQueue)
+		}
+	case 1:
+		b.WriteString("Admitted on flavor " + t.Flavors[0])
+	default:
+		b.WriteString("Admitted on flavors " + strings.Join(t.Flavors, ", "))
+	}
+	if t.Borrowing {
+		b.WriteString(" (borrowing)")
+	}
+	return b.String()
+}
+
+func finishedReason(c *metav1.Condition) string {
+	switch c.Reason {
+	case kueuev1beta2.WorkloadFinishedReasonSucceeded:
+		return "Finished: succeeded"
+	case kueuev1beta2.WorkloadFinishedReasonFailed:
+		return "Finished: failed"
+	case kueuev1beta2.WorkloadFinishedReasonOwnerNotFound:
+		return "Finished: its job was deleted"
+	case kueuev1beta2.WorkloadFinishedReasonOutOfSync:
+		return "Finished: no longer matches its job"
+	}
+	if c.Reason == "" {
+		return "Finished"
+	}
+	return "Finished (" + c.Reason + ")"
+}
+
+var preemptorPath = regexp.MustCompile(`preemptor path: ([^;]+)`)
+
+// preemptedReason explains a Preempted condition. Each team has its own
+// ClusterQueue, so InClusterQueue means the same team; the preemptor's team
+// is read from the "preemptor path" Kueue puts in the message, when present.
+func preemptedReason(c *metav1.Condition, s Settings) string {
+	other := "another team"
+	if m := preemptorPath.FindStringSubmatch(c.Message); m != nil {
+		path := strings.TrimSpace(m[1])
+		if team, ok := s.TeamOfClusterQueueName(path[strings.LastIndex(path, "/")+1:]); ok {
+			other = "team " + team
+		}
+	}
+	switch c.Reason {
+	case kueuev1beta2.InClusterQueueReason:
+		return "Preempted by a higher-priority task of the same team"
+	case kueuev1beta2.InCohortReclamationReason:
+		return "Preempted: " + other + " reclaimed its lent quota"
+	case kueuev1beta2.InCohortFairSharingReason:
+		return "Preempted to restore fair sharing: " + other + " was below its fair share"
+	case kueuev1beta2.InCohortReclaimWhileBorrowingReason:
+		return "Preempted by a higher-priority task of " + other + " that is also borrowing"
+	}
+	if c.Reason == "" {
+		return "Preempted"
+	}
+	return "Preempted (" + c.Reason + ")"
+}
+
+func evictedReason(c *metav1.Condition) string {
+	switch c.Reason {
+	case kueuev1beta2.WorkloadEvictedByPodsReadyTimeout:
+		return "Evicted: its pods did not all become ready in time; requeued"
+	case kueuev1beta2.WorkloadEvictedByAdmissionCheck:
+		return "Evicted: an admission check asked for a retry; requeued"
+	case kueuev1beta2.WorkloadEvictedByClusterQueueStopped:
+		return "Evicted: the team's ClusterQueue was stopped"
+	case kueuev1beta2.WorkloadEvictedByLocalQueueStopped:
+		return "Evicted: the team's queue was stopped"
+	case kueuev1beta2.WorkloadEvictedDueToNodeFailures:
+		return "Evicted: a node it ran on failed; requeued"
+	case kueuev1beta2.WorkloadEvictedByPreemption:
+		return "Evicted by preemption; requeued"
+	}
+	if strings.HasPrefix(c.Reason, kueuev1beta2.WorkloadDeactivated) {
+		return "Evicted: deactivated"
+	}
+	return "Evicted (" + c.Reason + ")"
+}
+
+// reservedReason explains quota reserved but not yet admitted.
+func reservedReason(wl *kueuev1beta2.Workload) string {
+	var pending []string
+	for _, ac := range wl.Status.AdmissionChecks {
+		if ac.State != kueuev1beta2.CheckStateReady {
+			pending = append(pending, string(ac.Name))
+		}
+	}
+	if len(pending) > 0 {
+		return "Quota reserved; waiting for admission checks: " + strings.Join(pending, ", ")
+	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadAdmitted); c != nil &&
+		c.Reason == kueuev1beta2.WorkloadAdmittedReasonPendingDelayedTopologyRequests {
+		return "Quota reserved; waiting for a topology assignment"
+	}
+	return "Quota reserved; waiting to be admitted"
+}
+
+var (
+	unusedQuotaRE = regexp.MustCompile(`insufficient unused quota for (\S+) in flavor ([^\s,]+), (\S+) more needed`)
+	maxQuotaRE    = regexp.MustCompile(`insufficient quota for (\S+) in flavor ([^\s,]+), previously considered podsets requests \(([^)]*)\) \+ current podset request \(([^)]*)\) > maximum capacity \(([^)]*)\)`)
+	preemptingRE  = regexp.MustCompile(`Pending the preemption of (\d+) workload`)
+	missingRE     = regexp.MustCompile(`resource (\S+) unavailable in ClusterQueue`)
+)
+
+// quotaReason translates a QuotaReserved=False condition (the scheduler's
+// or the workload controller's message) into plain words.
+func quotaReason(reason, msg string) string {
+	if msg == "" {
+		return "Waiting to be evaluated by the scheduler"
+	}
+	if ms := unusedQuotaRE.FindAllStringSubmatch(msg, -1); ms != nil {
+		out := "Waiting for quota: needs " + neededByFlavor(ms)
+		if m := preemptingRE.FindStringSubmatch(msg); m != nil {
+			out += "; preempting " + plural(m[1], "task") + " to make room"
+		}
+		return out
+	}
+	if m := maxQuotaRE.FindStringSubmatch(msg); m != nil {
+		need := m[4]
+		prev, err1 := resource.ParseQuantity(m[3])
+		cur, err2 := resource.ParseQuantity(m[4])
+		if err1 == nil && err2 == nil {
+			prev.Add(cur)
+			need = prev.String()
+		}
+		return fmt.Sprintf("Too big for the team's quota: needs %s %s on %s, but at most %s can ever be available to the team, borrowing included",
+			need, m[1], m[2], m[5])
+	}
+	if m := missingRE.FindStringSubmatch(msg); m != nil {
+		return "The team has no quota for " + m[1]
+	}
+	switch {
+	case strings.HasPrefix(msg, "failed to assign flavors"):
+		return "Cannot be scheduled: " + msg
+	case strings.Contains(msg, "untolerated taint") || strings.Contains(msg, "doesn't match node affinity") ||
+		reason == kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor:
+		return "No instance type in the team's quota matches the task's node selector, affinity or tolerations"
+	case strings.Contains(msg, "LocalQueue") && strings.Contains(msg, "doesn't exist"):
+		return "Its queue does not exist in this namespace"
+	case strings.Contains(msg, "ClusterQueue") && strings.Contains(msg, "doesn't exist"),
+		strings.Contains(msg, "ClusterQueue") && strings.Contains(msg, "not found"):
+		return "The team's ClusterQueue does not exist"
+	case strings.Contains(msg, "is stopped"):
+		return "The team's queue is stopped: no new tasks are admitted"
+	case strings.Contains(msg, "is inactive"):
+		return "The team's queue is inactive (misconfigured, e.g. a missing flavor)"
+	case strings.Contains(msg, "namespace doesn't match"):
+		return "Its namespace is not allowed in the team's ClusterQueue"
+	case strings.Contains(msg, "no longer fits after processing another workload"):
+		return "Waiting for quota: another task took the free quota first"
+	case strings.Contains(msg, "overlapping preemption targets"):
+		return "Waiting for quota: another task is preempting the same tasks"
+	case strings.Contains(msg, "failed admission checks"):
+		return "Rejected by an admission check"
+	case reason == kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPodsReady:
+		return "Waiting for earlier admitted tasks to start their pods"
+	case reason == kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads:
+		return "Waiting for preempted tasks to release their quota"
+	case reason == kueuev1beta2.WorkloadQuotaReservedReasonTopologyPlacementFailed:
+		return "Waiting for room: no topology placement fits the task"
+	case reason == kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota:
+		return "Waiting for quota"
+	}
+	return "Pending: " + msg
+}
+
+// neededByFlavor phrases the shortfalls, flavor by flavor (the flavors are
+// alternatives Kueue tried; several pod sets may name the same one, keep the
+// largest shortfall).
+func neededByFlavor(ms [][]string) string {
+	type need struct{ resource, amount string }
+	var flavors []string
+	byFlavor := map[string][]need{}
+	for _, m := range ms {
+		res, flavor, amount := m[1], m[2], m[3]
+		if _, ok := byFlavor[flavor]; !ok {
+			flavors = append(flavors, flavor)
+		}
+		needs := byFlavor[flavor]
+		i := slices.IndexFunc(needs, func(n need) bool { return n.resource == res })
+		switch {
+		case i < 0:
+			byFlavor[flavor] = append(needs, need{res, amount})
+		case moreThan(amount, needs[i].amount):
+			needs[i].amount = amount
+		}
+	}
+	parts := make([]string, 0, len(flavors))
+	for _, f := range flavors {
+		var amounts []string
+		for _, n := range byFlavor[f] {
+			amounts = append(amounts, n.amount+" more "+n.resource)
+		}
+		parts = append(parts, strings.Join(amounts, " and ")+" on "+f)
+	}
+	return strings.Join(parts, ", or ")
+}
+
+func moreThan(a, b string) bool {
+	qa, err1 := resource.ParseQuantity(a)
+	qb, err2 := resource.ParseQuantity(b)
+	return err1 == nil && err2 == nil && qa.Cmp(qb) > 0
+}
+
+func plural(n, noun string) string {
+	if n == "1" {
+		return "1 " + noun
+	}
+	return n + " " + noun + "s"
+}
