@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
@@ -219,6 +221,28 @@ func sameObject[T object](a, b T) bool {
 	return equality.Semantic.DeepEqual(clean(a), clean(b))
 }
 
+// ErrNotManaged is a team the console does not manage (there is no such
+// ClusterQueue, or it is not the console's).
+var ErrNotManaged = errors.New("not a team managed by this console")
+
+// StoredTeam reads a team's ClusterQueue and the allocation stored on it
+// from the apiserver, not the cache: the version a conflict check compares
+// with.
+func (a Applier) StoredTeam(ctx context.Context, s domain.Settings, team string) (*kueuev1beta2.ClusterQueue, domain.Team, error) {
+	cq, err := a.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, domain.Team{}, ErrNotManaged
+	}
+	if err != nil {
+		return nil, domain.Team{}, err
+	}
+	stored, ok := domain.TeamFromClusterQueue(cq)
+	if !ok {
+		return nil, domain.Team{}, ErrNotManaged
+	}
+	return cq, stored, nil
+}
+
 // CheckTeam asks the apiserver, with Kueue's webhooks, to validate the team's
 // ClusterQueue and flavors without writing anything (a dry run), so that a
 // rejected allocation leaves nothing half-written.
@@ -271,19 +295,55 @@ func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 	return a.recordTeam(ctx, c, objs, cq)
 }
 
+// CheckPolicy dry-runs a policy's priority classes and cohort: the
+// apiserver (and Kueue's webhooks) judge them without anything written.
+func (a Applier) CheckPolicy(ctx context.Context, s domain.Settings, p domain.Policy) error {
+	opts := applyOptions()
+	opts.DryRun = []string{metav1.DryRunAll}
+	for _, wpc := range domain.BuildPriorityClasses(s, p) {
+		if _, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Apply(ctx, wpc, opts); err != nil {
+			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
+		}
+	}
+	cohort, err := domain.BuildCohort(s, p)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Kueue.KueueV1beta2().Cohorts().Apply(ctx, cohort, opts); err != nil {
+		return fmt.Errorf("cohort %s: %w", s.Cohort, err)
+	}
+	return nil
+}
+
+// CheckDeleteTeam dry-runs the deletion of a team's objects.
+func (a Applier) CheckDeleteTeam(ctx context.Context, s domain.Settings, team string) error {
+	return a.deleteTeam(ctx, s, team, []string{metav1.DryRunAll})
+}
+
 // DeleteTeam removes what the console created for a team: its LocalQueue,
 // ClusterQueue and namespace (with the team's jobs and member binding), and
 // its revision history. Shared ResourceFlavors stay. Deleting what is
 // already gone is not an error, so a retry after a failure finishes the job.
 func (a Applier) DeleteTeam(ctx context.Context, s domain.Settings, team string) error {
-	ignoreMissing := func(err error) error {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+	if err := a.deleteTeam(ctx, s, team, nil); err != nil {
 		return err
 	}
+	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
+		return fmt.Errorf("revision history: %w", err)
+	}
+	return nil
+}
+
+func ignoreMissing(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (a Applier) deleteTeam(ctx context.Context, s domain.Settings, team string, dryRun []string) error {
 	background := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &background}
+	opts := metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dryRun}
 	if err := ignoreMissing(a.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Delete(ctx, s.LocalQueue(team), opts)); err != nil {
 		return fmt.Errorf("local queue: %w", err)
 	}
@@ -293,15 +353,12 @@ func (a Applier) DeleteTeam(ctx context.Context, s domain.Settings, team string)
 	if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
 		return fmt.Errorf("namespace: %w", err)
 	}
-	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
-		return fmt.Errorf("revision history: %w", err)
-	}
 	return nil
 }
 
-func (a Applier) applyPriorityClasses(ctx context.Context, c *change, p domain.Policy) error {
+func (a Applier) applyPriorityClasses(ctx context.Context, c *change, s domain.Settings, p domain.Policy) error {
 	wpcs := a.Kueue.KueueV1beta2().WorkloadPriorityClasses()
-	for _, wpc := range domain.BuildPriorityClasses(p) {
+	for _, wpc := range domain.BuildPriorityClasses(s, p) {
 		if _, err := applyAudited(ctx, c, wpc, *wpc.Name, wpcs.Get, wpcs.Apply); err != nil {
 			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
 		}
@@ -309,13 +366,14 @@ func (a Applier) applyPriorityClasses(ctx context.Context, c *change, p domain.P
 	return nil
 }
 
-// ApplyPolicy writes the priority classes, removes managed classes the policy
-// no longer lists, records the policy on the cohort, then records the change
+// ApplyPolicy writes the priority classes, removes the classes of this
+// policy (Settings.OwnsPriorityClass) that it no longer lists, records the
+// policy on the cohort, then records the change
 // as a revision of the policy history and announces it with an Event on the
 // cohort. Every step is idempotent, so a retry after a failure converges.
 func (a Applier) ApplyPolicy(ctx context.Context, s domain.Settings, p domain.Policy) error {
 	c := a.begin(ctx)
-	if err := a.applyPriorityClasses(ctx, c, p); err != nil {
+	if err := a.applyPriorityClasses(ctx, c, s, p); err != nil {
 		return err
 	}
 	keep := map[string]bool{}
@@ -327,7 +385,7 @@ func (a Applier) ApplyPolicy(ctx context.Context, s domain.Settings, p domain.Po
 		return fmt.Errorf("priority classes: %w", err)
 	}
 	for _, wpc := range managed.Items {
-		if keep[wpc.Name] {
+		if keep[wpc.Name] || !s.OwnsPriorityClass(&wpc) {
 			continue
 		}
 		err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, wpc.Name, metav1.DeleteOptions{})

@@ -44,7 +44,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		var got map[string]bool
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			var err error
-			got, err = cluster.DriftedTeams(s, cache, domain.LookupShape)
+			got, err = cache.DriftedTeams(s, domain.LookupShape)
 			return err == nil && cmp.Equal(want, got), err
 		})
 		if err != nil {
@@ -63,7 +63,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{"edited": true})
-	rep, err := cluster.TeamDrift(s, cache, "edited", domain.LookupShape)
+	rep, _, err := cache.TeamDrift(s, "edited", domain.LookupShape)
 	if err != nil {
 		t.Fatal(err)
 	}

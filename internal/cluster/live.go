@@ -139,3 +139,7 @@ func (l *Live) Publish(snap *domain.Snapshot) {
 	l.snap = snap
 	l.mu.Unlock()
 }
+
+// Fresh reports whether the current snapshot was built at or after t: it
+// shows what the caches held at t.
+func (l *Live) Fresh(t time.Time) bool { return !l.Snapshot().Taken.Before(t) }

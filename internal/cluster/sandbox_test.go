@@ -64,7 +64,7 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]domain.InstanceTypeCapacity{}
-	for _, row := range domain.BuildOverview(nodes, nil).InstanceTypes {
+	for _, row := range domain.BuildOverview(domain.DefaultSettings, nodes, nil).InstanceTypes {
 		got[row.Type] = row
 	}
 	want := map[string]domain.InstanceTypeCapacity{}

@@ -581,14 +581,14 @@ func ceilDiv(a, b int64) int64 {
 // WorkloadPriorityClasses: missing classes, hand-edited values and
 // descriptions, and managed classes the policy no longer lists (a re-apply
 // removes them).
-func PolicyDriftOf(p Policy, live []*kueuev1beta2.WorkloadPriorityClass) ([]Drift, error) {
+func PolicyDriftOf(s Settings, p Policy, live []*kueuev1beta2.WorkloadPriorityClass) ([]Drift, error) {
 	byName := map[string]*kueuev1beta2.WorkloadPriorityClass{}
 	for _, c := range live {
 		byName[c.Name] = c
 	}
 	var out []Drift
 	wanted := map[string]bool{}
-	for _, ac := range BuildPriorityClasses(p) {
+	for _, ac := range BuildPriorityClasses(s, p) {
 		var want kueuev1beta2.WorkloadPriorityClass
 		if err := viaJSON(ac, &want); err != nil {
 			return nil, err
@@ -608,7 +608,7 @@ func PolicyDriftOf(p Policy, live []*kueuev1beta2.WorkloadPriorityClass) ([]Drif
 		}
 	}
 	for _, c := range live {
-		if !wanted[c.Name] && c.Labels[ManagedByLabel] == ManagedByValue {
+		if !wanted[c.Name] && s.OwnsPriorityClass(c) {
 			out = append(out, Drift{Object: "WorkloadPriorityClass " + c.Name, Field: "the priority class", Got: fmt.Sprintf("present (value %d)", c.Value)})
 		}
 	}

@@ -287,7 +287,7 @@ func TestPolicyDriftOf(t *testing.T) {
 	p := Policy{Prioritization: TaskRanking, Classes: []PriorityClass{{Name: "high", Weight: 80}, {Name: "low", Weight: 20}}}
 	liveClasses := func() []*kueuev1beta2.WorkloadPriorityClass {
 		var out []*kueuev1beta2.WorkloadPriorityClass
-		for _, ac := range BuildPriorityClasses(p) {
+		for _, ac := range BuildPriorityClasses(DefaultSettings, p) {
 			c := &kueuev1beta2.WorkloadPriorityClass{}
 			if err := viaJSON(ac, c); err != nil {
 				t.Fatal(err)
@@ -296,7 +296,7 @@ func TestPolicyDriftOf(t *testing.T) {
 		}
 		return out
 	}
-	if got, err := PolicyDriftOf(p, liveClasses()); err != nil || len(got) != 0 {
+	if got, err := PolicyDriftOf(DefaultSettings, p, liveClasses()); err != nil || len(got) != 0 {
 		t.Errorf("as applied: %v %v", got, err)
 	}
 	edited := liveClasses()
@@ -305,7 +305,7 @@ func TestPolicyDriftOf(t *testing.T) {
 	stray.Name, stray.Labels = "old", map[string]string{ManagedByLabel: ManagedByValue}
 	foreign := &kueuev1beta2.WorkloadPriorityClass{Value: 7}
 	foreign.Name = "someone-elses"
-	got, err := PolicyDriftOf(p, append(edited[:1], stray, foreign))
+	got, err := PolicyDriftOf(DefaultSettings, p, append(edited[:1], stray, foreign))
 	if err != nil {
 		t.Fatal(err)
 	}

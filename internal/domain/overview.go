@@ -39,6 +39,7 @@ type InstanceTypeCapacity struct {
 // QueueQuota is one ClusterQueue as the overview lists it.
 type QueueQuota struct {
 	Name        string
+	Team        string // the team it serves (Settings.TeamOfClusterQueue)
 	Cohort      string
 	NominalGPUs int64
 	Stopped     bool
@@ -67,7 +68,7 @@ func NodeSchedulable(n *corev1.Node) bool {
 // BuildOverview sums node capacity by instance type and lists ClusterQueues
 // with their nominal GPU quota. Capacity counts every node, ready or not:
 // it is what the cluster owns.
-func BuildOverview(nodes []*corev1.Node, queues []*kueuev1beta2.ClusterQueue) Overview {
+func BuildOverview(s Settings, nodes []*corev1.Node, queues []*kueuev1beta2.ClusterQueue) Overview {
 	byType := map[string]*InstanceTypeCapacity{}
 	var ov Overview
 	for _, n := range nodes {
@@ -106,7 +107,7 @@ func BuildOverview(nodes []*corev1.Node, queues []*kueuev1beta2.ClusterQueue) Ov
 	ov.Total.Type = "Total"
 
 	for _, cq := range queues {
-		q := QueueQuota{Name: cq.Name, Cohort: string(cq.Spec.CohortName), Stopped: Stopped(cq)}
+		q := QueueQuota{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Cohort: string(cq.Spec.CohortName), Stopped: Stopped(cq)}
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {

@@ -45,10 +45,14 @@ type Policy struct {
 // first-come-first-serve, so switching back to ranking restores it.
 const WeightAnnotation = "quota-console.openquota.dev/weight"
 
+// CohortLabel names the cohort whose policy wrote a priority class: a
+// re-apply removes only its own policy's classes, not another console's.
+const CohortLabel = "quota-console.openquota.dev/cohort"
+
 // BuildPriorityClasses writes each class as a WorkloadPriorityClass. Under
 // first-come-first-serve every class gets the same value 0, so Kueue orders
 // tasks by arrival alone while jobs that name a class keep working.
-func BuildPriorityClasses(p Policy) []*kueueac.WorkloadPriorityClassApplyConfiguration {
+func BuildPriorityClasses(s Settings, p Policy) []*kueueac.WorkloadPriorityClassApplyConfiguration {
 	out := make([]*kueueac.WorkloadPriorityClassApplyConfiguration, 0, len(p.Classes))
 	for _, c := range p.Classes {
 		value := c.Weight
@@ -56,7 +60,7 @@ func BuildPriorityClasses(p Policy) []*kueueac.WorkloadPriorityClassApplyConfigu
 			value = 0
 		}
 		out = append(out, kueueac.WorkloadPriorityClass(c.Name).
-			WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+			WithLabels(map[string]string{ManagedByLabel: ManagedByValue, CohortLabel: s.Cohort}).
 			WithAnnotations(map[string]string{WeightAnnotation: strconv.Itoa(int(c.Weight))}).
 			WithValue(value).
 			WithDescription("Task priority class managed by the quota console"))
@@ -139,4 +143,15 @@ func FairSharingMismatch(p Policy, kueueFairSharing bool) string {
 		return "Kueue's controller has fair sharing enabled, so idle compute is shared by team weights whatever this policy says. Remove fairSharing from Kueue's configuration for first-come-first-serve."
 	}
 	return ""
+}
+
+// OwnsPriorityClass reports whether a WorkloadPriorityClass was written by
+// this console's policy: managed by the console, for this cohort (or
+// written before classes named their cohort).
+func (s Settings) OwnsPriorityClass(wpc *kueuev1beta2.WorkloadPriorityClass) bool {
+	if wpc.Labels[ManagedByLabel] != ManagedByValue {
+		return false
+	}
+	cohort, ok := wpc.Labels[CohortLabel]
+	return !ok || cohort == s.Cohort
 }

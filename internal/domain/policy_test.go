@@ -12,7 +12,7 @@ func TestBuildPriorityClasses(t *testing.T) {
 	classes := []PriorityClass{{Name: "inference", Weight: 90}, {Name: "batch", Weight: 10}}
 	values := func(p Policy) map[string]int32 {
 		out := map[string]int32{}
-		for _, c := range BuildPriorityClasses(p) {
+		for _, c := range BuildPriorityClasses(DefaultSettings, p) {
 			out[*c.Name] = *c.Value
 			if c.Annotations[WeightAnnotation] == "" || c.Labels[ManagedByLabel] != ManagedByValue {
 				t.Errorf("%s lacks the weight annotation or the managed-by label", *c.Name)

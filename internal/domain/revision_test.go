@@ -226,3 +226,18 @@ func TestTeamEventMessage(t *testing.T) {
 		t.Errorf("message of %d characters", n)
 	}
 }
+
+// A conflict lists the other admin's change; a reorder of instance types is
+// a change too (Kueue tries flavors in order).
+func TestConflictDetectsReorder(t *testing.T) {
+	was := Team{Name: "ml", Enabled: true, Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)},
+		{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](2)}}}
+	swapped := was
+	swapped.Quota = []QuotaInput{was.Quota[1], was.Quota[0]}
+	if SameAllocation(was, swapped) {
+		t.Error("flavor order is part of the allocation (Kueue tries flavors in order)")
+	}
+	if !SameAllocation(was, was) {
+		t.Error("an allocation differs from itself")
+	}
+}

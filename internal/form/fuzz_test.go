@@ -317,7 +317,7 @@ func FuzzPolicyForm(f *testing.F) {
 				t.Fatalf("accepted weight %d for %s", c.Weight, c.Name)
 			}
 		}
-		wpcs := domain.BuildPriorityClasses(p)
+		wpcs := domain.BuildPriorityClasses(domain.DefaultSettings, p)
 		if len(wpcs) != len(p.Classes) {
 			t.Fatalf("%d classes gave %d WorkloadPriorityClasses", len(p.Classes), len(wpcs))
 		}

@@ -10,12 +10,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openquota/console/deploy/rbac"
@@ -65,6 +68,16 @@ func bindUser(t *testing.T, kube kubernetes.Interface, prefix, role string) stri
 	t.Cleanup(func() {
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
 	})
+	// The binding takes a moment to reach the apiserver's authorizer; the
+	// console would remember a "no" for half a minute.
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authzv1.ResourceAttributes{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues"}}}, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the binding of %s to %s never took effect", user, role)
+	}
 	return user
 }
 

@@ -21,10 +21,10 @@ import (
 // In auth mode none the console shows everything: it runs on loopback for
 // the one person at the machine.
 
-var mayListClusterQueues = permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "list ClusterQueues"}
+var mayListClusterQueues = cluster.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "list ClusterQueues"}
 
-func mayListWorkloads(namespace string) permission {
-	return permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "workloads", Namespace: namespace, What: "list Workloads in " + namespace}
+func mayListWorkloads(namespace string) cluster.Permission {
+	return cluster.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "workloads", Namespace: namespace, What: "list Workloads in " + namespace}
 }
 
 // scope is what a user may see.
@@ -47,17 +47,17 @@ func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
 	if cached, ok := c.Get(echoScopeKey).(scope); ok {
 		return cached, true
 	}
-	if !d.Auth.Impersonates() || d.access == nil {
+	if !d.Auth.Impersonates() {
 		return scope{all: true}, true
 	}
-	ctx, u := c.Request().Context(), auth.From(c)
-	all, known := d.access.allowed(ctx, u, mayListClusterQueues)
+	ctx, id := c.Request().Context(), d.identity(c)
+	all, known := d.access.Allowed(ctx, id, mayListClusterQueues)
 	if !known {
 		return scope{}, false
 	}
 	s = scope{all: all, teams: map[string]bool{}}
 	if !all {
-		stored, err := cluster.ListTeams(d.Cache.ClusterQueues)
+		stored, err := d.Cache.Teams(d.Settings)
 		if err != nil {
 			return scope{}, false
 		}
@@ -65,14 +65,11 @@ func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, reviewConcurrency)
 		for _, t := range stored {
-			if t.ClusterQueue.Name != d.Settings.ClusterQueue(t.Name) {
-				continue // another console's team
-			}
 			wg.Add(1)
 			sem <- struct{}{}
 			go func(team string) {
 				defer func() { <-sem; wg.Done() }()
-				if ok, _ := d.access.allowed(ctx, u, mayListWorkloads(d.Settings.Namespace(team))); ok {
+				if ok, _ := d.access.Allowed(ctx, id, mayListWorkloads(d.Settings.Namespace(team))); ok {
 					mu.Lock()
 					s.teams[team] = true
 					mu.Unlock()

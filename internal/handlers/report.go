@@ -1,12 +1,12 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
 )
@@ -39,7 +39,7 @@ func usageReport(d Deps) echo.HandlerFunc {
 		case to.Sub(from) > 366*24*time.Hour:
 			view.ToError = "Choose at most a year."
 		}
-		view.CSVHref = "/reports/usage?format=csv&from=" + view.From + "&to=" + view.To
+		view.CSVHref = csvHref(c, "", "from", "to")
 		if view.FromError != "" || view.ToError != "" {
 			return render(c, http.StatusUnprocessableEntity, templates.Report(view))
 		}
@@ -60,7 +60,7 @@ func usageReport(d Deps) echo.HandlerFunc {
 			}
 			rows = mine
 		}
-		if wantsCSV(c) {
+		if _, ok := csvTable(c); ok {
 			if view.Unavailable != "" {
 				return echo.NewHTTPError(http.StatusServiceUnavailable, view.Unavailable)
 			}
@@ -68,18 +68,16 @@ func usageReport(d Deps) echo.HandlerFunc {
 		}
 		for _, r := range rows {
 			row := templates.ReportRow{Day: r.Day.Format(dateLayout), Team: r.Team,
-				Allocated: hours(r.GPUHoursAllocated), Used: hours(r.GPUHoursUsed),
-				Borrowed: hours(r.GPUHoursBorrowed), Lent: hours(r.GPUHoursLent), HardwareUtil: "—"}
+				Allocated: domain.FormatHours(r.GPUHoursAllocated), Used: domain.FormatHours(r.GPUHoursUsed),
+				Borrowed: domain.FormatHours(r.GPUHoursBorrowed), Lent: domain.FormatHours(r.GPUHoursLent), HardwareUtil: "—"}
 			if r.HardwareUtilKnown {
-				row.HardwareUtil = fmt.Sprintf("%.1f %%", r.AvgHardwareUtil)
+				row.HardwareUtil = domain.FormatPercentTenths(r.AvgHardwareUtil) + " %"
 			}
 			view.Rows = append(view.Rows, row)
 		}
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 }
-
-func hours(h float64) string { return fmt.Sprintf("%.1f", h) }
 
 func reportCSV(c echo.Context, rows []metrics.UsageRow) error {
 	s, err := startCSV(c, "gpu-usage-report.csv", "Day (UTC)", "Team", "GPU-hours allocated (h)", "GPU-hours used by tasks (h)",
@@ -90,10 +88,10 @@ func reportCSV(c echo.Context, rows []metrics.UsageRow) error {
 	for _, r := range rows {
 		util := ""
 		if r.HardwareUtilKnown {
-			util = fmt.Sprintf("%.2f", r.AvgHardwareUtil)
+			util = domain.FormatPercentTenths(r.AvgHardwareUtil)
 		}
-		if err := s.Row(r.Day.Format(dateLayout), r.Team, fmt.Sprintf("%.3f", r.GPUHoursAllocated), fmt.Sprintf("%.3f", r.GPUHoursUsed),
-			fmt.Sprintf("%.3f", r.GPUHoursBorrowed), fmt.Sprintf("%.3f", r.GPUHoursLent), util); err != nil {
+		if err := s.Row(r.Day.Format(dateLayout), r.Team, domain.FormatHours(r.GPUHoursAllocated), domain.FormatHours(r.GPUHoursUsed),
+			domain.FormatHours(r.GPUHoursBorrowed), domain.FormatHours(r.GPUHoursLent), util); err != nil {
 			return err
 		}
 	}

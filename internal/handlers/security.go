@@ -6,16 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
-	authzv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
@@ -114,194 +106,25 @@ func (d Deps) renderSignIn(c echo.Context, status int, next, msg string) error {
 	}))
 }
 
-// writer returns the Applier for this request's writes, and sets the
-// signed-in user as the actor of the changes on the request's context. In
-// proxy and token mode its clients impersonate the user, so Kubernetes RBAC
-// decides what they may change; in mode none it is the console's own.
-func (d Deps) writer(c echo.Context) (cluster.Applier, context.Context, error) {
-	u := auth.From(c)
-	ctx := cluster.WithActor(c.Request().Context(), u.Name)
-	c.SetRequest(c.Request().WithContext(ctx))
-	if !d.Auth.Impersonates() {
-		return d.Applier, ctx, nil
-	}
-	kube, kq, err := d.clientsAs(u)
-	if err != nil {
-		return cluster.Applier{}, ctx, err
-	}
-	return d.Applier.As(kube, kq), ctx, nil
-}
-
-// clientsAs builds clients that act as u (Kubernetes impersonation). They
-// share the console's connections: client-go caches transports by TLS config.
-func (d Deps) clientsAs(u auth.User) (kubernetes.Interface, kueueclient.Interface, error) {
-	cfg, err := d.configAs(u)
-	if err != nil {
-		return nil, nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	kq, err := kueueclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return kube, kq, nil
-}
-
-// configAs is the console's client config, impersonating u.
-func (d Deps) configAs(u auth.User) (*rest.Config, error) {
-	if d.RESTConfig == nil {
-		return nil, errors.New("handlers: Deps.RESTConfig is required in proxy and token auth modes")
-	}
-	if !u.SignedIn() {
-		return nil, errors.New("handlers: no signed-in user to act as")
-	}
-	cfg := rest.CopyConfig(d.RESTConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.Name, Groups: u.Groups}
-	return cfg, nil
-}
-
-// forbidden reports whether a write failed because Kubernetes refused the
-// user, and explains it in words. A refusal of the console's own
-// impersonation is the operator's problem, not the user's, and says so.
-func (d Deps) forbidden(c echo.Context, err error, what string) (string, bool) {
-	if !apierrors.IsForbidden(err) {
-		return "", false
-	}
-	var status apierrors.APIStatus
-	detail := err.Error()
-	if errors.As(err, &status) {
-		detail = status.Status().Message
-	}
-	if isWebhookDenial(detail) {
-		return "", false // Kueue refused the values, not the user: explainWriteError says so
-	}
-	if strings.Contains(detail, "cannot impersonate") {
-		return "The console is not allowed to act on your behalf (Kubernetes impersonation), so nothing was changed. " +
-			"Ask a cluster admin to apply the console's RBAC from deploy/rbac. The cluster said: " + detail + ".", true
-	}
-	who := "the console's own account"
-	if u := auth.From(c); u.SignedIn() {
-		who = "your account " + u.Name
-	}
-	return fmt.Sprintf("You may not change %s: %s is not allowed to make this change in the cluster, so nothing was changed. "+
-		"Ask a platform admin for the quota-console-admin role. The cluster said: %s.", what, who, detail), true
-}
-
-// Permission checks for the forms, as the user: a SelfSubjectAccessReview,
-// answered from a cache for accessTTL.
-const (
-	accessTTL        = 30 * time.Second
-	accessUnknownTTL = 5 * time.Second
-	accessTimeout    = 3 * time.Second
-)
-
-// permission is one thing a page or form needs the user to be allowed.
-type permission struct {
-	Verb, Group, Resource, Namespace string
-	What                             string // "change ClusterQueues", for the note
-}
-
+// What the forms need the user to be allowed; they are read-only otherwise.
 var (
-	mayEditTeams   = permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "change ClusterQueues"}
-	mayDeleteTeams = permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "delete ClusterQueues"}
-	mayEditPolicy  = permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses", What: "change WorkloadPriorityClasses"}
+	mayEditTeams   = cluster.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "change ClusterQueues"}
+	mayDeleteTeams = cluster.Permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "delete ClusterQueues"}
+	mayEditPolicy  = cluster.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses", What: "change WorkloadPriorityClasses"}
 )
-
-type accessKey struct {
-	user, groups string
-	perm         permission
-}
-
-type accessAnswer struct {
-	allowed, known bool
-	until          time.Time
-}
-
-// accessCache answers "may this user do that?" with SelfSubjectAccessReviews
-// made as the user, and remembers answers for accessTTL.
-type accessCache struct {
-	clientFor func(auth.User) (kubernetes.Interface, error)
-	now       func() time.Time
-
-	mu      sync.Mutex
-	answers map[accessKey]accessAnswer
-}
-
-func newAccessCache(clientFor func(auth.User) (kubernetes.Interface, error)) *accessCache {
-	return &accessCache{clientFor: clientFor, now: time.Now, answers: map[accessKey]accessAnswer{}}
-}
-
-// allowed asks the cluster (or the cache). known is false when the cluster
-// could not answer; then the form stays enabled and the cluster decides on
-// save.
-func (a *accessCache) allowed(ctx context.Context, u auth.User, p permission) (allowed, known bool) {
-	key := accessKey{user: u.Name, groups: strings.Join(u.Groups, "\x00"), perm: p}
-	now := a.now()
-	a.mu.Lock()
-	if ans, ok := a.answers[key]; ok && now.Before(ans.until) {
-		a.mu.Unlock()
-		return ans.allowed, ans.known
-	}
-	a.mu.Unlock()
-
-	ans := accessAnswer{until: now.Add(accessUnknownTTL)}
-	if client, err := a.clientFor(u); err == nil && client != nil {
-		ctx, cancel := context.WithTimeout(ctx, accessTimeout)
-		defer cancel()
-		res, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
-			Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-				Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace,
-			}},
-		}, metav1.CreateOptions{})
-		if err == nil {
-			ans = accessAnswer{allowed: res.Status.Allowed, known: true, until: now.Add(accessTTL)}
-		}
-	}
-	a.mu.Lock()
-	a.answers[key] = ans
-	for k, v := range a.answers { // keep the cache small: drop what expired
-		if !now.Before(v.until) {
-			delete(a.answers, k)
-		}
-	}
-	a.mu.Unlock()
-	return ans.allowed, ans.known
-}
 
 // readOnly says why the user may not use a form, or "" when they may (or
 // when the cluster could not say: then it decides on save).
-func (d Deps) readOnly(c echo.Context, p permission) string {
-	if d.access == nil {
-		return ""
-	}
-	u := auth.From(c)
-	allowed, known := d.access.allowed(c.Request().Context(), u, p)
+func (d Deps) readOnly(c echo.Context, p cluster.Permission) string {
+	id := d.identity(c)
+	allowed, known := d.access.Allowed(c.Request().Context(), id, p)
 	if allowed || !known {
 		return ""
 	}
 	who := "The console's own Kubernetes account"
-	if u.SignedIn() {
-		who = "Your account " + u.Name
+	if id.Name != "" {
+		who = "Your account " + id.Name
 	}
 	return fmt.Sprintf("%s may not %s in this cluster, so this form is read-only. "+
 		"Ask a platform admin for the quota-console-admin role to make changes.", who, p.What)
-}
-
-// accessClient is the client SelfSubjectAccessReviews are made with: the
-// user's (impersonated) in proxy and token mode, the console's own in mode none.
-func (d Deps) accessClient(u auth.User) (kubernetes.Interface, error) {
-	if !d.Auth.Impersonates() {
-		if d.Applier.Kube == nil {
-			return nil, errors.New("no Kubernetes client")
-		}
-		return d.Applier.Kube, nil
-	}
-	cfg, err := d.configAs(u)
-	if err != nil {
-		return nil, err
-	}
-	return kubernetes.NewForConfig(cfg)
 }

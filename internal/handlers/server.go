@@ -20,6 +20,7 @@ import (
 	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/write"
 	"github.com/openquota/console/web/static"
 	"github.com/openquota/console/web/templates"
 )
@@ -50,9 +51,10 @@ type Deps struct {
 	// StreamLimits cap live update streams; zero is DefaultStreamLimits.
 	StreamLimits StreamLimits
 
-	// access caches the users' permissions for the forms (made by New).
-	access *accessCache
-	// streams counts open live update streams (made by New).
+	// Made by New: the write path, the users' permissions (asked as them and
+	// remembered), the open live update streams.
+	writes  write.Service
+	access  *cluster.Access
 	streams *streamGate
 }
 
@@ -86,7 +88,9 @@ func New(d Deps) *echo.Echo {
 	if d.Auth == nil {
 		d.Auth = &auth.Authenticator{Mode: auth.ModeNone}
 	}
-	d.access = newAccessCache(d.accessClient)
+	clients := cluster.Clients{Kube: d.Applier.Kube, Kueue: d.Applier.Kueue, Config: d.RESTConfig}
+	d.access = cluster.NewAccessFor(clients)
+	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -125,7 +129,14 @@ func New(d Deps) *echo.Echo {
 	e.POST("/teams/:team", updateTeam(d))
 	e.GET("/teams/:team/delete", confirmDeleteTeam(d))
 	e.POST("/teams/:team/delete", deleteTeam(d))
-	registerAudit(e, d)
+	e.GET("/teams/:team/history", teamHistory(d))
+	e.POST("/teams/:team/history/:rev/rollback", rollbackTeam(d))
+	e.GET("/teams/:team/drift", teamDrift(d))
+	e.POST("/teams/:team/drift/reapply", reapplyTeam(d))
+	e.POST("/teams/:team/drift/adopt", adoptTeam(d))
+	e.GET("/policy/history", policyHistory(d))
+	e.POST("/policy/history/:rev/rollback", rollbackPolicy(d))
+	e.POST("/policy/drift/reapply", reapplyPolicy(d))
 	return e
 }
 
@@ -147,18 +158,16 @@ func render(c echo.Context, status int, component templ.Component) error {
 }
 
 // problem explains, in words, why live data is missing, incomplete or old.
-func problem(cache *cluster.Cache) string {
-	if err := cache.Ready(); err != nil {
+func (d Deps) problem() string {
+	if err := d.Cache.Ready(); err != nil {
 		return "Live data is incomplete: " + err.Error() + "."
 	}
-	if ok, since := cache.Reachable(); !ok {
+	if ok, since := d.Cache.Reachable(); !ok {
 		return fmt.Sprintf("The cluster has not answered since %s: the figures are as they were then (%s old).",
 			since.Format(time.TimeOnly), time.Since(since).Round(time.Second))
 	}
 	return ""
 }
-
-func (d Deps) problem() string { return problem(d.Cache) }
 
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{

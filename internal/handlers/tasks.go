@@ -35,6 +35,9 @@ var taskStates = []struct{ key, label string }{
 	{"all", "All"},
 }
 
+// taskFilterParams are the query parameters of taskFilter.
+var taskFilterParams = []string{"window", "team", "class", "state", "borrowing"}
+
 // taskFilter is the tasks page's query, as typed in its URL.
 type taskFilter struct {
 	Window, Team, Class, State string
@@ -153,12 +156,13 @@ func tasks(d Deps) echo.HandlerFunc {
 		}
 		sortTasks(listed)
 
-		switch c.QueryParam("table") {
-		case "classes":
-			return statsCSV(c, domain.StatsByClass(statTasks, classes, start, now))
-		case "breakdown":
-			return breakdownCSV(c, domain.StatsByTeamAndClass(statTasks, teams, classes, start, now))
-		case "tasks":
+		if table, ok := csvTable(c); ok {
+			switch table {
+			case "classes":
+				return statsCSV(c, domain.StatsByClass(statTasks, classes, start, now))
+			case "breakdown":
+				return breakdownCSV(c, domain.StatsByTeamAndClass(statTasks, teams, classes, start, now))
+			}
 			return tasksCSV(c, listed)
 		}
 
@@ -166,9 +170,9 @@ func tasks(d Deps) echo.HandlerFunc {
 			Page:         templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
 			AsOf:         now.Format(time.TimeOnly),
 			TaskCount:    len(listed),
-			CSVClasses:   f.query("format", "csv", "table", "classes"),
-			CSVBreakdown: f.query("format", "csv", "table", "breakdown"),
-			CSVTasks:     f.query("format", "csv", "table", "tasks"),
+			CSVClasses:   csvHref(c, "classes", taskFilterParams...),
+			CSVBreakdown: csvHref(c, "breakdown", taskFilterParams...),
+			CSVTasks:     csvHref(c, "tasks", taskFilterParams...),
 		}
 		if len(snap.Classes) > 0 {
 			view.LowestClass = snap.Classes[len(snap.Classes)-1]

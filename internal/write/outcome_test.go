@@ -1,7 +1,8 @@
-package handlers
+package write
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-func TestExplainWriteError(t *testing.T) {
+func TestFailedSaysWhyInWords(t *testing.T) {
 	cq := schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "ClusterQueue"}
 	cases := []struct {
 		name string
@@ -32,9 +33,26 @@ func TestExplainWriteError(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := explainWriteError(tc.err); !strings.Contains(got, tc.says) {
-				t.Errorf("explainWriteError = %q, want it to contain %q", got, tc.says)
+			if got := failed(tc.err, "your account bob", "team t").Message; !strings.Contains(got, tc.says) {
+				t.Errorf("failed(%v) = %q, want it to contain %q", tc.err, got, tc.says)
 			}
 		})
+	}
+}
+
+func TestFailedTellsWhoMayNot(t *testing.T) {
+	cq := schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "clusterqueues"}
+	refused := fmt.Errorf("cluster queue x: %w", apierrors.NewForbidden(cq, "x", errors.New(`User "bob" cannot patch resource "clusterqueues"`)))
+	o := failed(refused, "your account bob", "team x")
+	if o.Kind != Forbidden || !strings.HasPrefix(o.Message, "You may not change team x: your account bob is not allowed") || !strings.Contains(o.Message, "cannot patch") {
+		t.Errorf("%v %q", o.Kind, o.Message)
+	}
+	impersonation := apierrors.NewForbidden(schema.GroupResource{Resource: "users"}, "bob",
+		errors.New(`User "system:serviceaccount:quota-console:quota-console" cannot impersonate resource "users"`))
+	if o := failed(impersonation, "your account bob", "team x"); o.Kind != Forbidden || !strings.Contains(o.Message, "The console is not allowed to act on your behalf") {
+		t.Errorf("impersonation refused: %v %q", o.Kind, o.Message)
+	}
+	if o := failed(errors.New("forbidden"), "your account bob", "team x"); o.Kind == Forbidden {
+		t.Error("a plain error taken for a Forbidden status")
 	}
 }

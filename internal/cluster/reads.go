@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// What the pages and the write path read from the informers' caches, never
+// from the apiserver.
+
+// Teams returns the teams this console manages (named with its settings'
+// prefix; not those being deleted), by name.
+func (c *Cache) Teams(s domain.Settings) ([]domain.StoredTeam, error) {
+	all, err := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
+	if err != nil {
+		return nil, err
+	}
+	var out []domain.StoredTeam
+	for _, cq := range all {
+		if cq.DeletionTimestamp != nil {
+			continue // being deleted: Kueue holds it until its workloads are gone
+		}
+		if t, ok := domain.TeamFromClusterQueue(cq); ok && cq.Name == s.ClusterQueue(t.Name) {
+			out = append(out, domain.StoredTeam{Team: t, ClusterQueue: cq})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Team returns a team this console manages; ok is false when there is none.
+func (c *Cache) Team(s domain.Settings, name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
+	cq, err := c.ClusterQueues.Get(s.ClusterQueue(name))
+	if err != nil {
+		return nil, domain.Team{}, false
+	}
+	team, ok := domain.TeamFromClusterQueue(cq)
+	return cq, team, ok
+}
+
+// Policy returns the stored cluster policy.
+func (c *Cache) Policy(s domain.Settings) (domain.Policy, error) {
+	classes, err := c.WorkloadPriorityClasses.List(labels.Everything())
+	if err != nil {
+		return domain.Policy{}, err
+	}
+	cohort, err := c.Cohorts.Get(s.Cohort)
+	if apierrors.IsNotFound(err) {
+		cohort = nil
+	} else if err != nil {
+		return domain.Policy{}, err
+	}
+	return domain.ReadPolicy(cohort, classes), nil
+}
+
+// Fleet is the instance shapes (the catalog merged with the live nodes) and
+// how many instances of each type can take tasks.
+func (c *Cache) Fleet() (domain.ShapeLookup, map[string]int, error) {
+	nodes, err := c.Nodes.List(labels.Everything())
+	if err != nil {
+		return nil, nil, err
+	}
+	shapes, available := domain.LiveShapes(nodes)
+	return shapes, available, nil
+}
