@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -67,4 +70,21 @@ func (c *Cache) Fleet() (domain.ShapeLookup, map[string]int, error) {
 	}
 	shapes, available := domain.LiveShapes(nodes)
 	return shapes, available, nil
+}
+
+// ConfigMapRef names a key of a ConfigMap.
+type ConfigMapRef struct{ Namespace, Name, Key string }
+
+// KueueFairSharing reads Kueue's own configuration (kept in a ConfigMap by
+// Kueue's installs) with the console's identity and says whether fair
+// sharing is on.
+func (a Applier) KueueFairSharing(ctx context.Context, ref ConfigMapRef) (bool, error) {
+	if ref.Name == "" {
+		return false, errors.New("no ConfigMap named for Kueue's configuration")
+	}
+	cm, err := a.records().CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	return domain.KueueFairSharing(cm.Data[ref.Key])
 }

@@ -110,18 +110,6 @@ func ReadPolicy(cohort *kueuev1beta2.Cohort, classes []*kueuev1beta2.WorkloadPri
 	return p
 }
 
-// LowestClass is the class that tasks naming none are counted in.
-func (p Policy) LowestClass() string {
-	lowest := ""
-	var w int32
-	for i, c := range p.Classes {
-		if i == 0 || c.Weight < w {
-			lowest, w = c.Name, c.Weight
-		}
-	}
-	return lowest
-}
-
 // KueueFairSharing reads Kueue's own configuration (the controller's config
 // file, as installs keep it in a ConfigMap) and reports whether fair sharing
 // is enabled.

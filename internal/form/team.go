@@ -1,6 +1,10 @@
 // Package form holds the console's typed forms: each parses what the browser
 // posted, keeps every value as typed (so a rejected form shows it back), and
-// validates into field errors worded for the admin.
+// validates into field errors worded for the admin. The same validation
+// judges what the console applies without a form (a revision, adopted hand
+// edits), so it is the one home of the allocation and policy rules. It must
+// not import client-go, echo, templ, or the console's cluster, write,
+// handlers and web packages.
 package form
 
 import (

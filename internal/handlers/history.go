@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
@@ -54,12 +53,8 @@ func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyEr
 
 // historyReadError explains why the history could not be read.
 func (d Deps) historyReadError(err error) string {
-	if apierrors.IsForbidden(err) {
-		return "The console may not read its revision histories (ConfigMaps in its namespace " + d.Settings.State() +
-			"), so they are not shown. Ask a cluster admin to apply the console's RBAC from deploy/rbac."
-	}
 	d.Log.Error("reading history", "err", err)
-	return "The revision history could not be read from the cluster right now."
+	return write.HistoryProblem(d.Settings, err)
 }
 
 func joinProblems(a, b string) string {

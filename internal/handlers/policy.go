@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
@@ -36,21 +35,13 @@ func savePolicy(d Deps) echo.HandlerFunc {
 	}
 }
 
-// kueueFairSharing reads Kueue's configuration from its ConfigMap; ok is
-// false when the console cannot read it (then it warns about nothing).
+// kueueFairSharing says whether Kueue's controller shares idle compute
+// fairly; ok is false when the console cannot tell (then it warns about
+// nothing).
 func (d Deps) kueueFairSharing(ctx context.Context) (enabled, ok bool) {
-	ns, name := d.KueueConfigMap.Namespace, d.KueueConfigMap.Name
-	if name == "" {
-		return false, false
-	}
-	cm, err := d.Applier.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	enabled, err := d.Applier.KueueFairSharing(ctx, d.KueueConfigMap)
 	if err != nil {
-		d.Log.Debug("reading Kueue's configuration", "configmap", ns+"/"+name, "err", err)
-		return false, false
-	}
-	enabled, err = domain.KueueFairSharing(cm.Data[d.KueueConfigMap.Key])
-	if err != nil {
-		d.Log.Warn("parsing Kueue's configuration", "err", err)
+		d.Log.Debug("reading Kueue's configuration", "configmap", d.KueueConfigMap.Namespace+"/"+d.KueueConfigMap.Name, "err", err)
 		return false, false
 	}
 	return enabled, true

@@ -1,5 +1,11 @@
-// Package handlers holds the console's HTTP handlers: parse, validate, call
-// the domain, apply or read, render. One file per page or action.
+// Package handlers holds the console's HTTP server: routes, middleware
+// (security headers, sign-in, CSRF, read access, metrics) and one file per
+// page or action. A page reads the read model and the caches (package
+// cluster) and renders a view model (package templates); a change parses its
+// form, calls the write path (package write) and answers its outcome with
+// respond. Handlers never call the apiserver themselves: they must not import
+// client-go's clientsets or tools, Kueue's client-go, or apimachinery's error
+// and wait helpers.
 package handlers
 
 import (
@@ -38,7 +44,7 @@ type Deps struct {
 	Metrics  *metrics.Console
 	Log      *slog.Logger
 	// KueueConfigMap is where Kueue's installation keeps its configuration.
-	KueueConfigMap ConfigMapRef
+	KueueConfigMap cluster.ConfigMapRef
 	// Auth decides who each request comes from. nil is auth mode none: no
 	// sign-in, writes with the console's own identity (cmd/console allows
 	// it only on loopback addresses).
@@ -70,11 +76,9 @@ type UsageReporter interface {
 	UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]metrics.UsageRow, error)
 }
 
-// ConfigMapRef names a key of a ConfigMap.
-type ConfigMapRef struct{ Namespace, Name, Key string }
-
-// DefaultKueueConfigMap is where Kueue's manifests and Helm chart put it.
-var DefaultKueueConfigMap = ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
+// DefaultKueueConfigMap is where Kueue's manifests and Helm chart keep its
+// configuration.
+var DefaultKueueConfigMap = cluster.ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
 
 // New builds the console's HTTP server. Every answer carries security headers
 // (CSP, nosniff, no framing); request bodies are limited to MaxBodyBytes;

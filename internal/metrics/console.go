@@ -1,5 +1,6 @@
 // Package metrics holds the console's own Prometheus metrics and, for the
-// dashboards, the queries it sends to the cluster's Prometheus.
+// dashboards, the queries it sends to the cluster's Prometheus. It must not
+// import the console's cluster, write, handlers and web packages.
 package metrics
 
 import (

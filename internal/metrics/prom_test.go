@@ -214,10 +214,10 @@ func TestResultsAreTyped(t *testing.T) {
 	t0 := time.Unix(1782864000, 0)
 	wantPoints := []Point{{T: t0, V: 1}, {T: t0.Add(30 * time.Second), V: 3}}
 	want := TeamCharts{
-		Quota:       Series{Name: "GPU quota", Unit: UnitGPUs, Points: wantPoints},
-		InUse:       Series{Name: "GPUs in use", Unit: UnitGPUs, Points: wantPoints},
-		Borrowed:    Series{Name: "GPUs borrowed", Unit: UnitGPUs, Points: wantPoints},
-		Utilization: Series{Name: "GPU utilization", Unit: UnitPercent, Points: wantPoints},
+		Quota:       Series{Name: "GPU quota", Points: wantPoints},
+		InUse:       Series{Name: "GPUs in use", Points: wantPoints},
+		Borrowed:    Series{Name: "GPUs borrowed", Points: wantPoints},
+		Utilization: Series{Name: "GPU utilization", Points: wantPoints},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("TeamSeries (-want +got):\n%s", diff)
