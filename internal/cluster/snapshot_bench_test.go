@@ -12,7 +12,7 @@ import (
 // size: 200 teams, 50 000 Workloads.
 func BenchmarkBuildSnapshot(b *testing.B) {
 	now := time.Now()
-	in := kueuetest.Cluster(domain.DefaultSettings, 200, 50_000, now)
+	in := inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -23,7 +23,7 @@ func BenchmarkBuildSnapshot(b *testing.B) {
 // BenchmarkStatsByTeamAndClass is the Tasks page's heaviest computation.
 func BenchmarkStatsByTeamAndClass(b *testing.B) {
 	now := time.Now()
-	snap := domain.BuildSnapshot(kueuetest.Cluster(domain.DefaultSettings, 200, 50_000, now), now)
+	snap := domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now)), now)
 	var teams []string
 	for _, t := range snap.Teams {
 		teams = append(teams, t.Team)
@@ -37,7 +37,7 @@ func BenchmarkStatsByTeamAndClass(b *testing.B) {
 
 func TestSyntheticClusterSnapshot(t *testing.T) {
 	now := time.Now()
-	snap := domain.BuildSnapshot(kueuetest.Cluster(domain.DefaultSettings, 20, 600, now), now)
+	snap := domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 20, 600, now)), now)
 	counts := map[domain.TaskState]int{}
 	for _, task := range snap.Tasks {
 		counts[task.State]++
@@ -48,4 +48,9 @@ func TestSyntheticClusterSnapshot(t *testing.T) {
 	if len(snap.Teams) != 20 || len(snap.Classes) != 4 {
 		t.Errorf("%d teams, %d classes", len(snap.Teams), len(snap.Classes))
 	}
+}
+
+// inputOf is a synthetic cluster as a snapshot's input.
+func inputOf(s domain.Settings, o kueuetest.Objects) domain.SnapshotInput {
+	return domain.SnapshotInput{Settings: s, ClusterQueues: o.ClusterQueues, LocalQueues: o.LocalQueues, Workloads: o.Workloads, Classes: o.Classes}
 }

@@ -5,56 +5,26 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+	"github.com/openquota/console/internal/kueuetest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// cqWrapper builds test ClusterQueues with one GPU flavor.
-type cqWrapper struct{ kueuev1beta2.ClusterQueue }
-
-func testCQ(team string) *cqWrapper {
-	return &cqWrapper{kueuev1beta2.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: DefaultSettings.ClusterQueue(team)},
-		Spec:       kueuev1beta2.ClusterQueueSpec{CohortName: "shared-pool"},
-	}}
+// testCQ starts a team's ClusterQueue in the default cohort.
+func testCQ(team string) *kueuetest.ClusterQueueWrapper {
+	return kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue(team)).Cohort(DefaultSettings.Cohort)
 }
-
-func (w *cqWrapper) nominal(gpus int64, lendingLimit *int64) *cqWrapper {
-	rq := kueuev1beta2.ResourceQuota{Name: ResourceGPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)}
-	if lendingLimit != nil {
-		rq.LendingLimit = resource.NewQuantity(*lendingLimit, resource.DecimalSI)
-	}
-	w.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{ResourceGPU},
-		Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{rq}}}}}
-	return w
-}
-
-func (w *cqWrapper) usage(total, borrowed int64) *cqWrapper {
-	w.Status.FlavorsUsage = []kueuev1beta2.FlavorUsage{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceUsage{{
-		Name: ResourceGPU, Total: *resource.NewQuantity(total, resource.DecimalSI), Borrowed: *resource.NewQuantity(borrowed, resource.DecimalSI),
-	}}}}
-	return w
-}
-
-func (w *cqWrapper) stopped() *cqWrapper {
-	w.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
-	return w
-}
-
-func (w *cqWrapper) obj() *kueuev1beta2.ClusterQueue { return &w.ClusterQueue }
 
 func TestTeamUsageAndLending(t *testing.T) {
 	cqs := []*kueuev1beta2.ClusterQueue{
-		testCQ("a").nominal(8, nil).usage(2, 0).obj(),
-		testCQ("b").nominal(4, nil).usage(10, 6).obj(),
-		testCQ("c").nominal(4, nil).usage(0, 0).stopped().obj(),
-		testCQ("d").nominal(4, ptr.To[int64](0)).usage(0, 0).obj(), // DontLend: lends nothing
+		testCQ("a").Nominal(8, nil).Usage(2, 0).Obj(),
+		testCQ("b").Nominal(4, nil).Usage(10, 6).Obj(),
+		testCQ("c").Nominal(4, nil).Usage(0, 0).Stopped().Obj(),
+		testCQ("d").Nominal(4, ptr.To[int64](0)).Usage(0, 0).Obj(), // DontLend: lends nothing
 	}
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	pending := newWorkload(DefaultSettings.Namespace("c"), "wait").queue("lq").gpus(4, 1).created(now.Add(-time.Minute)).obj()
+	pending := newWorkload(DefaultSettings.Namespace("c"), "wait").Queue("lq").GPUs(4, 1).Created(now.Add(-time.Minute)).Obj()
 	snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, ClusterQueues: cqs, Workloads: []*kueuev1beta2.Workload{pending}}, now)
 
 	type row struct {

@@ -5,11 +5,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/openquota/console/internal/kueuetest"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -25,160 +24,9 @@ const (
 	cv  = "hyperpod-ns-cv"
 )
 
-// wlBuilder builds test Workloads the way Kueue's controllers leave them,
-// in the style of Kueue's pkg/util/testing wrappers.
-type wlBuilder struct{ kueuev1beta2.Workload }
-
-func newWorkload(ns, name string) *wlBuilder {
-	return &wlBuilder{kueuev1beta2.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
-}
-
-func (b *wlBuilder) obj() *kueuev1beta2.Workload { return &b.Workload }
-
-func (b *wlBuilder) queue(lq string) *wlBuilder {
-	b.Spec.QueueName = kueuev1beta2.LocalQueueName(lq)
-	return b
-}
-
-func (b *wlBuilder) class(name string) *wlBuilder {
-	b.Spec.PriorityClassRef = kueuev1beta2.NewWorkloadPriorityClassRef(name)
-	return b
-}
-
-func (b *wlBuilder) priority(p int32) *wlBuilder {
-	b.Spec.Priority = ptr.To(p)
-	return b
-}
-
-func (b *wlBuilder) created(t time.Time) *wlBuilder {
-	b.CreationTimestamp = metav1.NewTime(t)
-	return b
-}
-
-func (b *wlBuilder) inactive() *wlBuilder {
-	b.Spec.Active = ptr.To(false)
-	return b
-}
-
-// gpus adds the pod set "main" of pods pods with one container requesting perPod GPUs.
-func (b *wlBuilder) gpus(perPod int64, pods int32) *wlBuilder {
-	return b.podSet("main", pods, perPod)
-}
-
-// podSet adds a pod set whose pods have one container per GPU request given.
-func (b *wlBuilder) podSet(name string, count int32, containerGPUs ...int64) *wlBuilder {
-	ps := kueuev1beta2.PodSet{Name: kueuev1beta2.PodSetReference(name), Count: count}
-	for i, g := range containerGPUs {
-		ps.Template.Spec.Containers = append(ps.Template.Spec.Containers, corev1.Container{
-			Name: name + string(rune('a'+i)),
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"),
-				ResourceGPU:        *resource.NewQuantity(g, resource.DecimalSI),
-			}},
-		})
-	}
-	b.Spec.PodSets = append(b.Spec.PodSets, ps)
-	return b
-}
-
-// condition sets a condition outright, transition time included.
-func (b *wlBuilder) condition(typ string, status bool, reason, msg string, t time.Time) *wlBuilder {
-	s := metav1.ConditionFalse
-	if status {
-		s = metav1.ConditionTrue
-	}
-	apimeta.RemoveStatusCondition(&b.Status.Conditions, typ)
-	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{
-		Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t),
-	})
-	return b
-}
-
-// pending is the scheduler's verdict: QuotaReserved=False.
-func (b *wlBuilder) pending(reason, msg string, t time.Time) *wlBuilder {
-	return b.condition(kueuev1beta2.WorkloadQuotaReserved, false, reason, msg, t)
-}
-
-// admitted reserves quota in the namespace's team ClusterQueue on flavor and
-// admits, clearing an earlier eviction as Kueue does.
-func (b *wlBuilder) admitted(t time.Time, flavor string) *wlBuilder {
-	a := &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(b.Namespace + "-clusterqueue")}
-	for _, ps := range b.Spec.PodSets {
-		usage := corev1.ResourceList{}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, ResourceGPU} {
-			var total int64
-			for _, c := range ps.Template.Spec.Containers {
-				total += c.Resources.Requests.Name(r, resource.DecimalSI).Value()
-			}
-			usage[r] = *resource.NewQuantity(total*int64(ps.Count), resource.DecimalSI)
-		}
-		a.PodSetAssignments = append(a.PodSetAssignments, kueuev1beta2.PodSetAssignment{
-			Name:          ps.Name,
-			Flavors:       map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{corev1.ResourceCPU: kueuev1beta2.ResourceFlavorReference(flavor), ResourceGPU: kueuev1beta2.ResourceFlavorReference(flavor)},
-			ResourceUsage: usage,
-			Count:         ptr.To(ps.Count),
-		})
-	}
-	b.Status.Admission = a
-	for _, typ := range []string{kueuev1beta2.WorkloadEvicted, kueuev1beta2.WorkloadPreempted} {
-		if c := apimeta.FindStatusCondition(b.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
-			b.condition(typ, false, "QuotaReserved", "Previously: "+c.Message, t)
-		}
-	}
-	b.condition(kueuev1beta2.WorkloadQuotaReserved, true, "QuotaReserved", "Quota reserved in ClusterQueue "+string(a.ClusterQueue), t)
-	return b.condition(kueuev1beta2.WorkloadAdmitted, true, "Admitted", "The workload is admitted", t)
-}
-
-// usage overrides the admitted GPU usage of a pod set (partial admission).
-func (b *wlBuilder) usage(podSet string, count int32, gpus int64) *wlBuilder {
-	for i := range b.Status.Admission.PodSetAssignments {
-		psa := &b.Status.Admission.PodSetAssignments[i]
-		if string(psa.Name) == podSet {
-			psa.Count = ptr.To(count)
-			psa.ResourceUsage[ResourceGPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
-		}
-	}
-	return b
-}
-
-func (b *wlBuilder) requeued(t time.Time) *wlBuilder {
-	return b.condition(kueuev1beta2.WorkloadRequeued, true, kueuev1beta2.WorkloadBackoffFinished, "The workload backoff was finished", t)
-}
-
-func (b *wlBuilder) requeueAt(t time.Time) *wlBuilder {
-	b.Status.RequeueState = &kueuev1beta2.RequeueState{Count: ptr.To[int32](1), RequeueAt: ptr.To(metav1.NewTime(t))}
-	return b
-}
-
-func (b *wlBuilder) finished(t time.Time, reason string) *wlBuilder {
-	return b.condition(kueuev1beta2.WorkloadFinished, true, reason, "Job finished", t)
-}
-
-// evicted does what Kueue does on eviction: Evicted=True, the run so far
-// added to the past execution time, quota released, Requeued set (True only
-// after a preemption or node failure).
-func (b *wlBuilder) evicted(t time.Time, reason, msg string) *wlBuilder {
-	b.condition(kueuev1beta2.WorkloadEvicted, true, reason, msg, t)
-	if c := apimeta.FindStatusCondition(b.Status.Conditions, kueuev1beta2.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
-		past := ptr.Deref(b.Status.AccumulatedPastExecutionTimeSeconds, 0) + int32(t.Sub(c.LastTransitionTime.Time).Seconds())
-		b.Status.AccumulatedPastExecutionTimeSeconds = &past
-	}
-	b.Status.Admission = nil
-	b.condition(kueuev1beta2.WorkloadAdmitted, false, "NoReservation", "The workload has no reservation", t)
-	b.pending(kueuev1beta2.WorkloadQuotaReservedReasonPendingEvaluation, msg, t)
-	requeued := reason == kueuev1beta2.WorkloadEvictedByPreemption || reason == kueuev1beta2.WorkloadEvictedDueToNodeFailures
-	return b.condition(kueuev1beta2.WorkloadRequeued, requeued, reason, msg, t)
-}
-
-// preempted is an eviction by preemption with its Preempted condition.
-func (b *wlBuilder) preempted(t time.Time, reason, msg string) *wlBuilder {
-	b.condition(kueuev1beta2.WorkloadPreempted, true, reason, msg, t)
-	return b.evicted(t, kueuev1beta2.WorkloadEvictedByPreemption, msg)
-}
-
-func (b *wlBuilder) pastExecution(seconds int32) *wlBuilder {
-	b.Status.AccumulatedPastExecutionTimeSeconds = ptr.To(seconds)
-	return b
+// newWorkload starts a test Workload named with the default settings.
+func newWorkload(ns, name string) *kueuetest.WorkloadWrapper {
+	return kueuetest.MakeWorkload(DefaultSettings, ns, name)
 }
 
 func preemptionMsg(reason, preemptorCQ string) string {
@@ -199,7 +47,7 @@ func TestTaskOf(t *testing.T) {
 	}{
 		{
 			name: "pending with no conditions",
-			wl:   newWorkload(nlp, "a").queue("lq").class("training").priority(100).gpus(2, 1).created(at(0)).obj(),
+			wl:   newWorkload(nlp, "a").Queue("lq").Class("training").Priority(100).GPUs(2, 1).Created(at(0)).Obj(),
 			now:  at(30),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training", Priority: 100,
 				State: TaskPending, Queued: true, GPUs: 2, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
@@ -207,8 +55,8 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "pending with a QuotaReserved=False message",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(4, 1).created(at(0)).
-				pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, gpuShortMsg, at(1)).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(4, 1).Created(at(0)).
+				Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, gpuShortMsg, at(1)).Obj(),
 			now: at(30),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
 				State: TaskPending, Queued: true, GPUs: 4, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
@@ -217,7 +65,7 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "admitted and running",
-			wl:   newWorkload(nlp, "a").queue("lq").class("training").gpus(8, 2).created(at(0)).admitted(at(10), p5).obj(),
+			wl:   newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 2).Created(at(0)).Admitted(at(10), p5).Obj(),
 			now:  at(40),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
 				State: TaskAdmitted, GPUs: 16, Flavors: []string{p5}, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
@@ -226,8 +74,8 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "finished",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(8, 1).created(at(0)).admitted(at(10), p5).
-				finished(at(70), kueuev1beta2.WorkloadFinishedReasonSucceeded).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Finished(at(70), kueuev1beta2.WorkloadFinishedReasonSucceeded).Obj(),
 			now: at(100),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
 				State: TaskFinished, GPUs: 8, Flavors: []string{p5}, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
@@ -236,9 +84,9 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "requeued after a PodsReady timeout: waits from the requeue, queued from the eviction",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(8, 1).created(at(0)).admitted(at(10), p5).
-				evicted(at(40), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout default/a").
-				requeued(at(45)).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Evicted(at(40), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout default/a").
+				Requeued(at(45)).Obj(),
 			now: at(60),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
 				State: TaskPending, Queued: true, GPUs: 8, Created: at(0), WaitStart: at(45), QueueOrder: at(40),
@@ -248,9 +96,9 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "in backoff after a PodsReady timeout",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(8, 1).created(at(0)).admitted(at(10), p5).
-				evicted(at(40), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout default/a").
-				requeueAt(at(41)).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Evicted(at(40), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout default/a").
+				RequeueAt(at(41)).Obj(),
 			now: at(40).Add(30 * time.Second),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
 				State: TaskPending, Queued: true, GPUs: 8, Created: at(0), WaitStart: at(40), QueueOrder: at(40),
@@ -260,8 +108,8 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "admitted again after a preemption: the wait is the last one",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(8, 1).created(at(0)).admitted(at(10), p5).
-				preempted(at(40), kueuev1beta2.InCohortReclamationReason, reclaimMsg).admitted(at(50), p4d).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Preempted(at(40), kueuev1beta2.InCohortReclamationReason, reclaimMsg).Admitted(at(50), p4d).Obj(),
 			now: at(60),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
 				State: TaskAdmitted, GPUs: 8, Flavors: []string{p4d}, Created: at(0), WaitStart: at(40), QueueOrder: at(0),
@@ -270,8 +118,8 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "preempted: keeps its place in line, run so far kept",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(8, 1).created(at(0)).admitted(at(10), p5).
-				preempted(at(40), kueuev1beta2.InCohortReclamationReason, reclaimMsg).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Preempted(at(40), kueuev1beta2.InCohortReclamationReason, reclaimMsg).Obj(),
 			now: at(45),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
 				State: TaskPreempted, Queued: true, GPUs: 8, Created: at(0), WaitStart: at(40), QueueOrder: at(0),
@@ -280,8 +128,8 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "accumulated past execution time is added to the run",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(1, 1).created(at(0)).admitted(at(10), p5).
-				pastExecution(600).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(1, 1).Created(at(0)).Admitted(at(10), p5).
+				PastExecution(600).Obj(),
 			now: at(40),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
 				State: TaskAdmitted, GPUs: 1, Flavors: []string{p5}, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
@@ -290,7 +138,7 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "no priority class: the lowest class, default priority; outside team namespaces no team",
-			wl:   newWorkload("default", "a").queue("lq").gpus(1, 1).created(at(0)).obj(),
+			wl:   newWorkload("default", "a").Queue("lq").GPUs(1, 1).Created(at(0)).Obj(),
 			now:  at(5),
 			want: Task{Namespace: "default", Name: "a", LocalQueue: "lq", Class: "low",
 				State: TaskPending, Queued: true, GPUs: 1, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
@@ -298,8 +146,8 @@ func TestTaskOf(t *testing.T) {
 		},
 		{
 			name: "deactivated: pending but not queued",
-			wl: newWorkload(nlp, "a").queue("lq").class("training").gpus(1, 1).created(at(0)).inactive().
-				pending(kueuev1beta2.WorkloadInadmissible, "The workload is deactivated", at(1)).obj(),
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(1, 1).Created(at(0)).Inactive().
+				Pending(kueuev1beta2.WorkloadInadmissible, "The workload is deactivated", at(1)).Obj(),
 			now: at(5),
 			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
 				State: TaskPending, Deactivated: true, GPUs: 1, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
@@ -336,8 +184,8 @@ func TestTaskPreemptedReasons(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason+" by "+tc.preemptorCQ, func(t *testing.T) {
 			msg := preemptionMsg(tc.human, tc.preemptorCQ)
-			wl := newWorkload(nlp, "a").queue("lq").gpus(8, 1).created(at(0)).admitted(at(10), p5).
-				preempted(at(20), tc.reason, msg).obj()
+			wl := newWorkload(nlp, "a").Queue("lq").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Preempted(at(20), tc.reason, msg).Obj()
 			got := TaskOf(wl, DefaultSettings, "low", at(30))
 			if got.State != TaskPreempted || !got.Queued {
 				t.Errorf("state %s queued %v, want Preempted and queued", got.State, got.Queued)
@@ -358,59 +206,59 @@ func TestTaskReasons(t *testing.T) {
 		"Pending the preemption of 2 workload(s)"
 	tooBig := "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor ml.p5.48xlarge, " +
 		"previously considered podsets requests (8) + current podset request (32) > maximum capacity (24)"
-	base := func() *wlBuilder { return newWorkload(nlp, "a").queue("lq").gpus(8, 1).created(at(0)) }
+	base := func() *kueuetest.WorkloadWrapper { return newWorkload(nlp, "a").Queue("lq").GPUs(8, 1).Created(at(0)) }
 	cases := []struct {
 		name string
 		wl   *kueuev1beta2.Workload
 		want string
 	}{
 		{"several flavors, pod sets and resources, with preemption under way",
-			base().pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, multi, at(1)).obj(),
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, multi, at(1)).Obj(),
 			"Waiting for quota: needs 8 more cpu and 8 more nvidia.com/gpu on ml.p4d.24xlarge, or 12 more nvidia.com/gpu on ml.p5.48xlarge; preempting 2 tasks to make room"},
 		{"more than the team can ever get",
-			base().pending(kueuev1beta2.WorkloadQuotaReservedReasonExceedsMaxQuota, tooBig, at(1)).obj(),
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonExceedsMaxQuota, tooBig, at(1)).Obj(),
 			"Too big for the team's quota: needs 40 nvidia.com/gpu on ml.p5.48xlarge, but at most 24 can ever be available to the team, borrowing included"},
 		{"resource not covered",
-			base().pending(kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor, "couldn't assign flavors to pod set main: resource example.com/fpga unavailable in ClusterQueue", at(1)).obj(),
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor, "couldn't assign flavors to pod set main: resource example.com/fpga unavailable in ClusterQueue", at(1)).Obj(),
 			"The team has no quota for example.com/fpga"},
 		{"taint not tolerated",
-			base().pending(kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor, "couldn't assign flavors to pod set main: untolerated taint {gpu true NoSchedule <nil>} in flavor ml.p5.48xlarge", at(1)).obj(),
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor, "couldn't assign flavors to pod set main: untolerated taint {gpu true NoSchedule <nil>} in flavor ml.p5.48xlarge", at(1)).Obj(),
 			"No instance type in the team's quota matches the task's node selector, affinity or tolerations"},
 		{"missing LocalQueue",
-			base().pending(kueuev1beta2.WorkloadQuotaReservedReasonMisconfigured, "LocalQueue lq doesn't exist", at(1)).obj(),
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonMisconfigured, "LocalQueue lq doesn't exist", at(1)).Obj(),
 			"Its queue does not exist in this namespace"},
 		{"stopped ClusterQueue",
-			base().pending(kueuev1beta2.WorkloadQuotaReservedReasonSuspended, "ClusterQueue hyperpod-ns-nlp-clusterqueue is stopped", at(1)).obj(),
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonSuspended, "ClusterQueue hyperpod-ns-nlp-clusterqueue is stopped", at(1)).Obj(),
 			"The team's queue is stopped: no new tasks are admitted"},
 		{"unknown message kept",
-			base().pending("Something", "a new Kueue message", at(1)).obj(),
+			base().Pending("Something", "a new Kueue message", at(1)).Obj(),
 			"Pending: a new Kueue message"},
 		{"no queue name",
-			newWorkload(nlp, "a").gpus(1, 1).created(at(0)).obj(),
+			newWorkload(nlp, "a").GPUs(1, 1).Created(at(0)).Obj(),
 			"Not submitted to a queue: the job has no kueue.x-k8s.io/queue-name label"},
 		{"quota reserved, admission check pending",
 			func() *kueuev1beta2.Workload {
-				b := base().admitted(at(5), p5).condition(kueuev1beta2.WorkloadAdmitted, false, "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", at(5))
+				b := base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadAdmitted, false, "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", at(5))
 				b.Status.AdmissionChecks = []kueuev1beta2.AdmissionCheckState{{Name: "capacity", State: kueuev1beta2.CheckStatePending}}
-				return b.obj()
+				return b.Obj()
 			}(),
 			"Quota reserved; waiting for admission checks: capacity"},
 		{"admitted, pods starting",
-			base().admitted(at(5), p5).condition(kueuev1beta2.WorkloadPodsReady, false, kueuev1beta2.WorkloadWaitForStart, "Not all pods are ready or succeeded", at(5)).obj(),
+			base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadPodsReady, false, kueuev1beta2.WorkloadWaitForStart, "Not all pods are ready or succeeded", at(5)).Obj(),
 			"Admitted on flavor ml.p5.48xlarge; pods are starting"},
 		{"preempted, pods still stopping",
-			base().admitted(at(5), p5).condition(kueuev1beta2.WorkloadPreempted, true, kueuev1beta2.InClusterQueueReason, "x", at(6)).
-				condition(kueuev1beta2.WorkloadEvicted, true, kueuev1beta2.WorkloadEvictedByPreemption, "x", at(6)).obj(),
+			base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadPreempted, true, kueuev1beta2.InClusterQueueReason, "x", at(6)).
+				Condition(kueuev1beta2.WorkloadEvicted, true, kueuev1beta2.WorkloadEvictedByPreemption, "x", at(6)).Obj(),
 			"Preempted by a higher-priority task of the same team; its pods are being stopped"},
 		{"preempted, then told by the scheduler why it still waits",
-			base().admitted(at(5), p5).preempted(at(6), kueuev1beta2.InCohortReclamationReason, reclaimMsg).
-				pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, gpuShortMsg, at(7)).obj(),
+			base().Admitted(at(5), p5).Preempted(at(6), kueuev1beta2.InCohortReclamationReason, reclaimMsg).
+				Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, gpuShortMsg, at(7)).Obj(),
 			"Preempted: team cv reclaimed its lent quota. Waiting for quota: needs 4 more nvidia.com/gpu on ml.p5.48xlarge"},
 		{"evicted because the team's queue was stopped",
-			base().admitted(at(5), p5).evicted(at(6), kueuev1beta2.WorkloadEvictedByClusterQueueStopped, "The ClusterQueue is stopped").obj(),
+			base().Admitted(at(5), p5).Evicted(at(6), kueuev1beta2.WorkloadEvictedByClusterQueueStopped, "The ClusterQueue is stopped").Obj(),
 			"Evicted: the team's ClusterQueue was stopped"},
 		{"failed",
-			base().admitted(at(5), p5).finished(at(9), kueuev1beta2.WorkloadFinishedReasonFailed).obj(),
+			base().Admitted(at(5), p5).Finished(at(9), kueuev1beta2.WorkloadFinishedReasonFailed).Obj(),
 			"Finished: failed"},
 	}
 	for _, tc := range cases {
@@ -430,19 +278,19 @@ func TestTaskGPUs(t *testing.T) {
 		want int64
 	}{
 		{"pod sets with count > 1 and several containers",
-			newWorkload(nlp, "a").podSet("launcher", 1, 0).podSet("workers", 4, 2, 1).obj(), 12},
+			newWorkload(nlp, "a").PodSet("launcher", 1, 0).PodSet("workers", 4, 2, 1).Obj(), 12},
 		{"a limit stands in for a missing request; the largest init container counts when larger",
 			func() *kueuev1beta2.Workload {
-				b := newWorkload(nlp, "a").podSet("main", 2, 1)
+				b := newWorkload(nlp, "a").PodSet("main", 2, 1)
 				spec := &b.Spec.PodSets[0].Template.Spec
 				spec.Containers = append(spec.Containers, corev1.Container{Name: "limits-only",
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ResourceGPU: resource.MustParse("2")}}})
 				spec.InitContainers = []corev1.Container{{Name: "warmup",
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{ResourceGPU: resource.MustParse("4")}}}}
-				return b.obj()
+				return b.Obj()
 			}(), 8},
 		{"admitted: the admitted usage (partial admission)",
-			newWorkload(nlp, "a").podSet("launcher", 1, 0).podSet("workers", 4, 2, 1).admitted(at(1), p5).usage("workers", 2, 6).obj(), 6},
+			newWorkload(nlp, "a").PodSet("launcher", 1, 0).PodSet("workers", 4, 2, 1).Admitted(at(1), p5).Usage("workers", 2, 6).Obj(), 6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -457,23 +305,23 @@ func TestAssignPositions(t *testing.T) {
 	reclaimMsg := preemptionMsg("reclamation within the cohort", "hyperpod-ns-cv-clusterqueue")
 	wls := []*kueuev1beta2.Workload{
 		// Team nlp, two LocalQueues feeding one ClusterQueue.
-		newWorkload(nlp, "low-old").queue("lq").priority(10).created(at(0)).obj(),
-		newWorkload(nlp, "high-new").queue("lq").priority(100).created(at(20)).obj(),
-		newWorkload(nlp, "high-old").queue("lq-batch").priority(100).created(at(5)).obj(),
+		newWorkload(nlp, "low-old").Queue("lq").Priority(10).Created(at(0)).Obj(),
+		newWorkload(nlp, "high-new").Queue("lq").Priority(100).Created(at(20)).Obj(),
+		newWorkload(nlp, "high-old").Queue("lq-batch").Priority(100).Created(at(5)).Obj(),
 		// Preempted long after creation: Kueue keeps its creation time.
-		newWorkload(nlp, "preempted").queue("lq").priority(10).created(at(2)).admitted(at(3), p5).
-			preempted(at(30), kueuev1beta2.InCohortReclamationReason, reclaimMsg).requeued(at(30)).obj(),
+		newWorkload(nlp, "preempted").Queue("lq").Priority(10).Created(at(2)).Admitted(at(3), p5).
+			Preempted(at(30), kueuev1beta2.InCohortReclamationReason, reclaimMsg).Requeued(at(30)).Obj(),
 		// PodsReady timeout: queued again from the eviction time.
-		newWorkload(nlp, "timed-out").queue("lq").priority(10).created(at(1)).admitted(at(2), p5).
-			evicted(at(25), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout").requeued(at(26)).obj(),
-		newWorkload(nlp, "same-time-b").queue("lq").priority(10).created(at(10)).obj(),
-		newWorkload(nlp, "same-time-a").queue("lq").priority(10).created(at(10)).obj(),
+		newWorkload(nlp, "timed-out").Queue("lq").Priority(10).Created(at(1)).Admitted(at(2), p5).
+			Evicted(at(25), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout").Requeued(at(26)).Obj(),
+		newWorkload(nlp, "same-time-b").Queue("lq").Priority(10).Created(at(10)).Obj(),
+		newWorkload(nlp, "same-time-a").Queue("lq").Priority(10).Created(at(10)).Obj(),
 		// Not queued.
-		newWorkload(nlp, "running").queue("lq").priority(1000).created(at(0)).admitted(at(1), p5).obj(),
-		newWorkload(nlp, "inactive").queue("lq").priority(1000).created(at(0)).inactive().obj(),
-		newWorkload(nlp, "no-such-queue").queue("ghost").priority(1000).created(at(0)).obj(),
+		newWorkload(nlp, "running").Queue("lq").Priority(1000).Created(at(0)).Admitted(at(1), p5).Obj(),
+		newWorkload(nlp, "inactive").Queue("lq").Priority(1000).Created(at(0)).Inactive().Obj(),
+		newWorkload(nlp, "no-such-queue").Queue("ghost").Priority(1000).Created(at(0)).Obj(),
 		// Team cv, its own ClusterQueue.
-		newWorkload(cv, "cv-1").queue("lq").priority(10).created(at(7)).obj(),
+		newWorkload(cv, "cv-1").Queue("lq").Priority(10).Created(at(7)).Obj(),
 	}
 	var tasks []Task
 	for _, wl := range wls {
@@ -513,10 +361,10 @@ func TestAssignPositions(t *testing.T) {
 func TestMarkBorrowing(t *testing.T) {
 	now := at(60)
 	tasks := []Task{
-		TaskOf(newWorkload(nlp, "old").queue("lq").priority(10).gpus(8, 1).created(at(0)).admitted(at(1), p5).obj(), DefaultSettings, "low", now),
-		TaskOf(newWorkload(nlp, "new").queue("lq").priority(10).gpus(8, 1).created(at(0)).admitted(at(5), p5).obj(), DefaultSettings, "low", now),
-		TaskOf(newWorkload(nlp, "newest-high").queue("lq").priority(100).gpus(4, 1).created(at(0)).admitted(at(9), p5).obj(), DefaultSettings, "low", now),
-		TaskOf(newWorkload(cv, "cv").queue("lq").priority(10).gpus(8, 1).created(at(0)).admitted(at(1), p5).obj(), DefaultSettings, "low", now),
+		TaskOf(newWorkload(nlp, "old").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(), DefaultSettings, "low", now),
+		TaskOf(newWorkload(nlp, "new").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(5), p5).Obj(), DefaultSettings, "low", now),
+		TaskOf(newWorkload(nlp, "newest-high").Queue("lq").Priority(100).GPUs(4, 1).Created(at(0)).Admitted(at(9), p5).Obj(), DefaultSettings, "low", now),
+		TaskOf(newWorkload(cv, "cv").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(), DefaultSettings, "low", now),
 	}
 	queues := []*kueuev1beta2.ClusterQueue{
 		{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}, Spec: kueuev1beta2.ClusterQueueSpec{

@@ -25,7 +25,7 @@ func benchServer(b *testing.B) http.Handler {
 	cache := cluster.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
 	live := cluster.NewLive(cache, domain.DefaultSettings, log)
 	now := time.Now()
-	live.Publish(domain.BuildSnapshot(kueuetest.Cluster(domain.DefaultSettings, 200, 50_000, now), now))
+	live.Publish(domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now)), now))
 	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: domain.DefaultSettings, Metrics: metrics.NewConsole(), Log: log}))
 }
 
@@ -49,3 +49,8 @@ func BenchmarkUsagePage(b *testing.B)        { benchPage(b, "/usage") }
 func BenchmarkTasksPage(b *testing.B)        { benchPage(b, "/tasks") }
 func BenchmarkTasksPageOneTeam(b *testing.B) { benchPage(b, "/tasks?team=team-007&window=7d") }
 func BenchmarkTasksCSV(b *testing.B)         { benchPage(b, "/tasks?format=csv&table=tasks&state=all") }
+
+// inputOf is a synthetic cluster as a snapshot's input.
+func inputOf(s domain.Settings, o kueuetest.Objects) domain.SnapshotInput {
+	return domain.SnapshotInput{Settings: s, ClusterQueues: o.ClusterQueues, LocalQueues: o.LocalQueues, Workloads: o.Workloads, Classes: o.Classes}
+}

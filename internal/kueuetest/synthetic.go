@@ -1,4 +1,7 @@
-// Package kueuetest builds Kueue objects for tests and benchmarks.
+// Package kueuetest builds Kueue objects for tests and benchmarks, in the
+// style of Kueue's pkg/util/testing wrappers: the Workloads, ClusterQueues
+// and clusters that the console's tests share. It must not import the
+// console's packages (the domain's own tests use it).
 package kueuetest
 
 import (
@@ -11,14 +14,29 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/domain"
 )
+
+// ClusterNames are the naming rules of a synthetic cluster (domain.Settings
+// has them).
+type ClusterNames interface {
+	Namespace(team string) string
+	ClusterQueue(team string) string
+	LocalQueue(team string) string
+}
+
+// Objects are a cluster's Kueue objects.
+type Objects struct {
+	ClusterQueues []*kueuev1beta2.ClusterQueue
+	LocalQueues   []*kueuev1beta2.LocalQueue
+	Workloads     []*kueuev1beta2.Workload
+	Classes       []*kueuev1beta2.WorkloadPriorityClass
+}
 
 // Cluster returns a cohort of teams ClusterQueues (8 GPUs each on
 // ml.p5.48xlarge) and workloads spread over them: a third running, a third
 // pending, a sixth preempted, a sixth finished, over four priority classes.
-func Cluster(s domain.Settings, teams, workloads int, now time.Time) domain.SnapshotInput {
-	in := domain.SnapshotInput{Settings: s}
+func Cluster(s ClusterNames, cohort string, teams, workloads int, now time.Time) Objects {
+	var in Objects
 	classes := []string{"inference", "training", "experimentation", "batch"}
 	for i, c := range classes {
 		in.Classes = append(in.Classes, &kueuev1beta2.WorkloadPriorityClass{
@@ -28,14 +46,14 @@ func Cluster(s domain.Settings, teams, workloads int, now time.Time) domain.Snap
 	for t := 0; t < teams; t++ {
 		team := fmt.Sprintf("team-%03d", t)
 		cq := &kueuev1beta2.ClusterQueue{
-			ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(team), Labels: map[string]string{domain.TeamLabel: team}},
-			Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(s.Cohort), ResourceGroups: []kueuev1beta2.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{domain.ResourceGPU},
+			ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(team)},
+			Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(cohort), ResourceGroups: []kueuev1beta2.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{GPU},
 				Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{
-					{Name: domain.ResourceGPU, NominalQuota: gpu(8)}}}},
+					{Name: GPU, NominalQuota: gpu(8)}}}},
 			}}},
 			Status: kueuev1beta2.ClusterQueueStatus{FlavorsUsage: []kueuev1beta2.FlavorUsage{{Name: "ml.p5.48xlarge",
-				Resources: []kueuev1beta2.ResourceUsage{{Name: domain.ResourceGPU, Total: gpu(int64(t % 12)), Borrowed: gpu(int64(max(0, t%12-8)))}}}}},
+				Resources: []kueuev1beta2.ResourceUsage{{Name: GPU, Total: gpu(int64(t % 12)), Borrowed: gpu(int64(max(0, t%12-8)))}}}}},
 		}
 		in.ClusterQueues = append(in.ClusterQueues, cq)
 		in.LocalQueues = append(in.LocalQueues, &kueuev1beta2.LocalQueue{
@@ -53,7 +71,7 @@ func Cluster(s domain.Settings, teams, workloads int, now time.Time) domain.Snap
 				QueueName:        kueuev1beta2.LocalQueueName(s.LocalQueue(team)),
 				PriorityClassRef: &kueuev1beta2.PriorityClassRef{Group: "kueue.x-k8s.io", Kind: "WorkloadPriorityClass", Name: classes[i%len(classes)]},
 				PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{domain.ResourceGPU: gpu(int64(1 + i%4))}}}}}}}},
+					Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{GPU: gpu(int64(1 + i%4))}}}}}}}},
 			},
 		}
 		admitted := metav1.NewTime(created.Add(time.Duration(i%600) * time.Second))
@@ -62,7 +80,7 @@ func Cluster(s domain.Settings, teams, workloads int, now time.Time) domain.Snap
 		}
 		admit := func() {
 			wl.Status.Admission = &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(s.ClusterQueue(team)),
-				PodSetAssignments: []kueuev1beta2.PodSetAssignment{{Name: "main", Flavors: map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{domain.ResourceGPU: "ml.p5.48xlarge"}}}}
+				PodSetAssignments: []kueuev1beta2.PodSetAssignment{{Name: "main", Flavors: map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{GPU: "ml.p5.48xlarge"}}}}
 			wl.Status.Conditions = append(wl.Status.Conditions, cond("QuotaReserved", "QuotaReserved", admitted, ""), cond("Admitted", "Admitted", admitted, ""))
 		}
 		switch i % 6 {

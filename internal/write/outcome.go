@@ -119,6 +119,8 @@ func failed(err error, who, what string) Outcome {
 		return Outcome{Kind: Unavailable, Message: "The cluster was too busy to answer. Saving again finishes the change."}
 	case strings.Contains(s.Message, "webhook"):
 		return Outcome{Kind: Unavailable, Message: "Kueue's admission webhook did not answer, so nothing was changed. Check that the Kueue controller is running, then try again."}
+	case s.Code >= 500:
+		return Outcome{Kind: Unavailable, Message: "The cluster could not be reached properly (it answered " + s.Message + "), so nothing was changed. Try again in a moment."}
 	}
 	return rejected(fmt.Sprintf("The cluster refused the change: %s.", s.Message))
 }
