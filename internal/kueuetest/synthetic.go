@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
 )
 
 // ClusterNames are the naming rules of a synthetic cluster (domain.Settings
