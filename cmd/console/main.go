@@ -24,6 +24,7 @@ import (
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/version"
 )
 
 type options struct {
@@ -40,6 +41,8 @@ type options struct {
 	proxyCIDRs        []netip.Prefix
 	proxySecretFile   string
 	secureCookies     bool
+
+	version bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -59,7 +62,8 @@ func parseFlags(args []string) (options, error) {
 	cidrs := fs.String("auth-proxy-cidrs", auth.DefaultProxyCIDRs, "--auth proxy: comma-separated source addresses (CIDRs) of the proxy whose headers are trusted; empty trusts none (then only the secret)")
 	fs.StringVar(&o.proxySecretFile, "auth-proxy-secret-file", "", "--auth proxy: file with a shared secret; requests carrying it in the "+auth.SecretHeader+" header are trusted from any address")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
-	if err := fs.Parse(args); err != nil {
+	fs.BoolVar(&o.version, "version", false, "print the version and revision, then exit")
+	if err := fs.Parse(args); err != nil || o.version {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -120,6 +124,10 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if o.version {
+		fmt.Println(version.Get())
+		return
 	}
 	log := newLogger(o)
 	if err := run(o, log); err != nil {
