@@ -6,7 +6,7 @@ LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
 .PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load
-.PHONY: image image-push helm test-tools test-image
+.PHONY: image image-push helm test-tools test-image test-image-deps
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
 run: build
@@ -15,7 +15,7 @@ run: build
 	bin/console --kubeconfig $(STATE)/demo/kubeconfig --prometheus-url http://127.0.0.1:17111 --listen $(LISTEN)
 
 ## test: every test — unit, integration against the test sandbox, browser e2e
-test: check-generated vet build e2e-deps test-sandbox-up test-tools
+test: check-generated vet build e2e-deps test-image-deps test-sandbox-up test-tools
 	$(GO) test -count=1 -timeout 15m ./...
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
@@ -98,3 +98,11 @@ helm:
 # The tools modules' own tests (their go.mod keeps them out of ./...).
 test-tools:
 	cd tools/image && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# podman and runc (Debian) for the image's podman test: about 20 s to install.
+test-image-deps:
+	bash tools/podman-setup.sh
+
+# The image's tests alone: contents, --version, digest stability, podman.
+test-image: test-image-deps test-sandbox-up test-tools
+	$(GO) test -count=1 -v ./tools/imagetest/
