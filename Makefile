@@ -67,25 +67,26 @@ load: build
 
 # The container image, built offline without a container engine (tools/image):
 # a static binary as the only file of one layer on an empty base. The same
-# commit gives the same digest. Output in $(IMAGE_DIR): oci/ (OCI layout),
+# commit gives the same digest: every time in it is IMAGE_CREATED, the commit
+# time (or $$SOURCE_DATE_EPOCH). Output in $(IMAGE_DIR): oci/ (OCI layout),
 # quota-console.tar (OCI archive: podman load -i), digest.
 IMAGE_DIR ?= bin/image
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 IMAGE_SOURCE ?= https://github.com/openquota/console
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-SOURCE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_CREATED ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null || echo 0))
 VERSION_PKG := github.com/openquota/console/internal/version
 
 image:
 	@mkdir -p $(IMAGE_DIR)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false \
-		-ldflags "-s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)" \
+		-ldflags "-s -w -X $(VERSION_PKG).Version=$(IMAGE_VERSION) -X $(VERSION_PKG).Revision=$(IMAGE_REVISION)" \
 		-o $(IMAGE_DIR)/quota-console ./cmd/console
 	@tool=$$(tools/build.sh image) && $$tool build -binary $(IMAGE_DIR)/quota-console -out $(IMAGE_DIR) \
-		-version $(VERSION) -revision $(REVISION) -created $(SOURCE_EPOCH) -source $(IMAGE_SOURCE) -arch $(IMAGE_ARCH)
+		-version $(IMAGE_VERSION) -revision $(IMAGE_REVISION) -created $(IMAGE_CREATED) -source $(IMAGE_SOURCE) -arch $(IMAGE_ARCH)
 
-## image-push REGISTRY=registry.example.com/team: push the image as $(REGISTRY)/quota-console:$(VERSION)
+## image-push REGISTRY=registry.example.com/team: push the image as $(REGISTRY)/quota-console:$(IMAGE_VERSION)
 image-push: image
 	@test -n "$(REGISTRY)" || { echo "usage: make image-push REGISTRY=registry.example.com/team"; exit 2; }
 	@tool=$$(tools/build.sh image) && $$tool push -layout $(IMAGE_DIR)/oci -to $(REGISTRY)/quota-console

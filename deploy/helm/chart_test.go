@@ -649,33 +649,23 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 	if out, err := runHelm(t, append([]string{"uninstall", "qc", "--wait"}, common...)...); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	gone := map[string]func() error{
-		"Deployment": func() error {
-			_, err := c.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-			return err
-		},
-		"Service": func() error { _, err := c.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); return err },
-		"ServiceAccount": func() error {
-			_, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
-			return err
-		},
-		"PodDisruptionBudget": func() error {
-			_, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
-			return err
-		},
-	}
-	for kind, get := range gone {
+	for _, obj := range []struct {
+		resource schema.GroupVersionResource
+		name     string
+	}{
+		{appsv1.SchemeGroupVersion.WithResource("deployments"), name},
+		{corev1.SchemeGroupVersion.WithResource("services"), name},
+		{corev1.SchemeGroupVersion.WithResource("serviceaccounts"), name},
+		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, name},
+		{corev1.SchemeGroupVersion.WithResource("secrets"), name + "-session-key"},
+	} {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return apierrors.IsNotFound(get()), nil
+			_, err := c.dyn.Resource(obj.resource).Namespace(ns).Get(ctx, obj.name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
-			t.Errorf("%s %s still there after helm uninstall", kind, name)
+			t.Errorf("%s %s still there after helm uninstall", obj.resource.Resource, obj.name)
 		}
-	}
-	// The session key is kept (helm.sh/resource-policy: keep), so a reinstall
-	// does not sign everyone out.
-	if _, err := c.kube.CoreV1().Secrets(ns).Get(ctx, name+"-session-key", metav1.GetOptions{}); err != nil {
-		t.Errorf("session key after uninstall: %v", err)
 	}
 	releases, err := c.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
 	if err != nil || len(releases.Items) != 0 {
