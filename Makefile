@@ -87,8 +87,9 @@ image:
 		-version $(IMAGE_VERSION) -revision $(IMAGE_REVISION) -created $(IMAGE_CREATED) -source $(IMAGE_SOURCE) -arch $(IMAGE_ARCH)
 
 ## image-push REGISTRY=registry.example.com/team: push the image as $(REGISTRY)/quota-console:$(IMAGE_VERSION)
-image-push: image
+image-push:
 	@test -n "$(REGISTRY)" || { echo "usage: make image-push REGISTRY=registry.example.com/team"; exit 2; }
+	@$(MAKE) --no-print-directory image
 	@tool=$$(tools/build.sh image) && $$tool push -layout $(IMAGE_DIR)/oci -to $(REGISTRY)/quota-console
 
 # helm (helm.sh/helm/v3, tools/helm), built once into ~/.cache/quota-console-tools.
