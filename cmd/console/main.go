@@ -25,6 +25,7 @@ import (
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/version"
 )
 
 type options struct {
@@ -43,6 +44,8 @@ type options struct {
 	secureCookies     bool
 	sessionKeyFile    string
 	tokenAudiences    []string
+
+	version bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -65,7 +68,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.sessionKeyFile, "session-key-file", "", "file with a secret of at least 32 bytes that signs sessions, CSRF tokens and flash messages; replicas that share it accept each other's sessions (default: a random key per process, so a restart signs everyone out)")
 	audiences := fs.String("auth-token-audience", "", "--auth token: comma-separated audiences a token must be issued for (default: the apiserver's own)")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
-	if err := fs.Parse(args); err != nil {
+	fs.BoolVar(&o.version, "version", false, "print the version and revision, then exit")
+	if err := fs.Parse(args); err != nil || o.version {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -137,6 +141,10 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if o.version {
+		fmt.Println(version.Get())
+		return
 	}
 	log := newLogger(o)
 	if err := run(o, log); err != nil {

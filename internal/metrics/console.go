@@ -12,6 +12,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/openquota/console/internal/version"
 )
 
 // Console is the console's own metrics registry, served on /metrics.
@@ -37,7 +39,12 @@ func NewConsole() *Console {
 			Name: "quota_console_informer_events_total", Help: "Add, update and delete events received by kind.",
 		}, []string{"kind"}),
 	}
-	c.Registry.MustRegister(c.requests, c.duration, c.InformerEvents,
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "quota_console_build_info", Help: "Always 1; the labels tell which build of the console is running.",
+	}, []string{"version", "revision", "goversion"})
+	v := version.Get()
+	buildInfo.WithLabelValues(v.Version, v.Revision, v.GoVersion).Set(1)
+	c.Registry.MustRegister(c.requests, c.duration, c.InformerEvents, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return c
 }
