@@ -257,6 +257,7 @@ func TestPagesNeedAReadRightTheClusterGrants(t *testing.T) {
 	if code != http.StatusOK {
 		t.Errorf("member GET /usage/alpha: %d", code)
 	}
+	mustContain(t, "member's /usage/alpha", body, "Team alpha")
 	for _, path := range []string{"/usage/beta", "/teams/beta/edit", "/teams/beta/history", "/teams/beta/drift"} {
 		code, body = member.get(path)
 		if code != http.StatusForbidden {

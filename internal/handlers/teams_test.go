@@ -133,6 +133,11 @@ func TestTeamCreateEditDeleteAgainstSandbox(t *testing.T) {
 	if code != http.StatusSeeOther || location != "/teams?saved=research" {
 		t.Fatalf("create: %d %q\n%s", code, location, body)
 	}
+	// The save waited for the console's read model: the team's own page
+	// answers at once, not after the next snapshot.
+	if code, _ := c.get(t, "/usage/research"); code != http.StatusOK {
+		t.Errorf("the team's usage page right after the create: %d", code)
+	}
 	cq := c.clusterQueue(t, "research")
 	if nominal, borrowing := gpuQuota(cq); nominal.Value() != 4 || borrowing.Value() != 2 {
 		t.Errorf("created quota: nominal %s borrowing %s, want 4 and 2", &nominal, &borrowing)
