@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/cluster"
@@ -58,18 +57,11 @@ func DemoTeams() []domain.Team {
 }
 
 func (in *instance) seedDemo(ctx context.Context, _ pki) error {
-	cfg, err := in.env().RESTConfig()
+	c, err := in.clients()
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	kq, err := kueueclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cfg, kube, kq := c.rest, c.kube, c.kueue
 	// The console's install: its roles (the team member role the demo teams'
 	// members are bound to) and the admission policy for admins.
 	if err := rbac.Apply(ctx, cfg, "quota-console-sandbox"); err != nil {

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
@@ -182,14 +181,11 @@ func run(o options, log *slog.Logger) error {
 	// A team save makes about 16 requests (apply, dry run, history, event):
 	// client-go's default of 5/s would add a second to every save.
 	cfg.QPS, cfg.Burst = 50, 100
-	kube, err := kubernetes.NewForConfig(cfg)
+	clients, err := cluster.NewClients(cfg)
 	if err != nil {
 		return err
 	}
-	kq, err := kueueclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	kube, kq := clients.Kube, clients.Kueue
 	authn, err := authenticator(o, kube)
 	if err != nil {
 		return err

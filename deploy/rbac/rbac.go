@@ -17,25 +17,13 @@
 package rbac
 
 import (
-	"bytes"
 	"context"
 	"embed"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"sort"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/openquota/console/internal/manifest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 )
 
 // Names of the ClusterRoles people are bound to.
@@ -75,19 +63,11 @@ func Objects() ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var obj map[string]any
-			if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			if len(obj) == 0 {
-				continue
-			}
-			out = append(out, &unstructured.Unstructured{Object: obj})
+		objs, err := manifest.Decode(name, data)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, objs...)
 	}
 	return out, nil
 }
@@ -99,35 +79,10 @@ func Apply(ctx context.Context, cfg *rest.Config, fieldManager string) error {
 	if err != nil {
 		return err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	a, err := manifest.NewApplier(cfg, fieldManager)
 	if err != nil {
 		return err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
-		}
-		data, err := json.Marshal(obj.Object)
-		if err != nil {
-			return err
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == apimeta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
-		}
-		force := true
-		if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
-			FieldManager: fieldManager, Force: &force, FieldValidation: "Strict",
-		}); err != nil {
-			return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
-		}
-	}
-	return nil
+	a.FieldValidation = "Strict"
+	return a.Apply(ctx, objs...)
 }

@@ -57,3 +57,16 @@ func (c Clients) Applier(base Applier, id Identity) (Applier, error) {
 	}
 	return base.As(kube, kq), nil
 }
+
+// NewClients makes the console's own clients from its configuration.
+func NewClients(cfg *rest.Config) (Clients, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Clients{}, err
+	}
+	kq, err := kueueclient.NewForConfig(cfg)
+	if err != nil {
+		return Clients{}, err
+	}
+	return Clients{Kube: kube, Kueue: kq, Config: cfg}, nil
+}

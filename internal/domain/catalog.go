@@ -1,7 +1,10 @@
 package domain
 
 import (
+	_ "embed"
 	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -19,44 +22,41 @@ type InstanceShape struct {
 	GPUMemGiB int64 // memory of one GPU
 }
 
-// Catalog lists common SageMaker HyperPod instance types. Live nodes override
-// these figures (see MergeNodes); the catalog lets admins plan for types the
-// cluster does not have yet.
-var Catalog = []InstanceShape{
-	{Type: "ml.p4d.24xlarge", GPUModel: "NVIDIA-A100-SXM4-40GB", GPUs: 8, VCPU: 96, MemoryGiB: 1152, EFA: 4, GPUMemGiB: 40},
-	{Type: "ml.p4de.24xlarge", GPUModel: "NVIDIA-A100-SXM4-80GB", GPUs: 8, VCPU: 96, MemoryGiB: 1152, EFA: 4, GPUMemGiB: 80},
-	{Type: "ml.p5.48xlarge", GPUModel: "NVIDIA-H100-80GB-HBM3", GPUs: 8, VCPU: 192, MemoryGiB: 2048, EFA: 32, GPUMemGiB: 80},
-	{Type: "ml.p5e.48xlarge", GPUModel: "NVIDIA-H200", GPUs: 8, VCPU: 192, MemoryGiB: 2048, EFA: 32, GPUMemGiB: 141},
-	{Type: "ml.p5en.48xlarge", GPUModel: "NVIDIA-H200", GPUs: 8, VCPU: 192, MemoryGiB: 2048, EFA: 16, GPUMemGiB: 141},
-	{Type: "ml.p6-b200.48xlarge", GPUModel: "NVIDIA-B200", GPUs: 8, VCPU: 192, MemoryGiB: 2048, EFA: 8, GPUMemGiB: 179},
-	{Type: "ml.g5.xlarge", GPUModel: "NVIDIA-A10G", GPUs: 1, VCPU: 4, MemoryGiB: 16, GPUMemGiB: 24},
-	{Type: "ml.g5.2xlarge", GPUModel: "NVIDIA-A10G", GPUs: 1, VCPU: 8, MemoryGiB: 32, GPUMemGiB: 24},
-	{Type: "ml.g5.4xlarge", GPUModel: "NVIDIA-A10G", GPUs: 1, VCPU: 16, MemoryGiB: 64, GPUMemGiB: 24},
-	{Type: "ml.g5.8xlarge", GPUModel: "NVIDIA-A10G", GPUs: 1, VCPU: 32, MemoryGiB: 128, EFA: 1, GPUMemGiB: 24},
-	{Type: "ml.g5.12xlarge", GPUModel: "NVIDIA-A10G", GPUs: 4, VCPU: 48, MemoryGiB: 192, EFA: 1, GPUMemGiB: 24},
-	{Type: "ml.g5.24xlarge", GPUModel: "NVIDIA-A10G", GPUs: 4, VCPU: 96, MemoryGiB: 384, EFA: 1, GPUMemGiB: 24},
-	{Type: "ml.g5.48xlarge", GPUModel: "NVIDIA-A10G", GPUs: 8, VCPU: 192, MemoryGiB: 768, EFA: 1, GPUMemGiB: 24},
-	{Type: "ml.g6.xlarge", GPUModel: "NVIDIA-L4", GPUs: 1, VCPU: 4, MemoryGiB: 16, GPUMemGiB: 24},
-	{Type: "ml.g6.2xlarge", GPUModel: "NVIDIA-L4", GPUs: 1, VCPU: 8, MemoryGiB: 32, GPUMemGiB: 24},
-	{Type: "ml.g6.12xlarge", GPUModel: "NVIDIA-L4", GPUs: 4, VCPU: 48, MemoryGiB: 192, EFA: 1, GPUMemGiB: 24},
-	{Type: "ml.g6.48xlarge", GPUModel: "NVIDIA-L4", GPUs: 8, VCPU: 192, MemoryGiB: 768, EFA: 1, GPUMemGiB: 24},
-	{Type: "ml.g6e.12xlarge", GPUModel: "NVIDIA-L40S", GPUs: 4, VCPU: 48, MemoryGiB: 384, EFA: 1, GPUMemGiB: 48},
-	{Type: "ml.g6e.48xlarge", GPUModel: "NVIDIA-L40S", GPUs: 8, VCPU: 192, MemoryGiB: 1536, EFA: 4, GPUMemGiB: 48},
-	{Type: "ml.trn1.2xlarge", Neuron: 1, VCPU: 8, MemoryGiB: 32},
-	{Type: "ml.trn1.32xlarge", Neuron: 16, VCPU: 128, MemoryGiB: 512, EFA: 8},
-	{Type: "ml.trn1n.32xlarge", Neuron: 16, VCPU: 128, MemoryGiB: 512, EFA: 16},
-	{Type: "ml.trn2.48xlarge", Neuron: 16, VCPU: 192, MemoryGiB: 2048, EFA: 16},
-	{Type: "ml.inf2.xlarge", Neuron: 1, VCPU: 4, MemoryGiB: 16},
-	{Type: "ml.inf2.24xlarge", Neuron: 6, VCPU: 96, MemoryGiB: 384},
-	{Type: "ml.inf2.48xlarge", Neuron: 12, VCPU: 192, MemoryGiB: 768},
-	{Type: "ml.c5.xlarge", VCPU: 4, MemoryGiB: 8},
-	{Type: "ml.c5.2xlarge", VCPU: 8, MemoryGiB: 16},
-	{Type: "ml.c5.4xlarge", VCPU: 16, MemoryGiB: 32},
-	{Type: "ml.c5.9xlarge", VCPU: 36, MemoryGiB: 72},
-	{Type: "ml.m5.xlarge", VCPU: 4, MemoryGiB: 16},
-	{Type: "ml.m5.2xlarge", VCPU: 8, MemoryGiB: 32},
-	{Type: "ml.m5.4xlarge", VCPU: 16, MemoryGiB: 64},
-	{Type: "ml.m5.12xlarge", VCPU: 48, MemoryGiB: 192},
+// Catalog lists common SageMaker HyperPod instance types (catalog.tsv, from
+// their public specifications). Live nodes override these figures (see
+// LiveShapes); the catalog lets admins plan for types the cluster does not
+// have yet.
+var Catalog = parseCatalog(catalogTSV)
+
+//go:embed catalog.tsv
+var catalogTSV string
+
+// parseCatalog reads the catalog's table: one instance type a line, fields
+// separated by tabs in the order of its header, "-" for no GPU model.
+func parseCatalog(table string) []InstanceShape {
+	var out []InstanceShape
+	for _, line := range strings.Split(table, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 8 {
+			panic("catalog.tsv: " + line)
+		}
+		num := func(i int) int64 {
+			n, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				panic("catalog.tsv: " + line)
+			}
+			return n
+		}
+		s := InstanceShape{Type: f[0], GPUModel: f[1], GPUs: num(2), VCPU: num(3), MemoryGiB: num(4), Neuron: num(5), EFA: num(6), GPUMemGiB: num(7)}
+		if s.GPUModel == "-" {
+			s.GPUModel = ""
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // LookupShape returns the catalog entry of an instance type.

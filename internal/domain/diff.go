@@ -183,48 +183,35 @@ func enabledWord(enabled bool) string {
 	return "Disabled"
 }
 
-func preemptionWord(p Preemption) string {
-	switch p {
-	case PreemptLowerPriority:
-		return "lower priority"
-	case PreemptNever:
-		return "never"
-	}
-	return string(p)
+// choiceWords name the choices of an allocation and of the policy as the
+// forms do.
+var choiceWords = map[string]string{
+	string(PreemptLowerPriority): "lower priority",
+	string(PreemptNever):         "never",
+	string(LendAndBorrow):        "lend and borrow",
+	string(Lend):                 "lend only",
+	string(DontLend):             "don't lend",
+	"prioritization/" + string(FirstComeFirstServe): "first come, first served",
+	"prioritization/" + string(TaskRanking):         "task ranking",
+	"idle/" + string(IdleFirstComeFirstServe):       "first come, first served",
+	"idle/" + string(IdleFairShare):                 "fair share",
 }
+
+func word(key, fallback string) string {
+	if w, ok := choiceWords[key]; ok {
+		return w
+	}
+	return fallback
+}
+
+func preemptionWord(p Preemption) string { return word(string(p), string(p)) }
 
 // LendingWord names a lending choice as the form does.
-func LendingWord(l Lending) string {
-	switch l {
-	case LendAndBorrow:
-		return "lend and borrow"
-	case Lend:
-		return "lend only"
-	case DontLend:
-		return "don't lend"
-	}
-	return string(l)
-}
+func LendingWord(l Lending) string { return word(string(l), string(l)) }
 
-func prioritizationWord(p Prioritization) string {
-	switch p {
-	case FirstComeFirstServe:
-		return "first come, first served"
-	case TaskRanking:
-		return "task ranking"
-	}
-	return string(p)
-}
+func prioritizationWord(p Prioritization) string { return word("prioritization/"+string(p), string(p)) }
 
-func idleWord(i IdleAllocation) string {
-	switch i {
-	case IdleFirstComeFirstServe:
-		return "first come, first served"
-	case IdleFairShare:
-		return "fair share"
-	}
-	return string(i)
-}
+func idleWord(i IdleAllocation) string { return word("idle/"+string(i), string(i)) }
 
 func memberWord(m Member) string { return strings.ToLower(m.Kind) + " " + m.Name }
 

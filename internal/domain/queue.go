@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -46,15 +47,7 @@ func AssignPositions(tasks []Task, clusterQueueOf map[string]string) {
 		}
 	}
 	for _, queue := range byQueue {
-		slices.SortFunc(queue, func(a, b *Task) int {
-			if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-				return c
-			}
-			if c := a.QueueOrder.Compare(b.QueueOrder); c != 0 {
-				return c
-			}
-			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-		})
+		slices.SortFunc(queue, kueueOrder(func(t *Task) time.Time { return t.QueueOrder }))
 		for i, t := range queue {
 			t.Position = i + 1
 		}
@@ -93,15 +86,7 @@ func MarkBorrowing(tasks []Task, queues []*kueuev1beta2.ClusterQueue) {
 		}
 	}
 	for key, group := range groups {
-		slices.SortFunc(group, func(a, b *Task) int {
-			if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-				return c
-			}
-			if c := a.AdmittedAt.Compare(b.AdmittedAt); c != 0 {
-				return c
-			}
-			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-		})
+		slices.SortFunc(group, kueueOrder(func(t *Task) time.Time { return t.AdmittedAt }))
 		var used int64
 		for _, t := range group {
 			used += t.GPUs
@@ -111,5 +96,20 @@ func MarkBorrowing(tasks []Task, queues []*kueuev1beta2.ClusterQueue) {
 				t.Reason = strings.Replace(t.Reason, phrase, admittedPhrase(*t), 1)
 			}
 		}
+	}
+}
+
+// kueueOrder is how Kueue orders Workloads: higher priority first, then the
+// earlier of a timestamp (when it queued, or was admitted), then by
+// namespace and name (Kueue breaks the last tie by UID).
+func kueueOrder(at func(*Task) time.Time) func(a, b *Task) int {
+	return func(a, b *Task) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		if c := at(a).Compare(at(b)); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	}
 }

@@ -112,21 +112,28 @@ func admittedPhrase(t Task) string {
 	return b.String()
 }
 
+// finishedWords say why a task finished, by the Finished condition's reason.
+var finishedWords = map[string]string{
+	kueuev1beta2.WorkloadFinishedReasonSucceeded:     "Finished: succeeded",
+	kueuev1beta2.WorkloadFinishedReasonFailed:        "Finished: failed",
+	kueuev1beta2.WorkloadFinishedReasonOwnerNotFound: "Finished: its job was deleted",
+	kueuev1beta2.WorkloadFinishedReasonOutOfSync:     "Finished: no longer matches its job",
+}
+
+// conditionWords is a condition's reason in words from a table; a reason
+// the table lacks is shown as it is, after what.
+func conditionWords(words map[string]string, what, reason string) string {
+	if w, ok := words[reason]; ok {
+		return w
+	}
+	if reason == "" {
+		return what
+	}
+	return what + " (" + reason + ")"
+}
+
 func finishedReason(c *metav1.Condition) string {
-	switch c.Reason {
-	case kueuev1beta2.WorkloadFinishedReasonSucceeded:
-		return "Finished: succeeded"
-	case kueuev1beta2.WorkloadFinishedReasonFailed:
-		return "Finished: failed"
-	case kueuev1beta2.WorkloadFinishedReasonOwnerNotFound:
-		return "Finished: its job was deleted"
-	case kueuev1beta2.WorkloadFinishedReasonOutOfSync:
-		return "Finished: no longer matches its job"
-	}
-	if c.Reason == "" {
-		return "Finished"
-	}
-	return "Finished (" + c.Reason + ")"
+	return conditionWords(finishedWords, "Finished", c.Reason)
 }
 
 var preemptorPath = regexp.MustCompile(`preemptor path: ([^;]+)`)
@@ -142,41 +149,29 @@ func preemptedReason(c *metav1.Condition, s Settings) string {
 			other = "team " + team
 		}
 	}
-	switch c.Reason {
-	case kueuev1beta2.InClusterQueueReason:
-		return "Preempted by a higher-priority task of the same team"
-	case kueuev1beta2.InCohortReclamationReason:
-		return "Preempted: " + other + " reclaimed its lent quota"
-	case kueuev1beta2.InCohortFairSharingReason:
-		return "Preempted to restore fair sharing: " + other + " was below its fair share"
-	case kueuev1beta2.InCohortReclaimWhileBorrowingReason:
-		return "Preempted by a higher-priority task of " + other + " that is also borrowing"
-	}
-	if c.Reason == "" {
-		return "Preempted"
-	}
-	return "Preempted (" + c.Reason + ")"
+	return conditionWords(map[string]string{
+		kueuev1beta2.InClusterQueueReason:                "Preempted by a higher-priority task of the same team",
+		kueuev1beta2.InCohortReclamationReason:           "Preempted: " + other + " reclaimed its lent quota",
+		kueuev1beta2.InCohortFairSharingReason:           "Preempted to restore fair sharing: " + other + " was below its fair share",
+		kueuev1beta2.InCohortReclaimWhileBorrowingReason: "Preempted by a higher-priority task of " + other + " that is also borrowing",
+	}, "Preempted", c.Reason)
+}
+
+// evictedWords say why a task was evicted, by the Evicted condition's reason.
+var evictedWords = map[string]string{
+	kueuev1beta2.WorkloadEvictedByPodsReadyTimeout:    "Evicted: its pods did not all become ready in time; requeued",
+	kueuev1beta2.WorkloadEvictedByAdmissionCheck:      "Evicted: an admission check asked for a retry; requeued",
+	kueuev1beta2.WorkloadEvictedByClusterQueueStopped: "Evicted: the team's ClusterQueue was stopped",
+	kueuev1beta2.WorkloadEvictedByLocalQueueStopped:   "Evicted: the team's queue was stopped",
+	kueuev1beta2.WorkloadEvictedDueToNodeFailures:     "Evicted: a node it ran on failed; requeued",
+	kueuev1beta2.WorkloadEvictedByPreemption:          "Evicted by preemption; requeued",
 }
 
 func evictedReason(c *metav1.Condition) string {
-	switch c.Reason {
-	case kueuev1beta2.WorkloadEvictedByPodsReadyTimeout:
-		return "Evicted: its pods did not all become ready in time; requeued"
-	case kueuev1beta2.WorkloadEvictedByAdmissionCheck:
-		return "Evicted: an admission check asked for a retry; requeued"
-	case kueuev1beta2.WorkloadEvictedByClusterQueueStopped:
-		return "Evicted: the team's ClusterQueue was stopped"
-	case kueuev1beta2.WorkloadEvictedByLocalQueueStopped:
-		return "Evicted: the team's queue was stopped"
-	case kueuev1beta2.WorkloadEvictedDueToNodeFailures:
-		return "Evicted: a node it ran on failed; requeued"
-	case kueuev1beta2.WorkloadEvictedByPreemption:
-		return "Evicted by preemption; requeued"
-	}
 	if strings.HasPrefix(c.Reason, kueuev1beta2.WorkloadDeactivated) {
 		return "Evicted: deactivated"
 	}
-	return "Evicted (" + c.Reason + ")"
+	return conditionWords(evictedWords, "Evicted", c.Reason)
 }
 
 // reservedReason explains quota reserved but not yet admitted.

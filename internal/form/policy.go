@@ -50,18 +50,10 @@ func FromPolicy(p domain.Policy) Policy {
 func (f Policy) Validate() (domain.Policy, Errors) {
 	var errs Errors
 	var p domain.Policy
-	switch domain.Prioritization(f.Prioritization) {
-	case domain.FirstComeFirstServe, domain.TaskRanking:
-		p.Prioritization = domain.Prioritization(f.Prioritization)
-	default:
-		errs.Add("prioritization", "Choose first-come-first-serve or task ranking.")
-	}
-	switch domain.IdleAllocation(f.IdleAllocation) {
-	case domain.IdleFirstComeFirstServe, domain.IdleFairShare:
-		p.IdleAllocation = domain.IdleAllocation(f.IdleAllocation)
-	default:
-		errs.Add("idleAllocation", "Choose first-come-first-serve or fair share.")
-	}
+	p.Prioritization = oneOf(&errs, "prioritization", f.Prioritization, "Choose first-come-first-serve or task ranking.",
+		domain.FirstComeFirstServe, domain.TaskRanking)
+	p.IdleAllocation = oneOf(&errs, "idleAllocation", f.IdleAllocation, "Choose first-come-first-serve or fair share.",
+		domain.IdleFirstComeFirstServe, domain.IdleFairShare)
 	if len(f.Classes) > MaxPriorityClasses {
 		errs.Add("classes", fmt.Sprintf("Use at most %d priority classes.", MaxPriorityClasses))
 	}

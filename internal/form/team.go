@@ -208,25 +208,14 @@ func (f Team) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	} else {
 		errs.Add("fairShareWeight", "Enter a whole number from 0 to 100.")
 	}
-	switch domain.Preemption(f.Preemption) {
-	case domain.PreemptNever, domain.PreemptLowerPriority:
-		t.Preemption = domain.Preemption(f.Preemption)
-	default:
-		errs.Add("preemption", "Choose Never or Lower priority.")
-	}
-	switch domain.Lending(f.Lending) {
-	case domain.LendAndBorrow:
-		t.Lending = domain.LendAndBorrow
-		if p, ok := wholeNumber(f.BorrowLimit, 1, MaxBorrowPct); ok {
-			t.BorrowLimitPercent = p
-		} else {
-			errs.Add("borrowLimit", fmt.Sprintf("Enter a whole percentage from 1 to %d.", MaxBorrowPct))
-		}
-	case domain.Lend, domain.DontLend:
-		t.Lending = domain.Lending(f.Lending)
-		t.BorrowLimitPercent, _ = wholeNumber(f.BorrowLimit, 1, MaxBorrowPct)
-	default:
-		errs.Add("lending", "Choose Lend and borrow, Lend, or Don't lend.")
+	t.Preemption = oneOf(&errs, "preemption", f.Preemption, "Choose Never or Lower priority.",
+		domain.PreemptNever, domain.PreemptLowerPriority)
+	t.Lending = oneOf(&errs, "lending", f.Lending, "Choose Lend and borrow, Lend, or Don't lend.",
+		domain.LendAndBorrow, domain.Lend, domain.DontLend)
+	if p, ok := wholeNumber(f.BorrowLimit, 1, MaxBorrowPct); ok {
+		t.BorrowLimitPercent = p
+	} else if t.Lending == domain.LendAndBorrow {
+		errs.Add("borrowLimit", fmt.Sprintf("Enter a whole percentage from 1 to %d.", MaxBorrowPct))
 	}
 
 	switch {
@@ -347,4 +336,16 @@ func (r QuotaRow) Lenient() domain.QuotaInput {
 	}
 	return domain.QuotaInput{InstanceType: r.InstanceType, Count: num(r.Count), GPUs: num(r.GPUs),
 		Neuron: num(r.Neuron), VCPU: num(r.VCPU), MemoryGiB: num(r.MemoryGiB)}
+}
+
+// oneOf is value when it is one of the choices, else the zero choice with
+// msg as the field's error.
+func oneOf[T ~string](errs *Errors, field, value, msg string, choices ...T) T {
+	for _, c := range choices {
+		if string(c) == value {
+			return c
+		}
+	}
+	errs.Add(field, msg)
+	return ""
 }

@@ -12,10 +12,8 @@ import (
 
 func teamDriftURL(team string) string { return "/teams/" + team + "/drift" }
 
-func teamDrift(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		return d.renderDrift(c, http.StatusOK, c.Param("team"), auth.TakeFlashOf(c), "")
-	}
+func (d Deps) teamDrift(c echo.Context) error {
+	return d.renderDrift(c, http.StatusOK, c.Param("team"), auth.TakeFlashOf(c), "")
 }
 
 func (d Deps) renderDrift(c echo.Context, status int, team, flash, applyErr string) error {
@@ -51,30 +49,26 @@ func (d Deps) renderDrift(c echo.Context, status int, team, flash, applyErr stri
 }
 
 // reapplyTeam writes the stored allocation again, setting hand edits back.
-func reapplyTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		team := c.Param("team")
-		out := d.writes.ReapplyTeam(c.Request().Context(), d.identity(c), team)
-		return respond(c, out, teamDriftURL(team)+"?reapplied=1", func(status int) error {
-			return d.renderDrift(c, status, team, "", out.Message)
-		})
-	}
+func (d Deps) reapplyTeam(c echo.Context) error {
+	team := c.Param("team")
+	out := d.writes.ReapplyTeam(c.Request().Context(), d.identity(c), team)
+	return respond(c, out, teamDriftURL(team)+"?reapplied=1", func(status int) error {
+		return d.renderDrift(c, status, team, "", out.Message)
+	})
 }
 
 // adoptTeam makes the allocation the hand-edited ClusterQueue gives the
 // team's allocation, through the write path.
-func adoptTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		team := c.Param("team")
-		out := d.writes.AdoptTeam(c.Request().Context(), d.identity(c), team, c.FormValue("adopt"))
-		next := teamDriftURL(team)
-		if out.Message != "" {
-			next += "?adopted=1"
-		}
-		return respond(c, out, next, func(status int) error {
-			return d.renderDrift(c, status, team, "", out.Message)
-		})
+func (d Deps) adoptTeam(c echo.Context) error {
+	team := c.Param("team")
+	out := d.writes.AdoptTeam(c.Request().Context(), d.identity(c), team, c.FormValue("adopt"))
+	next := teamDriftURL(team)
+	if out.Message != "" {
+		next += "?adopted=1"
 	}
+	return respond(c, out, next, func(status int) error {
+		return d.renderDrift(c, status, team, "", out.Message)
+	})
 }
 
 // driftedTeams names the teams whose Kueue objects someone changed by hand,

@@ -61,61 +61,59 @@ const streamWriteTimeout = 30 * time.Second
 // console's view of Kueue changes; pages then fetch their live parts again.
 // Over the stream limits it answers 503, and the page falls back to a
 // periodic refresh.
-func events(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		who := auth.From(c).Name
-		if who == "" {
-			who = "address " + auth.ClientAddress(c.Request())
+func (d Deps) events(c echo.Context) error {
+	who := auth.From(c).Name
+	if who == "" {
+		who = "address " + auth.ClientAddress(c.Request())
+	}
+	leave, ok := d.streams.enter(who)
+	if !ok {
+		c.Response().Header().Set("Retry-After", "30")
+		return echo.NewHTTPError(http.StatusServiceUnavailable,
+			"Too many live update streams are open (per user or in total); the page refreshes itself every 30 seconds instead.")
+	}
+	defer leave()
+	res := c.Response()
+	rc := http.NewResponseController(res.Writer)
+	// The server's read timeout would end the stream: a stream reads nothing.
+	_ = rc.SetReadDeadline(time.Time{})
+	res.Header().Set(echo.HeaderContentType, "text/event-stream")
+	res.Header().Set(echo.HeaderCacheControl, "no-cache")
+	res.Header().Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
+	res.WriteHeader(http.StatusOK)
+	versions, stop := d.Live.Subscribe()
+	defer stop()
+	write := func(format string, args ...any) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := fmt.Fprintf(res, format, args...); err != nil {
+			return err
 		}
-		leave, ok := d.streams.enter(who)
-		if !ok {
-			c.Response().Header().Set("Retry-After", "30")
-			return echo.NewHTTPError(http.StatusServiceUnavailable,
-				"Too many live update streams are open (per user or in total); the page refreshes itself every 30 seconds instead.")
-		}
-		defer leave()
-		res := c.Response()
-		rc := http.NewResponseController(res.Writer)
-		// The server's read timeout would end the stream: a stream reads nothing.
-		_ = rc.SetReadDeadline(time.Time{})
-		res.Header().Set(echo.HeaderContentType, "text/event-stream")
-		res.Header().Set(echo.HeaderCacheControl, "no-cache")
-		res.Header().Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
-		res.WriteHeader(http.StatusOK)
-		versions, stop := d.Live.Subscribe()
-		defer stop()
-		write := func(format string, args ...any) error {
-			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-			if _, err := fmt.Fprintf(res, format, args...); err != nil {
-				return err
-			}
-			return rc.Flush()
-		}
-		if write("retry: 2000\nevent: snapshot\ndata: %d\n\n", d.Live.Snapshot().Version) != nil {
+		return rc.Flush()
+	}
+	if write("retry: 2000\nevent: snapshot\ndata: %d\n\n", d.Live.Snapshot().Version) != nil {
+		return nil
+	}
+	heartbeat := time.NewTicker(15 * time.Second)
+	defer heartbeat.Stop()
+	done := c.Request().Context().Done()
+	var shutdown <-chan struct{}
+	if d.Streams != nil {
+		shutdown = d.Streams.Done()
+	}
+	for {
+		var err error
+		select {
+		case <-done:
 			return nil
+		case <-shutdown:
+			return nil
+		case v := <-versions:
+			err = write("event: snapshot\ndata: %d\n\n", v)
+		case <-heartbeat.C:
+			err = write(": keep-alive\n\n")
 		}
-		heartbeat := time.NewTicker(15 * time.Second)
-		defer heartbeat.Stop()
-		done := c.Request().Context().Done()
-		var shutdown <-chan struct{}
-		if d.Streams != nil {
-			shutdown = d.Streams.Done()
-		}
-		for {
-			var err error
-			select {
-			case <-done:
-				return nil
-			case <-shutdown:
-				return nil
-			case v := <-versions:
-				err = write("event: snapshot\ndata: %d\n\n", v)
-			case <-heartbeat.C:
-				err = write(": keep-alive\n\n")
-			}
-			if err != nil {
-				return nil
-			}
+		if err != nil {
+			return nil
 		}
 	}
 }

@@ -16,14 +16,12 @@ import (
 
 func teamHistoryURL(team string) string { return "/teams/" + team + "/history" }
 
-func teamHistory(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		team := c.Param("team")
-		if _, _, ok := d.Cache.Team(d.Settings, team); !ok {
-			return noTeam(team)
-		}
-		return d.renderTeamHistory(c, http.StatusOK, team, auth.TakeFlashOf(c), "")
+func (d Deps) teamHistory(c echo.Context) error {
+	team := c.Param("team")
+	if _, _, ok := d.Cache.Team(d.Settings, team); !ok {
+		return noTeam(team)
 	}
+	return d.renderTeamHistory(c, http.StatusOK, team, auth.TakeFlashOf(c), "")
 }
 
 func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyErr string) error {
@@ -103,24 +101,20 @@ func revisionParam(c echo.Context) (int, error) {
 
 // rollbackTeam applies an earlier revision's allocation through the write
 // path, which records it as a new revision with action rollback.
-func rollbackTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		team := c.Param("team")
-		n, err := revisionParam(c)
-		if err != nil {
-			return err
-		}
-		out := d.writes.RollbackTeam(c.Request().Context(), d.identity(c), team, n)
-		return respond(c, out, fmt.Sprintf("%s?rolledback=%d", teamHistoryURL(team), n), func(status int) error {
-			return d.renderTeamHistory(c, status, team, "", out.Message)
-		})
+func (d Deps) rollbackTeam(c echo.Context) error {
+	team := c.Param("team")
+	n, err := revisionParam(c)
+	if err != nil {
+		return err
 	}
+	out := d.writes.RollbackTeam(c.Request().Context(), d.identity(c), team, n)
+	return respond(c, out, fmt.Sprintf("%s?rolledback=%d", teamHistoryURL(team), n), func(status int) error {
+		return d.renderTeamHistory(c, status, team, "", out.Message)
+	})
 }
 
-func policyHistory(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		return d.renderPolicyHistory(c, http.StatusOK, auth.TakeFlashOf(c), "")
-	}
+func (d Deps) policyHistory(c echo.Context) error {
+	return d.renderPolicyHistory(c, http.StatusOK, auth.TakeFlashOf(c), "")
 }
 
 func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr string) error {
@@ -151,26 +145,22 @@ func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr st
 	return render(c, status, templates.History(view))
 }
 
-func rollbackPolicy(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		n, err := revisionParam(c)
-		if err != nil {
-			return err
-		}
-		out := d.writes.RollbackPolicy(c.Request().Context(), d.identity(c), n)
-		return respond(c, out, fmt.Sprintf("/policy/history?rolledback=%d", n), func(status int) error {
-			return d.renderPolicyHistory(c, status, "", out.Message)
-		})
+func (d Deps) rollbackPolicy(c echo.Context) error {
+	n, err := revisionParam(c)
+	if err != nil {
+		return err
 	}
+	out := d.writes.RollbackPolicy(c.Request().Context(), d.identity(c), n)
+	return respond(c, out, fmt.Sprintf("/policy/history?rolledback=%d", n), func(status int) error {
+		return d.renderPolicyHistory(c, status, "", out.Message)
+	})
 }
 
 // reapplyPolicy writes the stored policy again over hand edits of its
 // priority classes.
-func reapplyPolicy(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		out := d.writes.ReapplyPolicy(c.Request().Context(), d.identity(c))
-		return respond(c, out, "/policy/history?reapplied=1", func(status int) error {
-			return d.renderPolicyHistory(c, status, "", out.Message)
-		})
-	}
+func (d Deps) reapplyPolicy(c echo.Context) error {
+	out := d.writes.ReapplyPolicy(c.Request().Context(), d.identity(c))
+	return respond(c, out, "/policy/history?reapplied=1", func(status int) error {
+		return d.renderPolicyHistory(c, status, "", out.Message)
+	})
 }

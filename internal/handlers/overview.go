@@ -13,56 +13,54 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func overview(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		nodes, err := d.Cache.Nodes.List(labels.Everything())
-		if err != nil {
-			return err
-		}
-		queues, err := d.Cache.ClusterQueues.List(labels.Everything())
-		if err != nil {
-			return err
-		}
-		ov := domain.BuildOverview(d.Settings, nodes, queues)
-		visible, _ := d.scopeOf(c)
-		var shown []domain.QueueQuota // capacity is the cluster's; queues are the teams'
-		for _, q := range ov.Queues {
-			if visible.sees(q.Team) {
-				shown = append(shown, q)
-			}
-		}
-		switch table, ok := csvTable(c); {
-		case ok && table == "cluster-queues":
-			return queuesCSV(c, shown)
-		case ok:
-			return instancesCSV(c, ov)
-		}
-		rangeName, r := chartRange(c, time.Now())
-		view := templates.OverviewView{
-			Page:         templates.Page{Title: "Cluster overview", Active: "overview", Problem: d.problem()},
-			Total:        instanceRow(ov.Total),
-			Ranges:       rangeChoices("/?", rangeName),
-			CSVInstances: csvHref(c, "instance-types"),
-			CSVQueues:    csvHref(c, "cluster-queues"),
-		}
-		for _, it := range ov.InstanceTypes {
-			view.InstanceTypes = append(view.InstanceTypes, instanceRow(it))
-		}
-		for _, q := range shown {
-			view.Queues = append(view.Queues, templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped})
-		}
-		var charts metrics.Charts
-		if d.Prom != nil {
-			charts, err = d.Prom.ClusterUtilization(c.Request().Context(), r, float64(ov.Total.VCPU))
-		}
-		unavailable := d.promNote(err)
-		view.Charts = []templates.ChartModel{
-			chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization),
-			chart("gpu-mem", "GPU memory in use", "%", 100, unavailable, charts.GPUMemory),
-			chart("vcpu", "vCPU allocated to tasks (Kueue) of cluster capacity", "%", 100, unavailable, charts.VCPUAllocation),
-		}
-		return render(c, http.StatusOK, templates.Overview(view))
+func (d Deps) overview(c echo.Context) error {
+	nodes, err := d.Cache.Nodes.List(labels.Everything())
+	if err != nil {
+		return err
 	}
+	queues, err := d.Cache.ClusterQueues.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	ov := domain.BuildOverview(d.Settings, nodes, queues)
+	visible, _ := d.scopeOf(c)
+	var shown []domain.QueueQuota // capacity is the cluster's; queues are the teams'
+	for _, q := range ov.Queues {
+		if visible.sees(q.Team) {
+			shown = append(shown, q)
+		}
+	}
+	switch table, ok := csvTable(c); {
+	case ok && table == "cluster-queues":
+		return queuesCSV(c, shown)
+	case ok:
+		return instancesCSV(c, ov)
+	}
+	rangeName, r := chartRange(c, time.Now())
+	view := templates.OverviewView{
+		Page:         templates.Page{Title: "Cluster overview", Active: "overview", Problem: d.problem()},
+		Total:        instanceRow(ov.Total),
+		Ranges:       rangeChoices("/?", rangeName),
+		CSVInstances: csvHref(c, "instance-types"),
+		CSVQueues:    csvHref(c, "cluster-queues"),
+	}
+	for _, it := range ov.InstanceTypes {
+		view.InstanceTypes = append(view.InstanceTypes, instanceRow(it))
+	}
+	for _, q := range shown {
+		view.Queues = append(view.Queues, templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped})
+	}
+	var charts metrics.Charts
+	if d.Prom != nil {
+		charts, err = d.Prom.ClusterUtilization(c.Request().Context(), r, float64(ov.Total.VCPU))
+	}
+	unavailable := d.promNote(err)
+	view.Charts = []templates.ChartModel{
+		chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization),
+		chart("gpu-mem", "GPU memory in use", "%", 100, unavailable, charts.GPUMemory),
+		chart("vcpu", "vCPU allocated to tasks (Kueue) of cluster capacity", "%", 100, unavailable, charts.VCPUAllocation),
+	}
+	return render(c, http.StatusOK, templates.Overview(view))
 }
 
 func instanceRow(r domain.InstanceTypeCapacity) templates.InstanceRow {

@@ -13,26 +13,22 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func showPolicy(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		p, err := d.Cache.Policy(d.Settings)
-		if err != nil {
-			return err
-		}
-		return d.renderPolicy(c, http.StatusOK, form.FromPolicy(p), write.Outcome{Message: auth.TakeFlashOf(c)})
+func (d Deps) showPolicy(c echo.Context) error {
+	p, err := d.Cache.Policy(d.Settings)
+	if err != nil {
+		return err
 	}
+	return d.renderPolicy(c, http.StatusOK, form.FromPolicy(p), write.Outcome{Message: auth.TakeFlashOf(c)})
 }
 
-func savePolicy(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		values, err := c.FormParams()
-		if err != nil {
-			return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
-		}
-		f := form.ParsePolicy(values)
-		out := d.writes.SavePolicy(c.Request().Context(), d.identity(c), f)
-		return respond(c, out, "/policy?saved=1", func(status int) error { return d.renderPolicy(c, status, f, out) })
+func (d Deps) savePolicy(c echo.Context) error {
+	values, err := c.FormParams()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
+	f := form.ParsePolicy(values)
+	out := d.writes.SavePolicy(c.Request().Context(), d.identity(c), f)
+	return respond(c, out, "/policy?saved=1", func(status int) error { return d.renderPolicy(c, status, f, out) })
 }
 
 // kueueFairSharing says whether Kueue's controller shares idle compute

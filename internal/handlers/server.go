@@ -113,44 +113,42 @@ func New(d Deps) *echo.Echo {
 		d.signInRoutes(e)
 	}
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	e.GET("/readyz", readyz(d))
+	e.GET("/readyz", d.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
 	e.StaticFS("/static", static.FS)
 
-	e.GET("/", overview(d))
-	e.GET("/policy", showPolicy(d))
-	e.POST("/policy", savePolicy(d))
-	e.GET("/usage", usage(d))
-	e.GET("/usage/:team", teamUsage(d))
-	e.GET("/tasks", tasks(d))
-	e.GET("/reports/usage", usageReport(d))
-	e.GET("/events", events(d))
-	e.GET("/teams", teams(d))
-	e.GET("/teams/new", newTeam(d))
-	e.POST("/teams", createTeam(d))
-	e.GET("/teams/derive", deriveQuota(d))
-	e.GET("/teams/:team/edit", editTeam(d))
-	e.POST("/teams/:team", updateTeam(d))
-	e.GET("/teams/:team/delete", confirmDeleteTeam(d))
-	e.POST("/teams/:team/delete", deleteTeam(d))
-	e.GET("/teams/:team/history", teamHistory(d))
-	e.POST("/teams/:team/history/:rev/rollback", rollbackTeam(d))
-	e.GET("/teams/:team/drift", teamDrift(d))
-	e.POST("/teams/:team/drift/reapply", reapplyTeam(d))
-	e.POST("/teams/:team/drift/adopt", adoptTeam(d))
-	e.GET("/policy/history", policyHistory(d))
-	e.POST("/policy/history/:rev/rollback", rollbackPolicy(d))
-	e.POST("/policy/drift/reapply", reapplyPolicy(d))
+	e.GET("/", d.overview)
+	e.GET("/policy", d.showPolicy)
+	e.POST("/policy", d.savePolicy)
+	e.GET("/usage", d.usage)
+	e.GET("/usage/:team", d.teamUsage)
+	e.GET("/tasks", d.tasks)
+	e.GET("/reports/usage", d.usageReport)
+	e.GET("/events", d.events)
+	e.GET("/teams", d.teams)
+	e.GET("/teams/new", d.newTeam)
+	e.POST("/teams", d.createTeam)
+	e.GET("/teams/derive", d.deriveQuota)
+	e.GET("/teams/:team/edit", d.editTeam)
+	e.POST("/teams/:team", d.updateTeam)
+	e.GET("/teams/:team/delete", d.confirmDeleteTeam)
+	e.POST("/teams/:team/delete", d.deleteTeam)
+	e.GET("/teams/:team/history", d.teamHistory)
+	e.POST("/teams/:team/history/:rev/rollback", d.rollbackTeam)
+	e.GET("/teams/:team/drift", d.teamDrift)
+	e.POST("/teams/:team/drift/reapply", d.reapplyTeam)
+	e.POST("/teams/:team/drift/adopt", d.adoptTeam)
+	e.GET("/policy/history", d.policyHistory)
+	e.POST("/policy/history/:rev/rollback", d.rollbackPolicy)
+	e.POST("/policy/drift/reapply", d.reapplyPolicy)
 	return e
 }
 
-func readyz(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if err := d.Cache.Ready(); err != nil {
-			return c.String(http.StatusServiceUnavailable, err.Error())
-		}
-		return c.String(http.StatusOK, "ok")
+func (d Deps) readyz(c echo.Context) error {
+	if err := d.Cache.Ready(); err != nil {
+		return c.String(http.StatusServiceUnavailable, err.Error())
 	}
+	return c.String(http.StatusOK, "ok")
 }
 
 // render writes a templ component with the given status.

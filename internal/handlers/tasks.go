@@ -102,116 +102,114 @@ func (f taskFilter) matchesList(t *domain.Task) bool {
 // maxListedTasks bounds the HTML list; the CSV export has every task.
 const maxListedTasks = 200
 
-func tasks(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		snap := d.Live.Snapshot()
-		f := parseTaskFilter(c)
-		now := snap.Taken
-		if now.IsZero() {
-			now = time.Now()
-		}
-		start := now.Add(-f.window())
+func (d Deps) tasks(c echo.Context) error {
+	snap := d.Live.Snapshot()
+	f := parseTaskFilter(c)
+	now := snap.Taken
+	if now.IsZero() {
+		now = time.Now()
+	}
+	start := now.Add(-f.window())
 
-		// The snapshot is shared and read-only: filter by pointer, and copy
-		// tasks for the statistics only when a filter narrows them.
-		statTasks := snap.Tasks
-		narrowed := f.Team != "" || f.Class != ""
-		if narrowed {
-			statTasks = nil
+	// The snapshot is shared and read-only: filter by pointer, and copy
+	// tasks for the statistics only when a filter narrows them.
+	statTasks := snap.Tasks
+	narrowed := f.Team != "" || f.Class != ""
+	if narrowed {
+		statTasks = nil
+	}
+	var listed []*domain.Task
+	teamSet := map[string]bool{}
+	visible, _ := d.scopeOf(c)
+	if !visible.all {
+		narrowed, statTasks = true, nil // a team member sees their teams' tasks only
+	}
+	for i := range snap.Tasks {
+		t := &snap.Tasks[i]
+		if !visible.sees(t.Team) {
+			continue
 		}
-		var listed []*domain.Task
-		teamSet := map[string]bool{}
-		visible, _ := d.scopeOf(c)
-		if !visible.all {
-			narrowed, statTasks = true, nil // a team member sees their teams' tasks only
+		if t.Team != "" {
+			teamSet[t.Team] = true
 		}
-		for i := range snap.Tasks {
-			t := &snap.Tasks[i]
-			if !visible.sees(t.Team) {
-				continue
-			}
-			if t.Team != "" {
-				teamSet[t.Team] = true
-			}
-			if narrowed && f.matchesStats(t) {
-				statTasks = append(statTasks, *t)
-			}
-			if f.matchesList(t) {
-				listed = append(listed, t)
-			}
+		if narrowed && f.matchesStats(t) {
+			statTasks = append(statTasks, *t)
 		}
-		for _, u := range snap.Teams {
-			if visible.sees(u.Team) {
-				teamSet[u.Team] = true
-			}
+		if f.matchesList(t) {
+			listed = append(listed, t)
 		}
-		teams := make([]string, 0, len(teamSet))
-		for t := range teamSet {
-			teams = append(teams, t)
+	}
+	for _, u := range snap.Teams {
+		if visible.sees(u.Team) {
+			teamSet[u.Team] = true
 		}
-		sort.Strings(teams)
-		classes := snap.Classes
-		if f.Class != "" {
-			classes = []string{f.Class}
-		}
-		sortTasks(listed)
+	}
+	teams := make([]string, 0, len(teamSet))
+	for t := range teamSet {
+		teams = append(teams, t)
+	}
+	sort.Strings(teams)
+	classes := snap.Classes
+	if f.Class != "" {
+		classes = []string{f.Class}
+	}
+	sortTasks(listed)
 
-		if table, ok := csvTable(c); ok {
-			switch table {
-			case "classes":
-				return statsCSV(c, domain.StatsByClass(statTasks, classes, start, now))
-			case "breakdown":
-				return breakdownCSV(c, domain.StatsByTeamAndClass(statTasks, teams, classes, start, now))
-			}
-			return tasksCSV(c, listed)
+	if table, ok := csvTable(c); ok {
+		switch table {
+		case "classes":
+			return statsCSV(c, domain.StatsByClass(statTasks, classes, start, now))
+		case "breakdown":
+			return breakdownCSV(c, domain.StatsByTeamAndClass(statTasks, teams, classes, start, now))
 		}
+		return tasksCSV(c, listed)
+	}
 
-		view := templates.TasksView{
-			Page:         templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
-			AsOf:         now.Format(time.TimeOnly),
-			TaskCount:    len(listed),
-			CSVClasses:   csvHref(c, "classes", taskFilterParams...),
-			CSVBreakdown: csvHref(c, "breakdown", taskFilterParams...),
-			CSVTasks:     csvHref(c, "tasks", taskFilterParams...),
-		}
-		if len(snap.Classes) > 0 {
-			view.LowestClass = snap.Classes[len(snap.Classes)-1]
-		}
-		for _, w := range taskWindows {
-			view.Windows = append(view.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
-		}
-		view.Teams = append(view.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
-		for _, t := range teams {
-			view.Teams = append(view.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
-		}
-		view.Classes = append(view.Classes, templates.Choice{Value: "", Label: "All classes", Selected: f.Class == ""})
-		for _, cl := range snap.Classes {
-			view.Classes = append(view.Classes, templates.Choice{Value: cl, Label: cl, Selected: cl == f.Class})
-		}
-		for _, s := range taskStates {
-			view.States = append(view.States, templates.Choice{Value: s.key, Label: s.label, Selected: s.key == f.State})
-		}
-		for _, s := range domain.StatsByClass(statTasks, classes, start, now) {
-			view.Stats = append(view.Stats, statsRow(f, "", s))
-		}
-		if f.Team == "" {
-			for _, tc := range domain.StatsByTeamAndClass(statTasks, teams, classes, start, now) {
-				for _, s := range tc.Classes {
-					if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
-						view.Breakdown = append(view.Breakdown, statsRow(f, tc.Team, s))
-					}
+	view := templates.TasksView{
+		Page:         templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
+		AsOf:         now.Format(time.TimeOnly),
+		TaskCount:    len(listed),
+		CSVClasses:   csvHref(c, "classes", taskFilterParams...),
+		CSVBreakdown: csvHref(c, "breakdown", taskFilterParams...),
+		CSVTasks:     csvHref(c, "tasks", taskFilterParams...),
+	}
+	if len(snap.Classes) > 0 {
+		view.LowestClass = snap.Classes[len(snap.Classes)-1]
+	}
+	for _, w := range taskWindows {
+		view.Windows = append(view.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
+	}
+	view.Teams = append(view.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
+	for _, t := range teams {
+		view.Teams = append(view.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
+	}
+	view.Classes = append(view.Classes, templates.Choice{Value: "", Label: "All classes", Selected: f.Class == ""})
+	for _, cl := range snap.Classes {
+		view.Classes = append(view.Classes, templates.Choice{Value: cl, Label: cl, Selected: cl == f.Class})
+	}
+	for _, s := range taskStates {
+		view.States = append(view.States, templates.Choice{Value: s.key, Label: s.label, Selected: s.key == f.State})
+	}
+	for _, s := range domain.StatsByClass(statTasks, classes, start, now) {
+		view.Stats = append(view.Stats, statsRow(f, "", s))
+	}
+	if f.Team == "" {
+		for _, tc := range domain.StatsByTeamAndClass(statTasks, teams, classes, start, now) {
+			for _, s := range tc.Classes {
+				if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
+					view.Breakdown = append(view.Breakdown, statsRow(f, tc.Team, s))
 				}
 			}
 		}
-		for i, t := range listed {
-			if i == maxListedTasks {
-				break
-			}
-			view.Tasks = append(view.Tasks, taskRow(t))
-		}
-		view.Shown = len(view.Tasks)
-		return render(c, http.StatusOK, templates.Tasks(view))
 	}
+	for i, t := range listed {
+		if i == maxListedTasks {
+			break
+		}
+		view.Tasks = append(view.Tasks, taskRow(t))
+	}
+	view.Shown = len(view.Tasks)
+	return render(c, http.StatusOK, templates.Tasks(view))
 }
 
 func statsRow(f taskFilter, team string, s domain.ClassStats) templates.StatsRow {

@@ -13,23 +13,19 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func confirmDeleteTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if _, _, ok := d.Cache.Team(d.Settings, c.Param("team")); !ok {
-			return noTeam(c.Param("team"))
-		}
-		return d.renderDelete(c, http.StatusOK, c.Param("team"), "")
+func (d Deps) confirmDeleteTeam(c echo.Context) error {
+	if _, _, ok := d.Cache.Team(d.Settings, c.Param("team")); !ok {
+		return noTeam(c.Param("team"))
 	}
+	return d.renderDelete(c, http.StatusOK, c.Param("team"), "")
 }
 
-func deleteTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		team := c.Param("team")
-		out := d.writes.DeleteTeam(c.Request().Context(), d.identity(c), team)
-		return respond(c, out, "/teams?deleted="+url.QueryEscape(team), func(status int) error {
-			return d.renderDelete(c, status, team, out.Message)
-		})
-	}
+func (d Deps) deleteTeam(c echo.Context) error {
+	team := c.Param("team")
+	out := d.writes.DeleteTeam(c.Request().Context(), d.identity(c), team)
+	return respond(c, out, "/teams?deleted="+url.QueryEscape(team), func(status int) error {
+		return d.renderDelete(c, status, team, out.Message)
+	})
 }
 
 func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) error {

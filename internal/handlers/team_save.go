@@ -15,30 +15,22 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func newTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		return d.renderTeamForm(c, http.StatusOK, teamFormState{form: form.NewTeam()})
+func (d Deps) newTeam(c echo.Context) error {
+	return d.renderTeamForm(c, http.StatusOK, teamFormState{form: form.NewTeam()})
+}
+
+func (d Deps) editTeam(c echo.Context) error {
+	cq, team, ok := d.Cache.Team(d.Settings, c.Param("team"))
+	if !ok {
+		return noTeam(c.Param("team"))
 	}
+	return d.renderTeamForm(c, http.StatusOK, teamFormState{form: form.FromTeam(team), editing: true,
+		loaded: &write.Loaded{ResourceVersion: cq.ResourceVersion, Allocation: team}})
 }
 
-func editTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		cq, team, ok := d.Cache.Team(d.Settings, c.Param("team"))
-		if !ok {
-			return noTeam(c.Param("team"))
-		}
-		return d.renderTeamForm(c, http.StatusOK, teamFormState{form: form.FromTeam(team), editing: true,
-			loaded: &write.Loaded{ResourceVersion: cq.ResourceVersion, Allocation: team}})
-	}
-}
+func (d Deps) createTeam(c echo.Context) error { return d.saveTeam(c, false) }
 
-func createTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error { return d.saveTeam(c, false) }
-}
-
-func updateTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error { return d.saveTeam(c, true) }
-}
+func (d Deps) updateTeam(c echo.Context) error { return d.saveTeam(c, true) }
 
 func noTeam(name string) error {
 	return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", name))
@@ -188,23 +180,21 @@ type derivedQuota struct {
 	MemoryGiB string `json:"memoryGiB"`
 }
 
-func deriveQuota(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		row := form.QuotaRow{
-			InstanceType: c.QueryParam("instanceType"), Count: c.QueryParam("count"), GPUs: c.QueryParam("gpus"),
-			Neuron: c.QueryParam("neuron"), VCPU: c.QueryParam("vcpu"), MemoryGiB: c.QueryParam("memoryGiB"),
-		}
-		shapes, available, err := d.Cache.Fleet()
-		if err != nil {
-			return err
-		}
-		in := row.Lenient()
-		out := derivedQuota{}
-		out.Derived, out.Warning = describeQuota(in, shapes, available)
-		if shape, ok := shapes(in.InstanceType); ok && out.Derived != "" {
-			q := domain.DeriveQuota(in, shape)
-			out.VCPU, out.MemoryGiB = domain.FormatVCPU(q.CPUMilli), domain.FormatGiB(q.MemoryMiB)
-		}
-		return c.JSON(http.StatusOK, out)
+func (d Deps) deriveQuota(c echo.Context) error {
+	row := form.QuotaRow{
+		InstanceType: c.QueryParam("instanceType"), Count: c.QueryParam("count"), GPUs: c.QueryParam("gpus"),
+		Neuron: c.QueryParam("neuron"), VCPU: c.QueryParam("vcpu"), MemoryGiB: c.QueryParam("memoryGiB"),
 	}
+	shapes, available, err := d.Cache.Fleet()
+	if err != nil {
+		return err
+	}
+	in := row.Lenient()
+	out := derivedQuota{}
+	out.Derived, out.Warning = describeQuota(in, shapes, available)
+	if shape, ok := shapes(in.InstanceType); ok && out.Derived != "" {
+		q := domain.DeriveQuota(in, shape)
+		out.VCPU, out.MemoryGiB = domain.FormatVCPU(q.CPUMilli), domain.FormatGiB(q.MemoryMiB)
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -11,59 +11,57 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func teams(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		stored, err := d.Cache.Teams(d.Settings)
-		if err != nil {
-			return err
-		}
-		shapes, available, err := d.Cache.Fleet()
-		if err != nil {
-			return err
-		}
-		visible, _ := d.scopeOf(c)
-		var all []domain.Team // the per-type totals are the cluster's
-		var shown []domain.StoredTeam
-		for _, st := range stored {
-			all = append(all, st.Team)
-			if visible.sees(st.Name) {
-				shown = append(shown, st)
-			}
-		}
-		byType := domain.AllocationByType(all, shapes, available)
-		switch table, ok := csvTable(c); {
-		case ok && table == "by-type":
-			return byTypeCSV(c, byType)
-		case ok:
-			return teamsCSV(c, d.Settings, shown, shapes)
-		}
-		view := templates.TeamsView{
-			Page:      templates.Page{Title: "Team allocations", Active: "teams", Problem: d.problem()},
-			Flash:     auth.TakeFlashOf(c),
-			CSVTeams:  csvHref(c, ""),
-			CSVByType: csvHref(c, "by-type"),
-		}
-		drifted := d.driftedTeams()
-		for _, st := range shown {
-			total := domain.TeamTotal(st.Team, shapes)
-			view.Teams = append(view.Teams, templates.TeamRow{
-				Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
-				Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
-				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
-				GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
-			})
-		}
-		for _, a := range byType {
-			view.Allocation = append(view.Allocation, templates.TypeAllocationRow{
-				Type: a.Type, Instances: strconv.Itoa(a.Instances),
-				GPUs: itoa(a.Allocated.GPUs), GPUCapacity: itoa(a.Capacity.GPUs),
-				VCPU: domain.FormatVCPU(a.Allocated.CPUMilli), VCPUCapacity: domain.FormatVCPU(a.Capacity.CPUMilli),
-				MemoryGiB: domain.FormatGiB(a.Allocated.MemoryMiB), MemoryGiBCapacity: domain.FormatGiB(a.Capacity.MemoryMiB),
-				OverCapacity: a.OverCapacity(),
-			})
-		}
-		return render(c, http.StatusOK, templates.Teams(view))
+func (d Deps) teams(c echo.Context) error {
+	stored, err := d.Cache.Teams(d.Settings)
+	if err != nil {
+		return err
 	}
+	shapes, available, err := d.Cache.Fleet()
+	if err != nil {
+		return err
+	}
+	visible, _ := d.scopeOf(c)
+	var all []domain.Team // the per-type totals are the cluster's
+	var shown []domain.StoredTeam
+	for _, st := range stored {
+		all = append(all, st.Team)
+		if visible.sees(st.Name) {
+			shown = append(shown, st)
+		}
+	}
+	byType := domain.AllocationByType(all, shapes, available)
+	switch table, ok := csvTable(c); {
+	case ok && table == "by-type":
+		return byTypeCSV(c, byType)
+	case ok:
+		return teamsCSV(c, d.Settings, shown, shapes)
+	}
+	view := templates.TeamsView{
+		Page:      templates.Page{Title: "Team allocations", Active: "teams", Problem: d.problem()},
+		Flash:     auth.TakeFlashOf(c),
+		CSVTeams:  csvHref(c, ""),
+		CSVByType: csvHref(c, "by-type"),
+	}
+	drifted := d.driftedTeams()
+	for _, st := range shown {
+		total := domain.TeamTotal(st.Team, shapes)
+		view.Teams = append(view.Teams, templates.TeamRow{
+			Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
+			Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
+			Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
+			GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
+		})
+	}
+	for _, a := range byType {
+		view.Allocation = append(view.Allocation, templates.TypeAllocationRow{
+			Type: a.Type, Instances: strconv.Itoa(a.Instances),
+			GPUs: itoa(a.Allocated.GPUs), GPUCapacity: itoa(a.Capacity.GPUs),
+			VCPU: domain.FormatVCPU(a.Allocated.CPUMilli), VCPUCapacity: domain.FormatVCPU(a.Capacity.CPUMilli),
+			MemoryGiB: domain.FormatGiB(a.Allocated.MemoryMiB), MemoryGiBCapacity: domain.FormatGiB(a.Capacity.MemoryMiB),
+			OverCapacity: a.OverCapacity(),
+		})
+	}
+	return render(c, http.StatusOK, templates.Teams(view))
 }
 
 func lendingLabel(t domain.Team) string {

@@ -66,38 +66,36 @@ func (d Deps) hardwareUtil(ctx context.Context) (map[string]float64, string) {
 	return util, ""
 }
 
-func usage(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		snap := d.Live.Snapshot()
-		res := resourceOf(c.QueryParam("resource"))
-		util, note := d.hardwareUtil(c.Request().Context())
-		visible, _ := d.scopeOf(c)
-		var shown []domain.TeamUsage
-		for _, u := range snap.Teams {
-			if visible.sees(u.Team) {
-				shown = append(shown, u)
-			}
+func (d Deps) usage(c echo.Context) error {
+	snap := d.Live.Snapshot()
+	res := resourceOf(c.QueryParam("resource"))
+	util, note := d.hardwareUtil(c.Request().Context())
+	visible, _ := d.scopeOf(c)
+	var shown []domain.TeamUsage
+	for _, u := range snap.Teams {
+		if visible.sees(u.Team) {
+			shown = append(shown, u)
 		}
-		total := domain.Totals(snap.Teams) // the cluster's totals
-		if _, ok := csvTable(c); ok {
-			return usageCSV(c, res, shown, total, util)
-		}
-		view := templates.UsageView{
-			Page:     templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
-			Unit:     res.unit,
-			PromNote: note,
-			CSVHref:  csvHref(c, "", "resource"),
-			AsOf:     snap.Taken.Format(time.TimeOnly),
-		}
-		for _, r := range usageResources {
-			view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
-		}
-		for _, u := range shown {
-			view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
-		}
-		view.Total = usageRowOf(total, res, util, true)
-		return render(c, http.StatusOK, templates.Usage(view))
 	}
+	total := domain.Totals(snap.Teams) // the cluster's totals
+	if _, ok := csvTable(c); ok {
+		return usageCSV(c, res, shown, total, util)
+	}
+	view := templates.UsageView{
+		Page:     templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
+		Unit:     res.unit,
+		PromNote: note,
+		CSVHref:  csvHref(c, "", "resource"),
+		AsOf:     snap.Taken.Format(time.TimeOnly),
+	}
+	for _, r := range usageResources {
+		view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
+	}
+	for _, u := range shown {
+		view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
+	}
+	view.Total = usageRowOf(total, res, util, true)
+	return render(c, http.StatusOK, templates.Usage(view))
 }
 
 // hardwareOf is a team's hardware GPU utilization (whole percent), or, for
