@@ -61,32 +61,11 @@ func (in *instance) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	applier, err := manifest.NewApplier(cfg, sandboxFieldManger)
 	if err != nil {
 		return nil, err
 	}
-	return &clients{rest: cfg, kube: c.Kube, kueue: c.Kueue, dynamic: dyn, Applier: applier}, nil
-}
-
-// readManifests decodes every YAML document in the files.
-func readManifests(paths ...string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := manifest.Decode(p, data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
+	return &clients{rest: cfg, kube: c.Kube, kueue: c.Kueue, dynamic: applier.Dynamic(), Applier: applier}, nil
 }
 
 func (in *instance) kueueConfig() string {
@@ -133,7 +112,7 @@ func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds, err := readManifests(crdFiles...)
+	crds, err := manifest.ReadFiles(os.ReadFile, crdFiles...)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +137,7 @@ func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
 		}
 	}
 
-	hooks, err := readManifests(filepath.Join(cfgDir, "webhook", "manifests.yaml"))
+	hooks, err := manifest.ReadFiles(os.ReadFile, filepath.Join(cfgDir, "webhook", "manifests.yaml"))
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/manifest"
 )
 
 // Resource names of the accelerators the fake nodes advertise: the ones the
@@ -126,7 +127,7 @@ func (in *instance) kwokStages() (string, error) {
 	}
 	var docs []string
 	for _, f := range files {
-		objs, err := readManifests(filepath.Join(dir, f))
+		objs, err := manifest.ReadFiles(os.ReadFile, filepath.Join(dir, f))
 		if err != nil {
 			return "", err
 		}

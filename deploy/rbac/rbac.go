@@ -57,19 +57,7 @@ func Objects() ([]*unstructured.Unstructured, error) {
 		}
 		return names[i] < names[j]
 	})
-	var out []*unstructured.Unstructured
-	for _, name := range names {
-		data, err := files.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := manifest.Decode(name, data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
+	return manifest.ReadFiles(files.ReadFile, names...)
 }
 
 // Apply writes the manifests with server-side apply and strict field

@@ -41,13 +41,9 @@ func (c *Cache) TeamDrift(s domain.Settings, team string, shapes domain.ShapeLoo
 
 // DriftedTeams names the managed teams whose objects were changed by hand,
 // for a "drifted" badge on the teams list.
-func (c *Cache) DriftedTeams(s domain.Settings, shapes domain.ShapeLookup) (map[string]bool, error) {
-	teams, err := c.Teams(s)
-	if err != nil {
-		return nil, err
-	}
+func (c *Cache) DriftedTeams(s domain.Settings, shapes domain.ShapeLookup) map[string]bool {
 	out := map[string]bool{}
-	for _, t := range teams {
+	for _, t := range c.Teams(s) {
 		r, ok, err := c.TeamDrift(s, t.Name, shapes)
 		if !ok || err != nil {
 			continue // e.g. an instance type no longer known: the team page says so
@@ -56,7 +52,7 @@ func (c *Cache) DriftedTeams(s domain.Settings, shapes domain.ShapeLookup) (map[
 			out[t.Name] = true
 		}
 	}
-	return out, nil
+	return out
 }
 
 // PolicyDrift compares a policy with the live priority classes in the cache.

@@ -43,9 +43,8 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		t.Helper()
 		var got map[string]bool
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			var err error
-			got, err = cache.DriftedTeams(s, domain.LookupShape)
-			return err == nil && cmp.Equal(want, got), err
+			got = cache.DriftedTeams(s, domain.LookupShape)
+			return cmp.Equal(want, got), nil
 		})
 		if err != nil {
 			t.Fatalf("drifted teams %v, want %v", got, want)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -14,15 +13,13 @@ import (
 )
 
 // What the pages and the write path read from the informers' caches, never
-// from the apiserver.
+// from the apiserver. A lister over an informer's cache cannot fail (it
+// errs only on a malformed selector), so these return no error.
 
 // Teams returns the teams this console manages (named with its settings'
 // prefix; not those being deleted), by name.
-func (c *Cache) Teams(s domain.Settings) ([]domain.StoredTeam, error) {
-	all, err := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
-	if err != nil {
-		return nil, err
-	}
+func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
+	all, _ := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
 	var out []domain.StoredTeam
 	for _, cq := range all {
 		if cq.DeletionTimestamp != nil {
@@ -33,7 +30,7 @@ func (c *Cache) Teams(s domain.Settings) ([]domain.StoredTeam, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 // Team returns a team this console manages; ok is false when there is none.
@@ -47,29 +44,20 @@ func (c *Cache) Team(s domain.Settings, name string) (*kueuev1beta2.ClusterQueue
 }
 
 // Policy returns the stored cluster policy.
-func (c *Cache) Policy(s domain.Settings) (domain.Policy, error) {
-	classes, err := c.WorkloadPriorityClasses.List(labels.Everything())
-	if err != nil {
-		return domain.Policy{}, err
-	}
+func (c *Cache) Policy(s domain.Settings) domain.Policy {
+	classes, _ := c.WorkloadPriorityClasses.List(labels.Everything())
 	cohort, err := c.Cohorts.Get(s.Cohort)
-	if apierrors.IsNotFound(err) {
-		cohort = nil
-	} else if err != nil {
-		return domain.Policy{}, err
+	if err != nil {
+		cohort = nil // none stored yet
 	}
-	return domain.ReadPolicy(cohort, classes), nil
+	return domain.ReadPolicy(cohort, classes)
 }
 
 // Fleet is the instance shapes (the catalog merged with the live nodes) and
 // how many instances of each type can take tasks.
-func (c *Cache) Fleet() (domain.ShapeLookup, map[string]int, error) {
-	nodes, err := c.Nodes.List(labels.Everything())
-	if err != nil {
-		return nil, nil, err
-	}
-	shapes, available := domain.LiveShapes(nodes)
-	return shapes, available, nil
+func (c *Cache) Fleet() (domain.ShapeLookup, map[string]int) {
+	nodes, _ := c.Nodes.List(labels.Everything())
+	return domain.LiveShapes(nodes)
 }
 
 // ConfigMapRef names a key of a ConfigMap.

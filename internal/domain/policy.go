@@ -12,22 +12,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Prioritization is how queued tasks are ordered.
-type Prioritization string
-
-const (
-	FirstComeFirstServe Prioritization = "FirstComeFirstServe"
-	TaskRanking         Prioritization = "TaskRanking"
-)
-
-// IdleAllocation is how idle compute is shared between teams.
-type IdleAllocation string
-
-const (
-	IdleFirstComeFirstServe IdleAllocation = "FirstComeFirstServe"
-	IdleFairShare           IdleAllocation = "FairShare"
-)
-
 // PriorityClass is one task priority class of the cluster policy.
 type PriorityClass struct {
 	Name   string `json:"name"`

@@ -199,6 +199,26 @@ var (
 	missingRE     = regexp.MustCompile(`resource (\S+) unavailable in ClusterQueue`)
 )
 
+// schedulerMessageWords translate what Kueue's scheduler says in a
+// QuotaReserved=False message, first match first.
+var schedulerMessageWords = []struct{ says, means string }{
+	{"is stopped", "The team's queue is stopped: no new tasks are admitted"},
+	{"is inactive", "The team's queue is inactive (misconfigured, e.g. a missing flavor)"},
+	{"namespace doesn't match", "Its namespace is not allowed in the team's ClusterQueue"},
+	{"no longer fits after processing another workload", "Waiting for quota: another task took the free quota first"},
+	{"overlapping preemption targets", "Waiting for quota: another task is preempting the same tasks"},
+	{"failed admission checks", "Rejected by an admission check"},
+}
+
+// quotaReasonWords translate a QuotaReserved=False condition's reason when
+// its message says nothing the console knows.
+var quotaReasonWords = map[string]string{
+	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPodsReady:          "Waiting for earlier admitted tasks to start their pods",
+	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads: "Waiting for preempted tasks to release their quota",
+	kueuev1beta2.WorkloadQuotaReservedReasonTopologyPlacementFailed:      "Waiting for room: no topology placement fits the task",
+	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota:              "Waiting for quota",
+}
+
 // quotaReason translates a QuotaReserved=False condition (the scheduler's
 // or the workload controller's message) into plain words.
 func quotaReason(reason, msg string) string {
@@ -237,26 +257,14 @@ func quotaReason(reason, msg string) string {
 	case strings.Contains(msg, "ClusterQueue") && strings.Contains(msg, "doesn't exist"),
 		strings.Contains(msg, "ClusterQueue") && strings.Contains(msg, "not found"):
 		return "The team's ClusterQueue does not exist"
-	case strings.Contains(msg, "is stopped"):
-		return "The team's queue is stopped: no new tasks are admitted"
-	case strings.Contains(msg, "is inactive"):
-		return "The team's queue is inactive (misconfigured, e.g. a missing flavor)"
-	case strings.Contains(msg, "namespace doesn't match"):
-		return "Its namespace is not allowed in the team's ClusterQueue"
-	case strings.Contains(msg, "no longer fits after processing another workload"):
-		return "Waiting for quota: another task took the free quota first"
-	case strings.Contains(msg, "overlapping preemption targets"):
-		return "Waiting for quota: another task is preempting the same tasks"
-	case strings.Contains(msg, "failed admission checks"):
-		return "Rejected by an admission check"
-	case reason == kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPodsReady:
-		return "Waiting for earlier admitted tasks to start their pods"
-	case reason == kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads:
-		return "Waiting for preempted tasks to release their quota"
-	case reason == kueuev1beta2.WorkloadQuotaReservedReasonTopologyPlacementFailed:
-		return "Waiting for room: no topology placement fits the task"
-	case reason == kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota:
-		return "Waiting for quota"
+	}
+	for _, w := range schedulerMessageWords {
+		if strings.Contains(msg, w.says) {
+			return w.means
+		}
+	}
+	if w, ok := quotaReasonWords[reason]; ok {
+		return w
 	}
 	return "Pending: " + msg
 }

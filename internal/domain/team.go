@@ -4,23 +4,6 @@ import (
 	"math"
 )
 
-// Lending is how a team shares its idle quota and uses others'.
-type Lending string
-
-const (
-	LendAndBorrow Lending = "LendAndBorrow"
-	Lend          Lending = "Lend"
-	DontLend      Lending = "DontLend"
-)
-
-// Preemption is whether a team's higher-priority tasks may preempt its lower ones.
-type Preemption string
-
-const (
-	PreemptNever         Preemption = "Never"
-	PreemptLowerPriority Preemption = "LowerPriority"
-)
-
 // QuotaInput is one quota row as the admin typed it: nil means "not given".
 type QuotaInput struct {
 	InstanceType string `json:"instanceType"`

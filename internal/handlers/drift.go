@@ -10,8 +10,6 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func teamDriftURL(team string) string { return "/teams/" + team + "/drift" }
-
 func (d Deps) teamDrift(c echo.Context) error {
 	return d.renderDrift(c, http.StatusOK, c.Param("team"), auth.TakeFlashOf(c), "")
 }
@@ -30,8 +28,8 @@ func (d Deps) renderDrift(c echo.Context, status int, team, flash, applyErr stri
 		Team:       team,
 		Flash:      flash,
 		ApplyError: applyErr,
-		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: "/teams/" + team + "/edit", Label: "Edit", ID: "edit-link"},
-			{Href: teamHistoryURL(team), Label: "History", ID: "history-link"}},
+		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: teamURL(team, "edit"), Label: "Edit", ID: "edit-link"},
+			{Href: teamURL(team, "history"), Label: "History", ID: "history-link"}},
 		ReadOnly: d.readOnly(c, mayEditTeams),
 	}
 	for _, dr := range ad.Report.Differences {
@@ -52,7 +50,7 @@ func (d Deps) renderDrift(c echo.Context, status int, team, flash, applyErr stri
 func (d Deps) reapplyTeam(c echo.Context) error {
 	team := c.Param("team")
 	out := d.writes.ReapplyTeam(c.Request().Context(), d.identity(c), team)
-	return respond(c, out, teamDriftURL(team)+"?reapplied=1", func(status int) error {
+	return respond(c, out, teamURL(team, "drift")+"?reapplied=1", func(status int) error {
 		return d.renderDrift(c, status, team, "", out.Message)
 	})
 }
@@ -62,7 +60,7 @@ func (d Deps) reapplyTeam(c echo.Context) error {
 func (d Deps) adoptTeam(c echo.Context) error {
 	team := c.Param("team")
 	out := d.writes.AdoptTeam(c.Request().Context(), d.identity(c), team, c.FormValue("adopt"))
-	next := teamDriftURL(team)
+	next := teamURL(team, "drift")
 	if out.Message != "" {
 		next += "?adopted=1"
 	}
@@ -73,15 +71,8 @@ func (d Deps) adoptTeam(c echo.Context) error {
 
 // driftedTeams names the teams whose Kueue objects someone changed by hand,
 // for a "drifted" badge on the teams list (from the cache: no apiserver
-// request). Errors leave the badges off.
+// request).
 func (d Deps) driftedTeams() map[string]bool {
-	shapes, _, err := d.Cache.Fleet()
-	if err != nil {
-		return nil
-	}
-	drifted, err := d.Cache.DriftedTeams(d.Settings, shapes)
-	if err != nil {
-		return nil
-	}
-	return drifted
+	shapes, _ := d.Cache.Fleet()
+	return d.Cache.DriftedTeams(d.Settings, shapes)
 }

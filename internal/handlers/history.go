@@ -14,8 +14,6 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func teamHistoryURL(team string) string { return "/teams/" + team + "/history" }
-
 func (d Deps) teamHistory(c echo.Context) error {
 	team := c.Param("team")
 	if _, _, ok := d.Cache.Team(d.Settings, team); !ok {
@@ -29,8 +27,8 @@ func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyEr
 		Page:       templates.Page{Title: "History of team " + team, Active: "teams", Problem: d.problem()},
 		Flash:      flash,
 		ApplyError: applyErr,
-		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: "/teams/" + team + "/edit", Label: "Edit", ID: "edit-link"},
-			{Href: "/teams/" + team + "/drift", Label: "Drift", ID: "drift-link"}},
+		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: teamURL(team, "edit"), Label: "Edit", ID: "edit-link"},
+			{Href: teamURL(team, "drift"), Label: "Drift", ID: "drift-link"}},
 		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console; deleting the team deletes them.",
 			domain.HistoryLimit, d.Settings.State(), domain.TeamHistoryName(d.Settings, team)),
 		ReadOnly: d.readOnly(c, mayEditTeams),
@@ -39,13 +37,10 @@ func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyEr
 	if err != nil {
 		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
 	}
-	shapes, _, err := d.Cache.Fleet()
-	if err != nil {
-		return err
-	}
+	shapes, _ := d.Cache.Fleet()
 	view.Revisions = revisionRows(revs, domain.DiffTeams, domain.DescribeTeam, func(t domain.Team) string {
 		return write.TeamProblem(team, t, shapes)
-	}, teamHistoryURL(team))
+	}, teamURL(team, "history"))
 	return render(c, status, templates.History(view))
 }
 
@@ -108,7 +103,7 @@ func (d Deps) rollbackTeam(c echo.Context) error {
 		return err
 	}
 	out := d.writes.RollbackTeam(c.Request().Context(), d.identity(c), team, n)
-	return respond(c, out, fmt.Sprintf("%s?rolledback=%d", teamHistoryURL(team), n), func(status int) error {
+	return respond(c, out, fmt.Sprintf("%s?rolledback=%d", teamURL(team, "history"), n), func(status int) error {
 		return d.renderTeamHistory(c, status, team, "", out.Message)
 	})
 }
@@ -133,14 +128,12 @@ func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr st
 		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
 	}
 	view.Revisions = revisionRows(revs, domain.DiffPolicies, domain.DescribePolicy, write.PolicyProblem, "/policy/history")
-	if stored, err := d.Cache.Policy(d.Settings); err == nil {
-		drift, err := d.Cache.PolicyDrift(d.Settings, stored)
-		if err != nil {
-			return err
-		}
-		for _, dr := range drift {
-			view.Drift = append(view.Drift, dr.String())
-		}
+	drift, err := d.Cache.PolicyDrift(d.Settings, d.Cache.Policy(d.Settings))
+	if err != nil {
+		return err
+	}
+	for _, dr := range drift {
+		view.Drift = append(view.Drift, dr.String())
 	}
 	return render(c, status, templates.History(view))
 }

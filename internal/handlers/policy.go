@@ -14,11 +14,7 @@ import (
 )
 
 func (d Deps) showPolicy(c echo.Context) error {
-	p, err := d.Cache.Policy(d.Settings)
-	if err != nil {
-		return err
-	}
-	return d.renderPolicy(c, http.StatusOK, form.FromPolicy(p), write.Outcome{Message: auth.TakeFlashOf(c)})
+	return d.renderPolicy(c, http.StatusOK, form.FromPolicy(d.Cache.Policy(d.Settings)), write.Outcome{Message: auth.TakeFlashOf(c)})
 }
 
 func (d Deps) savePolicy(c echo.Context) error {
@@ -63,10 +59,8 @@ func (d Deps) renderPolicy(c echo.Context, status int, f form.Policy, out write.
 		view.Rows = append(view.Rows, templates.ClassFields{})
 	}
 	// Warn against what is stored (not what was typed and refused).
-	if stored, err := d.Cache.Policy(d.Settings); err == nil {
-		if enabled, ok := d.kueueFairSharing(c.Request().Context()); ok {
-			view.Mismatch = domain.FairSharingMismatch(stored, enabled)
-		}
+	if enabled, ok := d.kueueFairSharing(c.Request().Context()); ok {
+		view.Mismatch = domain.FairSharingMismatch(d.Cache.Policy(d.Settings), enabled)
 	}
 	return render(c, status, templates.Policy(view))
 }

@@ -57,10 +57,7 @@ func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
 	}
 	s = scope{all: all, teams: map[string]bool{}}
 	if !all {
-		stored, err := d.Cache.Teams(d.Settings)
-		if err != nil {
-			return scope{}, false
-		}
+		stored := d.Cache.Teams(d.Settings)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, reviewConcurrency)

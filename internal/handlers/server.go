@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -142,6 +143,16 @@ func New(d Deps) *echo.Echo {
 	e.POST("/policy/history/:rev/rollback", d.rollbackPolicy)
 	e.POST("/policy/drift/reapply", d.reapplyPolicy)
 	return e
+}
+
+// teamURL is the address of a team's page ("edit", "history", "drift"; ""
+// for the team itself).
+func teamURL(team, page string) string {
+	u := "/teams/" + url.PathEscape(team)
+	if page != "" {
+		u += "/" + page
+	}
+	return u
 }
 
 func (d Deps) readyz(c echo.Context) error {

@@ -76,10 +76,7 @@ func (d Deps) saveTeam(c echo.Context, editing bool) error {
 }
 
 func (d Deps) renderTeamForm(c echo.Context, status int, st teamFormState) error {
-	shapes, available, err := d.Cache.Fleet()
-	if err != nil {
-		return err
-	}
+	shapes, available := d.Cache.Fleet()
 	f := st.form
 	view := templates.TeamFormView{
 		Page:            templates.Page{Title: "Create team allocation", Active: "teams", Problem: d.problem()},
@@ -104,7 +101,7 @@ func (d Deps) renderTeamForm(c echo.Context, status int, st teamFormState) error
 	}
 	if st.editing {
 		view.Title = "Edit team " + f.Name
-		view.Action = "/teams/" + f.Name
+		view.Action = teamURL(f.Name, "")
 	}
 	for _, t := range domain.KnownTypes(available) {
 		shape, _ := shapes(t)
@@ -185,10 +182,7 @@ func (d Deps) deriveQuota(c echo.Context) error {
 		InstanceType: c.QueryParam("instanceType"), Count: c.QueryParam("count"), GPUs: c.QueryParam("gpus"),
 		Neuron: c.QueryParam("neuron"), VCPU: c.QueryParam("vcpu"), MemoryGiB: c.QueryParam("memoryGiB"),
 	}
-	shapes, available, err := d.Cache.Fleet()
-	if err != nil {
-		return err
-	}
+	shapes, available := d.Cache.Fleet()
 	in := row.Lenient()
 	out := derivedQuota{}
 	out.Derived, out.Warning = describeQuota(in, shapes, available)

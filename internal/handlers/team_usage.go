@@ -35,7 +35,7 @@ func (d Deps) teamUsage(c echo.Context) error {
 		Page:   templates.Page{Title: "Team " + name, Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
 		Row:    row,
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
-		Edit:   "/teams/" + url.PathEscape(name) + "/edit",
+		Edit:   teamURL(name, "edit"),
 	}
 	var tc metrics.TeamCharts
 	var err error

@@ -12,14 +12,8 @@ import (
 )
 
 func (d Deps) teams(c echo.Context) error {
-	stored, err := d.Cache.Teams(d.Settings)
-	if err != nil {
-		return err
-	}
-	shapes, available, err := d.Cache.Fleet()
-	if err != nil {
-		return err
-	}
+	stored := d.Cache.Teams(d.Settings)
+	shapes, available := d.Cache.Fleet()
 	visible, _ := d.scopeOf(c)
 	var all []domain.Team // the per-type totals are the cluster's
 	var shown []domain.StoredTeam

@@ -41,6 +41,24 @@ func Decode(name string, data []byte) ([]*unstructured.Unstructured, error) {
 	}
 }
 
+// ReadFiles decodes every object of the named files, read with read (a
+// file system's ReadFile), in order.
+func ReadFiles(read func(name string) ([]byte, error), names ...string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, name := range names {
+		data, err := read(name)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := Decode(name, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
 // Applier applies objects of any kind, finding their resources by discovery
 // (again when a kind was just installed, such as a CRD's).
 type Applier struct {
@@ -65,6 +83,9 @@ func NewApplier(cfg *rest.Config, fieldManager string) (*Applier, error) {
 	}
 	return &Applier{dynamic: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), fieldManager: fieldManager}, nil
 }
+
+// Dynamic is the applier's client for objects of any kind.
+func (a *Applier) Dynamic() dynamic.Interface { return a.dynamic }
 
 // Apply server-side applies the objects in order, forcing the applier's
 // ownership.

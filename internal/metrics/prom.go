@@ -234,38 +234,40 @@ func queryError(query string, err error) error {
 // instant runs an instant query at now. Warnings and infos are dropped:
 // the panels have nowhere to show them.
 func (p *Prom) instant(ctx context.Context, query string) (model.Vector, error) {
-	if err := p.available(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout())
-	defer cancel()
-	v, _, _, err := p.api.Query(ctx, query, time.Now())
-	if err != nil {
-		return nil, queryError(query, err)
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("%s: want a vector, got %s", query, v.Type())
-	}
-	return vec, nil
+	return run[model.Vector](ctx, p, query, "a vector", func(ctx context.Context) (model.Value, v1Warnings, error) {
+		v, w, _, err := p.api.Query(ctx, query, time.Now())
+		return v, w, err
+	})
 }
 
 // matrix runs a range query.
 func (p *Prom) matrix(ctx context.Context, query string, r Range) (model.Matrix, error) {
+	return run[model.Matrix](ctx, p, query, "a matrix", func(ctx context.Context) (model.Value, v1Warnings, error) {
+		v, w, _, err := p.api.QueryRange(ctx, query, promv1.Range{Start: r.Start, End: r.End, Step: r.Step})
+		return v, w, err
+	})
+}
+
+type v1Warnings = promv1.Warnings
+
+// run sends one query, bounded by the timeout, and checks the kind of its
+// answer.
+func run[T model.Value](ctx context.Context, p *Prom, query, want string, send func(context.Context) (model.Value, v1Warnings, error)) (T, error) {
+	var none T
 	if err := p.available(); err != nil {
-		return nil, err
+		return none, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout())
 	defer cancel()
-	v, _, _, err := p.api.QueryRange(ctx, query, promv1.Range{Start: r.Start, End: r.End, Step: r.Step})
+	v, _, err := send(ctx)
 	if err != nil {
-		return nil, queryError(query, err)
+		return none, queryError(query, err)
 	}
-	m, ok := v.(model.Matrix)
+	got, ok := v.(T)
 	if !ok {
-		return nil, fmt.Errorf("%s: want a matrix, got %s", query, v.Type())
+		return none, fmt.Errorf("%s: want %s, got %s", query, want, v.Type())
 	}
-	return m, nil
+	return got, nil
 }
 
 // series runs a range query whose result has at most one series (an

@@ -276,25 +276,17 @@ func buildReport(s domain.Settings, step time.Duration, queues []queueSample, ut
 	}
 
 	type utilAcc struct{ sum, count float64 }
-	utilBy := map[rowKey]*utilAcc{}
+	utilBy := map[rowKey]utilAcc{}
 	for _, u := range util {
-		team, ok := s.TeamOfNamespace(u.Namespace)
-		if !ok {
-			continue
+		if team, ok := s.TeamOfNamespace(u.Namespace); ok {
+			rk := rowKey{utcDay(u.T), team}
+			utilBy[rk] = utilAcc{utilBy[rk].sum + u.Sum, utilBy[rk].count + u.Count}
 		}
-		rk := rowKey{utcDay(u.T), team}
-		a := utilBy[rk]
-		if a == nil {
-			a = &utilAcc{}
-			utilBy[rk] = a
-		}
-		a.sum += u.Sum
-		a.count += u.Count
 	}
 
 	out := make([]UsageRow, 0, len(rows))
 	for rk, row := range rows {
-		if a := utilBy[rk]; a != nil && a.count > 0 {
+		if a := utilBy[rk]; a.count > 0 {
 			row.AvgHardwareUtil = a.sum / a.count
 			row.HardwareUtilKnown = true
 		}

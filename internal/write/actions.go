@@ -98,10 +98,7 @@ type Adoption struct {
 // Adoption compares a team's objects with its allocation and works out the
 // allocation that adopting the differences gives.
 func (s Service) Adoption(team string) (Adoption, Outcome) {
-	shapes, _, err := s.Cache.Fleet()
-	if err != nil {
-		return Adoption{}, failed(err, "the console", "the nodes")
-	}
+	shapes, _ := s.Cache.Fleet()
 	rep, ok, err := s.Cache.TeamDrift(s.Settings, team, shapes)
 	switch {
 	case !ok:
@@ -141,10 +138,7 @@ func fingerprint(t domain.Team) string {
 // (a revision, the stored one, an adopted one): it is validated as a form
 // would be (problem prefixes why it is not), built, dry-run and applied.
 func (s Service) applyTeam(ctx context.Context, who cluster.Identity, team string, t domain.Team, problem, done string) Outcome {
-	shapes, _, err := s.Cache.Fleet()
-	if err != nil {
-		return failed(err, whoWords(who), "team "+team)
-	}
+	shapes, _ := s.Cache.Fleet()
 	tr := s.teamChange(t, shapes, done)
 	tr.validate = func() Outcome {
 		if msg := TeamProblem(team, t, shapes); msg != "" {
@@ -208,11 +202,7 @@ func (s Service) RollbackPolicy(ctx context.Context, who cluster.Identity, n int
 // ReapplyPolicy writes the stored policy again over hand edits of its
 // priority classes.
 func (s Service) ReapplyPolicy(ctx context.Context, who cluster.Identity) Outcome {
-	p, err := s.Cache.Policy(s.Settings)
-	if err != nil {
-		return failed(err, "the console", "the cluster policy")
-	}
-	return s.applyPolicy(cluster.WithNote(ctx, "re-applied over hand edits of the priority classes"), who, p,
+	return s.applyPolicy(cluster.WithNote(ctx, "re-applied over hand edits of the priority classes"), who, s.Cache.Policy(s.Settings),
 		"The stored policy cannot be applied: ", "The stored cluster policy was re-applied.")
 }
 
@@ -228,8 +218,7 @@ func (s Service) applyPolicy(ctx context.Context, who cluster.Identity, p domain
 		dryRun: func(ctx context.Context, a cluster.Applier) error { return a.CheckPolicy(ctx, s.Settings, p) },
 		apply:  func(ctx context.Context, a cluster.Applier) error { return a.ApplyPolicy(ctx, s.Settings, p) },
 		shows: func() bool {
-			stored, err := s.Cache.Policy(s.Settings)
-			if err != nil || !domain.SameAllocation(stored, p) {
+			if !domain.SameAllocation(s.Cache.Policy(s.Settings), p) {
 				return false
 			}
 			drift, err := s.Cache.PolicyDrift(s.Settings, p)

@@ -140,10 +140,7 @@ type TeamSave struct {
 
 // SaveTeam creates or changes a team.
 func (s Service) SaveTeam(ctx context.Context, who cluster.Identity, req TeamSave) Outcome {
-	shapes, _, err := s.Cache.Fleet()
-	if err != nil {
-		return failed(err, whoWords(who), "team "+req.Form.Name)
-	}
+	shapes, _ := s.Cache.Fleet()
 	var team domain.Team
 	validate := func() Outcome {
 		if req.Editing {
