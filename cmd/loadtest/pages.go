@@ -214,16 +214,13 @@ func downloadCSV(ctx context.Context, client *http.Client, base string, pid stri
 		return csvResult{}, fmt.Errorf("GET %s: %w", fullTaskCSV, err)
 	}
 	defer res.Body.Close()
-	lines, n := 0, int64(0)
+	var rows csvRows
+	n := int64(0)
 	buf := make([]byte, 64<<10)
 	for {
 		k, err := res.Body.Read(buf)
 		n += int64(k)
-		for _, b := range buf[:k] {
-			if b == '\n' {
-				lines++
-			}
-		}
+		rows.scan(buf[:k])
 		if err == io.EOF {
 			break
 		}
@@ -234,7 +231,7 @@ func downloadCSV(ctx context.Context, client *http.Client, base string, pid stri
 	}
 	took := time.Since(start)
 	peak := rss.Stop()
-	r := csvResult{Rows: max(lines-1, 0), Bytes: n, Seconds: took.Seconds(), Status: res.StatusCode,
+	r := csvResult{Rows: max(rows.records-1, 0), Bytes: n, Seconds: took.Seconds(), Status: res.StatusCode,
 		RSSBeforeMiB: mib(before.RSSBytes), RSSPeakMiB: mib(max(peak, before.RSSBytes))}
 	r.RSSGrowthMiB = r.RSSPeakMiB - r.RSSBeforeMiB
 	if took > 0 {
@@ -244,3 +241,21 @@ func downloadCSV(ctx context.Context, client *http.Client, base string, pid stri
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// csvRows counts CSV records as they stream in: line ends outside quoted
+// fields (Kueue's messages, quoted, may hold line breaks).
+type csvRows struct {
+	records int
+	quoted  bool
+}
+
+func (c *csvRows) scan(b []byte) {
+	for _, ch := range b {
+		switch {
+		case ch == '"':
+			c.quoted = !c.quoted // an escaped quote ("") toggles twice
+		case ch == '\n' && !c.quoted:
+			c.records++
+		}
+	}
+}

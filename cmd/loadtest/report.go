@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -73,6 +74,8 @@ type kindResult struct {
 	Pairs           int     `json:"pairs"` // (watcher, probe) pairs where the page must change
 	P50Seconds      float64 `json:"p50_seconds"`
 	P95Seconds      float64 `json:"p95_seconds"`
+	P50Beyond       bool    `json:"p50_beyond_timeout"` // the quantile is a miss: longer than the timeout
+	P95Beyond       bool    `json:"p95_beyond_timeout"`
 	Missed          int     `json:"missed"` // pairs not seen within the timeout
 	WatchersMissing int     `json:"watchers_missing"`
 	Early           int     `json:"early"` // count rose before the probe was created
@@ -144,8 +147,8 @@ func summarizeWatchers(ws []*watcher, probes []probe, timeout time.Duration) *wa
 	}
 	for _, label := range order {
 		k := byKind[label]
-		k.P50Seconds = percentile(lats[label], 0.50).Seconds()
-		k.P95Seconds = percentile(lats[label], 0.95).Seconds()
+		k.P50Seconds, k.P50Beyond = latencyQuantile(lats[label], k.Missed, 0.50, timeout)
+		k.P95Seconds, k.P95Beyond = latencyQuantile(lats[label], k.Missed, 0.95, timeout)
 		k.RefetchP50 = percentile(refetches[label], 0.50).Seconds()
 		if k.Pushes > 0 {
 			k.AvgPushBytes = pushBytes[label] / int64(k.Pushes)
@@ -160,8 +163,8 @@ func summarizeWatchers(ws []*watcher, probes []probe, timeout time.Duration) *wa
 		allKind.Pushes += k.Pushes
 		wr.Kinds = append(wr.Kinds, *k)
 	}
-	allKind.P50Seconds = percentile(all, 0.50).Seconds()
-	allKind.P95Seconds = percentile(all, 0.95).Seconds()
+	allKind.P50Seconds, allKind.P50Beyond = latencyQuantile(all, allKind.Missed, 0.50, timeout)
+	allKind.P95Seconds, allKind.P95Beyond = latencyQuantile(all, allKind.Missed, 0.95, timeout)
 	allKind.RefetchP50 = percentile(allRefetches, 0.50).Seconds()
 	if allKind.Pushes > 0 {
 		var bytes int64
@@ -172,6 +175,22 @@ func summarizeWatchers(ws []*watcher, probes []probe, timeout time.Duration) *wa
 	}
 	wr.All = allKind
 	return wr
+}
+
+// latencyQuantile is the q-quantile of the change → page latencies, each
+// miss counted as longer than the timeout (leaving misses out would make a
+// page that often never updates look fast). beyond: the quantile is a miss.
+func latencyQuantile(lat []time.Duration, missed int, q float64, timeout time.Duration) (seconds float64, beyond bool) {
+	n := len(lat) + missed
+	if n == 0 {
+		return 0, false
+	}
+	i := int(math.Ceil(q*float64(n))) - 1
+	if i >= len(lat) {
+		return timeout.Seconds(), true
+	}
+	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+	return lat[max(i, 0)].Seconds(), false
 }
 
 // write prints the table to w and saves <out>.json and <out>.md.
@@ -249,7 +268,7 @@ func (r *result) markdown() string {
 			if k.Early > 0 {
 				missed += fmt.Sprintf("; %d early", k.Early)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", page, k.Watchers, fmtSeconds(k.P50Seconds), fmtSeconds(k.P95Seconds),
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", page, k.Watchers, fmtLatency(k.P50Seconds, k.P50Beyond), fmtLatency(k.P95Seconds, k.P95Beyond),
 				missed, refetchCell(k), pushCell(k))
 		}
 		fmt.Fprintf(&b, "\nServer time of page requests while watching: p99 %s over %.0f requests. ", fmtServerP99(wr.ServerPages), wr.ServerPages.Count)
@@ -336,6 +355,13 @@ func fmtSeconds(s float64) string {
 		return fmt.Sprintf("%.2f s", s)
 	}
 	return fmt.Sprintf("%.0f s", s)
+}
+
+func fmtLatency(s float64, beyond bool) string {
+	if beyond {
+		return "> " + fmtSeconds(s) + " (missed)"
+	}
+	return fmtSeconds(s)
 }
 
 func fmtServerP99(st serverTime) string {

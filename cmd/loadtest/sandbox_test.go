@@ -147,7 +147,9 @@ func createTeam(t *testing.T, env *sandbox.Env, name string) team {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tm.Namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), tm.Namespace, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Namespaces().Delete(context.Background(), tm.Namespace, metav1.DeleteOptions{})
+	})
 	cq := &kueuev1beta2.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: cqName},
 		Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{
@@ -156,7 +158,9 @@ func createTeam(t *testing.T, env *sandbox.Env, name string) team {
 	if _, err := cl.kq.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cl.kq.KueueV1beta2().ClusterQueues().Delete(context.Background(), cqName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cl.kq.KueueV1beta2().ClusterQueues().Delete(context.Background(), cqName, metav1.DeleteOptions{})
+	})
 	lq := &kueuev1beta2.LocalQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: tm.LocalQueue, Namespace: tm.Namespace},
 		Spec:       kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(cqName)},
