@@ -66,7 +66,7 @@ func TestServerTimeFromHistogramDeltas(t *testing.T) {
 	// 100 requests: 50 ≤ 10 ms, 40 in (10 ms, 100 ms], 10 in (100 ms, 1 s].
 	// p50 is the 50th: the top of the first bucket; p99 the 99th: 9/10 into
 	// the last finite bucket.
-	want := serverTime{Routes: []string{"/tasks"}, Count: 100, P50Seconds: 0.01, P99Seconds: 0.1 + 0.9*0.9}
+	want := serverTime{Routes: []string{"/tasks"}, Count: 100, P50Seconds: 0.01, P99Seconds: 0.1 + 0.9*0.9, MeanSeconds: (2.05 + 1 - 0.05) / 100}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
 		t.Errorf("server time (-want +got):\n%s", diff)
 	}

@@ -148,7 +148,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (err error) {
 	res := &result{Command: commandLine(), Commit: gitCommit(), Started: time.Now().UTC(), CPUs: runtime.NumCPU()}
 	for _, b := range []string{o.sandboxBin, o.consoleBin} {
 		if _, err := os.Stat(b); err != nil {
@@ -188,7 +188,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	} else {
-		log.Printf("reusing the sandbox's %d Workloads", have)
+		log.Printf("reusing the sandbox's %d Workloads (--workloads %d: a sandbox holding more is measured as it is)", have, o.workloads)
 	}
 	res.Workloads = have
 	teams, err := cl.teams(ctx)
@@ -229,6 +229,13 @@ func run(ctx context.Context, o options) error {
 	defer con.Stop()
 	res.ReadySeconds = time.Since(start).Seconds()
 	pid := strconv.Itoa(con.PID)
+	defer func() {
+		if err != nil { // keep what was measured before the run stopped
+			res.RSSPeakMiB = mib(readProc(pid).HWMBytes)
+			res.Notes = append(res.Notes, "the run stopped early: "+err.Error())
+			_ = res.write(o.out, os.Stdout)
+		}
+	}()
 	log.Printf("console %s (pid %s) ready in %.1fs; settling %s", con.Base, pid, res.ReadySeconds, o.settle)
 	if err := sleep(ctx, o.settle); err != nil {
 		return err

@@ -55,6 +55,7 @@ type serverTime struct {
 	P50Seconds  float64  `json:"p50_seconds"`
 	P99Seconds  float64  `json:"p99_seconds"`
 	P99Above    bool     `json:"p99_above_last_bucket"` // p99 is beyond the largest finite bucket
+	MeanSeconds float64  `json:"mean_seconds"`          // exact, whatever the buckets
 	Unavailable string   `json:"unavailable,omitempty"`
 }
 
@@ -68,6 +69,7 @@ func serverTimeOf(h routeHistograms) serverTime {
 	st.Count = m.Count
 	st.P50Seconds, _ = m.quantile(0.50)
 	st.P99Seconds, st.P99Above = m.quantile(0.99)
+	st.MeanSeconds = m.Sum / m.Count
 	return st
 }
 

@@ -369,7 +369,7 @@ func fmtServerP99(st serverTime) string {
 		return "—"
 	}
 	if st.P99Above {
-		return "> " + fmtSeconds(st.P99Seconds)
+		return fmt.Sprintf("> %s (mean %s)", fmtSeconds(st.P99Seconds), fmtSeconds(st.MeanSeconds))
 	}
 	return fmtSeconds(st.P99Seconds)
 }
