@@ -148,29 +148,110 @@ func main() {
 	}
 }
 
+// runner is one run: the options, what the phases share, and the result.
+type runner struct {
+	o          options
+	res        *result
+	env        sandboxEnv
+	cl         *cluster
+	teams      []team
+	probeTeams []team // where probes go; the team pages the watchers watch
+	con        *console
+	pid        string
+	client     *http.Client
+	pr         *prober
+}
+
 func run(ctx context.Context, o options) (err error) {
-	res := &result{Command: commandLine(), Commit: gitCommit(), Started: time.Now().UTC(), CPUs: runtime.NumCPU()}
+	r := &runner{o: o, res: &result{Command: commandLine(), Commit: gitCommit(), Started: time.Now().UTC(),
+		CPUs: runtime.NumCPU(), LoadAverage: map[string]string{}}}
 	for _, b := range []string{o.sandboxBin, o.consoleBin} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s is missing: build it first (make loadtest does)", b)
 		}
 	}
+	if err := r.prepareSandbox(ctx); err != nil {
+		return err
+	}
+	if err := r.cl.ensureProbeClass(ctx); err != nil {
+		return err
+	}
+	defer r.cleanUp()
 
+	logPath := o.out + "-console.log"
+	log.Printf("starting %s (log: %s)", o.consoleBin, logPath)
+	start := time.Now()
+	r.con, err = startConsole(ctx, o.consoleBin, r.env.Kubeconfig, r.env.PrometheusURL, o.listen, logPath, o.ready)
+	if err != nil {
+		return err
+	}
+	defer r.con.Stop()
+	r.res.ReadySeconds = time.Since(start).Seconds()
+	r.pid = strconv.Itoa(r.con.PID)
+	defer func() {
+		if err != nil { // keep what was measured before the run stopped
+			r.res.RSSPeakMiB = mib(readProc(r.pid).HWMBytes)
+			r.res.Notes = append(r.res.Notes, "the run stopped early: "+err.Error())
+			_ = r.res.write(o.out, os.Stdout)
+		}
+	}()
+	log.Printf("console %s (pid %s) ready in %.1fs; settling %s", r.con.Base, r.pid, r.res.ReadySeconds, o.settle)
+	if err := sleep(ctx, o.settle); err != nil {
+		return err
+	}
+	r.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second}}
+	defer r.client.CloseIdleConnections()
+	r.pr = &prober{c: r.cl, runID: strings.ToLower(rand.String(5))}
+	r.res.RSSReadyMiB = mib(readProc(r.pid).RSSBytes)
+
+	for _, phase := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"cpu", r.measureCPU}, {"kubectl", r.measureKubectlWay}, {"pages", r.measurePages},
+		{"csv", r.measureCSV}, {"watch", r.measureWatchers},
+	} {
+		if o.skip[phase.name] {
+			continue
+		}
+		if err := phase.run(ctx); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if phase.name != "cpu" { // it notes idle and churn itself
+			r.res.LoadAverage[phase.name] = loadAverage()
+		}
+	}
+
+	r.res.RSSPeakMiB = mib(readProc(r.pid).HWMBytes)
+	if !r.con.Running() {
+		r.res.Notes = append(r.res.Notes, "the console exited during the run; see "+logPath)
+	}
+	r.res.Finished = time.Now().UTC()
+	r.con.Stop()
+	return r.res.write(o.out, os.Stdout)
+}
+
+// prepareSandbox starts the sandbox, removes probes an interrupted run
+// left, fills it up to --workloads and finds its teams.
+func (r *runner) prepareSandbox(ctx context.Context) error {
+	o := r.o
 	log.Printf("sandbox %q: starting or reusing", o.instance)
-	env, err := sandboxUp(ctx, o.sandboxBin, o.instance)
-	if err != nil {
+	var err error
+	if r.env, err = sandboxUp(ctx, o.sandboxBin, o.instance); err != nil {
 		return err
 	}
-	cl, err := newCluster(env.Kubeconfig, o.namespacePrefix)
-	if err != nil {
+	if r.cl, err = newCluster(r.env.Kubeconfig, o.namespacePrefix); err != nil {
 		return err
 	}
-	if n, err := cl.deleteProbes(ctx); err != nil {
+	if n, err := r.cl.deleteProbes(ctx); err != nil {
 		return err
 	} else if n > 0 {
 		log.Printf("deleted %d probe Workloads an earlier run left", n)
 	}
-	have, err := cl.countWorkloads(ctx)
+	have, err := r.cl.countWorkloads(ctx)
 	if err != nil {
 		return err
 	}
@@ -180,166 +261,139 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		log.Printf("sandbox holds %d Workloads; filling to %d (%d teams)", have, o.workloads, o.teams)
 		start := time.Now()
-		if err := fill(ctx, o.loadgenBin, env.Kubeconfig, o.teams, o.workloads); err != nil {
+		if err := fill(ctx, o.loadgenBin, r.env.Kubeconfig, o.teams, o.workloads); err != nil {
 			return err
 		}
-		res.FillSeconds = time.Since(start).Seconds()
-		if have, err = cl.countWorkloads(ctx); err != nil {
+		r.res.FillSeconds = time.Since(start).Seconds()
+		if have, err = r.cl.countWorkloads(ctx); err != nil {
 			return err
 		}
 	} else {
 		log.Printf("reusing the sandbox's %d Workloads (--workloads %d: a sandbox holding more is measured as it is)", have, o.workloads)
 	}
-	res.Workloads = have
-	teams, err := cl.teams(ctx)
-	if err != nil {
+	r.res.Workloads = have
+	if r.teams, err = r.cl.teams(ctx); err != nil {
 		return err
 	}
-	if len(teams) == 0 {
+	if len(r.teams) == 0 {
 		return fmt.Errorf("no team namespaces (prefix %q) with a LocalQueue in the sandbox", o.namespacePrefix)
 	}
-	res.Teams = len(teams)
-	probeTeams := spread(teams, o.probeTeams)
-	if err := cl.ensureProbeClass(ctx); err != nil {
+	r.res.Teams = len(r.teams)
+	r.probeTeams = spread(r.teams, o.probeTeams)
+	return nil
+}
+
+// cleanUp leaves the sandbox as the fill made it: no probes, no probe class.
+func (r *runner) cleanUp() {
+	if r.o.keepProbes {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if n, err := r.cl.deleteProbes(ctx); err != nil {
+		log.Printf("cleaning up: %v", err)
+	} else {
+		log.Printf("deleted %d probe Workloads", n)
+	}
+	if err := r.cl.deleteProbeClass(ctx); err != nil {
+		log.Printf("cleaning up: %v", err)
+	}
+}
+
+// measureCPU samples the console's CPU with no client, first while only
+// Kueue churns, then while probes are created too.
+func (r *runner) measureCPU(ctx context.Context) error {
+	log.Printf("CPU with no client for %s", r.o.idle)
+	a := readProc(r.pid)
+	if err := sleep(ctx, r.o.idle); err != nil {
 		return err
 	}
-	defer func() {
-		if o.keepProbes {
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if n, err := cl.deleteProbes(cctx); err != nil {
-			log.Printf("cleaning up: %v", err)
-		} else {
-			log.Printf("deleted %d probe Workloads", n)
-		}
-		if err := cl.deleteProbeClass(cctx); err != nil {
-			log.Printf("cleaning up: %v", err)
-		}
-	}()
+	b := readProc(r.pid)
+	r.res.CPUIdlePercent, r.res.RSSIdleMiB = ptr(cpuPercent(a, b)), mib(b.RSSBytes)
+	r.res.LoadAverage["idle"] = loadAverage()
 
-	logPath := o.out + "-console.log"
-	log.Printf("starting %s (log: %s)", o.consoleBin, logPath)
-	start := time.Now()
-	con, err := startConsole(ctx, o.consoleBin, env.Kubeconfig, env.PrometheusURL, o.listen, logPath, o.ready)
+	log.Printf("CPU while creating %.0f Workloads/s for %s, no client", r.o.rate, r.o.churn)
+	a = readProc(r.pid)
+	r.pr.run(ctx, r.probeTeams, r.o.rate, r.o.churn)
+	b = readProc(r.pid)
+	r.res.CPUChurnPercent, r.res.RSSChurnMiB = ptr(cpuPercent(a, b)), mib(b.RSSBytes)
+	r.res.LoadAverage["churn"] = loadAverage()
+	return nil
+}
+
+// measureKubectlWay times the manual way; without kubectl the run goes on
+// and says so.
+func (r *runner) measureKubectlWay(ctx context.Context) error {
+	log.Printf("the kubectl way: %s get workloads -A -o json + the per-class table", r.o.kubectl)
+	k, err := runKubectlWay(ctx, r.o.kubectl, r.env.Kubeconfig)
+	if err != nil {
+		r.res.Notes = append(r.res.Notes, "kubectl way: "+err.Error())
+		log.Print(err)
+		return nil
+	}
+	r.res.Kubectl = &k
+	log.Printf("kubectl way: %.1fs (kubectl %.1fs, %d MB, %d Workloads)", k.Seconds, k.KubectlSeconds, k.Bytes>>20, k.Workloads)
+	return nil
+}
+
+// measurePages drives the concurrent clients against each page in turn,
+// reading the console's histogram before and after each.
+func (r *runner) measurePages(ctx context.Context) error {
+	for _, p := range pagesUnderLoad {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		before, err := scrape(ctx, r.client, r.con.Base)
+		if err != nil {
+			return err
+		}
+		pr := drivePage(ctx, r.client, r.con.Base, p, r.teams, r.o.clients, r.o.pageDuration)
+		after, err := scrape(ctx, r.client, r.con.Base)
+		if err != nil {
+			return err
+		}
+		pr.Server = serverTimeOf(after.since(before).pagesOnly())
+		if r.res.Kubectl != nil && pr.P50Seconds > 0 {
+			pr.KubectlRatio = r.res.Kubectl.Seconds / pr.P50Seconds
+		}
+		log.Printf("%-36s p50 %-9s p99 %-9s %7.1f req/s  server p99 %s  (%d requests, %d failed)",
+			p.Path, fmtSeconds(pr.P50Seconds), fmtSeconds(pr.P99Seconds), pr.ReqPerSec, fmtServerP99(pr.Server), pr.Requests, pr.Failed)
+		r.res.Pages = append(r.res.Pages, pr)
+	}
+	return nil
+}
+
+// measureCSV downloads the full task CSV once.
+func (r *runner) measureCSV(ctx context.Context) error {
+	before, _ := scrape(ctx, r.client, r.con.Base)
+	c, err := downloadCSV(ctx, r.client, r.con.Base, r.pid)
+	if err != nil {
+		r.res.Notes = append(r.res.Notes, "full task CSV: "+err.Error())
+		log.Print(err)
+		return nil
+	}
+	if after, err := scrape(ctx, r.client, r.con.Base); err == nil {
+		if m := after.since(before).pagesOnly().merged(); m != nil {
+			c.ServerSeconds = m.Sum
+		}
+	}
+	r.res.CSV = &c
+	log.Printf("full task CSV: %d rows in %.2fs (%.0f rows/s), RSS +%.0f MiB", c.Rows, c.Seconds, c.RowsPerSec, c.RSSGrowthMiB)
+	return nil
+}
+
+// measureWatchers runs the live-update phase.
+func (r *runner) measureWatchers(ctx context.Context) error {
+	if r.o.watchers == 0 {
+		return nil
+	}
+	w, err := runWatchers(ctx, r.o, r.client, r.con, r.pr, r.probeTeams)
 	if err != nil {
 		return err
 	}
-	defer con.Stop()
-	res.ReadySeconds = time.Since(start).Seconds()
-	pid := strconv.Itoa(con.PID)
-	defer func() {
-		if err != nil { // keep what was measured before the run stopped
-			res.RSSPeakMiB = mib(readProc(pid).HWMBytes)
-			res.Notes = append(res.Notes, "the run stopped early: "+err.Error())
-			_ = res.write(o.out, os.Stdout)
-		}
-	}()
-	log.Printf("console %s (pid %s) ready in %.1fs; settling %s", con.Base, pid, res.ReadySeconds, o.settle)
-	if err := sleep(ctx, o.settle); err != nil {
-		return err
-	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 90 * time.Second}}
-	defer client.CloseIdleConnections()
-	pr := &prober{c: cl, runID: strings.ToLower(rand.String(5))}
-	res.LoadAverage = map[string]string{}
-	res.RSSReadyMiB = mib(readProc(pid).RSSBytes)
-
-	if !o.skip["cpu"] {
-		log.Printf("CPU with no client for %s", o.idle)
-		a := readProc(pid)
-		if err := sleep(ctx, o.idle); err != nil {
-			return err
-		}
-		b := readProc(pid)
-		res.CPUIdlePercent, res.RSSIdleMiB = ptr(cpuPercent(a, b)), mib(b.RSSBytes)
-		res.LoadAverage["idle"] = loadAverage()
-
-		log.Printf("CPU while creating %.0f Workloads/s for %s, no client", o.rate, o.churn)
-		a = readProc(pid)
-		pr.run(ctx, probeTeams, o.rate, o.churn)
-		b = readProc(pid)
-		res.CPUChurnPercent, res.RSSChurnMiB = ptr(cpuPercent(a, b)), mib(b.RSSBytes)
-		res.LoadAverage["churn"] = loadAverage()
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-
-	if !o.skip["kubectl"] {
-		log.Printf("the kubectl way: %s get workloads -A -o json + the per-class table", o.kubectl)
-		k, err := runKubectlWay(ctx, o.kubectl, env.Kubeconfig)
-		if err != nil {
-			res.Notes = append(res.Notes, "kubectl way: "+err.Error())
-			log.Print(err)
-		} else {
-			res.Kubectl = &k
-			log.Printf("kubectl way: %.1fs (kubectl %.1fs, %d MB, %d Workloads)", k.Seconds, k.KubectlSeconds, k.Bytes>>20, k.Workloads)
-		}
-		res.LoadAverage["kubectl"] = loadAverage()
-	}
-
-	if !o.skip["pages"] {
-		for _, p := range pagesUnderLoad {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			before, err := scrape(ctx, client, con.Base)
-			if err != nil {
-				return err
-			}
-			r := drivePage(ctx, client, con.Base, p, teams, o.clients, o.pageDuration)
-			after, err := scrape(ctx, client, con.Base)
-			if err != nil {
-				return err
-			}
-			r.Server = serverTimeOf(after.since(before).pagesOnly())
-			if res.Kubectl != nil && r.P50Seconds > 0 {
-				r.KubectlRatio = res.Kubectl.Seconds / r.P50Seconds
-			}
-			log.Printf("%-36s p50 %-9s p99 %-9s %7.1f req/s  server p99 %s  (%d requests, %d failed)",
-				p.Path, fmtSeconds(r.P50Seconds), fmtSeconds(r.P99Seconds), r.ReqPerSec, fmtServerP99(r.Server), r.Requests, r.Failed)
-			res.Pages = append(res.Pages, r)
-		}
-		res.LoadAverage["pages"] = loadAverage()
-	}
-
-	if !o.skip["csv"] {
-		before, _ := scrape(ctx, client, con.Base)
-		c, err := downloadCSV(ctx, client, con.Base, pid)
-		if err != nil {
-			res.Notes = append(res.Notes, "full task CSV: "+err.Error())
-			log.Print(err)
-		} else {
-			if after, err := scrape(ctx, client, con.Base); err == nil {
-				if m := after.since(before).pagesOnly().merged(); m != nil {
-					c.ServerSeconds = m.Sum
-				}
-			}
-			res.CSV = &c
-			log.Printf("full task CSV: %d rows in %.2fs (%.0f rows/s), RSS +%.0f MiB", c.Rows, c.Seconds, c.RowsPerSec, c.RSSGrowthMiB)
-		}
-	}
-
-	if !o.skip["watch"] && o.watchers > 0 {
-		w, err := runWatchers(ctx, o, client, con, pr, probeTeams)
-		if err != nil {
-			return err
-		}
-		res.Watch = w
-		res.RSSWatchersMiB = w.RSSWithWatchersMiB
-		res.LoadAverage["watch"] = loadAverage()
-	}
-
-	end := readProc(pid)
-	res.RSSPeakMiB = mib(end.HWMBytes)
-	if !con.Running() {
-		res.Notes = append(res.Notes, "the console exited during the run; see "+logPath)
-	}
-	res.Finished = time.Now().UTC()
-	con.Stop()
-	return res.write(o.out, os.Stdout)
+	r.res.Watch = w
+	r.res.RSSWatchersMiB = w.RSSWithWatchersMiB
+	return nil
 }
 
 // runWatchers holds the watchers open while probes are created, then

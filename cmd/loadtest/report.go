@@ -289,7 +289,7 @@ func (r *result) markdown() string {
 	}
 	fmt.Fprintf(&b, "| CPU (%% of a core) | %s | %s | %s | |\n", pctCell(r.CPUIdlePercent), pctCell(r.CPUChurnPercent), watchCPU)
 	b.WriteString("\nLoad average (1, 5, 15 min) after each phase:")
-	for _, phase := range []string{"idle", "churn", "kubectl", "pages", "watch"} {
+	for _, phase := range []string{"idle", "churn", "kubectl", "pages", "csv", "watch"} {
 		if la, ok := r.LoadAverage[phase]; ok {
 			fmt.Fprintf(&b, " %s %s;", phase, la)
 		}
