@@ -74,7 +74,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.probeTeams, "probe-teams", 8, "teams the probe Workloads go to, and the team pages watchers watch")
 	fs.Float64Var(&o.rate, "rate", 5, "probe Workloads created per second")
 	fs.DurationVar(&o.createFor, "create-for", 60*time.Second, "how long probes are created while the watchers watch")
-	fs.DurationVar(&o.seeTimeout, "see-timeout", 30*time.Second, "a watcher that has not shown a probe this long after its creation never saw it")
+	fs.DurationVar(&o.seeTimeout, "see-timeout", time.Minute, "a watcher that has not shown a probe this long after its creation never saw it")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "CPU sample with no client connected")
 	fs.DurationVar(&o.churn, "churn", 30*time.Second, "CPU sample while probes are created (no client)")
 	fs.DurationVar(&o.settle, "settle", 15*time.Second, "wait after the console is ready before measuring")
