@@ -215,53 +215,74 @@ type probe struct {
 	Took time.Duration // until the apiserver answered
 }
 
-// prober creates probes at a steady rate, round robin over teams, and
-// records them in creation order.
+// prober creates probes at a steady rate, round robin over teams. Creates
+// run concurrently, so a slow apiserver does not slow the rate.
 type prober struct {
 	c     *cluster
 	runID string
 
 	mu       sync.Mutex
 	seq      int
-	probes   []probe
 	failed   int
 	firstErr error
 }
 
+// maxCreatesInFlight bounds the concurrent creates; a tick that finds them
+// all busy counts as a failed create.
+const maxCreatesInFlight = 32
+
 // run creates probes at rate per second for d (or until ctx ends) and
-// returns those it created in this call.
+// returns those it created, in the order they were sent.
 func (p *prober) run(ctx context.Context, teams []team, rate float64, d time.Duration) []probe {
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	end := time.After(d)
+	slots := make(chan struct{}, maxCreatesInFlight)
+	var wg sync.WaitGroup
 	var made []probe
 	for i := 0; ; i++ {
-		t := teams[i%len(teams)]
-		p.mu.Lock()
-		p.seq++
-		name := fmt.Sprintf("probe-%s-%05d", p.runID, p.seq)
-		p.mu.Unlock()
-		sent := time.Now()
-		err := p.c.createProbe(ctx, t, name)
-		p.mu.Lock()
-		if err != nil {
-			p.failed++
-			if p.firstErr == nil && ctx.Err() == nil {
-				p.firstErr = err
-			}
-		} else {
-			pr := probe{Team: t.Name, Sent: sent, Took: time.Since(sent)}
-			p.probes = append(p.probes, pr)
-			made = append(made, pr)
+		select {
+		case slots <- struct{}{}:
+			p.mu.Lock()
+			p.seq++
+			name := fmt.Sprintf("probe-%s-%05d", p.runID, p.seq)
+			p.mu.Unlock()
+			wg.Add(1)
+			go func(t team) {
+				defer wg.Done()
+				defer func() { <-slots }()
+				sent := time.Now()
+				err := p.c.createProbe(ctx, t, name)
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if err != nil {
+					p.record(ctx, err)
+					return
+				}
+				made = append(made, probe{Team: t.Name, Sent: sent, Took: time.Since(sent)})
+			}(teams[i%len(teams)])
+		default:
+			p.mu.Lock()
+			p.record(ctx, fmt.Errorf("%d creates in flight already", maxCreatesInFlight))
+			p.mu.Unlock()
 		}
-		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return made
 		case <-end:
-			return made
 		case <-tick.C:
+			continue
 		}
+		wg.Wait()
+		sort.Slice(made, func(a, b int) bool { return made[a].Sent.Before(made[b].Sent) })
+		return made
+	}
+}
+
+// record counts a failed create (p.mu held).
+func (p *prober) record(ctx context.Context, err error) {
+	p.failed++
+	if p.firstErr == nil && ctx.Err() == nil {
+		p.firstErr = err
 	}
 }
 
