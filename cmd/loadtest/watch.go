@@ -64,7 +64,7 @@ func planWatchers(total, tasksWatchers int, probeTeams []string, class string) [
 		}
 		team := probeTeams[perKind[kind.Label]%len(probeTeams)]
 		perKind[kind.Label]++
-		ws = append(ws, newWatcher(i, kind, team, probeTeams, class))
+		ws = append(ws, newWatcher(kind, team, probeTeams, class))
 	}
 	return ws
 }
@@ -74,7 +74,6 @@ func planWatchers(total, tasksWatchers int, probeTeams []string, class string) [
 // parts current, recording when each pending count first reached each
 // level above where it started.
 type watcher struct {
-	ID    int
 	Kind  watchKind
 	Team  string
 	Path  string
@@ -106,8 +105,8 @@ type livePart struct {
 	seq    int // later swaps win for counts that two parts both show
 }
 
-func newWatcher(id int, kind watchKind, team string, probeTeams []string, class string) *watcher {
-	w := &watcher{ID: id, Kind: kind, Team: team, Path: kind.path(team), class: class,
+func newWatcher(kind watchKind, team string, probeTeams []string, class string) *watcher {
+	w := &watcher{Kind: kind, Team: team, Path: kind.path(team), class: class,
 		base: map[countKey]int{}, parts: map[string]*livePart{}, firstSeen: map[countKey][]time.Time{}}
 	seen := map[countKey]bool{}
 	for _, t := range probeTeams {

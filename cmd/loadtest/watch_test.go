@@ -132,7 +132,7 @@ func (s *protocolServer) waiting() int {
 // startWatcher runs one watcher of /tasks against srv until the test ends.
 func startWatcher(t *testing.T, srv *httptest.Server) *watcher {
 	t.Helper()
-	w := newWatcher(0, watchTasks, "team-a", []string{"team-a"}, "probe")
+	w := newWatcher(watchTasks, "team-a", []string{"team-a"}, "probe")
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan struct{})
@@ -255,7 +255,7 @@ func TestWatcherOfAPageWithoutLivePartsOpensNoStream(t *testing.T) {
 
 func TestSeenLatenciesPairTheNthProbeWithTheNthRise(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	w := newWatcher(0, watchTeamUsage, "a", []string{"a", "b"}, "probe")
+	w := newWatcher(watchTeamUsage, "a", []string{"a", "b"}, "probe")
 	w.firstSeen[countKey{Team: "a"}] = []time.Time{t0.Add(300 * time.Millisecond), t0.Add(2 * time.Second), t0.Add(-time.Second + 5*time.Second)}
 	probes := []probe{
 		{Team: "a", Sent: t0},                      // seen after 300 ms
