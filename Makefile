@@ -5,7 +5,7 @@ GO ?= go
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load
+.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest
 .PHONY: image image-push helm test-tools test-image test-image-deps
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
@@ -109,3 +109,14 @@ test-image-deps:
 # The image's tests alone: contents, --version, digest stability, podman.
 test-image: test-image-deps test-sandbox-up test-tools
 	$(GO) test -count=1 -v ./tools/imagetest/
+
+# One bounded run on loopback (cmd/loadtest): fills or reuses the load sandbox,
+# starts bin/console on it, and measures every page and CSV under 32 clients,
+# 100 live-update watchers, CPU and memory, against the kubectl way; prints one
+# table and writes bin/loadtest.json and .md. Quick run:
+#   make loadtest LOADTEST_FLAGS="--workloads 2000"
+LOADTEST_FLAGS ?=
+loadtest: build
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+	$(GO) build -o bin/loadtest ./cmd/loadtest
+	bin/loadtest $(LOADTEST_FLAGS)
