@@ -191,8 +191,12 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	consoleMetrics := metrics.NewConsole()
-	cache := cluster.NewCache(kube, kq, log)
-	cache.OnChange(func(kind string) { consoleMetrics.InformerEvents.WithLabelValues(kind).Inc() })
+	cache := cluster.NewCache(kube, kq, o.settings, log)
+	cache.OnChange(func(ev cluster.Event) { consoleMetrics.InformerEvents.WithLabelValues(ev.Kind).Inc() })
+	live := cluster.NewLive(cache, o.settings, log)
+	live.Observe = func(kind string, d time.Duration) {
+		consoleMetrics.ReadModelUpdate.WithLabelValues(kind).Observe(d.Seconds())
+	}
 	cache.Start(ctx)
 
 	var prom handlers.PromReader
@@ -202,9 +206,11 @@ func run(o options, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("--prometheus-url: %w", err)
 		}
-		prom, reports = p, p
+		// Every viewer and live update reads the same figures: ask
+		// Prometheus at most every 30 seconds for each.
+		cached := metrics.NewCached(p, 30*time.Second)
+		prom, reports = cached, cached
 	}
-	live := cluster.NewLive(cache, o.settings, log)
 	go live.Run(ctx)
 
 	// Live update streams end when the server shuts down, or Shutdown would

@@ -22,36 +22,45 @@ func render(t *testing.T, c templ.Component) string {
 
 // The pages' own templates carry the counts the watchers read.
 func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
+	part := func(id string, c templ.Component) templates.LivePart {
+		return templates.LivePart{ID: id, HTML: render(t, c)}
+	}
 	tasks := templates.TasksView{
 		Page: templates.Page{Title: "Tasks", Snapshot: 42},
-		Stats: []templates.StatsRow{
-			{Class: "inference", Pending: 7, Running: 3},
-			{Class: "loadtest-probe", Pending: 12},
+		Live: []templates.LivePart{
+			part("class-stats-live", templates.TaskStats(templates.TaskStatsPart{TableID: "class-stats", Rows: []templates.StatsRow{
+				{Class: "inference", Pending: 7, Running: 3},
+				{Class: "loadtest-probe", Pending: 12},
+			}})),
+			part("team-class-stats-live", templates.TaskStats(templates.TaskStatsPart{TableID: "team-class-stats", WithTeam: true, Rows: []templates.StatsRow{
+				{Team: "team-000", Class: "inference", Pending: 2},
+				{Team: "team-000", Class: "loadtest-probe", Pending: 5},
+			}})),
+			part("task-list-live", templates.TaskList(templates.TaskListPart{
+				Tasks: []templates.TaskRow{{Namespace: "ns", Name: "wl", Team: "team-000", Class: "inference", State: "Pending"}}})),
 		},
-		Breakdown: []templates.StatsRow{
-			{Team: "team-000", Class: "inference", Pending: 2},
-			{Team: "team-000", Class: "loadtest-probe", Pending: 5},
-		},
-		Tasks: []templates.TaskRow{{Namespace: "ns", Name: "wl", Team: "team-000", Class: "inference", State: "Pending"}},
 	}
 	usage := templates.UsageView{
-		Page:  templates.Page{Title: "Team usage", Snapshot: 9},
-		Rows:  []templates.UsageRow{{Team: "team-000", Pending: 4}, {Team: "team-001", Pending: 0}},
-		Total: templates.UsageRow{Team: "Total", Pending: 4},
+		Page: templates.Page{Title: "Team usage", Snapshot: 9},
+		Live: []templates.LivePart{part("usage-live", templates.UsageTable(templates.UsageTablePart{
+			Rows:  []templates.UsageRow{{Team: "team-000", Pending: 4}, {Team: "team-001", Pending: 0}},
+			Total: templates.UsageRow{Team: "Total", Pending: 4},
+		}))},
 	}
 	team := templates.TeamUsageView{
 		Page: templates.Page{Title: "Team team-001", Snapshot: 3},
-		Row:  templates.UsageRow{Team: "team-001", Pending: 6},
+		Live: []templates.LivePart{part("team-live", templates.TeamSummary(templates.UsageRow{Team: "team-001", Pending: 6}))},
 	}
 	for _, tc := range []struct {
 		name string
 		html string
 		want pageState
 	}{
-		{"tasks", render(t, templates.Tasks(tasks)), pageState{Version: 42, Live: map[string]map[countKey]int{"tasks-live": {
-			{Class: "inference"}: 7, {Class: "loadtest-probe"}: 12,
-			{Class: "inference", Team: "team-000"}: 2, {Class: "loadtest-probe", Team: "team-000"}: 5,
-		}}}},
+		{"tasks", render(t, templates.Tasks(tasks)), pageState{Version: 42, Live: map[string]map[countKey]int{
+			"class-stats-live":      {{Class: "inference"}: 7, {Class: "loadtest-probe"}: 12},
+			"team-class-stats-live": {{Class: "inference", Team: "team-000"}: 2, {Class: "loadtest-probe", Team: "team-000"}: 5},
+			"task-list-live":        {},
+		}}},
 		{"usage", render(t, templates.Usage(usage)), pageState{Version: 9, Live: map[string]map[countKey]int{"usage-live": {
 			{Team: "team-000"}: 4, {Team: "team-001"}: 0,
 		}}}},

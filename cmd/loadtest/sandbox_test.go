@@ -76,12 +76,12 @@ func TestWatchersFollowTheConsole(t *testing.T) {
 		t.Errorf("pairs %d (want %d), missed %d, early %d; want every page to show every probe once",
 			wr.All.Pairs, 4*wr.Probes, wr.All.Missed, wr.All.Early)
 	}
-	if wr.Modes[modeRefetch] != 4 || wr.NoLiveParts != 1 || wr.Refused != 0 || wr.Failed != 0 {
-		t.Errorf("modes %v, %d without live parts, %d refused, %d failed %v; want 4 refetch watchers and the Cluster page without a stream",
+	if wr.Modes[modePush] != 4 || wr.NoLiveParts != 1 || wr.Refused != 0 || wr.Failed != 0 {
+		t.Errorf("modes %v, %d without live parts, %d refused, %d failed %v; want 4 watchers of pushed parts and the Cluster page without a stream",
 			wr.Modes, wr.NoLiveParts, wr.Refused, wr.Failed, wr.FailedReasons)
 	}
-	if wr.All.P50Seconds <= 0 || wr.All.P95Seconds < wr.All.P50Seconds || wr.All.Refetches == 0 {
-		t.Errorf("p50 %v, p95 %v, %d refetches; want measured latencies", wr.All.P50Seconds, wr.All.P95Seconds, wr.All.Refetches)
+	if wr.All.P50Seconds <= 0 || wr.All.P95Seconds < wr.All.P50Seconds || wr.All.Refetches != 0 {
+		t.Errorf("p50 %v, p95 %v, %d refetches; want measured latencies and no page fetched again", wr.All.P50Seconds, wr.All.P95Seconds, wr.All.Refetches)
 	}
 	if wr.ServerPages.Count == 0 || wr.RSSWithWatchersMiB <= 0 {
 		t.Errorf("server requests %v, RSS %v MiB; want the console's histogram and memory read", wr.ServerPages.Count, wr.RSSWithWatchersMiB)

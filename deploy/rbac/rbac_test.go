@@ -210,7 +210,7 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	saCfg := rest.CopyConfig(cfg)
 	saCfg.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: saGroups}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), log)
+	cache := cluster.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), domain.DefaultSettings, log)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cache.Start(cctx)

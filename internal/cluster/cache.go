@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -19,6 +19,8 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 	kueuelisters "sigs.k8s.io/kueue/client-go/listers/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // RequiredKueue names the Kueue releases whose API the console speaks.
@@ -30,7 +32,6 @@ type Cache struct {
 	Nodes                   corelisters.NodeLister
 	ClusterQueues           kueuelisters.ClusterQueueLister
 	LocalQueues             kueuelisters.LocalQueueLister
-	Workloads               kueuelisters.WorkloadLister
 	ResourceFlavors         kueuelisters.ResourceFlavorLister
 	WorkloadPriorityClasses kueuelisters.WorkloadPriorityClassLister
 	Cohorts                 kueuelisters.CohortLister
@@ -41,6 +42,7 @@ type Cache struct {
 	core   informers.SharedInformerFactory
 	queues kueueinformers.SharedInformerFactory
 
+	started     atomic.Bool
 	kueueFound  atomic.Bool
 	kueueSynced atomic.Bool
 	coreSynced  atomic.Bool
@@ -48,19 +50,44 @@ type Cache struct {
 	unreachable atomic.Bool
 
 	mu        sync.Mutex
-	listeners []func(kind string)
+	listeners []func(Event)
 }
 
-// NewCache wires informers; Start runs them.
-func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, log *slog.Logger) *Cache {
+// Event is one change of a watched object.
+type Event struct {
+	Kind string
+	// Object is the object after the change, its last known state when
+	// Deleted. Workloads come as *WorkloadTask.
+	Object  any
+	Deleted bool
+}
+
+// WorkloadTask is what the cache keeps of a Workload: its name and what the
+// dashboards show of it, read once when the Workload changes. At 50 000
+// Workloads the objects themselves would be most of the console's memory.
+type WorkloadTask struct {
+	metav1.ObjectMeta
+	Task *domain.TaskFacts
+}
+
+// NewCache wires informers; Start runs them. Workloads are read with the
+// naming rules of s.
+func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Settings, log *slog.Logger) *Cache {
 	c := &Cache{kube: kube, kueue: kq, log: log}
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
-	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(stripObject))
+	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {
+		if wl, ok := obj.(*kueuev1beta2.Workload); ok {
+			return &WorkloadTask{
+				ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion},
+				Task:       domain.FactsOf(wl, s, ""),
+			}, nil
+		}
+		return stripObject(obj)
+	}))
 	c.Nodes = c.core.Core().V1().Nodes().Lister()
 	v := c.queues.Kueue().V1beta2()
 	c.ClusterQueues = v.ClusterQueues().Lister()
 	c.LocalQueues = v.LocalQueues().Lister()
-	c.Workloads = v.Workloads().Lister()
 	c.ResourceFlavors = v.ResourceFlavors().Lister()
 	c.WorkloadPriorityClasses = v.WorkloadPriorityClasses().Lister()
 	c.Cohorts = v.Cohorts().Lister()
@@ -76,31 +103,40 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, log *slog.Log
 
 // OnChange registers fn to run (on an informer goroutine: keep it short) after
 // every add, update or delete of a watched object.
-func (c *Cache) OnChange(fn func(kind string)) {
+// It must be registered before Start: the events before it are not
+// replayed.
+func (c *Cache) OnChange(fn func(Event)) {
+	if c.started.Load() {
+		panic("cluster.Cache.OnChange after Start: the listener would miss the events before it")
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.listeners = append(c.listeners, fn)
 }
 
 func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
-	notify := func() {
+	notify := func(obj any, deleted bool) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
 		c.mu.Lock()
 		ls := c.listeners
 		c.mu.Unlock()
 		for _, fn := range ls {
-			fn(kind)
+			fn(Event{Kind: kind, Object: obj, Deleted: deleted})
 		}
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
+		AddFunc:    func(obj any) { notify(obj, false) },
+		UpdateFunc: func(_, obj any) { notify(obj, false) },
+		DeleteFunc: func(obj any) { notify(obj, true) },
 	})
 }
 
 // Start runs the informers until ctx ends. Kueue's informers start once its
 // v1beta2 API is served; until then Ready explains it and the pages say so.
 func (c *Cache) Start(ctx context.Context) {
+	c.started.Store(true)
 	c.lastAnswer.Store(time.Now().UnixNano())
 	go c.probe(ctx)
 	c.core.Start(ctx.Done())
@@ -197,8 +233,7 @@ func (c *Cache) Ready() error {
 }
 
 // stripObject drops what the console never reads before objects enter the
-// cache: managed fields everywhere, and pod templates of Workloads except each
-// container's resources. At 50 000 Workloads this is most of the memory.
+// cache: managed fields and kubectl's copy of the last applied object.
 func stripObject(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
@@ -206,28 +241,5 @@ func stripObject(obj any) (any, error) {
 			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
 		}
 	}
-	if wl, ok := obj.(*kueuev1beta2.Workload); ok {
-		for i := range wl.Spec.PodSets {
-			spec := &wl.Spec.PodSets[i].Template.Spec
-			*spec = corev1.PodSpec{
-				Containers:     resourcesOnly(spec.Containers),
-				InitContainers: resourcesOnly(spec.InitContainers),
-				Overhead:       spec.Overhead,
-			}
-			wl.Spec.PodSets[i].Template.Labels = nil
-			wl.Spec.PodSets[i].Template.Annotations = nil
-		}
-	}
 	return obj, nil
-}
-
-func resourcesOnly(cs []corev1.Container) []corev1.Container {
-	if len(cs) == 0 {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
-	}
-	return out
 }

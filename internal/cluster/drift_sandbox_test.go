@@ -25,7 +25,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := cluster.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := cluster.NewCache(c.kube, c.kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil

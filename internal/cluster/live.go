@@ -6,48 +6,125 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openquota/console/internal/domain"
 	"k8s.io/apimachinery/pkg/labels"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
 )
 
-// Live keeps the current Snapshot: rebuilt shortly after informer events
-// (coalescing bursts) and every few seconds anyway, since wait and run times
-// grow with the clock. Subscribers learn of each new version, which is how
-// pages update without reload.
+// Live keeps the read model (domain.Model) current from the cache's events,
+// one object change at a time, and publishes a Snapshot shortly after a
+// change (coalescing bursts) and every few seconds anyway, so figures that
+// grow with the clock move on the pages. Subscribers learn of each new
+// version, which is how pages update without reload.
 type Live struct {
 	cache    *Cache
 	settings domain.Settings
 	log      *slog.Logger
 
 	// Debounce waits this long after an event for more; MinInterval spaces
-	// rebuilds under constant churn; Refresh rebuilds when nothing happens.
+	// snapshots under constant churn; Refresh takes one when nothing happens.
 	Debounce, MinInterval, Refresh time.Duration
+	// Observe, when set, is told how long the model took to take in each
+	// change, and each snapshot (kind "snapshot").
+	Observe func(kind string, d time.Duration)
 
 	dirty chan struct{}
-	mu    sync.RWMutex
-	snap  *domain.Snapshot
-	subs  map[chan uint64]struct{}
+
+	modelMu sync.Mutex
+	model   *domain.Model
+	// applied are the resourceVersions of the queues, classes and cohort the
+	// model took in, and when: what Fresh compares with the cache.
+	applied map[string]appliedVersion
+
+	mu   sync.RWMutex
+	snap *domain.Snapshot
+	subs map[chan uint64]struct{}
 }
 
-// NewLive watches cache for changes; Run builds snapshots.
+type appliedVersion struct {
+	resourceVersion string
+	change          uint64
+}
+
+// NewLive takes in cache's events; Run publishes snapshots.
 func NewLive(cache *Cache, s domain.Settings, log *slog.Logger) *Live {
 	l := &Live{cache: cache, settings: s, log: log,
 		Debounce: 100 * time.Millisecond, MinInterval: 250 * time.Millisecond, Refresh: 5 * time.Second,
 		dirty: make(chan struct{}, 1), subs: map[chan uint64]struct{}{},
-		snap: &domain.Snapshot{}}
-	cache.OnChange(func(kind string) {
-		if kind == "Node" {
-			return // node heartbeats would rebuild all the time; nodes are read directly
-		}
-		select {
-		case l.dirty <- struct{}{}:
-		default:
-		}
-	})
+		model: domain.NewModel(s), applied: map[string]appliedVersion{}}
+	l.snap = l.model.Snapshot(time.Time{}) // empty until the caches sync
+	cache.OnChange(l.take)
 	return l
 }
 
-// domain.Snapshot returns the latest snapshot (never nil).
+// take applies one cache event to the model.
+func (l *Live) take(ev Event) {
+	start := time.Now()
+	l.modelMu.Lock()
+	switch o := ev.Object.(type) {
+	case *WorkloadTask:
+		if ev.Deleted {
+			l.model.DeleteWorkload(o.Namespace, o.Name)
+		} else {
+			l.model.SetTask(o.Task)
+		}
+	case *kueuev1beta2.ClusterQueue:
+		if ev.Deleted {
+			l.model.DeleteClusterQueue(o.Name)
+		} else {
+			l.model.SetClusterQueue(o)
+		}
+		l.track(ev.Kind, o.Namespace, o.Name, o.ResourceVersion, ev.Deleted)
+	case *kueuev1beta2.LocalQueue:
+		if ev.Deleted {
+			l.model.DeleteLocalQueue(o.Namespace, o.Name)
+		} else {
+			l.model.SetLocalQueue(o)
+		}
+		l.track(ev.Kind, o.Namespace, o.Name, o.ResourceVersion, ev.Deleted)
+	case *kueuev1beta2.WorkloadPriorityClass:
+		l.takePolicy()
+		l.track(ev.Kind, "", o.Name, o.ResourceVersion, ev.Deleted)
+	case *kueuev1beta2.Cohort:
+		if o.Name != l.settings.Cohort {
+			l.modelMu.Unlock()
+			return
+		}
+		l.takePolicy()
+		l.track(ev.Kind, "", o.Name, o.ResourceVersion, ev.Deleted)
+	default: // nodes and flavors: pages read them from the cache
+		l.modelMu.Unlock()
+		return
+	}
+	l.modelMu.Unlock()
+	if l.Observe != nil {
+		l.Observe(ev.Kind, time.Since(start))
+	}
+	select {
+	case l.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// takePolicy reads the policy objects again from the cache (which already
+// holds the change).
+func (l *Live) takePolicy() {
+	classes, _ := l.cache.WorkloadPriorityClasses.List(labels.Everything())
+	cohort, _ := l.cache.Cohorts.Get(l.settings.Cohort)
+	l.model.SetPolicyObjects(cohort, classes)
+}
+
+func (l *Live) track(kind, namespace, name, rv string, deleted bool) {
+	key := kind + "/" + namespace + "/" + name
+	if deleted {
+		delete(l.applied, key)
+		return
+	}
+	l.applied[key] = appliedVersion{rv, l.model.Changes()}
+}
+
+// Snapshot returns the latest snapshot (never nil).
 func (l *Live) Snapshot() *domain.Snapshot {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -68,7 +145,7 @@ func (l *Live) Subscribe() (<-chan uint64, func()) {
 	}
 }
 
-// Run rebuilds snapshots until ctx ends.
+// Run publishes snapshots until ctx ends.
 func (l *Live) Run(ctx context.Context) {
 	refresh := time.NewTicker(l.Refresh)
 	defer refresh.Stop()
@@ -78,7 +155,7 @@ func (l *Live) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-l.dirty:
-			// Coalesce a burst of events into one rebuild.
+			// Coalesce a burst of events into one snapshot.
 			timer := time.NewTimer(max(l.Debounce, l.MinInterval-time.Since(last)))
 			select {
 			case <-ctx.Done():
@@ -95,25 +172,26 @@ func (l *Live) Run(ctx context.Context) {
 		if !l.cache.Synced() {
 			continue
 		}
-		l.rebuild()
+		l.publish()
 		last = time.Now()
 	}
 }
 
-func (l *Live) rebuild() {
-	in := domain.SnapshotInput{Settings: l.settings}
-	var err error
-	if in.ClusterQueues, err = l.cache.ClusterQueues.List(labels.Everything()); err != nil {
-		l.log.Error("snapshot", "err", err)
-		return
+func (l *Live) publish() {
+	start := time.Now()
+	l.modelMu.Lock()
+	snap := l.model.Snapshot(start)
+	l.modelMu.Unlock()
+	if l.Observe != nil {
+		l.Observe("snapshot", time.Since(start))
 	}
-	in.LocalQueues, _ = l.cache.LocalQueues.List(labels.Everything())
-	in.Workloads, _ = l.cache.Workloads.List(labels.Everything())
-	in.Classes, _ = l.cache.WorkloadPriorityClasses.List(labels.Everything())
-	in.Cohort, _ = l.cache.Cohorts.Get(l.settings.Cohort)
-	snap := domain.BuildSnapshot(in, time.Now())
+	l.Publish(snap)
+}
 
+// Publish makes snap the current snapshot and tells subscribers.
+func (l *Live) Publish(snap *domain.Snapshot) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	snap.Version = l.snap.Version + 1
 	l.snap = snap
 	for ch := range l.subs {
@@ -128,18 +206,44 @@ func (l *Live) rebuild() {
 			ch <- snap.Version
 		}
 	}
-	l.mu.Unlock()
 }
 
-// Publish makes snap the current snapshot, as a rebuild would (for
-// benchmarks and tests that start from hand-built objects).
-func (l *Live) Publish(snap *domain.Snapshot) {
-	l.mu.Lock()
-	snap.Version = l.snap.Version + 1
-	l.snap = snap
-	l.mu.Unlock()
+// Fresh reports whether the current snapshot was taken at or after t and
+// shows every queue, priority class and cohort as the cache holds them now:
+// what a write changes is on the next page.
+func (l *Live) Fresh(t time.Time) bool {
+	snap := l.Snapshot()
+	if snap.Taken.Before(t) {
+		return false
+	}
+	l.modelMu.Lock()
+	defer l.modelMu.Unlock()
+	held := 0
+	shows := func(kind, namespace, name, rv string) bool {
+		held++
+		a, ok := l.applied[kind+"/"+namespace+"/"+name]
+		return ok && a.resourceVersion == rv && a.change <= snap.Changes()
+	}
+	cqs, _ := l.cache.ClusterQueues.List(labels.Everything())
+	for _, o := range cqs {
+		if !shows("ClusterQueue", o.Namespace, o.Name, o.ResourceVersion) {
+			return false
+		}
+	}
+	lqs, _ := l.cache.LocalQueues.List(labels.Everything())
+	for _, o := range lqs {
+		if !shows("LocalQueue", o.Namespace, o.Name, o.ResourceVersion) {
+			return false
+		}
+	}
+	classes, _ := l.cache.WorkloadPriorityClasses.List(labels.Everything())
+	for _, o := range classes {
+		if !shows("WorkloadPriorityClass", o.Namespace, o.Name, o.ResourceVersion) {
+			return false
+		}
+	}
+	if o, err := l.cache.Cohorts.Get(l.settings.Cohort); err == nil && !shows("Cohort", o.Namespace, o.Name, o.ResourceVersion) {
+		return false
+	}
+	return held == len(l.applied) // and no deletion is still on its way
 }
-
-// Fresh reports whether the current snapshot was built at or after t: it
-// shows what the caches held at t.
-func (l *Live) Fresh(t time.Time) bool { return !l.Snapshot().Taken.Before(t) }

@@ -52,7 +52,7 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 	c := clients(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := cluster.NewCache(c.kube, c.kueue, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := cluster.NewCache(c.kube, c.kueue, domain.DefaultSettings, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil

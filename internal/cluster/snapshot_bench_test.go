@@ -1,46 +1,147 @@
 package cluster_test
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueuetest"
 )
 
-// BenchmarkBuildSnapshot is the console's whole aggregation at the target
-// size: 200 teams, 50 000 Workloads.
+// sizes are the cluster sizes the read model benchmarks run at: one event
+// must cost the same at each.
+var sizes = []int{10_000, 50_000, 200_000}
+
+// loaded is a model of a synthetic cluster of 200 teams and n Workloads,
+// with a snapshot taken, and a Workload to change.
+func loaded(n int, now time.Time) (*domain.Model, *kueuev1beta2.Workload) {
+	o := kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, n, now)
+	m := domain.NewModel(domain.DefaultSettings)
+	m.Load(inputOf(domain.DefaultSettings, o))
+	m.Snapshot(now)
+	return m, o.Workloads[2] // a pending one
+}
+
+// BenchmarkOneEvent is the read model taking in one Workload change (Kueue
+// updating a pending Workload's status) and publishing the next snapshot,
+// at 10 000, 50 000 and 200 000 Workloads.
+func BenchmarkOneEvent(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("workloads=%d", n), func(b *testing.B) {
+			now := time.Now()
+			m, wl := loaded(n, now)
+			versions := [2]*kueuev1beta2.Workload{wl.DeepCopy(), wl.DeepCopy()}
+			versions[1].Status.Conditions[0].Message = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 3 more needed"
+			versions[1].Status.Conditions[0].LastTransitionTime = metav1.NewTime(now)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				m.SetWorkload(versions[i%2])
+				m.Snapshot(now)
+			}
+		})
+	}
+}
+
+// BenchmarkClassTableAfterAnEvent is the Tasks page's class table (and its
+// CSV) right after a change: the event, the snapshot, the statistics.
+func BenchmarkClassTableAfterAnEvent(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("workloads=%d", n), func(b *testing.B) {
+			now := time.Now()
+			m, wl := loaded(n, now)
+			versions := [2]*kueuev1beta2.Workload{wl.DeepCopy(), wl.DeepCopy()}
+			versions[1].Status.Conditions[0].Message = "changed"
+			snap := m.Snapshot(now)
+			teams := snap.TeamsWithTasks()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				m.SetWorkload(versions[i%2])
+				snap := m.Snapshot(now)
+				snap.StatsByClass(domain.Selection{}, snap.Classes, 24*time.Hour, now)
+				snap.StatsByTeamAndClass(domain.Selection{}, teams, snap.Classes, 24*time.Hour, now)
+			}
+		})
+	}
+}
+
+// BenchmarkBuildSnapshot is a from-scratch build at 200 teams and 50 000
+// Workloads (the console does it once, at start).
 func BenchmarkBuildSnapshot(b *testing.B) {
 	now := time.Now()
 	in := inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now))
 	b.ReportAllocs()
-	b.ResetTimer()
 	for b.Loop() {
 		domain.BuildSnapshot(in, now)
 	}
 }
 
-// BenchmarkStatsByTeamAndClass is the Tasks page's heaviest computation.
-func BenchmarkStatsByTeamAndClass(b *testing.B) {
+// BenchmarkFullTaskList is the first page of the whole task list in its
+// default order, once per snapshot (pages and live updates of the view share it).
+func BenchmarkFullTaskList(b *testing.B) {
 	now := time.Now()
-	snap := domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now)), now)
-	var teams []string
-	for _, t := range snap.Teams {
-		teams = append(teams, t.Team)
-	}
+	m, wl := loaded(50_000, now)
 	b.ReportAllocs()
-	b.ResetTimer()
 	for b.Loop() {
-		domain.StatsByTeamAndClass(snap.Tasks, teams, snap.Classes, now.Add(-24*time.Hour), now)
+		m.SetWorkload(wl)
+		snap := m.Snapshot(now)
+		for _, f := range snap.Tasks(domain.TaskQuery{})[:50] {
+			snap.Task(f)
+		}
 	}
+}
+
+// TestMemoryPerWorkload reports what the console keeps per Workload: what the
+// informer cache holds (cluster.WorkloadTask) and the read model. It is a
+// measurement, with a bound that catches a return of whole objects.
+func TestMemoryPerWorkload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 50 000 Workloads")
+	}
+	const n = 50_000
+	now := time.Now()
+	o := kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, n, now)
+	before := heap()
+	kept := make([]*cluster.WorkloadTask, 0, n)
+	m := domain.NewModel(domain.DefaultSettings)
+	for _, wl := range o.Workloads {
+		w := &cluster.WorkloadTask{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: "123456"},
+			Task: domain.FactsOf(wl, domain.DefaultSettings, "")}
+		kept = append(kept, w)
+		m.SetTask(w.Task)
+	}
+	snap := m.Snapshot(now)
+	perWorkload := float64(heap()-before) / n
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(o)
+	t.Logf("%.0f bytes per Workload (cache and read model, %d tasks)", perWorkload, snap.Size)
+	if perWorkload > 3000 {
+		t.Errorf("%.0f bytes per Workload: the cache or the read model keeps more than what the pages show", perWorkload)
+	}
+}
+
+func heap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 func TestSyntheticClusterSnapshot(t *testing.T) {
 	now := time.Now()
 	snap := domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 20, 600, now)), now)
 	counts := map[domain.TaskState]int{}
-	for _, task := range snap.Tasks {
-		counts[task.State]++
+	for _, f := range snap.Tasks(domain.TaskQuery{State: domain.ListAll}) {
+		counts[f.State]++
 	}
 	if counts[domain.TaskAdmitted] != 200 || counts[domain.TaskPending] != 200 || counts[domain.TaskPreempted] != 100 || counts[domain.TaskFinished] != 100 {
 		t.Errorf("states: %v", counts)

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,7 +15,16 @@ import (
 )
 
 // taskReason builds the plain-words reason and the raw Kueue message(s).
-func taskReason(wl *kueuev1beta2.Workload, s Settings, t Task, now time.Time) (reason, raw string) {
+// While the Workload waits to be requeued after an eviction, the time left
+// goes at byte countdownAt of the reason (the clock decides it); -1
+// otherwise.
+func taskReason(wl *kueuev1beta2.Workload, s Settings, t Task) (reason, raw string, countdownAt int) {
+	countdownAt = -1
+	reason, raw = reasonWords(wl, s, t, &countdownAt)
+	return reason, raw, countdownAt
+}
+
+func reasonWords(wl *kueuev1beta2.Workload, s Settings, t Task, countdownAt *int) (reason, raw string) {
 	conds := wl.Status.Conditions
 	quotaCond := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadQuotaReserved)
 	switch t.State {
@@ -72,11 +80,10 @@ func taskReason(wl *kueuev1beta2.Workload, s Settings, t Task, now time.Time) (r
 		return reservedReason(wl), quotaCond.Message
 	}
 	if evicted != nil {
-		reason, raw = evictedReason(evicted), evicted.Message
-		if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil && rs.RequeueAt.After(now) {
-			reason += fmt.Sprintf("; back in the queue in %s", rs.RequeueAt.Sub(now).Round(time.Second))
-		}
-		return appendQuotaReason(reason, raw, quotaCond, evicted.Message)
+		head := evictedReason(evicted)
+		reason, raw = appendQuotaReason(head, evicted.Message, quotaCond, evicted.Message)
+		*countdownAt = len(head)
+		return reason, raw
 	}
 	if quotaCond == nil {
 		return "Waiting to be evaluated by the scheduler", ""

@@ -2,22 +2,37 @@ package domain
 
 import (
 	"sort"
+	"sync"
 	"time"
 
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// Snapshot is the console's read model: everything the dashboards show,
-// rebuilt from the informer caches when they change (see Live), shared by
-// every page view and live update.
+// Snapshot is the read model at one time (see Model): everything the
+// dashboards show, shared by every page view and live update. It is never
+// changed once made; figures that grow with the clock are computed when
+// read, at the time the reader gives (pages use Taken).
 type Snapshot struct {
 	Version uint64
 	Taken   time.Time
 	Policy  Policy
 	Classes []string // highest priority first; tasks naming none count in the last
-	Tasks   []Task
 	Teams   []TeamUsage
+	Size    int // how many tasks
+
+	changes   uint64 // the model's changes when it was taken
+	tallies   map[teamAndClass]*teamClassTasks
+	queues    map[string]*queue
+	borrowing map[groupKey]*TaskFacts // each group's first task past its nominal quota
+	unqueued  *tree                   // waiting, in no queue
+	running   *tree                   // newest admission first
+	finished  *tree                   // newest finish first
+	lists     *listCache
 }
+
+// Changes is how many object changes the snapshot reflects (Model.Changes
+// when it was taken).
+func (s *Snapshot) Changes() uint64 { return s.changes }
 
 // SnapshotInput is what a snapshot is built from.
 type SnapshotInput struct {
@@ -29,26 +44,135 @@ type SnapshotInput struct {
 	Cohort        *kueuev1beta2.Cohort
 }
 
-// BuildSnapshot computes tasks, queue positions and team usage.
+// BuildSnapshot builds a snapshot from scratch.
 func BuildSnapshot(in SnapshotInput, now time.Time) *Snapshot {
-	snap := &Snapshot{Taken: now, Policy: ReadPolicy(in.Cohort, in.Classes)}
-	snap.Classes = classOrder(snap.Policy, in.Classes)
-	lowest := ""
-	if len(snap.Classes) > 0 {
-		lowest = snap.Classes[len(snap.Classes)-1]
+	m := NewModel(in.Settings)
+	m.Load(in)
+	return m.Snapshot(now)
+}
+
+// Task is f as the dashboard shows it at the snapshot's time.
+func (s *Snapshot) Task(f *TaskFacts) Task {
+	return f.At(s.Taken, s.Position(f), s.Borrowing(f))
+}
+
+// Position is f's place in its ClusterQueue's queue, 1 being next in line;
+// 0 when it is not queued or its LocalQueue is unknown.
+func (s *Snapshot) Position(f *TaskFacts) int {
+	if q := s.queues[f.queue]; f.queue != "" && q != nil {
+		return q.position(f)
 	}
-	snap.Tasks = make([]Task, 0, len(in.Workloads))
-	for _, wl := range in.Workloads {
-		snap.Tasks = append(snap.Tasks, TaskOf(wl, in.Settings, lowest, now))
+	return 0
+}
+
+// Borrowing reports whether f is a running task past its ClusterQueue's
+// nominal GPU quota.
+func (s *Snapshot) Borrowing(f *TaskFacts) bool {
+	key, ok := groupOf(f)
+	if !ok {
+		return false
 	}
-	lqToCQ := make(map[string]string, len(in.LocalQueues))
-	for _, lq := range in.LocalQueues {
-		lqToCQ[LocalQueueKey(lq.Namespace, lq.Name)] = string(lq.Spec.ClusterQueue)
+	first, ok := s.borrowing[key]
+	return ok && admissionOrder(f, first) >= 0
+}
+
+// Selection picks tasks by team and class.
+type Selection struct {
+	// Teams limits the selection to these teams when not nil (an empty,
+	// non-nil list selects nothing). Nil selects every task, tasks outside
+	// team namespaces included.
+	Teams []string
+	Class string // "" for every class
+}
+
+func (sel Selection) picker() func(teamAndClass) bool {
+	var teams map[string]bool
+	if sel.Teams != nil {
+		teams = make(map[string]bool, len(sel.Teams))
+		for _, t := range sel.Teams {
+			teams[t] = true
+		}
 	}
-	AssignPositions(snap.Tasks, lqToCQ)
-	MarkBorrowing(snap.Tasks, in.ClusterQueues)
-	snap.Teams = teamUsage(in.Settings, in.ClusterQueues, snap.Tasks)
-	return snap
+	return func(k teamAndClass) bool {
+		return (teams == nil || teams[k.team]) && (sel.Class == "" || k.class == sel.Class)
+	}
+}
+
+// selected are the tallies of the selection for the window at now.
+func (s *Snapshot) selected(sel Selection, window time.Duration, now time.Time) map[teamAndClass]*tally {
+	picks := sel.picker()
+	out := map[teamAndClass]*tally{}
+	for k, tc := range s.tallies {
+		if picks(k) {
+			out[k] = tc.tally(window, now)
+		}
+	}
+	return out
+}
+
+// StatsByClass is the package's StatsByClass over the selected tasks, for
+// the window that ends at now; it costs the number of teams and classes,
+// not of tasks.
+func (s *Snapshot) StatsByClass(sel Selection, classes []string, window time.Duration, now time.Time) []ClassStats {
+	byClass := map[string][]*tally{}
+	for k, t := range s.selected(sel, window, now) {
+		byClass[k.class] = append(byClass[k.class], t)
+	}
+	var rows []ClassStats
+	for _, c := range withExtra(classes, byClass) {
+		rows = append(rows, classStats(c, byClass[c], now))
+	}
+	return rows
+}
+
+// StatsByTeamAndClass is the package's StatsByTeamAndClass over the
+// selected tasks.
+func (s *Snapshot) StatsByTeamAndClass(sel Selection, teams, classes []string, window time.Duration, now time.Time) []TeamClassStats {
+	return teamClassStats(s.selected(sel, window, now), teams, classes, now)
+}
+
+// TeamsWithTasks are the teams that have tasks, sorted.
+func (s *Snapshot) TeamsWithTasks() []string {
+	seen := map[string]bool{}
+	for k := range s.tallies {
+		if k.team != "" {
+			seen[k.team] = true
+		}
+	}
+	teams := make([]string, 0, len(seen))
+	for t := range seen {
+		teams = append(teams, t)
+	}
+	sort.Strings(teams)
+	return teams
+}
+
+// teamClassTasks are one team's tasks of one class, with their tallies per
+// window (kept while valid: see tally).
+type teamClassTasks struct {
+	key    teamAndClass
+	tasks  *tree
+	counts tally // the clock-free counts
+
+	mu      sync.Mutex
+	windows map[time.Duration]*tally
+}
+
+func (tc *teamClassTasks) tally(window time.Duration, now time.Time) *tally {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if t := tc.windows[window]; t != nil && t.validAt(now) {
+		return t
+	}
+	t := &tally{at: now}
+	tc.tasks.Ascend(func(f *TaskFacts) bool {
+		t.addFacts(f, window)
+		return true
+	})
+	if old := tc.windows[window]; old == nil || now.After(old.at) {
+		tc.windows[window] = t
+	}
+	return t
 }
 
 // classOrder lists the policy's classes by weight, highest first, then any

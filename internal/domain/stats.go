@@ -43,14 +43,14 @@ type TeamClassStats struct {
 // tasks name but classes lacks follow, sorted by name. Teams are told apart
 // by Task.Team (tasks outside team namespaces form one group).
 func StatsByClass(tasks []Task, classes []string, windowStart, now time.Time) []ClassStats {
-	// Pointers, not copies: a Task is large and there may be 50 000 of them.
-	byClass := map[string][]*Task{}
-	for i := range tasks {
-		byClass[tasks[i].Class] = append(byClass[tasks[i].Class], &tasks[i])
+	tallies := tallyTasks(tasks, windowStart, now)
+	byClass := map[string][]*tally{}
+	for k, t := range tallies {
+		byClass[k.class] = append(byClass[k.class], t)
 	}
 	var rows []ClassStats
 	for _, c := range withExtra(classes, byClass) {
-		rows = append(rows, classStats(c, byClass[c], windowStart, now))
+		rows = append(rows, classStats(c, byClass[c], now))
 	}
 	return rows
 }
@@ -60,14 +60,30 @@ func StatsByClass(tasks []Task, classes []string, windowStart, now time.Time) []
 // team namespaces last, under ""), each with every class as StatsByClass
 // lists them. Within one team, AvgLongest* equal Longest*.
 func StatsByTeamAndClass(tasks []Task, teams, classes []string, windowStart, now time.Time) []TeamClassStats {
-	type teamClass struct{ team, class string }
-	groups := map[teamClass][]*Task{}
-	byTeam := map[string]bool{}
-	byClass := map[string]bool{}
+	return teamClassStats(tallyTasks(tasks, windowStart, now), teams, classes, now)
+}
+
+// teamAndClass names one tally: one team's tasks of one class.
+type teamAndClass struct{ team, class string }
+
+func tallyTasks(tasks []Task, windowStart, now time.Time) map[teamAndClass]*tally {
+	tallies := map[teamAndClass]*tally{}
 	for i := range tasks {
 		t := &tasks[i]
-		groups[teamClass{t.Team, t.Class}] = append(groups[teamClass{t.Team, t.Class}], t)
-		byTeam[t.Team], byClass[t.Class] = true, true
+		k := teamAndClass{t.Team, t.Class}
+		if tallies[k] == nil {
+			tallies[k] = &tally{}
+		}
+		tallies[k].addTask(t, windowStart, now)
+	}
+	return tallies
+}
+
+func teamClassStats(tallies map[teamAndClass]*tally, teams, classes []string, now time.Time) []TeamClassStats {
+	byTeam := map[string]bool{}
+	byClass := map[string]bool{}
+	for k := range tallies {
+		byTeam[k.team], byClass[k.class] = true, true
 	}
 	allClasses := withExtra(classes, byClass)
 	order := withExtra(teams, byTeam)
@@ -78,7 +94,11 @@ func StatsByTeamAndClass(tasks []Task, teams, classes []string, windowStart, now
 	for _, team := range order {
 		row := TeamClassStats{Team: team, Classes: make([]ClassStats, 0, len(allClasses))}
 		for _, c := range allClasses {
-			row.Classes = append(row.Classes, classStats(c, groups[teamClass{team, c}], windowStart, now))
+			var ts []*tally
+			if t := tallies[teamAndClass{team, c}]; t != nil {
+				ts = append(ts, t)
+			}
+			row.Classes = append(row.Classes, classStats(c, ts, now))
 		}
 		rows = append(rows, row)
 	}
@@ -103,57 +123,183 @@ func inWindow(at, windowStart, now time.Time) bool {
 }
 
 // countsRun and countsWait are the window rules of ClassStats.
-func countsRun(t *Task, windowStart, now time.Time) bool {
-	switch t.State {
+func countsRun(state TaskState, admittedAt, finishedAt time.Time, run time.Duration, windowStart, now time.Time) bool {
+	switch state {
 	case TaskAdmitted:
 		return true
 	case TaskFinished:
-		return inWindow(t.FinishedAt, windowStart, now) && (!t.AdmittedAt.IsZero() || t.Run > 0)
+		return inWindow(finishedAt, windowStart, now) && (!admittedAt.IsZero() || run > 0)
 	}
 	return false
 }
 
-func countsWait(t *Task, windowStart, now time.Time) bool {
-	if inWindow(t.AdmittedAt, windowStart, now) {
+func countsWait(state TaskState, deactivated bool, admittedAt, windowStart, now time.Time) bool {
+	if inWindow(admittedAt, windowStart, now) {
 		return true
 	}
-	return (t.State == TaskPending || t.State == TaskPreempted) && !t.Deactivated && t.AdmittedAt.IsZero()
+	return (state == TaskPending || state == TaskPreempted) && !deactivated && admittedAt.IsZero()
 }
 
-func classStats(class string, tasks []*Task, windowStart, now time.Time) ClassStats {
+// tally sums the figures of ClassStats over a set of tasks (one team's tasks
+// of one class). Waits and runs of tasks that still wait or run grow with
+// the clock, so a tally built at one time gives exact figures at any later
+// time before validBefore: until then no task enters or leaves the window
+// and none starts to grow.
+type tally struct {
+	Running, Pending, Preempted      int
+	PendingGPUs                      int64 // asked for by pending (active) and preempted tasks
+	Samples, RunSamples, WaitSamples int
+	run, wait                        durations
+	at, validBefore                  time.Time // validBefore zero: valid for ever
+}
+
+// count counts a task in (sign 1) or out (sign −1).
+func (t *tally) count(state TaskState, deactivated bool, gpus int64, sign int) {
+	switch {
+	case state == TaskAdmitted:
+		t.Running += sign
+	case state == TaskPreempted && !deactivated:
+		t.Preempted += sign
+		t.PendingGPUs += int64(sign) * gpus
+	case state == TaskPending && !deactivated:
+		t.Pending += sign
+		t.PendingGPUs += int64(sign) * gpus
+	}
+}
+
+// addTask counts a task as seen at now (its Wait and Run fixed).
+func (t *tally) addTask(task *Task, windowStart, now time.Time) {
+	t.count(task.State, task.Deactivated, task.GPUs, 1)
+	run := countsRun(task.State, task.AdmittedAt, task.FinishedAt, task.Run, windowStart, now)
+	wait := countsWait(task.State, task.Deactivated, task.AdmittedAt, windowStart, now)
+	if run {
+		t.RunSamples++
+		t.run.addFixed(task.Run)
+	}
+	if wait {
+		t.WaitSamples++
+		t.wait.addFixed(task.Wait)
+	}
+	if run || wait {
+		t.Samples++
+	}
+}
+
+// addFacts counts a task for a window ending at t.at or later.
+func (t *tally) addFacts(f *TaskFacts, window time.Duration) {
+	at := t.at
+	start := at.Add(-window)
+	t.count(f.State, f.Deactivated, f.GPUs, 1)
+	run := countsRun(f.State, f.AdmittedAt, f.FinishedAt, f.RunAt(at), start, at)
+	wait := countsWait(f.State, f.Deactivated, f.AdmittedAt, start, at)
+	if run {
+		t.RunSamples++
+		if f.admitted && !f.finished && growsAt(f.AdmittedAt, at) {
+			t.run.addGrowing(f.AdmittedAt, f.pastRun)
+		} else {
+			t.run.addFixed(f.RunAt(at))
+		}
+	}
+	if wait {
+		t.WaitSamples++
+		if !f.admitted && !f.finished && growsAt(f.WaitStart, at) {
+			t.wait.addGrowing(f.WaitStart, 0)
+		} else {
+			t.wait.addFixed(f.WaitAt(at))
+		}
+	}
+	if run || wait {
+		t.Samples++
+	}
+	// What changes the tally later: a time passing into the window or out
+	// of it, or a wait or run starting to grow.
+	for _, c := range [...]time.Time{f.AdmittedAt, f.FinishedAt, f.WaitStart} {
+		if c.IsZero() {
+			continue
+		}
+		for _, when := range [...]time.Time{c, c.Add(window + 1)} {
+			if when.After(at) && (t.validBefore.IsZero() || when.Before(t.validBefore)) {
+				t.validBefore = when
+			}
+		}
+	}
+}
+
+// validAt reports whether the tally gives exact figures at now.
+func (t *tally) validAt(now time.Time) bool {
+	return !now.Before(t.at) && (t.validBefore.IsZero() || now.Before(t.validBefore))
+}
+
+// growsAt reports whether a duration since since grows at the clock from at
+// on: since is a real time, not after at.
+func growsAt(since, at time.Time) bool { return !since.IsZero() && !since.After(at) }
+
+// durations sums durations, some fixed, some growing with the clock (now −
+// since + plus): the sum and the longest are exact at any now. Sums wrap
+// around as time.Duration sums do, so they equal the plain sum.
+type durations struct {
+	fixed, longestFixed time.Duration
+	growing             int64 // how many terms grow
+	offsets             int64 // Σ (plus − since) over growing terms, in ns
+	longestOffset       int64
+}
+
+func (d *durations) addFixed(v time.Duration) {
+	d.fixed += v
+	d.longestFixed = max(d.longestFixed, v)
+}
+
+func (d *durations) addGrowing(since time.Time, plus time.Duration) {
+	off := int64(plus) - since.UnixNano()
+	if d.growing == 0 || off > d.longestOffset {
+		d.longestOffset = off
+	}
+	d.growing++
+	d.offsets += off
+}
+
+func (d durations) sum(now time.Time) time.Duration {
+	return d.fixed + time.Duration(d.growing*now.UnixNano()+d.offsets)
+}
+
+func (d durations) longest(now time.Time) time.Duration {
+	if d.growing == 0 {
+		return d.longestFixed
+	}
+	return max(d.longestFixed, time.Duration(now.UnixNano()+d.longestOffset))
+}
+
+// classStats merges the tallies of one class (one per team) at now.
+func classStats(class string, tallies []*tally, now time.Time) ClassStats {
 	s := ClassStats{Class: class}
-	var runSum, waitSum time.Duration
-	longestRun, longestWait := map[string]time.Duration{}, map[string]time.Duration{}
-	for _, t := range tasks {
-		switch {
-		case t.State == TaskAdmitted:
-			s.Running++
-		case t.State == TaskPreempted && !t.Deactivated:
-			s.Preempted++
-		case t.State == TaskPending && !t.Deactivated:
-			s.Pending++
+	var runSum, waitSum, longestRuns, longestWaits time.Duration
+	var runTeams, waitTeams int
+	for _, t := range tallies {
+		s.Running += t.Running
+		s.Pending += t.Pending
+		s.Preempted += t.Preempted
+		s.Samples += t.Samples
+		s.RunSamples += t.RunSamples
+		s.WaitSamples += t.WaitSamples
+		runSum += t.run.sum(now)
+		waitSum += t.wait.sum(now)
+		if t.RunSamples > 0 {
+			l := t.run.longest(now)
+			s.LongestRun = max(s.LongestRun, l)
+			longestRuns += l
+			runTeams++
 		}
-		run, wait := countsRun(t, windowStart, now), countsWait(t, windowStart, now)
-		if run {
-			s.RunSamples++
-			runSum += t.Run
-			s.LongestRun = max(s.LongestRun, t.Run)
-			longestRun[t.Team] = max(longestRun[t.Team], t.Run)
-		}
-		if wait {
-			s.WaitSamples++
-			waitSum += t.Wait
-			s.LongestWait = max(s.LongestWait, t.Wait)
-			longestWait[t.Team] = max(longestWait[t.Team], t.Wait)
-		}
-		if run || wait {
-			s.Samples++
+		if t.WaitSamples > 0 {
+			l := t.wait.longest(now)
+			s.LongestWait = max(s.LongestWait, l)
+			longestWaits += l
+			waitTeams++
 		}
 	}
 	s.AvgRun = average(runSum, s.RunSamples)
 	s.AvgWait = average(waitSum, s.WaitSamples)
-	s.AvgLongestRun = averageOf(longestRun)
-	s.AvgLongestWait = averageOf(longestWait)
+	s.AvgLongestRun = average(longestRuns, runTeams)
+	s.AvgLongestWait = average(longestWaits, waitTeams)
 	return s
 }
 
@@ -162,12 +308,4 @@ func average(sum time.Duration, n int) time.Duration {
 		return 0
 	}
 	return sum / time.Duration(n)
-}
-
-func averageOf(m map[string]time.Duration) time.Duration {
-	var sum time.Duration
-	for _, d := range m {
-		sum += d
-	}
-	return average(sum, len(m))
 }

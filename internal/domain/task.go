@@ -1,8 +1,11 @@
 package domain
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -38,8 +41,7 @@ type Task struct {
 	// gives "nlp"); empty when the namespace lacks the prefix.
 	Team string
 	// ClusterQueue is status.admission.clusterQueue; a pending Workload does
-	// not name it, so it is empty until AssignPositions resolves it from the
-	// LocalQueue.
+	// not name it, so the read model resolves it from the LocalQueue.
 	ClusterQueue string
 	LocalQueue   string // spec.queueName
 	// Class is spec.priorityClassRef.name, or the lowest class when the
@@ -61,7 +63,8 @@ type Task struct {
 	// on: those assigned to nvidia.com/gpu, or every assigned one for a task
 	// without GPUs. Sorted; empty while pending.
 	Flavors []string
-	// Borrowing is set by MarkBorrowing (TaskOf cannot know it).
+	// Borrowing: a running task past its queue's nominal GPU quota (see
+	// Snapshot.Borrowing; TaskOf cannot know it).
 	Borrowing bool
 
 	Created time.Time
@@ -92,13 +95,43 @@ type Task struct {
 	// a tooltip.
 	KueueMessage string
 	// Position in its ClusterQueue's queue, 1 being next in line; 0 when not
-	// queued or unknown. Set by AssignPositions.
+	// queued or unknown (see Snapshot.Position).
 	Position int
 }
 
-// TaskOf reads one Workload. lowestClass is the class of tasks without a
-// priority class; now is the time waits and runs are measured to.
-func TaskOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string, now time.Time) Task {
+// TaskFacts is what one Workload says about its task, without the clock:
+// the read model keeps these and computes waits, runs, queue positions and
+// borrowing when a page reads them (Snapshot.Task), so no periodic rebuild
+// is needed. A TaskFacts is never changed once the read model holds it; a
+// change of the Workload makes a new one.
+type TaskFacts struct {
+	Namespace, Name, Team  string
+	ClusterQueue           string // as Task.ClusterQueue
+	LocalQueue, Class      string
+	Priority               int32
+	State                  TaskState
+	Deactivated, Queued    bool
+	GPUs                   int64
+	Flavors                []string
+	Created, WaitStart     time.Time
+	QueueOrder             time.Time
+	AdmittedAt, FinishedAt time.Time
+	KueueMessage           string
+
+	classRef           string // spec.priorityClassRef.name: "" takes the lowest class
+	admittedIn         string // status.admission.clusterQueue, while quota is reserved
+	queue              string // the ClusterQueue whose queue holds it; "" when not queued
+	admitted, finished bool   // the Admitted and Finished conditions are True
+	pastRun            time.Duration
+	// The reason in words is reasonHead, then a countdown while the task
+	// waits to be requeued (until requeueAt), then reasonTail.
+	reasonHead, reasonTail string
+	requeueAt              time.Time
+}
+
+// FactsOf reads one Workload. lowestClass is the class of tasks without a
+// priority class.
+func FactsOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string) *TaskFacts {
 	conds := wl.Status.Conditions
 	t := Task{
 		Namespace:   wl.Namespace,
@@ -110,9 +143,11 @@ func TaskOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string, now time.
 		QueueOrder:  wl.CreationTimestamp.Time,
 		Deactivated: wl.Spec.Active != nil && !*wl.Spec.Active,
 	}
+	f := &TaskFacts{}
 	t.Team, _ = s.TeamOfNamespace(wl.Namespace)
 	if ref := wl.Spec.PriorityClassRef; ref != nil && ref.Name != "" {
 		t.Class = ref.Name
+		f.classRef = intern(ref.Name)
 	}
 	if wl.Spec.Priority != nil {
 		t.Priority = *wl.Spec.Priority
@@ -161,24 +196,94 @@ func TaskOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string, now time.
 	}
 	t.Queued = (t.State == TaskPending || t.State == TaskPreempted) && !t.Deactivated && !reserved && t.LocalQueue != ""
 
-	end := now
-	if finished != nil {
-		end = t.FinishedAt
+	// Most strings repeat across tasks (namespaces, queues, classes, Kueue's
+	// messages): one copy of each is kept.
+	f.Namespace, f.Name, f.Team, f.ClusterQueue, f.LocalQueue, f.Class = intern(t.Namespace), t.Name, intern(t.Team), intern(t.ClusterQueue), intern(t.LocalQueue), intern(t.Class)
+	for i := range t.Flavors {
+		t.Flavors[i] = intern(t.Flavors[i])
 	}
-	switch {
-	case admitted != nil:
-		t.Wait = nonNegative(t.AdmittedAt.Sub(t.WaitStart))
-		t.Run = nonNegative(end.Sub(t.AdmittedAt))
-	default:
-		t.Wait = nonNegative(end.Sub(t.WaitStart))
-	}
+	f.Priority, f.State, f.Deactivated, f.Queued, f.GPUs, f.Flavors = t.Priority, t.State, t.Deactivated, t.Queued, t.GPUs, t.Flavors
+	f.Created, f.WaitStart, f.QueueOrder, f.AdmittedAt, f.FinishedAt = t.Created, t.WaitStart, t.QueueOrder, t.AdmittedAt, t.FinishedAt
+	f.admitted, f.finished = admitted != nil, finished != nil
+	f.admittedIn = f.ClusterQueue
 	if past := wl.Status.AccumulatedPastExecutionTimeSeconds; past != nil && *past > 0 {
-		t.Run += time.Duration(*past) * time.Second
+		f.pastRun = time.Duration(*past) * time.Second
 	}
-
-	t.Reason, t.KueueMessage = taskReason(wl, s, t, now)
-	return t
+	reason, raw, countdownAt := taskReason(wl, s, t)
+	f.reasonHead, f.KueueMessage = intern(reason), intern(raw)
+	if rs := wl.Status.RequeueState; countdownAt >= 0 && rs != nil && rs.RequeueAt != nil {
+		f.reasonHead, f.reasonTail = intern(reason[:countdownAt]), intern(reason[countdownAt:])
+		f.requeueAt = rs.RequeueAt.Time
+	}
+	return f
 }
+
+// WaitAt is the task's wait at now: from WaitStart to admission; to now
+// while it waits (to the end for a task that finished without being
+// admitted again).
+func (f *TaskFacts) WaitAt(now time.Time) time.Duration {
+	if f.admitted {
+		return nonNegative(f.AdmittedAt.Sub(f.WaitStart))
+	}
+	return nonNegative(f.end(now).Sub(f.WaitStart))
+}
+
+// RunAt is the task's run at now: FinishedAt−AdmittedAt, or now−AdmittedAt
+// while running, plus status.accumulatedPastExecutionTimeSeconds (time run
+// before earlier evictions).
+func (f *TaskFacts) RunAt(now time.Time) time.Duration {
+	run := f.pastRun
+	if f.admitted {
+		run += nonNegative(f.end(now).Sub(f.AdmittedAt))
+	}
+	return run
+}
+
+func (f *TaskFacts) end(now time.Time) time.Time {
+	if f.finished {
+		return f.FinishedAt
+	}
+	return now
+}
+
+// ReasonAt says in plain words why the task is where it is, at now.
+// borrowing marks a running task that uses borrowed quota (see
+// Snapshot.Borrowing).
+func (f *TaskFacts) ReasonAt(now time.Time, borrowing bool) string {
+	head := f.reasonHead
+	if borrowing && f.State == TaskAdmitted {
+		t := Task{Flavors: f.Flavors, ClusterQueue: f.ClusterQueue}
+		plain := admittedPhrase(t)
+		t.Borrowing = true
+		head = strings.Replace(head, plain, admittedPhrase(t), 1)
+	}
+	if f.requeueAt.After(now) {
+		head += fmt.Sprintf("; back in the queue in %s", f.requeueAt.Sub(now).Round(time.Second))
+	}
+	return head + f.reasonTail
+}
+
+// At is the task as the dashboard shows it at now, with its queue position
+// (0 when not queued) and whether it borrows.
+func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
+	return Task{
+		Namespace: f.Namespace, Name: f.Name, Team: f.Team, ClusterQueue: f.ClusterQueue, LocalQueue: f.LocalQueue,
+		Class: f.Class, Priority: f.Priority, State: f.State, Deactivated: f.Deactivated, Queued: f.Queued,
+		GPUs: f.GPUs, Flavors: f.Flavors, Borrowing: borrowing,
+		Created: f.Created, WaitStart: f.WaitStart, QueueOrder: f.QueueOrder, AdmittedAt: f.AdmittedAt, FinishedAt: f.FinishedAt,
+		Wait: f.WaitAt(now), Run: f.RunAt(now),
+		Reason: f.ReasonAt(now, borrowing), KueueMessage: f.KueueMessage,
+		Position: position,
+	}
+}
+
+// TaskOf reads one Workload at now, before queue positions and borrowing
+// are known. lowestClass is the class of tasks without a priority class.
+func TaskOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string, now time.Time) Task {
+	return FactsOf(wl, s, lowestClass).At(now, 0, false)
+}
+
+func intern(s string) string { return unique.Make(s).Value() }
 
 func trueCondition(conds []metav1.Condition, typ string) *metav1.Condition {
 	c := apimeta.FindStatusCondition(conds, typ)

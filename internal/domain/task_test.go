@@ -323,15 +323,12 @@ func TestAssignPositions(t *testing.T) {
 		// Team cv, its own ClusterQueue.
 		newWorkload(cv, "cv-1").Queue("lq").Priority(10).Created(at(7)).Obj(),
 	}
-	var tasks []Task
-	for _, wl := range wls {
-		tasks = append(tasks, TaskOf(wl, DefaultSettings, "low", at(40)))
+	lq := func(ns, name, cq string) *kueuev1beta2.LocalQueue {
+		return &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(cq)}}
 	}
-	AssignPositions(tasks, map[string]string{
-		LocalQueueKey(nlp, "lq"):       "nlp-cq",
-		LocalQueueKey(nlp, "lq-batch"): "nlp-cq",
-		LocalQueueKey(cv, "lq"):        "cv-cq",
-	})
+	tasks := snapshotTasks(SnapshotInput{Settings: DefaultSettings, Workloads: wls, LocalQueues: []*kueuev1beta2.LocalQueue{
+		lq(nlp, "lq", "nlp-cq"), lq(nlp, "lq-batch", "nlp-cq"), lq(cv, "lq", "cv-cq")}}, at(40))
 	type pos struct {
 		CQ       string
 		Position int
@@ -360,11 +357,11 @@ func TestAssignPositions(t *testing.T) {
 
 func TestMarkBorrowing(t *testing.T) {
 	now := at(60)
-	tasks := []Task{
-		TaskOf(newWorkload(nlp, "old").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(), DefaultSettings, "low", now),
-		TaskOf(newWorkload(nlp, "new").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(5), p5).Obj(), DefaultSettings, "low", now),
-		TaskOf(newWorkload(nlp, "newest-high").Queue("lq").Priority(100).GPUs(4, 1).Created(at(0)).Admitted(at(9), p5).Obj(), DefaultSettings, "low", now),
-		TaskOf(newWorkload(cv, "cv").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(), DefaultSettings, "low", now),
+	wls := []*kueuev1beta2.Workload{
+		newWorkload(nlp, "old").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(),
+		newWorkload(nlp, "new").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(5), p5).Obj(),
+		newWorkload(nlp, "newest-high").Queue("lq").Priority(100).GPUs(4, 1).Created(at(0)).Admitted(at(9), p5).Obj(),
+		newWorkload(cv, "cv").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(),
 	}
 	queues := []*kueuev1beta2.ClusterQueue{
 		{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}, Spec: kueuev1beta2.ClusterQueueSpec{
@@ -374,10 +371,12 @@ func TestMarkBorrowing(t *testing.T) {
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{Flavors: []kueuev1beta2.FlavorQuotas{{Name: p5,
 				Resources: []kueuev1beta2.ResourceQuota{{Name: ResourceGPU, NominalQuota: resource.MustParse("8")}}}}}}}},
 	}
-	MarkBorrowing(tasks, queues)
+	tasks := snapshotTasks(SnapshotInput{Settings: DefaultSettings, Workloads: wls, ClusterQueues: queues}, now)
 	got := map[string]string{}
+	borrowing := map[string]bool{}
 	for _, tk := range tasks {
 		got[tk.Name] = tk.Reason
+		borrowing[tk.Name] = tk.Borrowing
 	}
 	want := map[string]string{
 		"newest-high": "Admitted on flavor ml.p5.48xlarge",
@@ -388,9 +387,19 @@ func TestMarkBorrowing(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reasons (-want +got):\n%s", diff)
 	}
-	if !tasks[1].Borrowing || tasks[0].Borrowing {
-		t.Errorf("Borrowing flags: old %v new %v", tasks[0].Borrowing, tasks[1].Borrowing)
+	if !borrowing["new"] || borrowing["old"] {
+		t.Errorf("Borrowing flags: old %v new %v", borrowing["old"], borrowing["new"])
 	}
+}
+
+// snapshotTasks builds a snapshot and shows its tasks at now.
+func snapshotTasks(in SnapshotInput, now time.Time) []Task {
+	snap := BuildSnapshot(in, now)
+	var tasks []Task
+	for _, f := range snap.Tasks(TaskQuery{State: ListAll}) {
+		tasks = append(tasks, snap.Task(f))
+	}
+	return tasks
 }
 
 func TestStatsByClass(t *testing.T) {

@@ -65,7 +65,9 @@ type TeamUsage struct {
 	Running, Pending, Preempted           int
 }
 
-func teamUsage(s Settings, cqs []*kueuev1beta2.ClusterQueue, tasks []Task) []TeamUsage {
+// queueRows are the usage rows of the ClusterQueues, sorted by team,
+// without task counts.
+func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue) []TeamUsage {
 	rows := make([]TeamUsage, 0, len(cqs))
 	index := map[string]int{} // ClusterQueue name -> row
 	for _, cq := range cqs {
@@ -89,29 +91,6 @@ func teamUsage(s Settings, cqs []*kueuev1beta2.ClusterQueue, tasks []Task) []Tea
 		rows = append(rows, row)
 	}
 	attributeLending(cqs, rows, index)
-
-	byTeam := map[string]int{}
-	for i, r := range rows {
-		byTeam[r.Team] = i
-	}
-	for _, t := range tasks {
-		i, ok := byTeam[t.Team]
-		if !ok {
-			continue
-		}
-		switch t.State {
-		case TaskAdmitted:
-			rows[i].Running++
-		case TaskPending:
-			if !t.Deactivated {
-				rows[i].Pending++
-				rows[i].PendingDemand.GPUs += t.GPUs
-			}
-		case TaskPreempted:
-			rows[i].Preempted++
-			rows[i].PendingDemand.GPUs += t.GPUs
-		}
-	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Team < rows[j].Team })
 	return rows
 }

@@ -380,7 +380,7 @@ func TestLiveStreamsAreCapped(t *testing.T) {
 	srv := httptest.NewServer(c.h)
 	t.Cleanup(srv.Close)
 	open := func(user string) int {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events", nil)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events?view=%2Ftasks", nil)
 		req.Header.Set(auth.DefaultUserHeader, user)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

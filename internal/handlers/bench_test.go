@@ -22,7 +22,7 @@ import (
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
+	cache := cluster.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), domain.DefaultSettings, log)
 	live := cluster.NewLive(cache, domain.DefaultSettings, log)
 	now := time.Now()
 	live.Publish(domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now)), now))

@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -57,11 +58,21 @@ func (g *streamGate) enter(user string) (leave func(), ok bool) {
 // streamWriteTimeout drops a stream whose client stopped reading.
 const streamWriteTimeout = 30 * time.Second
 
-// events streams a "snapshot" event (server-sent events) whenever the
-// console's view of Kueue changes; pages then fetch their live parts again.
-// Over the stream limits it answers 503, and the page falls back to a
-// periodic refresh.
+// events streams a page's live parts (server-sent events): the page names
+// itself (view=/tasks?team=nlp) and the version it shows (v); each
+// "fragments" event carries the parts that changed since, as
+// {"version": n, "fragments": {element id: inner HTML}}. Over the stream
+// limits it answers 503, and the page falls back to a periodic refresh.
 func (d Deps) events(c echo.Context) error {
+	visible, _ := d.scopeOf(c)
+	view, ok := viewOf(c.QueryParam("view"), visible)
+	if !ok {
+		return echo.NewHTTPError(http.StatusNotFound, "This page has no live parts: view must name the Tasks or a Team usage page.")
+	}
+	if view.team != "" && !visible.sees(view.team) {
+		return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("You may not see team %s.", view.team))
+	}
+	shown, _ := strconv.ParseUint(c.QueryParam("v"), 10, 64)
 	who := auth.From(c).Name
 	if who == "" {
 		who = "address " + auth.ClientAddress(c.Request())
@@ -73,6 +84,12 @@ func (d Deps) events(c echo.Context) error {
 			"Too many live update streams are open (per user or in total); the page refreshes itself every 30 seconds instead.")
 	}
 	defer leave()
+	watcher, err := d.hub.join(c.Request().Context(), view, shown)
+	if err != nil {
+		return err
+	}
+	defer d.hub.leave(view, watcher)
+
 	res := c.Response()
 	rc := http.NewResponseController(res.Writer)
 	// The server's read timeout would end the stream: a stream reads nothing.
@@ -81,16 +98,16 @@ func (d Deps) events(c echo.Context) error {
 	res.Header().Set(echo.HeaderCacheControl, "no-cache")
 	res.Header().Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
 	res.WriteHeader(http.StatusOK)
-	versions, stop := d.Live.Subscribe()
-	defer stop()
-	write := func(format string, args ...any) error {
+	write := func(chunks ...[]byte) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		if _, err := fmt.Fprintf(res, format, args...); err != nil {
-			return err
+		for _, b := range chunks {
+			if _, err := res.Write(b); err != nil {
+				return err
+			}
 		}
 		return rc.Flush()
 	}
-	if write("retry: 2000\nevent: snapshot\ndata: %d\n\n", d.Live.Snapshot().Version) != nil {
+	if write([]byte("retry: 2000\n\n")) != nil {
 		return nil
 	}
 	heartbeat := time.NewTicker(15 * time.Second)
@@ -107,10 +124,15 @@ func (d Deps) events(c echo.Context) error {
 			return nil
 		case <-shutdown:
 			return nil
-		case v := <-versions:
-			err = write("event: snapshot\ndata: %d\n\n", v)
+		case <-watcher.ready:
+			if data := watcher.take(); data != nil {
+				err = write([]byte("event: fragments\ndata: "), data, []byte("\n\n"))
+				if d.Metrics != nil && err == nil {
+					d.Metrics.LiveEvents.Inc()
+				}
+			}
 		case <-heartbeat.C:
-			err = write(": keep-alive\n\n")
+			err = write([]byte(": keep-alive\n\n"))
 		}
 		if err != nil {
 			return nil

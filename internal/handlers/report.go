@@ -51,7 +51,7 @@ func (d Deps) usageReport(c echo.Context) error {
 		view.Unavailable = "Prometheus is unavailable, so the usage report cannot be computed now."
 	}
 	if visible, _ := d.scopeOf(c); !visible.all {
-		mine := rows[:0]
+		mine := make([]metrics.UsageRow, 0, len(rows)) // rows may be shared with other requests
 		for _, r := range rows {
 			if visible.sees(r.Team) {
 				mine = append(mine, r)

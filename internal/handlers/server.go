@@ -60,9 +60,11 @@ type Deps struct {
 
 	// Made by New: the write path, the users' permissions (asked as them and
 	// remembered), the open live update streams.
-	writes  write.Service
-	access  *cluster.Access
-	streams *streamGate
+	writes   write.Service
+	access   *cluster.Access
+	streams  *streamGate
+	renderer *liveRenderer
+	hub      *liveHub
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -97,6 +99,8 @@ func New(d Deps) *echo.Echo {
 	d.access = cluster.NewAccessFor(clients)
 	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
+	d.renderer = newLiveRenderer()
+	d.hub = newLiveHub(d)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Log)

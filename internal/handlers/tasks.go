@@ -1,13 +1,17 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -35,21 +39,35 @@ var taskStates = []struct{ key, label string }{
 	{"all", "All"},
 }
 
-// taskFilterParams are the query parameters of taskFilter.
-var taskFilterParams = []string{"window", "team", "class", "state", "borrowing"}
+// taskParams are the query parameters of the Tasks page, with their
+// defaults.
+var taskParams = map[string]string{"window": "24h", "team": "", "class": "", "state": "", "borrowing": "",
+	"q": "", "sort": domain.TaskSorts[0], "desc": "", "page": "1"}
+
+// taskFilterParams are the parameters the CSV exports keep.
+var taskFilterParams = []string{"window", "team", "class", "state", "borrowing", "q", "sort", "desc"}
 
 // taskFilter is the tasks page's query, as typed in its URL.
 type taskFilter struct {
 	Window, Team, Class, State string
 	Borrowing                  bool
+	Search, Sort               string
+	Desc                       bool
+	Page                       int
 }
 
-func parseTaskFilter(c echo.Context) taskFilter {
-	f := taskFilter{Window: c.QueryParam("window"), Team: c.QueryParam("team"), Class: c.QueryParam("class"),
-		State: c.QueryParam("state"), Borrowing: c.QueryParam("borrowing") == "1"}
+func parseTaskFilter(q url.Values) taskFilter {
+	f := taskFilter{Window: q.Get("window"), Team: q.Get("team"), Class: q.Get("class"),
+		State: q.Get("state"), Borrowing: q.Get("borrowing") == "1", Search: strings.TrimSpace(q.Get("q")),
+		Sort: q.Get("sort"), Desc: q.Get("desc") == "1"}
 	if f.Window == "" {
-		f.Window = "24h"
+		f.Window = taskParams["window"]
 	}
+	if !slices.Contains(domain.TaskSorts, f.Sort) {
+		f.Sort = domain.TaskSorts[0]
+	}
+	f.Page, _ = strconv.Atoi(q.Get("page"))
+	f.Page = max(f.Page, 1)
 	return f
 }
 
@@ -62,154 +80,248 @@ func (f taskFilter) window() time.Duration {
 	return 24 * time.Hour
 }
 
+// query is the address of the filter's page, defaults left out, changed by
+// extra (name, value pairs).
 func (f taskFilter) query(extra ...string) string {
-	q := url.Values{"window": {f.Window}}
-	for k, v := range map[string]string{"team": f.Team, "class": f.Class, "state": f.State} {
-		if v != "" {
-			q.Set(k, v)
+	q := url.Values{}
+	set := func(name, value string) {
+		if value != "" && value != taskParams[name] {
+			q.Set(name, value)
+		} else {
+			q.Del(name)
 		}
 	}
-	if f.Borrowing {
-		q.Set("borrowing", "1")
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return ""
 	}
+	set("window", f.Window)
+	set("team", f.Team)
+	set("class", f.Class)
+	set("state", f.State)
+	set("borrowing", flag(f.Borrowing))
+	set("q", f.Search)
+	set("sort", f.Sort)
+	set("desc", flag(f.Desc))
+	set("page", strconv.Itoa(f.Page))
 	for i := 0; i+1 < len(extra); i += 2 {
-		q.Set(extra[i], extra[i+1])
+		set(extra[i], extra[i+1])
+	}
+	if len(q) == 0 {
+		return "/tasks"
 	}
 	return "/tasks?" + q.Encode()
 }
 
-// matchesStats keeps the tasks the statistics cover: team and class filters only.
-func (f taskFilter) matchesStats(t *domain.Task) bool {
-	return (f.Team == "" || t.Team == f.Team) && (f.Class == "" || t.Class == f.Class)
+// selection is what the filter's statistics and list cover for a viewer.
+func (f taskFilter) selection(visible scope) domain.Selection {
+	sel := domain.Selection{Class: f.Class}
+	switch {
+	case f.Team != "" && visible.sees(f.Team):
+		sel.Teams = []string{f.Team}
+	case f.Team != "":
+		sel.Teams = []string{} // a team they may not see: nothing
+	case !visible.all:
+		sel.Teams = visible.list()
+	}
+	return sel
 }
 
-// matchesList adds the state and borrowing filters of the task list.
-func (f taskFilter) matchesList(t *domain.Task) bool {
-	if !f.matchesStats(t) || (f.Borrowing && !t.Borrowing) {
-		return false
-	}
-	switch f.State {
-	case "all":
-		return true
-	case "":
-		return t.State != domain.TaskFinished
-	case "Queued":
-		return t.State == domain.TaskPending || t.State == domain.TaskPreempted
-	}
-	return string(t.State) == f.State
+func (f taskFilter) taskQuery(visible scope) domain.TaskQuery {
+	return domain.TaskQuery{Selection: f.selection(visible), State: f.State, Borrowing: f.Borrowing,
+		Search: f.Search, Sort: f.Sort, Desc: f.Desc}
 }
 
-// maxListedTasks bounds the HTML list; the CSV export has every task.
-const maxListedTasks = 200
+// tasksPageSize is how many tasks a page of the list shows; the CSV export
+// has them all.
+const tasksPageSize = 50
 
-func (d Deps) tasks(c echo.Context) error {
-	snap := d.Live.Snapshot()
-	f := parseTaskFilter(c)
-	now := snap.Taken
-	if now.IsZero() {
-		now = time.Now()
-	}
-	start := now.Add(-f.window())
-
-	// The snapshot is shared and read-only: filter by pointer, and copy
-	// tasks for the statistics only when a filter narrows them.
-	statTasks := snap.Tasks
-	narrowed := f.Team != "" || f.Class != ""
-	if narrowed {
-		statTasks = nil
-	}
-	var listed []*domain.Task
-	teamSet := map[string]bool{}
-	visible, _ := d.scopeOf(c)
-	if !visible.all {
-		narrowed, statTasks = true, nil // a team member sees their teams' tasks only
-	}
-	for i := range snap.Tasks {
-		t := &snap.Tasks[i]
-		if !visible.sees(t.Team) {
-			continue
-		}
-		if t.Team != "" {
-			teamSet[t.Team] = true
-		}
-		if narrowed && f.matchesStats(t) {
-			statTasks = append(statTasks, *t)
-		}
-		if f.matchesList(t) {
-			listed = append(listed, t)
+// visibleTeams are the teams a viewer may pick: those with tasks or a queue.
+func visibleTeams(snap *domain.Snapshot, visible scope) []string {
+	set := map[string]bool{}
+	for _, t := range snap.TeamsWithTasks() {
+		if visible.sees(t) {
+			set[t] = true
 		}
 	}
 	for _, u := range snap.Teams {
 		if visible.sees(u.Team) {
-			teamSet[u.Team] = true
+			set[u.Team] = true
 		}
 	}
-	teams := make([]string, 0, len(teamSet))
-	for t := range teamSet {
+	teams := make([]string, 0, len(set))
+	for t := range set {
 		teams = append(teams, t)
 	}
 	sort.Strings(teams)
+	return teams
+}
+
+func (d Deps) tasks(c echo.Context) error {
+	snap := d.Live.Snapshot()
+	f := parseTaskFilter(c.QueryParams())
+	visible, _ := d.scopeOf(c)
+	now := snap.Taken
 	classes := snap.Classes
 	if f.Class != "" {
 		classes = []string{f.Class}
 	}
-	sortTasks(listed)
-
 	if table, ok := csvTable(c); ok {
 		switch table {
 		case "classes":
-			return statsCSV(c, domain.StatsByClass(statTasks, classes, start, now))
+			return statsCSV(c, snap.StatsByClass(f.selection(visible), classes, f.window(), now))
 		case "breakdown":
-			return breakdownCSV(c, domain.StatsByTeamAndClass(statTasks, teams, classes, start, now))
+			return breakdownCSV(c, snap.StatsByTeamAndClass(f.selection(visible), visibleTeams(snap, visible), classes, f.window(), now))
 		}
-		return tasksCSV(c, listed)
+		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)))
 	}
 
-	view := templates.TasksView{
-		Page:         templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
-		AsOf:         now.Format(time.TimeOnly),
-		TaskCount:    len(listed),
-		CSVClasses:   csvHref(c, "classes", taskFilterParams...),
-		CSVBreakdown: csvHref(c, "breakdown", taskFilterParams...),
-		CSVTasks:     csvHref(c, "tasks", taskFilterParams...),
+	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
+	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
+	if err != nil {
+		return err
+	}
+	page := templates.TasksView{
+		Page:   templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
+		Search: f.Search,
+		Live:   parts,
+	}
+	if f.Sort != taskParams["sort"] {
+		page.Keep = append(page.Keep, templates.Hidden{Name: "sort", Value: f.Sort})
+	}
+	if f.Desc {
+		page.Keep = append(page.Keep, templates.Hidden{Name: "desc", Value: "1"})
 	}
 	if len(snap.Classes) > 0 {
-		view.LowestClass = snap.Classes[len(snap.Classes)-1]
+		page.LowestClass = snap.Classes[len(snap.Classes)-1]
 	}
 	for _, w := range taskWindows {
-		view.Windows = append(view.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
+		page.Windows = append(page.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
 	}
-	view.Teams = append(view.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
-	for _, t := range teams {
-		view.Teams = append(view.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
+	page.Teams = append(page.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
+	for _, t := range visibleTeams(snap, visible) {
+		page.Teams = append(page.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
 	}
-	view.Classes = append(view.Classes, templates.Choice{Value: "", Label: "All classes", Selected: f.Class == ""})
+	page.Classes = append(page.Classes, templates.Choice{Value: "", Label: "All classes", Selected: f.Class == ""})
 	for _, cl := range snap.Classes {
-		view.Classes = append(view.Classes, templates.Choice{Value: cl, Label: cl, Selected: cl == f.Class})
+		page.Classes = append(page.Classes, templates.Choice{Value: cl, Label: cl, Selected: cl == f.Class})
 	}
 	for _, s := range taskStates {
-		view.States = append(view.States, templates.Choice{Value: s.key, Label: s.label, Selected: s.key == f.State})
+		page.States = append(page.States, templates.Choice{Value: s.key, Label: s.label, Selected: s.key == f.State})
 	}
-	for _, s := range domain.StatsByClass(statTasks, classes, start, now) {
-		view.Stats = append(view.Stats, statsRow(f, "", s))
+	return render(c, http.StatusOK, templates.Tasks(page))
+}
+
+// tasksParts renders the Tasks page's live parts: when they were taken, the
+// statistics by class and (without a team filter) by team and class, and
+// the page of the task list.
+func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+	f := parseTaskFilter(v.query)
+	now := snap.Taken
+	sel := f.selection(v.scope)
+	classes := snap.Classes
+	if f.Class != "" {
+		classes = []string{f.Class}
+	}
+	csv := func(table string) string {
+		return f.query("format", "csv", "table", table, "page", "")
+	}
+	var parts []templates.LivePart
+	add := func(id string, c templ.Component) error {
+		p, err := part(id, c)
+		parts = append(parts, p)
+		return err
+	}
+	if err := add("tasks-as-of", templates.AsOfPart(now.Format(time.TimeOnly))); err != nil {
+		return nil, err
+	}
+	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes"}
+	for _, s := range snap.StatsByClass(sel, classes, f.window(), now) {
+		stats.Rows = append(stats.Rows, statsRow(f, "", s))
+	}
+	if err := add("class-stats-live", templates.TaskStats(stats)); err != nil {
+		return nil, err
 	}
 	if f.Team == "" {
-		for _, tc := range domain.StatsByTeamAndClass(statTasks, teams, classes, start, now) {
+		breakdown := templates.TaskStatsPart{Title: "By team and priority class", TableID: "team-class-stats",
+			CSV: csv("breakdown"), CSVID: "export-breakdown", WithTeam: true}
+		for _, tc := range snap.StatsByTeamAndClass(sel, visibleTeams(snap, v.scope), classes, f.window(), now) {
 			for _, s := range tc.Classes {
 				if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
-					view.Breakdown = append(view.Breakdown, statsRow(f, tc.Team, s))
+					breakdown.Rows = append(breakdown.Rows, statsRow(f, tc.Team, s))
 				}
 			}
 		}
-	}
-	for i, t := range listed {
-		if i == maxListedTasks {
-			break
+		if len(breakdown.Rows) > 0 {
+			if err := add("team-class-stats-live", templates.TaskStats(breakdown)); err != nil {
+				return nil, err
+			}
 		}
-		view.Tasks = append(view.Tasks, taskRow(t))
 	}
-	view.Shown = len(view.Tasks)
-	return render(c, http.StatusOK, templates.Tasks(view))
+	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks")))); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+// taskColumns are the task list's columns: label, the sort it offers ("" for
+// none), a tooltip, and whether it holds numbers.
+var taskColumns = []struct {
+	label, sort, title string
+	numeric            bool
+}{
+	{"Task", "name", "", false},
+	{"Team", "team", "", false},
+	{"Class", "class", "Highest priority first", false},
+	{"State", "state", "", false},
+	{"GPUs", "gpus", "", true},
+	{"Waited", "waited", "From creation, or the last requeue, to admission (or now)", true},
+	{"Ran", "ran", "From admission to finish (or now), plus earlier runs before an eviction", true},
+	{"Queue position", "queue", "Place in its ClusterQueue: higher priority first, then arrival (the console's estimate of Kueue's order). Sorting by it lists what waits first, then what runs, then what finished.", true},
+	{"Why", "", "", false},
+}
+
+func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, csv string) templates.TaskListPart {
+	pages := max(1, (len(all)+tasksPageSize-1)/tasksPageSize)
+	f.Page = min(f.Page, pages)
+	from := (f.Page - 1) * tasksPageSize
+	to := min(from+tasksPageSize, len(all))
+	v := templates.TaskListPart{CSV: csv}
+	switch {
+	case len(all) == 0:
+		v.Summary = "No tasks match."
+	default:
+		v.Summary = fmt.Sprintf("Tasks %d–%d of %d (page %d of %d).", from+1, to, len(all), f.Page, pages)
+	}
+	if f.Page > 1 {
+		v.Prev = f.query("page", strconv.Itoa(f.Page-1))
+		if f.Page > 2 {
+			v.First = f.query("page", "1")
+		}
+	}
+	if f.Page < pages {
+		v.Next = f.query("page", strconv.Itoa(f.Page+1))
+	}
+	for _, col := range taskColumns {
+		c := templates.SortColumn{Label: col.label, Title: col.title, Numeric: col.numeric}
+		if col.sort != "" {
+			c.Current = col.sort == f.Sort
+			c.Desc = c.Current && f.Desc
+			desc := ""
+			if c.Current && !f.Desc {
+				desc = "1" // the current column again: the other way round
+			}
+			c.Href = f.query("sort", col.sort, "desc", desc, "page", "1")
+		}
+		v.Columns = append(v.Columns, c)
+	}
+	for _, t := range all[from:to] {
+		task := snap.Task(t)
+		v.Tasks = append(v.Tasks, taskRow(&task))
+	}
+	return v
 }
 
 func statsRow(f taskFilter, team string, s domain.ClassStats) templates.StatsRow {
@@ -251,39 +363,6 @@ func stateLabel(t *domain.Task) string {
 		return "Deactivated"
 	}
 	return string(t.State)
-}
-
-// sortTasks puts what waits first (by queue position), then what runs
-// (newest first), then what finished.
-func sortTasks(ts []*domain.Task) {
-	rank := map[domain.TaskState]int{domain.TaskPreempted: 0, domain.TaskPending: 0, domain.TaskAdmitted: 1, domain.TaskFinished: 2}
-	sort.SliceStable(ts, func(i, j int) bool {
-		a, b := ts[i], ts[j]
-		if rank[a.State] != rank[b.State] {
-			return rank[a.State] < rank[b.State]
-		}
-		switch a.State {
-		case domain.TaskPending, domain.TaskPreempted:
-			if (a.Position == 0) != (b.Position == 0) {
-				return a.Position != 0
-			}
-			if a.Position != b.Position {
-				return a.Position < b.Position
-			}
-		case domain.TaskAdmitted:
-			if !a.AdmittedAt.Equal(b.AdmittedAt) {
-				return a.AdmittedAt.After(b.AdmittedAt)
-			}
-		case domain.TaskFinished:
-			if !a.FinishedAt.Equal(b.FinishedAt) {
-				return a.FinishedAt.After(b.FinishedAt)
-			}
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
 }
 
 // duration shows a duration briefly ("2h 05m", "45s"); "—" without samples.
@@ -347,13 +426,16 @@ func breakdownCSV(c echo.Context, rows []domain.TeamClassStats) error {
 	return s.Close()
 }
 
-func tasksCSV(c echo.Context, tasks []*domain.Task) error {
+// tasksCSV streams tasks as they are listed, one row at a time.
+func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts) error {
 	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)",
 		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message")
 	if err != nil {
 		return err
 	}
-	for _, t := range tasks {
+	for _, f := range tasks {
+		task := snap.Task(f)
+		t := &task
 		pos := ""
 		if t.Position > 0 {
 			pos = strconv.Itoa(t.Position)

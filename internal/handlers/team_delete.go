@@ -3,11 +3,8 @@ package handlers
 import (
 	"net/http"
 	"net/url"
-	"sort"
-	"time"
 
 	"github.com/labstack/echo/v4"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
@@ -30,20 +27,12 @@ func (d Deps) deleteTeam(c echo.Context) error {
 
 func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) error {
 	ns := d.Settings.Namespace(team)
-	wls, err := d.Cache.Workloads.Workloads(ns).List(labels.Everything())
-	if err != nil {
-		return err
-	}
+	snap := d.Live.Snapshot()
 	var tasks []templates.TaskLine
-	now := time.Now()
-	for _, wl := range wls {
-		t := domain.TaskOf(wl, d.Settings, "", now)
-		if t.State == domain.TaskFinished {
-			continue
-		}
-		tasks = append(tasks, templates.TaskLine{Name: wl.Name, State: stateLabel(&t), GPUs: t.GPUs})
+	for _, f := range snap.Tasks(domain.TaskQuery{Selection: domain.Selection{Teams: []string{team}}, Sort: "name"}) {
+		t := snap.Task(f)
+		tasks = append(tasks, templates.TaskLine{Name: t.Name, State: stateLabel(&t), GPUs: t.GPUs})
 	}
-	sort.Slice(tasks, func(i, j int) bool { return tasks[i].Name < tasks[j].Name })
 	return render(c, status, templates.TeamDelete(templates.TeamDeleteView{
 		Page:       templates.Page{Title: "Delete team " + team, Active: "teams", Problem: d.problem()},
 		Team:       team,

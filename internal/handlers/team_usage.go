@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
 )
@@ -15,38 +17,58 @@ import (
 func (d Deps) teamUsage(c echo.Context) error {
 	snap := d.Live.Snapshot()
 	name := c.Param("team")
-	util, note := d.hardwareUtil(c.Request().Context())
-	var found bool
-	var row templates.UsageRow
-	for _, u := range snap.Teams {
-		if u.Team == name {
-			found = true
-			row = usageRowOf(u, resourceOf("gpu"), util, false)
-			if _, ok := util[u.Team]; !ok && note != "" {
-				row.HardwareUtil = "unavailable"
-			}
-		}
-	}
-	if !found {
+	if _, found := teamRow(snap, name); !found {
 		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q.", name))
 	}
+	visible, _ := d.scopeOf(c)
+	view, _ := viewOf("/usage/"+url.PathEscape(name), visible)
+	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
+	if err != nil {
+		return err
+	}
+	links := usageRowOf(domain.TeamUsage{Team: name}, resourceOf("gpu"), nil, false)
 	rangeName, r := chartRange(c, time.Now())
-	view := templates.TeamUsageView{
-		Page:   templates.Page{Title: "Team " + name, Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
-		Row:    row,
+	page := templates.TeamUsageView{
+		Page:        templates.Page{Title: "Team " + name, Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
+		RunningLink: links.RunningLink, PendingLink: links.PendingLink,
+		Live:   parts,
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
 		Edit:   teamURL(name, "edit"),
 	}
 	var tc metrics.TeamCharts
-	var err error
 	if d.Prom != nil {
 		tc, err = d.Prom.TeamSeries(c.Request().Context(), d.Settings, name, r)
 	}
 	unavailable := d.promNote(err)
-	view.Charts = []templates.ChartModel{
+	page.Charts = []templates.ChartModel{
 		chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse),
 		chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed),
 		chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization),
 	}
-	return render(c, http.StatusOK, templates.TeamUsage(view))
+	return render(c, http.StatusOK, templates.TeamUsage(page))
+}
+
+func teamRow(snap *domain.Snapshot, team string) (domain.TeamUsage, bool) {
+	for _, u := range snap.Teams {
+		if u.Team == team {
+			return u, true
+		}
+	}
+	return domain.TeamUsage{}, false
+}
+
+// teamUsageParts renders a team's usage now.
+func (d Deps) teamUsageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+	u, found := teamRow(snap, v.team)
+	if !found {
+		p, err := part("team-live", templates.Message("Team "+v.team+" no longer exists."))
+		return []templates.LivePart{p}, err
+	}
+	util, note := d.hardwareUtil(ctx)
+	row := usageRowOf(u, resourceOf("gpu"), util, false)
+	if _, ok := util[u.Team]; !ok && note != "" {
+		row.HardwareUtil = "unavailable"
+	}
+	p, err := part("team-live", templates.TeamSummary(row))
+	return []templates.LivePart{p}, err
 }

@@ -60,14 +60,14 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(kube, kq, log)
+	cache := cluster.NewCache(kube, kq, s, log)
+	live := cluster.NewLive(cache, s, log)
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
 	}); err != nil {
 		t.Fatalf("cache not ready: %v", cache.Ready())
 	}
-	live := cluster.NewLive(cache, s, log)
 	go live.Run(ctx)
 	deps := handlers.Deps{Cache: cache, Live: live, Applier: cluster.Applier{Kube: kube, Kueue: kq}, Settings: s,
 		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -69,33 +68,54 @@ func (d Deps) hardwareUtil(ctx context.Context) (map[string]float64, string) {
 func (d Deps) usage(c echo.Context) error {
 	snap := d.Live.Snapshot()
 	res := resourceOf(c.QueryParam("resource"))
-	util, note := d.hardwareUtil(c.Request().Context())
 	visible, _ := d.scopeOf(c)
+	if _, ok := csvTable(c); ok {
+		util, _ := d.hardwareUtil(c.Request().Context())
+		return usageCSV(c, res, visibleRows(snap, visible), domain.Totals(snap.Teams), util)
+	}
+	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
+	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
+	if err != nil {
+		return err
+	}
+	page := templates.UsageView{
+		Page:    templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
+		CSVHref: csvHref(c, "", "resource"),
+		Live:    parts,
+	}
+	for _, r := range usageResources {
+		page.Resources = append(page.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
+	}
+	return render(c, http.StatusOK, templates.Usage(page))
+}
+
+// visibleRows are the team rows a viewer may see.
+func visibleRows(snap *domain.Snapshot, visible scope) []domain.TeamUsage {
 	var shown []domain.TeamUsage
 	for _, u := range snap.Teams {
 		if visible.sees(u.Team) {
 			shown = append(shown, u)
 		}
 	}
-	total := domain.Totals(snap.Teams) // the cluster's totals
-	if _, ok := csvTable(c); ok {
-		return usageCSV(c, res, shown, total, util)
+	return shown
+}
+
+// usageParts renders the usage table: every team the viewer may see, and
+// the cluster's totals.
+func (d Deps) usageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+	res := resourceOf(v.query.Get("resource"))
+	util, note := d.hardwareUtil(ctx)
+	table := templates.UsageTablePart{Unit: res.unit, PromNote: note}
+	for _, u := range visibleRows(snap, v.scope) {
+		table.Rows = append(table.Rows, usageRowOf(u, res, util, false))
 	}
-	view := templates.UsageView{
-		Page:     templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
-		Unit:     res.unit,
-		PromNote: note,
-		CSVHref:  csvHref(c, "", "resource"),
-		AsOf:     snap.Taken.Format(time.TimeOnly),
+	table.Total = usageRowOf(domain.Totals(snap.Teams), res, util, true)
+	asOf, err := asOfPart("usage-as-of", snap)
+	if err != nil {
+		return nil, err
 	}
-	for _, r := range usageResources {
-		view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
-	}
-	for _, u := range shown {
-		view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
-	}
-	view.Total = usageRowOf(total, res, util, true)
-	return render(c, http.StatusOK, templates.Usage(view))
+	usage, err := part("usage-live", templates.UsageTable(table))
+	return []templates.LivePart{asOf, usage}, err
 }
 
 // hardwareOf is a team's hardware GPU utilization (whole percent), or, for

@@ -35,6 +35,11 @@ func MakeWorkload(names Names, ns, name string) *WorkloadWrapper {
 
 func (b *WorkloadWrapper) Obj() *kueuev1beta2.Workload { return &b.Workload }
 
+// Clone is a deep copy, to change as the next version of the Workload.
+func (b *WorkloadWrapper) Clone() *WorkloadWrapper {
+	return &WorkloadWrapper{Workload: *b.Workload.DeepCopy(), names: b.names}
+}
+
 func (b *WorkloadWrapper) Queue(lq string) *WorkloadWrapper {
 	b.Spec.QueueName = kueuev1beta2.LocalQueueName(lq)
 	return b

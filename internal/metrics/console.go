@@ -22,6 +22,18 @@ type Console struct {
 	requests       *prometheus.CounterVec
 	duration       *prometheus.HistogramVec
 	InformerEvents *prometheus.CounterVec
+
+	// ReadModelUpdate times the read model taking in one change, by kind
+	// of object ("snapshot": making a snapshot of it).
+	ReadModelUpdate *prometheus.HistogramVec
+	// LiveRender times rendering a view's live parts (once per snapshot and
+	// watched or requested view).
+	LiveRender prometheus.Histogram
+	// LiveWatchers are the open live update streams.
+	LiveWatchers prometheus.Gauge
+	// LiveFragments counts the parts pushed to watchers (one per part and
+	// watcher); LiveEvents the events sent.
+	LiveFragments, LiveEvents prometheus.Counter
 }
 
 // NewConsole registers the console's metrics and the Go runtime collectors.
@@ -33,18 +45,37 @@ func NewConsole() *Console {
 		}, []string{"route", "method", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "quota_console_http_request_duration_seconds", Help: "HTTP request latency by route.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route"}),
 		InformerEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quota_console_informer_events_total", Help: "Add, update and delete events received by kind.",
 		}, []string{"kind"}),
+		ReadModelUpdate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "quota_console_read_model_update_duration_seconds",
+			Help:    "Time the read model takes to take in one change, by kind of object (snapshot: publishing a snapshot).",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+		}, []string{"kind"}),
+		LiveRender: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "quota_console_live_render_duration_seconds", Help: "Time to render the live parts of one view for one snapshot.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}),
+		LiveWatchers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quota_console_live_watchers", Help: "Open live update streams.",
+		}),
+		LiveFragments: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quota_console_live_fragments_pushed_total", Help: "Live parts pushed to watchers (one per part and watcher).",
+		}),
+		LiveEvents: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quota_console_live_events_sent_total", Help: "Live update events sent to watchers.",
+		}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "quota_console_build_info", Help: "Always 1; the labels tell which build of the console is running.",
 	}, []string{"version", "revision", "goversion"})
 	v := version.Get()
 	buildInfo.WithLabelValues(v.Version, v.Revision, v.GoVersion).Set(1)
-	c.Registry.MustRegister(c.requests, c.duration, c.InformerEvents, buildInfo,
+	c.Registry.MustRegister(c.requests, c.duration, c.InformerEvents, c.ReadModelUpdate, c.LiveRender, c.LiveWatchers,
+		c.LiveFragments, c.LiveEvents, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return c
 }

@@ -1,40 +1,47 @@
 // Progressive enhancement only: every page works without JavaScript.
 "use strict";
 
-// Live updates: the server sends an event whenever its view of Kueue changes;
-// the page then fetches itself again and swaps in its live parts (elements
-// with data-live and an id). Forms and filters outside them are left alone.
+// Live updates: the page opens a stream for its own view (its address) and
+// the server pushes the live parts (elements with data-live and an id) that
+// changed, rendered once for everyone watching the same view. Forms and
+// filters outside them are left alone.
 (function () {
   const live = document.querySelectorAll("[data-live][id]");
   if (live.length === 0 || !window.EventSource) return;
   const main = document.querySelector("main");
   let shown = Number(main.dataset.snapshot || 0);
-  let busy = false, again = false;
+
+  function swap(fragments) {
+    for (const [id, html] of Object.entries(fragments)) {
+      const el = document.getElementById(id);
+      if (el && el.hasAttribute("data-live") && el.innerHTML !== html) el.innerHTML = html;
+    }
+    document.body.dataset.liveVersion = String(Number(document.body.dataset.liveVersion || 0) + 1);
+  }
+
+  const view = location.pathname + location.search;
+  const source = new EventSource("/events?view=" + encodeURIComponent(view) + "&v=" + shown);
+  source.addEventListener("fragments", (ev) => {
+    const msg = JSON.parse(ev.data);
+    if (msg.version < shown) return;
+    shown = msg.version;
+    main.dataset.snapshot = String(shown);
+    swap(msg.fragments);
+  });
+
+  // A refused stream (the console is at its limit of live streams) is not
+  // retried: the page fetches itself every 30 seconds and takes its live
+  // parts from the answer.
   async function refresh() {
-    if (busy) { again = true; return; }
-    busy = true;
     try {
       const res = await fetch(location.href, { headers: { "X-Live": "1" }, cache: "no-store" });
-      if (res.ok) {
-        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
-        const fetched = doc.querySelector("main");
-        if (fetched) shown = Number(fetched.dataset.snapshot || shown);
-        for (const el of document.querySelectorAll("[data-live][id]")) {
-          const fresh = doc.getElementById(el.id);
-          if (fresh && fresh.innerHTML !== el.innerHTML) el.innerHTML = fresh.innerHTML;
-        }
-        document.body.dataset.liveVersion = String(Number(document.body.dataset.liveVersion || 0) + 1);
-      }
-    } catch (_) { /* the next event retries */ }
-    busy = false;
-    if (again) { again = false; refresh(); }
+      if (!res.ok) return;
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const fragments = {};
+      for (const el of doc.querySelectorAll("[data-live][id]")) fragments[el.id] = el.innerHTML;
+      swap(fragments);
+    } catch (_) { /* the next round retries */ }
   }
-  const source = new EventSource("/events");
-  source.addEventListener("snapshot", (ev) => {
-    if (Number(ev.data) > shown) refresh();
-  });
-  // A refused stream (the console is at its limit of live streams) is not
-  // retried: the page refreshes its live parts every 30 seconds instead.
   source.addEventListener("error", () => {
     if (source.readyState === EventSource.CLOSED) setInterval(refresh, 30000);
   });

@@ -1,0 +1,416 @@
+// This file keeps the read model current event by event.
+
+package domain
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/btree"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// Model is the console's read model, kept current one object change at a
+// time. A changed Workload costs its task, its team and class's counts, and
+// a few ordered sets (its queue, its borrowing group, the running and the
+// finished tasks), each an insertion or removal in a B-tree: no pass over
+// the cluster, whatever its size. Snapshot gives immutable views of it that
+// share everything (copy-on-write) with the model. A Model is not safe for
+// concurrent use.
+type Model struct {
+	settings Settings
+	policy   Policy
+	classes  []string // highest priority first
+	lowest   string   // the class of tasks that name none
+
+	cohort        *kueuev1beta2.Cohort
+	priorityClass map[string]*kueuev1beta2.WorkloadPriorityClass
+	clusterQueues map[string]*kueuev1beta2.ClusterQueue
+	localQueues   map[string]string // LocalQueueKey → ClusterQueue
+
+	tasks map[string]*TaskFacts // LocalQueueKey(namespace, name)
+	// The same tasks in the orders and groups the snapshot needs.
+	buckets  map[teamAndClass]*bucket
+	queues   map[string]*tree // ClusterQueue → its queued tasks, Kueue's order
+	groups   map[groupKey]*tree
+	unqueued *tree // waiting, but in no queue: by namespace and name
+	running  *tree // newest admission first
+	finished *tree // newest finish first
+
+	dirtyBuckets map[teamAndClass]bool
+	dirtyQueues  map[string]bool
+	dirtyGroups  map[groupKey]bool
+	queuesDirty  bool        // ClusterQueues changed: team rows and nominal quotas
+	queueRows    []TeamUsage // the team rows without task counts
+	nominal      map[groupKey]int64
+
+	last    *Snapshot
+	changes uint64 // object changes applied, for Changes
+}
+
+// tree is an ordered set of tasks.
+type tree = btree.BTreeG[*TaskFacts]
+
+func newTree(less func(a, b *TaskFacts) bool) *tree { return btree.NewG(32, less) }
+
+// bucket is one team's tasks of one class, with their clock-free counts.
+type bucket struct {
+	tasks  *tree // by namespace and name
+	counts tally
+}
+
+// NewModel starts an empty model.
+func NewModel(s Settings) *Model {
+	return &Model{
+		settings:      s,
+		priorityClass: map[string]*kueuev1beta2.WorkloadPriorityClass{},
+		clusterQueues: map[string]*kueuev1beta2.ClusterQueue{},
+		localQueues:   map[string]string{},
+		tasks:         map[string]*TaskFacts{},
+		buckets:       map[teamAndClass]*bucket{},
+		queues:        map[string]*tree{},
+		groups:        map[groupKey]*tree{},
+		unqueued:      newTree(byName),
+		running:       newTree(newestAdmission),
+		finished:      newTree(newestFinish),
+		dirtyBuckets:  map[teamAndClass]bool{},
+		dirtyQueues:   map[string]bool{},
+		dirtyGroups:   map[groupKey]bool{},
+		queuesDirty:   true,
+	}
+}
+
+// Load adds every object of in (to an empty model: a from-scratch build).
+func (m *Model) Load(in SnapshotInput) {
+	for _, cq := range in.ClusterQueues {
+		m.SetClusterQueue(cq)
+	}
+	for _, lq := range in.LocalQueues {
+		m.SetLocalQueue(lq)
+	}
+	m.SetPolicyObjects(in.Cohort, in.Classes)
+	for _, wl := range in.Workloads {
+		m.SetWorkload(wl)
+	}
+}
+
+// Changes counts the object changes the model has taken in.
+func (m *Model) Changes() uint64 { return m.changes }
+
+// SetWorkload adds or replaces a Workload's task.
+func (m *Model) SetWorkload(wl *kueuev1beta2.Workload) {
+	m.SetTask(FactsOf(wl, m.settings, ""))
+}
+
+// SetTask adds or replaces a task, read by FactsOf (with any lowest class:
+// the model gives tasks without a class its own).
+func (m *Model) SetTask(f *TaskFacts) {
+	m.changes++
+	key := LocalQueueKey(f.Namespace, f.Name)
+	m.unindex(key)
+	g := *f
+	if g.classRef == "" {
+		g.Class = m.lowest
+	}
+	m.resolveQueue(&g)
+	m.index(key, &g)
+}
+
+// DeleteWorkload removes a Workload's task.
+func (m *Model) DeleteWorkload(namespace, name string) {
+	m.changes++
+	m.unindex(LocalQueueKey(namespace, name))
+}
+
+// SetClusterQueue adds or replaces a ClusterQueue.
+func (m *Model) SetClusterQueue(cq *kueuev1beta2.ClusterQueue) {
+	m.changes++
+	m.clusterQueues[cq.Name] = cq
+	m.clusterQueueChanged(cq.Name)
+}
+
+// DeleteClusterQueue removes a ClusterQueue.
+func (m *Model) DeleteClusterQueue(name string) {
+	m.changes++
+	delete(m.clusterQueues, name)
+	m.clusterQueueChanged(name)
+}
+
+func (m *Model) clusterQueueChanged(name string) {
+	m.queuesDirty = true
+	// Its nominal quota decides who in its groups borrows.
+	for key := range m.groups {
+		if key.clusterQueue == name {
+			m.dirtyGroups[key] = true
+		}
+	}
+}
+
+// SetLocalQueue adds or replaces a LocalQueue: only which ClusterQueue it
+// feeds matters, so its frequent status updates cost nothing.
+func (m *Model) SetLocalQueue(lq *kueuev1beta2.LocalQueue) {
+	m.changes++
+	key := LocalQueueKey(lq.Namespace, lq.Name)
+	cq := string(lq.Spec.ClusterQueue)
+	if old, ok := m.localQueues[key]; ok && old == cq {
+		return
+	}
+	m.localQueues[key] = cq
+	m.localQueueChanged(lq.Namespace, lq.Name)
+}
+
+// DeleteLocalQueue removes a LocalQueue.
+func (m *Model) DeleteLocalQueue(namespace, name string) {
+	m.changes++
+	key := LocalQueueKey(namespace, name)
+	if _, ok := m.localQueues[key]; !ok {
+		return
+	}
+	delete(m.localQueues, key)
+	m.localQueueChanged(namespace, name)
+}
+
+// localQueueChanged resolves again the tasks submitted to a LocalQueue: a
+// rare change (a team created, or its queue pointed elsewhere), so it may
+// look at every task.
+func (m *Model) localQueueChanged(namespace, name string) {
+	for key, f := range m.tasks {
+		if f.Namespace == namespace && f.LocalQueue == name {
+			m.replace(key, f, func(g *TaskFacts) { m.resolveQueue(g) })
+		}
+	}
+}
+
+// SetPolicyObjects takes the cohort and the priority classes (the policy).
+// Tasks change only when the order of classes, and so the lowest class,
+// does: a rare change, which may look at every task.
+func (m *Model) SetPolicyObjects(cohort *kueuev1beta2.Cohort, classes []*kueuev1beta2.WorkloadPriorityClass) {
+	m.changes++
+	m.cohort = cohort
+	m.priorityClass = make(map[string]*kueuev1beta2.WorkloadPriorityClass, len(classes))
+	for _, c := range classes {
+		m.priorityClass[c.Name] = c
+	}
+	byName := make([]*kueuev1beta2.WorkloadPriorityClass, 0, len(m.priorityClass))
+	for _, c := range m.priorityClass {
+		byName = append(byName, c)
+	}
+	slices.SortFunc(byName, func(a, b *kueuev1beta2.WorkloadPriorityClass) int { return strings.Compare(a.Name, b.Name) })
+	policy := ReadPolicy(m.cohort, byName)
+	order := classOrder(policy, byName)
+	if reflect.DeepEqual(policy, m.policy) && slices.Equal(order, m.classes) {
+		return
+	}
+	m.policy, m.classes = policy, order
+	lowest := ""
+	if len(order) > 0 {
+		lowest = order[len(order)-1]
+	}
+	if lowest == m.lowest {
+		return
+	}
+	m.lowest = lowest
+	for key, f := range m.tasks {
+		if f.classRef == "" {
+			m.replace(key, f, func(g *TaskFacts) { g.Class = lowest })
+		}
+	}
+}
+
+// replace swaps a task for a changed copy: facts are never changed in place,
+// since snapshots share them.
+func (m *Model) replace(key string, f *TaskFacts, change func(*TaskFacts)) {
+	g := *f
+	change(&g)
+	m.unindex(key)
+	m.index(key, &g)
+}
+
+// resolveQueue finds the ClusterQueue of a task from its LocalQueue: a
+// pending Workload does not name it.
+func (m *Model) resolveQueue(f *TaskFacts) {
+	f.ClusterQueue, f.queue = f.admittedIn, ""
+	cq, ok := m.localQueues[LocalQueueKey(f.Namespace, f.LocalQueue)]
+	if !ok || f.LocalQueue == "" {
+		return
+	}
+	if f.ClusterQueue == "" {
+		f.ClusterQueue = cq
+	}
+	if f.Queued {
+		f.queue = cq
+	}
+}
+
+// index adds a task to every set it belongs to; unindex removes it.
+func (m *Model) index(key string, f *TaskFacts) {
+	m.tasks[key] = f
+	m.place(f, true)
+}
+
+func (m *Model) unindex(key string) {
+	if f, ok := m.tasks[key]; ok {
+		delete(m.tasks, key)
+		m.place(f, false)
+	}
+}
+
+func (m *Model) place(f *TaskFacts, add bool) {
+	tc := teamAndClass{f.Team, f.Class}
+	b := m.buckets[tc]
+	if b == nil {
+		b = &bucket{tasks: newTree(byName)}
+		m.buckets[tc] = b
+	}
+	put(b.tasks, f, add)
+	sign := 1
+	if !add {
+		sign = -1
+	}
+	b.counts.count(f.State, f.Deactivated, f.GPUs, sign)
+	m.dirtyBuckets[tc] = true
+	if b.tasks.Len() == 0 {
+		delete(m.buckets, tc)
+	}
+
+	if f.queue != "" {
+		q := m.queues[f.queue]
+		if q == nil {
+			q = newTree(inQueueOrder)
+			m.queues[f.queue] = q
+		}
+		put(q, f, add)
+		m.dirtyQueues[f.queue] = true
+		if q.Len() == 0 {
+			delete(m.queues, f.queue)
+		}
+	} else if f.State == TaskPending || f.State == TaskPreempted {
+		put(m.unqueued, f, add)
+	}
+	if key, ok := groupOf(f); ok {
+		g := m.groups[key]
+		if g == nil {
+			g = newTree(inAdmissionOrder)
+			m.groups[key] = g
+		}
+		put(g, f, add)
+		m.dirtyGroups[key] = true
+		if g.Len() == 0 {
+			delete(m.groups, key)
+		}
+	}
+	switch f.State {
+	case TaskAdmitted:
+		put(m.running, f, add)
+	case TaskFinished:
+		put(m.finished, f, add)
+	}
+}
+
+func put(t *tree, f *TaskFacts, add bool) {
+	if add {
+		t.ReplaceOrInsert(f)
+	} else {
+		t.Delete(f)
+	}
+}
+
+// Snapshot gives the model as of now: an immutable view that shares with
+// the model and the previous snapshot everything unchanged. It costs what
+// changed since the previous call, not the size of the cluster.
+func (m *Model) Snapshot(now time.Time) *Snapshot {
+	prev := m.last
+	if prev == nil {
+		prev = &Snapshot{}
+	}
+	s := &Snapshot{Version: prev.Version + 1, Taken: now, Policy: m.policy, Classes: m.classes, Size: len(m.tasks),
+		changes: m.changes, tallies: prev.tallies, queues: prev.queues, borrowing: prev.borrowing, Teams: prev.Teams,
+		unqueued: m.unqueued.Clone(), running: m.running.Clone(), finished: m.finished.Clone(), lists: newListCache()}
+
+	if len(m.dirtyBuckets) > 0 {
+		s.tallies = cloneMap(prev.tallies)
+		for tc := range m.dirtyBuckets {
+			if b := m.buckets[tc]; b != nil {
+				s.tallies[tc] = &teamClassTasks{key: tc, tasks: b.tasks.Clone(), counts: b.counts, windows: map[time.Duration]*tally{}}
+			} else {
+				delete(s.tallies, tc)
+			}
+		}
+	}
+	if len(m.dirtyQueues) > 0 {
+		s.queues = cloneMap(prev.queues)
+		for cq := range m.dirtyQueues {
+			if q := m.queues[cq]; q != nil {
+				s.queues[cq] = &queue{tasks: q.Clone()}
+			} else {
+				delete(s.queues, cq)
+			}
+		}
+	}
+	if m.queuesDirty {
+		m.nominal = nominalGPUs(m.clusterQueues)
+		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues))
+	}
+	if len(m.dirtyGroups) > 0 {
+		s.borrowing = cloneMap(prev.borrowing)
+		for key := range m.dirtyGroups {
+			nominal, ok := m.nominal[key]
+			g := m.groups[key]
+			delete(s.borrowing, key)
+			if !ok || g == nil {
+				continue
+			}
+			if first, ok := firstBorrowing(g, nominal); ok {
+				s.borrowing[key] = first
+			}
+		}
+	}
+	if len(m.dirtyBuckets) > 0 || m.queuesDirty || s.Teams == nil {
+		s.Teams = withTaskCounts(m.queueRows, m.buckets)
+	}
+	clear(m.dirtyBuckets)
+	clear(m.dirtyQueues)
+	clear(m.dirtyGroups)
+	m.queuesDirty = false
+	m.last = s
+	return s
+}
+
+func sortedQueues(cqs map[string]*kueuev1beta2.ClusterQueue) []*kueuev1beta2.ClusterQueue {
+	out := make([]*kueuev1beta2.ClusterQueue, 0, len(cqs))
+	for _, cq := range cqs {
+		out = append(out, cq)
+	}
+	slices.SortFunc(out, func(a, b *kueuev1beta2.ClusterQueue) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// withTaskCounts are the team rows with their tasks counted.
+func withTaskCounts(rows []TeamUsage, buckets map[teamAndClass]*bucket) []TeamUsage {
+	out := slices.Clone(rows)
+	byTeam := make(map[string]int, len(out))
+	for i, r := range out {
+		byTeam[r.Team] = i
+	}
+	for k, b := range buckets {
+		i, ok := byTeam[k.team]
+		if !ok {
+			continue
+		}
+		out[i].Running += b.counts.Running
+		out[i].Pending += b.counts.Pending
+		out[i].Preempted += b.counts.Preempted
+		out[i].PendingDemand.GPUs += b.counts.PendingGPUs
+	}
+	return out
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

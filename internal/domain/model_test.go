@@ -1,0 +1,488 @@
+package domain
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/openquota/console/internal/kueuetest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// scratch is the read model computed from scratch, the way the console
+// computed it before the model was incremental: every Workload read at now,
+// queue positions and borrowing by sorting every queue and group, team rows
+// and statistics over the whole task list.
+type scratch struct {
+	tasks []Task // by namespace/name
+	teams []TeamUsage
+}
+
+func scratchOf(in SnapshotInput, now time.Time) scratch {
+	classes := append([]*kueuev1beta2.WorkloadPriorityClass(nil), in.Classes...)
+	slices.SortFunc(classes, func(a, b *kueuev1beta2.WorkloadPriorityClass) int { return strings.Compare(a.Name, b.Name) })
+	order := classOrder(ReadPolicy(in.Cohort, classes), classes)
+	lowest := ""
+	if len(order) > 0 {
+		lowest = order[len(order)-1]
+	}
+	var sc scratch
+	for _, wl := range in.Workloads {
+		sc.tasks = append(sc.tasks, TaskOf(wl, in.Settings, lowest, now))
+	}
+	slices.SortFunc(sc.tasks, func(a, b Task) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+
+	// Positions: each ClusterQueue's queued tasks in Kueue's order.
+	lqToCQ := map[string]string{}
+	for _, lq := range in.LocalQueues {
+		lqToCQ[LocalQueueKey(lq.Namespace, lq.Name)] = string(lq.Spec.ClusterQueue)
+	}
+	order2 := func(at func(*Task) time.Time) func(a, b *Task) int {
+		return func(a, b *Task) int {
+			if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+				return c
+			}
+			if c := at(a).Compare(at(b)); c != 0 {
+				return c
+			}
+			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		}
+	}
+	byQueue := map[string][]*Task{}
+	for i := range sc.tasks {
+		t := &sc.tasks[i]
+		cq, ok := lqToCQ[LocalQueueKey(t.Namespace, t.LocalQueue)]
+		if !ok || t.LocalQueue == "" {
+			continue
+		}
+		if t.ClusterQueue == "" {
+			t.ClusterQueue = cq
+		}
+		if t.Queued {
+			byQueue[cq] = append(byQueue[cq], t)
+		}
+	}
+	for _, q := range byQueue {
+		slices.SortFunc(q, order2(func(t *Task) time.Time { return t.QueueOrder }))
+		for i, t := range q {
+			t.Position = i + 1
+		}
+	}
+
+	// Borrowing: each ClusterQueue and GPU flavor's running tasks in
+	// admission order, those past the nominal quota.
+	nominal := map[string]int64{}
+	for _, cq := range in.ClusterQueues {
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				for _, r := range f.Resources {
+					if r.Name == ResourceGPU {
+						nominal[cq.Name+"/"+string(f.Name)] += r.NominalQuota.Value()
+					}
+				}
+			}
+		}
+	}
+	groups := map[string][]*Task{}
+	for i := range sc.tasks {
+		t := &sc.tasks[i]
+		if t.State != TaskAdmitted || t.GPUs == 0 || len(t.Flavors) != 1 {
+			continue
+		}
+		if key := t.ClusterQueue + "/" + t.Flavors[0]; nominal[key] > 0 || hasKey(nominal, key) {
+			groups[key] = append(groups[key], t)
+		}
+	}
+	for key, g := range groups {
+		slices.SortFunc(g, order2(func(t *Task) time.Time { return t.AdmittedAt }))
+		var used int64
+		for _, t := range g {
+			if used += t.GPUs; used > nominal[key] {
+				plain := admittedPhrase(*t)
+				t.Borrowing = true
+				t.Reason = strings.Replace(t.Reason, plain, admittedPhrase(*t), 1)
+			}
+		}
+	}
+
+	// Team rows.
+	cqs := append([]*kueuev1beta2.ClusterQueue(nil), in.ClusterQueues...)
+	slices.SortFunc(cqs, func(a, b *kueuev1beta2.ClusterQueue) int { return strings.Compare(a.Name, b.Name) })
+	sc.teams = queueRows(in.Settings, cqs)
+	byTeam := map[string]int{}
+	for i, r := range sc.teams {
+		byTeam[r.Team] = i
+	}
+	for _, t := range sc.tasks {
+		i, ok := byTeam[t.Team]
+		if !ok {
+			continue
+		}
+		switch t.State {
+		case TaskAdmitted:
+			sc.teams[i].Running++
+		case TaskPending:
+			if !t.Deactivated {
+				sc.teams[i].Pending++
+				sc.teams[i].PendingDemand.GPUs += t.GPUs
+			}
+		case TaskPreempted:
+			sc.teams[i].Preempted++
+			sc.teams[i].PendingDemand.GPUs += t.GPUs
+		}
+	}
+	return sc
+}
+
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
+
+// scratchListOrder is the task list's default order over shown tasks.
+func scratchListOrder(ts []Task) []string {
+	rank := map[TaskState]int{TaskPreempted: 0, TaskPending: 0, TaskAdmitted: 1, TaskFinished: 2}
+	sorted := slices.Clone(ts)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if rank[a.State] != rank[b.State] {
+			return rank[a.State] < rank[b.State]
+		}
+		switch a.State {
+		case TaskPending, TaskPreempted:
+			if (a.Position == 0) != (b.Position == 0) {
+				return a.Position != 0
+			}
+			if a.Position != b.Position {
+				return a.Position < b.Position
+			}
+		case TaskAdmitted:
+			if !a.AdmittedAt.Equal(b.AdmittedAt) {
+				return a.AdmittedAt.After(b.AdmittedAt)
+			}
+		case TaskFinished:
+			if !a.FinishedAt.Equal(b.FinishedAt) {
+				return a.FinishedAt.After(b.FinishedAt)
+			}
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	names := make([]string, len(sorted))
+	for i, t := range sorted {
+		names[i] = t.Namespace + "/" + t.Name
+	}
+	return names
+}
+
+// churn is a cluster that a random sequence of events changes, as Kueue and
+// users would: Workloads created, admitted, preempted, evicted, requeued,
+// finished, deactivated and deleted; queues' quotas and usage changed;
+// priority classes re-weighted; a LocalQueue re-pointed.
+type churn struct {
+	rnd       *rand.Rand
+	now       time.Time
+	teams     []string
+	workloads map[string]*kueuetest.WorkloadWrapper
+	cqs       map[string]*kueuev1beta2.ClusterQueue
+	lqs       map[string]*kueuev1beta2.LocalQueue
+	classes   map[string]*kueuev1beta2.WorkloadPriorityClass
+	next      int
+}
+
+func newChurn(seed uint64, start time.Time) *churn {
+	c := &churn{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: start,
+		workloads: map[string]*kueuetest.WorkloadWrapper{}, cqs: map[string]*kueuev1beta2.ClusterQueue{},
+		lqs: map[string]*kueuev1beta2.LocalQueue{}, classes: map[string]*kueuev1beta2.WorkloadPriorityClass{}}
+	for i := range 12 {
+		team := fmt.Sprintf("t%02d", i)
+		c.teams = append(c.teams, team)
+		c.cqs[team] = kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue(team)).Cohort(DefaultSettings.Cohort).
+			Nominal(int64(8*(i%3)), nil).Usage(int64(i%5), 0).Obj()
+		ns := DefaultSettings.Namespace(team)
+		c.lqs[ns+"/lq"] = &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lq"},
+			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(c.cqs[team].Name)}}
+	}
+	// A second queue of team t00 that feeds t01's ClusterQueue.
+	c.lqs[DefaultSettings.Namespace("t00")+"/shared"] = &kueuev1beta2.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: DefaultSettings.Namespace("t00"), Name: "shared"},
+		Spec:       kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(c.cqs["t01"].Name)}}
+	for i, name := range []string{"critical", "training", "batch", "spare"} {
+		c.classes[name] = &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: int32(100 - 30*i)}
+	}
+	return c
+}
+
+func (c *churn) input() SnapshotInput {
+	in := SnapshotInput{Settings: DefaultSettings}
+	for _, cq := range c.cqs {
+		in.ClusterQueues = append(in.ClusterQueues, cq)
+	}
+	for _, lq := range c.lqs {
+		in.LocalQueues = append(in.LocalQueues, lq)
+	}
+	for _, wl := range c.workloads {
+		in.Workloads = append(in.Workloads, wl.Obj())
+	}
+	for _, pc := range c.classes {
+		in.Classes = append(in.Classes, pc)
+	}
+	return in
+}
+
+// pick is a random Workload whose State is one of states.
+func (c *churn) pick(states ...TaskState) (string, *kueuetest.WorkloadWrapper) {
+	keys := make([]string, 0, len(c.workloads))
+	for k := range c.workloads {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	c.rnd.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	for _, k := range keys {
+		if slices.Contains(states, TaskOf(c.workloads[k].Obj(), DefaultSettings, "", c.now).State) {
+			return k, c.workloads[k]
+		}
+	}
+	return "", nil
+}
+
+// at is a time for a condition: now, or a little in the future (clock skew).
+func (c *churn) at() time.Time {
+	if c.rnd.IntN(20) == 0 {
+		return c.now.Add(time.Duration(c.rnd.IntN(90)) * time.Second)
+	}
+	return c.now
+}
+
+// step applies one random event to m and to the cluster.
+func (c *churn) step(m *Model) {
+	c.now = c.now.Add(time.Duration(c.rnd.IntN(120)) * time.Second)
+	flavors := []string{p5, p4d}
+	set := func(key string, w *kueuetest.WorkloadWrapper) {
+		c.workloads[key] = w
+		m.SetWorkload(w.Obj())
+	}
+	switch r := c.rnd.IntN(100); {
+	case r < 25 || len(c.workloads) < 20: // a new Workload
+		c.next++
+		ns := DefaultSettings.Namespace(c.teams[c.rnd.IntN(len(c.teams))])
+		if c.rnd.IntN(15) == 0 {
+			ns = "default"
+		}
+		w := kueuetest.MakeWorkload(DefaultSettings, ns, fmt.Sprintf("wl-%05d", c.next)).
+			GPUs(int64(c.rnd.IntN(9)), int32(1+c.rnd.IntN(2))).Priority(int32(c.rnd.IntN(4) * 10)).
+			Created(c.now.Add(-time.Duration(c.rnd.IntN(3*3600)) * time.Second))
+		switch q := c.rnd.IntN(20); {
+		case q == 0:
+			w.Queue("ghost")
+		case q == 1 && ns == DefaultSettings.Namespace("t00"):
+			w.Queue("shared")
+		case q != 2:
+			w.Queue("lq")
+		}
+		if cl := c.rnd.IntN(5); cl < 4 {
+			w.Class([]string{"critical", "training", "batch", "spare"}[cl])
+		}
+		if c.rnd.IntN(2) == 0 {
+			w.Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, gpuShortMsg, c.at())
+		}
+		set(ns+"/"+w.Name, w)
+	case r < 45: // admitted
+		if k, w := c.pick(TaskPending, TaskPreempted); w != nil && w.Spec.Active == nil {
+			set(k, w.Clone().Admitted(c.at(), flavors[c.rnd.IntN(2)]))
+		}
+	case r < 53: // preempted, requeued at once or later
+		if k, w := c.pick(TaskAdmitted); w != nil {
+			msg := preemptionMsg("reclamation within the cohort", DefaultSettings.ClusterQueue(c.teams[c.rnd.IntN(len(c.teams))]))
+			w = w.Clone().Preempted(c.at(), kueuev1beta2.InCohortReclamationReason, msg)
+			if c.rnd.IntN(2) == 0 {
+				w.Requeued(c.now.Add(time.Minute))
+			}
+			set(k, w)
+		}
+	case r < 58: // evicted by a PodsReady timeout, in backoff
+		if k, w := c.pick(TaskAdmitted); w != nil {
+			set(k, w.Clone().Evicted(c.at(), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout").
+				RequeueAt(c.now.Add(time.Duration(c.rnd.IntN(3600))*time.Second)))
+		}
+	case r < 72: // finished
+		if k, w := c.pick(TaskAdmitted, TaskAdmitted, TaskPending); w != nil {
+			set(k, w.Clone().Finished(c.at(), kueuev1beta2.WorkloadFinishedReasonSucceeded))
+		}
+	case r < 75: // deactivated
+		if k, w := c.pick(TaskPending); w != nil {
+			set(k, w.Clone().Inactive().Pending(kueuev1beta2.WorkloadInadmissible, "The workload is deactivated", c.at()))
+		}
+	case r < 82: // the scheduler says something new
+		if k, w := c.pick(TaskPending, TaskPreempted); w != nil {
+			set(k, w.Clone().Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota,
+				strings.Replace(gpuShortMsg, "4 more", fmt.Sprintf("%d more", 1+c.rnd.IntN(8)), 1), c.at()))
+		}
+	case r < 92: // deleted
+		if k, w := c.pick(TaskPending, TaskAdmitted, TaskPreempted, TaskFinished); w != nil {
+			delete(c.workloads, k)
+			m.DeleteWorkload(w.Namespace, w.Name)
+		}
+	case r < 97: // a team's quota or usage changes
+		team := c.teams[c.rnd.IntN(len(c.teams))]
+		var limit *int64
+		if c.rnd.IntN(3) == 0 {
+			limit = ptr.To(int64(c.rnd.IntN(8)))
+		}
+		used := int64(c.rnd.IntN(20))
+		cq := kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue(team)).Cohort(DefaultSettings.Cohort).
+			Nominal(int64(c.rnd.IntN(4)*8), limit).Usage(used, max(0, used-8)).Obj()
+		if c.rnd.IntN(10) == 0 {
+			delete(c.cqs, team)
+			m.DeleteClusterQueue(cq.Name)
+			break
+		}
+		c.cqs[team] = cq
+		m.SetClusterQueue(cq)
+	case r < 99: // a priority class re-weighted (the lowest class may change)
+		name := []string{"critical", "training", "batch", "spare"}[c.rnd.IntN(4)]
+		pc := c.classes[name].DeepCopy()
+		pc.Value = int32(c.rnd.IntN(120))
+		c.classes[name] = pc
+		var all []*kueuev1beta2.WorkloadPriorityClass
+		for _, x := range c.classes {
+			all = append(all, x)
+		}
+		m.SetPolicyObjects(nil, all)
+	default: // team t00's shared queue re-pointed
+		key := DefaultSettings.Namespace("t00") + "/shared"
+		lq := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultSettings.Namespace("t00"), Name: "shared"},
+			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(DefaultSettings.ClusterQueue(c.teams[c.rnd.IntN(len(c.teams))]))}}
+		if c.rnd.IntN(4) == 0 {
+			delete(c.lqs, key)
+			m.DeleteLocalQueue(lq.Namespace, lq.Name)
+			break
+		}
+		c.lqs[key] = lq
+		m.SetLocalQueue(lq)
+	}
+}
+
+// TestIncrementalModelMatchesScratch applies 10 000 random events one at a
+// time and compares, at checkpoints, every task, team row, statistic and
+// the list order with a from-scratch computation, at the checkpoint's time
+// and later (figures that grow with the clock).
+func TestIncrementalModelMatchesScratch(t *testing.T) {
+	start := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	c := newChurn(7, start)
+	m := NewModel(DefaultSettings)
+	m.Load(c.input())
+	windows := []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
+	seen := map[string]int{} // what the checkpoints covered
+	defer func() {
+		for _, what := range []string{"Pending", "Admitted", "Preempted", "Finished", "borrowing", "queued", "requeue countdown", "deactivated", "outside teams"} {
+			if seen[what] == 0 {
+				t.Errorf("no checkpoint saw a task %s: the events do not cover it (%v)", what, seen)
+			}
+		}
+	}()
+	for i := 1; i <= 10_000; i++ {
+		c.step(m)
+		if i%3 == 0 {
+			m.Snapshot(c.now) // as the console takes them: often, each sharing what did not change
+		}
+		if i%250 != 0 {
+			continue
+		}
+		for _, later := range []time.Duration{0, 37 * time.Minute, 5 * time.Hour} {
+			now := c.now.Add(later)
+			snap := m.Snapshot(now)
+			sc := scratchOf(c.input(), now)
+			compareWithScratch(t, fmt.Sprintf("after %d events, %s later", i, later), snap, sc, windows)
+			for _, task := range sc.tasks {
+				seen[string(task.State)]++
+				for what, ok := range map[string]bool{"borrowing": task.Borrowing, "queued": task.Position > 0,
+					"requeue countdown": strings.Contains(task.Reason, "back in the queue in"),
+					"deactivated":       task.Deactivated, "outside teams": task.Team == ""} {
+					if ok {
+						seen[what]++
+					}
+				}
+			}
+			if t.Failed() {
+				return
+			}
+		}
+	}
+}
+
+func compareWithScratch(t *testing.T, when string, snap *Snapshot, sc scratch, windows []time.Duration) {
+	t.Helper()
+	all := snap.Tasks(TaskQuery{State: ListAll})
+	got := make([]Task, len(all))
+	for i, f := range all {
+		got[i] = snap.Task(f)
+	}
+	if diff := gocmp.Diff(scratchListOrder(sc.tasks), scratchListOrder(got)); diff != "" {
+		t.Fatalf("%s: tasks (-scratch +model):\n%s", when, diff)
+	}
+	var order []string
+	for _, f := range all {
+		order = append(order, f.Namespace+"/"+f.Name)
+	}
+	if diff := gocmp.Diff(scratchListOrder(sc.tasks), order); diff != "" {
+		t.Errorf("%s: list order (-scratch +model):\n%s", when, diff)
+	}
+	// A narrower list (one team, unfinished, sorted the other way) comes
+	// from another path: the same order.
+	var teamTasks []Task
+	for _, task := range sc.tasks {
+		if task.Team == "t03" && task.State != TaskFinished {
+			teamTasks = append(teamTasks, task)
+		}
+	}
+	want := scratchListOrder(teamTasks)
+	slices.Reverse(want)
+	var gotTeam []string
+	for _, f := range snap.Tasks(TaskQuery{Selection: Selection{Teams: []string{"t03"}}, Desc: true}) {
+		gotTeam = append(gotTeam, f.Namespace+"/"+f.Name)
+	}
+	if diff := gocmp.Diff(want, gotTeam); diff != "" {
+		t.Errorf("%s: one team's list, reversed (-scratch +model):\n%s", when, diff)
+	}
+	slices.SortFunc(got, func(a, b Task) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	if diff := gocmp.Diff(sc.tasks, got); diff != "" {
+		t.Errorf("%s: tasks (-scratch +model):\n%s", when, diff)
+	}
+	if diff := gocmp.Diff(sc.teams, snap.Teams); diff != "" {
+		t.Errorf("%s: team rows (-scratch +model):\n%s", when, diff)
+	}
+	teams := snap.TeamsWithTasks()
+	for _, w := range windows {
+		start := snap.Taken.Add(-w)
+		if diff := gocmp.Diff(StatsByClass(sc.tasks, snap.Classes, start, snap.Taken),
+			snap.StatsByClass(Selection{}, snap.Classes, w, snap.Taken)); diff != "" {
+			t.Errorf("%s: stats by class over %s (-scratch +model):\n%s", when, w, diff)
+		}
+		if diff := gocmp.Diff(StatsByTeamAndClass(sc.tasks, teams, snap.Classes, start, snap.Taken),
+			snap.StatsByTeamAndClass(Selection{}, teams, snap.Classes, w, snap.Taken)); diff != "" {
+			t.Errorf("%s: stats by team and class over %s (-scratch +model):\n%s", when, w, diff)
+		}
+		one := []Task{}
+		for _, task := range sc.tasks {
+			if task.Team == "t03" && task.Class == "training" {
+				one = append(one, task)
+			}
+		}
+		if diff := gocmp.Diff(StatsByClass(one, []string{"training"}, start, snap.Taken),
+			snap.StatsByClass(Selection{Teams: []string{"t03"}, Class: "training"}, []string{"training"}, w, snap.Taken)); diff != "" {
+			t.Errorf("%s: stats of one team and class over %s (-scratch +model):\n%s", when, w, diff)
+		}
+	}
+}

@@ -1,0 +1,372 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/web/templates"
+)
+
+// Live parts are the parts of a page that change with the cluster. They are
+// rendered once per snapshot and view, and shared: by every request for the
+// page (which embeds them) and by every watcher of the view (to whom the
+// changed parts are pushed, see liveHub). The work per change so grows
+// with the number of distinct views watched, not with the number of
+// viewers.
+
+// liveView is one view of a page's live parts. What the parts show depends
+// on the page, its own query parameters and what the viewer may see, and on
+// nothing else (no user name, no CSRF token), so viewers of the same view
+// share them.
+type liveView struct {
+	route string // the page's route: "/tasks", "/usage", "/usage/:team"
+	team  string // the :team of the route
+	query url.Values
+	scope scope
+}
+
+func (v liveView) key() string {
+	return v.route + "\x00" + v.team + "\x00" + v.query.Encode() + "\x00" + v.scope.key()
+}
+
+// livePage is a page with live parts.
+type livePage struct {
+	// params are the query parameters the parts depend on, with their
+	// defaults: a view keeps only these, so equal views are equal keys.
+	params map[string]string
+	parts  func(d Deps, ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error)
+}
+
+var livePages = map[string]livePage{
+	"/tasks":       {params: taskParams, parts: Deps.tasksParts},
+	"/usage":       {params: map[string]string{"resource": "gpu"}, parts: Deps.usageParts},
+	"/usage/:team": {parts: Deps.teamUsageParts},
+}
+
+// viewOf is the live view of a page address ("/tasks?team=nlp"), for
+// scope; ok is false for a page without live parts.
+func viewOf(address string, s scope) (v liveView, ok bool) {
+	u, err := url.Parse(address)
+	if err != nil || u.Host != "" || u.Scheme != "" {
+		return liveView{}, false
+	}
+	v.route = u.Path
+	if team, found := strings.CutPrefix(u.Path, "/usage/"); found && team != "" && !strings.Contains(team, "/") {
+		v.route, v.team = "/usage/:team", team
+	}
+	page, ok := livePages[v.route]
+	if !ok {
+		return liveView{}, false
+	}
+	v.query, v.scope = canonicalQuery(u.Query(), page.params), s
+	return v, true
+}
+
+// canonicalQuery keeps the parameters a page knows, without their defaults.
+func canonicalQuery(q url.Values, params map[string]string) url.Values {
+	out := url.Values{}
+	for name, def := range params {
+		if v := strings.TrimSpace(q.Get(name)); v != "" && v != def {
+			out.Set(name, v)
+		}
+	}
+	return out
+}
+
+// key tells scopes apart in view keys.
+func (s scope) key() string {
+	if s.all {
+		return "all"
+	}
+	return "teams:" + strings.Join(s.list(), ",")
+}
+
+// list is the scope's teams, sorted.
+func (s scope) list() []string {
+	teams := make([]string, 0, len(s.teams))
+	for t := range s.teams {
+		teams = append(teams, t)
+	}
+	sort.Strings(teams)
+	return teams
+}
+
+// part renders one live part.
+func part(id string, c templ.Component) (templates.LivePart, error) {
+	var b strings.Builder
+	err := c.Render(context.Background(), &b)
+	return templates.LivePart{ID: id, HTML: b.String()}, err
+}
+
+func asOfPart(id string, snap *domain.Snapshot) (templates.LivePart, error) {
+	return part(id, templates.AsOfPart(snap.Taken.Format(time.TimeOnly)))
+}
+
+// liveRenderer renders each view once per snapshot.
+type liveRenderer struct {
+	mu      sync.Mutex
+	entries map[string]*rendering
+}
+
+type rendering struct {
+	version uint64
+	done    chan struct{}
+	parts   []templates.LivePart
+	err     error
+	used    time.Time
+}
+
+// maxRenderedViews bounds the views kept; past it the least recently used
+// go.
+const maxRenderedViews = 512
+
+func newLiveRenderer() *liveRenderer { return &liveRenderer{entries: map[string]*rendering{}} }
+
+// render gives v's parts at snap, rendering them if no one has yet.
+func (r *liveRenderer) render(d Deps, ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+	key := v.key()
+	r.mu.Lock()
+	e := r.entries[key]
+	if e == nil || e.version < snap.Version {
+		if e == nil && len(r.entries) >= maxRenderedViews {
+			r.evictLocked()
+		}
+		e = &rendering{version: snap.Version, done: make(chan struct{})}
+		r.entries[key] = e
+		r.mu.Unlock()
+		start := time.Now()
+		e.parts, e.err = renderParts(d, ctx, v, snap)
+		if d.Metrics != nil {
+			d.Metrics.LiveRender.Observe(time.Since(start).Seconds())
+		}
+		close(e.done)
+		r.mu.Lock()
+	}
+	e.used = time.Now()
+	r.mu.Unlock()
+	if e.version > snap.Version { // a newer rendering: this request has an older snapshot
+		return renderParts(d, ctx, v, snap)
+	}
+	<-e.done
+	return e.parts, e.err
+}
+
+// renderParts renders v's parts; a panic becomes an error, so that no
+// request or watcher waits for a rendering that never ends.
+func renderParts(d Deps, ctx context.Context, v liveView, snap *domain.Snapshot) (parts []templates.LivePart, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("rendering %s: %v", v.route, p)
+		}
+	}()
+	return livePages[v.route].parts(d, ctx, v, snap)
+}
+
+func (r *liveRenderer) evictLocked() {
+	keys := make([]string, 0, len(r.entries))
+	for k := range r.entries {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return r.entries[a].used.Compare(r.entries[b].used) })
+	for _, k := range keys[:len(keys)/4+1] {
+		delete(r.entries, k)
+	}
+}
+
+// liveHub pushes the parts that changed to the watchers of each view, once
+// per snapshot: a watcher whose view did not change receives nothing.
+type liveHub struct {
+	d Deps
+
+	mu       sync.Mutex
+	views    map[string]*watchedView
+	watchers int
+	stop     context.CancelFunc // ends the loop when the last watcher leaves
+}
+
+type watchedView struct {
+	view     liveView
+	watchers map[*liveWatcher]struct{}
+	shown    map[string]string // part id → HTML, as last pushed
+}
+
+// liveWatcher is one open stream. Pushes it has not sent yet merge: it
+// sends the newest HTML of every part that changed.
+type liveWatcher struct {
+	mu      sync.Mutex
+	version uint64
+	pending map[string]json.RawMessage // part id → HTML as a JSON string
+	ready   chan struct{}
+}
+
+func newLiveHub(d Deps) *liveHub { return &liveHub{d: d, views: map[string]*watchedView{}} }
+
+// join adds a watcher of v whose page shows the snapshot version shown.
+func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatcher, error) {
+	snap := h.d.Live.Snapshot()
+	parts, err := h.d.renderer.render(h.d, ctx, v, snap)
+	if err != nil {
+		return nil, err
+	}
+	w := &liveWatcher{pending: map[string]json.RawMessage{}, ready: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := v.key()
+	wv := h.views[key]
+	if wv == nil {
+		wv = &watchedView{view: v, watchers: map[*liveWatcher]struct{}{}, shown: map[string]string{}}
+		for _, p := range parts {
+			wv.shown[p.ID] = p.HTML
+		}
+		h.views[key] = wv
+	}
+	wv.watchers[w] = struct{}{}
+	h.watchers++
+	if h.d.Metrics != nil {
+		h.d.Metrics.LiveWatchers.Set(float64(h.watchers))
+	}
+	if shown < snap.Version { // the page is older than what the view shows now
+		changed := map[string]json.RawMessage{}
+		for id, html := range wv.shown {
+			changed[id] = jsonString(html)
+		}
+		w.offer(snap.Version, changed)
+	}
+	if h.stop == nil {
+		loop, stop := context.WithCancel(context.Background())
+		h.stop = stop
+		go h.run(loop)
+	}
+	return w, nil
+}
+
+// leave removes a watcher.
+func (h *liveHub) leave(v liveView, w *liveWatcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := v.key()
+	if wv := h.views[key]; wv != nil {
+		delete(wv.watchers, w)
+		if len(wv.watchers) == 0 {
+			delete(h.views, key)
+		}
+	}
+	h.watchers--
+	if h.d.Metrics != nil {
+		h.d.Metrics.LiveWatchers.Set(float64(h.watchers))
+	}
+	if h.watchers == 0 && h.stop != nil {
+		h.stop()
+		h.stop = nil
+	}
+}
+
+func (h *liveHub) run(ctx context.Context) {
+	versions, unsubscribe := h.d.Live.Subscribe()
+	defer unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-versions:
+			h.push(ctx)
+		}
+	}
+}
+
+// push renders every watched view at the current snapshot and offers the
+// changed parts to its watchers.
+func (h *liveHub) push(ctx context.Context) {
+	snap := h.d.Live.Snapshot()
+	h.mu.Lock()
+	views := make([]*watchedView, 0, len(h.views))
+	for _, wv := range h.views {
+		views = append(views, wv)
+	}
+	h.mu.Unlock()
+	for _, wv := range views {
+		if ctx.Err() != nil {
+			return
+		}
+		parts, err := h.d.renderer.render(h.d, ctx, wv.view, snap)
+		if err != nil {
+			h.d.Log.Warn("rendering a live view", "route", wv.view.route, "err", err)
+			continue
+		}
+		h.mu.Lock()
+		changed := map[string]json.RawMessage{}
+		for _, p := range parts {
+			if wv.shown[p.ID] != p.HTML {
+				wv.shown[p.ID] = p.HTML
+				changed[p.ID] = jsonString(p.HTML)
+			}
+		}
+		if len(changed) > 0 {
+			for w := range wv.watchers {
+				w.offer(snap.Version, changed)
+			}
+			if h.d.Metrics != nil {
+				h.d.Metrics.LiveFragments.Add(float64(len(changed) * len(wv.watchers)))
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func (w *liveWatcher) offer(version uint64, parts map[string]json.RawMessage) {
+	w.mu.Lock()
+	w.version = version
+	for id, html := range parts {
+		w.pending[id] = html
+	}
+	w.mu.Unlock()
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take is what the watcher has not sent yet, as an event's data: {"version":
+// n, "fragments": {id: html}}; nil when nothing.
+func (w *liveWatcher) take() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.pending) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(w.pending))
+	for id := range w.pending {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var b bytes.Buffer
+	b.WriteString(`{"version":` + strconv.FormatUint(w.version, 10) + `,"fragments":{`)
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(jsonString(id))
+		b.WriteByte(':')
+		b.Write(w.pending[id])
+	}
+	b.WriteString("}}")
+	clear(w.pending)
+	return b.Bytes()
+}
