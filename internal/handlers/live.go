@@ -110,10 +110,6 @@ func part(id string, c templ.Component) (templates.LivePart, error) {
 	return templates.LivePart{ID: id, HTML: b.String()}, err
 }
 
-func asOfPart(id string, snap *domain.Snapshot) (templates.LivePart, error) {
-	return part(id, templates.AsOfPart(snap.Taken.Format(time.TimeOnly)))
-}
-
 // liveRenderer renders each view once per snapshot.
 type liveRenderer struct {
 	mu      sync.Mutex
@@ -207,6 +203,7 @@ type watchedView struct {
 type liveWatcher struct {
 	mu      sync.Mutex
 	version uint64
+	asOf    string // when the snapshot was taken
 	pending map[string]json.RawMessage // part id → HTML as a JSON string
 	ready   chan struct{}
 }
@@ -242,7 +239,7 @@ func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatc
 		for id, html := range wv.shown {
 			changed[id] = jsonString(html)
 		}
-		w.offer(snap.Version, changed)
+		w.offer(snap, changed)
 	}
 	if h.stop == nil {
 		loop, stop := context.WithCancel(context.Background())
@@ -315,7 +312,7 @@ func (h *liveHub) push(ctx context.Context) {
 		}
 		if len(changed) > 0 {
 			for w := range wv.watchers {
-				w.offer(snap.Version, changed)
+				w.offer(snap, changed)
 			}
 			if h.d.Metrics != nil {
 				h.d.Metrics.LiveFragments.Add(float64(len(changed) * len(wv.watchers)))
@@ -330,9 +327,9 @@ func jsonString(s string) json.RawMessage {
 	return b
 }
 
-func (w *liveWatcher) offer(version uint64, parts map[string]json.RawMessage) {
+func (w *liveWatcher) offer(snap *domain.Snapshot, parts map[string]json.RawMessage) {
 	w.mu.Lock()
-	w.version = version
+	w.version, w.asOf = snap.Version, snap.Taken.Format(time.TimeOnly)
 	for id, html := range parts {
 		w.pending[id] = html
 	}
@@ -344,7 +341,7 @@ func (w *liveWatcher) offer(version uint64, parts map[string]json.RawMessage) {
 }
 
 // take is what the watcher has not sent yet, as an event's data: {"version":
-// n, "fragments": {id: html}}; nil when nothing.
+// n, "asOf": "15:04:05", "fragments": {id: html}}; nil when nothing.
 func (w *liveWatcher) take() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -357,7 +354,9 @@ func (w *liveWatcher) take() []byte {
 	}
 	sort.Strings(ids)
 	var b bytes.Buffer
-	b.WriteString(`{"version":` + strconv.FormatUint(w.version, 10) + `,"fragments":{`)
+	b.WriteString(`{"version":` + strconv.FormatUint(w.version, 10) + `,"asOf":`)
+	b.Write(jsonString(w.asOf))
+	b.WriteString(`,"fragments":{`)
 	for i, id := range ids {
 		if i > 0 {
 			b.WriteByte(',')

@@ -187,6 +187,7 @@ func (d Deps) tasks(c echo.Context) error {
 		Page:   templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
 		Search: f.Search,
 		Live:   parts,
+		AsOf:   snap.Taken.Format(time.TimeOnly),
 	}
 	if f.Sort != taskParams["sort"] {
 		page.Keep = append(page.Keep, templates.Hidden{Name: "sort", Value: f.Sort})
@@ -214,8 +215,7 @@ func (d Deps) tasks(c echo.Context) error {
 	return render(c, http.StatusOK, templates.Tasks(page))
 }
 
-// tasksParts renders the Tasks page's live parts: when they were taken, the
-// statistics by class and (without a team filter) by team and class, and
+// tasksParts renders the Tasks page's live parts: the statistics by class and (without a team filter) by team and class, and
 // the page of the task list.
 func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
 	f := parseTaskFilter(v.query)
@@ -233,9 +233,6 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 		p, err := part(id, c)
 		parts = append(parts, p)
 		return err
-	}
-	if err := add("tasks-as-of", templates.AsOfPart(now.Format(time.TimeOnly))); err != nil {
-		return nil, err
 	}
 	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes"}
 	for _, s := range snap.StatsByClass(sel, classes, f.window(), now) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -82,6 +83,7 @@ func (d Deps) usage(c echo.Context) error {
 		Page:    templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
 		CSVHref: csvHref(c, "", "resource"),
 		Live:    parts,
+		AsOf:    snap.Taken.Format(time.TimeOnly),
 	}
 	for _, r := range usageResources {
 		page.Resources = append(page.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
@@ -110,12 +112,8 @@ func (d Deps) usageParts(ctx context.Context, v liveView, snap *domain.Snapshot)
 		table.Rows = append(table.Rows, usageRowOf(u, res, util, false))
 	}
 	table.Total = usageRowOf(domain.Totals(snap.Teams), res, util, true)
-	asOf, err := asOfPart("usage-as-of", snap)
-	if err != nil {
-		return nil, err
-	}
 	usage, err := part("usage-live", templates.UsageTable(table))
-	return []templates.LivePart{asOf, usage}, err
+	return []templates.LivePart{usage}, err
 }
 
 // hardwareOf is a team's hardware GPU utilization (whole percent), or, for

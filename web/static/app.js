@@ -26,6 +26,8 @@
     if (msg.version < shown) return;
     shown = msg.version;
     main.dataset.snapshot = String(shown);
+    const asOf = document.getElementById("as-of");
+    if (asOf && msg.asOf) asOf.textContent = msg.asOf;
     swap(msg.fragments);
   });
 
