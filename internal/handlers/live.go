@@ -203,7 +203,7 @@ type watchedView struct {
 type liveWatcher struct {
 	mu      sync.Mutex
 	version uint64
-	asOf    string // when the snapshot was taken
+	asOf    string                     // when the snapshot was taken
 	pending map[string]json.RawMessage // part id → HTML as a JSON string
 	ready   chan struct{}
 }
