@@ -194,9 +194,6 @@ func run(o options, log *slog.Logger) error {
 	cache := cluster.NewCache(kube, kq, o.settings, log)
 	cache.OnChange(func(ev cluster.Event) { consoleMetrics.InformerEvents.WithLabelValues(ev.Kind).Inc() })
 	live := cluster.NewLive(cache, o.settings, log)
-	live.Observe = func(kind string, d time.Duration) {
-		consoleMetrics.ReadModelUpdate.WithLabelValues(kind).Observe(d.Seconds())
-	}
 	cache.Start(ctx)
 
 	var prom handlers.PromReader

@@ -195,7 +195,7 @@ func (w *watcher) run(ctx context.Context, client *http.Client, base string, rea
 		default:
 			signal()
 			r := newSSEReader(res.Body)
-			err = w.follow(r, trigger)
+			_ = w.follow(r, trigger) // however the stream ended, EventSource reconnects
 			retry = r.Retry
 			res.Body.Close()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,9 +26,7 @@ type Live struct {
 	// Debounce waits this long after an event for more; MinInterval spaces
 	// snapshots under constant churn; Refresh takes one when nothing happens.
 	Debounce, MinInterval, Refresh time.Duration
-	// Observe, when set, is told how long the model took to take in each
-	// change, and each snapshot (kind "snapshot").
-	Observe func(kind string, d time.Duration)
+	observe atomic.Pointer[func(kind string, d time.Duration)]
 
 	dirty chan struct{}
 
@@ -56,6 +55,16 @@ func NewLive(cache *Cache, s domain.Settings, log *slog.Logger) *Live {
 	l.snap = l.model.Snapshot(time.Time{}) // empty until the caches sync
 	cache.OnChange(l.take)
 	return l
+}
+
+// SetObserver has fn told how long the model took to take in each change,
+// by kind of object, and to make each snapshot (kind "snapshot").
+func (l *Live) SetObserver(fn func(kind string, d time.Duration)) { l.observe.Store(&fn) }
+
+func (l *Live) observed(kind string, start time.Time) {
+	if fn := l.observe.Load(); fn != nil {
+		(*fn)(kind, time.Since(start))
+	}
 }
 
 // take applies one cache event to the model.
@@ -98,9 +107,7 @@ func (l *Live) take(ev Event) {
 		return
 	}
 	l.modelMu.Unlock()
-	if l.Observe != nil {
-		l.Observe(ev.Kind, time.Since(start))
-	}
+	l.observed(ev.Kind, start)
 	select {
 	case l.dirty <- struct{}{}:
 	default:
@@ -182,9 +189,7 @@ func (l *Live) publish() {
 	l.modelMu.Lock()
 	snap := l.model.Snapshot(start)
 	l.modelMu.Unlock()
-	if l.Observe != nil {
-		l.Observe("snapshot", time.Since(start))
-	}
+	l.observed("snapshot", start)
 	l.Publish(snap)
 }
 

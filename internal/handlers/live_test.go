@@ -141,6 +141,12 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 	if rendered := renders() - before; rendered > 2*snapshots+2 {
 		t.Errorf("%v renders for %v snapshots and 2 watched views (%d watchers): views are rendered per watcher", rendered, snapshots, busyWatchers+1)
 	}
+	// An operator sees it in /metrics.
+	_, body := get(t, c.h, "/metrics")
+	mustContain(t, "/metrics", body, `quota_console_read_model_update_duration_seconds_count{kind="Workload"}`,
+		`quota_console_read_model_update_duration_seconds_count{kind="snapshot"}`,
+		"quota_console_live_watchers "+strconv.Itoa(busyWatchers+1), "quota_console_live_fragments_pushed_total ",
+		`quota_console_http_request_duration_seconds_count{route="/usage/:team"}`)
 }
 
 func keys(m map[string]string) []string {

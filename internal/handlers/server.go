@@ -99,6 +99,11 @@ func New(d Deps) *echo.Echo {
 	d.access = cluster.NewAccessFor(clients)
 	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
+	if d.Live != nil && d.Metrics != nil {
+		d.Live.SetObserver(func(kind string, took time.Duration) {
+			d.Metrics.ReadModelUpdate.WithLabelValues(kind).Observe(took.Seconds())
+		})
+	}
 	d.renderer = newLiveRenderer()
 	d.hub = newLiveHub(d)
 	e := echo.New()

@@ -44,9 +44,6 @@ var taskStates = []struct{ key, label string }{
 var taskParams = map[string]string{"window": "24h", "team": "", "class": "", "state": "", "borrowing": "",
 	"q": "", "sort": domain.TaskSorts[0], "desc": "", "page": "1"}
 
-// taskFilterParams are the parameters the CSV exports keep.
-var taskFilterParams = []string{"window", "team", "class", "state", "borrowing", "q", "sort", "desc"}
-
 // taskFilter is the tasks page's query, as typed in its URL.
 type taskFilter struct {
 	Window, Team, Class, State string
