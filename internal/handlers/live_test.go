@@ -146,7 +146,7 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 	mustContain(t, "/metrics", body, `quota_console_read_model_update_duration_seconds_count{kind="Workload"}`,
 		`quota_console_read_model_update_duration_seconds_count{kind="snapshot"}`,
 		"quota_console_live_watchers "+strconv.Itoa(busyWatchers+1), "quota_console_live_fragments_pushed_total ",
-		`quota_console_http_request_duration_seconds_count{route="/usage/:team"}`)
+		`quota_console_http_request_duration_seconds_count{route="/metrics"}`)
 }
 
 func keys(m map[string]string) []string {
