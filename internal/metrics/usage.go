@@ -222,21 +222,23 @@ func utilSamples(sum, count model.Matrix) []utilSample {
 	return out
 }
 
-// quotaUse is one ClusterQueue's quota and use of one flavor at one instant.
-type quotaUse struct {
+// QuotaUse is one ClusterQueue's quota and use of one flavor and resource at one instant.
+type QuotaUse struct {
 	Nominal, Used float64
 	// LendingLimit caps what others may use of the queue's quota (+Inf: no cap).
 	LendingLimit float64
 }
 
-// lentShares attributes what the ClusterQueues of one cohort borrow on one
-// flavor at one instant to the queues that lend it. The borrowed GPUs (use
+// LentShares is the console's one lending rule, for the usage report from
+// Prometheus and for the task history's usage summary alike. It attributes
+// what the ClusterQueues of one cohort borrow on one flavor at one instant
+// to the queues that lend it. The borrowed GPUs (use
 // beyond nominal, summed over the queues) are split in proportion to each
 // queue's lendable idle quota: nominal − own use, floored at 0 and capped
 // by its lending limit. No queue lends more than it has idle; what exceeds
 // the cohort's idle quota (borrowed from a parent cohort's or the cohort's
 // own quota) is attributed to no queue.
-func lentShares(qs []quotaUse) []float64 {
+func LentShares(qs []QuotaUse) []float64 {
 	lent := make([]float64, len(qs))
 	idle := make([]float64, len(qs))
 	var borrowed, totalIdle float64
@@ -300,11 +302,11 @@ func buildReport(s kueue.Settings, step time.Duration, queues []queueSample, uti
 	}
 	for _, k := range groupOrder {
 		idx := groups[k]
-		uses := make([]quotaUse, len(idx))
+		uses := make([]QuotaUse, len(idx))
 		for j, i := range idx {
-			uses[j] = quotaUse{Nominal: queues[i].Nominal, Used: queues[i].Used, LendingLimit: queues[i].LendingLimit}
+			uses[j] = QuotaUse{Nominal: queues[i].Nominal, Used: queues[i].Used, LendingLimit: queues[i].LendingLimit}
 		}
-		lent := lentShares(uses)
+		lent := LentShares(uses)
 		for j, i := range idx {
 			q := queues[i]
 			team, ok := teamOf(s, q.ClusterQueue)
