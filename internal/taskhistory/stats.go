@@ -1,0 +1,411 @@
+package taskhistory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/openquota/console/internal/kueue"
+)
+
+// Durations are the count, sum and longest of a set of durations. The sum
+// is exact, and does not overflow where an int64 of nanoseconds would (a
+// million tasks of ten hours).
+type Durations struct {
+	N   int64
+	Max time.Duration
+	// The sum is sumMS milliseconds plus sumNS nanoseconds, 0 ≤ sumNS < 1e6.
+	sumMS, sumNS int64
+}
+
+// Add counts one duration (negative ones count as zero, as in kueue.TaskOf).
+func (d *Durations) Add(x time.Duration) {
+	x = max(x, 0)
+	d.N++
+	d.Max = max(d.Max, x)
+	d.addSum(x.Milliseconds(), int64(x%time.Millisecond))
+}
+
+// Merge adds the durations o counted.
+func (d *Durations) Merge(o Durations) {
+	d.N += o.N
+	d.Max = max(d.Max, o.Max)
+	d.addSum(o.sumMS, o.sumNS)
+}
+
+func (d *Durations) addSum(ms, ns int64) {
+	d.sumMS += ms
+	d.sumNS += ns
+	if d.sumNS >= int64(time.Millisecond) {
+		d.sumMS += d.sumNS / int64(time.Millisecond)
+		d.sumNS %= int64(time.Millisecond)
+	}
+}
+
+// SumMilliseconds is the sum, to the millisecond (rounded down).
+func (d Durations) SumMilliseconds() int64 { return d.sumMS }
+
+// Avg is the average, rounded down to the nanosecond like kueue's; 0 when
+// nothing was counted.
+func (d Durations) Avg() time.Duration {
+	if d.N <= 0 || d.sumMS < 0 {
+		return 0
+	}
+	// (sumMS·1e6 + sumNS) / N in 128 bits.
+	hi, lo := bits.Mul64(uint64(d.sumMS), uint64(time.Millisecond))
+	lo, carry := bits.Add64(lo, uint64(d.sumNS), 0)
+	hi += carry
+	if hi >= uint64(d.N) {
+		return time.Duration(1<<63 - 1)
+	}
+	q, _ := bits.Div64(hi, lo, uint64(d.N))
+	return time.Duration(q)
+}
+
+// GroupStats are one team's completed facts in one priority class.
+type GroupStats struct {
+	// Team is empty for tasks outside team namespaces; Class is empty for
+	// tasks without a priority class.
+	Team, Class string
+	// Wait: tasks admitted in the window, each its wait up to that
+	// admission. Run: tasks that finished in the window having run.
+	Wait, Run Durations
+	// Samples counts the tasks with a wait or a run (or both) in the window.
+	Samples int64
+}
+
+// WindowStats are the completed facts of a window, per team and class.
+type WindowStats struct {
+	Window Window
+	Groups []GroupStats // by team, then class
+	// Gaps are the parts of the window without a record (see Store.Gaps).
+	Gaps []Period
+}
+
+type teamClass struct{ team, class string }
+
+// TaskStats returns the completed facts of w per team and class (see the
+// package doc). It reads the daily rollup for the whole days of w and the
+// task rows for the hours at its edges, so it costs about the same for any
+// window.
+func (s *Store) TaskStats(ctx context.Context, w Window) (*WindowStats, error) {
+	now := s.clock()
+	out := &WindowStats{Window: w}
+	gaps, err := s.gaps(ctx, s.db, w, now)
+	if err != nil {
+		return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
+	}
+	out.Gaps = gaps
+	from, to := ceilMS(w.From), ceilMS(w.To)
+	if horizon := ms(now.Add(-s.retention)); from < horizon {
+		from = horizon
+	}
+	groups := map[teamClass]*GroupStats{}
+	get := func(team, class string) *GroupStats {
+		k := teamClass{team, class}
+		g := groups[k]
+		if g == nil {
+			g = &GroupStats{Team: team, Class: class}
+			groups[k] = g
+		}
+		return g
+	}
+	if from < to {
+		d0, d1 := ceilDay(from), dayOf(to)
+		edges := []span{{from, to}}
+		if d0 < d1 {
+			edges = []span{{from, d0}, {d1, to}}
+			if err := s.rollupStats(ctx, d0, d1, get); err != nil {
+				return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
+			}
+		}
+		for _, e := range edges {
+			if e.from >= e.to {
+				continue
+			}
+			if err := s.rawStats(ctx, e, get); err != nil {
+				return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
+			}
+		}
+		if err := s.spanningRuns(ctx, span{from, to}, get); err != nil {
+			return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
+		}
+	}
+	for _, g := range groups {
+		out.Groups = append(out.Groups, *g)
+	}
+	slices.SortFunc(out.Groups, func(a, b GroupStats) int {
+		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Class, b.Class))
+	})
+	return out, nil
+}
+
+// durations rebuilds Durations from stored milliseconds.
+func durations(n, sumMS, maxMS int64) Durations {
+	return Durations{N: n, sumMS: sumMS, Max: time.Duration(maxMS) * time.Millisecond}
+}
+
+func (s *Store) rollupStats(ctx context.Context, d0, d1 int64, get func(team, class string) *GroupStats) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT team, class, CAST(SUM(wait_n) AS BIGINT), CAST(SUM(wait_sum_ms) AS BIGINT), MAX(wait_max_ms),
+		CAST(SUM(run_n) AS BIGINT), CAST(SUM(run_sum_ms) AS BIGINT), MAX(run_max_ms), CAST(SUM(run_unadmitted_n) AS BIGINT)
+		FROM stats_daily WHERE day_ms >= ? AND day_ms < ? GROUP BY team, class`), d0, d1)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var team, class string
+		var wn, wsum, wmax, rn, rsum, rmax, runadm int64
+		if err := rows.Scan(&team, &class, &wn, &wsum, &wmax, &rn, &rsum, &rmax, &runadm); err != nil {
+			return err
+		}
+		g := get(team, class)
+		g.Wait.Merge(durations(wn, wsum, wmax))
+		g.Run.Merge(durations(rn, rsum, rmax))
+		g.Samples += wn + runadm
+	}
+	return rows.Err()
+}
+
+func (s *Store) rawStats(ctx context.Context, e span, get func(team, class string) *GroupStats) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT team, class, COUNT(*), CAST(COALESCE(SUM(wait_ms), 0) AS BIGINT), COALESCE(MAX(wait_ms), 0)
+		FROM tasks WHERE admitted_ms >= ? AND admitted_ms < ? GROUP BY team, class`), e.from, e.to)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var team, class string
+		var n, sum, mx int64
+		if err := rows.Scan(&team, &class, &n, &sum, &mx); err != nil {
+			rows.Close()
+			return err
+		}
+		g := get(team, class)
+		g.Wait.Merge(durations(n, sum, mx))
+		g.Samples += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = s.db.QueryContext(ctx, s.q(`SELECT team, class, COUNT(*), CAST(COALESCE(SUM(run_ms), 0) AS BIGINT), COALESCE(MAX(run_ms), 0),
+		CAST(COALESCE(SUM(CASE WHEN admitted_ms IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT)
+		FROM tasks WHERE finished_ms >= ? AND finished_ms < ? AND run_ms IS NOT NULL GROUP BY team, class`), e.from, e.to)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var team, class string
+		var n, sum, mx, unadmitted int64
+		if err := rows.Scan(&team, &class, &n, &sum, &mx, &unadmitted); err != nil {
+			return err
+		}
+		g := get(team, class)
+		g.Run.Merge(durations(n, sum, mx))
+		g.Samples += unadmitted
+	}
+	return rows.Err()
+}
+
+// spanningRuns counts, for Samples, the tasks with a run in w whose current
+// admission is outside w (admitted before it, or oddly after): they are not
+// among w's waits. The span classes bound how far back to look for each.
+func (s *Store) spanningRuns(ctx context.Context, w span, get func(team, class string) *GroupStats) error {
+	query := `SELECT team, class, COUNT(*) FROM (`
+	var args []any
+	for c, b := range spanBounds {
+		query += `SELECT team, class FROM tasks WHERE span_class = ? AND admitted_ms >= ? AND admitted_ms < ? AND finished_ms >= ? AND finished_ms < ? UNION ALL `
+		args = append(args, c+1, w.from-b.Milliseconds(), w.from, w.from, w.to)
+	}
+	query += `SELECT team, class FROM tasks WHERE span_class = ? AND admitted_ms < ? AND finished_ms >= ? AND finished_ms < ? UNION ALL
+		SELECT team, class FROM tasks WHERE span_class = 0 AND finished_ms >= ? AND finished_ms < ? AND (admitted_ms < ? OR admitted_ms >= ?)
+		) spanning GROUP BY team, class`
+	args = append(args, len(spanBounds)+1, w.from, w.from, w.to, w.from, w.to, w.from, w.to)
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var team, class string
+		var n int64
+		if err := rows.Scan(&team, &class, &n); err != nil {
+			return err
+		}
+		get(team, class).Samples += n
+	}
+	return rows.Err()
+}
+
+// LiveWindow is the window of the Tasks page's statistics: from windowStart
+// up to and including now.
+func LiveWindow(windowStart, now time.Time) Window {
+	return Window{From: windowStart, To: time.UnixMilli(now.UnixMilli() + 1)}
+}
+
+// ceilMS is t in Unix milliseconds, rounded up: recorded times are whole
+// milliseconds, so t ≤ x exactly when ceilMS(t) ≤ ms(x).
+func ceilMS(t time.Time) int64 {
+	v := t.UnixMilli()
+	if time.UnixMilli(v).Before(t) {
+		v++
+	}
+	return v
+}
+
+func ceilDay(v int64) int64 {
+	d := dayOf(v)
+	if d < v {
+		d += dayMS
+	}
+	return d
+}
+
+// ClassStats merges a window's completed facts with the live read model's
+// tasks into the Tasks page's per-class figures, by the rule in the package
+// doc: for the same tasks, the result equals kueue.StatsByClass(live tasks
+// and the history's, classes, windowStart, now), except that teams and
+// classes named only by tasks without a fact in the window get no row of
+// their own. hist should cover [windowStart, now] (a Window ending just
+// after now); lowestClass is the class of tasks without one (as given to
+// kueue.TaskOf); hist may be nil (no history: live figures only).
+func ClassStats(hist *WindowStats, live []kueue.Task, classes []string, lowestClass string, windowStart, now time.Time) []kueue.ClassStats {
+	m := merge(hist, live, lowestClass, windowStart, now)
+	var rows []kueue.ClassStats
+	for _, c := range m.classOrder(classes) {
+		rows = append(rows, m.classStats(c, func(string) bool { return true }))
+	}
+	return rows
+}
+
+// TeamClassStats is ClassStats per team, in the order and with the rows of
+// kueue.StatsByTeamAndClass.
+func TeamClassStats(hist *WindowStats, live []kueue.Task, teams, classes []string, lowestClass string, windowStart, now time.Time) []kueue.TeamClassStats {
+	m := merge(hist, live, lowestClass, windowStart, now)
+	allClasses := m.classOrder(classes)
+	order := withExtra(teams, m.teams)
+	if i := slices.Index(order, ""); i >= 0 && !slices.Contains(teams, "") {
+		order = append(slices.Delete(order, i, i+1), "")
+	}
+	rows := make([]kueue.TeamClassStats, 0, len(order))
+	for _, team := range order {
+		row := kueue.TeamClassStats{Team: team, Classes: make([]kueue.ClassStats, 0, len(allClasses))}
+		for _, c := range allClasses {
+			row.Classes = append(row.Classes, m.classStats(c, func(t string) bool { return t == team }))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// merged holds the combined figures per team and class.
+type merged struct {
+	groups  map[teamClass]*mergedGroup
+	teams   map[string]bool
+	classes map[string]bool
+}
+
+type mergedGroup struct {
+	wait, run                   Durations
+	samples                     int64
+	running, pending, preempted int
+}
+
+func merge(hist *WindowStats, live []kueue.Task, lowestClass string, windowStart, now time.Time) *merged {
+	m := &merged{groups: map[teamClass]*mergedGroup{}, teams: map[string]bool{}, classes: map[string]bool{}}
+	get := func(team, class string) *mergedGroup {
+		k := teamClass{team, class}
+		g := m.groups[k]
+		if g == nil {
+			g = &mergedGroup{}
+			m.groups[k] = g
+			m.teams[team], m.classes[class] = true, true
+		}
+		return g
+	}
+	if hist != nil {
+		for _, h := range hist.Groups {
+			class := h.Class
+			if class == "" {
+				class = lowestClass
+			}
+			g := get(h.Team, class)
+			g.wait.Merge(h.Wait)
+			g.run.Merge(h.Run)
+			g.samples += h.Samples
+		}
+	}
+	for i := range live {
+		t := &live[i]
+		g := get(t.Team, t.Class)
+		switch {
+		case t.State == kueue.TaskAdmitted:
+			g.running++
+			g.run.Add(t.Run)
+			if !inWindow(t.AdmittedAt, windowStart, now) {
+				g.samples++ // else history counted its wait
+			}
+		case (t.State == kueue.TaskPending || t.State == kueue.TaskPreempted) && !t.Deactivated:
+			if t.State == kueue.TaskPending {
+				g.pending++
+			} else {
+				g.preempted++
+			}
+			if t.AdmittedAt.IsZero() {
+				g.wait.Add(t.Wait)
+				g.samples++
+			}
+		}
+	}
+	return m
+}
+
+func inWindow(at, windowStart, now time.Time) bool {
+	return !at.IsZero() && !at.Before(windowStart) && !at.After(now)
+}
+
+// classOrder is kueue's: the given classes, then the others, sorted.
+func (m *merged) classOrder(classes []string) []string { return withExtra(classes, m.classes) }
+
+func withExtra(names []string, present map[string]bool) []string {
+	out := slices.Clone(names)
+	var extra []string
+	for k := range present {
+		if !slices.Contains(names, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(out, extra...)
+}
+
+func (m *merged) classStats(class string, teamOK func(string) bool) kueue.ClassStats {
+	s := kueue.ClassStats{Class: class}
+	var run, wait, longestRuns, longestWaits Durations
+	for k, g := range m.groups {
+		if k.class != class || !teamOK(k.team) {
+			continue
+		}
+		s.Running += g.running
+		s.Pending += g.pending
+		s.Preempted += g.preempted
+		run.Merge(g.run)
+		wait.Merge(g.wait)
+		s.Samples += int(g.samples)
+		if g.run.N > 0 {
+			longestRuns.Add(g.run.Max)
+		}
+		if g.wait.N > 0 {
+			longestWaits.Add(g.wait.Max)
+		}
+	}
+	s.RunSamples, s.WaitSamples = int(run.N), int(wait.N)
+	s.AvgRun, s.AvgWait = run.Avg(), wait.Avg()
+	s.LongestRun, s.LongestWait = run.Max, wait.Max
+	s.AvgLongestRun, s.AvgLongestWait = longestRuns.Avg(), longestWaits.Avg()
+	return s
+}

@@ -1,0 +1,400 @@
+package taskhistory
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/metrics"
+)
+
+// ResourceHours are one resource's hours of a team on one instance type and
+// day: GPU-hours, Neuron-device-hours or vCPU-hours.
+type ResourceHours struct {
+	// Allocated is the nominal quota over time.
+	Allocated float64
+	// Used is what the team's admitted tasks held.
+	Used float64
+	// Borrowed is the use above the nominal quota.
+	Borrowed float64
+	// Lent is the team's share of what its cohort borrowed (metrics.LentShares).
+	Lent float64
+}
+
+// UsageRow is one team's hours on one instance type (flavor) on one UTC day.
+type UsageRow struct {
+	Day                time.Time
+	Team, InstanceType string
+	GPU, Neuron, VCPU  ResourceHours
+}
+
+// UsageDay is one UTC day of a usage summary and its periods without a
+// record: the day's figures cover the rest of it.
+type UsageDay struct {
+	Day     time.Time
+	Missing []Period
+}
+
+// UsageSummary is the usage per team, instance type and UTC day of a window.
+type UsageSummary struct {
+	Rows []UsageRow // by day, team, instance type
+	Days []UsageDay // every day the window touches
+}
+
+// usageResources are the resources of the summary, in the order of the
+// admissions table's gpus, neuron, cpu_milli columns.
+var usageResources = []corev1.ResourceName{kueue.ResourceGPU, kueue.ResourceNeuron, corev1.ResourceCPU}
+
+// UsageSummary integrates the recorded quotas and admissions over the
+// recorded parts of w (up to now), per team, instance type and UTC day. At
+// every instant, per ClusterQueue, flavor and resource: allocated is the
+// nominal quota, used the sum of the admitted tasks' amounts, borrowed
+// max(used − nominal, 0), and lent the queue's metrics.LentShares of its
+// cohort's borrowing. Teams are the ClusterQueues' (kueue.TeamLabel).
+func (s *Store) UsageSummary(ctx context.Context, w Window) (*UsageSummary, error) {
+	fail := func(err error) (*UsageSummary, error) {
+		return nil, fmt.Errorf("task history store %s: usage summary: %w", s.name, err)
+	}
+	now := s.clock()
+	from, to := ceilMS(w.From), ceilMS(w.To)
+	end := min(to, ms(now))
+	out := &UsageSummary{}
+	if from >= to {
+		return out, nil
+	}
+	gaps, err := s.gaps(ctx, s.db, w, now)
+	if err != nil {
+		return fail(err)
+	}
+	for d := dayOf(from); d < to; d += dayMS {
+		day := span{max(d, from), min(d+dayMS, to)}
+		out.Days = append(out.Days, UsageDay{Day: fromMS(d), Missing: periods(intersect(spans(gaps), day))})
+	}
+	if from >= end {
+		return out, nil
+	}
+	sw := newSweep(from, end, subtract(span{from, end}, spans(gaps)))
+	if err := s.loadQuotas(ctx, sw); err != nil {
+		return fail(err)
+	}
+	if err := s.loadAdmissions(ctx, sw); err != nil {
+		return fail(err)
+	}
+	out.Rows = sw.run()
+	return out, nil
+}
+
+func (s *Store) loadQuotas(ctx context.Context, sw *sweep) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT cluster_queue, flavor, resource, from_ms, to_ms, team, cohort, nominal, lending_limit
+		FROM quotas WHERE from_ms < ? AND (to_ms IS NULL OR to_ms > ?) AND resource IN (?, ?, ?)`),
+		sw.end, sw.start, string(kueue.ResourceGPU), string(kueue.ResourceNeuron), string(corev1.ResourceCPU))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cq, flavor, res, team, cohort string
+		var fromMS, nominal int64
+		var toMS, lending sql.NullInt64
+		if err := rows.Scan(&cq, &flavor, &res, &fromMS, &toMS, &team, &cohort, &nominal, &lending); err != nil {
+			return err
+		}
+		lend := math.Inf(1)
+		if lending.Valid {
+			lend = float64(lending.Int64)
+		}
+		stop := sw.end
+		if toMS.Valid {
+			stop = min(toMS.Int64, sw.end)
+		}
+		sw.quota(queueKey{cq, flavor, res}, max(fromMS, sw.start), stop, float64(nominal), lend, team, cohort)
+	}
+	return rows.Err()
+}
+
+func (s *Store) loadAdmissions(ctx context.Context, sw *sweep) error {
+	// Two indexed halves: ended in the window, and still open.
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT a.cluster_queue, a.flavor, a.team, a.admitted_ms, a.ended_ms, a.gpus, a.neuron, a.cpu_milli,
+		COALESCE(q.team, ''), COALESCE(q.cohort, '')
+		FROM admissions a LEFT JOIN queues q ON q.cluster_queue = a.cluster_queue
+		WHERE a.ended_ms > ? AND a.admitted_ms < ?
+		UNION ALL
+		SELECT a.cluster_queue, a.flavor, a.team, a.admitted_ms, a.ended_ms, a.gpus, a.neuron, a.cpu_milli,
+		COALESCE(q.team, ''), COALESCE(q.cohort, '')
+		FROM admissions a LEFT JOIN queues q ON q.cluster_queue = a.cluster_queue
+		WHERE a.ended_ms IS NULL AND a.admitted_ms < ?`), sw.start, sw.end, sw.end)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cq, flavor, taskTeam, queueTeam, cohort string
+		var admitted int64
+		var ended sql.NullInt64
+		var amounts [3]int64
+		if err := rows.Scan(&cq, &flavor, &taskTeam, &admitted, &ended, &amounts[0], &amounts[1], &amounts[2], &queueTeam, &cohort); err != nil {
+			return err
+		}
+		stop := sw.end
+		if ended.Valid {
+			stop = min(ended.Int64, sw.end)
+		}
+		for i, r := range usageResources {
+			if amounts[i] != 0 {
+				sw.use(queueKey{cq, flavor, string(r)}, max(admitted, sw.start), stop, float64(amounts[i]), cmp.Or(queueTeam, taskTeam), cohort)
+			}
+		}
+	}
+	return rows.Err()
+}
+
+// queueKey is one ClusterQueue's flavor and resource.
+type queueKey struct{ cq, flavor, resource string }
+
+// queueState is a queueKey's quota and use between two changes.
+type queueState struct {
+	key           queueKey
+	team, cohort  string
+	nominal, used float64
+	lendingLimit  float64
+	quotaRows     int // quota rows in force (0: no quota)
+	group         *group
+}
+
+// group is the queues that share borrowing: one cohort, flavor and resource
+// (a queue without cohort is alone). lent are the queues' LentShares since
+// last.
+type group struct {
+	queues []*queueState
+	lent   []float64
+	last   int64
+}
+
+// change is a step of a queue's quota or use at an instant.
+type change struct {
+	at int64
+	st *queueState
+	// quota: a quota row begins (+1) or ends (-1); else used += delta.
+	quota        int
+	delta        float64
+	nominal      float64
+	lendingLimit float64
+	team, cohort string
+}
+
+// sweep integrates the piecewise constant quota and use of every queue
+// over time, cut at changes, UTC days and the edges of the covered spans.
+type sweep struct {
+	start, end int64
+	covered    []span
+	states     map[queueKey]*queueState
+	groups     map[string]*group
+	changes    []change
+	acc        map[usageKey]*UsageRow
+}
+
+type usageKey struct {
+	day          int64
+	team, flavor string
+}
+
+func newSweep(start, end int64, covered []span) *sweep {
+	return &sweep{start: start, end: end, covered: covered, states: map[queueKey]*queueState{},
+		groups: map[string]*group{}, acc: map[usageKey]*UsageRow{}}
+}
+
+func (sw *sweep) state(k queueKey, team, cohort string) *queueState {
+	st := sw.states[k]
+	if st == nil {
+		st = &queueState{key: k, team: team, cohort: cohort, lendingLimit: math.Inf(1)}
+		sw.states[k] = st
+	}
+	return st
+}
+
+// quota adds a quota row in force over [from, to).
+func (sw *sweep) quota(k queueKey, from, to int64, nominal, lendingLimit float64, team, cohort string) {
+	if from >= to {
+		return
+	}
+	st := sw.state(k, team, cohort)
+	sw.changes = append(sw.changes,
+		change{at: from, st: st, quota: 1, nominal: nominal, lendingLimit: lendingLimit, team: team, cohort: cohort},
+		change{at: to, st: st, quota: -1})
+}
+
+// use adds an admission's amount held over [from, to).
+func (sw *sweep) use(k queueKey, from, to int64, amount float64, team, cohort string) {
+	if from >= to {
+		return
+	}
+	st := sw.state(k, team, cohort)
+	sw.changes = append(sw.changes, change{at: from, st: st, delta: amount}, change{at: to, st: st, delta: -amount})
+}
+
+func (sw *sweep) groupOf(st *queueState) *group {
+	key := st.cohort
+	if key == "" {
+		key = "\x00" + st.key.cq // no cohort: lends to and borrows from nobody
+	}
+	key += "\x00" + st.key.flavor + "\x00" + st.key.resource
+	g := sw.groups[key]
+	if g == nil {
+		g = &group{last: sw.start}
+		sw.groups[key] = g
+	}
+	return g
+}
+
+func (sw *sweep) join(st *queueState) {
+	g := sw.groupOf(st)
+	g.queues = append(g.queues, st)
+	g.lent = append(g.lent, 0)
+	st.group = g
+}
+
+func (sw *sweep) leave(st *queueState) {
+	g := st.group
+	i := slices.Index(g.queues, st)
+	g.queues = slices.Delete(g.queues, i, i+1)
+	g.lent = slices.Delete(g.lent, i, i+1)
+	st.group = nil
+}
+
+// run applies the changes in time order and returns the rows.
+func (sw *sweep) run() []UsageRow {
+	for _, st := range sw.states {
+		sw.join(st)
+	}
+	var cuts []int64
+	for d := ceilDay(sw.start); d < sw.end; d += dayMS {
+		cuts = append(cuts, d)
+	}
+	for _, c := range sw.covered {
+		cuts = append(cuts, c.from, c.to)
+	}
+	slices.Sort(cuts)
+	// At one instant, ends before beginnings: a quota replaced by another
+	// is never counted twice.
+	slices.SortStableFunc(sw.changes, func(a, b change) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.quota, b.quota), cmp.Compare(a.delta, b.delta))
+	})
+	for _, c := range sw.changes {
+		for len(cuts) > 0 && cuts[0] <= c.at {
+			for _, g := range sw.groups {
+				sw.flush(g, cuts[0])
+			}
+			cuts = cuts[1:]
+		}
+		st := c.st
+		sw.flush(st.group, c.at)
+		switch c.quota {
+		case 1:
+			st.quotaRows++
+			st.nominal, st.lendingLimit, st.team = c.nominal, c.lendingLimit, cmp.Or(c.team, st.team)
+			if c.cohort != st.cohort {
+				old := st.group
+				sw.leave(st)
+				sw.relend(old)
+				st.cohort = c.cohort
+				g := sw.groupOf(st)
+				sw.flush(g, c.at)
+				sw.join(st)
+			}
+		case -1:
+			if st.quotaRows--; st.quotaRows == 0 {
+				st.nominal, st.lendingLimit = 0, math.Inf(1)
+			}
+		default:
+			st.used += c.delta
+		}
+		sw.relend(st.group)
+	}
+	for _, cut := range cuts {
+		for _, g := range sw.groups {
+			sw.flush(g, cut)
+		}
+	}
+	for _, g := range sw.groups {
+		sw.flush(g, sw.end)
+	}
+	rows := make([]UsageRow, 0, len(sw.acc))
+	for _, r := range sw.acc {
+		rows = append(rows, *r)
+	}
+	slices.SortFunc(rows, func(a, b UsageRow) int {
+		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.Team, b.Team), cmp.Compare(a.InstanceType, b.InstanceType))
+	})
+	return rows
+}
+
+// relend recomputes a group's lent shares after one of its queues changed.
+func (sw *sweep) relend(g *group) {
+	uses := make([]metrics.QuotaUse, len(g.queues))
+	for i, st := range g.queues {
+		uses[i] = metrics.QuotaUse{Nominal: st.nominal, Used: st.used, LendingLimit: st.lendingLimit}
+	}
+	g.lent = metrics.LentShares(uses)
+}
+
+// flush integrates a group from its last flush to t. Cuts at days and
+// coverage edges flush every group, so [last, t) lies in one day and is
+// wholly covered or not.
+func (sw *sweep) flush(g *group, t int64) {
+	if t <= g.last {
+		return
+	}
+	from := g.last
+	g.last = t
+	if !sw.isCovered(from) {
+		return
+	}
+	hours := float64(t-from) / float64(time.Hour/time.Millisecond)
+	day := dayOf(from)
+	for i, st := range g.queues {
+		if st.team == "" {
+			continue
+		}
+		k := usageKey{day, st.team, st.key.flavor}
+		row := sw.acc[k]
+		if row == nil {
+			row = &UsageRow{Day: fromMS(day), Team: st.team, InstanceType: st.key.flavor}
+			sw.acc[k] = row
+		}
+		var h *ResourceHours
+		var unit float64
+		switch st.key.resource {
+		case string(kueue.ResourceGPU):
+			h, unit = &row.GPU, 1
+		case string(kueue.ResourceNeuron):
+			h, unit = &row.Neuron, 1
+		default:
+			h, unit = &row.VCPU, 1000
+		}
+		h.Allocated += st.nominal / unit * hours
+		h.Used += st.used / unit * hours
+		h.Borrowed += math.Max(st.used-st.nominal, 0) / unit * hours
+		h.Lent += g.lent[i] / unit * hours
+	}
+}
+
+// isCovered reports whether instant t is in a covered span.
+func (sw *sweep) isCovered(t int64) bool {
+	i, _ := slices.BinarySearchFunc(sw.covered, t, func(s span, t int64) int {
+		switch {
+		case s.to <= t:
+			return -1
+		case s.from > t:
+			return 1
+		}
+		return 0
+	})
+	return i < len(sw.covered) && sw.covered[i].from <= t && t < sw.covered[i].to
+}
