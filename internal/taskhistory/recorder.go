@@ -264,7 +264,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.prune(ctx)
 		case it := <-r.queue:
 			batch := r.collect(ctx, it)
-			if err := r.retry(ctx, "write", func() error { return r.write(ctx, batch) }); err != nil {
+			if err := r.retry(ctx, "write", func() error { return r.writeOrSplit(ctx, batch) }); err != nil {
 				return nil
 			}
 			if r.droppedSince.Load() != 0 && len(r.queue) == 0 {
@@ -325,6 +325,32 @@ func (r *Recorder) write(ctx context.Context, items []item) error {
 		s.Written += int64(w.Tasks)
 		s.Events += int64(w.Events)
 	})
+	return nil
+}
+
+// writeOrSplit writes a batch. When the store refuses it for what it
+// holds rather than for its own state (see storeTrouble), the items are
+// written one by one and those refused are dropped (a gap, like an
+// overflow), so that one bad event never stalls the recorder.
+func (r *Recorder) writeOrSplit(ctx context.Context, items []item) error {
+	err := r.write(ctx, items)
+	if err == nil || storeTrouble(err) {
+		return err
+	}
+	refused := 0
+	for _, it := range items {
+		if err := r.write(ctx, []item{it}); err != nil {
+			if storeTrouble(err) {
+				return err
+			}
+			refused++
+			r.cfg.Log.Error("task history: the store refuses an event; dropped", "err", err)
+		}
+	}
+	if refused > 0 {
+		r.droppedSince.CompareAndSwap(0, r.now().UnixNano())
+		r.count(func(s *RecorderStats) { s.Dropped += int64(refused) })
+	}
 	return nil
 }
 

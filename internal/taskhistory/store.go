@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
-	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go
+	"modernc.org/sqlite"               // database/sql driver "sqlite", pure Go
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // DefaultRetention is how long the history keeps what it records.
@@ -94,6 +96,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return s.db.PingContext(ctx)
+}
+
 // Close releases the database.
 func (s *Store) Close() error { return s.db.Close() }
 
@@ -171,6 +180,29 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// storeTrouble tells a failure of the store itself (unreachable, full,
+// busy, read-only, out of resources), which retrying later can cure, from a
+// refusal of what was written (a constraint, a value out of range).
+func storeTrouble(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch pg.Code[:2] {
+		case "22", "23", "42", "44": // data, integrity, syntax or access rule, check option
+			return false
+		}
+		return true
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		switch lite.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_RANGE:
+			return false
+		}
+		return true
+	}
+	return true // a network error, a closed pool, a cancelled context
 }
 
 func isNotADatabase(err error) bool {

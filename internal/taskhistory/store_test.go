@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5/pgconn"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -568,4 +569,30 @@ func TestHostileStringsAreText(t *testing.T) {
 			t.Errorf("message %q, want %q", p.Preemptions[0].Message, want)
 		}
 	})
+}
+
+// Failures of the store itself are retried; refusals of what was written
+// are not.
+func TestStoreTrouble(t *testing.T) {
+	s := openSQLite(t, filepath.Join(t.TempDir(), "h.db"))
+	_, err := s.db.Exec(`INSERT INTO schema_migrations (version, applied_ms) VALUES (1, 0)`)
+	if err == nil || storeTrouble(err) {
+		t.Errorf("a constraint violation (%v) counts as store trouble", err)
+	}
+	s.db.SetMaxOpenConns(1)
+	if _, err := s.db.Exec(`PRAGMA max_page_count = 1`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.db.Exec(`INSERT INTO lost (from_ms, to_ms, reason) VALUES (0, 0, ?)`, strings.Repeat("x", 100000))
+	if err == nil || !storeTrouble(err) {
+		t.Errorf("a full database (%v) is not store trouble", err)
+	}
+	for code, want := range map[string]bool{"23505": false, "22003": false, "53100": true, "08006": true, "57P01": true} {
+		if got := storeTrouble(&pgconn.PgError{Code: code}); got != want {
+			t.Errorf("PostgreSQL %s: store trouble %v, want %v", code, got, want)
+		}
+	}
+	if !storeTrouble(context.DeadlineExceeded) {
+		t.Error("a timeout is not store trouble")
+	}
 }
