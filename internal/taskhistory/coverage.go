@@ -231,8 +231,8 @@ func (s *Store) MarkVanished(ctx context.Context, present map[string]bool, at, l
 					return err
 				}
 				if _, err := t.exec(`INSERT INTO events (uid, kind, at_ms, cluster_queue, class, flavors, borrowed, reason, message)
-					SELECT uid, ?, ?, cluster_queue, class, '', 0, 'Vanished', 'deleted while no recorder ran' FROM tasks WHERE uid = ?
-					ON CONFLICT DO NOTHING`, string(EventDeleted), ms(at), uid); err != nil {
+					VALUES (?, ?, ?, '', '', '', 0, 'Vanished', 'deleted while no recorder ran') ON CONFLICT DO NOTHING`,
+					uid, string(EventDeleted), ms(at)); err != nil {
 					return err
 				}
 				row, exists, err := t.readTask(uid)

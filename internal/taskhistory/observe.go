@@ -125,12 +125,14 @@ func observe(wl *kueuev1beta2.Workload, teamPrefix string, now time.Time) Change
 		events = append(events, Event{Kind: EventPreempted, At: c.LastTransitionTime.Time, ClusterQueue: t.ClusterQueue,
 			Reason: c.Reason, Message: c.Message, ReasonWords: preemptionWords(*c, s), Preemptor: parsePreemptor(c.Message)})
 	}
+	// Messages are kept where they say more than the reason: evictions and
+	// preemptions.
 	if c := trueCondition(conds, kueuev1beta2.WorkloadRequeued); c != nil {
-		events = append(events, Event{Kind: EventRequeued, At: c.LastTransitionTime.Time, ClusterQueue: t.ClusterQueue, Reason: c.Reason, Message: c.Message})
+		events = append(events, Event{Kind: EventRequeued, At: c.LastTransitionTime.Time, ClusterQueue: t.ClusterQueue, Reason: c.Reason})
 	}
 	if c := trueCondition(conds, kueuev1beta2.WorkloadFinished); c != nil {
 		t.Outcome, t.FinishReason = outcomeOf(c.Reason), c.Reason
-		events = append(events, Event{Kind: EventFinished, At: c.LastTransitionTime.Time, ClusterQueue: t.ClusterQueue, Reason: c.Reason, Message: c.Message})
+		events = append(events, Event{Kind: EventFinished, At: c.LastTransitionTime.Time, ClusterQueue: t.ClusterQueue, Reason: c.Reason})
 	}
 	slices.SortStableFunc(events, func(a, b Event) int { return a.At.Compare(b.At) })
 	return Change{Task: t, Events: events}

@@ -177,8 +177,9 @@ func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w
 	fail := func(err error) (AdmissionRate, error) {
 		return AdmissionRate{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
 	}
-	query := `SELECT COUNT(*) FROM events WHERE kind = ? AND cluster_queue = ? AND at_ms >= ? AND at_ms < ?`
-	args := []any{string(EventAdmitted), clusterQueue, ceilMS(w.From), ceilMS(w.To)}
+	// kind is literal: it selects the partial index of admissions.
+	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND cluster_queue = ? AND at_ms >= ? AND at_ms < ?`
+	args := []any{clusterQueue, ceilMS(w.From), ceilMS(w.To)}
 	if class != "" {
 		query += ` AND class = ?`
 		args = append(args, class)

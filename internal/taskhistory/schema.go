@@ -1,10 +1,12 @@
 package taskhistory
 
 // migrations are the schema, one version each, applied in order and never
-// edited once released: a change is a new version. {{serial}} is each
-// dialect's auto-numbered primary key. Times are Unix milliseconds (_ms),
-// durations milliseconds; resources are GPUs, Neuron devices, vCPU
-// millicores and memory MiB.
+// edited once released: a change is a new version. {{serial}} and {{blob}}
+// are each dialect's auto-numbered primary key and bytes; {{clustered}}
+// stores a table in its primary key's order (SQLite's WITHOUT ROWID: no
+// second copy of the key). Times are Unix
+// milliseconds (_ms), durations milliseconds; resources are GPUs, Neuron
+// devices, vCPU millicores and memory MiB.
 var migrations = []string{
 	// 1: the first schema.
 	`
@@ -65,16 +67,16 @@ CREATE TABLE tasks (
 	borrowed INTEGER NOT NULL,
 	preempted INTEGER NOT NULL
 );
-CREATE INDEX tasks_admitted ON tasks (admitted_ms);
-CREATE INDEX tasks_finished ON tasks (finished_ms);
-CREATE INDEX tasks_team_class_admitted ON tasks (team, class, admitted_ms);
-CREATE INDEX tasks_team_class_finished ON tasks (team, class, finished_ms);
-CREATE INDEX tasks_span ON tasks (span_class, admitted_ms);
+-- The statistics read the facts of a period, or of one team and class in
+-- it, from these indexes alone.
+CREATE INDEX tasks_admitted ON tasks (admitted_ms, team, class, wait_ms);
+CREATE INDEX tasks_finished ON tasks (finished_ms, team, class, run_ms, admitted_ms) WHERE run_ms IS NOT NULL;
+CREATE INDEX tasks_team_class_admitted ON tasks (team, class, admitted_ms, wait_ms);
+CREATE INDEX tasks_team_class_finished ON tasks (team, class, finished_ms, run_ms, admitted_ms) WHERE run_ms IS NOT NULL;
+CREATE INDEX tasks_span ON tasks (span_class, admitted_ms, finished_ms) WHERE span_class IS NOT NULL;
 CREATE INDEX tasks_open ON tasks (deleted_ms) WHERE deleted_ms IS NULL;
 CREATE INDEX tasks_ended ON tasks (ended_ms);
-CREATE INDEX tasks_team_ended ON tasks (team, ended_ms);
 CREATE INDEX tasks_not_ended ON tasks (uid) WHERE ended_ms IS NULL;
-CREATE INDEX tasks_first_admitted ON tasks (first_admitted_ms);
 
 -- Every event of every task (see Event).
 CREATE TABLE events (
@@ -88,9 +90,8 @@ CREATE TABLE events (
 	reason TEXT NOT NULL,
 	message TEXT NOT NULL,
 	PRIMARY KEY (uid, kind, at_ms)
-);
-CREATE INDEX events_kind_queue ON events (kind, cluster_queue, at_ms);
-CREATE INDEX events_at ON events (at_ms);
+){{clustered}};
+CREATE INDEX events_admitted ON events (cluster_queue, at_ms) WHERE kind = 'admitted';
 
 -- What each admission held on each flavor, and when it ended.
 CREATE TABLE admissions (
@@ -106,7 +107,7 @@ CREATE TABLE admissions (
 	memory_mib BIGINT NOT NULL,
 	ended_ms BIGINT,
 	PRIMARY KEY (uid, admitted_ms, flavor)
-);
+){{clustered}};
 CREATE INDEX admissions_open ON admissions (ended_ms) WHERE ended_ms IS NULL;
 CREATE INDEX admissions_ended ON admissions (ended_ms);
 
@@ -126,7 +127,7 @@ CREATE TABLE preemptions (
 	preemptor_job_uid TEXT NOT NULL,
 	preemptor_cluster_queue TEXT NOT NULL,
 	PRIMARY KEY (uid, at_ms)
-);
+){{clustered}};
 CREATE INDEX preemptions_at ON preemptions (at_ms);
 CREATE INDEX preemptions_team ON preemptions (team, at_ms);
 CREATE INDEX preemptions_preemptor ON preemptions (preemptor_uid);
@@ -152,25 +153,17 @@ CREATE TABLE quotas (
 	borrowing_limit BIGINT,
 	lending_limit BIGINT,
 	PRIMARY KEY (cluster_queue, flavor, resource, from_ms)
-);
+){{clustered}};
 CREATE INDEX quotas_open ON quotas (to_ms) WHERE to_ms IS NULL;
 CREATE INDEX quotas_to ON quotas (to_ms);
 
--- Statistics rollup per UTC day, team and class, kept exact on every write:
--- the waits of tasks admitted that day and the runs of tasks that finished
--- that day (run_unadmitted_n: of those, how many hold no admission).
-CREATE TABLE stats_daily (
-	day_ms BIGINT NOT NULL,
-	team TEXT NOT NULL,
-	class TEXT NOT NULL,
-	wait_n BIGINT NOT NULL,
-	wait_sum_ms BIGINT NOT NULL,
-	wait_max_ms BIGINT NOT NULL,
-	run_n BIGINT NOT NULL,
-	run_sum_ms BIGINT NOT NULL,
-	run_max_ms BIGINT NOT NULL,
-	run_unadmitted_n BIGINT NOT NULL,
-	PRIMARY KEY (day_ms, team, class)
-);
+-- The statistics rollup (see rollup.go): per UTC hour and day, the
+-- completed facts of every team and class, encoded in data.
+CREATE TABLE stats_rollup (
+	span_ms BIGINT NOT NULL,
+	start_ms BIGINT NOT NULL,
+	data {{blob}} NOT NULL,
+	PRIMARY KEY (span_ms, start_ms)
+){{clustered}};
 `,
 }

@@ -114,23 +114,7 @@ func (s *Store) TaskStats(ctx context.Context, w Window) (*WindowStats, error) {
 		return g
 	}
 	if from < to {
-		d0, d1 := ceilDay(from), dayOf(to)
-		edges := []span{{from, to}}
-		if d0 < d1 {
-			edges = []span{{from, d0}, {d1, to}}
-			if err := s.rollupStats(ctx, d0, d1, get); err != nil {
-				return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
-			}
-		}
-		for _, e := range edges {
-			if e.from >= e.to {
-				continue
-			}
-			if err := s.rawStats(ctx, e, get); err != nil {
-				return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
-			}
-		}
-		if err := s.spanningRuns(ctx, span{from, to}, get); err != nil {
+		if err := s.windowFacts(ctx, span{from, to}, get); err != nil {
 			return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
 		}
 	}
@@ -148,26 +132,40 @@ func durations(n, sumMS, maxMS int64) Durations {
 	return Durations{N: n, sumMS: sumMS, Max: time.Duration(maxMS) * time.Millisecond}
 }
 
-func (s *Store) rollupStats(ctx context.Context, d0, d1 int64, get func(team, class string) *GroupStats) error {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT team, class, CAST(SUM(wait_n) AS BIGINT), CAST(SUM(wait_sum_ms) AS BIGINT), MAX(wait_max_ms),
-		CAST(SUM(run_n) AS BIGINT), CAST(SUM(run_sum_ms) AS BIGINT), MAX(run_max_ms), CAST(SUM(run_unadmitted_n) AS BIGINT)
-		FROM stats_daily WHERE day_ms >= ? AND day_ms < ? GROUP BY team, class`), d0, d1)
-	if err != nil {
-		return err
+// windowFacts adds up w's facts: whole days from the day rollup, whole
+// hours at its edges from the hour rollup, the minutes left from the task
+// rows, and the spanning runs for Samples.
+func (s *Store) windowFacts(ctx context.Context, w span, get func(team, class string) *GroupStats) error {
+	add := func(k teamClass, f facts) {
+		g := get(k.team, k.class)
+		g.Wait.Merge(durations(f.waitN, f.waitSum, f.waitMax))
+		g.Run.Merge(durations(f.runN, f.runSum, f.runMax))
+		g.Samples += f.waitN + f.runUnadmitted
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var team, class string
-		var wn, wsum, wmax, rn, rsum, rmax, runadm int64
-		if err := rows.Scan(&team, &class, &wn, &wsum, &wmax, &rn, &rsum, &rmax, &runadm); err != nil {
+	edges := []span{w}
+	if d0, d1 := ceilDay(w.from), dayOf(w.to); d0 < d1 {
+		if err := s.readRollup(ctx, dayMS, d0, d1, add); err != nil {
 			return err
 		}
-		g := get(team, class)
-		g.Wait.Merge(durations(wn, wsum, wmax))
-		g.Run.Merge(durations(rn, rsum, rmax))
-		g.Samples += wn + runadm
+		edges = []span{{w.from, d0}, {d1, w.to}}
 	}
-	return rows.Err()
+	for _, e := range edges {
+		raw := []span{e}
+		if h0, h1 := ceilTo(e.from, hourMS), floorTo(e.to, hourMS); h0 < h1 {
+			if err := s.readRollup(ctx, hourMS, h0, h1, add); err != nil {
+				return err
+			}
+			raw = []span{{e.from, h0}, {h1, e.to}}
+		}
+		for _, r := range raw {
+			if r.from < r.to {
+				if err := s.rawStats(ctx, r, get); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return s.spanningRuns(ctx, w, get)
 }
 
 func (s *Store) rawStats(ctx context.Context, e span, get func(team, class string) *GroupStats) error {
@@ -255,14 +253,6 @@ func ceilMS(t time.Time) int64 {
 		v++
 	}
 	return v
-}
-
-func ceilDay(v int64) int64 {
-	d := dayOf(v)
-	if d < v {
-		d += dayMS
-	}
-	return d
 }
 
 // ClassStats merges a window's completed facts with the live read model's

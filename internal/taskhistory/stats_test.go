@@ -181,6 +181,14 @@ func TestTaskStatsMatchTheRows(t *testing.T) {
 				t.Errorf("window %v (-rows +rollup):\n%s", w, diff)
 			}
 		}
+		// Rebuilt in bulk, the rollup is the one kept on every write.
+		incremental := dump(t, st)["stats_rollup"]
+		if err := st.rebuildRollups(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(incremental, dump(t, st)["stats_rollup"]); diff != "" {
+			t.Errorf("rollup rebuilt in bulk (-kept +rebuilt):\n%s", diff)
+		}
 	})
 }
 

@@ -125,7 +125,7 @@ func TestRewritingChangesNothing(t *testing.T) {
 func dump(t *testing.T, s *Store) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, table := range []string{"tasks", "events", "admissions", "preemptions", "quotas", "stats_daily"} {
+	for _, table := range []string{"tasks", "events", "admissions", "preemptions", "quotas", "stats_rollup"} {
 		rows, err := s.db.Query(`SELECT * FROM ` + table)
 		if err != nil {
 			t.Fatal(err)

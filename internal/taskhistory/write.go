@@ -25,7 +25,7 @@ type Written struct {
 func (s *Store) Write(ctx context.Context, b Batch) (Written, error) {
 	var w Written
 	err := s.inTx(ctx, func(tx *txn) error {
-		dirty := map[dayKey]bool{}
+		dirty := map[bucket]map[teamClass]bool{}
 		for i := range b.Changes {
 			changed, events, err := tx.writeChange(&b.Changes[i], dirty)
 			if err != nil {
@@ -43,12 +43,7 @@ func (s *Store) Write(ctx context.Context, b Batch) (Written, error) {
 			}
 			w.Quotas += n
 		}
-		for k := range dirty {
-			if err := tx.rollupDay(k); err != nil {
-				return err
-			}
-		}
-		return nil
+		return tx.rollup(dirty)
 	})
 	if err != nil {
 		return Written{}, fmt.Errorf("task history store %s: write: %w", s.name, err)
@@ -228,8 +223,8 @@ func (t *txn) readTask(uid string) (taskRow, bool, error) {
 }
 
 // writeChange records one change; it reports whether the task's row changed
-// and how many events were new, and marks the statistics days to redo.
-func (t *txn) writeChange(c *Change, dirty map[dayKey]bool) (bool, int, error) {
+// and how many events were new, and marks the rollup entries to redo.
+func (t *txn) writeChange(c *Change, dirty map[bucket]map[teamClass]bool) (bool, int, error) {
 	if c.Task.UID == "" {
 		return false, 0, nil
 	}
@@ -249,8 +244,7 @@ func (t *txn) writeChange(c *Change, dirty map[dayKey]bool) (bool, int, error) {
 	admissionsChanged := false
 	for _, e := range c.Events {
 		n, err := t.exec(`INSERT INTO events (uid, kind, at_ms, cluster_queue, class, flavors, borrowed, reason, message)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			row.uid, string(e.Kind), ms(e.At), e.ClusterQueue, row.class, strings.Join(e.Flavors, ","), boolInt(e.Borrowed), text(e.Reason), text(e.Message))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, eventRow(&row, e)...)
 		if err != nil {
 			return false, 0, err
 		}
@@ -295,8 +289,21 @@ func (t *txn) writeChange(c *Change, dirty map[dayKey]bool) (bool, int, error) {
 	if err := t.upsertTask(&row); err != nil {
 		return false, 0, err
 	}
-	markDays(dirty, old, exists, row)
+	markBuckets(dirty, old, exists, row)
 	return true, inserted, nil
+}
+
+// eventRow is an event's columns. The queue and class, which the task row
+// holds, are repeated only on admissions, for the admission rates.
+func eventRow(r *taskRow, e Event) []any {
+	queue, class := "", ""
+	if e.Kind == EventAdmitted || e.Kind == EventQuotaReserved {
+		queue = e.ClusterQueue
+	}
+	if e.Kind == EventAdmitted {
+		class = r.class
+	}
+	return []any{r.uid, string(e.Kind), ms(e.At), queue, class, strings.Join(e.Flavors, ","), boolInt(e.Borrowed), text(e.Reason), text(e.Message)}
 }
 
 func (t *txn) upsertTask(r *taskRow) error {
@@ -374,76 +381,6 @@ func (t *txn) denormalize(r *taskRow) error {
 		return err
 	}
 	return row.Scan(&r.gpuMS, &r.borrowed, &r.firstAdmittedMS, &r.preempted)
-}
-
-// dayKey is a row of the daily statistics rollup.
-type dayKey struct {
-	day         int64
-	team, class string
-}
-
-const dayMS = int64(24 * time.Hour / time.Millisecond)
-
-func dayOf(v int64) int64 {
-	d := v / dayMS * dayMS
-	if v < 0 && v%dayMS != 0 {
-		d -= dayMS
-	}
-	return d
-}
-
-// markDays marks the rollup days whose figures the change of a task row can
-// move: before and after, its admission's and its finish's day.
-func markDays(dirty map[dayKey]bool, old taskRow, exists bool, row taskRow) {
-	if exists && old.team == row.team && old.class == row.class && old.admittedMS == row.admittedMS &&
-		old.waitMS == row.waitMS && old.finishedMS == row.finishedMS && old.runMS == row.runMS {
-		return
-	}
-	for _, r := range []*taskRow{&old, &row} {
-		if r == &old && !exists {
-			continue
-		}
-		if r.admittedMS.Valid {
-			dirty[dayKey{dayOf(r.admittedMS.Int64), r.team, r.class}] = true
-		}
-		if r.finishedMS.Valid {
-			dirty[dayKey{dayOf(r.finishedMS.Int64), r.team, r.class}] = true
-		}
-	}
-}
-
-// rollupDay recomputes one rollup row from the task rows, so that it is
-// exact whatever changed.
-func (t *txn) rollupDay(k dayKey) error {
-	var wn, wsum, wmax, rn, rsum, rmax, runadm int64
-	row, err := t.queryRow(`SELECT COUNT(*), COALESCE(SUM(wait_ms), 0), COALESCE(MAX(wait_ms), 0) FROM tasks
-		WHERE team = ? AND class = ? AND admitted_ms >= ? AND admitted_ms < ?`, k.team, k.class, k.day, k.day+dayMS)
-	if err != nil {
-		return err
-	}
-	if err := row.Scan(&wn, &wsum, &wmax); err != nil {
-		return err
-	}
-	row, err = t.queryRow(`SELECT COUNT(*), COALESCE(SUM(run_ms), 0), COALESCE(MAX(run_ms), 0),
-		COALESCE(SUM(CASE WHEN admitted_ms IS NULL THEN 1 ELSE 0 END), 0) FROM tasks
-		WHERE team = ? AND class = ? AND finished_ms >= ? AND finished_ms < ? AND run_ms IS NOT NULL`, k.team, k.class, k.day, k.day+dayMS)
-	if err != nil {
-		return err
-	}
-	if err := row.Scan(&rn, &rsum, &rmax, &runadm); err != nil {
-		return err
-	}
-	if wn == 0 && rn == 0 {
-		_, err := t.exec(`DELETE FROM stats_daily WHERE day_ms = ? AND team = ? AND class = ?`, k.day, k.team, k.class)
-		return err
-	}
-	_, err = t.exec(`INSERT INTO stats_daily (day_ms, team, class, wait_n, wait_sum_ms, wait_max_ms, run_n, run_sum_ms, run_max_ms, run_unadmitted_n)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day_ms, team, class) DO UPDATE SET
-		wait_n = excluded.wait_n, wait_sum_ms = excluded.wait_sum_ms, wait_max_ms = excluded.wait_max_ms,
-		run_n = excluded.run_n, run_sum_ms = excluded.run_sum_ms, run_max_ms = excluded.run_max_ms,
-		run_unadmitted_n = excluded.run_unadmitted_n`,
-		k.day, k.team, k.class, wn, wsum, wmax, rn, rsum, rmax, runadm)
-	return err
 }
 
 // text is s as both databases store it: valid UTF-8 without NUL bytes
