@@ -421,7 +421,12 @@ func layout(changes []Change) genTask {
 }
 
 // BenchmarkHistory measures the pages' queries and the recorder at size.
+// Filling the stores takes minutes: it runs only with HISTORY_BENCH=1 (make
+// bench-history), not in make bench.
 func BenchmarkHistory(b *testing.B) {
+	if os.Getenv("HISTORY_BENCH") != "1" {
+		b.Skip("set HISTORY_BENCH=1 (make bench-history)")
+	}
 	for _, driver := range []string{DriverSQLite, DriverPostgres} {
 		b.Run(driver, func(b *testing.B) {
 			s := filledStore(b, driver)
@@ -481,9 +486,11 @@ func latencies(b *testing.B, query func() error) {
 }
 
 // benchRecord feeds the recorder informer events as fast as it takes them
-// (lives of new tasks: created, admitted, finished, deleted) and reports
-// the events written per second, on top of the filled store.
+// (lives of new tasks: created, admitted, finished, deleted; at least 5 000
+// of them) and reports the events written per second, on top of the filled
+// store.
 func benchRecord(b *testing.B, s *Store) {
+	lives := max(b.N, 5000)
 	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "bench", QueueSize: 1 << 20})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -496,7 +503,7 @@ func benchRecord(b *testing.B, s *Store) {
 	type obs struct{ old, new *kueuev1beta2.Workload }
 	var events []obs
 	var gone []*kueuev1beta2.Workload
-	for i := range b.N {
+	for i := range lives {
 		w := newWL(benchTeam(i%benchTeams), fmt.Sprintf("%s%07d", prefix, i), now.Add(-time.Hour)).class(benchClasses[i%len(benchClasses)], 10).pods(1, 2)
 		s0 := w.snap()
 		s1 := w.admit(now.Add(-50*time.Minute), "ml.p5.48xlarge").snap()
@@ -518,7 +525,7 @@ func benchRecord(b *testing.B, s *Store) {
 		if err := s.db.QueryRow(s.q(`SELECT COUNT(*) FROM tasks WHERE name LIKE ? AND deleted_ms IS NOT NULL`), prefix+"%").Scan(&n); err != nil {
 			b.Fatal(err)
 		}
-		if n == b.N {
+		if n == lives {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
