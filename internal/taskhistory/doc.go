@@ -19,6 +19,19 @@
 // rule (LentShares). It must not import the web layer: no echo, no
 // internal/handlers, no web/templates. Handlers call it; it never calls them.
 //
+// # Wiring
+//
+//	store, err := taskhistory.Open(ctx, taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: file})
+//	rec := taskhistory.NewRecorder(store, taskhistory.RecorderConfig{TeamPrefix: prefix, Identity: pod,
+//		Workloads: workloadLister, ClusterQueues: queueLister, Synced: cache.Synced, Borrowed: estimate})
+//	workloadInformer.AddEventHandler(rec.WorkloadHandler())
+//	clusterQueueInformer.AddEventHandler(rec.ClusterQueueHandler())
+//	go leader.Run(ctx, leaderConfig, func(ctx context.Context) { _ = rec.Run(ctx) }, nil)
+//
+// Every replica registers the handlers; only the one holding the Lease runs
+// the recorder, and the others' handlers do nothing. Queries may run on
+// every replica.
+//
 // # Time, gaps and coverage
 //
 // Times are kept to the millisecond (Kubernetes keeps condition times to the
