@@ -16,16 +16,14 @@ import (
 // waits of tasks admitted in it, the runs of tasks that finished in it).
 // One row per period, not per team and class: a 30-day window reads 30 day
 // rows and at most 46 hour rows, however many teams and classes there are.
-// Every write recomputes the entries it can change from the task rows, so
-// the rollup stays exact.
+// Every write recomputes the hours it can change from the task rows (an
+// hour holds some hundreds of tasks) and their days from the hours, so the
+// rollup stays exact.
 
 const (
 	hourMS = int64(time.Hour / time.Millisecond)
 	dayMS  = 24 * hourMS
 )
-
-// rollupSpans are the rollup's period lengths, shortest first.
-var rollupSpans = []int64{hourMS, dayMS}
 
 // floorTo is v rounded down to a multiple of span (Unix ms, UTC periods).
 func floorTo(v, span int64) int64 {
@@ -66,9 +64,6 @@ func (f *facts) merge(o facts) {
 
 func (f facts) zero() bool { return f.waitN == 0 && f.runN == 0 }
 
-// bucket is one rollup row: a period of span ms from start.
-type bucket struct{ span, start int64 }
-
 // encodeFacts lays out a period's entries, sorted by team and class.
 func encodeFacts(m map[teamClass]facts) []byte {
 	keys := slices.SortedFunc(maps.Keys(m), func(a, b teamClass) int {
@@ -90,15 +85,25 @@ func encodeFacts(m map[teamClass]facts) []byte {
 
 var errCorruptRollup = errors.New("corrupt statistics rollup row")
 
-// decodeFacts calls fn for each entry of a period's data.
-func decodeFacts(b []byte, fn func(teamClass, facts)) error {
+// decodeFacts calls fn for each entry of a period's data. names, if not
+// nil, interns the teams' and classes' names across calls: a 30-day window
+// repeats each some thirty times.
+func decodeFacts(b []byte, names map[string]string, fn func(teamClass, facts)) error {
 	str := func() (string, bool) {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
 			return "", false
 		}
-		s := string(b[w : w+int(n)])
+		raw := b[w : w+int(n)]
 		b = b[w+int(n):]
+		if names == nil {
+			return string(raw), true
+		}
+		s, ok := names[string(raw)]
+		if !ok {
+			s = string(raw)
+			names[s] = s
+		}
 		return s, true
 	}
 	num := func() (int64, bool) {
@@ -130,160 +135,157 @@ func decodeFacts(b []byte, fn func(teamClass, facts)) error {
 	return nil
 }
 
-// markBuckets marks the rollup entries whose facts the change of a task row
-// can move: before and after, its admission's and its finish's hour and day.
-func markBuckets(dirty map[bucket]map[teamClass]bool, old taskRow, exists bool, row taskRow) {
+// markHours marks the rollup hours whose facts the change of a task row can
+// move: before and after, its admission's and its finish's hour.
+func markHours(dirty map[int64]bool, old taskRow, exists bool, row taskRow) {
 	if exists && old.team == row.team && old.class == row.class && old.admittedMS == row.admittedMS &&
 		old.waitMS == row.waitMS && old.finishedMS == row.finishedMS && old.runMS == row.runMS {
 		return
-	}
-	mark := func(at sql.NullInt64, k teamClass) {
-		if !at.Valid {
-			return
-		}
-		for _, span := range rollupSpans {
-			b := bucket{span, floorTo(at.Int64, span)}
-			if dirty[b] == nil {
-				dirty[b] = map[teamClass]bool{}
-			}
-			dirty[b][k] = true
-		}
 	}
 	for _, r := range []*taskRow{&old, &row} {
 		if r == &old && !exists {
 			continue
 		}
-		mark(r.admittedMS, teamClass{r.team, r.class})
-		mark(r.finishedMS, teamClass{r.team, r.class})
+		for _, at := range []sql.NullInt64{r.admittedMS, r.finishedMS} {
+			if at.Valid {
+				dirty[floorTo(at.Int64, hourMS)] = true
+			}
+		}
 	}
 }
 
-// rollup recomputes the marked entries from the task rows.
-func (t *txn) rollup(dirty map[bucket]map[teamClass]bool) error {
-	buckets := slices.SortedFunc(maps.Keys(dirty), func(a, b bucket) int {
-		return cmp.Or(cmp.Compare(a.span, b.span), cmp.Compare(a.start, b.start))
-	})
-	for _, b := range buckets {
-		entries := map[teamClass]facts{}
-		row, err := t.queryRow(`SELECT data FROM stats_rollup WHERE span_ms = ? AND start_ms = ?`, b.span, b.start)
+// rollup recomputes the marked hours from the task rows, then their days
+// from their hours.
+func (t *txn) rollup(dirty map[int64]bool) error {
+	days := map[int64]bool{}
+	for _, h := range slices.Sorted(maps.Keys(dirty)) {
+		entries, err := t.hourFacts(h)
 		if err != nil {
 			return err
 		}
-		var data []byte
-		switch err := row.Scan(&data); {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
+		if err := t.putRollup(hourMS, h, entries); err != nil {
 			return err
-		default:
-			// A corrupt row is rebuilt from what the task rows say.
-			_ = decodeFacts(data, func(k teamClass, f facts) { entries[k] = f })
 		}
-		for k := range dirty[b] {
-			f, err := t.factsOf(k, b)
-			if err != nil {
+		days[dayOf(h)] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(days)) {
+		entries := map[teamClass]facts{}
+		rows, err := t.tx.QueryContext(t.ctx, t.s.q(`SELECT data FROM stats_rollup WHERE span_ms = ? AND start_ms >= ? AND start_ms < ?`), hourMS, d, d+dayMS)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var data []byte
+			if err := rows.Scan(&data); err != nil {
+				rows.Close()
 				return err
 			}
-			if f.zero() {
-				delete(entries, k)
-			} else {
-				entries[k] = f
-			}
-		}
-		if len(entries) == 0 {
-			if _, err := t.exec(`DELETE FROM stats_rollup WHERE span_ms = ? AND start_ms = ?`, b.span, b.start); err != nil {
+			if err := decodeFacts(data, nil, func(k teamClass, f facts) {
+				e := entries[k]
+				e.merge(f)
+				entries[k] = e
+			}); err != nil {
+				rows.Close()
 				return err
 			}
-			continue
 		}
-		if _, err := t.exec(`INSERT INTO stats_rollup (span_ms, start_ms, data) VALUES (?, ?, ?)
-			ON CONFLICT (span_ms, start_ms) DO UPDATE SET data = excluded.data`, b.span, b.start, encodeFacts(entries)); err != nil {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := t.putRollup(dayMS, d, entries); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// factsOf counts one team's facts in one class and period from the rows.
-func (t *txn) factsOf(k teamClass, b bucket) (facts, error) {
-	var f facts
-	row, err := t.queryRow(`SELECT COUNT(*), COALESCE(SUM(wait_ms), 0), COALESCE(MAX(wait_ms), 0) FROM tasks
-		WHERE team = ? AND class = ? AND admitted_ms >= ? AND admitted_ms < ?`, k.team, k.class, b.start, b.start+b.span)
-	if err != nil {
-		return f, err
+func (t *txn) putRollup(span, start int64, entries map[teamClass]facts) error {
+	if len(entries) == 0 {
+		_, err := t.exec(`DELETE FROM stats_rollup WHERE span_ms = ? AND start_ms = ?`, span, start)
+		return err
 	}
-	if err := row.Scan(&f.waitN, &f.waitSum, &f.waitMax); err != nil {
-		return f, err
-	}
-	row, err = t.queryRow(`SELECT COUNT(*), COALESCE(SUM(run_ms), 0), COALESCE(MAX(run_ms), 0),
-		COALESCE(SUM(CASE WHEN admitted_ms IS NULL THEN 1 ELSE 0 END), 0) FROM tasks
-		WHERE team = ? AND class = ? AND finished_ms >= ? AND finished_ms < ? AND run_ms IS NOT NULL`, k.team, k.class, b.start, b.start+b.span)
-	if err != nil {
-		return f, err
-	}
-	err = row.Scan(&f.runN, &f.runSum, &f.runMax, &f.runUnadmitted)
-	return f, err
+	_, err := t.exec(`INSERT INTO stats_rollup (span_ms, start_ms, data) VALUES (?, ?, ?)
+		ON CONFLICT (span_ms, start_ms) DO UPDATE SET data = excluded.data`, span, start, encodeFacts(entries))
+	return err
 }
 
-// rebuildRollups recomputes the whole rollup from the task rows, by the
-// definition factsOf applies to one entry (for a store filled in bulk).
+// hourFacts counts every team's facts of one hour from the task rows.
+func (t *txn) hourFacts(h int64) (map[teamClass]facts, error) {
+	entries := map[teamClass]facts{}
+	st, err := t.stmt(`SELECT team, class, COUNT(*), COALESCE(SUM(wait_ms), 0), COALESCE(MAX(wait_ms), 0) FROM tasks
+		WHERE admitted_ms >= ? AND admitted_ms < ? GROUP BY team, class`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(t.ctx, h, h+hourMS)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var k teamClass
+		var f facts
+		if err := rows.Scan(&k.team, &k.class, &f.waitN, &f.waitSum, &f.waitMax); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		entries[k] = f
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	st, err = t.stmt(`SELECT team, class, COUNT(*), COALESCE(SUM(run_ms), 0), COALESCE(MAX(run_ms), 0),
+		COALESCE(SUM(CASE WHEN admitted_ms IS NULL THEN 1 ELSE 0 END), 0) FROM tasks
+		WHERE finished_ms >= ? AND finished_ms < ? AND run_ms IS NOT NULL GROUP BY team, class`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err = st.QueryContext(t.ctx, h, h+hourMS)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k teamClass
+		var f facts
+		if err := rows.Scan(&k.team, &k.class, &f.runN, &f.runSum, &f.runMax, &f.runUnadmitted); err != nil {
+			return nil, err
+		}
+		e := entries[k]
+		e.merge(f)
+		entries[k] = e
+	}
+	return entries, rows.Err()
+}
+
+// rebuildRollups recomputes the whole rollup from the task rows, every
+// hour then every day as rollup does (for a store filled in bulk).
 func (s *Store) rebuildRollups(ctx context.Context) error {
 	return s.inTx(ctx, func(t *txn) error {
 		if _, err := t.exec(`DELETE FROM stats_rollup`); err != nil {
 			return err
 		}
-		for _, span := range rollupSpans {
-			rows, err := t.tx.QueryContext(ctx, s.q(`SELECT bucket, team, class, CAST(SUM(wn) AS BIGINT), CAST(SUM(ws) AS BIGINT), MAX(wm),
-				CAST(SUM(rn) AS BIGINT), CAST(SUM(rs) AS BIGINT), MAX(rm), CAST(SUM(ru) AS BIGINT)
-				FROM (
-					SELECT admitted_ms - admitted_ms % ? AS bucket, team, class, COUNT(*) AS wn, SUM(wait_ms) AS ws, MAX(wait_ms) AS wm,
-						0 AS rn, 0 AS rs, 0 AS rm, 0 AS ru
-					FROM tasks WHERE admitted_ms IS NOT NULL GROUP BY 1, 2, 3
-					UNION ALL
-					SELECT finished_ms - finished_ms % ?, team, class, 0, 0, 0, COUNT(*), SUM(run_ms), MAX(run_ms),
-						SUM(CASE WHEN admitted_ms IS NULL THEN 1 ELSE 0 END)
-					FROM tasks WHERE run_ms IS NOT NULL GROUP BY 1, 2, 3
-				) f GROUP BY bucket, team, class ORDER BY bucket`), span, span)
+		hours := map[int64]bool{}
+		for _, col := range []string{"admitted_ms", "finished_ms"} {
+			rows, err := t.tx.QueryContext(ctx, s.q(`SELECT DISTINCT `+col+` - `+col+` % ? FROM tasks WHERE `+col+` IS NOT NULL`), hourMS)
 			if err != nil {
 				return err
 			}
-			type out struct {
-				start int64
-				data  []byte
-			}
-			var done []out
-			cur, entries := int64(0), map[teamClass]facts{}
-			flush := func() {
-				if len(entries) > 0 {
-					done = append(done, out{cur, encodeFacts(entries)})
-				}
-				entries = map[teamClass]facts{}
-			}
 			for rows.Next() {
-				var start int64
-				var k teamClass
-				var f facts
-				if err := rows.Scan(&start, &k.team, &k.class, &f.waitN, &f.waitSum, &f.waitMax, &f.runN, &f.runSum, &f.runMax, &f.runUnadmitted); err != nil {
+				var h int64
+				if err := rows.Scan(&h); err != nil {
 					rows.Close()
 					return err
 				}
-				if start != cur {
-					flush()
-					cur = start
-				}
-				entries[k] = f
+				hours[h] = true
 			}
-			flush()
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			for _, o := range done {
-				if _, err := t.exec(`INSERT INTO stats_rollup (span_ms, start_ms, data) VALUES (?, ?, ?)`, span, o.start, o.data); err != nil {
-					return err
-				}
-			}
 		}
-		return nil
+		return t.rollup(hours)
 	})
 }
 
@@ -295,12 +297,13 @@ func (s *Store) readRollup(ctx context.Context, span, from, to int64, fn func(te
 		return err
 	}
 	defer rows.Close()
+	names := map[string]string{}
+	var data []byte
 	for rows.Next() {
-		var data []byte
 		if err := rows.Scan(&data); err != nil {
 			return err
 		}
-		if err := decodeFacts(data, fn); err != nil {
+		if err := decodeFacts(data, names, fn); err != nil {
 			return err
 		}
 	}

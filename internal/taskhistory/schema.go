@@ -67,12 +67,9 @@ CREATE TABLE tasks (
 	borrowed INTEGER NOT NULL,
 	preempted INTEGER NOT NULL
 );
--- The statistics read the facts of a period, or of one team and class in
--- it, from these indexes alone.
+-- The statistics read the facts of a period from these indexes alone.
 CREATE INDEX tasks_admitted ON tasks (admitted_ms, team, class, wait_ms);
 CREATE INDEX tasks_finished ON tasks (finished_ms, team, class, run_ms, admitted_ms) WHERE run_ms IS NOT NULL;
-CREATE INDEX tasks_team_class_admitted ON tasks (team, class, admitted_ms, wait_ms);
-CREATE INDEX tasks_team_class_finished ON tasks (team, class, finished_ms, run_ms, admitted_ms) WHERE run_ms IS NOT NULL;
 CREATE INDEX tasks_span ON tasks (span_class, admitted_ms, finished_ms) WHERE span_class IS NOT NULL;
 CREATE INDEX tasks_open ON tasks (deleted_ms) WHERE deleted_ms IS NULL;
 CREATE INDEX tasks_ended ON tasks (ended_ms);
@@ -130,6 +127,7 @@ CREATE TABLE preemptions (
 ){{clustered}};
 CREATE INDEX preemptions_at ON preemptions (at_ms);
 CREATE INDEX preemptions_team ON preemptions (team, at_ms);
+CREATE INDEX preemptions_class ON preemptions (class, at_ms);
 CREATE INDEX preemptions_preemptor ON preemptions (preemptor_uid);
 
 -- ClusterQueues: their team and cohort as last seen.

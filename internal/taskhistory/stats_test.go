@@ -227,3 +227,22 @@ func bruteForceStats(t *testing.T, st *Store, w Window) []GroupStats {
 	}
 	return out
 }
+
+func TestRollupCodec(t *testing.T) {
+	in := map[teamClass]facts{
+		{"nlp", "training"}: {waitN: 3, waitSum: 9000, waitMax: 5000, runN: 2, runSum: 1 << 40, runMax: 1 << 39, runUnadmitted: 1},
+		{"cv", ""}:          {waitN: 1},
+		{"", "batch"}:       {runN: 1, runSum: 7, runMax: 7},
+	}
+	b := encodeFacts(in)
+	out := map[teamClass]facts{}
+	if err := decodeFacts(b, map[string]string{}, func(k teamClass, f facts) { out[k] = f }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out, cmp.AllowUnexported(teamClass{}, facts{})); diff != "" {
+		t.Errorf("round trip (-in +out):\n%s", diff)
+	}
+	if err := decodeFacts(b[:len(b)-3], nil, func(teamClass, facts) {}); err == nil {
+		t.Error("a truncated row decoded")
+	}
+}

@@ -114,7 +114,7 @@ func (s *Store) Retention() time.Duration { return s.retention }
 
 func sqliteDSN(path string) string {
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "mmap_size(4294967296)"} {
 		q.Add("_pragma", p)
 	}
 	// Write transactions take the write lock at BEGIN: two writers never

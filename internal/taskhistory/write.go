@@ -25,7 +25,7 @@ type Written struct {
 func (s *Store) Write(ctx context.Context, b Batch) (Written, error) {
 	var w Written
 	err := s.inTx(ctx, func(tx *txn) error {
-		dirty := map[bucket]map[teamClass]bool{}
+		dirty := map[int64]bool{}
 		for i := range b.Changes {
 			changed, events, err := tx.writeChange(&b.Changes[i], dirty)
 			if err != nil {
@@ -223,8 +223,8 @@ func (t *txn) readTask(uid string) (taskRow, bool, error) {
 }
 
 // writeChange records one change; it reports whether the task's row changed
-// and how many events were new, and marks the rollup entries to redo.
-func (t *txn) writeChange(c *Change, dirty map[bucket]map[teamClass]bool) (bool, int, error) {
+// and how many events were new, and marks the rollup hours to redo.
+func (t *txn) writeChange(c *Change, dirty map[int64]bool) (bool, int, error) {
 	if c.Task.UID == "" {
 		return false, 0, nil
 	}
@@ -289,7 +289,7 @@ func (t *txn) writeChange(c *Change, dirty map[bucket]map[teamClass]bool) (bool,
 	if err := t.upsertTask(&row); err != nil {
 		return false, 0, err
 	}
-	markBuckets(dirty, old, exists, row)
+	markHours(dirty, old, exists, row)
 	return true, inserted, nil
 }
 
