@@ -11,19 +11,25 @@ import (
 	"time"
 )
 
-// The statistics rollup: for each UTC hour and each UTC day, one row whose
+// The statistics rollup: for each UTC hour, day and week, one row whose
 // data holds, per team and class, the completed facts of that period (the
 // waits of tasks admitted in it, the runs of tasks that finished in it).
-// One row per period, not per team and class: a 30-day window reads 30 day
-// rows and at most 46 hour rows, however many teams and classes there are.
-// Every write recomputes the hours it can change from the task rows (an
-// hour holds some hundreds of tasks) and their days from the hours, so the
-// rollup stays exact.
+// One row per period, not per team and class: a 30-day window reads at most
+// 4 week, 12 day and 46 hour rows, however many teams and classes there
+// are. Every write recomputes the hours it can change from the task rows
+// (an hour holds some hundreds of tasks), their days from the hours and
+// their weeks from the days, so the rollup stays exact.
 
 const (
 	hourMS = int64(time.Hour / time.Millisecond)
 	dayMS  = 24 * hourMS
+	weekMS = 7 * dayMS
 )
+
+// rollupSpans are the rollup's period lengths, finest first; each is a
+// whole number of the one before (UTC hours, days, and 7-day periods from
+// the Unix epoch).
+var rollupSpans = []int64{hourMS, dayMS, weekMS}
 
 // floorTo is v rounded down to a multiple of span (Unix ms, UTC periods).
 func floorTo(v, span int64) int64 {
@@ -154,50 +160,56 @@ func markHours(dirty map[int64]bool, old taskRow, exists bool, row taskRow) {
 	}
 }
 
-// rollup recomputes the marked hours from the task rows, then their days
-// from their hours.
+// rollup recomputes the marked hours from the task rows, then each coarser
+// period containing one of them from its finer periods.
 func (t *txn) rollup(dirty map[int64]bool) error {
-	days := map[int64]bool{}
-	for _, h := range slices.Sorted(maps.Keys(dirty)) {
-		entries, err := t.hourFacts(h)
-		if err != nil {
-			return err
-		}
-		if err := t.putRollup(hourMS, h, entries); err != nil {
-			return err
-		}
-		days[dayOf(h)] = true
-	}
-	for _, d := range slices.Sorted(maps.Keys(days)) {
-		entries := map[teamClass]facts{}
-		rows, err := t.tx.QueryContext(t.ctx, t.s.q(`SELECT data FROM stats_rollup WHERE span_ms = ? AND start_ms >= ? AND start_ms < ?`), hourMS, d, d+dayMS)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var data []byte
-			if err := rows.Scan(&data); err != nil {
-				rows.Close()
+	for level, span := range rollupSpans {
+		parents := map[int64]bool{}
+		for _, start := range slices.Sorted(maps.Keys(dirty)) {
+			var entries map[teamClass]facts
+			var err error
+			if level == 0 {
+				entries, err = t.hourFacts(start)
+			} else {
+				entries, err = t.mergeRollup(rollupSpans[level-1], start, start+span)
+			}
+			if err != nil {
 				return err
 			}
-			if err := decodeFacts(data, nil, func(k teamClass, f facts) {
-				e := entries[k]
-				e.merge(f)
-				entries[k] = e
-			}); err != nil {
-				rows.Close()
+			if err := t.putRollup(span, start, entries); err != nil {
 				return err
 			}
+			if level+1 < len(rollupSpans) {
+				parents[floorTo(start, rollupSpans[level+1])] = true
+			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if err := t.putRollup(dayMS, d, entries); err != nil {
-			return err
-		}
+		dirty = parents
 	}
 	return nil
+}
+
+// mergeRollup merges the periods of span starting in [from, to).
+func (t *txn) mergeRollup(span, from, to int64) (map[teamClass]facts, error) {
+	entries := map[teamClass]facts{}
+	rows, err := t.tx.QueryContext(t.ctx, t.s.q(`SELECT data FROM stats_rollup WHERE span_ms = ? AND start_ms >= ? AND start_ms < ?`), span, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		if err := decodeFacts(data, nil, func(k teamClass, f facts) {
+			e := entries[k]
+			e.merge(f)
+			entries[k] = e
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return entries, rows.Err()
 }
 
 func (t *txn) putRollup(span, start int64, entries map[teamClass]facts) error {

@@ -132,9 +132,9 @@ func durations(n, sumMS, maxMS int64) Durations {
 	return Durations{N: n, sumMS: sumMS, Max: time.Duration(maxMS) * time.Millisecond}
 }
 
-// windowFacts adds up w's facts: whole days from the day rollup, whole
-// hours at its edges from the hour rollup, the minutes left from the task
-// rows, and the spanning runs for Samples.
+// windowFacts adds up w's facts: whole weeks, days and hours from the
+// rollup (coarsest first), the minutes left at its edges from the task rows,
+// and the spanning runs for Samples.
 func (s *Store) windowFacts(ctx context.Context, w span, get func(team, class string) *GroupStats) error {
 	add := func(k teamClass, f facts) {
 		g := get(k.team, k.class)
@@ -142,28 +142,29 @@ func (s *Store) windowFacts(ctx context.Context, w span, get func(team, class st
 		g.Run.Merge(durations(f.runN, f.runSum, f.runMax))
 		g.Samples += f.waitN + f.runUnadmitted
 	}
-	edges := []span{w}
-	if d0, d1 := ceilDay(w.from), dayOf(w.to); d0 < d1 {
-		if err := s.readRollup(ctx, dayMS, d0, d1, add); err != nil {
+	var facts func(e span, level int) error
+	facts = func(e span, level int) error {
+		if e.from >= e.to {
+			return nil
+		}
+		if level < 0 {
+			return s.rawStats(ctx, e, get)
+		}
+		length := rollupSpans[level]
+		b0, b1 := ceilTo(e.from, length), floorTo(e.to, length)
+		if b0 >= b1 {
+			return facts(e, level-1)
+		}
+		if err := s.readRollup(ctx, length, b0, b1, add); err != nil {
 			return err
 		}
-		edges = []span{{w.from, d0}, {d1, w.to}}
+		if err := facts(span{e.from, b0}, level-1); err != nil {
+			return err
+		}
+		return facts(span{b1, e.to}, level-1)
 	}
-	for _, e := range edges {
-		raw := []span{e}
-		if h0, h1 := ceilTo(e.from, hourMS), floorTo(e.to, hourMS); h0 < h1 {
-			if err := s.readRollup(ctx, hourMS, h0, h1, add); err != nil {
-				return err
-			}
-			raw = []span{{e.from, h0}, {h1, e.to}}
-		}
-		for _, r := range raw {
-			if r.from < r.to {
-				if err := s.rawStats(ctx, r, get); err != nil {
-					return err
-				}
-			}
-		}
+	if err := facts(w, len(rollupSpans)-1); err != nil {
+		return err
 	}
 	return s.spanningRuns(ctx, w, get)
 }

@@ -120,35 +120,51 @@ func (s *Store) loadQuotas(ctx context.Context, sw *sweep) error {
 }
 
 func (s *Store) loadAdmissions(ctx context.Context, sw *sweep) error {
+	type queue struct{ team, cohort string }
+	queues := map[string]queue{}
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster_queue, team, cohort FROM queues`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		var q queue
+		if err := rows.Scan(&name, &q.team, &q.cohort); err != nil {
+			rows.Close()
+			return err
+		}
+		queues[name] = q
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
 	// Two indexed halves: ended in the window, and still open.
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT a.cluster_queue, a.flavor, a.team, a.admitted_ms, a.ended_ms, a.gpus, a.neuron, a.cpu_milli,
-		COALESCE(q.team, ''), COALESCE(q.cohort, '')
-		FROM admissions a LEFT JOIN queues q ON q.cluster_queue = a.cluster_queue
-		WHERE a.ended_ms > ? AND a.admitted_ms < ?
+	rows, err = s.db.QueryContext(ctx, s.q(`SELECT cluster_queue, flavor, team, admitted_ms, ended_ms, gpus, neuron, cpu_milli
+		FROM admissions WHERE ended_ms > ? AND admitted_ms < ?
 		UNION ALL
-		SELECT a.cluster_queue, a.flavor, a.team, a.admitted_ms, a.ended_ms, a.gpus, a.neuron, a.cpu_milli,
-		COALESCE(q.team, ''), COALESCE(q.cohort, '')
-		FROM admissions a LEFT JOIN queues q ON q.cluster_queue = a.cluster_queue
-		WHERE a.ended_ms IS NULL AND a.admitted_ms < ?`), sw.start, sw.end, sw.end)
+		SELECT cluster_queue, flavor, team, admitted_ms, ended_ms, gpus, neuron, cpu_milli
+		FROM admissions WHERE ended_ms IS NULL AND admitted_ms < ?`), sw.start, sw.end, sw.end)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var cq, flavor, taskTeam, queueTeam, cohort string
+		var cq, flavor, taskTeam string
 		var admitted int64
 		var ended sql.NullInt64
 		var amounts [3]int64
-		if err := rows.Scan(&cq, &flavor, &taskTeam, &admitted, &ended, &amounts[0], &amounts[1], &amounts[2], &queueTeam, &cohort); err != nil {
+		if err := rows.Scan(&cq, &flavor, &taskTeam, &admitted, &ended, &amounts[0], &amounts[1], &amounts[2]); err != nil {
 			return err
 		}
 		stop := sw.end
 		if ended.Valid {
 			stop = min(ended.Int64, sw.end)
 		}
+		q := queues[cq]
 		for i, r := range usageResources {
 			if amounts[i] != 0 {
-				sw.use(queueKey{cq, flavor, string(r)}, max(admitted, sw.start), stop, float64(amounts[i]), cmp.Or(queueTeam, taskTeam), cohort)
+				sw.use(queueKey{cq, flavor, string(r)}, max(admitted, sw.start), stop, float64(amounts[i]), cmp.Or(q.team, taskTeam), q.cohort)
 			}
 		}
 	}
@@ -166,15 +182,28 @@ type queueState struct {
 	lendingLimit  float64
 	quotaRows     int // quota rows in force (0: no quota)
 	group         *group
+	// idx is its place in its group; borrowed its use above nominal quota,
+	// as last counted in the group's.
+	idx      int
+	borrowed float64
+	// hours is the row of day where the queue's hours go; unit turns its
+	// amounts into the row's (vCPU: 1000 millicores).
+	hours *ResourceHours
+	day   int64
+	unit  float64
 }
 
 // group is the queues that share borrowing: one cohort, flavor and resource
-// (a queue without cohort is alone). lent are the queues' LentShares since
-// last.
+// (a queue without cohort is alone). uses is LentShares' input, kept up to
+// date queue by queue; lent its output since last (lending: not all zero);
+// borrowed the queues' use above nominal quota, summed.
 type group struct {
-	queues []*queueState
-	lent   []float64
-	last   int64
+	queues   []*queueState
+	uses     []metrics.QuotaUse
+	lent     []float64
+	lending  bool
+	borrowed float64
+	last     int64
 }
 
 // change is a step of a queue's quota or use at an instant.
@@ -255,17 +284,26 @@ func (sw *sweep) groupOf(st *queueState) *group {
 
 func (sw *sweep) join(st *queueState) {
 	g := sw.groupOf(st)
+	st.idx, st.group, st.borrowed = len(g.queues), g, 0
 	g.queues = append(g.queues, st)
+	g.uses = append(g.uses, metrics.QuotaUse{})
 	g.lent = append(g.lent, 0)
-	st.group = g
+	sw.relend(st)
 }
 
 func (sw *sweep) leave(st *queueState) {
 	g := st.group
-	i := slices.Index(g.queues, st)
-	g.queues = slices.Delete(g.queues, i, i+1)
-	g.lent = slices.Delete(g.lent, i, i+1)
-	st.group = nil
+	g.queues = slices.Delete(g.queues, st.idx, st.idx+1)
+	g.uses = slices.Delete(g.uses, st.idx, st.idx+1)
+	g.lent = slices.Delete(g.lent, st.idx, st.idx+1)
+	for i := st.idx; i < len(g.queues); i++ {
+		g.queues[i].idx = i
+	}
+	g.borrowed -= st.borrowed
+	st.group, st.borrowed = nil, 0
+	if len(g.queues) > 0 {
+		sw.relend(g.queues[0])
+	}
 }
 
 // run applies the changes in time order and returns the rows.
@@ -298,14 +336,14 @@ func (sw *sweep) run() []UsageRow {
 		switch c.quota {
 		case 1:
 			st.quotaRows++
-			st.nominal, st.lendingLimit, st.team = c.nominal, c.lendingLimit, cmp.Or(c.team, st.team)
+			if team := cmp.Or(c.team, st.team); team != st.team {
+				st.team, st.hours = team, nil
+			}
+			st.nominal, st.lendingLimit = c.nominal, c.lendingLimit
 			if c.cohort != st.cohort {
-				old := st.group
 				sw.leave(st)
-				sw.relend(old)
 				st.cohort = c.cohort
-				g := sw.groupOf(st)
-				sw.flush(g, c.at)
+				sw.flush(sw.groupOf(st), c.at)
 				sw.join(st)
 			}
 		case -1:
@@ -315,7 +353,7 @@ func (sw *sweep) run() []UsageRow {
 		default:
 			st.used += c.delta
 		}
-		sw.relend(st.group)
+		sw.relend(st)
 	}
 	for _, cut := range cuts {
 		for _, g := range sw.groups {
@@ -335,13 +373,23 @@ func (sw *sweep) run() []UsageRow {
 	return rows
 }
 
-// relend recomputes a group's lent shares after one of its queues changed.
-func (sw *sweep) relend(g *group) {
-	uses := make([]metrics.QuotaUse, len(g.queues))
-	for i, st := range g.queues {
-		uses[i] = metrics.QuotaUse{Nominal: st.nominal, Used: st.used, LendingLimit: st.lendingLimit}
+// relend updates st's group after st changed: its LentShares input, the
+// group's borrowing, and the lent shares. Without borrowing in the group
+// nobody lends: LentShares would give zeros.
+func (sw *sweep) relend(st *queueState) {
+	g := st.group
+	g.uses[st.idx] = metrics.QuotaUse{Nominal: st.nominal, Used: st.used, LendingLimit: st.lendingLimit}
+	b := max(st.used-st.nominal, 0) // whole units: the sums stay exact
+	g.borrowed += b - st.borrowed
+	st.borrowed = b
+	if g.borrowed == 0 {
+		if g.lending {
+			clear(g.lent)
+			g.lending = false
+		}
+		return
 	}
-	g.lent = metrics.LentShares(uses)
+	g.lent, g.lending = metrics.LentShares(g.uses), true
 }
 
 // flush integrates a group from its last flush to t. Cuts at days and
@@ -359,30 +407,43 @@ func (sw *sweep) flush(g *group, t int64) {
 	hours := float64(t-from) / float64(time.Hour/time.Millisecond)
 	day := dayOf(from)
 	for i, st := range g.queues {
-		if st.team == "" {
+		h := sw.hoursOf(st, day)
+		if h == nil {
 			continue
 		}
-		k := usageKey{day, st.team, st.key.flavor}
-		row := sw.acc[k]
-		if row == nil {
-			row = &UsageRow{Day: fromMS(day), Team: st.team, InstanceType: st.key.flavor}
-			sw.acc[k] = row
-		}
-		var h *ResourceHours
-		var unit float64
-		switch st.key.resource {
-		case string(kueue.ResourceGPU):
-			h, unit = &row.GPU, 1
-		case string(kueue.ResourceNeuron):
-			h, unit = &row.Neuron, 1
-		default:
-			h, unit = &row.VCPU, 1000
-		}
-		h.Allocated += st.nominal / unit * hours
-		h.Used += st.used / unit * hours
-		h.Borrowed += math.Max(st.used-st.nominal, 0) / unit * hours
-		h.Lent += g.lent[i] / unit * hours
+		u := hours / st.unit
+		h.Allocated += st.nominal * u
+		h.Used += st.used * u
+		h.Borrowed += st.borrowed * u
+		h.Lent += g.lent[i] * u
 	}
+}
+
+// hoursOf is where a queue's hours of day add up (nil: not a team's
+// queue); it keeps the last one, as most flushes hit the same day.
+func (sw *sweep) hoursOf(st *queueState, day int64) *ResourceHours {
+	if st.team == "" {
+		return nil
+	}
+	if st.hours != nil && st.day == day {
+		return st.hours
+	}
+	k := usageKey{day, st.team, st.key.flavor}
+	row := sw.acc[k]
+	if row == nil {
+		row = &UsageRow{Day: fromMS(day), Team: st.team, InstanceType: st.key.flavor}
+		sw.acc[k] = row
+	}
+	switch st.key.resource {
+	case string(kueue.ResourceGPU):
+		st.hours, st.unit = &row.GPU, 1
+	case string(kueue.ResourceNeuron):
+		st.hours, st.unit = &row.Neuron, 1
+	default:
+		st.hours, st.unit = &row.VCPU, 1000
+	}
+	st.day = day
+	return st.hours
 }
 
 // isCovered reports whether instant t is in a covered span.
