@@ -232,8 +232,9 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}); err != nil {
 		return nil // ctx ended
 	}
+	var pending []item // a batch being written when ctx ends gets a last try
 	defer func() {
-		r.stop(runID)
+		r.stop(runID, pending)
 	}()
 
 	for r.cfg.Synced != nil && !r.cfg.Synced() {
@@ -263,10 +264,11 @@ func (r *Recorder) Run(ctx context.Context) error {
 		case <-prune.C:
 			r.prune(ctx)
 		case it := <-r.queue:
-			batch := r.collect(ctx, it)
-			if err := r.retry(ctx, "write", func() error { return r.writeOrSplit(ctx, batch) }); err != nil {
+			pending = r.collect(ctx, it)
+			if err := r.retry(ctx, "write", func() error { return r.writeOrSplit(ctx, pending) }); err != nil {
 				return nil
 			}
+			pending = nil
 			if r.droppedSince.Load() != 0 && len(r.queue) == 0 {
 				if err := r.retry(ctx, "backfill after dropped events", func() error { return r.backfill(ctx, runID) }); err != nil {
 					return nil
@@ -466,13 +468,15 @@ func (r *Recorder) retry(ctx context.Context, what string, fn func() error) erro
 	}
 }
 
-// stop writes what is still queued, briefly, and records the run's end.
-func (r *Recorder) stop(runID int64) {
+// stop writes pending and what is still queued, briefly, and records the
+// run's end.
+func (r *Recorder) stop(runID int64, pending []item) {
 	r.running.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {
-		var items []item
+		items := pending
+		pending = nil
 	drain:
 		for len(items) < r.cfg.BatchSize {
 			select {
