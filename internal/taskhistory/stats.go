@@ -261,9 +261,10 @@ func ceilMS(t time.Time) int64 {
 // doc: for the same tasks, the result equals kueue.StatsByClass(live tasks
 // and the history's, classes, windowStart, now), except that teams and
 // classes named only by tasks without a fact in the window get no row of
-// their own. hist should cover [windowStart, now] (a Window ending just
-// after now); lowestClass is the class of tasks without one (as given to
-// kueue.TaskOf); hist may be nil (no history: live figures only).
+// their own. hist should cover [windowStart, now] (LiveWindow);
+// lowestClass is the class of tasks without one (as given to kueue.TaskOf).
+// Without history (the store unavailable), a page uses kueue.StatsByClass
+// on the live tasks alone, as before.
 func ClassStats(hist *WindowStats, live []kueue.Task, classes []string, lowestClass string, windowStart, now time.Time) []kueue.ClassStats {
 	m := merge(hist, live, lowestClass, windowStart, now)
 	var rows []kueue.ClassStats
