@@ -5,7 +5,8 @@ GO ?= go
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load bench-history
+.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
+.PHONY: image image-push helm test-tools test-image test-image-deps
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
 run: build
@@ -14,7 +15,7 @@ run: build
 	bin/console --kubeconfig $(STATE)/demo/kubeconfig --prometheus-url http://127.0.0.1:17111 --listen $(LISTEN)
 
 ## test: every test — unit, integration against the test sandbox, browser e2e
-test: check-generated vet build e2e-deps test-sandbox-up
+test: check-generated vet build e2e-deps test-image-deps test-sandbox-up test-tools
 	$(GO) test -count=1 -timeout 15m ./...
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
@@ -32,6 +33,7 @@ check-generated:
 
 vet:
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 unit:
 	SANDBOX_SKIP=1 $(GO) test -count=1 ./...
@@ -70,3 +72,58 @@ load: build
 	bin/loadgen --kubeconfig $(STATE)/load/kubeconfig
 	@echo "Console on the loaded sandbox: http://127.0.0.1:8090"
 	bin/console --kubeconfig $(STATE)/load/kubeconfig --prometheus-url http://127.0.0.1:17311 --listen 127.0.0.1:8090
+
+# The container image, built offline without a container engine (tools/image):
+# a static binary as the only file of one layer on an empty base. The same
+# commit gives the same digest: every time in it is IMAGE_CREATED, the commit
+# time (or $$SOURCE_DATE_EPOCH). Output in $(IMAGE_DIR): oci/ (OCI layout),
+# quota-console.tar (OCI archive: podman load -i), digest.
+IMAGE_DIR ?= bin/image
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_SOURCE ?= https://github.com/openquota/console
+IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_CREATED ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null || echo 0))
+VERSION_PKG := github.com/openquota/console/internal/version
+
+image:
+	@mkdir -p $(IMAGE_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false \
+		-ldflags "-s -w -X $(VERSION_PKG).Version=$(IMAGE_VERSION) -X $(VERSION_PKG).Revision=$(IMAGE_REVISION)" \
+		-o $(IMAGE_DIR)/quota-console ./cmd/console
+	@tool=$$(tools/build.sh image) && $$tool build -binary $(IMAGE_DIR)/quota-console -out $(IMAGE_DIR) \
+		-version $(IMAGE_VERSION) -revision $(IMAGE_REVISION) -created $(IMAGE_CREATED) -source $(IMAGE_SOURCE) -arch $(IMAGE_ARCH)
+
+## image-push REGISTRY=registry.example.com/team: push the image as $(REGISTRY)/quota-console:$(IMAGE_VERSION)
+image-push:
+	@test -n "$(REGISTRY)" || { echo "usage: make image-push REGISTRY=registry.example.com/team"; exit 2; }
+	@$(MAKE) --no-print-directory image
+	@tool=$$(tools/build.sh image) && $$tool push -layout $(IMAGE_DIR)/oci -to $(REGISTRY)/quota-console
+
+# helm (helm.sh/helm/v3, tools/helm), built once into ~/.cache/quota-console-tools.
+helm:
+	@mkdir -p bin
+	@ln -sf "$$(tools/build.sh helm)" bin/helm
+
+# The tools modules' own tests (their go.mod keeps them out of ./...).
+test-tools:
+	cd tools/image && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# podman and runc (Debian) for the image's podman test: about 20 s to install.
+test-image-deps:
+	bash tools/podman-setup.sh
+
+# The image's tests alone: contents, --version, digest stability, podman.
+test-image: test-image-deps test-sandbox-up test-tools
+	$(GO) test -count=1 -v ./tools/imagetest/
+
+# One bounded run on loopback (cmd/loadtest): fills or reuses the load sandbox,
+# starts bin/console on it, and measures every page and CSV under 32 clients,
+# 100 live-update watchers, CPU and memory, against the kubectl way; prints one
+# table and writes bin/loadtest.json and .md. Quick run:
+#   make loadtest LOADTEST_FLAGS="--workloads 2000"
+LOADTEST_FLAGS ?=
+loadtest: build
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+	$(GO) build -o bin/loadtest ./cmd/loadtest
+	bin/loadtest $(LOADTEST_FLAGS)

@@ -20,7 +20,8 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 )
 
 // cspWatch collects the Content-Security-Policy violations a page reports.
@@ -81,8 +82,8 @@ func TestProxySignInViewerIsReadOnly(t *testing.T) {
 			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
 		})
 	}
-	s := kueue.Settings{NamespacePrefix: "a" + id + "-", Cohort: "auth-" + id}
-	t.Cleanup(func() { _ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "guarded") })
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "auth-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
+	t.Cleanup(func() { _ = (cluster.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "guarded") })
 
 	secret := "e2e-proxy-secret-" + rand.String(16)
 	secretFile := filepath.Join(t.TempDir(), "proxy-secret")
@@ -161,7 +162,7 @@ func TestProxySignInViewerIsReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if team, ok := kueue.TeamFromClusterQueue(cq); !ok || *team.Quota[0].GPUs != 2 {
+	if team, ok := domain.TeamFromClusterQueue(cq); !ok || *team.Quota[0].GPUs != 2 {
 		t.Errorf("the viewer's refused save changed the team: %+v", team)
 	}
 }

@@ -245,7 +245,8 @@ func launchBrowser() error {
 	browser, err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
 		ExecutablePath: playwright.String(chromiumPath),
 		Headless:       playwright.Bool(true),
-		Args:           []string{"--disable-gpu", "--disable-sync"},
+		// Names under example.test are the tests' own sites (security_test.go).
+		Args: []string{"--disable-gpu", "--disable-sync", "--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP *.other-example.test 127.0.0.1"},
 	})
 	if err != nil {
 		return fmt.Errorf("launching %s: %w", chromiumPath, err)

@@ -20,7 +20,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 )
 
 // hostileText would run script wherever a page put it in as markup.
@@ -119,7 +120,7 @@ func TestHostileClusterStringsStayText(t *testing.T) {
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	s := kueue.Settings{NamespacePrefix: "x" + id + "-", Cohort: "xss-" + id}
+	s := domain.Settings{NamespacePrefix: "x" + id + "-", Cohort: "xss-" + id}
 	base := startConsole(t, env, "--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
 	ctx := context.Background()
 	must := func(err error) {
@@ -132,16 +133,16 @@ func TestHostileClusterStringsStayText(t *testing.T) {
 	// The team is written straight to the cluster, past the console's form.
 	// It is held, so Kueue admits none of the test's Workloads.
 	description := strings.Join(hostileText, " ")
-	var members []kueue.Member
+	var members []domain.Member
 	for _, h := range hostileText {
-		members = append(members, kueue.Member{Kind: "User", Name: h}, kueue.Member{Kind: "Group", Name: h})
+		members = append(members, domain.Member{Kind: "User", Name: h}, domain.Member{Kind: "Group", Name: h})
 	}
-	team := kueue.Team{Name: "xss", Description: description, Enabled: false, Members: members,
-		Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50, Preemption: kueue.PreemptLowerPriority,
-		Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](2)}}}
-	objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	team := domain.Team{Name: "xss", Description: description, Enabled: false, Members: members,
+		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Preemption: domain.PreemptLowerPriority,
+		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](2)}}}
+	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	must(err)
-	a := kueue.Applier{Kube: kube, Kueue: kq}
+	a := cluster.Applier{Kube: kube, Kueue: kq}
 	must(a.ApplyTeam(ctx, objs))
 	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, team.Name) })
 

@@ -16,7 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 )
 
 // Jobs submitted to Kueue show up on the Team usage and Tasks pages without
@@ -29,7 +30,7 @@ func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	s := kueue.Settings{NamespacePrefix: "l" + id + "-", Cohort: "live-" + id}
+	s := domain.Settings{NamespacePrefix: "l" + id + "-", Cohort: "live-" + id}
 	base := startConsole(t, env, "--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
 	ctx := context.Background()
 	must := func(err error) {
@@ -38,11 +39,11 @@ func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	team := kueue.Team{Name: "live", Enabled: true, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-		Preemption: kueue.PreemptLowerPriority, Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](8)}}}
-	objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	team := domain.Team{Name: "live", Enabled: true, Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
+		Preemption: domain.PreemptLowerPriority, Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](8)}}}
+	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	must(err)
-	a := kueue.Applier{Kube: kube, Kueue: kq}
+	a := cluster.Applier{Kube: kube, Kueue: kq}
 	must(a.ApplyTeam(ctx, objs))
 	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, "live") })
 
@@ -56,7 +57,7 @@ func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 	_, err = page.Evaluate(`window.__noReload = true`)
 	must(err)
 
-	res := corev1.ResourceList{kueue.ResourceGPU: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	res := corev1.ResourceList{domain.ResourceGPU: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "live-job", Labels: map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue("live")}},
 		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{

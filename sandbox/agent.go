@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 )
 
 // The agent is the sandbox's own long-running helper process: it serves the
@@ -55,14 +54,11 @@ func (in *instance) startAgent(ctx context.Context, _ pki) error {
 // RunAgent is the body of "sandbox agent"; it returns when ctx ends.
 func RunAgent(ctx context.Context, opts Options) error {
 	in := newInstance(opts)
-	cfg, err := in.env().RESTConfig()
+	c, err := in.clients()
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	kube := c.kube
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	collector := &dcgmCollector{
 		nodes: factory.Core().V1().Nodes().Lister(),

@@ -14,16 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 )
 
 // DemoPolicy is the demo's cluster policy: task ranking with four classes.
-var DemoPolicy = kueue.Policy{
-	Prioritization: kueue.TaskRanking,
-	IdleAllocation: kueue.IdleFairShare,
-	Classes: []kueue.PriorityClass{
+var DemoPolicy = domain.Policy{
+	Prioritization: domain.TaskRanking,
+	IdleAllocation: domain.IdleFairShare,
+	Classes: []domain.PriorityClass{
 		{Name: "inference", Weight: 90},
 		{Name: "training", Weight: 60},
 		{Name: "experimentation", Weight: 30},
@@ -34,46 +35,44 @@ var DemoPolicy = kueue.Policy{
 // DemoTeams are five teams sharing the fleet in one cohort; together they ask
 // for more than the fleet has, so there is queueing and preemption, while
 // speech rarely uses its ml.p5 GPUs and so lends them to the others.
-func DemoTeams() []kueue.Team {
+func DemoTeams() []domain.Team {
 	n := func(v int64) *int64 { return &v }
-	return []kueue.Team{
+	return []domain.Team{
 		{Name: "ml-research", Description: "Foundation model pre-training", Enabled: true, FairShareWeight: 30,
-			Preemption: kueue.PreemptLowerPriority, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: n(12)}}},
+			Preemption: domain.PreemptLowerPriority, Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
+			Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: n(12)}}},
 		{Name: "nlp", Description: "Language models fine-tuning and evaluation", Enabled: true, FairShareWeight: 20,
-			Preemption: kueue.PreemptLowerPriority, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 100,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: n(8)}, {InstanceType: "ml.g5.2xlarge", GPUs: n(2)}}},
+			Preemption: domain.PreemptLowerPriority, Lending: domain.LendAndBorrow, BorrowLimitPercent: 100,
+			Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: n(8)}, {InstanceType: "ml.g5.2xlarge", GPUs: n(2)}}},
 		{Name: "vision", Description: "Image and video models", Enabled: true, FairShareWeight: 20,
-			Preemption: kueue.PreemptLowerPriority, Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.g6.12xlarge", Count: n(2)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(4)}}},
+			Preemption: domain.PreemptLowerPriority, Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
+			Quota: []domain.QuotaInput{{InstanceType: "ml.g6.12xlarge", Count: n(2)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(4)}}},
 		{Name: "speech", Description: "Speech recognition on Trainium", Enabled: true, FairShareWeight: 10,
-			Preemption: kueue.PreemptNever, Lending: kueue.Lend, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: n(32)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(8)}}},
+			Preemption: domain.PreemptNever, Lending: domain.Lend, BorrowLimitPercent: 50,
+			Quota: []domain.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: n(32)}, {InstanceType: "ml.p5.48xlarge", GPUs: n(8)}}},
 		{Name: "data-platform", Description: "Data preparation (CPU only)", Enabled: true, FairShareWeight: 0,
-			Preemption: kueue.PreemptNever, Lending: kueue.DontLend, BorrowLimitPercent: 50,
-			Quota: []kueue.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: n(16)}}},
+			Preemption: domain.PreemptNever, Lending: domain.DontLend, BorrowLimitPercent: 50,
+			Quota: []domain.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: n(16)}}},
 	}
 }
 
 func (in *instance) seedDemo(ctx context.Context, _ pki) error {
-	cfg, err := in.env().RESTConfig()
+	c, err := in.clients()
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
+	cfg, kube, kq := c.rest, c.kube, c.kueue
+	// The console's install: its roles (the team member role the demo teams'
+	// members are bound to) and the admission policy for admins.
+	if err := rbac.Apply(ctx, cfg, "quota-console-sandbox"); err != nil {
 		return err
 	}
-	kq, err := kueueclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	a := kueue.Applier{Kube: kube, Kueue: kq}
-	if err := a.ApplyPolicy(ctx, kueue.DefaultSettings, DemoPolicy); err != nil {
+	a := cluster.Applier{Kube: kube, Kueue: kq}
+	if err := a.ApplyPolicy(ctx, domain.DefaultSettings, DemoPolicy); err != nil {
 		return err
 	}
 	for _, t := range DemoTeams() {
-		objs, err := kueue.BuildTeam(kueue.DefaultSettings, t, kueue.LookupShape)
+		objs, err := domain.BuildTeam(domain.DefaultSettings, t, domain.LookupShape)
 		if err != nil {
 			return err
 		}
@@ -116,7 +115,7 @@ func runDemoLoad(ctx context.Context, kube kubernetes.Interface, log io.Writer) 
 		case <-tick.C:
 		}
 		team := teams[rand.IntN(len(teams))]
-		ns := kueue.DefaultSettings.Namespace(team.Name)
+		ns := domain.DefaultSettings.Namespace(team.Name)
 		jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"demo": "true"}.String()})
 		if err != nil {
 			fmt.Fprintln(log, "demo load:", err)
@@ -157,7 +156,7 @@ func demoJobObject(team, ns, class string, kind demoJob, runFor time.Duration) *
 			GenerateName: team + "-" + class + "-",
 			Namespace:    ns,
 			Labels: map[string]string{
-				"kueue.x-k8s.io/queue-name":     kueue.DefaultSettings.LocalQueue(team),
+				"kueue.x-k8s.io/queue-name":     domain.DefaultSettings.LocalQueue(team),
 				"kueue.x-k8s.io/priority-class": class,
 				"demo":                          "true",
 			},

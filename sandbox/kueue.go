@@ -5,23 +5,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/manifest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
 const (
@@ -38,8 +37,9 @@ const (
 type clients struct {
 	rest    *rest.Config
 	kube    kubernetes.Interface
+	kueue   kueueclient.Interface
 	dynamic dynamic.Interface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	*manifest.Applier
 }
 
 // RESTConfig loads the admin config of a running instance.
@@ -57,64 +57,15 @@ func (in *instance) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	c, err := cluster.NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	applier, err := manifest.NewApplier(cfg, sandboxFieldManger)
 	if err != nil {
 		return nil, err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-	return &clients{rest: cfg, kube: kube, dynamic: dyn, mapper: mapper}, nil
-}
-
-// apply server-side-applies objects as the sandbox's own field manager.
-func (c *clients) apply(ctx context.Context, objs ...*unstructured.Unstructured) error {
-	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			c.mapper.Reset()
-			if mapping, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-				return fmt.Errorf("mapping %s: %w", gvk, err)
-			}
-		}
-		var ri dynamic.ResourceInterface = c.dynamic.Resource(mapping.Resource)
-		if ns := obj.GetNamespace(); ns != "" {
-			ri = c.dynamic.Resource(mapping.Resource).Namespace(ns)
-		}
-		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: sandboxFieldManger, Force: true}); err != nil {
-			return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
-		}
-	}
-	return nil
-}
-
-// readManifests decodes every YAML document in the files.
-func readManifests(paths ...string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var obj map[string]any
-			if err := dec.Decode(&obj); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", p, err)
-			}
-			if len(obj) == 0 {
-				continue
-			}
-			out = append(out, &unstructured.Unstructured{Object: obj})
-		}
-	}
-	return out, nil
+	return &clients{rest: cfg, kube: c.Kube, kueue: c.Kueue, dynamic: applier.Dynamic(), Applier: applier}, nil
 }
 
 func (in *instance) kueueConfig() string {
@@ -161,7 +112,7 @@ func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds, err := readManifests(crdFiles...)
+	crds, err := manifest.ReadFiles(os.ReadFile, crdFiles...)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +137,7 @@ func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
 		}
 	}
 
-	hooks, err := readManifests(filepath.Join(cfgDir, "webhook", "manifests.yaml"))
+	hooks, err := manifest.ReadFiles(os.ReadFile, filepath.Join(cfgDir, "webhook", "manifests.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +214,7 @@ func (in *instance) startKueue(ctx context.Context, _ pki) error {
 		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": kueueConfigMap, "namespace": kueueNamespace},
 			"data": map[string]any{kueueConfigMapKey: config}}},
 	}
-	if err := c.apply(ctx, bootstrap...); err != nil {
+	if err := c.Apply(ctx, bootstrap...); err != nil {
 		return err
 	}
 	// Kueue blocks forever if its certificate Secret does not exist when it starts.
@@ -273,10 +224,10 @@ func (in *instance) startKueue(ctx context.Context, _ pki) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	if err := c.apply(ctx, manifests...); err != nil {
+	if err := c.Apply(ctx, manifests...); err != nil {
 		return err
 	}
-	if err := c.apply(ctx, in.visibilityAPIServices()...); err != nil {
+	if err := c.Apply(ctx, in.visibilityAPIServices()...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(in.path("kueue-config.yaml"), []byte(config), 0o644); err != nil {

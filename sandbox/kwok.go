@@ -15,15 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/manifest"
 )
 
 // Resource names of the accelerators the fake nodes advertise: the ones the
 // console reads.
 const (
-	ResourceGPU    = kueue.ResourceGPU
-	ResourceNeuron = kueue.ResourceNeuron
-	ResourceEFA    = kueue.ResourceEFA
+	ResourceGPU    = domain.ResourceGPU
+	ResourceNeuron = domain.ResourceNeuron
+	ResourceEFA    = domain.ResourceEFA
 
 	// PodCompleteDelay on a pod's annotations makes KWOK complete it after that
 	// long ("90s"); pods without it run until deleted.
@@ -35,7 +36,7 @@ const (
 // FakeNode is one node of the sandbox's fleet.
 type FakeNode struct {
 	Name     string
-	Shape    kueue.InstanceShape
+	Shape    domain.InstanceShape
 	NotReady bool
 }
 
@@ -44,7 +45,7 @@ type FakeNode struct {
 func Fleet() []FakeNode {
 	var nodes []FakeNode
 	add := func(instanceType string, count int, notReady int) {
-		shape, ok := kueue.LookupShape(instanceType)
+		shape, ok := domain.LookupShape(instanceType)
 		if !ok {
 			panic("fleet names an instance type missing from the catalog: " + instanceType)
 		}
@@ -126,7 +127,7 @@ func (in *instance) kwokStages() (string, error) {
 	}
 	var docs []string
 	for _, f := range files {
-		objs, err := readManifests(filepath.Join(dir, f))
+		objs, err := manifest.ReadFiles(os.ReadFile, filepath.Join(dir, f))
 		if err != nil {
 			return "", err
 		}

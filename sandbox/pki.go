@@ -29,35 +29,32 @@ func (p pki) ensure() error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
-	caCert, caKey, err := newCA("sandbox-ca")
-	if err != nil {
-		return err
+	// Each certificate in turn; a leaf is signed by a CA made before it.
+	certs, keys := map[string]*x509.Certificate{}, map[string]*ecdsa.PrivateKey{}
+	leaf := func(ca, cn string, dns []string, ips []net.IP, usage x509.ExtKeyUsage) func() (*x509.Certificate, *ecdsa.PrivateKey, error) {
+		return func() (*x509.Certificate, *ecdsa.PrivateKey, error) {
+			return signLeaf(certs[ca], keys[ca], cn, dns, ips, usage)
+		}
 	}
-	if err := writePair(p.path("ca"), caCert, caKey); err != nil {
-		return err
-	}
-	serving, servingKey, err := signLeaf(caCert, caKey, "kube-apiserver",
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}, x509.ExtKeyUsageServerAuth)
-	if err != nil {
-		return err
-	}
-	if err := writePair(p.path("apiserver"), serving, servingKey); err != nil {
-		return err
-	}
-	fpCA, fpCAKey, err := newCA("front-proxy-ca")
-	if err != nil {
-		return err
-	}
-	if err := writePair(p.path("front-proxy-ca"), fpCA, fpCAKey); err != nil {
-		return err
-	}
-	fpClient, fpClientKey, err := signLeaf(fpCA, fpCAKey, "front-proxy-client", nil, nil, x509.ExtKeyUsageClientAuth)
-	if err != nil {
-		return err
-	}
-	if err := writePair(p.path("front-proxy-client"), fpClient, fpClientKey); err != nil {
-		return err
+	for _, c := range []struct {
+		name  string
+		issue func() (*x509.Certificate, *ecdsa.PrivateKey, error)
+	}{
+		{"ca", func() (*x509.Certificate, *ecdsa.PrivateKey, error) { return newCA("sandbox-ca") }},
+		{"apiserver", leaf("ca", "kube-apiserver",
+			[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+			[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}, x509.ExtKeyUsageServerAuth)},
+		{"front-proxy-ca", func() (*x509.Certificate, *ecdsa.PrivateKey, error) { return newCA("front-proxy-ca") }},
+		{"front-proxy-client", leaf("front-proxy-ca", "front-proxy-client", nil, nil, x509.ExtKeyUsageClientAuth)},
+	} {
+		cert, key, err := c.issue()
+		if err == nil {
+			err = writePair(p.path(c.name), cert, key)
+		}
+		if err != nil {
+			return err
+		}
+		certs[c.name], keys[c.name] = cert, key
 	}
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -77,28 +74,21 @@ func (p pki) ensure() error {
 }
 
 func newCA(name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().AddDate(10, 0, 0),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	return cert, key, err
+	return issue(name, nil, nil, func(t *x509.Certificate) {
+		t.KeyUsage |= x509.KeyUsageCertSign
+		t.BasicConstraintsValid, t.IsCA = true, true
+	})
 }
 
 func signLeaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, dns []string, ips []net.IP, usage x509.ExtKeyUsage) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	return issue(cn, ca, caKey, func(t *x509.Certificate) {
+		t.ExtKeyUsage, t.DNSNames, t.IPAddresses = []x509.ExtKeyUsage{usage}, dns, ips
+	})
+}
+
+// issue makes a key and a certificate for it, valid ten years, signed by
+// parent (self-signed when parent is nil); shape sets what is particular.
+func issue(cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, shape func(*x509.Certificate)) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -109,11 +99,12 @@ func signLeaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, dns []st
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().AddDate(10, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     dns,
-		IPAddresses:  ips,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	shape(tmpl)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -18,12 +18,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/version"
 )
 
 type options struct {
@@ -32,7 +33,7 @@ type options struct {
 	listen        string
 	logFormat     string
 	logLevel      string
-	settings      kueue.Settings
+	settings      domain.Settings
 
 	authMode          auth.Mode
 	proxyUserHeader   string
@@ -40,6 +41,10 @@ type options struct {
 	proxyCIDRs        []netip.Prefix
 	proxySecretFile   string
 	secureCookies     bool
+	sessionKeyFile    string
+	tokenAudiences    []string
+
+	version bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -49,8 +54,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "base URL of the Prometheus that scrapes Kueue and dcgm-exporter")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
-	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", kueue.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
-	fs.StringVar(&o.settings.Cohort, "cohort", kueue.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
+	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", domain.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
+	fs.StringVar(&o.settings.Cohort, "cohort", domain.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
+	fs.StringVar(&o.settings.StateNamespace, "state-namespace", domain.DefaultSettings.StateNamespace, "the console's own namespace, where it keeps revision histories (installs create it; a local run creates it if needed)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	mode := fs.String("auth", string(auth.ModeNone), "how users sign in: none (loopback --listen only), proxy (an authenticating proxy's headers) or token (a Kubernetes bearer token, checked with a TokenReview)")
@@ -58,8 +64,11 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.proxyGroupsHeader, "auth-proxy-groups-header", auth.DefaultGroupsHeader, "--auth proxy: header with the user's groups, comma-separated")
 	cidrs := fs.String("auth-proxy-cidrs", auth.DefaultProxyCIDRs, "--auth proxy: comma-separated source addresses (CIDRs) of the proxy whose headers are trusted; empty trusts none (then only the secret)")
 	fs.StringVar(&o.proxySecretFile, "auth-proxy-secret-file", "", "--auth proxy: file with a shared secret; requests carrying it in the "+auth.SecretHeader+" header are trusted from any address")
+	fs.StringVar(&o.sessionKeyFile, "session-key-file", "", "file with a secret of at least 32 bytes that signs sessions, CSRF tokens and flash messages; replicas that share it accept each other's sessions (default: a random key per process, so a restart signs everyone out)")
+	audiences := fs.String("auth-token-audience", "", "--auth token: comma-separated audiences a token must be issued for (default: the apiserver's own)")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
-	if err := fs.Parse(args); err != nil {
+	fs.BoolVar(&o.version, "version", false, "print the version and revision, then exit")
+	if err := fs.Parse(args); err != nil || o.version {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -78,6 +87,10 @@ func parseFlags(args []string) (options, error) {
 	if o.proxyCIDRs, err = auth.ParseCIDRs(*cidrs); err != nil {
 		return o, err
 	}
+	o.tokenAudiences = auth.SplitGroups(*audiences)
+	if len(o.tokenAudiences) > 0 && o.authMode != auth.ModeToken {
+		return o, errors.New("--auth-token-audience is only used with --auth token")
+	}
 	if o.authMode == auth.ModeProxy {
 		if o.proxyUserHeader == "" || o.proxyGroupsHeader == "" {
 			return o, errors.New("--auth-proxy-user-header and --auth-proxy-groups-header must not be empty")
@@ -94,7 +107,14 @@ func parseFlags(args []string) (options, error) {
 // authenticator builds the auth mode's Authenticator; kube makes the token
 // mode's TokenReviews.
 func authenticator(o options, kube kubernetes.Interface) (*auth.Authenticator, error) {
-	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies}
+	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies, Keys: auth.RandomKeys()}
+	if o.sessionKeyFile != "" {
+		keys, err := auth.ReadKeyFile(o.sessionKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		a.Keys = keys
+	}
 	switch o.authMode {
 	case auth.ModeProxy:
 		a.Proxy = auth.Proxy{UserHeader: o.proxyUserHeader, GroupsHeader: o.proxyGroupsHeader, Trusted: o.proxyCIDRs}
@@ -106,8 +126,8 @@ func authenticator(o options, kube kubernetes.Interface) (*auth.Authenticator, e
 			a.Proxy.Secret = secret
 		}
 	case auth.ModeToken:
-		a.Tokens = auth.KubeTokenReviewer{Client: kube}
-		a.Sessions = auth.NewSessions(auth.SessionTTL)
+		a.Tokens = auth.KubeTokenReviewer{Client: kube, Audiences: o.tokenAudiences}
+		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, nil)
 	}
 	return a, nil
 }
@@ -120,6 +140,10 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if o.version {
+		fmt.Println(version.Get())
+		return
 	}
 	log := newLogger(o)
 	if err := run(o, log); err != nil {
@@ -157,20 +181,17 @@ func run(o options, log *slog.Logger) error {
 	// A team save makes about 16 requests (apply, dry run, history, event):
 	// client-go's default of 5/s would add a second to every save.
 	cfg.QPS, cfg.Burst = 50, 100
-	kube, err := kubernetes.NewForConfig(cfg)
+	clients, err := cluster.NewClients(cfg)
 	if err != nil {
 		return err
 	}
-	kq, err := kueueclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	kube, kq := clients.Kube, clients.Kueue
 	authn, err := authenticator(o, kube)
 	if err != nil {
 		return err
 	}
 	consoleMetrics := metrics.NewConsole()
-	cache := kueue.NewCache(kube, kq, log)
+	cache := cluster.NewCache(kube, kq, log)
 	cache.OnChange(func(kind string) { consoleMetrics.InformerEvents.WithLabelValues(kind).Inc() })
 	cache.Start(ctx)
 
@@ -183,7 +204,7 @@ func run(o options, log *slog.Logger) error {
 		}
 		prom, reports = p, p
 	}
-	live := kueue.NewLive(cache, o.settings, log)
+	live := cluster.NewLive(cache, o.settings, log)
 	go live.Run(ctx)
 
 	// Live update streams end when the server shuts down, or Shutdown would
@@ -191,7 +212,7 @@ func run(o options, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	e := handlers.New(handlers.Deps{
-		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: kueue.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
+		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: cluster.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
 		Auth: authn, RESTConfig: cfg,
 	})
@@ -199,7 +220,7 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	srv := handlers.NewHTTPServer(e, handlers.DefaultTimeouts)
 	srv.RegisterOnShutdown(endStreams)
 	log.Info("console listening", "url", "http://"+ln.Addr().String(), "kubernetes", cfg.Host, "prometheus", o.prometheusURL, "auth", o.authMode)
 	if o.authMode == auth.ModeToken && !o.secureCookies && !auth.IsLoopback(o.listen) {

@@ -28,7 +28,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 )
 
 func main() {
@@ -48,20 +49,20 @@ func main() {
 	cfg.QPS, cfg.Burst = 1000, 2000
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	a := kueue.Applier{Kube: kube, Kueue: kq}
-	s := kueue.DefaultSettings
+	a := cluster.Applier{Kube: kube, Kueue: kq}
+	s := domain.DefaultSettings
 
 	start := time.Now()
-	policy := kueue.Policy{Prioritization: kueue.TaskRanking, IdleAllocation: kueue.IdleFairShare, Classes: []kueue.PriorityClass{
+	policy := domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare, Classes: []domain.PriorityClass{
 		{Name: "inference", Weight: 90}, {Name: "training", Weight: 60}, {Name: "experimentation", Weight: 30}, {Name: "batch", Weight: 10}}}
 	if err := a.ApplyPolicy(ctx, s, policy); err != nil {
 		log.Fatal(err)
 	}
 	gpus := int64(8)
 	for i := 0; i < *teams; i++ {
-		t := kueue.Team{Name: fmt.Sprintf("team-%03d", i), Enabled: true, FairShareWeight: 10, Preemption: kueue.PreemptLowerPriority,
-			Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50, Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: &gpus}}}
-		objs, err := kueue.BuildTeam(s, t, kueue.LookupShape)
+		t := domain.Team{Name: fmt.Sprintf("team-%03d", i), Enabled: true, FairShareWeight: 10, Preemption: domain.PreemptLowerPriority,
+			Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: &gpus}}}
+		objs, err := domain.BuildTeam(s, t, domain.LookupShape)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func main() {
 	log.Printf("%d workloads created, %d failed, in %s", created.Load(), failed.Load(), time.Since(start).Round(time.Millisecond))
 }
 
-func createWorkload(ctx context.Context, kq kueueclient.Interface, s kueue.Settings, i, teams int, class kueue.PriorityClass) error {
+func createWorkload(ctx context.Context, kq kueueclient.Interface, s domain.Settings, i, teams int, class domain.PriorityClass) error {
 	team := fmt.Sprintf("team-%03d", i%teams)
 	gpus := resource.NewQuantity(int64(1+i%4), resource.DecimalSI)
 	wl := &kueuev1beta2.Workload{
@@ -114,7 +115,7 @@ func createWorkload(ctx context.Context, kq kueueclient.Interface, s kueue.Setti
 			PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{kueue.ResourceGPU: *gpus, corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+					Requests: corev1.ResourceList{domain.ResourceGPU: *gpus, corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 				}}},
 			}}}},
 		},

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,7 +22,8 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -36,22 +39,32 @@ func TestManifestsParse(t *testing.T) {
 			t.Errorf("a %s without a name", o.GetKind())
 		}
 	}
-	if kinds["ClusterRole"] != 3 || kinds["ServiceAccount"] != 1 || kinds["ClusterRoleBinding"] != 1 {
-		t.Errorf("objects by kind: %v", kinds)
+	want := map[string]int{"ClusterRole": 4, "ServiceAccount": 1, "ClusterRoleBinding": 1, "ValidatingAdmissionPolicy": 1,
+		"ValidatingAdmissionPolicyBinding": 1}
+	for kind, n := range want {
+		if kinds[kind] != n {
+			t.Errorf("%d objects of kind %s, want %d (all: %v)", kinds[kind], kind, n, kinds)
+		}
 	}
 }
 
-// The team member ClusterRole the admin role may bind and escalate is the one
-// the console writes.
-func TestAdminRoleNamesTheTeamMemberRole(t *testing.T) {
+// The admin role may bind the team member role, which the install
+// provides, and change no role at all.
+func TestAdminRoleBindsOnlyTheTeamMemberRole(t *testing.T) {
 	admin := clusterRole(t, rbac.AdminRole)
-	for _, verb := range []string{"bind", "escalate", "create", "patch"} {
-		if !grants(admin, verb, rbacv1.GroupName, "clusterroles", kueue.TeamMemberRole) {
-			t.Errorf("%s cannot %s ClusterRole %s", rbac.AdminRole, verb, kueue.TeamMemberRole)
+	if !grants(admin, "bind", rbacv1.GroupName, "clusterroles", domain.TeamMemberRole) {
+		t.Errorf("%s cannot bind ClusterRole %s", rbac.AdminRole, domain.TeamMemberRole)
+	}
+	for _, verb := range []string{"escalate", "create", "patch", "update", "delete"} {
+		if grants(admin, verb, rbacv1.GroupName, "clusterroles", domain.TeamMemberRole) {
+			t.Errorf("%s may %s ClusterRole %s", rbac.AdminRole, verb, domain.TeamMemberRole)
 		}
 	}
 	if grants(admin, "bind", rbacv1.GroupName, "clusterroles", "cluster-admin") {
 		t.Errorf("%s may bind any ClusterRole", rbac.AdminRole)
+	}
+	if clusterRole(t, domain.TeamMemberRole) == nil {
+		t.Errorf("deploy/rbac does not install %s", domain.TeamMemberRole)
 	}
 }
 
@@ -98,6 +111,9 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 					if rule.Verbs[0] == "impersonate" && (r == "users" || r == "groups") {
 						continue // not served resources: impersonation targets
 					}
+					if g == "quota-console.openquota.dev" {
+						continue // the admin role's marker, which admin-scope.yaml asks the authorizer about
+					}
 					if !served[g+"/"+r] {
 						t.Errorf("%s %s names %q in group %q, which the apiserver does not serve", o.GetKind(), o.GetName(), r, g)
 					}
@@ -127,11 +143,15 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 			{"get", "", "configmaps", "kueue-system", "kueue-manager-config", true},
-			// It writes nothing by itself.
+			// Its own records: revision histories in its namespace, Events.
+			{"update", "", "configmaps", rbac.Namespace, "x-history", true},
+			{"create", "", "events", "default", "", true},
+			// It changes nothing in the cluster by itself.
 			{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", false},
 			{"create", "", "namespaces", "", "", false},
 			{"get", "", "secrets", "kube-system", "", false},
 			{"get", "", "configmaps", "kueue-system", "other", false},
+			{"update", "", "configmaps", "kube-system", "aws-auth", false},
 		},
 		viewer: {
 			{"list", "kueue.x-k8s.io", "clusterqueues", "", "", true},
@@ -139,8 +159,11 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", false},
 			{"patch", "kueue.x-k8s.io", "workloadpriorityclasses", "", "", false},
 			{"delete", "", "namespaces", "", "", false},
-			{"get", "", "configmaps", "team-ns", "team-ns-clusterqueue-history", true},
-			{"list", "", "configmaps", "team-ns", "", false},
+			// Nothing the pages do not show.
+			{"get", "", "configmaps", "team-ns", "team-ns-clusterqueue-history", false},
+			{"get", "", "configmaps", "kube-system", "aws-auth", false},
+			{"list", "", "configmaps", "", "", false},
+			{"list", rbacv1.GroupName, "rolebindings", "", "", false},
 			{"get", "", "secrets", "team-ns", "", false},
 		},
 		admin: {
@@ -153,8 +176,11 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"patch", "kueue.x-k8s.io", "cohorts", "", "", true},
 			{"patch", "", "namespaces", "", "", true},
 			{"patch", rbacv1.GroupName, "rolebindings", "team-ns", "", true},
-			{"bind", rbacv1.GroupName, "clusterroles", "", kueue.TeamMemberRole, true},
-			{"escalate", rbacv1.GroupName, "clusterroles", "", kueue.TeamMemberRole, true},
+			{"bind", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, true},
+			{"escalate", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, false},
+			{"patch", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, false},
+			{"update", "", "configmaps", "kube-system", "aws-auth", false},
+			{"create", "", "configmaps", rbac.Namespace, "", false},
 			{"bind", rbacv1.GroupName, "clusterroles", "", "cluster-admin", false},
 			{"patch", rbacv1.GroupName, "clusterroles", "", "cluster-admin", false},
 			{"get", "", "secrets", "kube-system", "", false},
@@ -184,7 +210,7 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	saCfg := rest.CopyConfig(cfg)
 	saCfg.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: saGroups}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), log)
+	cache := cluster.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), log)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cache.Start(cctx)
@@ -250,4 +276,164 @@ func grants(role *rbacv1.ClusterRole, verb, group, resource, name string) bool {
 		}
 	}
 	return false
+}
+
+// Attacks by a user who holds quota-console-admin (and nothing else), made
+// with kubectl-like requests, not through the console: each would have
+// reached beyond the teams (to cluster-admin, in the end). Every request is a
+// server-side dry run, so an attack that succeeds changes nothing.
+func TestAdminRoleCannotEscalate(t *testing.T) {
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	user := "admin-" + rand.String(5)
+	bind(t, kube, user, rbac.AdminRole)
+	asCfg := rest.CopyConfig(cfg)
+	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	as := kubernetes.NewForConfigOrDie(asCfg)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	dryUpdate := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
+	dryDelete := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+
+	// Objects the attacks aim at, as a cluster would have them.
+	if _, err := kube.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "aws-auth"},
+		Data: map[string]string{"mapRoles": "[]"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	team := "hyperpod-ns-esc-" + rand.String(5)
+	teamNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team, Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue}}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, teamNS, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), team, metav1.DeleteOptions{}) })
+	memberBinding := func(ns string, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	}
+
+	attacks := map[string]func() error{
+		"rewrite the team member role to grant everything": func() error {
+			role, err := kube.RbacV1().ClusterRoles().Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
+			_, err = as.RbacV1().ClusterRoles().Update(ctx, role, dryUpdate)
+			return err
+		},
+		"bind the team member role in kube-system": func() error {
+			_, err := as.RbacV1().RoleBindings("kube-system").Create(ctx, memberBinding("kube-system", domain.TeamMemberRole), dry)
+			return err
+		},
+		"bind an admin role in a team namespace": func() error {
+			_, err := as.RbacV1().RoleBindings(team).Create(ctx, memberBinding(team, rbac.AdminRole), dry)
+			return err
+		},
+		"change kube-system/aws-auth": func() error {
+			cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "aws-auth", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cm.Data["mapRoles"] = "- rolearn: arn:aws:iam::1:role/mine\n  groups: [system:masters]"
+			_, err = as.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, dryUpdate)
+			return err
+		},
+		"label kube-system privileged (Pod Security)": func() error {
+			ns, err := kube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+			_, err = as.CoreV1().Namespaces().Update(ctx, ns, dryUpdate)
+			return err
+		},
+		"label a team namespace privileged (Pod Security)": func() error {
+			ns, err := kube.CoreV1().Namespaces().Get(ctx, team, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+			_, err = as.CoreV1().Namespaces().Update(ctx, ns, dryUpdate)
+			return err
+		},
+		"create a namespace that is not a team's": func() error {
+			_, err := as.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "not-a-team-" + rand.String(5),
+				Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue}}}, dry)
+			return err
+		},
+		"delete kube-public": func() error {
+			return as.CoreV1().Namespaces().Delete(ctx, "kube-public", dryDelete)
+		},
+		"write a revision history": func() error {
+			_, err := as.CoreV1().ConfigMaps(rbac.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "planted-history"}}, dry)
+			return err
+		},
+	}
+	for name, attack := range attacks {
+		err := attack()
+		if err == nil {
+			t.Errorf("%s: the apiserver allowed it", name)
+			continue
+		}
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("%s: refused, but not by RBAC or admission: %v", name, err)
+		}
+	}
+
+	// What the console does for a team, the admin may do.
+	allowed := map[string]func() error{
+		"bind a member in a team namespace": func() error {
+			_, err := as.RbacV1().RoleBindings(team).Create(ctx, memberBinding(team, domain.TeamMemberRole), dry)
+			return err
+		},
+		"create a team namespace": func() error {
+			_, err := as.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-new-" + rand.String(5),
+				Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.TeamLabel: "new"}}}, dry)
+			return err
+		},
+		"delete a team namespace": func() error { return as.CoreV1().Namespaces().Delete(ctx, team, dryDelete) },
+	}
+	for name, do := range allowed {
+		if err := do(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// The viewer role (which the README once bound to everyone) reads no
+// ConfigMaps and no RoleBindings of the cluster.
+func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	user := "viewer-" + rand.String(5)
+	bind(t, kube, user, rbac.ViewerRole)
+	asCfg := rest.CopyConfig(cfg)
+	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	as := kubernetes.NewForConfigOrDie(asCfg)
+	if _, err := as.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("viewer reads a kube-system ConfigMap: %v", err)
+	}
+	if _, err := as.RbacV1().RoleBindings("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("viewer lists RoleBindings: %v", err)
+	}
+	if _, err := as.CoreV1().ConfigMaps(rbac.Namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("viewer lists the console's revision histories: %v", err)
+	}
 }

@@ -6,11 +6,14 @@
 //     groups in request headers; the console believes them only from trusted
 //     source addresses or with the proxy's shared secret.
 //   - token: the user pastes a Kubernetes bearer token on a sign-in page; a
-//     TokenReview says whose it is, and a server-side session (cookie) keeps
-//     the answer for 8 hours. The token itself is not kept.
+//     TokenReview says whose it is, and a session sealed in a cookie keeps the
+//     answer for 8 hours, or until the token expires. The token itself is not
+//     kept.
 //
-// The middleware puts the User in the echo context and in the request's
-// context; From and FromContext read it back.
+// It also owns what protects the forms and cookies: CSRF tokens bound to the
+// session, signed flash messages, the sign-in rate limit. The middleware puts
+// the User in the echo context and in the request's context; From and
+// FromContext read it back. It must not import the console's other packages.
 package auth
 
 import (
@@ -89,7 +92,7 @@ func From(c echo.Context) User {
 }
 
 // set records u in the echo context and in the request's context, where
-// templates and the apply path (kueue.WithActor) find it.
+// templates and the apply path (cluster.WithActor) find it.
 func set(c echo.Context, u User) {
 	c.Set(echoKey, u)
 	c.SetRequest(c.Request().WithContext(WithUser(c.Request().Context(), u)))

@@ -24,6 +24,10 @@ const (
 var (
 	ErrUntrustedProxy = errors.New("the request did not come from the trusted authenticating proxy")
 	ErrNoUser         = errors.New("the authenticating proxy named no user")
+	// ErrRepeatedGroups is a request with more than one groups header: a
+	// proxy that appends to (rather than overwrites) the client's header would
+	// let the client add groups.
+	ErrRepeatedGroups = errors.New("the request carries the groups header more than once")
 )
 
 // Proxy trusts an authenticating proxy's user and groups headers.
@@ -72,8 +76,12 @@ func (p Proxy) Authenticate(r *http.Request) (User, error) {
 		// None, or several (one of them perhaps sent by the client): refuse.
 		return User{}, ErrNoUser
 	}
+	groups := r.Header.Values(p.GroupsHeader)
+	if len(groups) > 1 {
+		return User{}, ErrRepeatedGroups
+	}
 	u := User{Name: strings.TrimSpace(names[0])}
-	for _, g := range SplitGroups(r.Header.Values(p.GroupsHeader)...) {
+	for _, g := range SplitGroups(groups...) {
 		if !strings.HasPrefix(g, "system:") {
 			u.Groups = append(u.Groups, g)
 		}

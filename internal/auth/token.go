@@ -2,9 +2,12 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,14 +28,14 @@ type TokenReviewer interface {
 // create on tokenreviews).
 type KubeTokenReviewer struct {
 	Client kubernetes.Interface
-	// Audiences, when set, are the audiences the token must be valid for;
-	// empty means the apiserver's own.
+	// Audiences, when set, are the audiences the token must be valid for
+	// (--auth-token-audience); empty means the apiserver's own.
 	Audiences []string
 }
 
 // Review implements TokenReviewer.
 func (k KubeTokenReviewer) Review(ctx context.Context, token string) (User, error) {
-	token = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(token), "Bearer "))
+	token = cleanToken(token)
 	if token == "" {
 		return User{}, ErrTokenRejected
 	}
@@ -46,4 +49,34 @@ func (k KubeTokenReviewer) Review(ctx context.Context, token string) (User, erro
 		return User{}, ErrTokenRejected
 	}
 	return User{Name: res.Status.User.Username, Groups: res.Status.User.Groups}, nil
+}
+
+// TokenExpiry is when a JWT bearer token (a service account token, an OIDC
+// ID token) expires, from its exp claim; zero for other tokens. The claim is
+// read only after a TokenReview accepted the token, so it needs no signature
+// check here: it only makes the session end with the token.
+func TokenExpiry(token string) time.Time {
+	parts := strings.Split(cleanToken(token), ".")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return time.Time{}
+	}
+	var claims struct {
+		Exp *json.Number `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
+		return time.Time{}
+	}
+	exp, err := claims.Exp.Float64()
+	if err != nil || exp <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(int64(exp), 0)
+}
+
+func cleanToken(token string) string {
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(token), "Bearer "))
 }

@@ -10,18 +10,22 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -64,6 +68,16 @@ func bindUser(t *testing.T, kube kubernetes.Interface, prefix, role string) stri
 	t.Cleanup(func() {
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
 	})
+	// The binding takes a moment to reach the apiserver's authorizer; the
+	// console would remember a "no" for half a minute.
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authzv1.ResourceAttributes{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues"}}}, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the binding of %s to %s never took effect", user, role)
+	}
 	return user
 }
 
@@ -93,9 +107,9 @@ func cleanupTeams(c console) {
 	if err != nil {
 		return
 	}
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
 	for _, cq := range list.Items {
-		if t, ok := kueue.TeamFromClusterQueue(&cq); ok && cq.Name == c.settings.ClusterQueue(t.Name) {
+		if t, ok := domain.TeamFromClusterQueue(&cq); ok && cq.Name == c.settings.ClusterQueue(t.Name) {
 			_ = a.DeleteTeam(ctx, c.settings, t.Name)
 		}
 	}
@@ -229,8 +243,8 @@ func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 			managers[mf.Manager] = true
 		}
 	}
-	if !managers[kueue.FieldManager] {
-		t.Errorf("ClusterQueue's apply managers %v lack the console's %q", managers, kueue.FieldManager)
+	if !managers[domain.FieldManager] {
+		t.Errorf("ClusterQueue's apply managers %v lack the console's %q", managers, domain.FieldManager)
 	}
 
 	// The viewer: every form disabled, with the reason.
@@ -249,9 +263,12 @@ func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 	}
 	_, body = viewer.get("/teams/shared/edit")
 	mustContain(t, "viewer's edit form", body, "<fieldset disabled", `id="save" disabled`)
-	// A user with no role at all is read-only too (the review is made as them).
-	_, body = nobody.get("/teams/new")
-	mustContain(t, "unbound user's form", body, `id="read-only-note"`)
+	// A user with no role at all sees nothing, and is told which right is missing.
+	code, body = nobody.get("/teams/new")
+	if code != http.StatusForbidden {
+		t.Errorf("unbound user GET /teams/new: %d, want 403", code)
+	}
+	mustContain(t, "unbound user's refusal", body, "may not see this console's pages", "list on ClusterQueues")
 
 	// What the viewer posts anyway: 403, in words, and nothing changes.
 	_, _ = viewer.get("/teams/shared/edit")
@@ -306,7 +323,7 @@ func TestPostWithoutCSRFTokenIsRejected(t *testing.T) {
 	t.Cleanup(func() { cleanupTeams(c) })
 	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{}, cookies: map[string]*http.Cookie{}}
 	code, body := b.get("/teams/new")
-	if code != http.StatusOK || b.csrf == "" || b.cookies["_csrf"] == nil {
+	if code != http.StatusOK || b.csrf == "" || b.cookies["quota_console_browser"] == nil {
 		t.Fatalf("GET /teams/new: %d, token %q, cookies %v", code, b.csrf, b.cookies)
 	}
 	mustContain(t, "the form", body, `<input type="hidden" name="_csrf" value="`+b.csrf+`">`, `id="no-sign-in"`)
@@ -479,7 +496,7 @@ func TestTokenSignInAgainstSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &auth.Authenticator{Mode: auth.ModeToken, Tokens: auth.KubeTokenReviewer{Client: kubernetes.NewForConfigOrDie(cfg)},
-		Sessions: auth.NewSessions(auth.SessionTTL)}
+		Sessions: auth.NewSessions(auth.RandomKeys(), auth.SessionTTL, nil)}
 	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
 	t.Cleanup(func() { cleanupTeams(c) })
 	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}

@@ -11,9 +11,10 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/kueue/kueuetest"
+	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/metrics"
 )
 
@@ -21,11 +22,11 @@ import (
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
-	live := kueue.NewLive(cache, kueue.DefaultSettings, log)
+	cache := cluster.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), log)
+	live := cluster.NewLive(cache, domain.DefaultSettings, log)
 	now := time.Now()
-	live.Publish(kueue.BuildSnapshot(kueuetest.Cluster(kueue.DefaultSettings, 200, 50_000, now), now))
-	return handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: kueue.DefaultSettings, Metrics: metrics.NewConsole(), Log: log})
+	live.Publish(domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now)), now))
+	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: domain.DefaultSettings, Metrics: metrics.NewConsole(), Log: log}))
 }
 
 func benchPage(b *testing.B, path string) {
@@ -48,3 +49,8 @@ func BenchmarkUsagePage(b *testing.B)        { benchPage(b, "/usage") }
 func BenchmarkTasksPage(b *testing.B)        { benchPage(b, "/tasks") }
 func BenchmarkTasksPageOneTeam(b *testing.B) { benchPage(b, "/tasks?team=team-007&window=7d") }
 func BenchmarkTasksCSV(b *testing.B)         { benchPage(b, "/tasks?format=csv&table=tasks&state=all") }
+
+// inputOf is a synthetic cluster as a snapshot's input.
+func inputOf(s domain.Settings, o kueuetest.Objects) domain.SnapshotInput {
+	return domain.SnapshotInput{Settings: s, ClusterQueues: o.ClusterQueues, LocalQueues: o.LocalQueues, Workloads: o.Workloads, Classes: o.Classes}
+}

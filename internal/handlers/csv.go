@@ -3,6 +3,8 @@ package handlers
 import (
 	"encoding/csv"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -16,8 +18,29 @@ type csvStream struct {
 	rows    int
 }
 
-// wantsCSV reports whether the request asks for the table as CSV.
-func wantsCSV(c echo.Context) bool { return c.QueryParam("format") == "csv" }
+// The CSV convention of every page: ?format=csv answers the page's table as
+// CSV, with the page's filters; table= chooses when a page has several.
+
+// csvTable reports whether the request asks for CSV, and for which table.
+func csvTable(c echo.Context) (table string, ok bool) {
+	return c.QueryParam("table"), c.QueryParam("format") == "csv"
+}
+
+// csvHref is the link to a table of this page as CSV: the page's address
+// with the page's filters (the query parameters named in filters, as this
+// request has them), format=csv and table ("" for the page's main table).
+func csvHref(c echo.Context, table string, filters ...string) string {
+	q := url.Values{"format": {"csv"}}
+	for _, k := range filters {
+		if v := c.QueryParam(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	if table != "" {
+		q.Set("table", table)
+	}
+	return c.Request().URL.Path + "?" + q.Encode()
+}
 
 func startCSV(c echo.Context, filename string, header ...string) (*csvStream, error) {
 	res := c.Response()
@@ -81,3 +104,5 @@ func isNumber(s string) bool {
 	}
 	return true
 }
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

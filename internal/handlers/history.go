@@ -1,98 +1,53 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/write"
 	"github.com/openquota/console/web/templates"
 )
 
-// RegisterAudit adds the audit pages: each team's and the policy's revision
-// history with one-click rollback, and each team's drift (hand edits of its
-// Kueue objects) with re-apply and adopt. Every change goes through the normal
-// apply path (build, dry run, apply as the signed-in user), which records it
-// as a new revision.
-//
-// Call it inside New, after the permission cache is made, so the pages share
-// it; called on New's result it makes its own.
-func RegisterAudit(e *echo.Echo, d Deps) {
-	if d.access == nil {
-		d.access = newAccessCache(d.accessClient)
+func (d Deps) teamHistory(c echo.Context) error {
+	team := c.Param("team")
+	if _, _, ok := d.Cache.Team(d.Settings, team); !ok {
+		return noTeam(team)
 	}
-	e.GET("/teams/:team/history", teamHistory(d))
-	e.POST("/teams/:team/history/:rev/rollback", rollbackTeam(d))
-	e.GET("/policy/history", policyHistory(d))
-	e.POST("/policy/history/:rev/rollback", rollbackPolicy(d))
-	e.POST("/policy/drift/reapply", reapplyPolicy(d))
-	e.GET("/teams/:team/drift", teamDrift(d))
-	e.POST("/teams/:team/drift/reapply", reapplyTeam(d))
-	e.POST("/teams/:team/drift/adopt", adoptTeam(d))
-}
-
-func teamHistoryURL(team string) string { return "/teams/" + team + "/history" }
-
-func teamHistory(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		team, err := d.storedTeam(c.Param("team"))
-		if err != nil {
-			return err
-		}
-		flash := ""
-		if n := c.QueryParam("rolledback"); n != "" {
-			flash = fmt.Sprintf("Team %s rolled back to revision %s.", team.Name, n)
-		}
-		return d.renderTeamHistory(c, http.StatusOK, team.Name, flash, "")
-	}
+	return d.renderTeamHistory(c, http.StatusOK, team, auth.TakeFlashOf(c), "")
 }
 
 func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyErr string) error {
 	view := templates.HistoryView{
-		Page:       templates.Page{Title: "History of team " + team, Active: "teams", Problem: problem(d.Cache)},
+		Page:       templates.Page{Title: "History of team " + team, Active: "teams", Problem: d.problem()},
 		Flash:      flash,
 		ApplyError: applyErr,
-		CSRF:       csrfToken(c),
-		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: "/teams/" + team + "/edit", Label: "Edit", ID: "edit-link"},
-			{Href: "/teams/" + team + "/drift", Label: "Drift", ID: "drift-link"}},
-		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, so they outlive the console; deleting the team deletes them with its namespace.",
-			kueue.HistoryLimit, d.Settings.Namespace(team), kueue.TeamHistoryName(d.Settings, team)),
+		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: teamURL(team, "edit"), Label: "Edit", ID: "edit-link"},
+			{Href: teamURL(team, "drift"), Label: "Drift", ID: "drift-link"}},
+		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console; deleting the team deletes them.",
+			domain.HistoryLimit, d.Settings.State(), domain.TeamHistoryName(d.Settings, team)),
+		ReadOnly: d.readOnly(c, mayEditTeams),
 	}
-	reader, _, err := d.writer(c)
+	revs, err := d.Applier.TeamHistory(c.Request().Context(), d.Settings, team)
 	if err != nil {
-		return err
+		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
 	}
-	revs, err := reader.TeamHistory(c.Request().Context(), d.Settings, team)
-	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(c, err))
-	}
-	view.Revisions = revisionRows(revs, kueue.DiffTeams, kueue.DescribeTeam, teamHistoryURL(team))
-	view.ReadOnly = d.readOnly(c, mayEditTeams)
+	shapes, _ := d.Cache.Fleet()
+	view.Revisions = revisionRows(revs, domain.DiffTeams, domain.DescribeTeam, func(t domain.Team) string {
+		return write.TeamProblem(team, t, shapes)
+	}, teamURL(team, "history"))
 	return render(c, status, templates.History(view))
 }
 
 // historyReadError explains why the history could not be read.
-func (d Deps) historyReadError(c echo.Context, err error) string {
-	if apierrors.IsForbidden(err) {
-		return "Your account may not read the revision history (ConfigMaps in the team's namespace and in " +
-			kueue.StateNamespace + "), so it is not shown."
-	}
+func (d Deps) historyReadError(err error) string {
 	d.Log.Error("reading history", "err", err)
-	return "The revision history could not be read from the cluster: " + explainWriteError(err)
-}
-
-func readErrorStatus(err error) int {
-	if apierrors.IsForbidden(err) {
-		return http.StatusForbidden
-	}
-	return http.StatusBadGateway
+	return write.HistoryProblem(d.Settings, err)
 }
 
 func joinProblems(a, b string) string {
@@ -103,25 +58,27 @@ func joinProblems(a, b string) string {
 }
 
 // revisionRows turns revisions (newest first) into rows, each with what
-// changed since the one before; rollback forms post to base/<rev>/rollback.
-func revisionRows[T any](revs []kueue.Revision[T], diff func(a, b T) []string, describe func(T) []string, base string) []templates.RevisionRow {
+// changed since the one before, and why it cannot be applied (problem; ""
+// when it can); rollback forms post to base/<rev>/rollback.
+func revisionRows[T any](revs []domain.Revision[T], diff func(a, b T) []string, describe func(T) []string, problem func(T) string, base string) []templates.RevisionRow {
 	rows := make([]templates.RevisionRow, 0, len(revs))
 	for i, r := range revs {
 		row := templates.RevisionRow{
 			Revision: r.Revision, At: r.At.UTC().Format("2006-01-02 15:04:05 UTC"), AtISO: r.At.UTC().Format(time.RFC3339),
 			By: r.By, Action: string(r.Action), Note: r.Note, Current: i == 0,
 		}
-		if r.Action == kueue.ActionRollback {
+		if r.Action == domain.ActionRollback {
 			row.Action = fmt.Sprintf("rollback to revision %d", r.RolledBackTo)
 		}
 		if i+1 < len(revs) {
 			row.Changes = diff(revs[i+1].Allocation, r.Allocation)
 			row.NoChanges = len(row.Changes) == 0
 		} else {
-			row.Changes, row.Earliest = describe(r.Allocation), r.Action != kueue.ActionCreate
+			row.Changes, row.Earliest = describe(r.Allocation), r.Action != domain.ActionCreate
 		}
 		if i > 0 {
 			row.Rollback = fmt.Sprintf("%s/%d/rollback", base, r.Revision)
+			row.Invalid = problem(r.Allocation)
 		}
 		rows = append(rows, row)
 	}
@@ -137,184 +94,66 @@ func revisionParam(c echo.Context) (int, error) {
 	return n, nil
 }
 
-func missingRevision(n int) error {
-	return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no revision %d: only the last %d revisions are kept.", n, kueue.HistoryLimit))
-}
-
-// rollbackTeam re-applies an earlier revision's allocation through the normal
-// apply path (build, dry run, apply as the signed-in user), which records it
-// as a new revision with action rollback.
-func rollbackTeam(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		stored, err := d.storedTeam(c.Param("team"))
-		if err != nil {
-			return err
-		}
-		n, err := revisionParam(c)
-		if err != nil {
-			return err
-		}
-		applier, ctx, err := d.writer(c)
-		if err != nil {
-			return err
-		}
-		revs, err := applier.TeamHistory(ctx, d.Settings, stored.Name)
-		if err != nil {
-			return d.renderTeamHistory(c, readErrorStatus(err), stored.Name, "", d.historyReadError(c, err))
-		}
-		rev, ok := kueue.FindRevision(revs, n)
-		if !ok {
-			return missingRevision(n)
-		}
-		team := rev.Allocation
-		team.Name = stored.Name // the path names the team
-		if status, msg := d.applyTeam(kueue.WithRollback(ctx, n), c, applier, team, fmt.Sprintf("revision %d of team %s", n, team.Name)); msg != "" {
-			return d.renderTeamHistory(c, status, team.Name, "", msg)
-		}
-		d.Log.Info("team rolled back", "team", team.Name, "revision", n, "user", auth.From(c).Name)
-		d.waitForTeam(ctx, team)
-		return c.Redirect(http.StatusSeeOther, fmt.Sprintf("%s?rolledback=%d", teamHistoryURL(team.Name), n))
-	}
-}
-
-// applyTeam is the normal apply path for a team allocation the console
-// already holds (a revision, the stored allocation, an adopted one): build,
-// dry run, apply. It answers the status and the words of a refusal, or "".
-func (d Deps) applyTeam(ctx context.Context, c echo.Context, applier kueue.Applier, team kueue.Team, what string) (int, string) {
-	shapes, _, err := d.fleet()
+// rollbackTeam applies an earlier revision's allocation through the write
+// path, which records it as a new revision with action rollback.
+func (d Deps) rollbackTeam(c echo.Context) error {
+	team := c.Param("team")
+	n, err := revisionParam(c)
 	if err != nil {
-		return http.StatusInternalServerError, "The cluster's nodes could not be read: " + err.Error()
+		return err
 	}
-	objs, err := kueue.BuildTeam(d.Settings, team, shapes)
-	if err != nil {
-		return http.StatusUnprocessableEntity, fmt.Sprintf("The console cannot apply %s: %v.", what, err)
-	}
-	if err := applier.CheckTeam(ctx, objs); err != nil {
-		if msg, ok := d.forbidden(c, err, "team "+team.Name); ok {
-			return http.StatusForbidden, msg
-		}
-		d.Log.Warn("rejected by the cluster", "what", what, "err", err)
-		return http.StatusUnprocessableEntity, explainWriteError(err)
-	}
-	if err := applier.ApplyTeam(ctx, objs); err != nil {
-		if msg, ok := d.forbidden(c, err, "team "+team.Name); ok {
-			return http.StatusForbidden, msg
-		}
-		d.Log.Error("applying", "what", what, "err", err)
-		return http.StatusBadGateway, explainWriteError(err)
-	}
-	return http.StatusOK, ""
+	out := d.writes.RollbackTeam(c.Request().Context(), d.identity(c), team, n)
+	return respond(c, out, fmt.Sprintf("%s?rolledback=%d", teamURL(team, "history"), n), func(status int) error {
+		return d.renderTeamHistory(c, status, team, "", out.Message)
+	})
 }
 
-func policyHistory(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		flash := ""
-		switch {
-		case c.QueryParam("rolledback") != "":
-			flash = "Cluster policy rolled back to revision " + c.QueryParam("rolledback") + "."
-		case c.QueryParam("reapplied") != "":
-			flash = "The stored cluster policy was re-applied."
-		}
-		return d.renderPolicyHistory(c, http.StatusOK, flash, "")
-	}
+func (d Deps) policyHistory(c echo.Context) error {
+	return d.renderPolicyHistory(c, http.StatusOK, auth.TakeFlashOf(c), "")
 }
 
 func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr string) error {
 	view := templates.HistoryView{
-		Page:       templates.Page{Title: "History of the cluster policy", Active: "policy", Problem: problem(d.Cache)},
+		Page:       templates.Page{Title: "History of the cluster policy", Active: "policy", Problem: d.problem()},
 		Flash:      flash,
 		ApplyError: applyErr,
-		CSRF:       csrfToken(c),
 		Links:      []templates.Link{{Href: "/policy", Label: "Cluster policy", ID: "policy-link"}},
-		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, so they outlive the console.",
-			kueue.HistoryLimit, kueue.StateNamespace, kueue.PolicyHistoryName(d.Settings)),
+		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console.",
+			domain.HistoryLimit, d.Settings.State(), domain.PolicyHistoryName(d.Settings)),
 		DriftReapply: "/policy/drift/reapply",
+		ReadOnly:     d.readOnly(c, mayEditPolicy),
 	}
-	reader, _, err := d.writer(c)
+	revs, err := d.Applier.PolicyHistory(c.Request().Context(), d.Settings)
+	if err != nil {
+		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
+	}
+	view.Revisions = revisionRows(revs, domain.DiffPolicies, domain.DescribePolicy, write.PolicyProblem, "/policy/history")
+	drift, err := d.Cache.PolicyDrift(d.Settings, d.Cache.Policy(d.Settings))
 	if err != nil {
 		return err
 	}
-	revs, err := reader.PolicyHistory(c.Request().Context(), d.Settings)
-	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(c, err))
+	for _, dr := range drift {
+		view.Drift = append(view.Drift, dr.String())
 	}
-	view.Revisions = revisionRows(revs, kueue.DiffPolicies, kueue.DescribePolicy, "/policy/history")
-	if stored, err := d.storedPolicy(); err == nil {
-		drift, err := kueue.PolicyDrift(stored, d.Cache)
-		if err != nil {
-			return err
-		}
-		for _, dr := range drift {
-			view.Drift = append(view.Drift, dr.String())
-		}
-	}
-	view.ReadOnly = d.readOnly(c, mayEditPolicy)
 	return render(c, status, templates.History(view))
 }
 
-func rollbackPolicy(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		n, err := revisionParam(c)
-		if err != nil {
-			return err
-		}
-		applier, ctx, err := d.writer(c)
-		if err != nil {
-			return err
-		}
-		revs, err := applier.PolicyHistory(ctx, d.Settings)
-		if err != nil {
-			return d.renderPolicyHistory(c, readErrorStatus(err), "", d.historyReadError(c, err))
-		}
-		rev, ok := kueue.FindRevision(revs, n)
-		if !ok {
-			return missingRevision(n)
-		}
-		if status, msg := d.applyPolicy(kueue.WithRollback(ctx, n), c, applier, rev.Allocation); msg != "" {
-			return d.renderPolicyHistory(c, status, "", msg)
-		}
-		d.Log.Info("policy rolled back", "revision", n, "user", auth.From(c).Name)
-		return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/policy/history?rolledback=%d", n))
+func (d Deps) rollbackPolicy(c echo.Context) error {
+	n, err := revisionParam(c)
+	if err != nil {
+		return err
 	}
+	out := d.writes.RollbackPolicy(c.Request().Context(), d.identity(c), n)
+	return respond(c, out, fmt.Sprintf("/policy/history?rolledback=%d", n), func(status int) error {
+		return d.renderPolicyHistory(c, status, "", out.Message)
+	})
 }
 
 // reapplyPolicy writes the stored policy again over hand edits of its
 // priority classes.
-func reapplyPolicy(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		p, err := d.storedPolicy()
-		if err != nil {
-			return err
-		}
-		applier, ctx, err := d.writer(c)
-		if err != nil {
-			return err
-		}
-		if status, msg := d.applyPolicy(kueue.WithNote(ctx, "re-applied over hand edits of the priority classes"), c, applier, p); msg != "" {
-			return d.renderPolicyHistory(c, status, "", msg)
-		}
-		d.Log.Info("policy re-applied", "user", auth.From(c).Name)
-		return c.Redirect(http.StatusSeeOther, "/policy/history?reapplied=1")
-	}
-}
-
-// applyPolicy applies a policy and waits until the cache shows it; it
-// answers the status and the words of a refusal, or "".
-func (d Deps) applyPolicy(ctx context.Context, c echo.Context, applier kueue.Applier, p kueue.Policy) (int, string) {
-	if err := applier.ApplyPolicy(ctx, d.Settings, p); err != nil {
-		if msg, ok := d.forbidden(c, err, "the cluster policy"); ok {
-			return http.StatusForbidden, msg
-		}
-		d.Log.Error("applying policy", "err", err)
-		return http.StatusBadGateway, explainWriteError(err)
-	}
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
-		stored, err := d.storedPolicy()
-		if err != nil {
-			return false, nil
-		}
-		drift, err := kueue.PolicyDrift(p, d.Cache)
-		return err == nil && len(drift) == 0 && len(kueue.DiffPolicies(stored, p)) == 0, nil
+func (d Deps) reapplyPolicy(c echo.Context) error {
+	out := d.writes.ReapplyPolicy(c.Request().Context(), d.identity(c))
+	return respond(c, out, "/policy/history?reapplied=1", func(status int) error {
+		return d.renderPolicyHistory(c, status, "", out.Message)
 	})
-	return http.StatusOK, ""
 }

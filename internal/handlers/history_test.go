@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,27 +20,17 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
-// auditConsole is a console on the sandbox with the audit routes registered
-// (handlers.RegisterAudit, until server.go registers them itself).
+// auditConsole is a console on the sandbox whose teams are deleted when the
+// test ends.
 func auditConsole(t *testing.T, adjust func(*handlers.Deps)) console {
 	t.Helper()
-	var deps handlers.Deps
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) {
-		if adjust != nil {
-			adjust(d)
-		}
-		deps = *d
-	})
-	e, ok := c.h.(*echo.Echo)
-	if !ok {
-		t.Fatalf("handlers.New returned a %T", c.h)
-	}
-	handlers.RegisterAudit(e, deps)
+	c := newConsoleWith(t, nil, adjust)
 	t.Cleanup(func() { cleanupTeams(c) })
 	return c
 }
@@ -62,7 +52,8 @@ func auditProxyConsole(t *testing.T) console {
 
 func (c console) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	return get(t, c.h, path)
+	rec := c.serve(httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
 }
 
 // eventually polls a page until it contains want (the informers catch up
@@ -130,9 +121,9 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	if nominal, borrowing := gpuQuota(cq); nominal.Value() != 4 || borrowing.Value() != 2 || *cq.Spec.StopPolicy != kueuev1beta2.None {
 		t.Errorf("after rollback: nominal %s, borrowing %s, stopPolicy %s; want 4, 2, None", &nominal, &borrowing, *cq.Spec.StopPolicy)
 	}
-	if cq.Annotations[kueue.CreatedByAnnotation] != adminName || cq.Annotations[kueue.ChangedByAnnotation] != adminName {
-		t.Errorf("ClusterQueue audit: created by %q, changed by %q; want %s", cq.Annotations[kueue.CreatedByAnnotation],
-			cq.Annotations[kueue.ChangedByAnnotation], adminName)
+	if cq.Annotations[cluster.CreatedByAnnotation] != adminName || cq.Annotations[cluster.ChangedByAnnotation] != adminName {
+		t.Errorf("ClusterQueue audit: created by %q, changed by %q; want %s", cq.Annotations[cluster.CreatedByAnnotation],
+			cq.Annotations[cluster.ChangedByAnnotation], adminName)
 	}
 	_, body = admin.get(location)
 	mustContain(t, "history after the rollback", body, `id="flash"`, "rolled back to revision 1", `data-rev="3"`,
@@ -140,7 +131,7 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	_, body = admin.get("/teams")
 	mustContain(t, "teams list", body, `data-team="hist"`)
 
-	events, err := c.kube.CoreV1().Events(kueue.EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + cq.Name})
+	events, err := c.kube.CoreV1().Events(domain.EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + cq.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +139,7 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	for _, ev := range events.Items {
 		reasons[ev.Reason] = ev.Message
 	}
-	for _, r := range []string{kueue.ReasonTeamCreated, kueue.ReasonTeamUpdated, kueue.ReasonTeamRolledBack} {
+	for _, r := range []string{domain.ReasonTeamCreated, domain.ReasonTeamUpdated, domain.ReasonTeamRolledBack} {
 		if !strings.HasPrefix(reasons[r], adminName+" ") {
 			t.Errorf("event %s: %q", r, reasons[r])
 		}
@@ -243,7 +234,7 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 		t.Fatalf("adopt: %d %q\n%s", code, location, body)
 	}
 	cq = c.clusterQueue(t, "drifty")
-	stored, ok := kueue.TeamFromClusterQueue(cq)
+	stored, ok := domain.TeamFromClusterQueue(cq)
 	if !ok || stored.Enabled || len(stored.Quota) != 1 || *stored.Quota[0].GPUs != 6 || stored.Quota[0].VCPU == nil || *stored.Quota[0].VCPU != 96 {
 		t.Errorf("adopted allocation: %+v", stored)
 	}
@@ -257,7 +248,7 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 	// sign-in here) and why.
 	_, body = c.get(t, "/teams/drifty/history")
 	mustContain(t, "history", body, `data-rev="3"`, "adopted hand edits of the ClusterQueue",
-		"re-applied the allocation over hand edits", "No change to the allocation.", kueue.SystemActor)
+		"re-applied the allocation over hand edits", "No change to the allocation.", cluster.SystemActor)
 }
 
 // The policy history page: diffs, hand edits of the priority classes with
@@ -271,7 +262,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 		for _, n := range []string{high, low} {
 			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
-		_ = c.kube.CoreV1().ConfigMaps(kueue.StateNamespace).Delete(ctx, kueue.PolicyHistoryName(c.settings), metav1.DeleteOptions{})
+		_ = c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(ctx, domain.PolicyHistoryName(c.settings), metav1.DeleteOptions{})
 	})
 	ranking := url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"},
 		"class.0.name": {high}, "class.0.weight": {"80"}, "class.1.name": {low}, "class.1.weight": {"20"}}
@@ -288,7 +279,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 	}
 	mustContain(t, "policy history", body, `data-rev="2"`, "prioritization task ranking → first come, first served",
 		fmt.Sprintf("priority class %s removed (was weight 20)", low), `action="/policy/history/1/rollback"`,
-		kueue.StateNamespace+"/"+kueue.PolicyHistoryName(c.settings))
+		c.settings.State()+"/"+domain.PolicyHistoryName(c.settings))
 
 	// Someone sets a priority class's value by hand.
 	wpc, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, high, metav1.GetOptions{})
@@ -324,7 +315,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 	_, body = c.get(t, location)
 	mustContain(t, "policy history after rollback", body, `data-rev="4"`, "rollback to revision 1",
 		"re-applied over hand edits of the priority classes", "rolled back to revision 1")
-	if _, err := c.kube.CoreV1().ConfigMaps(kueue.StateNamespace).Get(ctx, kueue.PolicyHistoryName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, domain.PolicyHistoryName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		t.Errorf("no policy history ConfigMap")
 	}
 }

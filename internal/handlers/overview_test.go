@@ -16,8 +16,8 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
@@ -28,7 +28,7 @@ func newServer(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kube, kq, log)
+	cache := cluster.NewCache(kube, kq, log)
 	cache.Start(ctx)
 	if wantReady {
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
@@ -37,7 +37,7 @@ func newServer(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface
 			t.Fatalf("cache not ready: %v", cache.Ready())
 		}
 	}
-	return handlers.New(handlers.Deps{Cache: cache, Metrics: metrics.NewConsole(), Log: log})
+	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Metrics: metrics.NewConsole(), Log: log}))
 }
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {

@@ -1,12 +1,12 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
 )
@@ -14,63 +14,68 @@ import (
 const dateLayout = "2006-01-02"
 
 // usageReport shows (or exports) GPU-hours per team and day for a date range.
-func usageReport(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		today := time.Now().UTC().Truncate(24 * time.Hour)
-		view := templates.ReportView{
-			Page: templates.Page{Title: "Usage report", Active: "reports", Problem: d.problem()},
-			From: c.QueryParam("from"), To: c.QueryParam("to"),
-		}
-		if view.From == "" {
-			view.From = today.AddDate(0, 0, -6).Format(dateLayout)
-		}
-		if view.To == "" {
-			view.To = today.Format(dateLayout)
-		}
-		from, errFrom := time.Parse(dateLayout, view.From)
-		to, errTo := time.Parse(dateLayout, view.To)
-		switch {
-		case errFrom != nil:
-			view.FromError = "Enter a date as YYYY-MM-DD."
-		case errTo != nil:
-			view.ToError = "Enter a date as YYYY-MM-DD."
-		case to.Before(from):
-			view.ToError = "The end date is before the start date."
-		case to.Sub(from) > 366*24*time.Hour:
-			view.ToError = "Choose at most a year."
-		}
-		view.CSVHref = "/reports/usage?format=csv&from=" + view.From + "&to=" + view.To
-		if view.FromError != "" || view.ToError != "" {
-			return render(c, http.StatusUnprocessableEntity, templates.Report(view))
-		}
-		var rows []metrics.UsageRow
-		var err error
-		if d.Reports == nil {
-			view.Unavailable = "The usage report needs Prometheus: start the console with --prometheus-url."
-		} else if rows, err = d.Reports.UsageReport(c.Request().Context(), d.Settings, from, to); err != nil {
-			d.Log.Warn("usage report", "err", err)
-			view.Unavailable = "Prometheus is unavailable, so the usage report cannot be computed now."
-		}
-		if wantsCSV(c) {
-			if view.Unavailable != "" {
-				return echo.NewHTTPError(http.StatusServiceUnavailable, view.Unavailable)
-			}
-			return reportCSV(c, rows)
-		}
-		for _, r := range rows {
-			row := templates.ReportRow{Day: r.Day.Format(dateLayout), Team: r.Team,
-				Allocated: hours(r.GPUHoursAllocated), Used: hours(r.GPUHoursUsed),
-				Borrowed: hours(r.GPUHoursBorrowed), Lent: hours(r.GPUHoursLent), HardwareUtil: "—"}
-			if r.HardwareUtilKnown {
-				row.HardwareUtil = fmt.Sprintf("%.1f %%", r.AvgHardwareUtil)
-			}
-			view.Rows = append(view.Rows, row)
-		}
-		return render(c, http.StatusOK, templates.Report(view))
+func (d Deps) usageReport(c echo.Context) error {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	view := templates.ReportView{
+		Page: templates.Page{Title: "Usage report", Active: "reports", Problem: d.problem()},
+		From: c.QueryParam("from"), To: c.QueryParam("to"),
 	}
+	if view.From == "" {
+		view.From = today.AddDate(0, 0, -6).Format(dateLayout)
+	}
+	if view.To == "" {
+		view.To = today.Format(dateLayout)
+	}
+	from, errFrom := time.Parse(dateLayout, view.From)
+	to, errTo := time.Parse(dateLayout, view.To)
+	switch {
+	case errFrom != nil:
+		view.FromError = "Enter a date as YYYY-MM-DD."
+	case errTo != nil:
+		view.ToError = "Enter a date as YYYY-MM-DD."
+	case to.Before(from):
+		view.ToError = "The end date is before the start date."
+	case to.Sub(from) > 366*24*time.Hour:
+		view.ToError = "Choose at most a year."
+	}
+	view.CSVHref = csvHref(c, "", "from", "to")
+	if view.FromError != "" || view.ToError != "" {
+		return render(c, http.StatusUnprocessableEntity, templates.Report(view))
+	}
+	var rows []metrics.UsageRow
+	var err error
+	if d.Reports == nil {
+		view.Unavailable = "The usage report needs Prometheus: start the console with --prometheus-url."
+	} else if rows, err = d.Reports.UsageReport(c.Request().Context(), d.Settings, from, to); err != nil {
+		d.Log.Warn("usage report", "err", err)
+		view.Unavailable = "Prometheus is unavailable, so the usage report cannot be computed now."
+	}
+	if visible, _ := d.scopeOf(c); !visible.all {
+		mine := rows[:0]
+		for _, r := range rows {
+			if visible.sees(r.Team) {
+				mine = append(mine, r)
+			}
+		}
+		rows = mine
+	}
+	if _, ok := csvTable(c); ok {
+		if view.Unavailable != "" {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, view.Unavailable)
+		}
+		return reportCSV(c, rows)
+	}
+	for _, r := range rows {
+		row := templates.ReportRow{Day: r.Day.Format(dateLayout), Team: r.Team,
+			Allocated: domain.FormatHours(r.GPUHoursAllocated), Used: domain.FormatHours(r.GPUHoursUsed),
+			Borrowed: domain.FormatHours(r.GPUHoursBorrowed), Lent: domain.FormatHours(r.GPUHoursLent), HardwareUtil: "—"}
+		if r.HardwareUtilKnown {
+			row.HardwareUtil = domain.FormatPercentTenths(r.AvgHardwareUtil) + " %"
+		}
+		view.Rows = append(view.Rows, row)
+	}
+	return render(c, http.StatusOK, templates.Report(view))
 }
-
-func hours(h float64) string { return fmt.Sprintf("%.1f", h) }
 
 func reportCSV(c echo.Context, rows []metrics.UsageRow) error {
 	s, err := startCSV(c, "gpu-usage-report.csv", "Day (UTC)", "Team", "GPU-hours allocated (h)", "GPU-hours used by tasks (h)",
@@ -81,10 +86,10 @@ func reportCSV(c echo.Context, rows []metrics.UsageRow) error {
 	for _, r := range rows {
 		util := ""
 		if r.HardwareUtilKnown {
-			util = fmt.Sprintf("%.2f", r.AvgHardwareUtil)
+			util = domain.FormatPercentTenths(r.AvgHardwareUtil)
 		}
-		if err := s.Row(r.Day.Format(dateLayout), r.Team, fmt.Sprintf("%.3f", r.GPUHoursAllocated), fmt.Sprintf("%.3f", r.GPUHoursUsed),
-			fmt.Sprintf("%.3f", r.GPUHoursBorrowed), fmt.Sprintf("%.3f", r.GPUHoursLent), util); err != nil {
+		if err := s.Row(r.Day.Format(dateLayout), r.Team, domain.FormatHours(r.GPUHoursAllocated), domain.FormatHours(r.GPUHoursUsed),
+			domain.FormatHours(r.GPUHoursBorrowed), domain.FormatHours(r.GPUHoursLent), util); err != nil {
 			return err
 		}
 	}

@@ -1,50 +1,38 @@
 package handlers
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-	authzv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 )
-
-// The handler tests written before the console had CSRF protection
-// (teams_test.go, resilience_test.go, usage_test.go) post forms without a
-// token and build Deps without Auth. This switch, which only test code can
-// set, keeps them working: for a Deps without Auth in this test binary the
-// CSRF check is off. Every test that sets Auth, in any mode, gets the check;
-// cmd/console always sets Auth.
-func init() { csrfOffWithoutAuth = true }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // bare is the console's HTTP server without a cluster: enough for what
 // happens before a page's handler runs.
-func bare(a *auth.Authenticator) *echo.Echo {
-	return New(Deps{Metrics: metrics.NewConsole(), Log: discard, Auth: a, RESTConfig: &rest.Config{Host: "http://127.0.0.1:1"}})
+func bare(a *auth.Authenticator) http.Handler {
+	return atLoopback(New(Deps{Metrics: metrics.NewConsole(), Log: discard, Auth: a, RESTConfig: &rest.Config{Host: "http://127.0.0.1:1"}}))
+}
+
+// atLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,
+// as a client of a console on loopback does.
+func atLoopback(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "example.com" {
+			r.Host = "127.0.0.1:8080"
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
@@ -94,7 +82,7 @@ func TestRequestBodyLimit(t *testing.T) {
 func TestProbesAndMetricsNeedNoSignIn(t *testing.T) {
 	for _, a := range []*auth.Authenticator{
 		{Mode: auth.ModeProxy, Proxy: auth.Proxy{UserHeader: "X-Forwarded-User", GroupsHeader: "X-Forwarded-Groups"}}, // trusts nobody
-		{Mode: auth.ModeToken, Sessions: auth.NewSessions(time.Hour)},
+		{Mode: auth.ModeToken, Sessions: auth.NewSessions(auth.RandomKeys(), time.Hour, nil)},
 	} {
 		e := bare(a)
 		for _, path := range []string{"/healthz", "/metrics", "/static/app.css"} {
@@ -105,169 +93,5 @@ func TestProbesAndMetricsNeedNoSignIn(t *testing.T) {
 		if rec := serve(e, httptest.NewRequest(http.MethodGet, "/teams", nil)); rec.Code != http.StatusUnauthorized {
 			t.Errorf("%s: GET /teams = %d, want 401", a.Mode, rec.Code)
 		}
-	}
-}
-
-func TestCSRFOnStateChangingRequests(t *testing.T) {
-	e := echo.New()
-	e.Use(csrfProtection(func(r *http.Request) bool { return r.TLS != nil }))
-	e.GET("/form", func(c echo.Context) error { return c.String(http.StatusOK, c.Get("csrf").(string)) })
-	e.POST("/form", func(c echo.Context) error { return c.String(http.StatusOK, "saved") })
-
-	rec := serve(e, httptest.NewRequest(http.MethodGet, "/form", nil))
-	token := rec.Body.String()
-	var cookie *http.Cookie
-	for _, ck := range rec.Result().Cookies() {
-		if ck.Name == "_csrf" {
-			cookie = ck
-		}
-	}
-	if cookie == nil || cookie.Value != token || len(token) < 32 {
-		t.Fatalf("token %q, cookie %+v", token, cookie)
-	}
-	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Secure || cookie.Path != "/" {
-		t.Errorf("cookie %+v", cookie)
-	}
-	tlsReq := httptest.NewRequest(http.MethodGet, "/form", nil)
-	tlsReq.TLS = &tls.ConnectionState{}
-	if ck := serve(e, tlsReq).Result().Cookies(); len(ck) != 1 || !ck[0].Secure {
-		t.Errorf("cookie on TLS: %+v", ck)
-	}
-
-	post := func(field string, withCookie bool, headers map[string]string) int {
-		body := url.Values{"name": {"x"}}
-		if field != "" {
-			body.Set("_csrf", field)
-		}
-		r := httptest.NewRequest(http.MethodPost, "/form", strings.NewReader(body.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if withCookie {
-			r.AddCookie(cookie)
-		}
-		for k, v := range headers {
-			r.Header.Set(k, v)
-		}
-		return serve(e, r).Code
-	}
-	cases := []struct {
-		name    string
-		field   string
-		cookie  bool
-		headers map[string]string
-		want    int
-	}{
-		{"no token", "", true, nil, http.StatusForbidden},
-		{"no token, no cookie", "", false, nil, http.StatusForbidden},
-		{"wrong token", "x" + token[1:], true, nil, http.StatusForbidden},
-		{"token without its cookie", token, false, nil, http.StatusForbidden},
-		{"token", token, true, nil, http.StatusOK},
-		{"token in header", "", true, map[string]string{"X-CSRF-Token": token}, http.StatusOK},
-		// A browser saying the form comes from another site: refused even with the cookie.
-		{"cross-site", token, true, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		{"same-site (another port), no token", "", true, map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
-		// A browser saying the form is this console's own page.
-		{"same-origin", "", false, map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusOK},
-	}
-	for _, c := range cases {
-		if got := post(c.field, c.cookie, c.headers); got != c.want {
-			t.Errorf("%s: %d, want %d", c.name, got, c.want)
-		}
-	}
-}
-
-// fakeSSAR answers SelfSubjectAccessReviews: only "admin" may do anything.
-// The user is what the test's clientFor says the client acts as.
-func fakeSSAR(calls *atomic.Int32, user string, fail bool) kubernetes.Interface {
-	client := k8sfake.NewClientset()
-	client.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		calls.Add(1)
-		if fail {
-			return true, nil, errors.New("connection refused")
-		}
-		r := action.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview).DeepCopy()
-		r.Status.Allowed = user == "admin"
-		return true, r, nil
-	})
-	return client
-}
-
-func TestAccessCacheAsksAsTheUserAndRemembers(t *testing.T) {
-	var calls atomic.Int32
-	fail := false
-	a := newAccessCache(func(u auth.User) (kubernetes.Interface, error) { return fakeSSAR(&calls, u.Name, fail), nil })
-	now := time.Now()
-	a.now = func() time.Time { return now }
-	ctx := context.Background()
-	admin, viewer := auth.User{Name: "admin"}, auth.User{Name: "viewer", Groups: []string{"ml"}}
-
-	if ok, known := a.allowed(ctx, admin, mayEditTeams); !ok || !known {
-		t.Errorf("admin: %v %v", ok, known)
-	}
-	if ok, known := a.allowed(ctx, viewer, mayEditTeams); ok || !known {
-		t.Errorf("viewer: %v %v", ok, known)
-	}
-	for range 5 {
-		a.allowed(ctx, viewer, mayEditTeams)
-	}
-	if calls.Load() != 2 {
-		t.Errorf("%d reviews, want 2 (answers cached per user)", calls.Load())
-	}
-	// Another permission, or the same name in other groups, is another question.
-	a.allowed(ctx, viewer, mayEditPolicy)
-	a.allowed(ctx, auth.User{Name: "viewer", Groups: []string{"platform"}}, mayEditTeams)
-	if calls.Load() != 4 {
-		t.Errorf("%d reviews, want 4", calls.Load())
-	}
-	now = now.Add(accessTTL)
-	a.allowed(ctx, viewer, mayEditTeams)
-	if calls.Load() != 5 {
-		t.Errorf("answer not refreshed after %v", accessTTL)
-	}
-	// When the cluster cannot answer: unknown (the form stays enabled), asked again soon.
-	fail = true
-	now = now.Add(accessTTL)
-	if ok, known := a.allowed(ctx, viewer, mayEditTeams); ok || known {
-		t.Errorf("failing review: %v %v, want unknown", ok, known)
-	}
-	now = now.Add(accessUnknownTTL)
-	fail = false
-	if ok, known := a.allowed(ctx, viewer, mayEditTeams); ok || !known {
-		t.Errorf("after recovery: %v %v", ok, known)
-	}
-}
-
-// A conflict lists the other admin's change; a reorder of instance types is
-// a change too (Kueue tries flavors in order).
-func TestConflictDetectsReorder(t *testing.T) {
-	was := kueue.Team{Name: "ml", Enabled: true, Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)},
-		{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](2)}}}
-	swapped := was
-	swapped.Quota = []kueue.QuotaInput{was.Quota[1], was.Quota[0]}
-	if sameAllocation(was, swapped) {
-		t.Error("flavor order is part of the allocation (Kueue tries flavors in order)")
-	}
-	if !sameAllocation(was, was) {
-		t.Error("an allocation differs from itself")
-	}
-}
-
-func TestForbiddenExplainsWhoMayNot(t *testing.T) {
-	e := echo.New()
-	c := e.NewContext(httptest.NewRequest(http.MethodPost, "/teams/x", nil), httptest.NewRecorder())
-	c.Set("auth.user", auth.User{Name: "bob"})
-	d := Deps{}
-	cq := schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "clusterqueues"}
-	refused := fmt.Errorf("cluster queue x: %w", apierrors.NewForbidden(cq, "x", errors.New(`User "bob" cannot patch resource "clusterqueues"`)))
-	msg, ok := d.forbidden(c, refused, "team x")
-	if !ok || !strings.HasPrefix(msg, "You may not change team x: your account bob is not allowed") || !strings.Contains(msg, "cannot patch") {
-		t.Errorf("%v %q", ok, msg)
-	}
-	impersonation := apierrors.NewForbidden(schema.GroupResource{Resource: "users"}, "bob",
-		errors.New(`User "system:serviceaccount:quota-console:quota-console" cannot impersonate resource "users"`))
-	if msg, ok := d.forbidden(c, impersonation, "team x"); !ok || !strings.Contains(msg, "The console is not allowed to act on your behalf") {
-		t.Errorf("impersonation refused: %q", msg)
-	}
-	if _, ok := d.forbidden(c, errors.New("forbidden"), "team x"); ok {
-		t.Error("a plain error taken for a Forbidden status")
 	}
 }

@@ -1,5 +1,11 @@
-// Package handlers holds the console's HTTP handlers: parse, validate, call
-// the domain, apply or read, render. One file per page or action.
+// Package handlers holds the console's HTTP server: routes, middleware
+// (security headers, sign-in, CSRF, read access, metrics) and one file per
+// page or action. A page reads the read model and the caches (package
+// cluster) and renders a view model (package templates); a change parses its
+// form, calls the write path (package write) and answers its outcome with
+// respond. Handlers never call the apiserver themselves: they must not import
+// client-go's clientsets or tools, Kueue's client-go, or apimachinery's error
+// and wait helpers.
 package handlers
 
 import (
@@ -7,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -16,25 +24,28 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/write"
 	"github.com/openquota/console/web/static"
+	"github.com/openquota/console/web/templates"
 )
 
 // Deps are what the handlers read from and write to.
 type Deps struct {
-	Cache   *kueue.Cache
-	Live    *kueue.Live
+	Cache   *cluster.Cache
+	Live    *cluster.Live
 	Prom    PromReader    // nil without --prometheus-url
 	Reports UsageReporter // nil without --prometheus-url
 	// Streams ends live update streams when the server shuts down.
 	Streams  context.Context
-	Applier  kueue.Applier
-	Settings kueue.Settings
+	Applier  cluster.Applier
+	Settings domain.Settings
 	Metrics  *metrics.Console
 	Log      *slog.Logger
 	// KueueConfigMap is where Kueue's installation keeps its configuration.
-	KueueConfigMap ConfigMapRef
+	KueueConfigMap cluster.ConfigMapRef
 	// Auth decides who each request comes from. nil is auth mode none: no
 	// sign-in, writes with the console's own identity (cmd/console allows
 	// it only on loopback addresses).
@@ -44,27 +55,31 @@ type Deps struct {
 	// that impersonates the signed-in user; it is required then.
 	RESTConfig *rest.Config
 
-	// access caches the users' permissions for the forms (made by New).
-	access *accessCache
+	// StreamLimits cap live update streams; zero is DefaultStreamLimits.
+	StreamLimits StreamLimits
+
+	// Made by New: the write path, the users' permissions (asked as them and
+	// remembered), the open live update streams.
+	writes  write.Service
+	access  *cluster.Access
+	streams *streamGate
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
 type PromReader interface {
 	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
 	ClusterUtilization(ctx context.Context, r metrics.Range, vcpuCapacity float64) (metrics.Charts, error)
-	TeamSeries(ctx context.Context, s kueue.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
+	TeamSeries(ctx context.Context, s domain.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
 }
 
 // UsageReporter computes the usage report (*metrics.Prom).
 type UsageReporter interface {
-	UsageReport(ctx context.Context, s kueue.Settings, from, to time.Time) ([]metrics.UsageRow, error)
+	UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]metrics.UsageRow, error)
 }
 
-// ConfigMapRef names a key of a ConfigMap.
-type ConfigMapRef struct{ Namespace, Name, Key string }
-
-// DefaultKueueConfigMap is where Kueue's manifests and Helm chart put it.
-var DefaultKueueConfigMap = ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
+// DefaultKueueConfigMap is where Kueue's manifests and Helm chart keep its
+// configuration.
+var DefaultKueueConfigMap = cluster.ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
 
 // New builds the console's HTTP server. Every answer carries security headers
 // (CSP, nosniff, no framing); request bodies are limited to MaxBodyBytes;
@@ -75,7 +90,13 @@ func New(d Deps) *echo.Echo {
 	if d.Auth.Impersonates() && d.RESTConfig == nil {
 		panic("handlers.New: Deps.RESTConfig is required in auth mode " + string(d.Auth.ModeOf()))
 	}
-	d.access = newAccessCache(d.accessClient)
+	if d.Auth == nil {
+		d.Auth = &auth.Authenticator{Mode: auth.ModeNone}
+	}
+	clients := cluster.Clients{Kube: d.Applier.Kube, Kueue: d.Applier.Kueue, Config: d.RESTConfig}
+	d.access = cluster.NewAccessFor(clients)
+	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
+	d.streams = newStreamGate(d.StreamLimits)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Log)
@@ -84,68 +105,82 @@ func New(d Deps) *echo.Echo {
 	e.Use(requestLogger(d.Log))
 	e.Use(securityHeaders(d.secure))
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)))
+	e.Use(writeDeadline(DefaultTimeouts.Write))
 	e.Use(d.Auth.Middleware(isPublic))
-	if d.csrfEnabled() {
-		e.Use(csrfProtection(d.secure))
-	}
+	e.Use(d.Auth.CSRF(isProbeOrStatic))
+	e.Use(d.readAccess())
 
 	if d.Auth.ModeOf() == auth.ModeToken {
 		d.signInRoutes(e)
 	}
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	e.GET("/readyz", readyz(d))
+	e.GET("/readyz", d.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
 	e.StaticFS("/static", static.FS)
 
-	e.GET("/", overview(d))
-	e.GET("/policy", showPolicy(d))
-	e.POST("/policy", savePolicy(d))
-	e.GET("/usage", usage(d))
-	e.GET("/usage/:team", teamUsage(d))
-	e.GET("/tasks", tasks(d))
-	e.GET("/reports/usage", usageReport(d))
-	e.GET("/events", events(d))
-	e.GET("/teams", teams(d))
-	e.GET("/teams/new", newTeam(d))
-	e.POST("/teams", createTeam(d))
-	e.GET("/teams/derive", deriveQuota(d))
-	e.GET("/teams/:team/edit", editTeam(d))
-	e.POST("/teams/:team", updateTeam(d))
-	e.GET("/teams/:team/delete", confirmDeleteTeam(d))
-	e.POST("/teams/:team/delete", deleteTeam(d))
-	RegisterAudit(e, d)
+	e.GET("/", d.overview)
+	e.GET("/policy", d.showPolicy)
+	e.POST("/policy", d.savePolicy)
+	e.GET("/usage", d.usage)
+	e.GET("/usage/:team", d.teamUsage)
+	e.GET("/tasks", d.tasks)
+	e.GET("/reports/usage", d.usageReport)
+	e.GET("/events", d.events)
+	e.GET("/teams", d.teams)
+	e.GET("/teams/new", d.newTeam)
+	e.POST("/teams", d.createTeam)
+	e.GET("/teams/derive", d.deriveQuota)
+	e.GET("/teams/:team/edit", d.editTeam)
+	e.POST("/teams/:team", d.updateTeam)
+	e.GET("/teams/:team/delete", d.confirmDeleteTeam)
+	e.POST("/teams/:team/delete", d.deleteTeam)
+	e.GET("/teams/:team/history", d.teamHistory)
+	e.POST("/teams/:team/history/:rev/rollback", d.rollbackTeam)
+	e.GET("/teams/:team/drift", d.teamDrift)
+	e.POST("/teams/:team/drift/reapply", d.reapplyTeam)
+	e.POST("/teams/:team/drift/adopt", d.adoptTeam)
+	e.GET("/policy/history", d.policyHistory)
+	e.POST("/policy/history/:rev/rollback", d.rollbackPolicy)
+	e.POST("/policy/drift/reapply", d.reapplyPolicy)
 	return e
 }
 
-func readyz(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if err := d.Cache.Ready(); err != nil {
-			return c.String(http.StatusServiceUnavailable, err.Error())
-		}
-		return c.String(http.StatusOK, "ok")
+// teamURL is the address of a team's page ("edit", "history", "drift"; ""
+// for the team itself).
+func teamURL(team, page string) string {
+	u := "/teams/" + url.PathEscape(team)
+	if page != "" {
+		u += "/" + page
 	}
+	return u
+}
+
+func (d Deps) readyz(c echo.Context) error {
+	if err := d.Cache.Ready(); err != nil {
+		return c.String(http.StatusServiceUnavailable, err.Error())
+	}
+	return c.String(http.StatusOK, "ok")
 }
 
 // render writes a templ component with the given status.
 func render(c echo.Context, status int, component templ.Component) error {
+	ctx := viewerContext(c) // may set a cookie: before the header is written
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
-	return component.Render(viewerContext(c), c.Response())
+	return component.Render(ctx, c.Response())
 }
 
 // problem explains, in words, why live data is missing, incomplete or old.
-func problem(cache *kueue.Cache) string {
-	if err := cache.Ready(); err != nil {
+func (d Deps) problem() string {
+	if err := d.Cache.Ready(); err != nil {
 		return "Live data is incomplete: " + err.Error() + "."
 	}
-	if ok, since := cache.Reachable(); !ok {
+	if ok, since := d.Cache.Reachable(); !ok {
 		return fmt.Sprintf("The cluster has not answered since %s: the figures are as they were then (%s old).",
 			since.Format(time.TimeOnly), time.Since(since).Round(time.Second))
 	}
 	return ""
 }
-
-func (d Deps) problem() string { return problem(d.Cache) }
 
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
@@ -180,6 +215,11 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		if code >= 500 {
 			log.Error("request failed", "uri", c.Request().RequestURI, "err", err)
+		}
+		r := c.Request()
+		if r.Method == http.MethodGet && r.Header.Get("X-Live") == "" && strings.Contains(r.Header.Get(echo.HeaderAccept), "text/html") {
+			_ = render(c, code, templates.ErrorPage(templates.ErrorView{Page: templates.Page{Title: http.StatusText(code)}, Message: msg}))
+			return
 		}
 		_ = c.String(code, msg)
 	}

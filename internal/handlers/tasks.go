@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -28,12 +28,15 @@ var taskWindows = []struct {
 var taskStates = []struct{ key, label string }{
 	{"", "All unfinished"},
 	{"Queued", "Pending or preempted"},
-	{string(kueue.TaskAdmitted), "Running"},
-	{string(kueue.TaskPending), "Pending"},
-	{string(kueue.TaskPreempted), "Preempted"},
-	{string(kueue.TaskFinished), "Finished"},
+	{string(domain.TaskAdmitted), "Running"},
+	{string(domain.TaskPending), "Pending"},
+	{string(domain.TaskPreempted), "Preempted"},
+	{string(domain.TaskFinished), "Finished"},
 	{"all", "All"},
 }
+
+// taskFilterParams are the query parameters of taskFilter.
+var taskFilterParams = []string{"window", "team", "class", "state", "borrowing"}
 
 // taskFilter is the tasks page's query, as typed in its URL.
 type taskFilter struct {
@@ -76,12 +79,12 @@ func (f taskFilter) query(extra ...string) string {
 }
 
 // matchesStats keeps the tasks the statistics cover: team and class filters only.
-func (f taskFilter) matchesStats(t *kueue.Task) bool {
+func (f taskFilter) matchesStats(t *domain.Task) bool {
 	return (f.Team == "" || t.Team == f.Team) && (f.Class == "" || t.Class == f.Class)
 }
 
 // matchesList adds the state and borrowing filters of the task list.
-func (f taskFilter) matchesList(t *kueue.Task) bool {
+func (f taskFilter) matchesList(t *domain.Task) bool {
 	if !f.matchesStats(t) || (f.Borrowing && !t.Borrowing) {
 		return false
 	}
@@ -89,9 +92,9 @@ func (f taskFilter) matchesList(t *kueue.Task) bool {
 	case "all":
 		return true
 	case "":
-		return t.State != kueue.TaskFinished
+		return t.State != domain.TaskFinished
 	case "Queued":
-		return t.State == kueue.TaskPending || t.State == kueue.TaskPreempted
+		return t.State == domain.TaskPending || t.State == domain.TaskPreempted
 	}
 	return string(t.State) == f.State
 }
@@ -99,109 +102,117 @@ func (f taskFilter) matchesList(t *kueue.Task) bool {
 // maxListedTasks bounds the HTML list; the CSV export has every task.
 const maxListedTasks = 200
 
-func tasks(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		snap := d.Live.Snapshot()
-		f := parseTaskFilter(c)
-		now := snap.Taken
-		if now.IsZero() {
-			now = time.Now()
-		}
-		start := now.Add(-f.window())
+func (d Deps) tasks(c echo.Context) error {
+	snap := d.Live.Snapshot()
+	f := parseTaskFilter(c)
+	now := snap.Taken
+	if now.IsZero() {
+		now = time.Now()
+	}
+	start := now.Add(-f.window())
 
-		// The snapshot is shared and read-only: filter by pointer, and copy
-		// tasks for the statistics only when a filter narrows them.
-		statTasks := snap.Tasks
-		narrowed := f.Team != "" || f.Class != ""
-		if narrowed {
-			statTasks = nil
+	// The snapshot is shared and read-only: filter by pointer, and copy
+	// tasks for the statistics only when a filter narrows them.
+	statTasks := snap.Tasks
+	narrowed := f.Team != "" || f.Class != ""
+	if narrowed {
+		statTasks = nil
+	}
+	var listed []*domain.Task
+	teamSet := map[string]bool{}
+	visible, _ := d.scopeOf(c)
+	if !visible.all {
+		narrowed, statTasks = true, nil // a team member sees their teams' tasks only
+	}
+	for i := range snap.Tasks {
+		t := &snap.Tasks[i]
+		if !visible.sees(t.Team) {
+			continue
 		}
-		var listed []*kueue.Task
-		teamSet := map[string]bool{}
-		for i := range snap.Tasks {
-			t := &snap.Tasks[i]
-			if t.Team != "" {
-				teamSet[t.Team] = true
-			}
-			if narrowed && f.matchesStats(t) {
-				statTasks = append(statTasks, *t)
-			}
-			if f.matchesList(t) {
-				listed = append(listed, t)
-			}
+		if t.Team != "" {
+			teamSet[t.Team] = true
 		}
-		for _, u := range snap.Teams {
+		if narrowed && f.matchesStats(t) {
+			statTasks = append(statTasks, *t)
+		}
+		if f.matchesList(t) {
+			listed = append(listed, t)
+		}
+	}
+	for _, u := range snap.Teams {
+		if visible.sees(u.Team) {
 			teamSet[u.Team] = true
 		}
-		teams := make([]string, 0, len(teamSet))
-		for t := range teamSet {
-			teams = append(teams, t)
-		}
-		sort.Strings(teams)
-		classes := snap.Classes
-		if f.Class != "" {
-			classes = []string{f.Class}
-		}
-		sortTasks(listed)
+	}
+	teams := make([]string, 0, len(teamSet))
+	for t := range teamSet {
+		teams = append(teams, t)
+	}
+	sort.Strings(teams)
+	classes := snap.Classes
+	if f.Class != "" {
+		classes = []string{f.Class}
+	}
+	sortTasks(listed)
 
-		switch c.QueryParam("table") {
+	if table, ok := csvTable(c); ok {
+		switch table {
 		case "classes":
-			return statsCSV(c, kueue.StatsByClass(statTasks, classes, start, now))
+			return statsCSV(c, domain.StatsByClass(statTasks, classes, start, now))
 		case "breakdown":
-			return breakdownCSV(c, kueue.StatsByTeamAndClass(statTasks, teams, classes, start, now))
-		case "tasks":
-			return tasksCSV(c, listed)
+			return breakdownCSV(c, domain.StatsByTeamAndClass(statTasks, teams, classes, start, now))
 		}
+		return tasksCSV(c, listed)
+	}
 
-		view := templates.TasksView{
-			Page:         templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
-			AsOf:         now.Format(time.TimeOnly),
-			TaskCount:    len(listed),
-			CSVClasses:   f.query("format", "csv", "table", "classes"),
-			CSVBreakdown: f.query("format", "csv", "table", "breakdown"),
-			CSVTasks:     f.query("format", "csv", "table", "tasks"),
-		}
-		if len(snap.Classes) > 0 {
-			view.LowestClass = snap.Classes[len(snap.Classes)-1]
-		}
-		for _, w := range taskWindows {
-			view.Windows = append(view.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
-		}
-		view.Teams = append(view.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
-		for _, t := range teams {
-			view.Teams = append(view.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
-		}
-		view.Classes = append(view.Classes, templates.Choice{Value: "", Label: "All classes", Selected: f.Class == ""})
-		for _, cl := range snap.Classes {
-			view.Classes = append(view.Classes, templates.Choice{Value: cl, Label: cl, Selected: cl == f.Class})
-		}
-		for _, s := range taskStates {
-			view.States = append(view.States, templates.Choice{Value: s.key, Label: s.label, Selected: s.key == f.State})
-		}
-		for _, s := range kueue.StatsByClass(statTasks, classes, start, now) {
-			view.Stats = append(view.Stats, statsRow(f, "", s))
-		}
-		if f.Team == "" {
-			for _, tc := range kueue.StatsByTeamAndClass(statTasks, teams, classes, start, now) {
-				for _, s := range tc.Classes {
-					if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
-						view.Breakdown = append(view.Breakdown, statsRow(f, tc.Team, s))
-					}
+	view := templates.TasksView{
+		Page:         templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
+		AsOf:         now.Format(time.TimeOnly),
+		TaskCount:    len(listed),
+		CSVClasses:   csvHref(c, "classes", taskFilterParams...),
+		CSVBreakdown: csvHref(c, "breakdown", taskFilterParams...),
+		CSVTasks:     csvHref(c, "tasks", taskFilterParams...),
+	}
+	if len(snap.Classes) > 0 {
+		view.LowestClass = snap.Classes[len(snap.Classes)-1]
+	}
+	for _, w := range taskWindows {
+		view.Windows = append(view.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
+	}
+	view.Teams = append(view.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
+	for _, t := range teams {
+		view.Teams = append(view.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
+	}
+	view.Classes = append(view.Classes, templates.Choice{Value: "", Label: "All classes", Selected: f.Class == ""})
+	for _, cl := range snap.Classes {
+		view.Classes = append(view.Classes, templates.Choice{Value: cl, Label: cl, Selected: cl == f.Class})
+	}
+	for _, s := range taskStates {
+		view.States = append(view.States, templates.Choice{Value: s.key, Label: s.label, Selected: s.key == f.State})
+	}
+	for _, s := range domain.StatsByClass(statTasks, classes, start, now) {
+		view.Stats = append(view.Stats, statsRow(f, "", s))
+	}
+	if f.Team == "" {
+		for _, tc := range domain.StatsByTeamAndClass(statTasks, teams, classes, start, now) {
+			for _, s := range tc.Classes {
+				if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
+					view.Breakdown = append(view.Breakdown, statsRow(f, tc.Team, s))
 				}
 			}
 		}
-		for i, t := range listed {
-			if i == maxListedTasks {
-				break
-			}
-			view.Tasks = append(view.Tasks, taskRow(t))
-		}
-		view.Shown = len(view.Tasks)
-		return render(c, http.StatusOK, templates.Tasks(view))
 	}
+	for i, t := range listed {
+		if i == maxListedTasks {
+			break
+		}
+		view.Tasks = append(view.Tasks, taskRow(t))
+	}
+	view.Shown = len(view.Tasks)
+	return render(c, http.StatusOK, templates.Tasks(view))
 }
 
-func statsRow(f taskFilter, team string, s kueue.ClassStats) templates.StatsRow {
+func statsRow(f taskFilter, team string, s domain.ClassStats) templates.StatsRow {
 	link := func(state string) string {
 		g := f
 		g.Class, g.State = s.Class, state
@@ -212,18 +223,18 @@ func statsRow(f taskFilter, team string, s kueue.ClassStats) templates.StatsRow 
 	}
 	return templates.StatsRow{
 		Team: team, Class: s.Class, Running: s.Running, Pending: s.Pending, Preempted: s.Preempted,
-		RunningLink: link(string(kueue.TaskAdmitted)), PendingLink: link(string(kueue.TaskPending)), PreemptLink: link(string(kueue.TaskPreempted)),
+		RunningLink: link(string(domain.TaskAdmitted)), PendingLink: link(string(domain.TaskPending)), PreemptLink: link(string(domain.TaskPreempted)),
 		AvgRun: duration(s.AvgRun, s.RunSamples), AvgWait: duration(s.AvgWait, s.WaitSamples),
 		LongestRun: duration(s.LongestRun, s.RunSamples), LongestWait: duration(s.LongestWait, s.WaitSamples),
 		AvgLongestRun: duration(s.AvgLongestRun, s.RunSamples), AvgLongestWait: duration(s.AvgLongestWait, s.WaitSamples),
 	}
 }
 
-func taskRow(t *kueue.Task) templates.TaskRow {
+func taskRow(t *domain.Task) templates.TaskRow {
 	row := templates.TaskRow{Namespace: t.Namespace, Name: t.Name, Team: t.Team, Class: t.Class, State: stateLabel(t),
 		GPUs: t.GPUs, Waited: duration(t.Wait, 1), Ran: "—", Position: "—", Reason: t.Reason, KueueMessage: t.KueueMessage,
 		Borrowing: t.Borrowing}
-	if t.Run > 0 || t.State == kueue.TaskAdmitted {
+	if t.Run > 0 || t.State == domain.TaskAdmitted {
 		row.Ran = duration(t.Run, 1)
 	}
 	if t.Position > 0 {
@@ -232,9 +243,9 @@ func taskRow(t *kueue.Task) templates.TaskRow {
 	return row
 }
 
-func stateLabel(t *kueue.Task) string {
+func stateLabel(t *domain.Task) string {
 	switch {
-	case t.State == kueue.TaskAdmitted:
+	case t.State == domain.TaskAdmitted:
 		return "Running"
 	case t.Deactivated:
 		return "Deactivated"
@@ -244,26 +255,26 @@ func stateLabel(t *kueue.Task) string {
 
 // sortTasks puts what waits first (by queue position), then what runs
 // (newest first), then what finished.
-func sortTasks(ts []*kueue.Task) {
-	rank := map[kueue.TaskState]int{kueue.TaskPreempted: 0, kueue.TaskPending: 0, kueue.TaskAdmitted: 1, kueue.TaskFinished: 2}
+func sortTasks(ts []*domain.Task) {
+	rank := map[domain.TaskState]int{domain.TaskPreempted: 0, domain.TaskPending: 0, domain.TaskAdmitted: 1, domain.TaskFinished: 2}
 	sort.SliceStable(ts, func(i, j int) bool {
 		a, b := ts[i], ts[j]
 		if rank[a.State] != rank[b.State] {
 			return rank[a.State] < rank[b.State]
 		}
 		switch a.State {
-		case kueue.TaskPending, kueue.TaskPreempted:
+		case domain.TaskPending, domain.TaskPreempted:
 			if (a.Position == 0) != (b.Position == 0) {
 				return a.Position != 0
 			}
 			if a.Position != b.Position {
 				return a.Position < b.Position
 			}
-		case kueue.TaskAdmitted:
+		case domain.TaskAdmitted:
 			if !a.AdmittedAt.Equal(b.AdmittedAt) {
 				return a.AdmittedAt.After(b.AdmittedAt)
 			}
-		case kueue.TaskFinished:
+		case domain.TaskFinished:
 			if !a.FinishedAt.Equal(b.FinishedAt) {
 				return a.FinishedAt.After(b.FinishedAt)
 			}
@@ -302,13 +313,13 @@ func seconds(d time.Duration, samples int) string {
 var statsHeader = []string{"Priority class", "Running (count)", "Pending (count)", "Preempted (count)",
 	"Average run (s)", "Average wait (s)", "Longest run (s)", "Longest wait (s)", "Average longest run (s)", "Average longest wait (s)"}
 
-func statsCells(s kueue.ClassStats) []string {
+func statsCells(s domain.ClassStats) []string {
 	return []string{s.Class, strconv.Itoa(s.Running), strconv.Itoa(s.Pending), strconv.Itoa(s.Preempted),
 		seconds(s.AvgRun, s.RunSamples), seconds(s.AvgWait, s.WaitSamples), seconds(s.LongestRun, s.RunSamples),
 		seconds(s.LongestWait, s.WaitSamples), seconds(s.AvgLongestRun, s.RunSamples), seconds(s.AvgLongestWait, s.WaitSamples)}
 }
 
-func statsCSV(c echo.Context, stats []kueue.ClassStats) error {
+func statsCSV(c echo.Context, stats []domain.ClassStats) error {
 	s, err := startCSV(c, "task-stats-by-class.csv", statsHeader...)
 	if err != nil {
 		return err
@@ -321,7 +332,7 @@ func statsCSV(c echo.Context, stats []kueue.ClassStats) error {
 	return s.Close()
 }
 
-func breakdownCSV(c echo.Context, rows []kueue.TeamClassStats) error {
+func breakdownCSV(c echo.Context, rows []domain.TeamClassStats) error {
 	s, err := startCSV(c, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...)...)
 	if err != nil {
 		return err
@@ -336,7 +347,7 @@ func breakdownCSV(c echo.Context, rows []kueue.TeamClassStats) error {
 	return s.Close()
 }
 
-func tasksCSV(c echo.Context, tasks []*kueue.Task) error {
+func tasksCSV(c echo.Context, tasks []*domain.Task) error {
 	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)",
 		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message")
 	if err != nil {

@@ -5,112 +5,99 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
-// fleet is the instance shapes (catalog merged with live nodes) and how many
-// instances of each type the cluster has.
-func (d Deps) fleet() (kueue.ShapeLookup, map[string]int, error) {
-	nodes, err := d.Cache.Nodes.List(labels.Everything())
-	if err != nil {
-		return nil, nil, err
+func (d Deps) teams(c echo.Context) error {
+	stored := d.Cache.Teams(d.Settings)
+	shapes, available := d.Cache.Fleet()
+	visible, _ := d.scopeOf(c)
+	var all []domain.Team // the per-type totals are the cluster's
+	var shown []domain.StoredTeam
+	for _, st := range stored {
+		all = append(all, st.Team)
+		if visible.sees(st.Name) {
+			shown = append(shown, st)
+		}
 	}
-	shapes, available := kueue.LiveShapes(nodes)
-	return shapes, available, nil
+	byType := domain.AllocationByType(all, shapes, available)
+	switch table, ok := csvTable(c); {
+	case ok && table == "by-type":
+		return byTypeCSV(c, byType)
+	case ok:
+		return teamsCSV(c, d.Settings, shown, shapes)
+	}
+	view := templates.TeamsView{
+		Page:      templates.Page{Title: "Team allocations", Active: "teams", Problem: d.problem()},
+		Flash:     auth.TakeFlashOf(c),
+		CSVTeams:  csvHref(c, ""),
+		CSVByType: csvHref(c, "by-type"),
+	}
+	drifted := d.driftedTeams()
+	for _, st := range shown {
+		total := domain.TeamTotal(st.Team, shapes)
+		view.Teams = append(view.Teams, templates.TeamRow{
+			Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
+			Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
+			Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
+			GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
+		})
+	}
+	for _, a := range byType {
+		view.Allocation = append(view.Allocation, templates.TypeAllocationRow{
+			Type: a.Type, Instances: strconv.Itoa(a.Instances),
+			GPUs: itoa(a.Allocated.GPUs), GPUCapacity: itoa(a.Capacity.GPUs),
+			VCPU: domain.FormatVCPU(a.Allocated.CPUMilli), VCPUCapacity: domain.FormatVCPU(a.Capacity.CPUMilli),
+			MemoryGiB: domain.FormatGiB(a.Allocated.MemoryMiB), MemoryGiBCapacity: domain.FormatGiB(a.Capacity.MemoryMiB),
+			OverCapacity: a.OverCapacity(),
+		})
+	}
+	return render(c, http.StatusOK, templates.Teams(view))
 }
 
-func teams(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		stored, err := kueue.ListTeams(d.Cache.ClusterQueues)
-		if err != nil {
-			return err
-		}
-		shapes, available, err := d.fleet()
-		if err != nil {
-			return err
-		}
-		view := templates.TeamsView{
-			Page: templates.Page{Title: "Team allocations", Active: "teams", Problem: problem(d.Cache)},
-		}
-		if saved := c.QueryParam("saved"); saved != "" {
-			view.Flash = "Team " + saved + " saved."
-		}
-		if deleted := c.QueryParam("deleted"); deleted != "" {
-			view.Flash = "Team " + deleted + " deleted."
-		}
-		var all []kueue.Team
-		drifted := d.driftedTeams()
-		for _, st := range stored {
-			if st.ClusterQueue.Name != d.Settings.ClusterQueue(st.Name) {
-				continue // a team of a console with another namespace prefix
-			}
-			all = append(all, st.Team)
-			row := templates.TeamRow{
-				Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
-				Enabled: !kueue.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
-				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
-			}
-			var cpu, mem int64
-			for _, q := range st.Quota {
-				if shape, ok := shapes(q.InstanceType); ok {
-					dq := kueue.DeriveQuota(q, shape)
-					row.GPUs += dq.GPUs
-					row.Neuron += dq.Neuron
-					cpu += dq.CPUMilli
-					mem += dq.MemoryMiB
-				}
-			}
-			row.VCPU, row.MemoryGiB = formatMilli(cpu), formatMiB(mem)
-			view.Teams = append(view.Teams, row)
-		}
-		view.Allocation = kueue.AllocationByType(all, shapes, available)
-		if wantsCSV(c) {
-			return teamsCSV(c, view)
-		}
-		return render(c, http.StatusOK, templates.Teams(view))
-	}
-}
-
-func lendingLabel(t kueue.Team) string {
+func lendingLabel(t domain.Team) string {
 	switch t.Lending {
-	case kueue.LendAndBorrow:
+	case domain.LendAndBorrow:
 		return "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %)"
-	case kueue.Lend:
+	case domain.Lend:
 		return "Lend only"
-	case kueue.DontLend:
+	case domain.DontLend:
 		return "Don't lend"
 	}
 	return string(t.Lending)
 }
 
-func teamsCSV(c echo.Context, v templates.TeamsView) error {
-	if c.QueryParam("table") == "by-type" {
-		s, err := startCSV(c, "quota-by-instance-type.csv", "Instance type", "Instances (count)", "GPUs allocated (count)",
-			"GPUs capacity (count)", "vCPU allocated (count)", "vCPU capacity (count)", "Memory allocated (GiB)", "Memory capacity (GiB)", "Above capacity")
-		if err != nil {
-			return err
-		}
-		for _, a := range v.Allocation {
-			if err := s.Row(a.Type, strconv.Itoa(a.Instances), itoa(a.GPUs), itoa(a.CapacityGPUs), formatMilli(a.CPUMilli),
-				formatMilli(a.CapacityCPUMilli), formatMiB(a.MemoryMiB), formatMiB(a.CapacityMemoryMiB), strconv.FormatBool(a.OverCapacity)); err != nil {
-				return err
-			}
-		}
-		return s.Close()
-	}
-	s, err := startCSV(c, "team-allocations.csv", "Team", "Namespace", "Enabled", "GPUs (count)", "Neuron devices (count)",
+func teamsCSV(c echo.Context, s domain.Settings, teams []domain.StoredTeam, shapes domain.ShapeLookup) error {
+	w, err := startCSV(c, "team-allocations.csv", "Team", "Namespace", "Enabled", "GPUs (count)", "Neuron devices (count)",
 		"vCPU (count)", "Memory (GiB)", "Fair-share weight", "Lending", "Preemption")
 	if err != nil {
 		return err
 	}
-	for _, t := range v.Teams {
-		if err := s.Row(t.Name, t.Namespace, strconv.FormatBool(t.Enabled), itoa(t.GPUs), itoa(t.Neuron), t.VCPU, t.MemoryGiB,
-			itoa(t.FairShareWeight), t.Lending, t.Preemption); err != nil {
+	for _, st := range teams {
+		total := domain.TeamTotal(st.Team, shapes)
+		if err := w.Row(st.Name, s.Namespace(st.Name), strconv.FormatBool(!domain.Stopped(st.ClusterQueue)), itoa(total.GPUs), itoa(total.Neuron),
+			domain.FormatVCPU(total.CPUMilli), domain.FormatGiB(total.MemoryMiB), itoa(st.FairShareWeight), lendingLabel(st.Team), string(st.Preemption)); err != nil {
 			return err
 		}
 	}
-	return s.Close()
+	return w.Close()
+}
+
+func byTypeCSV(c echo.Context, byType []domain.TypeAllocation) error {
+	w, err := startCSV(c, "quota-by-instance-type.csv", "Instance type", "Instances (count)", "GPUs allocated (count)",
+		"GPUs capacity (count)", "vCPU allocated (count)", "vCPU capacity (count)", "Memory allocated (GiB)", "Memory capacity (GiB)", "Above capacity")
+	if err != nil {
+		return err
+	}
+	for _, a := range byType {
+		if err := w.Row(a.Type, strconv.Itoa(a.Instances), itoa(a.Allocated.GPUs), itoa(a.Capacity.GPUs), domain.FormatVCPU(a.Allocated.CPUMilli),
+			domain.FormatVCPU(a.Capacity.CPUMilli), domain.FormatGiB(a.Allocated.MemoryMiB), domain.FormatGiB(a.Capacity.MemoryMiB),
+			strconv.FormatBool(a.OverCapacity())); err != nil {
+			return err
+		}
+	}
+	return w.Close()
 }

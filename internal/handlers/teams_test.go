@@ -20,8 +20,9 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -29,10 +30,12 @@ import (
 // console is a console on the test sandbox with its own prefix and cohort.
 type console struct {
 	h        http.Handler
-	settings kueue.Settings
+	settings domain.Settings
 	kube     kubernetes.Interface
 	kueue    kueueclient.Interface
-	live     *kueue.Live
+	live     *cluster.Live
+	// cookies the console set, sent back as a browser does (flash messages).
+	cookies map[string]*http.Cookie
 }
 
 func newConsole(t *testing.T) console {
@@ -53,35 +56,53 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	s := kueue.Settings{NamespacePrefix: "h" + id + "-", Cohort: "cohort-" + id}
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kube, kq, log)
+	cache := cluster.NewCache(kube, kq, log)
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
 	}); err != nil {
 		t.Fatalf("cache not ready: %v", cache.Ready())
 	}
-	live := kueue.NewLive(cache, s, log)
+	live := cluster.NewLive(cache, s, log)
 	go live.Run(ctx)
-	deps := handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
+	deps := handlers.Deps{Cache: cache, Live: live, Applier: cluster.Applier{Kube: kube, Kueue: kq}, Settings: s,
 		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx}
 	if adjustDeps != nil {
 		adjustDeps(&deps)
 	}
-	h := handlers.New(deps)
-	return console{h: h, settings: s, kube: kube, kueue: kq, live: live}
+	h := atLoopback(handlers.New(deps))
+	return console{h: h, settings: s, kube: kube, kueue: kq, live: live, cookies: map[string]*http.Cookie{}}
 }
 
 func (c console) post(t *testing.T, path string, form url.Values) (int, string, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	rec := httptest.NewRecorder()
-	c.h.ServeHTTP(rec, req)
+	req.Header.Set("Sec-Fetch-Site", "same-origin") // as the console's own page
+	rec := c.serve(req)
 	return rec.Code, rec.Header().Get("Location"), rec.Body.String()
+}
+
+// serve sends a request with the cookies the console set so far, and keeps
+// the ones it sets now.
+func (c console) serve(r *http.Request) *httptest.ResponseRecorder {
+	for _, ck := range c.cookies {
+		r.AddCookie(ck)
+	}
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, r)
+	for _, ck := range rec.Result().Cookies() {
+		if ck.MaxAge < 0 {
+			delete(c.cookies, ck.Name)
+		} else {
+			c.cookies[ck.Name] = ck
+		}
+	}
+	return rec
 }
 
 func (c console) clusterQueue(t *testing.T, team string) *kueuev1beta2.ClusterQueue {
@@ -112,6 +133,11 @@ func TestTeamCreateEditDeleteAgainstSandbox(t *testing.T) {
 	if code != http.StatusSeeOther || location != "/teams?saved=research" {
 		t.Fatalf("create: %d %q\n%s", code, location, body)
 	}
+	// The save waited for the console's read model: the team's own page
+	// answers at once, not after the next snapshot.
+	if code, _ := c.get(t, "/usage/research"); code != http.StatusOK {
+		t.Errorf("the team's usage page right after the create: %d", code)
+	}
 	cq := c.clusterQueue(t, "research")
 	if nominal, borrowing := gpuQuota(cq); nominal.Value() != 4 || borrowing.Value() != 2 {
 		t.Errorf("created quota: nominal %s borrowing %s, want 4 and 2", &nominal, &borrowing)
@@ -123,7 +149,7 @@ func TestTeamCreateEditDeleteAgainstSandbox(t *testing.T) {
 	if err != nil || string(lq.Spec.ClusterQueue) != cq.Name {
 		t.Errorf("LocalQueue: %v %v", lq, err)
 	}
-	rb, err := c.kube.RbacV1().RoleBindings(c.settings.Namespace("research")).Get(ctx, kueue.TeamMemberRole, metav1.GetOptions{})
+	rb, err := c.kube.RbacV1().RoleBindings(c.settings.Namespace("research")).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	if err != nil || len(rb.Subjects) != 2 {
 		t.Errorf("member RoleBinding: %v %v", rb, err)
 	}
@@ -205,7 +231,7 @@ func TestPolicyAgainstSandbox(t *testing.T) {
 		t.Errorf("ranking values: %d, %d", value(high), value(low))
 	}
 	cohort, err := c.kueue.KueueV1beta2().Cohorts().Get(ctx, c.settings.Cohort, metav1.GetOptions{})
-	if err != nil || !strings.Contains(cohort.Annotations[kueue.PolicyAnnotation], `"FairShare"`) {
+	if err != nil || !strings.Contains(cohort.Annotations[domain.PolicyAnnotation], `"FairShare"`) {
 		t.Errorf("policy not recorded on the cohort: %v %v", cohort, err)
 	}
 
@@ -235,4 +261,15 @@ func TestPolicyAgainstSandbox(t *testing.T) {
 	if err != nil {
 		t.Errorf("no warning that Kueue's fair sharing overrides first-come-first-serve")
 	}
+}
+
+// atLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,
+// as a client of a console on loopback does.
+func atLoopback(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "example.com" {
+			r.Host = "127.0.0.1:8080"
+		}
+		h.ServeHTTP(w, r)
+	})
 }

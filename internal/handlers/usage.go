@@ -2,29 +2,29 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
 // usageResource is a resource the usage dashboard can show.
 type usageResource struct {
 	key, label, unit string
-	of               func(kueue.Amount) int64
+	of               func(domain.Amount) int64
 	format           func(int64) string
 }
 
 var usageResources = []usageResource{
-	{"gpu", "GPUs", "GPUs", func(a kueue.Amount) int64 { return a.GPUs }, itoa},
-	{"neuron", "Neuron devices", "devices", func(a kueue.Amount) int64 { return a.Neuron }, itoa},
-	{"cpu", "vCPU", "vCPU", func(a kueue.Amount) int64 { return a.CPUMilli }, formatMilli},
-	{"memory", "Memory", "GiB", func(a kueue.Amount) int64 { return a.MemoryMiB }, formatMiB},
+	{"gpu", "GPUs", "GPUs", func(a domain.Amount) int64 { return a.GPUs }, itoa},
+	{"neuron", "Neuron devices", "devices", func(a domain.Amount) int64 { return a.Neuron }, itoa},
+	{"cpu", "vCPU", "vCPU", func(a domain.Amount) int64 { return a.CPUMilli }, domain.FormatVCPU},
+	{"memory", "Memory", "GiB", func(a domain.Amount) int64 { return a.MemoryMiB }, domain.FormatGiB},
 }
 
 func resourceOf(key string) usageResource {
@@ -36,11 +36,12 @@ func resourceOf(key string) usageResource {
 	return usageResources[0]
 }
 
-func percent(part, whole int64) string {
-	if whole == 0 {
+// shownPercent is a percentage as a page shows it: "73 %", or "—".
+func shownPercent(v string, ok bool) string {
+	if !ok {
 		return "—"
 	}
-	return fmt.Sprintf("%.0f %%", float64(part)*100/float64(whole))
+	return v + " %"
 }
 
 func tasksLink(params ...string) string {
@@ -65,47 +66,63 @@ func (d Deps) hardwareUtil(ctx context.Context) (map[string]float64, string) {
 	return util, ""
 }
 
-func usage(d Deps) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		snap := d.Live.Snapshot()
-		res := resourceOf(c.QueryParam("resource"))
-		util, note := d.hardwareUtil(c.Request().Context())
-		view := templates.UsageView{
-			Page:     templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
-			Unit:     res.unit,
-			PromNote: note,
-			CSVHref:  "/usage?format=csv&resource=" + res.key,
-			AsOf:     snap.Taken.Format(time.TimeOnly),
+func (d Deps) usage(c echo.Context) error {
+	snap := d.Live.Snapshot()
+	res := resourceOf(c.QueryParam("resource"))
+	util, note := d.hardwareUtil(c.Request().Context())
+	visible, _ := d.scopeOf(c)
+	var shown []domain.TeamUsage
+	for _, u := range snap.Teams {
+		if visible.sees(u.Team) {
+			shown = append(shown, u)
 		}
-		for _, r := range usageResources {
-			view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
-		}
-		for _, u := range snap.Teams {
-			view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
-		}
-		view.Total = usageRowOf(kueue.Totals(snap.Teams), res, util, true)
-		if len(util) > 0 {
-			var sum float64
-			for _, v := range util {
-				sum += v
-			}
-			view.Total.HardwareUtil = fmt.Sprintf("%.0f %% (mean of teams)", sum/float64(len(util)))
-		}
-		if wantsCSV(c) {
-			return usageCSV(c, res, view.Rows, view.Total)
-		}
-		return render(c, http.StatusOK, templates.Usage(view))
 	}
+	total := domain.Totals(snap.Teams) // the cluster's totals
+	if _, ok := csvTable(c); ok {
+		return usageCSV(c, res, shown, total, util)
+	}
+	view := templates.UsageView{
+		Page:     templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
+		Unit:     res.unit,
+		PromNote: note,
+		CSVHref:  csvHref(c, "", "resource"),
+		AsOf:     snap.Taken.Format(time.TimeOnly),
+	}
+	for _, r := range usageResources {
+		view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
+	}
+	for _, u := range shown {
+		view.Rows = append(view.Rows, usageRowOf(u, res, util, false))
+	}
+	view.Total = usageRowOf(total, res, util, true)
+	return render(c, http.StatusOK, templates.Usage(view))
+}
+
+// hardwareOf is a team's hardware GPU utilization (whole percent), or, for
+// the totals, the mean of the teams'.
+func hardwareOf(team string, util map[string]float64, total bool) (string, bool) {
+	if !total {
+		v, ok := util[team]
+		return domain.FormatPercentValue(v), ok
+	}
+	if len(util) == 0 {
+		return "", false
+	}
+	var sum float64
+	for _, v := range util {
+		sum += v
+	}
+	return domain.FormatPercentValue(sum / float64(len(util))), true
 }
 
 // usageRowOf formats one team's usage (or the totals) in the chosen
 // resource, each figure linked to the tasks it is made of.
-func usageRowOf(u kueue.TeamUsage, res usageResource, util map[string]float64, total bool) templates.UsageRow {
+func usageRowOf(u domain.TeamUsage, res usageResource, util map[string]float64, total bool) templates.UsageRow {
 	r := templates.UsageRow{
 		Team: u.Team, Namespace: u.Namespace, Enabled: u.Enabled,
 		Allocated: res.format(res.of(u.Allocated)), InUse: res.format(res.of(u.InUse)),
 		Borrowed: res.format(res.of(u.Borrowed)), Lent: res.format(res.of(u.Lent)), Wants: res.format(res.of(u.PendingDemand)),
-		AllocUtil: percent(res.of(u.InUse), res.of(u.Allocated)),
+		AllocUtil: shownPercent(domain.FormatPercent(res.of(u.InUse), res.of(u.Allocated))),
 		Running:   u.Running, Pending: u.Pending + u.Preempted, Preempted: u.Preempted,
 		HardwareUtil: "—",
 	}
@@ -120,38 +137,40 @@ func usageRowOf(u kueue.TeamUsage, res usageResource, util map[string]float64, t
 	r.LentLink = tasksLink("state", "Admitted", "borrowing", "1")
 	r.WantsLink = tasksLink(append(team, "state", "Queued")...)
 	r.PendingLink = r.WantsLink
-	if v, ok := util[u.Team]; ok && !total {
-		r.HardwareUtil = fmt.Sprintf("%.0f %%", v)
+	if v, ok := hardwareOf(u.Team, util, total); ok {
+		r.HardwareUtil = v + " %"
+		if total {
+			r.HardwareUtil += " (mean of teams)"
+		}
 	}
 	return r
 }
 
-func usageCSV(c echo.Context, res usageResource, rows []templates.UsageRow, total templates.UsageRow) error {
+func usageCSV(c echo.Context, res usageResource, teams []domain.TeamUsage, total domain.TeamUsage, util map[string]float64) error {
 	u := " (" + res.unit + ")"
-	s, err := startCSV(c, "team-usage-"+res.key+".csv", "Team", "Namespace", "Enabled", "Allocated"+u, "In use by tasks"+u,
+	w, err := startCSV(c, "team-usage-"+res.key+".csv", "Team", "Namespace", "Enabled", "Allocated"+u, "In use by tasks"+u,
 		"Borrowed"+u, "Lent"+u, "Pending demand"+u, "Allocation utilization (%)", "Hardware GPU utilization (%)",
 		"Running tasks (count)", "Pending tasks (count)")
 	if err != nil {
 		return err
 	}
-	for _, r := range append(rows, total) {
-		enabled := fmt.Sprint(r.Enabled)
-		if r.Link == "" {
-			enabled = "" // the totals row
+	row := func(t domain.TeamUsage, isTotal bool) error {
+		enabled := strconv.FormatBool(t.Enabled)
+		if isTotal {
+			enabled = ""
 		}
-		if err := s.Row(r.Team, r.Namespace, enabled, r.Allocated, r.InUse, r.Borrowed, r.Lent, r.Wants,
-			trimPercent(r.AllocUtil), trimPercent(r.HardwareUtil), fmt.Sprint(r.Running), fmt.Sprint(r.Pending)); err != nil {
+		alloc, _ := domain.FormatPercent(res.of(t.InUse), res.of(t.Allocated))
+		hw, _ := hardwareOf(t.Team, util, isTotal)
+		return w.Row(t.Team, t.Namespace, enabled, res.format(res.of(t.Allocated)), res.format(res.of(t.InUse)), res.format(res.of(t.Borrowed)),
+			res.format(res.of(t.Lent)), res.format(res.of(t.PendingDemand)), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted))
+	}
+	for _, t := range teams {
+		if err := row(t, false); err != nil {
 			return err
 		}
 	}
-	return s.Close()
-}
-
-// trimPercent turns "73 %" into "73" and "—" into "" for CSV cells.
-func trimPercent(s string) string {
-	var v float64
-	if _, err := fmt.Sscanf(s, "%f", &v); err != nil {
-		return ""
+	if err := row(total, true); err != nil {
+		return err
 	}
-	return fmt.Sprintf("%g", v)
+	return w.Close()
 }

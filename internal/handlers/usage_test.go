@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 func (c console) submit(t *testing.T, team, name string, gpus int64) {
 	t.Helper()
-	res := corev1.ResourceList{kueue.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
+	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
 		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kueue.x-k8s.io/queue-name": c.settings.LocalQueue(team)}},
@@ -78,7 +78,7 @@ func TestUsageAndTasksMatchKueue(t *testing.T) {
 		var n int64
 		for _, f := range c.clusterQueue(t, "borrower").Status.FlavorsUsage {
 			for _, r := range f.Resources {
-				if r.Name == kueue.ResourceGPU {
+				if r.Name == domain.ResourceGPU {
 					n += r.Borrowed.Value()
 				}
 			}

@@ -16,7 +16,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // ErrUnavailable marks every error that means "the dashboards cannot get
@@ -67,18 +67,12 @@ type Point struct {
 	V float64
 }
 
-// Series is one line of a chart: a display name, a unit ("%", "GPUs") and
-// its samples in time order.
+// Series is one line of a chart: a display name and its samples in time
+// order (the chart says the unit).
 type Series struct {
-	Name, Unit string
-	Points     []Point
+	Name   string
+	Points []Point
 }
-
-// Units of the series.
-const (
-	UnitPercent = "%"
-	UnitGPUs    = "GPUs"
-)
 
 // Range is the time window and resolution of a chart.
 type Range struct {
@@ -182,7 +176,7 @@ func namespaceGPUUtilQuery(namespace string) string {
 // kueueGPUSelector selects a Kueue gauge's series for nvidia.com/gpu, of
 // one ClusterQueue when clusterQueue is not empty.
 func kueueGPUSelector(metric, clusterQueue string) string {
-	sel := metric + `{resource=` + quoted(kueue.ResourceGPU.String()) + `,replica_role!="follower"`
+	sel := metric + `{resource=` + quoted(domain.ResourceGPU.String()) + `,replica_role!="follower"`
 	if clusterQueue != "" {
 		sel += `,cluster_queue=` + quoted(clusterQueue)
 	}
@@ -240,51 +234,53 @@ func queryError(query string, err error) error {
 // instant runs an instant query at now. Warnings and infos are dropped:
 // the panels have nowhere to show them.
 func (p *Prom) instant(ctx context.Context, query string) (model.Vector, error) {
-	if err := p.available(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout())
-	defer cancel()
-	v, _, _, err := p.api.Query(ctx, query, time.Now())
-	if err != nil {
-		return nil, queryError(query, err)
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("%s: want a vector, got %s", query, v.Type())
-	}
-	return vec, nil
+	return run[model.Vector](ctx, p, query, "a vector", func(ctx context.Context) (model.Value, v1Warnings, error) {
+		v, w, _, err := p.api.Query(ctx, query, time.Now())
+		return v, w, err
+	})
 }
 
 // matrix runs a range query.
 func (p *Prom) matrix(ctx context.Context, query string, r Range) (model.Matrix, error) {
+	return run[model.Matrix](ctx, p, query, "a matrix", func(ctx context.Context) (model.Value, v1Warnings, error) {
+		v, w, _, err := p.api.QueryRange(ctx, query, promv1.Range{Start: r.Start, End: r.End, Step: r.Step})
+		return v, w, err
+	})
+}
+
+type v1Warnings = promv1.Warnings
+
+// run sends one query, bounded by the timeout, and checks the kind of its
+// answer.
+func run[T model.Value](ctx context.Context, p *Prom, query, want string, send func(context.Context) (model.Value, v1Warnings, error)) (T, error) {
+	var none T
 	if err := p.available(); err != nil {
-		return nil, err
+		return none, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout())
 	defer cancel()
-	v, _, _, err := p.api.QueryRange(ctx, query, promv1.Range{Start: r.Start, End: r.End, Step: r.Step})
+	v, _, err := send(ctx)
 	if err != nil {
-		return nil, queryError(query, err)
+		return none, queryError(query, err)
 	}
-	m, ok := v.(model.Matrix)
+	got, ok := v.(T)
 	if !ok {
-		return nil, fmt.Errorf("%s: want a matrix, got %s", query, v.Type())
+		return none, fmt.Errorf("%s: want %s, got %s", query, want, v.Type())
 	}
-	return m, nil
+	return got, nil
 }
 
 // series runs a range query whose result has at most one series (an
 // aggregation without "by") and names it.
-func (p *Prom) series(ctx context.Context, name, unit, query string, r Range) (Series, error) {
+func (p *Prom) series(ctx context.Context, name, query string, r Range) (Series, error) {
 	m, err := p.matrix(ctx, query, r)
 	if err != nil {
-		return Series{Name: name, Unit: unit}, err
+		return Series{Name: name}, err
 	}
 	if len(m) > 1 {
-		return Series{Name: name, Unit: unit}, fmt.Errorf("%s: want one series, got %d", query, len(m))
+		return Series{Name: name}, fmt.Errorf("%s: want one series, got %d", query, len(m))
 	}
-	s := Series{Name: name, Unit: unit}
+	s := Series{Name: name}
 	if len(m) == 1 {
 		s.Points = points(m[0].Values)
 	}
@@ -329,26 +325,26 @@ func all(fns ...func() error) error {
 // vCPU series is left empty.
 func (p *Prom) ClusterUtilization(ctx context.Context, r Range, vcpuCapacity float64) (Charts, error) {
 	c := Charts{
-		GPUUtilization: Series{Name: "GPU utilization", Unit: UnitPercent},
-		GPUMemory:      Series{Name: "GPU memory used", Unit: UnitPercent},
-		VCPUAllocation: Series{Name: "vCPU allocated (Kueue-admitted)", Unit: UnitPercent},
+		GPUUtilization: Series{Name: "GPU utilization"},
+		GPUMemory:      Series{Name: "GPU memory used"},
+		VCPUAllocation: Series{Name: "vCPU allocated (Kueue-admitted)"},
 	}
 	if err := p.available(); err != nil {
 		return c, err
 	}
 	fns := []func() error{
 		func() (err error) {
-			c.GPUUtilization, err = p.series(ctx, c.GPUUtilization.Name, UnitPercent, queryClusterGPUUtil, r)
+			c.GPUUtilization, err = p.series(ctx, c.GPUUtilization.Name, queryClusterGPUUtil, r)
 			return err
 		},
 		func() (err error) {
-			c.GPUMemory, err = p.series(ctx, c.GPUMemory.Name, UnitPercent, queryClusterGPUMemory, r)
+			c.GPUMemory, err = p.series(ctx, c.GPUMemory.Name, queryClusterGPUMemory, r)
 			return err
 		},
 	}
 	if vcpuCapacity > 0 {
 		fns = append(fns, func() (err error) {
-			c.VCPUAllocation, err = p.series(ctx, c.VCPUAllocation.Name, UnitPercent, vcpuAllocationQuery(vcpuCapacity), r)
+			c.VCPUAllocation, err = p.series(ctx, c.VCPUAllocation.Name, vcpuAllocationQuery(vcpuCapacity), r)
 			return err
 		})
 	}
@@ -378,32 +374,32 @@ func (p *Prom) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (
 
 // TeamSeries returns one team's GPU quota, GPUs in use, borrowed GPUs and
 // hardware GPU utilization over r.
-func (p *Prom) TeamSeries(ctx context.Context, s kueue.Settings, team string, r Range) (TeamCharts, error) {
+func (p *Prom) TeamSeries(ctx context.Context, s domain.Settings, team string, r Range) (TeamCharts, error) {
 	cq := s.ClusterQueue(team)
 	c := TeamCharts{
-		Quota:       Series{Name: "GPU quota", Unit: UnitGPUs},
-		InUse:       Series{Name: "GPUs in use", Unit: UnitGPUs},
-		Borrowed:    Series{Name: "GPUs borrowed", Unit: UnitGPUs},
-		Utilization: Series{Name: "GPU utilization", Unit: UnitPercent},
+		Quota:       Series{Name: "GPU quota"},
+		InUse:       Series{Name: "GPUs in use"},
+		Borrowed:    Series{Name: "GPUs borrowed"},
+		Utilization: Series{Name: "GPU utilization"},
 	}
 	if err := p.available(); err != nil {
 		return c, err
 	}
 	err := all(
 		func() (err error) {
-			c.Quota, err = p.series(ctx, c.Quota.Name, UnitGPUs, queueGPUQuotaQuery(cq), r)
+			c.Quota, err = p.series(ctx, c.Quota.Name, queueGPUQuotaQuery(cq), r)
 			return err
 		},
 		func() (err error) {
-			c.InUse, err = p.series(ctx, c.InUse.Name, UnitGPUs, queueGPUUsageQuery(cq), r)
+			c.InUse, err = p.series(ctx, c.InUse.Name, queueGPUUsageQuery(cq), r)
 			return err
 		},
 		func() (err error) {
-			c.Borrowed, err = p.series(ctx, c.Borrowed.Name, UnitGPUs, queueGPUBorrowedQuery(cq), r)
+			c.Borrowed, err = p.series(ctx, c.Borrowed.Name, queueGPUBorrowedQuery(cq), r)
 			return err
 		},
 		func() (err error) {
-			c.Utilization, err = p.series(ctx, c.Utilization.Name, UnitPercent, namespaceGPUUtilQuery(s.Namespace(team)), r)
+			c.Utilization, err = p.series(ctx, c.Utilization.Name, namespaceGPUUtilQuery(s.Namespace(team)), r)
 			return err
 		},
 	)

@@ -23,7 +23,8 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -84,8 +85,8 @@ func allUnavailable(t *testing.T, p *Prom) {
 	r, _ := RangeFor("1h", time.Now())
 	_, err1 := p.ClusterUtilization(ctx, r, 100)
 	_, err2 := p.TeamGPUUtilization(ctx, "hyperpod-ns-")
-	_, err3 := p.TeamSeries(ctx, kueue.DefaultSettings, "nlp", r)
-	_, err4 := p.UsageReport(ctx, kueue.DefaultSettings, time.Now(), time.Now())
+	_, err3 := p.TeamSeries(ctx, domain.DefaultSettings, "nlp", r)
+	_, err4 := p.UsageReport(ctx, domain.DefaultSettings, time.Now(), time.Now())
 	for i, err := range []error{err1, err2, err3, err4} {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("method %d: err = %v, want ErrUnavailable", i+1, err)
@@ -206,17 +207,17 @@ func TestResultsAreTyped(t *testing.T) {
 		t.Errorf("TeamGPUUtilization (-want +got):\n%s", diff)
 	}
 	r, _ := RangeFor("1h", time.Unix(1782864100, 0))
-	c, err := p.TeamSeries(ctx, kueue.DefaultSettings, "nlp", r)
+	c, err := p.TeamSeries(ctx, domain.DefaultSettings, "nlp", r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1782864000, 0)
 	wantPoints := []Point{{T: t0, V: 1}, {T: t0.Add(30 * time.Second), V: 3}}
 	want := TeamCharts{
-		Quota:       Series{Name: "GPU quota", Unit: UnitGPUs, Points: wantPoints},
-		InUse:       Series{Name: "GPUs in use", Unit: UnitGPUs, Points: wantPoints},
-		Borrowed:    Series{Name: "GPUs borrowed", Unit: UnitGPUs, Points: wantPoints},
-		Utilization: Series{Name: "GPU utilization", Unit: UnitPercent, Points: wantPoints},
+		Quota:       Series{Name: "GPU quota", Points: wantPoints},
+		InUse:       Series{Name: "GPUs in use", Points: wantPoints},
+		Borrowed:    Series{Name: "GPUs borrowed", Points: wantPoints},
+		Utilization: Series{Name: "GPU utilization", Points: wantPoints},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("TeamSeries (-want +got):\n%s", diff)
@@ -245,9 +246,9 @@ func sandboxClients(t *testing.T) (*Prom, kubernetes.Interface, kueueclient.Inte
 }
 
 // isolated gives a test its own namespace prefix and cohort.
-func isolated() kueue.Settings {
+func isolated() domain.Settings {
 	id := rand.String(5)
-	return kueue.Settings{NamespacePrefix: "t" + id + "-", Cohort: "cohort-" + id}
+	return domain.Settings{NamespacePrefix: "t" + id + "-", Cohort: "cohort-" + id}
 }
 
 func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
@@ -314,18 +315,18 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	ctx := context.Background()
 	s := isolated()
 	gpus := func(v int64) *int64 { return &v }
-	lender := kueue.Team{Name: "lender", Enabled: true, Preemption: kueue.PreemptNever,
-		Lending: kueue.LendAndBorrow, BorrowLimitPercent: 50,
-		Quota: []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(4)}}}
+	lender := domain.Team{Name: "lender", Enabled: true, Preemption: domain.PreemptNever,
+		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
+		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(4)}}}
 	borrower := lender
 	borrower.Name = "borrower"
-	borrower.Quota = []kueue.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(2)}}
-	for _, team := range []kueue.Team{lender, borrower} {
-		objs, err := kueue.BuildTeam(s, team, kueue.LookupShape)
+	borrower.Quota = []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: gpus(2)}}
+	for _, team := range []domain.Team{lender, borrower} {
+		objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := (kueue.Applier{Kube: kube, Kueue: kq}).ApplyTeam(ctx, objs); err != nil {
+		if err := (cluster.Applier{Kube: kube, Kueue: kq}).ApplyTeam(ctx, objs); err != nil {
 			t.Fatalf("apply team %s: %v", team.Name, err)
 		}
 		t.Cleanup(func() {
@@ -335,7 +336,7 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	}
 	// 3 GPUs on a quota of 2: Kueue admits it by borrowing 1 from the lender.
 	res := corev1.ResourceList{
-		kueue.ResourceGPU:     resource.MustParse("3"),
+		domain.ResourceGPU:    resource.MustParse("3"),
 		corev1.ResourceCPU:    resource.MustParse("1"),
 		corev1.ResourceMemory: resource.MustParse("1Gi"),
 	}

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // DefaultReportStep is the resolution of the usage report: each sample of
@@ -68,7 +67,7 @@ func namespaceGPUUtilAggQuery(agg, namespacePrefix string) string {
 // team. It samples Kueue's and the GPU exporter's gauges every ReportStep
 // (up to now for today) and counts each sample for one step; a team has a
 // row for each day its ClusterQueue existed.
-func (p *Prom) UsageReport(ctx context.Context, s kueue.Settings, from, to time.Time) ([]UsageRow, error) {
+func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]UsageRow, error) {
 	if err := p.available(); err != nil {
 		return nil, err
 	}
@@ -222,59 +221,9 @@ func utilSamples(sum, count model.Matrix) []utilSample {
 	return out
 }
 
-// QuotaUse is one ClusterQueue's quota and use of one flavor and resource at one instant.
-type QuotaUse struct {
-	Nominal, Used float64
-	// LendingLimit caps what others may use of the queue's quota (+Inf: no cap).
-	LendingLimit float64
-}
-
-// LentShares is the console's one lending rule, for the usage report from
-// Prometheus and for the task history's usage summary alike. It attributes
-// what the ClusterQueues of one cohort borrow on one flavor at one instant
-// to the queues that lend it. The borrowed GPUs (use
-// beyond nominal, summed over the queues) are split in proportion to each
-// queue's lendable idle quota: nominal − own use, floored at 0 and capped
-// by its lending limit. No queue lends more than it has idle; what exceeds
-// the cohort's idle quota (borrowed from a parent cohort's or the cohort's
-// own quota) is attributed to no queue.
-func LentShares(qs []QuotaUse) []float64 {
-	lent := make([]float64, len(qs))
-	idle := make([]float64, len(qs))
-	var borrowed, totalIdle float64
-	for i, q := range qs {
-		borrowed += math.Max(q.Used-q.Nominal, 0)
-		idle[i] = math.Min(math.Max(q.Nominal-q.Used, 0), math.Max(q.LendingLimit, 0))
-		totalIdle += idle[i]
-	}
-	if borrowed <= 0 || totalIdle <= 0 {
-		return lent
-	}
-	share := math.Min(borrowed/totalIdle, 1)
-	for i := range qs {
-		lent[i] = idle[i] * share
-	}
-	return lent
-}
-
-// teamOf is the team whose ClusterQueue is clusterQueue, if it is one of
-// the console's (named by s).
-func teamOf(s kueue.Settings, clusterQueue string) (string, bool) {
-	const suffix = "-clusterqueue"
-	rest, ok := strings.CutPrefix(clusterQueue, s.NamespacePrefix)
-	if !ok {
-		return "", false
-	}
-	team, ok := strings.CutSuffix(rest, suffix)
-	if !ok || team == "" || s.ClusterQueue(team) != clusterQueue {
-		return "", false
-	}
-	return team, true
-}
-
 // buildReport integrates samples taken every step into GPU-hours per UTC
 // day and team: each sample counts for value × step.
-func buildReport(s kueue.Settings, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
+func buildReport(s domain.Settings, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
 	hours := step.Hours()
 	type rowKey struct {
 		day  time.Time
@@ -302,14 +251,14 @@ func buildReport(s kueue.Settings, step time.Duration, queues []queueSample, uti
 	}
 	for _, k := range groupOrder {
 		idx := groups[k]
-		uses := make([]QuotaUse, len(idx))
+		uses := make([]domain.QuotaUse, len(idx))
 		for j, i := range idx {
-			uses[j] = QuotaUse{Nominal: queues[i].Nominal, Used: queues[i].Used, LendingLimit: queues[i].LendingLimit}
+			uses[j] = domain.QuotaUse{Nominal: queues[i].Nominal, Used: queues[i].Used, LendingLimit: queues[i].LendingLimit}
 		}
-		lent := LentShares(uses)
+		lent := domain.LentShares(uses)
 		for j, i := range idx {
 			q := queues[i]
-			team, ok := teamOf(s, q.ClusterQueue)
+			team, ok := s.TeamOfClusterQueueName(q.ClusterQueue)
 			if !ok {
 				continue
 			}
@@ -327,25 +276,17 @@ func buildReport(s kueue.Settings, step time.Duration, queues []queueSample, uti
 	}
 
 	type utilAcc struct{ sum, count float64 }
-	utilBy := map[rowKey]*utilAcc{}
+	utilBy := map[rowKey]utilAcc{}
 	for _, u := range util {
-		team, ok := strings.CutPrefix(u.Namespace, s.NamespacePrefix)
-		if !ok || team == "" {
-			continue
+		if team, ok := s.TeamOfNamespace(u.Namespace); ok {
+			rk := rowKey{utcDay(u.T), team}
+			utilBy[rk] = utilAcc{utilBy[rk].sum + u.Sum, utilBy[rk].count + u.Count}
 		}
-		rk := rowKey{utcDay(u.T), team}
-		a := utilBy[rk]
-		if a == nil {
-			a = &utilAcc{}
-			utilBy[rk] = a
-		}
-		a.sum += u.Sum
-		a.count += u.Count
 	}
 
 	out := make([]UsageRow, 0, len(rows))
 	for rk, row := range rows {
-		if a := utilBy[rk]; a != nil && a.count > 0 {
+		if a := utilBy[rk]; a.count > 0 {
 			row.AvgHardwareUtil = a.sum / a.count
 			row.HardwareUtilKnown = true
 		}

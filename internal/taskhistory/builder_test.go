@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 const teamPrefix = "hyperpod-ns-"
@@ -46,7 +46,7 @@ func (w *wl) class(name string, value int32) *wl {
 func (w *wl) pods(pods int32, gpus int64) *wl {
 	w.Spec.PodSets = append(w.Spec.PodSets, kueuev1beta2.PodSet{Name: "main", Count: pods, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			kueue.ResourceGPU:     *resource.NewQuantity(gpus, resource.DecimalSI),
+			domain.ResourceGPU:    *resource.NewQuantity(gpus, resource.DecimalSI),
 			corev1.ResourceCPU:    resource.MustParse("4"),
 			corev1.ResourceMemory: resource.MustParse("16Gi"),
 		}}}},
@@ -72,7 +72,7 @@ func (w *wl) pending(at time.Time) *wl {
 }
 
 func (w *wl) clusterQueue() string {
-	return kueue.Settings{NamespacePrefix: teamPrefix}.ClusterQueue(w.Namespace[len(teamPrefix):])
+	return domain.Settings{NamespacePrefix: teamPrefix}.ClusterQueue(w.Namespace[len(teamPrefix):])
 }
 
 // admit reserves quota on flavor and admits, clearing an eviction as Kueue does.
@@ -90,7 +90,7 @@ func (w *wl) admit(at time.Time, flavor string) *wl {
 		}
 		a.PodSetAssignments = append(a.PodSetAssignments, kueuev1beta2.PodSetAssignment{Name: ps.Name, ResourceUsage: usage, Count: ptr.To(ps.Count),
 			Flavors: map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{
-				kueue.ResourceGPU: kueuev1beta2.ResourceFlavorReference(flavor), corev1.ResourceCPU: kueuev1beta2.ResourceFlavorReference(flavor),
+				domain.ResourceGPU: kueuev1beta2.ResourceFlavorReference(flavor), corev1.ResourceCPU: kueuev1beta2.ResourceFlavorReference(flavor),
 				corev1.ResourceMemory: kueuev1beta2.ResourceFlavorReference(flavor)}})
 	}
 	w.Status.Admission = a

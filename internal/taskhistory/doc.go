@@ -14,9 +14,9 @@
 //     summary per team, instance type and day, a per-task report, and
 //     admission rates.
 //
-// It depends on the Kubernetes and Kueue API types, on internal/kueue for the
-// task rules (TaskOf, the statistics) and on internal/metrics for the lending
-// rule (LentShares). It must not import the web layer: no echo, no
+// It depends on the Kubernetes and Kueue API types and on internal/domain for
+// the console's rules (TaskOf, the statistics, the lending rule LentShares,
+// team names). It must not import the web layer: no echo, no
 // internal/handlers, no web/templates. Handlers call it; it never calls them.
 //
 // # Wiring
@@ -43,12 +43,12 @@
 // # Statistics: completed facts and the live read model
 //
 // TaskStats returns completed facts only, per (team, class): the wait of each
-// task whose current admission happened in the window (kueue.TaskOf's Wait,
+// task whose current admission happened in the window (domain.TaskOf's Wait,
 // from its wait start to that admission), and the run of each task that
 // finished in the window having run (TaskOf's Run: finish − admission + time
 // run before earlier evictions). A task deleted before it finished counts as
 // finished at its deletion. The statistics of a page combine them with what
-// is still live, taken from the live read model (kueue.TaskOf on the
+// is still live, taken from the live read model (domain.TaskOf on the
 // Workloads in the cache), by this rule:
 //
 //   - run: history's runs, plus the run so far of every task running now;
@@ -62,5 +62,5 @@
 //     window (history already counted it); a waiting task adds one.
 //
 // ClassStats and TeamClassStats apply this rule; for the same tasks their
-// results equal kueue.StatsByClass and kueue.StatsByTeamAndClass.
+// results equal domain.StatsByClass and domain.StatsByTeamAndClass.
 package taskhistory

@@ -13,7 +13,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // This file turns Workloads into history: pure functions, no I/O.
@@ -54,7 +54,7 @@ func Gone(wl *kueuev1beta2.Workload, teamPrefix string, at time.Time) Change {
 	c := observe(wl, teamPrefix, at)
 	c.Task.DeletedAt = at
 	if c.Task.FinishedAt.IsZero() {
-		c.Task.State = kueue.TaskFinished
+		c.Task.State = domain.TaskFinished
 		c.Task.FinishedAt = at
 		c.Task.Outcome = OutcomeDeleted
 	}
@@ -70,11 +70,11 @@ type eventKey struct {
 func keyOf(e Event) eventKey { return eventKey{e.Kind, e.At.UnixMilli()} }
 
 // observe reads one state of a Workload. The times and durations come from
-// kueue.TaskOf, so that history and the live pages measure alike; now is the
+// domain.TaskOf, so that history and the live pages measure alike; now is the
 // end of a run still going (zero: not needed).
 func observe(wl *kueuev1beta2.Workload, teamPrefix string, now time.Time) Change {
-	s := kueue.Settings{NamespacePrefix: teamPrefix}
-	live := kueue.TaskOf(wl, s, "", now)
+	s := domain.Settings{NamespacePrefix: teamPrefix}
+	live := domain.TaskOf(wl, s, "", now)
 	t := Task{
 		UID:           string(wl.UID),
 		Namespace:     wl.Namespace,
@@ -164,11 +164,11 @@ func outcomeOf(reason string) Outcome {
 }
 
 // preemptionWords phrases a Preempted condition the way the Tasks page does:
-// kueue.TaskOf is the one place that puts Kueue's conditions in words, and a
+// domain.TaskOf is the one place that puts Kueue's conditions in words, and a
 // Workload holding only that condition gets exactly that phrase.
-func preemptionWords(c metav1.Condition, s kueue.Settings) string {
+func preemptionWords(c metav1.Condition, s domain.Settings) string {
 	wl := &kueuev1beta2.Workload{Status: kueuev1beta2.WorkloadStatus{Conditions: []metav1.Condition{c}}}
-	return kueue.TaskOf(wl, s, "", c.LastTransitionTime.Time).Reason
+	return domain.TaskOf(wl, s, "", c.LastTransitionTime.Time).Reason
 }
 
 // preemptionMessage matches Kueue v0.19's Preempted condition message
@@ -240,10 +240,10 @@ func scaled(r Resources, n int64) Resources {
 
 func resourcesOf(l corev1.ResourceList) Resources {
 	var r Resources
-	if q, ok := l[kueue.ResourceGPU]; ok {
+	if q, ok := l[domain.ResourceGPU]; ok {
 		r.GPUs = q.Value()
 	}
-	if q, ok := l[kueue.ResourceNeuron]; ok {
+	if q, ok := l[domain.ResourceNeuron]; ok {
 		r.Neuron = q.Value()
 	}
 	if q, ok := l[corev1.ResourceCPU]; ok {
@@ -272,8 +272,8 @@ func admittedUsage(wl *kueuev1beta2.Workload, a *kueuev1beta2.Admission) []Flavo
 				count = *psa.Count
 			}
 			r := scaled(podRequests(&ps.Template.Spec), int64(count))
-			parts[kueue.ResourceGPU] = Resources{GPUs: r.GPUs}
-			parts[kueue.ResourceNeuron] = Resources{Neuron: r.Neuron}
+			parts[domain.ResourceGPU] = Resources{GPUs: r.GPUs}
+			parts[domain.ResourceNeuron] = Resources{Neuron: r.Neuron}
 			parts[corev1.ResourceCPU] = Resources{CPUMilli: r.CPUMilli}
 			parts[corev1.ResourceMemory] = Resources{MemoryMiB: r.MemoryMiB}
 		}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 var t0 = time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
@@ -29,7 +29,7 @@ func kinds(es []Event) []string {
 }
 
 // A Workload's life, state by state: each Diff yields exactly the events
-// that state adds, and a summary whose times are kueue.TaskOf's.
+// that state adds, and a summary whose times are domain.TaskOf's.
 func TestDiffFollowsALife(t *testing.T) {
 	w := newWL("nlp", "train", min_(0)).class("training", 100).pods(2, 4)
 	preemptor := "uid-cv-urgent"
@@ -45,7 +45,7 @@ func TestDiffFollowsALife(t *testing.T) {
 				Team: "nlp", Class: "training", Priority: 100, LocalQueue: "hyperpod-ns-nlp-localqueue", Created: min_(0),
 				Requests: Resources{GPUs: 8, CPUMilli: 8000, MemoryMiB: 32768},
 				PodSets:  []PodSetRequest{{Name: "main", Count: 2, Resources: Resources{GPUs: 8, CPUMilli: 8000, MemoryMiB: 32768}}},
-				State:    kueue.TaskPending, WaitStart: min_(0)}
+				State:    domain.TaskPending, WaitStart: min_(0)}
 			if diff := cmp.Diff(want, c.Task, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("task (-want +got):\n%s", diff)
 			}
@@ -69,7 +69,7 @@ func TestDiffFollowsALife(t *testing.T) {
 			if p.ReasonWords != "Preempted: team cv reclaimed its lent quota" {
 				t.Errorf("reason in words %q", p.ReasonWords)
 			}
-			if c.Task.State != kueue.TaskPreempted || c.Task.AdmittedAt != min_(5) {
+			if c.Task.State != domain.TaskPreempted || c.Task.AdmittedAt != min_(5) {
 				t.Errorf("while its pods stop: state %s, admitted %v", c.Task.State, c.Task.AdmittedAt)
 			}
 		}},
@@ -89,7 +89,7 @@ func TestDiffFollowsALife(t *testing.T) {
 			}
 		}},
 		{"finished", w.finish(min_(140), kueuev1beta2.WorkloadFinishedReasonSucceeded).snap(), []string{"finished@2h20m0s"}, func(t *testing.T, c Change) {
-			if c.Task.Outcome != OutcomeSucceeded || c.Task.Run != 60*time.Minute+61*time.Minute || c.Task.State != kueue.TaskFinished {
+			if c.Task.Outcome != OutcomeSucceeded || c.Task.Run != 60*time.Minute+61*time.Minute || c.Task.State != domain.TaskFinished {
 				t.Errorf("finished: outcome %q, run %v, state %s", c.Task.Outcome, c.Task.Run, c.Task.State)
 			}
 		}},
@@ -107,10 +107,10 @@ func TestDiffFollowsALife(t *testing.T) {
 			if st.check != nil {
 				st.check(t, c)
 			}
-			// The summary is kueue.TaskOf's, whatever the state.
-			live := kueue.TaskOf(st.state, kueue.Settings{NamespacePrefix: teamPrefix}, "", t0)
+			// The summary is domain.TaskOf's, whatever the state.
+			live := domain.TaskOf(st.state, domain.Settings{NamespacePrefix: teamPrefix}, "", t0)
 			if c.Task.AdmittedAt != live.AdmittedAt || c.Task.WaitStart != live.WaitStart || c.Task.FinishedAt != live.FinishedAt || c.Task.State != live.State {
-				t.Errorf("summary times differ from kueue.TaskOf: %+v vs %+v", c.Task, live)
+				t.Errorf("summary times differ from domain.TaskOf: %+v vs %+v", c.Task, live)
 			}
 		})
 		prev = st.state
@@ -192,7 +192,7 @@ func TestRequests(t *testing.T) {
 		}}},
 		{Name: "workers", Count: 3, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{
-				Limits: corev1.ResourceList{kueue.ResourceGPU: q("2"), kueue.ResourceNeuron: q("1")}}}},
+				Limits: corev1.ResourceList{domain.ResourceGPU: q("2"), domain.ResourceNeuron: q("1")}}}},
 			Overhead: corev1.ResourceList{corev1.ResourceCPU: q("100m")},
 		}}},
 	}
@@ -212,17 +212,17 @@ func TestRequests(t *testing.T) {
 func TestQueueOf(t *testing.T) {
 	q := resource.MustParse
 	cq := &kueuev1beta2.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue", Labels: map[string]string{kueue.TeamLabel: "nlp"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue", Labels: map[string]string{domain.TeamLabel: "nlp"}},
 		Spec: kueuev1beta2.ClusterQueueSpec{CohortName: "shared-pool", ResourceGroups: []kueuev1beta2.ResourceGroup{{
 			Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{
-				{Name: kueue.ResourceGPU, NominalQuota: q("16"), BorrowingLimit: ptr.To(q("8")), LendingLimit: ptr.To(q("4"))},
+				{Name: domain.ResourceGPU, NominalQuota: q("16"), BorrowingLimit: ptr.To(q("8")), LendingLimit: ptr.To(q("4"))},
 				{Name: corev1.ResourceCPU, NominalQuota: q("384")},
 				{Name: corev1.ResourceMemory, NominalQuota: q("4Ti")},
 				{Name: "vpc.amazonaws.com/efa", NominalQuota: q("64")},
 			}}},
 		}}},
 	}
-	got := QueueOf(cq, t0)
+	got := QueueOf(cq, teamPrefix, t0)
 	want := QueueState{ClusterQueue: cq.Name, Team: "nlp", Cohort: "shared-pool", At: t0, Quotas: []Quota{
 		{Flavor: "ml.p5.48xlarge", Resource: "nvidia.com/gpu", Nominal: 16, BorrowingLimit: ptr.To[int64](8), LendingLimit: ptr.To[int64](4)},
 		{Flavor: "ml.p5.48xlarge", Resource: "cpu", Nominal: 384000},

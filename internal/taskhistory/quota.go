@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // Quota is a ClusterQueue's quota of one resource on one flavor, in the
@@ -25,8 +25,7 @@ type Quota struct {
 // QueueState is a ClusterQueue's quota as seen at At; Deleted: it is gone.
 type QueueState struct {
 	ClusterQueue string
-	// Team is the console team the queue belongs to (its kueue.TeamLabel);
-	// empty for queues the console does not manage.
+	// Team is the team the queue serves (domain.Settings.TeamOfClusterQueue).
 	Team, Cohort string
 	At           time.Time
 	Quotas       []Quota
@@ -34,11 +33,13 @@ type QueueState struct {
 }
 
 // followed are the resources whose quota the history keeps.
-var followed = []corev1.ResourceName{kueue.ResourceGPU, kueue.ResourceNeuron, corev1.ResourceCPU, corev1.ResourceMemory}
+var followed = []corev1.ResourceName{domain.ResourceGPU, domain.ResourceNeuron, corev1.ResourceCPU, corev1.ResourceMemory}
 
-// QueueOf reads a ClusterQueue's quotas of the followed resources.
-func QueueOf(cq *kueuev1beta2.ClusterQueue, at time.Time) QueueState {
-	q := QueueState{ClusterQueue: cq.Name, Team: cq.Labels[kueue.TeamLabel], Cohort: string(cq.Spec.CohortName), At: at}
+// QueueOf reads a ClusterQueue's quotas of the followed resources;
+// teamPrefix is the namespace prefix of team namespaces.
+func QueueOf(cq *kueuev1beta2.ClusterQueue, teamPrefix string, at time.Time) QueueState {
+	team := domain.Settings{NamespacePrefix: teamPrefix}.TeamOfClusterQueue(cq)
+	q := QueueState{ClusterQueue: cq.Name, Team: team, Cohort: string(cq.Spec.CohortName), At: at}
 	for _, rg := range cq.Spec.ResourceGroups {
 		for _, f := range rg.Flavors {
 			for _, r := range f.Resources {
@@ -54,8 +55,8 @@ func QueueOf(cq *kueuev1beta2.ClusterQueue, at time.Time) QueueState {
 }
 
 // QueueGone is a ClusterQueue deleted at at.
-func QueueGone(cq *kueuev1beta2.ClusterQueue, at time.Time) QueueState {
-	q := QueueOf(cq, at)
+func QueueGone(cq *kueuev1beta2.ClusterQueue, teamPrefix string, at time.Time) QueueState {
+	q := QueueOf(cq, teamPrefix, at)
 	q.Quotas, q.Deleted = nil, true
 	return q
 }

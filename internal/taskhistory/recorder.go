@@ -29,7 +29,7 @@ type RecorderConfig struct {
 	Synced func() bool
 	// Borrowed estimates whether a just admitted Workload borrows quota
 	// (Kueue v0.19 does not record it): the live read model's
-	// kueue.MarkBorrowing. It is called on the recorder's own goroutine.
+	// domain.MarkBorrowing. It is called on the recorder's own goroutine.
 	// Nil: never.
 	Borrowed func(*kueuev1beta2.Workload) bool
 	// QueueSize bounds the events waiting to be written (default 10 000);
@@ -125,9 +125,9 @@ func (r *Recorder) ObserveClusterQueue(old, new *kueuev1beta2.ClusterQueue) {
 		return
 	}
 	at := r.now()
-	q := QueueOf(new, at)
+	q := QueueOf(new, r.cfg.TeamPrefix, at)
 	if old != nil {
-		prev := QueueOf(old, at)
+		prev := QueueOf(old, r.cfg.TeamPrefix, at)
 		if reflect.DeepEqual(prev, q) {
 			return
 		}
@@ -138,7 +138,7 @@ func (r *Recorder) ObserveClusterQueue(old, new *kueuev1beta2.ClusterQueue) {
 // ClusterQueueDeleted takes a ClusterQueue delete.
 func (r *Recorder) ClusterQueueDeleted(cq *kueuev1beta2.ClusterQueue) {
 	if cq != nil {
-		q := QueueGone(cq, r.now())
+		q := QueueGone(cq, r.cfg.TeamPrefix, r.now())
 		r.enqueue(item{queue: &q})
 	}
 }
@@ -387,7 +387,7 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		b := Batch{}
 		present := map[string]bool{}
 		for _, cq := range cqs {
-			b.Queues = append(b.Queues, QueueOf(cq, now))
+			b.Queues = append(b.Queues, QueueOf(cq, r.cfg.TeamPrefix, now))
 			present[cq.Name] = true
 		}
 		if _, err := r.store.Write(ctx, b); err != nil {

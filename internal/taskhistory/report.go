@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // ReportRow is one task of the detailed usage report.
@@ -25,7 +25,7 @@ type ReportRow struct {
 	GPUHours       float64
 	Borrowed       bool
 	TimesPreempted int
-	State          kueue.TaskState
+	State          domain.TaskState
 	Outcome        Outcome // empty while not ended
 }
 
@@ -139,7 +139,7 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 		row.Start, row.End = fromNullMS(first), fromNullMS(ended)
 		row.GPUHours = gpuHours(gpuMS + openGPUMS)
 		row.Borrowed = borrowed != 0
-		row.State, row.Outcome = kueue.TaskState(state), Outcome(outcome)
+		row.State, row.Outcome = domain.TaskState(state), Outcome(outcome)
 		if err := r.each(row); err != nil {
 			return "", err
 		}

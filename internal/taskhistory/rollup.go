@@ -68,8 +68,6 @@ func (f *facts) merge(o facts) {
 	f.runUnadmitted += o.runUnadmitted
 }
 
-func (f facts) zero() bool { return f.waitN == 0 && f.runN == 0 }
-
 // encodeFacts lays out a period's entries, sorted by team and class.
 func encodeFacts(m map[teamClass]facts) []byte {
 	keys := slices.SortedFunc(maps.Keys(m), func(a, b teamClass) int {

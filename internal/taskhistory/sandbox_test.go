@@ -21,7 +21,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -46,7 +46,7 @@ func sandboxClientsOf(t *testing.T) sandboxClients {
 // ClusterQueue labelled with the team, its LocalQueue, and gpus GPUs of
 // quota on ml.p5.48xlarge (with CPU and memory to match); its higher
 // priority tasks may preempt its lower ones.
-func (c sandboxClients) team(t *testing.T, s kueue.Settings, name string, gpus int64) {
+func (c sandboxClients) team(t *testing.T, s domain.Settings, name string, gpus int64) {
 	t.Helper()
 	ctx := context.Background()
 	ns := s.Namespace(name)
@@ -54,21 +54,21 @@ func (c sandboxClients) team(t *testing.T, s kueue.Settings, name string, gpus i
 		t.Fatal(err)
 	}
 	rf := &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: p5},
-		Spec: kueuev1beta2.ResourceFlavorSpec{NodeLabels: map[string]string{kueue.InstanceTypeLabel: p5}}}
+		Spec: kueuev1beta2.ResourceFlavorSpec{NodeLabels: map[string]string{domain.InstanceTypeLabel: p5}}}
 	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Create(ctx, rf, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	q := func(v string) resource.Quantity { return resource.MustParse(v) }
 	cq := &kueuev1beta2.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(name), Labels: map[string]string{kueue.TeamLabel: name}},
+		ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(name), Labels: map[string]string{domain.TeamLabel: name}},
 		Spec: kueuev1beta2.ClusterQueueSpec{
 			CohortName:        kueuev1beta2.CohortReference(s.Cohort),
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 			Preemption:        &kueuev1beta2.ClusterQueuePreemption{WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerPriority},
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{kueue.ResourceGPU, corev1.ResourceCPU, corev1.ResourceMemory},
+				CoveredResources: []corev1.ResourceName{domain.ResourceGPU, corev1.ResourceCPU, corev1.ResourceMemory},
 				Flavors: []kueuev1beta2.FlavorQuotas{{Name: p5, Resources: []kueuev1beta2.ResourceQuota{
-					{Name: kueue.ResourceGPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)},
+					{Name: domain.ResourceGPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)},
 					{Name: corev1.ResourceCPU, NominalQuota: q("96")},
 					{Name: corev1.ResourceMemory, NominalQuota: q("1Ti")},
 				}}},
@@ -103,9 +103,9 @@ func (c sandboxClients) priorityClass(t *testing.T, name string, value int32) {
 
 // job submits a suspended Job of one pod holding gpus GPUs to the team's
 // queue; runFor > 0 makes its pod complete after that long.
-func (c sandboxClients) job(t *testing.T, s kueue.Settings, team, name, class string, gpus int64, runFor time.Duration) *batchv1.Job {
+func (c sandboxClients) job(t *testing.T, s domain.Settings, team, name, class string, gpus int64, runFor time.Duration) *batchv1.Job {
 	t.Helper()
-	res := corev1.ResourceList{kueue.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
+	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
 		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace(team), Labels: map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue(team)}},
@@ -155,7 +155,7 @@ func condTrue(typ string) func(*kueuev1beta2.Workload) bool {
 
 // recorderOn runs a recorder fed by real informers on the sandbox, as the
 // console wires it, until stop is called.
-func recorderOn(t *testing.T, c sandboxClients, st *Store, s kueue.Settings) (*Recorder, func()) {
+func recorderOn(t *testing.T, c sandboxClients, st *Store, s domain.Settings) (*Recorder, func()) {
 	t.Helper()
 	factory := kueueinformers.NewSharedInformerFactory(c.kueue, 0)
 	wls := factory.Kueue().V1beta2().Workloads()
@@ -195,7 +195,7 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 	forEachStore(t, time.Now(), func(t *testing.T, st *Store) {
 		st.clock = time.Now
 		id := rand.String(5)
-		s := kueue.Settings{NamespacePrefix: "th" + id + "-", Cohort: "cohort-" + id}
+		s := domain.Settings{NamespacePrefix: "th" + id + "-", Cohort: "cohort-" + id}
 		c.team(t, s, "vision", 8)
 		_, stop := recorderOn(t, c, st, s)
 
@@ -208,7 +208,7 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 
 		now := time.Now()
 		start := now.Add(-7 * 24 * time.Hour)
-		statsOf := func(live []kueue.Task) []kueue.TeamClassStats {
+		statsOf := func(live []domain.Task) []domain.TeamClassStats {
 			hist, err := st.TaskStats(context.Background(), LiveWindow(start, now))
 			if err != nil {
 				t.Fatal(err)
@@ -216,9 +216,9 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 			// The recorder sees the whole shared sandbox: keep this test's team.
 			return TeamClassStats(hist, live, []string{"vision"}, []string{"none"}, "none", start, now)[:1]
 		}
-		live := []kueue.Task{kueue.TaskOf(wl, s, "none", now)}
+		live := []domain.Task{domain.TaskOf(wl, s, "none", now)}
 		before := statsOf(live)
-		if diff := cmp.Diff(kueue.StatsByTeamAndClass(live, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
+		if diff := cmp.Diff(domain.StatsByTeamAndClass(live, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
 			t.Errorf("while the Job exists, history + live differ from kueue (-kueue +merged):\n%s", diff)
 		}
 		if got := before[0].Classes[0]; got.RunSamples != 1 || got.WaitSamples != 1 || got.LongestRun <= 0 {
@@ -257,7 +257,7 @@ func TestSandboxPreemptionIsRecorded(t *testing.T) {
 	forEachStore(t, time.Now(), func(t *testing.T, st *Store) {
 		st.clock = time.Now
 		id := rand.String(5)
-		s := kueue.Settings{NamespacePrefix: "th" + id + "-", Cohort: "cohort-" + id}
+		s := domain.Settings{NamespacePrefix: "th" + id + "-", Cohort: "cohort-" + id}
 		low, high := "th-low-"+id, "th-high-"+id
 		c.priorityClass(t, low, 10)
 		c.priorityClass(t, high, 1000)

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // Durations are the count, sum and longest of a set of durations. The sum
@@ -21,7 +21,7 @@ type Durations struct {
 	sumMS, sumNS int64
 }
 
-// Add counts one duration (negative ones count as zero, as in kueue.TaskOf).
+// Add counts one duration (negative ones count as zero, as in domain.TaskOf).
 func (d *Durations) Add(x time.Duration) {
 	x = max(x, 0)
 	d.N++
@@ -258,16 +258,16 @@ func ceilMS(t time.Time) int64 {
 
 // ClassStats merges a window's completed facts with the live read model's
 // tasks into the Tasks page's per-class figures, by the rule in the package
-// doc: for the same tasks, the result equals kueue.StatsByClass(live tasks
+// doc: for the same tasks, the result equals domain.StatsByClass(live tasks
 // and the history's, classes, windowStart, now), except that teams and
 // classes named only by tasks without a fact in the window get no row of
 // their own. hist should cover [windowStart, now] (LiveWindow);
-// lowestClass is the class of tasks without one (as given to kueue.TaskOf).
-// Without history (the store unavailable), a page uses kueue.StatsByClass
+// lowestClass is the class of tasks without one (as given to domain.TaskOf).
+// Without history (the store unavailable), a page uses domain.StatsByClass
 // on the live tasks alone, as before.
-func ClassStats(hist *WindowStats, live []kueue.Task, classes []string, lowestClass string, windowStart, now time.Time) []kueue.ClassStats {
+func ClassStats(hist *WindowStats, live []domain.Task, classes []string, lowestClass string, windowStart, now time.Time) []domain.ClassStats {
 	m := merge(hist, live, lowestClass, windowStart, now)
-	var rows []kueue.ClassStats
+	var rows []domain.ClassStats
 	for _, c := range m.classOrder(classes) {
 		rows = append(rows, m.classStats(c, func(string) bool { return true }))
 	}
@@ -275,17 +275,17 @@ func ClassStats(hist *WindowStats, live []kueue.Task, classes []string, lowestCl
 }
 
 // TeamClassStats is ClassStats per team, in the order and with the rows of
-// kueue.StatsByTeamAndClass.
-func TeamClassStats(hist *WindowStats, live []kueue.Task, teams, classes []string, lowestClass string, windowStart, now time.Time) []kueue.TeamClassStats {
+// domain.StatsByTeamAndClass.
+func TeamClassStats(hist *WindowStats, live []domain.Task, teams, classes []string, lowestClass string, windowStart, now time.Time) []domain.TeamClassStats {
 	m := merge(hist, live, lowestClass, windowStart, now)
 	allClasses := m.classOrder(classes)
 	order := withExtra(teams, m.teams)
 	if i := slices.Index(order, ""); i >= 0 && !slices.Contains(teams, "") {
 		order = append(slices.Delete(order, i, i+1), "")
 	}
-	rows := make([]kueue.TeamClassStats, 0, len(order))
+	rows := make([]domain.TeamClassStats, 0, len(order))
 	for _, team := range order {
-		row := kueue.TeamClassStats{Team: team, Classes: make([]kueue.ClassStats, 0, len(allClasses))}
+		row := domain.TeamClassStats{Team: team, Classes: make([]domain.ClassStats, 0, len(allClasses))}
 		for _, c := range allClasses {
 			row.Classes = append(row.Classes, m.classStats(c, func(t string) bool { return t == team }))
 		}
@@ -307,7 +307,7 @@ type mergedGroup struct {
 	running, pending, preempted int
 }
 
-func merge(hist *WindowStats, live []kueue.Task, lowestClass string, windowStart, now time.Time) *merged {
+func merge(hist *WindowStats, live []domain.Task, lowestClass string, windowStart, now time.Time) *merged {
 	m := &merged{groups: map[teamClass]*mergedGroup{}, teams: map[string]bool{}, classes: map[string]bool{}}
 	get := func(team, class string) *mergedGroup {
 		k := teamClass{team, class}
@@ -335,14 +335,14 @@ func merge(hist *WindowStats, live []kueue.Task, lowestClass string, windowStart
 		t := &live[i]
 		g := get(t.Team, t.Class)
 		switch {
-		case t.State == kueue.TaskAdmitted:
+		case t.State == domain.TaskAdmitted:
 			g.running++
 			g.run.Add(t.Run)
 			if !inWindow(t.AdmittedAt, windowStart, now) {
 				g.samples++ // else history counted its wait
 			}
-		case (t.State == kueue.TaskPending || t.State == kueue.TaskPreempted) && !t.Deactivated:
-			if t.State == kueue.TaskPending {
+		case (t.State == domain.TaskPending || t.State == domain.TaskPreempted) && !t.Deactivated:
+			if t.State == domain.TaskPending {
 				g.pending++
 			} else {
 				g.preempted++
@@ -375,8 +375,8 @@ func withExtra(names []string, present map[string]bool) []string {
 	return append(out, extra...)
 }
 
-func (m *merged) classStats(class string, teamOK func(string) bool) kueue.ClassStats {
-	s := kueue.ClassStats{Class: class}
+func (m *merged) classStats(class string, teamOK func(string) bool) domain.ClassStats {
+	s := domain.ClassStats{Class: class}
 	var run, wait, longestRuns, longestWaits Durations
 	for k, g := range m.groups {
 		if k.class != class || !teamOK(k.team) {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 var (
@@ -125,10 +125,10 @@ func lastState(life []stateAt) *kueuev1beta2.Workload {
 func TestMergedStatisticsEqualKueue(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	lives, deleted := randomLives(rand.New(rand.NewPCG(7, 12)), now, 800)
-	s := kueue.Settings{NamespacePrefix: teamPrefix}
-	var all, live []kueue.Task
+	s := domain.Settings{NamespacePrefix: teamPrefix}
+	var all, live []domain.Task
 	for i, life := range lives {
-		task := kueue.TaskOf(lastState(life), s, lowestClass, now)
+		task := domain.TaskOf(lastState(life), s, lowestClass, now)
 		all = append(all, task)
 		if !deleted[i] {
 			live = append(live, task)
@@ -146,12 +146,12 @@ func TestMergedStatisticsEqualKueue(t *testing.T) {
 			if len(hist.Gaps) != 0 && window < 13*24*time.Hour {
 				t.Errorf("%v window: gaps %v in a covered window", window, hist.Gaps)
 			}
-			want := kueue.StatsByClass(all, statClasses, start, now)
+			want := domain.StatsByClass(all, statClasses, start, now)
 			got := ClassStats(hist, live, statClasses, lowestClass, start, now)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%v window, per class (-kueue +merged):\n%s", window, diff)
 			}
-			wantTeams := kueue.StatsByTeamAndClass(all, statTeams, statClasses, start, now)
+			wantTeams := domain.StatsByTeamAndClass(all, statTeams, statClasses, start, now)
 			gotTeams := TeamClassStats(hist, live, statTeams, statClasses, lowestClass, start, now)
 			if diff := cmp.Diff(wantTeams, gotTeams); diff != "" {
 				t.Errorf("%v window, per team and class (-kueue +merged):\n%s", window, diff)

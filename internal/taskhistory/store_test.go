@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 func TestOpenRejectsNewerSchema(t *testing.T) {
@@ -191,8 +191,8 @@ func TestPreemptionHistory(t *testing.T) {
 	forEachStore(t, now, func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		cq := &kueuev1beta2.ClusterQueue{}
-		cq.Name, cq.Labels = "hyperpod-ns-cv-clusterqueue", map[string]string{kueue.TeamLabel: "cv"}
-		if _, err := s.Write(ctx, Batch{Queues: []QueueState{QueueOf(cq, at(0))}}); err != nil {
+		cq.Name, cq.Labels = "hyperpod-ns-cv-clusterqueue", map[string]string{domain.TeamLabel: "cv"}
+		if _, err := s.Write(ctx, Batch{Queues: []QueueState{QueueOf(cq, teamPrefix, at(0))}}); err != nil {
 			t.Fatal(err)
 		}
 		record(t, s, lives...)
@@ -274,9 +274,9 @@ func TestUsageSummary(t *testing.T) {
 	const p5 = "ml.p5.48xlarge"
 	queue := func(team string, gpus, cpus int64, lending *int64) *kueuev1beta2.ClusterQueue {
 		cq := &kueuev1beta2.ClusterQueue{}
-		cq.Name, cq.Labels = teamPrefix+team+"-clusterqueue", map[string]string{kueue.TeamLabel: team}
+		cq.Name, cq.Labels = teamPrefix+team+"-clusterqueue", map[string]string{domain.TeamLabel: team}
 		cq.Spec.CohortName = "shared-pool"
-		rq := []kueuev1beta2.ResourceQuota{{Name: kueue.ResourceGPU, NominalQuota: qty(gpus)}, {Name: corev1.ResourceCPU, NominalQuota: qty(cpus)}}
+		rq := []kueuev1beta2.ResourceQuota{{Name: domain.ResourceGPU, NominalQuota: qty(gpus)}, {Name: corev1.ResourceCPU, NominalQuota: qty(cpus)}}
 		if lending != nil {
 			rq[0].LendingLimit = ptr.To(qty(*lending))
 		}
@@ -304,8 +304,8 @@ func TestUsageSummary(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		write(QueueOf(a8, day), QueueOf(b4, day))
-		write(QueueOf(a16, h(12)))
+		write(QueueOf(a8, teamPrefix, day), QueueOf(b4, teamPrefix, day))
+		write(QueueOf(a16, teamPrefix, h(12)))
 		record(t, s, lifeA, lifeB)
 		covered(t, s, day, h(36)) // the second day is missing from noon
 
@@ -403,7 +403,7 @@ func TestTaskReport(t *testing.T) {
 		if r := byName["deleted"]; math.Abs(r.GPUHours-1) > 1e-9 || r.End != at(50) || r.Outcome != OutcomeSucceeded {
 			t.Errorf("deleted after finishing: %+v", r)
 		}
-		if r := byName["running"]; math.Abs(r.GPUHours-8*200.0/60) > 1e-9 || !r.End.IsZero() || r.Outcome != "" || r.State != kueue.TaskAdmitted {
+		if r := byName["running"]; math.Abs(r.GPUHours-8*200.0/60) > 1e-9 || !r.End.IsZero() || r.Outcome != "" || r.State != domain.TaskAdmitted {
 			t.Errorf("running: %+v, want 8 GPUs for 200 minutes so far", r)
 		}
 		if r := byName["waiting"]; r.GPUHours != 0 || !r.Start.IsZero() {

@@ -3,7 +3,7 @@ package taskhistory
 import (
 	"time"
 
-	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/domain"
 )
 
 // Resources are amounts of the resources the history follows, in the units
@@ -46,7 +46,7 @@ const (
 )
 
 // Task is the recorded summary of one Workload: who it is, what it asked for,
-// and where it stands, with the times kueue.TaskOf reads. It is replaced on
+// and where it stands, with the times domain.TaskOf reads. It is replaced on
 // every change; the Events keep the sequence.
 type Task struct {
 	UID, Namespace, Name string
@@ -63,9 +63,9 @@ type Task struct {
 	Created      time.Time
 	Requests     Resources // all pod sets together
 	PodSets      []PodSetRequest
-	State        kueue.TaskState
+	State        domain.TaskState
 
-	// WaitStart, AdmittedAt and FinishedAt are kueue.TaskOf's. AdmittedAt is
+	// WaitStart, AdmittedAt and FinishedAt are domain.TaskOf's. AdmittedAt is
 	// zero while no admission holds (never admitted, or evicted and not
 	// admitted again). ReleasedAt is when the last admission ended, while
 	// none holds.

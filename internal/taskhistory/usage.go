@@ -11,8 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/domain"
 )
 
 // ResourceHours are one resource's hours of a team on one instance type and
@@ -24,7 +23,7 @@ type ResourceHours struct {
 	Used float64
 	// Borrowed is the use above the nominal quota.
 	Borrowed float64
-	// Lent is the team's share of what its cohort borrowed (metrics.LentShares).
+	// Lent is the team's share of what its cohort borrowed (domain.LentShares).
 	Lent float64
 }
 
@@ -50,14 +49,14 @@ type UsageSummary struct {
 
 // usageResources are the resources of the summary, in the order of the
 // admissions table's gpus, neuron, cpu_milli columns.
-var usageResources = []corev1.ResourceName{kueue.ResourceGPU, kueue.ResourceNeuron, corev1.ResourceCPU}
+var usageResources = []corev1.ResourceName{domain.ResourceGPU, domain.ResourceNeuron, corev1.ResourceCPU}
 
 // UsageSummary integrates the recorded quotas and admissions over the
 // recorded parts of w (up to now), per team, instance type and UTC day. At
 // every instant, per ClusterQueue, flavor and resource: allocated is the
 // nominal quota, used the sum of the admitted tasks' amounts, borrowed
-// max(used − nominal, 0), and lent the queue's metrics.LentShares of its
-// cohort's borrowing. Teams are the ClusterQueues' (kueue.TeamLabel).
+// max(used − nominal, 0), and lent the queue's domain.LentShares of its
+// cohort's borrowing. Teams are the ClusterQueues' (QueueState.Team).
 func (s *Store) UsageSummary(ctx context.Context, w Window) (*UsageSummary, error) {
 	fail := func(err error) (*UsageSummary, error) {
 		return nil, fmt.Errorf("task history store %s: usage summary: %w", s.name, err)
@@ -94,7 +93,7 @@ func (s *Store) UsageSummary(ctx context.Context, w Window) (*UsageSummary, erro
 func (s *Store) loadQuotas(ctx context.Context, sw *sweep) error {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT cluster_queue, flavor, resource, from_ms, to_ms, team, cohort, nominal, lending_limit
 		FROM quotas WHERE from_ms < ? AND (to_ms IS NULL OR to_ms > ?) AND resource IN (?, ?, ?)`),
-		sw.end, sw.start, string(kueue.ResourceGPU), string(kueue.ResourceNeuron), string(corev1.ResourceCPU))
+		sw.end, sw.start, string(domain.ResourceGPU), string(domain.ResourceNeuron), string(corev1.ResourceCPU))
 	if err != nil {
 		return err
 	}
@@ -199,7 +198,7 @@ type queueState struct {
 // borrowed the queues' use above nominal quota, summed.
 type group struct {
 	queues   []*queueState
-	uses     []metrics.QuotaUse
+	uses     []domain.QuotaUse
 	lent     []float64
 	lending  bool
 	borrowed float64
@@ -286,7 +285,7 @@ func (sw *sweep) join(st *queueState) {
 	g := sw.groupOf(st)
 	st.idx, st.group, st.borrowed = len(g.queues), g, 0
 	g.queues = append(g.queues, st)
-	g.uses = append(g.uses, metrics.QuotaUse{})
+	g.uses = append(g.uses, domain.QuotaUse{})
 	g.lent = append(g.lent, 0)
 	sw.relend(st)
 }
@@ -378,7 +377,7 @@ func (sw *sweep) run() []UsageRow {
 // nobody lends: LentShares would give zeros.
 func (sw *sweep) relend(st *queueState) {
 	g := st.group
-	g.uses[st.idx] = metrics.QuotaUse{Nominal: st.nominal, Used: st.used, LendingLimit: st.lendingLimit}
+	g.uses[st.idx] = domain.QuotaUse{Nominal: st.nominal, Used: st.used, LendingLimit: st.lendingLimit}
 	b := max(st.used-st.nominal, 0) // whole units: the sums stay exact
 	g.borrowed += b - st.borrowed
 	st.borrowed = b
@@ -389,7 +388,7 @@ func (sw *sweep) relend(st *queueState) {
 		}
 		return
 	}
-	g.lent, g.lending = metrics.LentShares(g.uses), true
+	g.lent, g.lending = domain.LentShares(g.uses), true
 }
 
 // flush integrates a group from its last flush to t. Cuts at days and
@@ -435,9 +434,9 @@ func (sw *sweep) hoursOf(st *queueState, day int64) *ResourceHours {
 		sw.acc[k] = row
 	}
 	switch st.key.resource {
-	case string(kueue.ResourceGPU):
+	case string(domain.ResourceGPU):
 		st.hours, st.unit = &row.GPU, 1
-	case string(kueue.ResourceNeuron):
+	case string(domain.ResourceNeuron):
 		st.hours, st.unit = &row.Neuron, 1
 	default:
 		st.hours, st.unit = &row.VCPU, 1000

@@ -33,4 +33,9 @@
   source.addEventListener("snapshot", (ev) => {
     if (Number(ev.data) > shown) refresh();
   });
+  // A refused stream (the console is at its limit of live streams) is not
+  // retried: the page refreshes its live parts every 30 seconds instead.
+  source.addEventListener("error", () => {
+    if (source.readyState === EventSource.CLOSED) setInterval(refresh, 30000);
+  });
 })();

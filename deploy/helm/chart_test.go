@@ -1,0 +1,712 @@
+// Tests of the quota-console Helm chart (deploy/helm/quota-console) with a
+// real helm (tools/helm) and the test sandbox's real apiserver: lint, render,
+// the values schema, a server-side dry run of every object, and install,
+// upgrade and uninstall.
+package helm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/openquota/console/sandbox"
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+const (
+	chartDir     = "quota-console"
+	everythingOn = "testdata/everything-on.yaml"
+)
+
+var (
+	helmOnce sync.Once
+	helmPath string
+	helmErr  error
+)
+
+// helmBinary is tools/helm's helm, built once per machine into the tools cache
+// ($HELM, when set, is used instead).
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	helmOnce.Do(func() {
+		if helmPath = os.Getenv("HELM"); helmPath != "" {
+			return
+		}
+		root, err := sandbox.RepoRoot()
+		if err != nil {
+			helmErr = err
+			return
+		}
+		var stderr bytes.Buffer
+		cmd := exec.Command("bash", filepath.Join(root, "tools", "build.sh"), "helm")
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			helmErr = fmt.Errorf("tools/build.sh helm: %v\n%s", err, stderr.String())
+			return
+		}
+		helmPath = strings.TrimSpace(string(out))
+	})
+	if helmErr != nil {
+		t.Fatal(helmErr)
+	}
+	return helmPath
+}
+
+// runHelm runs helm with its own config, cache and data folders, so a test never
+// reads or writes the user's.
+func runHelm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(helmBinary(t), args...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home+"/config", "HELM_CACHE_HOME="+home+"/cache", "HELM_DATA_HOME="+home+"/data")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// render runs helm template with the given extra arguments and decodes the objects.
+func render(t *testing.T, namespace string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := runHelm(t, append([]string{"template", "qc", chartDir, "--namespace", namespace}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, out)
+}
+
+func decode(t *testing.T, manifests string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding the rendered manifests: %v", err)
+		}
+		if len(obj) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: obj})
+		}
+	}
+	return objs
+}
+
+func kinds(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetKind()+"/"+o.GetName())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// typed converts the one object of a kind into its Go type.
+func typed[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *T {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != kind {
+			continue
+		}
+		data, err := json.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v T
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	t.Fatalf("no %s rendered", kind)
+	return nil
+}
+
+func TestChartLints(t *testing.T) {
+	for _, values := range [][]string{nil, {"--values", everythingOn}} {
+		if out, err := runHelm(t, append([]string{"lint", "--strict", chartDir}, values...)...); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+	}
+}
+
+func TestChartDefaults(t *testing.T) {
+	objs := render(t, "quota-console")
+	want := []string{
+		"Deployment/qc-quota-console", "PodDisruptionBudget/qc-quota-console",
+		"Service/qc-quota-console", "ServiceAccount/qc-quota-console",
+	}
+	if diff := cmp.Diff(want, kinds(objs)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != "quota-console" {
+			t.Errorf("%s/%s in namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+	}
+	d := typed[appsv1.Deployment](t, objs, "Deployment")
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %d, want 2", *d.Spec.Replicas)
+	}
+	pod := d.Spec.Template.Spec
+	selector := d.Spec.Selector.MatchLabels
+
+	// Spread across nodes: a topology spread and a soft anti-affinity, both on
+	// the hostname and the Deployment's own pods.
+	wantSpread := []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: selector},
+	}}
+	if diff := cmp.Diff(wantSpread, pod.TopologySpreadConstraints); diff != "" {
+		t.Errorf("topology spread (-want +got):\n%s", diff)
+	}
+	wantAnti := &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+		Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: selector},
+		},
+	}}}
+	if pod.Affinity == nil || !cmp.Equal(wantAnti, pod.Affinity.PodAntiAffinity) {
+		t.Errorf("anti-affinity: %s", cmp.Diff(wantAnti, pod.Affinity))
+	}
+
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	wantArgs := []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token"}
+	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if c.Image != "quota-console:0.1.0" {
+		t.Errorf("image %q, want the chart's appVersion as tag", c.Image)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != "http" {
+		t.Errorf("ports %+v, want http 8080", c.Ports)
+	}
+	for name, probe := range map[string]struct {
+		p    *corev1.Probe
+		path string
+	}{"liveness": {c.LivenessProbe, "/healthz"}, "readiness": {c.ReadinessProbe, "/readyz"}} {
+		if probe.p == nil || probe.p.HTTPGet == nil || probe.p.HTTPGet.Path != probe.path || probe.p.HTTPGet.Port.StrVal != "http" {
+			t.Errorf("%s probe %+v, want GET %s on port http", name, probe.p, probe.path)
+		}
+	}
+	wantResources := map[string]string{"requests.cpu": "250m", "requests.memory": "384Mi", "limits.cpu": "2", "limits.memory": "1Gi"}
+	gotResources := map[string]string{
+		"requests.cpu": c.Resources.Requests.Cpu().String(), "requests.memory": c.Resources.Requests.Memory().String(),
+		"limits.cpu": c.Resources.Limits.Cpu().String(), "limits.memory": c.Resources.Limits.Memory().String(),
+	}
+	if diff := cmp.Diff(wantResources, gotResources); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+
+	// Restricted Pod Security, in the pod and the container.
+	psc := pod.SecurityContext
+	if psc == nil || !deref(psc.RunAsNonRoot) || deref(psc.RunAsUser) != 65532 || psc.SeccompProfile == nil ||
+		psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext %+v", psc)
+	}
+	sc := c.SecurityContext
+	if sc == nil || !deref(sc.RunAsNonRoot) || deref(sc.RunAsUser) != 65532 || !deref(sc.ReadOnlyRootFilesystem) ||
+		deref(sc.AllowPrivilegeEscalation) || sc.Capabilities == nil || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		len(sc.Capabilities.Add) != 0 || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container securityContext %+v", sc)
+	}
+	// A read-only root needs a writable /tmp.
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/tmp" || len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil {
+		t.Errorf("volumes %+v, mounts %+v; want an emptyDir on /tmp", pod.Volumes, c.VolumeMounts)
+	}
+	if pod.ServiceAccountName != "qc-quota-console" {
+		t.Errorf("service account %q", pod.ServiceAccountName)
+	}
+
+	pdb := typed[struct {
+		Spec struct {
+			MinAvailable int `json:"minAvailable"`
+		} `json:"spec"`
+	}](t, objs, "PodDisruptionBudget")
+	if pdb.Spec.MinAvailable != 1 {
+		t.Errorf("PodDisruptionBudget minAvailable %d, want 1", pdb.Spec.MinAvailable)
+	}
+	svc := typed[corev1.Service](t, objs, "Service")
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.StrVal != "http" ||
+		!cmp.Equal(svc.Spec.Selector, selector) {
+		t.Errorf("service %+v", svc.Spec)
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func TestChartEverythingOn(t *testing.T) {
+	objs := render(t, "quota-console", "--values", everythingOn)
+	want := []string{
+		"Deployment/qc-quota-console", "Ingress/qc-quota-console", "NetworkPolicy/qc-quota-console",
+		"PersistentVolumeClaim/qc-quota-console-history", "PodDisruptionBudget/qc-quota-console",
+		"Secret/qc-quota-console-session-key", "Service/qc-quota-console", "ServiceAccount/qc-quota-console",
+		"ServiceMonitor/qc-quota-console",
+	}
+	if diff := cmp.Diff(want, kinds(objs)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	d := typed[appsv1.Deployment](t, objs, "Deployment")
+	c := d.Spec.Template.Spec.Containers[0]
+	wantArgs := []string{
+		"--listen=0.0.0.0:9090", "--log-level=debug", "--log-format=text", "--auth=proxy",
+		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cohort=research",
+		"--auth-proxy-user-header=X-Auth-Request-User", "--auth-proxy-groups-header=X-Auth-Request-Groups",
+		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
+		"--secure-cookies", "--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console",
+		"--leader-election-lease=quota-console-leader", "--history-store=sqlite",
+		"--history-path=/var/lib/quota-console/history.db", "--some-future-flag=1",
+	}
+	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if c.Image != "registry.example.com/team/quota-console@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
+		t.Errorf("image %q, want pinned by digest", c.Image)
+	}
+	if c.Ports[0].ContainerPort != 9090 {
+		t.Errorf("container port %d, want the port of listen", c.Ports[0].ContainerPort)
+	}
+	// Each file a flag names is mounted from where the values say.
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	sources := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			sources[v.Name] = "secret " + v.Secret.SecretName + " " + v.Secret.Items[0].Key
+		case v.PersistentVolumeClaim != nil:
+			sources[v.Name] = "claim " + v.PersistentVolumeClaim.ClaimName
+		case v.EmptyDir != nil:
+			sources[v.Name] = "emptyDir"
+		}
+	}
+	wantMounts := map[string]string{
+		"tmp": "/tmp", "proxy-secret": "/etc/quota-console/proxy-secret",
+		"session-key": "/etc/quota-console/session-key", "history": "/var/lib/quota-console",
+	}
+	wantSources := map[string]string{
+		"tmp": "emptyDir", "proxy-secret": "secret proxy-shared-secret shared",
+		"session-key": "secret qc-quota-console-session-key key", "history": "claim qc-quota-console-history",
+	}
+	if diff := cmp.Diff(wantMounts, mounts); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSources, sources); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
+	}
+	key := typed[corev1.Secret](t, objs, "Secret")
+	if len(key.Data["key"]) != 32 {
+		t.Errorf("session key of %d bytes, want 32", len(key.Data["key"]))
+	}
+}
+
+// Values map to flags, each only when set; those the console has not got
+// yet never appear unless asked for.
+func TestChartArgs(t *testing.T) {
+	base := []string{"--listen=:8080", "--log-level=info", "--log-format=json"}
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want []string
+	}{
+		{"token with audience", []string{"auth.token.audience=quota-console"},
+			append(base, "--auth=token", "--auth-token-audience=quota-console")},
+		{"proxy sidecar: default CIDRs, no secret", []string{"auth.mode=proxy"},
+			append(base, "--auth=proxy", "--auth-proxy-user-header=X-Forwarded-User",
+				"--auth-proxy-groups-header=X-Forwarded-Groups", "--auth-proxy-cidrs=127.0.0.1/32,::1/128")},
+		{"proxy trusted by secret only", []string{"auth.mode=proxy", "auth.proxy.cidrs=null", "auth.proxy.secret.existingSecret=s"},
+			append(base, "--auth=proxy", "--auth-proxy-user-header=X-Forwarded-User",
+				"--auth-proxy-groups-header=X-Forwarded-Groups", "--auth-proxy-cidrs=",
+				"--auth-proxy-secret-file=/etc/quota-console/proxy-secret/secret")},
+		{"postgres history", []string{"history.store=postgres", "history.postgres.existingSecret=history-db"},
+			append(base, "--auth=token", "--history-store=postgres", "--history-dsn-file=/etc/quota-console/history/dsn")},
+		{"sqlite history on an emptyDir", []string{"history.store=sqlite", "history.sqlite.path=/data/h.db"},
+			append(base, "--auth=token", "--history-store=sqlite", "--history-path=/data/h.db")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			d := typed[appsv1.Deployment](t, render(t, "qc", args...), "Deployment")
+			if diff := cmp.Diff(tc.want, d.Spec.Template.Spec.Containers[0].Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A wrong value fails helm template (and so install and upgrade) with a
+// message that names it.
+func TestChartRejectsWrongValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want []string // all in the error
+	}{
+		{"replicas below 1", []string{"replicas=0"}, []string{"replicas", "minimum"}},
+		{"replicas not a number", []string{"replicas=two"}, []string{"replicas", "integer"}},
+		{"auth mode none", []string{"auth.mode=none"}, []string{"auth", "mode", "token", "proxy"}},
+		{"unknown auth mode", []string{"auth.mode=ldap"}, []string{"auth", "mode"}},
+		{"bad log level", []string{"logLevel=verbose"}, []string{"logLevel", "debug"}},
+		{"bad log format", []string{"logFormat=xml"}, []string{"logFormat"}},
+		{"misspelled value", []string{"replica=3"}, []string{"replica"}},
+		{"listen without a port", []string{"listen=0.0.0.0"}, []string{"listen"}},
+		{"history store unknown", []string{"history.store=mysql"}, []string{"history", "store"}},
+		{"bad image digest", []string{"image.digest=latest"}, []string{"digest"}},
+		{"secure cookies not a boolean", []string{"secureCookies=maybe"}, []string{"secureCookies", "boolean"}},
+		{"proxy trusting nobody", []string{"auth.mode=proxy", "auth.proxy.cidrs=null"},
+			[]string{"auth.mode proxy needs auth.proxy.cidrs or auth.proxy.secret.existingSecret"}},
+		{"audience without token mode", []string{"auth.mode=proxy", "auth.token.audience=x"},
+			[]string{"auth.token.audience is only used with auth.mode token"}},
+		{"postgres without its Secret", []string{"history.store=postgres"},
+			[]string{"history.store postgres needs history.postgres.existingSecret"}},
+		{"sqlite claim shared by replicas", []string{"history.store=sqlite", "history.sqlite.persistence.enabled=true"},
+			[]string{"ReadWriteMany"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", "qc", chartDir}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			_, err := runHelm(t, args...)
+			if err == nil {
+				t.Fatalf("helm template accepted %v", tc.set)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// testCluster is the sandbox's apiserver with clients for the chart's objects.
+type testCluster struct {
+	kubeconfig string
+	cfg        *rest.Config
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	mapper     *restmapper.DeferredDiscoveryRESTMapper
+	warnings   *warningRecorder
+}
+
+// warningRecorder keeps the apiserver's warnings (PodSecurity's among them).
+type warningRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+func cluster(t *testing.T) *testCluster {
+	t.Helper()
+	env := sandboxtest.Env(t)
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{kubeconfig: env.Kubeconfig, warnings: &warningRecorder{}}
+	c.cfg = rest.CopyConfig(cfg)
+	c.cfg.WarningHandler = c.warnings
+	c.kube = kubernetes.NewForConfigOrDie(c.cfg)
+	c.dyn = dynamic.NewForConfigOrDie(c.cfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(c.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return c
+}
+
+// namespace creates a fresh namespace that enforces the restricted Pod
+// Security level, and deletes it when the test ends.
+func (c *testCluster) namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	name := prefix + "-" + rand.String(5)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}}}
+	if _, err := c.kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+func (c *testCluster) resource(t *testing.T, obj *unstructured.Unstructured) dynamic.ResourceInterface {
+	t.Helper()
+	gvk := obj.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
+	}
+	if m.Scope.Name() == apimeta.RESTScopeNameNamespace {
+		return c.dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+	}
+	return c.dyn.Resource(m.Resource)
+}
+
+// ensureServiceMonitorCRD installs the minimal ServiceMonitor CRD copy when
+// the cluster has none, and removes it afterwards.
+func (c *testCluster) ensureServiceMonitorCRD(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile("testdata/servicemonitor-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := decode(t, string(data))[0]
+	crds := c.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{}); err == nil {
+		return // a real Prometheus Operator's, or another run's
+	}
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		c.mapper.Reset()
+		_, err := c.mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}, "v1")
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the ServiceMonitor CRD was not served: %v", err)
+	}
+}
+
+// Every rendered object, with default values and with every optional part on,
+// passes the apiserver's validation: a server-side apply, dry run, with strict
+// field validation (a misspelled field fails), in a namespace that enforces
+// restricted Pod Security (which warns about a Deployment that would break it).
+func TestChartPassesServerDryRun(t *testing.T) {
+	c := cluster(t)
+	c.ensureServiceMonitorCRD(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"defaults", nil}, {"everything on", []string{"--values", everythingOn}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := c.namespace(t, "qc-dryrun")
+			objs := render(t, ns, tc.args...)
+			for _, obj := range objs {
+				data, err := json.Marshal(obj.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				force := true
+				_, err = c.resource(t, obj).Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+					FieldManager: "quota-console-chart-test", Force: &force, FieldValidation: "Strict", DryRun: []string{metav1.DryRunAll},
+				})
+				if err != nil {
+					t.Errorf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+				}
+				if w := c.warnings.take(); len(w) > 0 {
+					t.Errorf("%s %s: apiserver warnings: %q", obj.GetKind(), obj.GetName(), w)
+				}
+			}
+			if len(objs) < 4 {
+				t.Errorf("only %d objects rendered", len(objs))
+			}
+		})
+	}
+}
+
+// helm install, upgrade and uninstall against the sandbox. KWOK nodes run
+// the pods (no container starts), which is enough to see the restricted
+// namespace admit them and the Deployment carry each change.
+func TestChartInstallUpgradeUninstall(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	ns := c.namespace(t, "qc-helm")
+	common := []string{"--kubeconfig", c.kubeconfig, "--namespace", ns, "--timeout", "2m"}
+	if out, err := runHelm(t, append([]string{"install", "qc", chartDir, "--set", "sessionKey.enabled=true"}, common...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = runHelm(t, append([]string{"uninstall", "qc", "--ignore-not-found"}, common...)...) })
+
+	name := "qc-quota-console"
+	d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *d.Spec.Replicas != 2 || !contains(d.Spec.Template.Spec.Containers[0].Args, "--log-level=info") {
+		t.Errorf("installed Deployment: replicas %d, args %q", *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Args)
+	}
+	for _, get := range []func() error{
+		func() error { _, err := c.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); return err },
+		func() error {
+			_, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+			return err
+		},
+	} {
+		if err := get(); err != nil {
+			t.Error(err)
+		}
+	}
+	key, err := c.kube.CoreV1().Secrets(ns).Get(ctx, name+"-session-key", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(key.Data["key"]) != 32 {
+		t.Errorf("session key of %d bytes, want 32", len(key.Data["key"]))
+	}
+	// The restricted namespace admits the pods (a breach of the level would
+	// leave the ReplicaSet failing to create them).
+	waitForPods(t, c, ns, 2)
+
+	if out, err := runHelm(t, append([]string{"upgrade", "qc", chartDir, "--reuse-values", "--set", "logLevel=debug", "--set", "replicas=3",
+		"--set", "prometheus.url=http://prometheus.monitoring.svc:9090"}, common...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	d, err = c.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if *d.Spec.Replicas != 3 || !contains(args, "--log-level=debug") || contains(args, "--log-level=info") ||
+		!contains(args, "--prometheus-url=http://prometheus.monitoring.svc:9090") || !contains(args, "--session-key-file=/etc/quota-console/session-key/key") {
+		t.Errorf("upgraded Deployment: replicas %d, args %q", *d.Spec.Replicas, args)
+	}
+	keyAfter, err := c.kube.CoreV1().Secrets(ns).Get(ctx, name+"-session-key", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(key.Data["key"], keyAfter.Data["key"]) {
+		t.Error("the upgrade replaced the session key: everyone would be signed out")
+	}
+	waitForPods(t, c, ns, 3)
+
+	// A wrong value fails the upgrade and leaves the release as it was.
+	if _, err := runHelm(t, append([]string{"upgrade", "qc", chartDir, "--reuse-values", "--set", "replicas=0"}, common...)...); err == nil {
+		t.Error("helm upgrade accepted replicas=0")
+	}
+
+	if out, err := runHelm(t, append([]string{"uninstall", "qc", "--wait"}, common...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, obj := range []struct {
+		resource schema.GroupVersionResource
+		name     string
+	}{
+		{appsv1.SchemeGroupVersion.WithResource("deployments"), name},
+		{corev1.SchemeGroupVersion.WithResource("services"), name},
+		{corev1.SchemeGroupVersion.WithResource("serviceaccounts"), name},
+		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, name},
+		{corev1.SchemeGroupVersion.WithResource("secrets"), name + "-session-key"},
+	} {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			_, err := c.dyn.Resource(obj.resource).Namespace(ns).Get(ctx, obj.name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("%s %s still there after helm uninstall", obj.resource.Resource, obj.name)
+		}
+	}
+	releases, err := c.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+	if err != nil || len(releases.Items) != 0 {
+		t.Errorf("helm's release records after uninstall: %d (%v)", len(releases.Items), err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// waitForPods waits until the Deployment's pods number n and none was refused.
+func waitForPods(t *testing.T, c *testCluster, ns string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=qc"})
+		if err != nil {
+			return false, err
+		}
+		live := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				live++
+			}
+		}
+		last = fmt.Sprintf("%d pods", live)
+		return live == n, nil
+	})
+	if err != nil {
+		events, _ := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
+		var reasons []string
+		for _, e := range events.Items {
+			reasons = append(reasons, e.Message)
+		}
+		t.Fatalf("want %d pods of the release, have %s; refused: %q", n, last, reasons)
+	}
+}

@@ -1,0 +1,137 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "quota-console.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's objects' name: fullnameOverride, else <release>-<chart> unless the release already contains the chart's name. */}}
+{{- define "quota-console.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "quota-console.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "quota-console.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "quota-console.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "quota-console.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: quota-console
+{{- end }}
+
+{{- define "quota-console.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "quota-console.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The port of --listen (the part after the last colon). */}}
+{{- define "quota-console.port" -}}
+{{- .Values.listen | splitList ":" | last | int }}
+{{- end }}
+
+{{- define "quota-console.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{- define "quota-console.sessionKeySecret" -}}
+{{- default (printf "%s-session-key" (include "quota-console.fullname" .)) .Values.sessionKey.existingSecret }}
+{{- end }}
+
+{{- define "quota-console.historyClaim" -}}
+{{- default (printf "%s-history" (include "quota-console.fullname" .)) .Values.history.sqlite.persistence.existingClaim }}
+{{- end }}
+
+{{/* Where mounted files live in the container. */}}
+{{- define "quota-console.proxySecretFile" -}}/etc/quota-console/proxy-secret/{{ .Values.auth.proxy.secret.key }}{{- end }}
+{{- define "quota-console.sessionKeyFile" -}}/etc/quota-console/session-key/key{{- end }}
+{{- define "quota-console.historyDSNFile" -}}/etc/quota-console/history/{{ .Values.history.postgres.key }}{{- end }}
+
+{{/*
+The console's command line: every value that is set becomes its flag, and
+flags the console does not have yet are passed only when their value is set.
+*/}}
+{{- define "quota-console.args" -}}
+- {{ printf "--listen=%s" .Values.listen | quote }}
+- {{ printf "--log-level=%s" .Values.logLevel | quote }}
+- {{ printf "--log-format=%s" .Values.logFormat | quote }}
+- {{ printf "--auth=%s" .Values.auth.mode | quote }}
+{{- with .Values.prometheus.url }}
+- {{ printf "--prometheus-url=%s" . | quote }}
+{{- end }}
+{{- with .Values.namespacePrefix }}
+- {{ printf "--namespace-prefix=%s" . | quote }}
+{{- end }}
+{{- with .Values.cohort }}
+- {{ printf "--cohort=%s" . | quote }}
+{{- end }}
+{{- if eq .Values.auth.mode "proxy" }}
+- {{ printf "--auth-proxy-user-header=%s" .Values.auth.proxy.userHeader | quote }}
+- {{ printf "--auth-proxy-groups-header=%s" .Values.auth.proxy.groupsHeader | quote }}
+- {{ printf "--auth-proxy-cidrs=%s" (join "," .Values.auth.proxy.cidrs) | quote }}
+{{- if .Values.auth.proxy.secret.existingSecret }}
+- {{ printf "--auth-proxy-secret-file=%s" (include "quota-console.proxySecretFile" .) | quote }}
+{{- end }}
+{{- end }}
+{{- with .Values.auth.token.audience }}
+- {{ printf "--auth-token-audience=%s" . | quote }}
+{{- end }}
+{{- if .Values.secureCookies }}
+- "--secure-cookies"
+{{- end }}
+{{- if .Values.sessionKey.enabled }}
+- {{ printf "--session-key-file=%s" (include "quota-console.sessionKeyFile" .) | quote }}
+{{- end }}
+{{- with .Values.stateNamespace }}
+- {{ printf "--state-namespace=%s" . | quote }}
+{{- end }}
+{{- with .Values.leaderElection.lease }}
+- {{ printf "--leader-election-lease=%s" . | quote }}
+{{- end }}
+{{- if eq .Values.history.store "sqlite" }}
+- "--history-store=sqlite"
+- {{ printf "--history-path=%s" .Values.history.sqlite.path | quote }}
+{{- else if eq .Values.history.store "postgres" }}
+- "--history-store=postgres"
+- {{ printf "--history-dsn-file=%s" (include "quota-console.historyDSNFile" .) | quote }}
+{{- end }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Rules across values that the schema cannot state, each with its reason. */}}
+{{- define "quota-console.validate" -}}
+{{- if and .Values.auth.token.audience (ne .Values.auth.mode "token") }}
+{{- fail "auth.token.audience is only used with auth.mode token" }}
+{{- end }}
+{{- if and .Values.auth.proxy.secret.existingSecret (ne .Values.auth.mode "proxy") }}
+{{- fail "auth.proxy.secret.existingSecret is only used with auth.mode proxy" }}
+{{- end }}
+{{- if and (eq .Values.auth.mode "proxy") (not .Values.auth.proxy.cidrs) (not .Values.auth.proxy.secret.existingSecret) }}
+{{- fail "auth.mode proxy needs auth.proxy.cidrs or auth.proxy.secret.existingSecret: otherwise no request is trusted" }}
+{{- end }}
+{{- if and (eq .Values.history.store "postgres") (not .Values.history.postgres.existingSecret) }}
+{{- fail "history.store postgres needs history.postgres.existingSecret, a Secret with the DSN" }}
+{{- end }}
+{{- if and (eq .Values.history.store "sqlite") .Values.history.sqlite.persistence.enabled (gt (int .Values.replicas) 1) (not (has "ReadWriteMany" .Values.history.sqlite.persistence.accessModes)) }}
+{{- fail "history.sqlite.persistence with more than one replica needs a ReadWriteMany volume (or use history.store postgres)" }}
+{{- end }}
+{{- end }}

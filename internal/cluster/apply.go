@@ -1,0 +1,417 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/openquota/console/internal/domain"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+)
+
+// Audit annotations on every object the console writes: who created it and
+// when (set once), and who last changed it through the console and when
+// (set only when an apply changes the object, so re-applying the same
+// allocation leaves the object untouched).
+const (
+	CreatedByAnnotation = "quota-console.openquota.dev/created-by"
+	CreatedAtAnnotation = "quota-console.openquota.dev/created-at"
+	ChangedByAnnotation = "quota-console.openquota.dev/changed-by"
+	ChangedAtAnnotation = "quota-console.openquota.dev/changed-at"
+	// SystemActor is who changes are attributed to when the context names no user.
+	SystemActor = "quota-console"
+	// UnknownCreator is the created-by of objects that existed before the
+	// console recorded creators; their created-at is their creationTimestamp.
+	UnknownCreator = "unknown"
+)
+
+// Applier is the one path by which the console writes to the cluster:
+// server-side apply with the console's field manager. Applying the same
+// objects again after any failure converges on the same result. Every write
+// carries audit annotations, and every change of a team or of the policy is
+// recorded as a revision (see history.go) and announced as a Kubernetes Event.
+type Applier struct {
+	Kube  kubernetes.Interface
+	Kueue kueueclient.Interface
+	// Records writes what the console records itself, with its own identity:
+	// revision histories and Events. nil means Kube.
+	Records kubernetes.Interface
+	// Log receives failures that do not fail a change (Events are best
+	// effort); nil discards them.
+	Log *slog.Logger
+	// Now is the clock of audit annotations and revisions; nil means time.Now.
+	Now func() time.Time
+}
+
+func applyOptions() metav1.ApplyOptions {
+	// Force: the console owns the fields it manages; a hand edit of them is
+	// drift that the next save corrects.
+	return metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}
+}
+
+func (a Applier) records() kubernetes.Interface {
+	if a.Records != nil {
+		return a.Records
+	}
+	return a.Kube
+}
+
+// As returns an Applier that changes the cluster with the given clients (a
+// user's, by impersonation) and records revisions and Events with a's own.
+func (a Applier) As(kube kubernetes.Interface, kq kueueclient.Interface) Applier {
+	a.Records = a.records()
+	a.Kube, a.Kueue = kube, kq
+	return a
+}
+
+func (a Applier) log() *slog.Logger {
+	if a.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return a.Log
+}
+
+// change is one apply run: who, when, and whether it changed anything.
+type change struct {
+	by      string
+	at      time.Time
+	changed bool
+}
+
+func (a Applier) begin(ctx context.Context) *change {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	by := ActorFrom(ctx)
+	if by == "" {
+		by = SystemActor
+	}
+	return &change{by: by, at: now().UTC().Truncate(time.Second)}
+}
+
+func (c *change) stamp() string { return c.at.Format(time.RFC3339) }
+
+// annotations are the audit annotations of an object: live is the object as
+// it is (nil when it does not exist yet); changing says whether this write
+// changes it (else the last change's who and when stay).
+func (c *change) annotations(live metav1.Object, changing bool) map[string]string {
+	m := map[string]string{
+		CreatedByAnnotation: c.by, CreatedAtAnnotation: c.stamp(),
+		ChangedByAnnotation: c.by, ChangedAtAnnotation: c.stamp(),
+	}
+	if live == nil || reflect.ValueOf(live).IsNil() {
+		return m
+	}
+	old := live.GetAnnotations()
+	m[CreatedByAnnotation], m[CreatedAtAnnotation] = UnknownCreator, live.GetCreationTimestamp().UTC().Format(time.RFC3339)
+	if v := old[CreatedByAnnotation]; v != "" {
+		m[CreatedByAnnotation] = v
+	}
+	if v := old[CreatedAtAnnotation]; v != "" {
+		m[CreatedAtAnnotation] = v
+	}
+	if !changing && old[ChangedByAnnotation] != "" && old[ChangedAtAnnotation] != "" {
+		m[ChangedByAnnotation], m[ChangedAtAnnotation] = old[ChangedByAnnotation], old[ChangedAtAnnotation]
+	}
+	return m
+}
+
+// object is a typed Kubernetes object as the clientsets return it.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// annotatable is an apply configuration (a pointer) that takes annotations.
+type annotatable[AC any] interface {
+	WithAnnotations(map[string]string) AC
+}
+
+// written is what one audited apply found and did.
+type written[T object] struct {
+	before  T // the object before the apply; nil when it did not exist
+	after   T
+	changed bool
+}
+
+func (w written[T]) existed() bool { return !reflect.ValueOf(w.before).IsNil() }
+
+// applyAudited applies desired with audit annotations. It reads the object
+// first: absent, it is created with all four annotations; present, a dry run
+// with the last change's annotations tells whether the apply would change
+// anything, and only then is it written, as changed now by c's user. desired
+// itself is not modified.
+func applyAudited[T object, AC annotatable[AC]](ctx context.Context, c *change, desired AC, name string,
+	get func(context.Context, string, metav1.GetOptions) (T, error),
+	apply func(context.Context, AC, metav1.ApplyOptions) (T, error),
+) (written[T], error) {
+	var w written[T]
+	live, err := get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return w, err
+	default:
+		w.before = live
+		dry := metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+		keep, err := withAudit(desired, c.annotations(live, false))
+		if err != nil {
+			return w, err
+		}
+		would, err := apply(ctx, keep, dry)
+		if err != nil {
+			return w, err
+		}
+		if sameObject(live, would) {
+			w.after = live
+			return w, nil
+		}
+	}
+	ac, err := withAudit(desired, c.annotations(w.before, true))
+	if err != nil {
+		return w, err
+	}
+	if w.after, err = apply(ctx, ac, applyOptions()); err != nil {
+		return w, err
+	}
+	w.changed, c.changed = true, true
+	return w, nil
+}
+
+// withAudit is a copy of an apply configuration with the audit annotations added.
+func withAudit[AC annotatable[AC]](ac AC, annotations map[string]string) (AC, error) {
+	var out AC
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return out, err
+	}
+	return out.WithAnnotations(annotations), nil
+}
+
+// sameObject reports whether two versions of an object differ in more than
+// bookkeeping (resource version, managed fields) and status.
+func sameObject[T object](a, b T) bool {
+	clean := func(o T) runtime.Object {
+		c := o.DeepCopyObject()
+		m := c.(metav1.Object)
+		m.SetResourceVersion("")
+		m.SetManagedFields(nil)
+		m.SetGeneration(0)
+		if s := reflect.ValueOf(c).Elem().FieldByName("Status"); s.IsValid() && s.CanSet() {
+			s.SetZero()
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(clean(a), clean(b))
+}
+
+// ErrNotManaged is a team the console does not manage (there is no such
+// ClusterQueue, or it is not the console's).
+var ErrNotManaged = errors.New("not a team managed by this console")
+
+// StoredTeam reads a team's ClusterQueue and the allocation stored on it
+// from the apiserver, not the cache: the version a conflict check compares
+// with.
+func (a Applier) StoredTeam(ctx context.Context, s domain.Settings, team string) (*kueuev1beta2.ClusterQueue, domain.Team, error) {
+	cq, err := a.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, domain.Team{}, ErrNotManaged
+	}
+	if err != nil {
+		return nil, domain.Team{}, err
+	}
+	stored, ok := domain.TeamFromClusterQueue(cq)
+	if !ok {
+		return nil, domain.Team{}, ErrNotManaged
+	}
+	return cq, stored, nil
+}
+
+// CheckTeam asks the apiserver, with Kueue's webhooks, to validate the team's
+// ClusterQueue and flavors without writing anything (a dry run), so that a
+// rejected allocation leaves nothing half-written.
+func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
+	opts := applyOptions()
+	opts.DryRun = []string{metav1.DryRunAll}
+	for _, rf := range objs.Flavors {
+		if _, err := a.Kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, rf, opts); err != nil {
+			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
+		}
+	}
+	if _, err := a.Kueue.KueueV1beta2().ClusterQueues().Apply(ctx, objs.ClusterQueue, opts); err != nil {
+		return fmt.Errorf("cluster queue %s: %w", *objs.ClusterQueue.Name, err)
+	}
+	return nil
+}
+
+// ApplyTeam writes a team's objects in dependency order, then records the
+// change as a revision of the team's history and announces it with an Event
+// on the ClusterQueue. A failure at any point leaves what was written in
+// place; applying the same objects again finishes the job, including the
+// revision. Re-applying an unchanged team writes nothing.
+func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
+	c := a.begin(ctx)
+	namespaces := a.Kube.CoreV1().Namespaces()
+	if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
+		return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
+	}
+	flavors := a.Kueue.KueueV1beta2().ResourceFlavors()
+	for _, rf := range objs.Flavors {
+		if _, err := applyAudited(ctx, c, rf, *rf.Name, flavors.Get, flavors.Apply); err != nil {
+			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
+		}
+	}
+	cqs := a.Kueue.KueueV1beta2().ClusterQueues()
+	cq, err := applyAudited(ctx, c, objs.ClusterQueue, *objs.ClusterQueue.Name, cqs.Get, cqs.Apply)
+	if err != nil {
+		return fmt.Errorf("cluster queue %s: %w", *objs.ClusterQueue.Name, err)
+	}
+	lqs := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace)
+	if _, err := applyAudited(ctx, c, objs.LocalQueue, *objs.LocalQueue.Name, lqs.Get, lqs.Apply); err != nil {
+		return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
+	}
+	if objs.Members != nil {
+		bindings := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace)
+		if _, err := applyAudited(ctx, c, objs.Members, *objs.Members.Name, bindings.Get, bindings.Apply); err != nil {
+			return fmt.Errorf("role binding %s: %w", *objs.Members.Name, err)
+		}
+	}
+	return a.recordTeam(ctx, c, objs, cq)
+}
+
+// CheckPolicy dry-runs a policy's priority classes and cohort: the
+// apiserver (and Kueue's webhooks) judge them without anything written.
+func (a Applier) CheckPolicy(ctx context.Context, s domain.Settings, p domain.Policy) error {
+	opts := applyOptions()
+	opts.DryRun = []string{metav1.DryRunAll}
+	for _, wpc := range domain.BuildPriorityClasses(s, p) {
+		if _, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Apply(ctx, wpc, opts); err != nil {
+			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
+		}
+	}
+	cohort, err := domain.BuildCohort(s, p)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Kueue.KueueV1beta2().Cohorts().Apply(ctx, cohort, opts); err != nil {
+		return fmt.Errorf("cohort %s: %w", s.Cohort, err)
+	}
+	return nil
+}
+
+// CheckDeleteTeam dry-runs the deletion of a team's objects.
+func (a Applier) CheckDeleteTeam(ctx context.Context, s domain.Settings, team string) error {
+	return a.deleteTeam(ctx, s, team, []string{metav1.DryRunAll})
+}
+
+// DeleteTeam removes what the console created for a team: its LocalQueue,
+// ClusterQueue and namespace (with the team's jobs and member binding), and
+// its revision history. Shared ResourceFlavors stay. Deleting what is
+// already gone is not an error, so a retry after a failure finishes the job.
+func (a Applier) DeleteTeam(ctx context.Context, s domain.Settings, team string) error {
+	if err := a.deleteTeam(ctx, s, team, nil); err != nil {
+		return err
+	}
+	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
+		return fmt.Errorf("revision history: %w", err)
+	}
+	return nil
+}
+
+func ignoreMissing(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (a Applier) deleteTeam(ctx context.Context, s domain.Settings, team string, dryRun []string) error {
+	background := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dryRun}
+	if err := ignoreMissing(a.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Delete(ctx, s.LocalQueue(team), opts)); err != nil {
+		return fmt.Errorf("local queue: %w", err)
+	}
+	if err := ignoreMissing(a.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, s.ClusterQueue(team), opts)); err != nil {
+		return fmt.Errorf("cluster queue: %w", err)
+	}
+	if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	return nil
+}
+
+func (a Applier) applyPriorityClasses(ctx context.Context, c *change, s domain.Settings, p domain.Policy) error {
+	wpcs := a.Kueue.KueueV1beta2().WorkloadPriorityClasses()
+	for _, wpc := range domain.BuildPriorityClasses(s, p) {
+		if _, err := applyAudited(ctx, c, wpc, *wpc.Name, wpcs.Get, wpcs.Apply); err != nil {
+			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
+		}
+	}
+	return nil
+}
+
+// ApplyPolicy writes the priority classes, removes the classes of this
+// policy (Settings.OwnsPriorityClass) that it no longer lists, records the
+// policy on the cohort, then records the change
+// as a revision of the policy history and announces it with an Event on the
+// cohort. Every step is idempotent, so a retry after a failure converges.
+func (a Applier) ApplyPolicy(ctx context.Context, s domain.Settings, p domain.Policy) error {
+	c := a.begin(ctx)
+	if err := a.applyPriorityClasses(ctx, c, s, p); err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, pc := range p.Classes {
+		keep[pc.Name] = true
+	}
+	managed, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{LabelSelector: domain.ManagedByLabel + "=" + domain.ManagedByValue})
+	if err != nil {
+		return fmt.Errorf("priority classes: %w", err)
+	}
+	for _, wpc := range managed.Items {
+		if keep[wpc.Name] || !s.OwnsPriorityClass(&wpc) {
+			continue
+		}
+		err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, wpc.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing priority class %s: %w", wpc.Name, err)
+		}
+		c.changed = c.changed || err == nil
+	}
+	cohort, err := domain.BuildCohort(s, p)
+	if err != nil {
+		return err
+	}
+	cohorts := a.Kueue.KueueV1beta2().Cohorts()
+	cw, err := applyAudited(ctx, c, cohort, s.Cohort, cohorts.Get, cohorts.Apply)
+	if err != nil {
+		return fmt.Errorf("cohort %s: %w", s.Cohort, err)
+	}
+	return a.recordPolicy(ctx, c, s, p, cw)
+}
+
+// createStateNamespace creates the console's own namespace, where it keeps
+// the revision histories.
+func createStateNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue}}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: domain.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
+	kueuelisters "sigs.k8s.io/kueue/client-go/listers/kueue/v1beta2"
+)
+
+// RequiredKueue names the Kueue releases whose API the console speaks.
+const RequiredKueue = "Kueue v0.15 or newer (kueue.x-k8s.io/v1beta2; tested with v0.19.2)"
+
+// Cache keeps the objects the console reads in memory, current through
+// informers: pages never LIST from the apiserver.
+type Cache struct {
+	Nodes                   corelisters.NodeLister
+	ClusterQueues           kueuelisters.ClusterQueueLister
+	LocalQueues             kueuelisters.LocalQueueLister
+	Workloads               kueuelisters.WorkloadLister
+	ResourceFlavors         kueuelisters.ResourceFlavorLister
+	WorkloadPriorityClasses kueuelisters.WorkloadPriorityClassLister
+	Cohorts                 kueuelisters.CohortLister
+
+	kube   kubernetes.Interface
+	kueue  kueueclient.Interface
+	log    *slog.Logger
+	core   informers.SharedInformerFactory
+	queues kueueinformers.SharedInformerFactory
+
+	kueueFound  atomic.Bool
+	kueueSynced atomic.Bool
+	coreSynced  atomic.Bool
+	lastAnswer  atomic.Int64 // unix nanos of the apiserver's last answer to a health probe
+	unreachable atomic.Bool
+
+	mu        sync.Mutex
+	listeners []func(kind string)
+}
+
+// NewCache wires informers; Start runs them.
+func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, log *slog.Logger) *Cache {
+	c := &Cache{kube: kube, kueue: kq, log: log}
+	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
+	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(stripObject))
+	c.Nodes = c.core.Core().V1().Nodes().Lister()
+	v := c.queues.Kueue().V1beta2()
+	c.ClusterQueues = v.ClusterQueues().Lister()
+	c.LocalQueues = v.LocalQueues().Lister()
+	c.Workloads = v.Workloads().Lister()
+	c.ResourceFlavors = v.ResourceFlavors().Lister()
+	c.WorkloadPriorityClasses = v.WorkloadPriorityClasses().Lister()
+	c.Cohorts = v.Cohorts().Lister()
+	c.watch("Node", c.core.Core().V1().Nodes().Informer())
+	c.watch("ClusterQueue", v.ClusterQueues().Informer())
+	c.watch("LocalQueue", v.LocalQueues().Informer())
+	c.watch("Workload", v.Workloads().Informer())
+	c.watch("ResourceFlavor", v.ResourceFlavors().Informer())
+	c.watch("WorkloadPriorityClass", v.WorkloadPriorityClasses().Informer())
+	c.watch("Cohort", v.Cohorts().Informer())
+	return c
+}
+
+// OnChange registers fn to run (on an informer goroutine: keep it short) after
+// every add, update or delete of a watched object.
+func (c *Cache) OnChange(fn func(kind string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listeners = append(c.listeners, fn)
+}
+
+func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
+	notify := func() {
+		c.mu.Lock()
+		ls := c.listeners
+		c.mu.Unlock()
+		for _, fn := range ls {
+			fn(kind)
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	})
+}
+
+// Start runs the informers until ctx ends. Kueue's informers start once its
+// v1beta2 API is served; until then Ready explains it and the pages say so.
+func (c *Cache) Start(ctx context.Context) {
+	c.lastAnswer.Store(time.Now().UnixNano())
+	go c.probe(ctx)
+	c.core.Start(ctx.Done())
+	go func() {
+		c.coreSynced.Store(allSynced(c.core.WaitForCacheSync(ctx.Done())))
+	}()
+	go func() {
+		for {
+			found, err := c.kueueServed()
+			if err != nil {
+				c.log.Warn("checking for the Kueue API", "err", err)
+			}
+			if found {
+				c.kueueFound.Store(true)
+				c.queues.Start(ctx.Done())
+				c.kueueSynced.Store(allSynced(c.queues.WaitForCacheSync(ctx.Done())))
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(15 * time.Second):
+			}
+		}
+	}()
+}
+
+func allSynced[K comparable](synced map[K]bool) bool {
+	all := len(synced) > 0
+	for _, ok := range synced {
+		all = all && ok
+	}
+	return all
+}
+
+// probe asks the apiserver's /readyz every few seconds, so pages can say when
+// the data they show stopped being live.
+func (c *Cache) probe(ctx context.Context) {
+	rc := c.kube.Discovery().RESTClient()
+	if rc == nil {
+		return // a fake clientset in tests: nothing to probe
+	}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := rc.Get().AbsPath("/readyz").Do(pctx).Error()
+		cancel()
+		if err == nil {
+			c.lastAnswer.Store(time.Now().UnixNano())
+			c.unreachable.Store(false)
+		} else if ctx.Err() == nil {
+			if !c.unreachable.Swap(true) {
+				c.log.Warn("the apiserver does not answer", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// Reachable reports whether the apiserver answered the last probe, and when
+// it last answered.
+func (c *Cache) Reachable() (bool, time.Time) {
+	return !c.unreachable.Load(), time.Unix(0, c.lastAnswer.Load())
+}
+
+func (c *Cache) kueueServed() (bool, error) {
+	_, err := c.kube.Discovery().ServerResourcesForGroupVersion(kueuev1beta2.SchemeGroupVersion.String())
+	if err == nil {
+		return true, nil
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// Synced reports whether every informer has its initial list.
+func (c *Cache) Synced() bool { return c.coreSynced.Load() && c.kueueSynced.Load() }
+
+// Ready explains what is missing before the console can serve live data.
+func (c *Cache) Ready() error {
+	switch {
+	case !c.coreSynced.Load():
+		return fmt.Errorf("node informer not synced")
+	case !c.kueueFound.Load():
+		return fmt.Errorf("the cluster does not serve the Kueue API: install %s", RequiredKueue)
+	case !c.kueueSynced.Load():
+		return fmt.Errorf("kueue informers not synced")
+	}
+	return nil
+}
+
+// stripObject drops what the console never reads before objects enter the
+// cache: managed fields everywhere, and pod templates of Workloads except each
+// container's resources. At 50 000 Workloads this is most of the memory.
+func stripObject(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a != nil {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		}
+	}
+	if wl, ok := obj.(*kueuev1beta2.Workload); ok {
+		for i := range wl.Spec.PodSets {
+			spec := &wl.Spec.PodSets[i].Template.Spec
+			*spec = corev1.PodSpec{
+				Containers:     resourcesOnly(spec.Containers),
+				InitContainers: resourcesOnly(spec.InitContainers),
+				Overhead:       spec.Overhead,
+			}
+			wl.Spec.PodSets[i].Template.Labels = nil
+			wl.Spec.PodSets[i].Template.Annotations = nil
+		}
+	}
+	return obj, nil
+}
+
+func resourcesOnly(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// TeamDrift compares a stored team with its live objects in the cache (no
+// apiserver request). ok is false when the console manages no such team.
+func (c *Cache) TeamDrift(s domain.Settings, team string, shapes domain.ShapeLookup) (rep domain.DriftReport, ok bool, err error) {
+	cq, stored, ok := c.Team(s, team)
+	if !ok {
+		return domain.DriftReport{}, false, nil
+	}
+	objs, err := domain.BuildTeam(s, stored, shapes)
+	if err != nil {
+		return domain.DriftReport{}, true, err
+	}
+	live := domain.TeamLive{ClusterQueue: cq, Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
+	if lq, err := c.LocalQueues.LocalQueues(s.Namespace(team)).Get(s.LocalQueue(team)); err == nil {
+		live.LocalQueue = lq
+	} else if !apierrors.IsNotFound(err) {
+		return domain.DriftReport{}, true, err
+	}
+	for _, rf := range objs.Flavors {
+		if got, err := c.ResourceFlavors.Get(*rf.Name); err == nil {
+			live.Flavors[*rf.Name] = got
+		} else if !apierrors.IsNotFound(err) {
+			return domain.DriftReport{}, true, err
+		}
+	}
+	diffs, err := domain.DriftOf(objs, live)
+	if err != nil {
+		return domain.DriftReport{}, true, err
+	}
+	return domain.DriftReport{Team: stored, Live: live, Differences: diffs}, true, nil
+}
+
+// DriftedTeams names the managed teams whose objects were changed by hand,
+// for a "drifted" badge on the teams list.
+func (c *Cache) DriftedTeams(s domain.Settings, shapes domain.ShapeLookup) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range c.Teams(s) {
+		r, ok, err := c.TeamDrift(s, t.Name, shapes)
+		if !ok || err != nil {
+			continue // e.g. an instance type no longer known: the team page says so
+		}
+		if r.Drifted() {
+			out[t.Name] = true
+		}
+	}
+	return out
+}
+
+// PolicyDrift compares a policy with the live priority classes in the cache.
+func (c *Cache) PolicyDrift(s domain.Settings, p domain.Policy) ([]domain.Drift, error) {
+	live, err := c.WorkloadPriorityClasses.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	return domain.PolicyDriftOf(s, p, live)
+}

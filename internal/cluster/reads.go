@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// What the pages and the write path read from the informers' caches, never
+// from the apiserver. A lister over an informer's cache cannot fail (it
+// errs only on a malformed selector), so these return no error.
+
+// Teams returns the teams this console manages (named with its settings'
+// prefix; not those being deleted), by name.
+func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
+	all, _ := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
+	var out []domain.StoredTeam
+	for _, cq := range all {
+		if cq.DeletionTimestamp != nil {
+			continue // being deleted: Kueue holds it until its workloads are gone
+		}
+		if t, ok := domain.TeamFromClusterQueue(cq); ok && cq.Name == s.ClusterQueue(t.Name) {
+			out = append(out, domain.StoredTeam{Team: t, ClusterQueue: cq})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Team returns a team this console manages; ok is false when there is none.
+func (c *Cache) Team(s domain.Settings, name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
+	cq, err := c.ClusterQueues.Get(s.ClusterQueue(name))
+	if err != nil {
+		return nil, domain.Team{}, false
+	}
+	team, ok := domain.TeamFromClusterQueue(cq)
+	return cq, team, ok
+}
+
+// Policy returns the stored cluster policy.
+func (c *Cache) Policy(s domain.Settings) domain.Policy {
+	classes, _ := c.WorkloadPriorityClasses.List(labels.Everything())
+	cohort, err := c.Cohorts.Get(s.Cohort)
+	if err != nil {
+		cohort = nil // none stored yet
+	}
+	return domain.ReadPolicy(cohort, classes)
+}
+
+// Fleet is the instance shapes (the catalog merged with the live nodes) and
+// how many instances of each type can take tasks.
+func (c *Cache) Fleet() (domain.ShapeLookup, map[string]int) {
+	nodes, _ := c.Nodes.List(labels.Everything())
+	return domain.LiveShapes(nodes)
+}
+
+// ConfigMapRef names a key of a ConfigMap.
+type ConfigMapRef struct{ Namespace, Name, Key string }
+
+// KueueFairSharing reads Kueue's own configuration (kept in a ConfigMap by
+// Kueue's installs) with the console's identity and says whether fair
+// sharing is on.
+func (a Applier) KueueFairSharing(ctx context.Context, ref ConfigMapRef) (bool, error) {
+	if ref.Name == "" {
+		return false, errors.New("no ConfigMap named for Kueue's configuration")
+	}
+	cm, err := a.records().CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	return domain.KueueFairSharing(cm.Data[ref.Key])
+}

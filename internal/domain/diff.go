@@ -1,0 +1,240 @@
+// This file states allocations and their changes in words, for revision
+// histories, Events and conflicts.
+
+package domain
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DiffTeams lists, in words, what changed from one allocation to the next:
+// e.g. "quota ml.p5.48xlarge GPUs 4 → 6", "borrow limit 50 % → 100 %",
+// "Enabled → Disabled". Nothing when they are the same.
+func DiffTeams(before, after Team) []string {
+	var out []string
+	if before.Enabled != after.Enabled {
+		out = append(out, enabledWord(before.Enabled)+" → "+enabledWord(after.Enabled))
+	}
+	if before.Description != after.Description {
+		out = append(out, fmt.Sprintf("description %s → %s", quoteOrNone(before.Description), quoteOrNone(after.Description)))
+	}
+	if before.FairShareWeight != after.FairShareWeight {
+		out = append(out, fmt.Sprintf("fair-share weight %d → %d", before.FairShareWeight, after.FairShareWeight))
+	}
+	if before.Preemption != after.Preemption {
+		out = append(out, fmt.Sprintf("preemption %s → %s", preemptionWord(before.Preemption), preemptionWord(after.Preemption)))
+	}
+	if before.Lending != after.Lending {
+		out = append(out, fmt.Sprintf("lending %s → %s", LendingWord(before.Lending), LendingWord(after.Lending)))
+	}
+	if before.BorrowLimitPercent != after.BorrowLimitPercent && (before.Lending == LendAndBorrow || after.Lending == LendAndBorrow) {
+		out = append(out, fmt.Sprintf("borrow limit %d %% → %d %%", before.BorrowLimitPercent, after.BorrowLimitPercent))
+	}
+	out = append(out, diffQuota(before.Quota, after.Quota)...)
+	out = append(out, diffMembers(before.Members, after.Members)...)
+	return out
+}
+
+func diffQuota(before, after []QuotaInput) []string {
+	var out []string
+	old := map[string]QuotaInput{}
+	for _, q := range before {
+		old[q.InstanceType] = q
+	}
+	seen := map[string]bool{}
+	for _, q := range after {
+		seen[q.InstanceType] = true
+		b, ok := old[q.InstanceType]
+		if !ok {
+			out = append(out, fmt.Sprintf("quota %s added: %s", q.InstanceType, DescribeQuotaInput(q)))
+			continue
+		}
+		fields := []struct {
+			name string
+			b, a *int64
+		}{
+			{"instances", b.Count, q.Count}, {"GPUs", b.GPUs, q.GPUs}, {"Neuron devices", b.Neuron, q.Neuron},
+			{"vCPU", b.VCPU, q.VCPU}, {"memory GiB", b.MemoryGiB, q.MemoryGiB},
+		}
+		for _, f := range fields {
+			if !sameInt(f.b, f.a) {
+				out = append(out, fmt.Sprintf("quota %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "derived"), intOr(f.a, "derived")))
+			}
+		}
+	}
+	for _, q := range before {
+		if !seen[q.InstanceType] {
+			out = append(out, fmt.Sprintf("quota %s removed (was %s)", q.InstanceType, DescribeQuotaInput(q)))
+		}
+	}
+	return out
+}
+
+func diffMembers(before, after []Member) []string {
+	var out []string
+	has := func(ms []Member, m Member) bool {
+		for _, x := range ms {
+			if x == m {
+				return true
+			}
+		}
+		return false
+	}
+	for _, m := range after {
+		if !has(before, m) {
+			out = append(out, "member added: "+memberWord(m))
+		}
+	}
+	for _, m := range before {
+		if !has(after, m) {
+			out = append(out, "member removed: "+memberWord(m))
+		}
+	}
+	return out
+}
+
+// DescribeTeam states an allocation in the words DiffTeams uses, for a
+// revision with nothing before it.
+func DescribeTeam(t Team) []string {
+	out := []string{enabledWord(t.Enabled), fmt.Sprintf("fair-share weight %d", t.FairShareWeight),
+		"preemption " + preemptionWord(t.Preemption), "lending " + LendingWord(t.Lending)}
+	if t.Lending == LendAndBorrow {
+		out = append(out, fmt.Sprintf("borrow limit %d %%", t.BorrowLimitPercent))
+	}
+	for _, q := range t.Quota {
+		out = append(out, fmt.Sprintf("quota %s: %s", q.InstanceType, DescribeQuotaInput(q)))
+	}
+	if len(t.Members) > 0 {
+		names := make([]string, len(t.Members))
+		for i, m := range t.Members {
+			names[i] = memberWord(m)
+		}
+		out = append(out, "members: "+strings.Join(names, ", "))
+	}
+	return out
+}
+
+// DescribeQuotaInput states a quota row as typed: "4 GPUs, 48 vCPU".
+func DescribeQuotaInput(q QuotaInput) string {
+	var parts []string
+	add := func(p *int64, unit string) {
+		if p != nil {
+			parts = append(parts, strconv.FormatInt(*p, 10)+" "+unit)
+		}
+	}
+	add(q.Count, "instances")
+	add(q.GPUs, "GPUs")
+	add(q.Neuron, "Neuron devices")
+	add(q.VCPU, "vCPU")
+	add(q.MemoryGiB, "GiB memory")
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DiffPolicies lists, in words, what changed from one policy to the next.
+func DiffPolicies(before, after Policy) []string {
+	var out []string
+	if before.Prioritization != after.Prioritization {
+		out = append(out, fmt.Sprintf("prioritization %s → %s", prioritizationWord(before.Prioritization), prioritizationWord(after.Prioritization)))
+	}
+	if before.IdleAllocation != after.IdleAllocation {
+		out = append(out, fmt.Sprintf("idle compute %s → %s", idleWord(before.IdleAllocation), idleWord(after.IdleAllocation)))
+	}
+	old := map[string]int32{}
+	for _, c := range before.Classes {
+		old[c.Name] = c.Weight
+	}
+	seen := map[string]bool{}
+	for _, c := range after.Classes {
+		seen[c.Name] = true
+		w, ok := old[c.Name]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("priority class %s added (weight %d)", c.Name, c.Weight))
+		case w != c.Weight:
+			out = append(out, fmt.Sprintf("priority class %s weight %d → %d", c.Name, w, c.Weight))
+		}
+	}
+	for _, c := range before.Classes {
+		if !seen[c.Name] {
+			out = append(out, fmt.Sprintf("priority class %s removed (was weight %d)", c.Name, c.Weight))
+		}
+	}
+	return out
+}
+
+// DescribePolicy states a policy in the words DiffPolicies uses.
+func DescribePolicy(p Policy) []string {
+	out := []string{"prioritization " + prioritizationWord(p.Prioritization), "idle compute " + idleWord(p.IdleAllocation)}
+	for _, c := range p.Classes {
+		out = append(out, fmt.Sprintf("priority class %s (weight %d)", c.Name, c.Weight))
+	}
+	return out
+}
+
+func enabledWord(enabled bool) string {
+	if enabled {
+		return "Enabled"
+	}
+	return "Disabled"
+}
+
+// choiceWords name the choices of an allocation and of the policy as the
+// forms do.
+var choiceWords = map[string]string{
+	string(PreemptLowerPriority): "lower priority",
+	string(PreemptNever):         "never",
+	string(LendAndBorrow):        "lend and borrow",
+	string(Lend):                 "lend only",
+	string(DontLend):             "don't lend",
+	"prioritization/" + string(FirstComeFirstServe): "first come, first served",
+	"prioritization/" + string(TaskRanking):         "task ranking",
+	"idle/" + string(IdleFirstComeFirstServe):       "first come, first served",
+	"idle/" + string(IdleFairShare):                 "fair share",
+}
+
+func word(key, fallback string) string {
+	if w, ok := choiceWords[key]; ok {
+		return w
+	}
+	return fallback
+}
+
+func preemptionWord(p Preemption) string { return word(string(p), string(p)) }
+
+// LendingWord names a lending choice as the form does.
+func LendingWord(l Lending) string { return word(string(l), string(l)) }
+
+func prioritizationWord(p Prioritization) string { return word("prioritization/"+string(p), string(p)) }
+
+func idleWord(i IdleAllocation) string { return word("idle/"+string(i), string(i)) }
+
+func memberWord(m Member) string { return strings.ToLower(m.Kind) + " " + m.Name }
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:60]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func sameInt(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+func intOr(p *int64, none string) string {
+	if p == nil {
+		return none
+	}
+	return strconv.FormatInt(*p, 10)
+}

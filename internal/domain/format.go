@@ -1,0 +1,47 @@
+// This file writes figures for people, the same on pages and in CSV.
+
+package domain
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// FormatVCPU writes millicores as vCPUs, with decimals only when needed
+// ("48", "0.5").
+func FormatVCPU(milli int64) string {
+	if milli%1000 == 0 {
+		return strconv.FormatInt(milli/1000, 10)
+	}
+	return trimZeros(fmt.Sprintf("%.3f", float64(milli)/1000))
+}
+
+// FormatGiB writes MiB as GiB, with decimals only when needed ("512",
+// "1.5").
+func FormatGiB(mib int64) string {
+	if mib%1024 == 0 {
+		return strconv.FormatInt(mib/1024, 10)
+	}
+	return trimZeros(fmt.Sprintf("%.2f", float64(mib)/1024))
+}
+
+func trimZeros(s string) string { return strings.TrimRight(strings.TrimRight(s, "0"), ".") }
+
+// FormatPercent writes part of whole as a whole percentage ("73"); ok is
+// false when whole is 0.
+func FormatPercent(part, whole int64) (string, bool) {
+	if whole == 0 {
+		return "", false
+	}
+	return FormatPercentValue(float64(part) * 100 / float64(whole)), true
+}
+
+// FormatPercentValue writes a percentage as a whole number ("73").
+func FormatPercentValue(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+// FormatHours writes hours (GPU-hours and the like) with two decimals.
+func FormatHours(h float64) string { return fmt.Sprintf("%.2f", h) }
+
+// FormatPercentTenths writes an average percentage with one decimal ("73.4").
+func FormatPercentTenths(v float64) string { return fmt.Sprintf("%.1f", v) }

@@ -1,0 +1,129 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
+	"sigs.k8s.io/yaml"
+)
+
+// PriorityClass is one task priority class of the cluster policy.
+type PriorityClass struct {
+	Name   string `json:"name"`
+	Weight int32  `json:"weight"` // 0-100; higher runs first
+}
+
+// Policy is the cluster policy.
+type Policy struct {
+	Prioritization Prioritization  `json:"prioritization"`
+	Classes        []PriorityClass `json:"classes"`
+	IdleAllocation IdleAllocation  `json:"idleAllocation"`
+}
+
+// WeightAnnotation keeps a class's ranking weight while the policy is
+// first-come-first-serve, so switching back to ranking restores it.
+const WeightAnnotation = "quota-console.openquota.dev/weight"
+
+// CohortLabel names the cohort whose policy wrote a priority class: a
+// re-apply removes only its own policy's classes, not another console's.
+const CohortLabel = "quota-console.openquota.dev/cohort"
+
+// BuildPriorityClasses writes each class as a WorkloadPriorityClass. Under
+// first-come-first-serve every class gets the same value 0, so Kueue orders
+// tasks by arrival alone while jobs that name a class keep working.
+func BuildPriorityClasses(s Settings, p Policy) []*kueueac.WorkloadPriorityClassApplyConfiguration {
+	out := make([]*kueueac.WorkloadPriorityClassApplyConfiguration, 0, len(p.Classes))
+	for _, c := range p.Classes {
+		value := c.Weight
+		if p.Prioritization == FirstComeFirstServe {
+			value = 0
+		}
+		out = append(out, kueueac.WorkloadPriorityClass(c.Name).
+			WithLabels(map[string]string{ManagedByLabel: ManagedByValue, CohortLabel: s.Cohort}).
+			WithAnnotations(map[string]string{WeightAnnotation: strconv.Itoa(int(c.Weight))}).
+			WithValue(value).
+			WithDescription("Task priority class managed by the quota console"))
+	}
+	return out
+}
+
+// PolicyAnnotation keeps the cluster policy, as the admin stated it, on the
+// cohort every team joins: a Kueue object, so there is no second database.
+const PolicyAnnotation = "quota-console.openquota.dev/policy"
+
+// BuildCohort is the shared cohort, carrying the policy.
+func BuildCohort(s Settings, p Policy) (*kueueac.CohortApplyConfiguration, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return kueueac.Cohort(s.Cohort).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithAnnotations(map[string]string{PolicyAnnotation: string(data)}), nil
+}
+
+// DefaultPolicy is what a cluster without a stored policy behaves like.
+var DefaultPolicy = Policy{Prioritization: FirstComeFirstServe, IdleAllocation: IdleFirstComeFirstServe}
+
+// ReadPolicy returns the stored policy, or DefaultPolicy with the managed
+// priority classes found when none is stored yet.
+func ReadPolicy(cohort *kueuev1beta2.Cohort, classes []*kueuev1beta2.WorkloadPriorityClass) Policy {
+	if cohort != nil {
+		var p Policy
+		if err := json.Unmarshal([]byte(cohort.Annotations[PolicyAnnotation]), &p); err == nil {
+			return p
+		}
+	}
+	p := DefaultPolicy
+	for _, c := range classes {
+		if c.Labels[ManagedByLabel] != ManagedByValue {
+			continue
+		}
+		w, err := strconv.Atoi(c.Annotations[WeightAnnotation])
+		if err != nil {
+			w = int(c.Value)
+		}
+		p.Classes = append(p.Classes, PriorityClass{Name: c.Name, Weight: int32(w)})
+	}
+	sort.Slice(p.Classes, func(i, j int) bool { return p.Classes[i].Weight > p.Classes[j].Weight })
+	return p
+}
+
+// KueueFairSharing reads Kueue's own configuration (the controller's config
+// file, as installs keep it in a ConfigMap) and reports whether fair sharing
+// is enabled.
+func KueueFairSharing(configYAML string) (bool, error) {
+	var cfg configv1beta2.Configuration
+	if err := yaml.Unmarshal([]byte(configYAML), &cfg); err != nil {
+		return false, fmt.Errorf("reading Kueue's configuration: %w", err)
+	}
+	return cfg.FairSharing != nil, nil
+}
+
+// FairSharingMismatch explains when the policy and Kueue's controller
+// disagree about idle compute; "" when they agree.
+func FairSharingMismatch(p Policy, kueueFairSharing bool) string {
+	switch {
+	case p.IdleAllocation == IdleFairShare && !kueueFairSharing:
+		return "The policy asks for fair sharing of idle compute, but Kueue's controller does not have fair sharing enabled: add a fairSharing section to Kueue's configuration and restart it. Until then idle compute goes first-come-first-serve."
+	case p.IdleAllocation == IdleFirstComeFirstServe && kueueFairSharing:
+		return "Kueue's controller has fair sharing enabled, so idle compute is shared by team weights whatever this policy says. Remove fairSharing from Kueue's configuration for first-come-first-serve."
+	}
+	return ""
+}
+
+// OwnsPriorityClass reports whether a WorkloadPriorityClass was written by
+// this console's policy: managed by the console, for this cohort (or
+// written before classes named their cohort).
+func (s Settings) OwnsPriorityClass(wpc *kueuev1beta2.WorkloadPriorityClass) bool {
+	if wpc.Labels[ManagedByLabel] != ManagedByValue {
+		return false
+	}
+	cohort, ok := wpc.Labels[CohortLabel]
+	return !ok || cohort == s.Cohort
+}

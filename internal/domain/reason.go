@@ -1,0 +1,315 @@
+// This file words Kueue conditions as the reasons the Tasks page shows.
+
+package domain
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// taskReason builds the plain-words reason and the raw Kueue message(s).
+func taskReason(wl *kueuev1beta2.Workload, s Settings, t Task, now time.Time) (reason, raw string) {
+	conds := wl.Status.Conditions
+	quotaCond := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadQuotaReserved)
+	switch t.State {
+	case TaskFinished:
+		c := trueCondition(conds, kueuev1beta2.WorkloadFinished)
+		return finishedReason(c), c.Message
+
+	case TaskAdmitted:
+		c := trueCondition(conds, kueuev1beta2.WorkloadAdmitted)
+		reason = admittedPhrase(t)
+		if ev := trueCondition(conds, kueuev1beta2.WorkloadEvicted); ev != nil {
+			return reason + "; being evicted (" + ev.Reason + ")", c.Message + "\n" + ev.Message
+		}
+		if pr := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadPodsReady); pr != nil && pr.Status == metav1.ConditionFalse {
+			switch pr.Reason {
+			case kueuev1beta2.WorkloadWaitForStart:
+				reason += "; pods are starting"
+			case kueuev1beta2.WorkloadWaitForRecovery:
+				reason += "; recovering from a failed pod"
+			}
+		}
+		return reason, c.Message
+
+	case TaskPreempted:
+		c := trueCondition(conds, kueuev1beta2.WorkloadPreempted)
+		reason, raw = preemptedReason(c, s), c.Message
+		if trueCondition(conds, kueuev1beta2.WorkloadAdmitted) != nil || trueCondition(conds, kueuev1beta2.WorkloadQuotaReserved) != nil {
+			return reason + "; its pods are being stopped", raw
+		}
+		return appendQuotaReason(reason, raw, quotaCond, c.Message)
+	}
+
+	// Pending.
+	evicted := trueCondition(conds, kueuev1beta2.WorkloadEvicted)
+	if t.Deactivated {
+		reason = "Stopped: deactivated (spec.active is false); it will not be queued until reactivated"
+		raw = ""
+		if evicted != nil {
+			raw = evicted.Message
+			switch {
+			case strings.Contains(evicted.Reason, kueuev1beta2.WorkloadRequeuingLimitExceeded):
+				reason = "Stopped: evicted too many times (requeuing limit exceeded); deactivated"
+			case strings.Contains(evicted.Reason, kueuev1beta2.WorkloadMaximumExecutionTimeExceeded):
+				reason = "Stopped: exceeded its maximum execution time; deactivated"
+			}
+		}
+		return reason, raw
+	}
+	if wl.Spec.QueueName == "" {
+		return "Not submitted to a queue: the job has no kueue.x-k8s.io/queue-name label", ""
+	}
+	if quotaCond != nil && quotaCond.Status == metav1.ConditionTrue {
+		return reservedReason(wl), quotaCond.Message
+	}
+	if evicted != nil {
+		reason, raw = evictedReason(evicted), evicted.Message
+		if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil && rs.RequeueAt.After(now) {
+			reason += fmt.Sprintf("; back in the queue in %s", rs.RequeueAt.Sub(now).Round(time.Second))
+		}
+		return appendQuotaReason(reason, raw, quotaCond, evicted.Message)
+	}
+	if quotaCond == nil {
+		return "Waiting to be evaluated by the scheduler", ""
+	}
+	return quotaReason(quotaCond.Reason, quotaCond.Message), quotaCond.Message
+}
+
+// appendQuotaReason adds what the scheduler said since an eviction: right
+// after it, the QuotaReserved=False message is the eviction's own.
+func appendQuotaReason(reason, raw string, quotaCond *metav1.Condition, evictionMessage string) (string, string) {
+	if quotaCond == nil || quotaCond.Status != metav1.ConditionFalse || quotaCond.Message == "" || quotaCond.Message == evictionMessage {
+		return reason, raw
+	}
+	return reason + ". " + quotaReason(quotaCond.Reason, quotaCond.Message), raw + "\n" + quotaCond.Message
+}
+
+func admittedPhrase(t Task) string {
+	var b strings.Builder
+	switch len(t.Flavors) {
+	case 0:
+		b.WriteString("Admitted")
+		if t.ClusterQueue != "" {
+			b.WriteString(" in ClusterQueue " + t.ClusterQueue)
+		}
+	case 1:
+		b.WriteString("Admitted on flavor " + t.Flavors[0])
+	default:
+		b.WriteString("Admitted on flavors " + strings.Join(t.Flavors, ", "))
+	}
+	if t.Borrowing {
+		b.WriteString(" (borrowing)")
+	}
+	return b.String()
+}
+
+// finishedWords say why a task finished, by the Finished condition's reason.
+var finishedWords = map[string]string{
+	kueuev1beta2.WorkloadFinishedReasonSucceeded:     "Finished: succeeded",
+	kueuev1beta2.WorkloadFinishedReasonFailed:        "Finished: failed",
+	kueuev1beta2.WorkloadFinishedReasonOwnerNotFound: "Finished: its job was deleted",
+	kueuev1beta2.WorkloadFinishedReasonOutOfSync:     "Finished: no longer matches its job",
+}
+
+// conditionWords is a condition's reason in words from a table; a reason
+// the table lacks is shown as it is, after what.
+func conditionWords(words map[string]string, what, reason string) string {
+	if w, ok := words[reason]; ok {
+		return w
+	}
+	if reason == "" {
+		return what
+	}
+	return what + " (" + reason + ")"
+}
+
+func finishedReason(c *metav1.Condition) string {
+	return conditionWords(finishedWords, "Finished", c.Reason)
+}
+
+var preemptorPath = regexp.MustCompile(`preemptor path: ([^;]+)`)
+
+// preemptedReason explains a Preempted condition. Each team has its own
+// ClusterQueue, so InClusterQueue means the same team; the preemptor's team
+// is read from the "preemptor path" Kueue puts in the message, when present.
+func preemptedReason(c *metav1.Condition, s Settings) string {
+	other := "another team"
+	if m := preemptorPath.FindStringSubmatch(c.Message); m != nil {
+		path := strings.TrimSpace(m[1])
+		if team, ok := s.TeamOfClusterQueueName(path[strings.LastIndex(path, "/")+1:]); ok {
+			other = "team " + team
+		}
+	}
+	return conditionWords(map[string]string{
+		kueuev1beta2.InClusterQueueReason:                "Preempted by a higher-priority task of the same team",
+		kueuev1beta2.InCohortReclamationReason:           "Preempted: " + other + " reclaimed its lent quota",
+		kueuev1beta2.InCohortFairSharingReason:           "Preempted to restore fair sharing: " + other + " was below its fair share",
+		kueuev1beta2.InCohortReclaimWhileBorrowingReason: "Preempted by a higher-priority task of " + other + " that is also borrowing",
+	}, "Preempted", c.Reason)
+}
+
+// evictedWords say why a task was evicted, by the Evicted condition's reason.
+var evictedWords = map[string]string{
+	kueuev1beta2.WorkloadEvictedByPodsReadyTimeout:    "Evicted: its pods did not all become ready in time; requeued",
+	kueuev1beta2.WorkloadEvictedByAdmissionCheck:      "Evicted: an admission check asked for a retry; requeued",
+	kueuev1beta2.WorkloadEvictedByClusterQueueStopped: "Evicted: the team's ClusterQueue was stopped",
+	kueuev1beta2.WorkloadEvictedByLocalQueueStopped:   "Evicted: the team's queue was stopped",
+	kueuev1beta2.WorkloadEvictedDueToNodeFailures:     "Evicted: a node it ran on failed; requeued",
+	kueuev1beta2.WorkloadEvictedByPreemption:          "Evicted by preemption; requeued",
+}
+
+func evictedReason(c *metav1.Condition) string {
+	if strings.HasPrefix(c.Reason, kueuev1beta2.WorkloadDeactivated) {
+		return "Evicted: deactivated"
+	}
+	return conditionWords(evictedWords, "Evicted", c.Reason)
+}
+
+// reservedReason explains quota reserved but not yet admitted.
+func reservedReason(wl *kueuev1beta2.Workload) string {
+	var pending []string
+	for _, ac := range wl.Status.AdmissionChecks {
+		if ac.State != kueuev1beta2.CheckStateReady {
+			pending = append(pending, string(ac.Name))
+		}
+	}
+	if len(pending) > 0 {
+		return "Quota reserved; waiting for admission checks: " + strings.Join(pending, ", ")
+	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadAdmitted); c != nil &&
+		c.Reason == kueuev1beta2.WorkloadAdmittedReasonPendingDelayedTopologyRequests {
+		return "Quota reserved; waiting for a topology assignment"
+	}
+	return "Quota reserved; waiting to be admitted"
+}
+
+var (
+	unusedQuotaRE = regexp.MustCompile(`insufficient unused quota for (\S+) in flavor ([^\s,]+), (\S+) more needed`)
+	maxQuotaRE    = regexp.MustCompile(`insufficient quota for (\S+) in flavor ([^\s,]+), previously considered podsets requests \(([^)]*)\) \+ current podset request \(([^)]*)\) > maximum capacity \(([^)]*)\)`)
+	preemptingRE  = regexp.MustCompile(`Pending the preemption of (\d+) workload`)
+	missingRE     = regexp.MustCompile(`resource (\S+) unavailable in ClusterQueue`)
+)
+
+// schedulerMessageWords translate what Kueue's scheduler says in a
+// QuotaReserved=False message, first match first.
+var schedulerMessageWords = []struct{ says, means string }{
+	{"is stopped", "The team's queue is stopped: no new tasks are admitted"},
+	{"is inactive", "The team's queue is inactive (misconfigured, e.g. a missing flavor)"},
+	{"namespace doesn't match", "Its namespace is not allowed in the team's ClusterQueue"},
+	{"no longer fits after processing another workload", "Waiting for quota: another task took the free quota first"},
+	{"overlapping preemption targets", "Waiting for quota: another task is preempting the same tasks"},
+	{"failed admission checks", "Rejected by an admission check"},
+}
+
+// quotaReasonWords translate a QuotaReserved=False condition's reason when
+// its message says nothing the console knows.
+var quotaReasonWords = map[string]string{
+	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPodsReady:          "Waiting for earlier admitted tasks to start their pods",
+	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads: "Waiting for preempted tasks to release their quota",
+	kueuev1beta2.WorkloadQuotaReservedReasonTopologyPlacementFailed:      "Waiting for room: no topology placement fits the task",
+	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota:              "Waiting for quota",
+}
+
+// quotaReason translates a QuotaReserved=False condition (the scheduler's
+// or the workload controller's message) into plain words.
+func quotaReason(reason, msg string) string {
+	if msg == "" {
+		return "Waiting to be evaluated by the scheduler"
+	}
+	if ms := unusedQuotaRE.FindAllStringSubmatch(msg, -1); ms != nil {
+		out := "Waiting for quota: needs " + neededByFlavor(ms)
+		if m := preemptingRE.FindStringSubmatch(msg); m != nil {
+			out += "; preempting " + plural(m[1], "task") + " to make room"
+		}
+		return out
+	}
+	if m := maxQuotaRE.FindStringSubmatch(msg); m != nil {
+		need := m[4]
+		prev, err1 := resource.ParseQuantity(m[3])
+		cur, err2 := resource.ParseQuantity(m[4])
+		if err1 == nil && err2 == nil {
+			prev.Add(cur)
+			need = prev.String()
+		}
+		return fmt.Sprintf("Too big for the team's quota: needs %s %s on %s, but at most %s can ever be available to the team, borrowing included",
+			need, m[1], m[2], m[5])
+	}
+	if m := missingRE.FindStringSubmatch(msg); m != nil {
+		return "The team has no quota for " + m[1]
+	}
+	switch {
+	case strings.HasPrefix(msg, "failed to assign flavors"):
+		return "Cannot be scheduled: " + msg
+	case strings.Contains(msg, "untolerated taint") || strings.Contains(msg, "doesn't match node affinity") ||
+		reason == kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor:
+		return "No instance type in the team's quota matches the task's node selector, affinity or tolerations"
+	case strings.Contains(msg, "LocalQueue") && strings.Contains(msg, "doesn't exist"):
+		return "Its queue does not exist in this namespace"
+	case strings.Contains(msg, "ClusterQueue") && strings.Contains(msg, "doesn't exist"),
+		strings.Contains(msg, "ClusterQueue") && strings.Contains(msg, "not found"):
+		return "The team's ClusterQueue does not exist"
+	}
+	for _, w := range schedulerMessageWords {
+		if strings.Contains(msg, w.says) {
+			return w.means
+		}
+	}
+	if w, ok := quotaReasonWords[reason]; ok {
+		return w
+	}
+	return "Pending: " + msg
+}
+
+// neededByFlavor phrases the shortfalls, flavor by flavor (the flavors are
+// alternatives Kueue tried; several pod sets may name the same one, keep the
+// largest shortfall).
+func neededByFlavor(ms [][]string) string {
+	type need struct{ resource, amount string }
+	var flavors []string
+	byFlavor := map[string][]need{}
+	for _, m := range ms {
+		res, flavor, amount := m[1], m[2], m[3]
+		if _, ok := byFlavor[flavor]; !ok {
+			flavors = append(flavors, flavor)
+		}
+		needs := byFlavor[flavor]
+		i := slices.IndexFunc(needs, func(n need) bool { return n.resource == res })
+		switch {
+		case i < 0:
+			byFlavor[flavor] = append(needs, need{res, amount})
+		case moreThan(amount, needs[i].amount):
+			needs[i].amount = amount
+		}
+	}
+	parts := make([]string, 0, len(flavors))
+	for _, f := range flavors {
+		var amounts []string
+		for _, n := range byFlavor[f] {
+			amounts = append(amounts, n.amount+" more "+n.resource)
+		}
+		parts = append(parts, strings.Join(amounts, " and ")+" on "+f)
+	}
+	return strings.Join(parts, ", or ")
+}
+
+func moreThan(a, b string) bool {
+	qa, err1 := resource.ParseQuantity(a)
+	qb, err2 := resource.ParseQuantity(b)
+	return err1 == nil && err2 == nil && qa.Cmp(qb) > 0
+}
+
+func plural(n, noun string) string {
+	if n == "1" {
+		return "1 " + noun
+	}
+	return n + " " + noun + "s"
+}

@@ -1,0 +1,84 @@
+package domain
+
+import (
+	"strings"
+
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// Labels and annotations the console puts on what it writes.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "quota-console"
+	TeamLabel      = "quota-console.openquota.dev/team"
+	// AllocationAnnotation keeps the allocation as the admin typed it, so the
+	// edit form shows it back exactly; the Kueue objects stay the truth.
+	AllocationAnnotation = "quota-console.openquota.dev/allocation"
+	FieldManager         = "quota-console"
+)
+
+// Settings are the console-wide naming choices.
+type Settings struct {
+	NamespacePrefix string // "hyperpod-ns-"
+	Cohort          string // "shared-pool"
+	// StateNamespace is the console's own namespace, where it keeps revision
+	// histories; "" means DefaultStateNamespace.
+	StateNamespace string
+}
+
+// DefaultStateNamespace is the console's own namespace unless set otherwise.
+const DefaultStateNamespace = "quota-console"
+
+// DefaultSettings match what existing job specs and CLIs expect.
+var DefaultSettings = Settings{NamespacePrefix: "hyperpod-ns-", Cohort: "shared-pool", StateNamespace: DefaultStateNamespace}
+
+// State is the console's own namespace.
+func (s Settings) State() string {
+	if s.StateNamespace == "" {
+		return DefaultStateNamespace
+	}
+	return s.StateNamespace
+}
+
+// Suffixes of a team's queue names.
+const (
+	clusterQueueSuffix = "-clusterqueue"
+	localQueueSuffix   = "-localqueue"
+)
+
+// Names of a team's objects.
+func (s Settings) Namespace(team string) string    { return s.NamespacePrefix + team }
+func (s Settings) ClusterQueue(team string) string { return s.Namespace(team) + clusterQueueSuffix }
+func (s Settings) LocalQueue(team string) string   { return s.Namespace(team) + localQueueSuffix }
+
+// TeamOfNamespace inverts Settings.Namespace: the team whose namespace ns is.
+func (s Settings) TeamOfNamespace(ns string) (string, bool) {
+	team, ok := strings.CutPrefix(ns, s.NamespacePrefix)
+	if !ok || team == "" {
+		return "", false
+	}
+	return team, true
+}
+
+// TeamOfClusterQueueName inverts Settings.ClusterQueue: the team whose
+// ClusterQueue is named name.
+func (s Settings) TeamOfClusterQueueName(name string) (string, bool) {
+	ns, ok := strings.CutSuffix(name, clusterQueueSuffix)
+	if !ok {
+		return "", false
+	}
+	return s.TeamOfNamespace(ns)
+}
+
+// TeamOfClusterQueue names the team a ClusterQueue serves: the console's
+// label, else the team its conventional name gives, else the queue's own
+// name (a queue the console does not manage is shown as a team of its own).
+func (s Settings) TeamOfClusterQueue(cq *kueuev1beta2.ClusterQueue) string {
+	if t := cq.Labels[TeamLabel]; t != "" {
+		return t
+	}
+	if team, ok := s.TeamOfClusterQueueName(cq.Name); ok {
+		return team
+	}
+	return cq.Name
+}

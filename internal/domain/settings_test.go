@@ -1,0 +1,47 @@
+package domain
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+func TestTeamOfClusterQueue(t *testing.T) {
+	cases := map[string]*kueuev1beta2.ClusterQueue{
+		"nlp":      {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}},
+		"labelled": {ObjectMeta: metav1.ObjectMeta{Name: "whatever", Labels: map[string]string{TeamLabel: "labelled"}}},
+		"handmade": {ObjectMeta: metav1.ObjectMeta{Name: "handmade"}},
+	}
+	for want, cq := range cases {
+		if got := DefaultSettings.TeamOfClusterQueue(cq); got != want {
+			t.Errorf("TeamOfClusterQueue(%s) = %q, want %q", cq.Name, got, want)
+		}
+	}
+}
+
+func TestTeamOfClusterQueueName(t *testing.T) {
+	s := Settings{NamespacePrefix: "hyperpod-ns-"}
+	for cq, want := range map[string]string{
+		"hyperpod-ns-vision-clusterqueue":      "vision",
+		"hyperpod-ns-ml-research-clusterqueue": "ml-research",
+		"hyperpod-ns--clusterqueue":            "",
+		"other-vision-clusterqueue":            "",
+		"hyperpod-ns-vision":                   "",
+	} {
+		got, ok := s.TeamOfClusterQueueName(cq)
+		if got != want || ok != (want != "") {
+			t.Errorf("TeamOfClusterQueueName(%q) = %q, %v; want %q", cq, got, ok, want)
+		}
+	}
+}
+
+func TestTeamOfNamespace(t *testing.T) {
+	s := Settings{NamespacePrefix: "hyperpod-ns-"}
+	for ns, want := range map[string]string{"hyperpod-ns-nlp": "nlp", "hyperpod-ns-": "", "kube-system": "", "hyperpod-nlp": ""} {
+		got, ok := s.TeamOfNamespace(ns)
+		if got != want || ok != (want != "") {
+			t.Errorf("TeamOfNamespace(%q) = %q, %v; want %q", ns, got, ok, want)
+		}
+	}
+}

@@ -1,0 +1,490 @@
+package domain
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openquota/console/internal/kueuetest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+var taskT0 = time.Date(2025, 6, 2, 8, 0, 0, 0, time.UTC)
+
+// at is taskT0 plus some minutes.
+func at(minutes int) time.Time { return taskT0.Add(time.Duration(minutes) * time.Minute) }
+
+const (
+	p5  = "ml.p5.48xlarge"
+	p4d = "ml.p4d.24xlarge"
+	nlp = "hyperpod-ns-nlp"
+	cv  = "hyperpod-ns-cv"
+)
+
+// newWorkload starts a test Workload named with the default settings.
+func newWorkload(ns, name string) *kueuetest.WorkloadWrapper {
+	return kueuetest.MakeWorkload(DefaultSettings, ns, name)
+}
+
+func preemptionMsg(reason, preemptorCQ string) string {
+	return "Preempted to accommodate a workload (UID: u1, JobUID: j1) due to " + reason +
+		"; preemptor path: /shared-pool/" + preemptorCQ + "; preemptee path: /shared-pool/hyperpod-ns-nlp-clusterqueue"
+}
+
+const gpuShortMsg = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 4 more needed"
+
+func TestTaskOf(t *testing.T) {
+	nlpCQ := "hyperpod-ns-nlp-clusterqueue"
+	reclaimMsg := preemptionMsg("reclamation within the cohort", "hyperpod-ns-cv-clusterqueue")
+	cases := []struct {
+		name string
+		wl   *kueuev1beta2.Workload
+		now  time.Time
+		want Task
+	}{
+		{
+			name: "pending with no conditions",
+			wl:   newWorkload(nlp, "a").Queue("lq").Class("training").Priority(100).GPUs(2, 1).Created(at(0)).Obj(),
+			now:  at(30),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training", Priority: 100,
+				State: TaskPending, Queued: true, GPUs: 2, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
+				Wait: 30 * time.Minute, Reason: "Waiting to be evaluated by the scheduler"},
+		},
+		{
+			name: "pending with a QuotaReserved=False message",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(4, 1).Created(at(0)).
+				Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, gpuShortMsg, at(1)).Obj(),
+			now: at(30),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
+				State: TaskPending, Queued: true, GPUs: 4, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
+				Wait:   30 * time.Minute,
+				Reason: "Waiting for quota: needs 4 more nvidia.com/gpu on ml.p5.48xlarge", KueueMessage: gpuShortMsg},
+		},
+		{
+			name: "admitted and running",
+			wl:   newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 2).Created(at(0)).Admitted(at(10), p5).Obj(),
+			now:  at(40),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
+				State: TaskAdmitted, GPUs: 16, Flavors: []string{p5}, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
+				AdmittedAt: at(10), Wait: 10 * time.Minute, Run: 30 * time.Minute,
+				Reason: "Admitted on flavor ml.p5.48xlarge", KueueMessage: "The workload is admitted"},
+		},
+		{
+			name: "finished",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Finished(at(70), kueuev1beta2.WorkloadFinishedReasonSucceeded).Obj(),
+			now: at(100),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
+				State: TaskFinished, GPUs: 8, Flavors: []string{p5}, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
+				AdmittedAt: at(10), FinishedAt: at(70), Wait: 10 * time.Minute, Run: time.Hour,
+				Reason: "Finished: succeeded", KueueMessage: "Job finished"},
+		},
+		{
+			name: "requeued after a PodsReady timeout: waits from the requeue, queued from the eviction",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Evicted(at(40), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout default/a").
+				Requeued(at(45)).Obj(),
+			now: at(60),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
+				State: TaskPending, Queued: true, GPUs: 8, Created: at(0), WaitStart: at(45), QueueOrder: at(40),
+				Wait: 15 * time.Minute, Run: 30 * time.Minute,
+				Reason:       "Evicted: its pods did not all become ready in time; requeued",
+				KueueMessage: "Exceeded the PodsReady timeout default/a"},
+		},
+		{
+			name: "in backoff after a PodsReady timeout",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Evicted(at(40), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout default/a").
+				RequeueAt(at(41)).Obj(),
+			now: at(40).Add(30 * time.Second),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
+				State: TaskPending, Queued: true, GPUs: 8, Created: at(0), WaitStart: at(40), QueueOrder: at(40),
+				Wait: 30 * time.Second, Run: 30 * time.Minute,
+				Reason:       "Evicted: its pods did not all become ready in time; requeued; back in the queue in 30s",
+				KueueMessage: "Exceeded the PodsReady timeout default/a"},
+		},
+		{
+			name: "admitted again after a preemption: the wait is the last one",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Preempted(at(40), kueuev1beta2.InCohortReclamationReason, reclaimMsg).Admitted(at(50), p4d).Obj(),
+			now: at(60),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
+				State: TaskAdmitted, GPUs: 8, Flavors: []string{p4d}, Created: at(0), WaitStart: at(40), QueueOrder: at(0),
+				AdmittedAt: at(50), Wait: 10 * time.Minute, Run: 40 * time.Minute,
+				Reason: "Admitted on flavor ml.p4d.24xlarge", KueueMessage: "The workload is admitted"},
+		},
+		{
+			name: "preempted: keeps its place in line, run so far kept",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Preempted(at(40), kueuev1beta2.InCohortReclamationReason, reclaimMsg).Obj(),
+			now: at(45),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
+				State: TaskPreempted, Queued: true, GPUs: 8, Created: at(0), WaitStart: at(40), QueueOrder: at(0),
+				Wait: 5 * time.Minute, Run: 30 * time.Minute,
+				Reason: "Preempted: team cv reclaimed its lent quota", KueueMessage: reclaimMsg},
+		},
+		{
+			name: "accumulated past execution time is added to the run",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(1, 1).Created(at(0)).Admitted(at(10), p5).
+				PastExecution(600).Obj(),
+			now: at(40),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", ClusterQueue: nlpCQ, LocalQueue: "lq", Class: "training",
+				State: TaskAdmitted, GPUs: 1, Flavors: []string{p5}, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
+				AdmittedAt: at(10), Wait: 10 * time.Minute, Run: 40 * time.Minute,
+				Reason: "Admitted on flavor ml.p5.48xlarge", KueueMessage: "The workload is admitted"},
+		},
+		{
+			name: "no priority class: the lowest class, default priority; outside team namespaces no team",
+			wl:   newWorkload("default", "a").Queue("lq").GPUs(1, 1).Created(at(0)).Obj(),
+			now:  at(5),
+			want: Task{Namespace: "default", Name: "a", LocalQueue: "lq", Class: "low",
+				State: TaskPending, Queued: true, GPUs: 1, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
+				Wait: 5 * time.Minute, Reason: "Waiting to be evaluated by the scheduler"},
+		},
+		{
+			name: "deactivated: pending but not queued",
+			wl: newWorkload(nlp, "a").Queue("lq").Class("training").GPUs(1, 1).Created(at(0)).Inactive().
+				Pending(kueuev1beta2.WorkloadInadmissible, "The workload is deactivated", at(1)).Obj(),
+			now: at(5),
+			want: Task{Namespace: nlp, Name: "a", Team: "nlp", LocalQueue: "lq", Class: "training",
+				State: TaskPending, Deactivated: true, GPUs: 1, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
+				Wait:   5 * time.Minute,
+				Reason: "Stopped: deactivated (spec.active is false); it will not be queued until reactivated"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TaskOf(tc.wl, DefaultSettings, "low", tc.now)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("TaskOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTaskPreemptedReasons(t *testing.T) {
+	cases := []struct {
+		reason, human, preemptorCQ string
+		want                       string
+	}{
+		{kueuev1beta2.InClusterQueueReason, "prioritization in the ClusterQueue", "hyperpod-ns-nlp-clusterqueue",
+			"Preempted by a higher-priority task of the same team"},
+		{kueuev1beta2.InCohortReclamationReason, "reclamation within the cohort", "hyperpod-ns-cv-clusterqueue",
+			"Preempted: team cv reclaimed its lent quota"},
+		{kueuev1beta2.InCohortReclamationReason, "reclamation within the cohort", "someone-elses-queue",
+			"Preempted: another team reclaimed its lent quota"},
+		{kueuev1beta2.InCohortFairSharingReason, "Fair Sharing within the cohort", "hyperpod-ns-cv-clusterqueue",
+			"Preempted to restore fair sharing: team cv was below its fair share"},
+		{kueuev1beta2.InCohortReclaimWhileBorrowingReason, "reclamation within the cohort while borrowing", "hyperpod-ns-cv-clusterqueue",
+			"Preempted by a higher-priority task of team cv that is also borrowing"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason+" by "+tc.preemptorCQ, func(t *testing.T) {
+			msg := preemptionMsg(tc.human, tc.preemptorCQ)
+			wl := newWorkload(nlp, "a").Queue("lq").GPUs(8, 1).Created(at(0)).Admitted(at(10), p5).
+				Preempted(at(20), tc.reason, msg).Obj()
+			got := TaskOf(wl, DefaultSettings, "low", at(30))
+			if got.State != TaskPreempted || !got.Queued {
+				t.Errorf("state %s queued %v, want Preempted and queued", got.State, got.Queued)
+			}
+			if diff := cmp.Diff([]string{tc.want, msg}, []string{got.Reason, got.KueueMessage}); diff != "" {
+				t.Errorf("reason, message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTaskReasons(t *testing.T) {
+	reclaimMsg := preemptionMsg("reclamation within the cohort", "hyperpod-ns-cv-clusterqueue")
+	multi := "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor ml.p4d.24xlarge, 8 more needed, " +
+		"insufficient unused quota for nvidia.com/gpu in flavor ml.p4d.24xlarge, 8 more needed, " +
+		"insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 4 more needed; " +
+		"couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 12 more needed. " +
+		"Pending the preemption of 2 workload(s)"
+	tooBig := "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor ml.p5.48xlarge, " +
+		"previously considered podsets requests (8) + current podset request (32) > maximum capacity (24)"
+	base := func() *kueuetest.WorkloadWrapper { return newWorkload(nlp, "a").Queue("lq").GPUs(8, 1).Created(at(0)) }
+	cases := []struct {
+		name string
+		wl   *kueuev1beta2.Workload
+		want string
+	}{
+		{"several flavors, pod sets and resources, with preemption under way",
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, multi, at(1)).Obj(),
+			"Waiting for quota: needs 8 more cpu and 8 more nvidia.com/gpu on ml.p4d.24xlarge, or 12 more nvidia.com/gpu on ml.p5.48xlarge; preempting 2 tasks to make room"},
+		{"more than the team can ever get",
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonExceedsMaxQuota, tooBig, at(1)).Obj(),
+			"Too big for the team's quota: needs 40 nvidia.com/gpu on ml.p5.48xlarge, but at most 24 can ever be available to the team, borrowing included"},
+		{"resource not covered",
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor, "couldn't assign flavors to pod set main: resource example.com/fpga unavailable in ClusterQueue", at(1)).Obj(),
+			"The team has no quota for example.com/fpga"},
+		{"taint not tolerated",
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor, "couldn't assign flavors to pod set main: untolerated taint {gpu true NoSchedule <nil>} in flavor ml.p5.48xlarge", at(1)).Obj(),
+			"No instance type in the team's quota matches the task's node selector, affinity or tolerations"},
+		{"missing LocalQueue",
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonMisconfigured, "LocalQueue lq doesn't exist", at(1)).Obj(),
+			"Its queue does not exist in this namespace"},
+		{"stopped ClusterQueue",
+			base().Pending(kueuev1beta2.WorkloadQuotaReservedReasonSuspended, "ClusterQueue hyperpod-ns-nlp-clusterqueue is stopped", at(1)).Obj(),
+			"The team's queue is stopped: no new tasks are admitted"},
+		{"unknown message kept",
+			base().Pending("Something", "a new Kueue message", at(1)).Obj(),
+			"Pending: a new Kueue message"},
+		{"no queue name",
+			newWorkload(nlp, "a").GPUs(1, 1).Created(at(0)).Obj(),
+			"Not submitted to a queue: the job has no kueue.x-k8s.io/queue-name label"},
+		{"quota reserved, admission check pending",
+			func() *kueuev1beta2.Workload {
+				b := base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadAdmitted, false, "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", at(5))
+				b.Status.AdmissionChecks = []kueuev1beta2.AdmissionCheckState{{Name: "capacity", State: kueuev1beta2.CheckStatePending}}
+				return b.Obj()
+			}(),
+			"Quota reserved; waiting for admission checks: capacity"},
+		{"admitted, pods starting",
+			base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadPodsReady, false, kueuev1beta2.WorkloadWaitForStart, "Not all pods are ready or succeeded", at(5)).Obj(),
+			"Admitted on flavor ml.p5.48xlarge; pods are starting"},
+		{"preempted, pods still stopping",
+			base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadPreempted, true, kueuev1beta2.InClusterQueueReason, "x", at(6)).
+				Condition(kueuev1beta2.WorkloadEvicted, true, kueuev1beta2.WorkloadEvictedByPreemption, "x", at(6)).Obj(),
+			"Preempted by a higher-priority task of the same team; its pods are being stopped"},
+		{"preempted, then told by the scheduler why it still waits",
+			base().Admitted(at(5), p5).Preempted(at(6), kueuev1beta2.InCohortReclamationReason, reclaimMsg).
+				Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, gpuShortMsg, at(7)).Obj(),
+			"Preempted: team cv reclaimed its lent quota. Waiting for quota: needs 4 more nvidia.com/gpu on ml.p5.48xlarge"},
+		{"evicted because the team's queue was stopped",
+			base().Admitted(at(5), p5).Evicted(at(6), kueuev1beta2.WorkloadEvictedByClusterQueueStopped, "The ClusterQueue is stopped").Obj(),
+			"Evicted: the team's ClusterQueue was stopped"},
+		{"failed",
+			base().Admitted(at(5), p5).Finished(at(9), kueuev1beta2.WorkloadFinishedReasonFailed).Obj(),
+			"Finished: failed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TaskOf(tc.wl, DefaultSettings, "low", at(10))
+			if diff := cmp.Diff(tc.want, got.Reason); diff != "" {
+				t.Errorf("Reason (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTaskGPUs(t *testing.T) {
+	cases := []struct {
+		name string
+		wl   *kueuev1beta2.Workload
+		want int64
+	}{
+		{"pod sets with count > 1 and several containers",
+			newWorkload(nlp, "a").PodSet("launcher", 1, 0).PodSet("workers", 4, 2, 1).Obj(), 12},
+		{"a limit stands in for a missing request; the largest init container counts when larger",
+			func() *kueuev1beta2.Workload {
+				b := newWorkload(nlp, "a").PodSet("main", 2, 1)
+				spec := &b.Spec.PodSets[0].Template.Spec
+				spec.Containers = append(spec.Containers, corev1.Container{Name: "limits-only",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ResourceGPU: resource.MustParse("2")}}})
+				spec.InitContainers = []corev1.Container{{Name: "warmup",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{ResourceGPU: resource.MustParse("4")}}}}
+				return b.Obj()
+			}(), 8},
+		{"admitted: the admitted usage (partial admission)",
+			newWorkload(nlp, "a").PodSet("launcher", 1, 0).PodSet("workers", 4, 2, 1).Admitted(at(1), p5).Usage("workers", 2, 6).Obj(), 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TaskOf(tc.wl, DefaultSettings, "low", at(2)).GPUs; got != tc.want {
+				t.Errorf("GPUs = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAssignPositions(t *testing.T) {
+	reclaimMsg := preemptionMsg("reclamation within the cohort", "hyperpod-ns-cv-clusterqueue")
+	wls := []*kueuev1beta2.Workload{
+		// Team nlp, two LocalQueues feeding one ClusterQueue.
+		newWorkload(nlp, "low-old").Queue("lq").Priority(10).Created(at(0)).Obj(),
+		newWorkload(nlp, "high-new").Queue("lq").Priority(100).Created(at(20)).Obj(),
+		newWorkload(nlp, "high-old").Queue("lq-batch").Priority(100).Created(at(5)).Obj(),
+		// Preempted long after creation: Kueue keeps its creation time.
+		newWorkload(nlp, "preempted").Queue("lq").Priority(10).Created(at(2)).Admitted(at(3), p5).
+			Preempted(at(30), kueuev1beta2.InCohortReclamationReason, reclaimMsg).Requeued(at(30)).Obj(),
+		// PodsReady timeout: queued again from the eviction time.
+		newWorkload(nlp, "timed-out").Queue("lq").Priority(10).Created(at(1)).Admitted(at(2), p5).
+			Evicted(at(25), kueuev1beta2.WorkloadEvictedByPodsReadyTimeout, "Exceeded the PodsReady timeout").Requeued(at(26)).Obj(),
+		newWorkload(nlp, "same-time-b").Queue("lq").Priority(10).Created(at(10)).Obj(),
+		newWorkload(nlp, "same-time-a").Queue("lq").Priority(10).Created(at(10)).Obj(),
+		// Not queued.
+		newWorkload(nlp, "running").Queue("lq").Priority(1000).Created(at(0)).Admitted(at(1), p5).Obj(),
+		newWorkload(nlp, "inactive").Queue("lq").Priority(1000).Created(at(0)).Inactive().Obj(),
+		newWorkload(nlp, "no-such-queue").Queue("ghost").Priority(1000).Created(at(0)).Obj(),
+		// Team cv, its own ClusterQueue.
+		newWorkload(cv, "cv-1").Queue("lq").Priority(10).Created(at(7)).Obj(),
+	}
+	var tasks []Task
+	for _, wl := range wls {
+		tasks = append(tasks, TaskOf(wl, DefaultSettings, "low", at(40)))
+	}
+	AssignPositions(tasks, map[string]string{
+		LocalQueueKey(nlp, "lq"):       "nlp-cq",
+		LocalQueueKey(nlp, "lq-batch"): "nlp-cq",
+		LocalQueueKey(cv, "lq"):        "cv-cq",
+	})
+	type pos struct {
+		CQ       string
+		Position int
+	}
+	got := map[string]pos{}
+	for _, tk := range tasks {
+		got[tk.Name] = pos{tk.ClusterQueue, tk.Position}
+	}
+	want := map[string]pos{
+		"high-old":      {"nlp-cq", 1},
+		"high-new":      {"nlp-cq", 2},
+		"low-old":       {"nlp-cq", 3},
+		"preempted":     {"nlp-cq", 4},
+		"same-time-a":   {"nlp-cq", 5},
+		"same-time-b":   {"nlp-cq", 6},
+		"timed-out":     {"nlp-cq", 7},
+		"running":       {"hyperpod-ns-nlp-clusterqueue", 0},
+		"inactive":      {"nlp-cq", 0},
+		"no-such-queue": {"", 0},
+		"cv-1":          {"cv-cq", 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("positions (-want +got):\n%s", diff)
+	}
+}
+
+func TestMarkBorrowing(t *testing.T) {
+	now := at(60)
+	tasks := []Task{
+		TaskOf(newWorkload(nlp, "old").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(), DefaultSettings, "low", now),
+		TaskOf(newWorkload(nlp, "new").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(5), p5).Obj(), DefaultSettings, "low", now),
+		TaskOf(newWorkload(nlp, "newest-high").Queue("lq").Priority(100).GPUs(4, 1).Created(at(0)).Admitted(at(9), p5).Obj(), DefaultSettings, "low", now),
+		TaskOf(newWorkload(cv, "cv").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(), DefaultSettings, "low", now),
+	}
+	queues := []*kueuev1beta2.ClusterQueue{
+		{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}, Spec: kueuev1beta2.ClusterQueueSpec{
+			ResourceGroups: []kueuev1beta2.ResourceGroup{{Flavors: []kueuev1beta2.FlavorQuotas{{Name: p5,
+				Resources: []kueuev1beta2.ResourceQuota{{Name: ResourceGPU, NominalQuota: resource.MustParse("12")}}}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-cv-clusterqueue"}, Spec: kueuev1beta2.ClusterQueueSpec{
+			ResourceGroups: []kueuev1beta2.ResourceGroup{{Flavors: []kueuev1beta2.FlavorQuotas{{Name: p5,
+				Resources: []kueuev1beta2.ResourceQuota{{Name: ResourceGPU, NominalQuota: resource.MustParse("8")}}}}}}}},
+	}
+	MarkBorrowing(tasks, queues)
+	got := map[string]string{}
+	for _, tk := range tasks {
+		got[tk.Name] = tk.Reason
+	}
+	want := map[string]string{
+		"newest-high": "Admitted on flavor ml.p5.48xlarge",
+		"old":         "Admitted on flavor ml.p5.48xlarge",
+		"new":         "Admitted on flavor ml.p5.48xlarge (borrowing)",
+		"cv":          "Admitted on flavor ml.p5.48xlarge",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
+	}
+	if !tasks[1].Borrowing || tasks[0].Borrowing {
+		t.Errorf("Borrowing flags: old %v new %v", tasks[0].Borrowing, tasks[1].Borrowing)
+	}
+}
+
+func TestStatsByClass(t *testing.T) {
+	now := at(24 * 60)
+	window := now.Add(-24 * time.Hour) // at(0)
+	classes := []string{"critical", "training", "low"}
+	h := time.Hour
+	tasks := []Task{
+		// training, team nlp
+		{Team: "nlp", Class: "training", State: TaskFinished, AdmittedAt: at(60), FinishedAt: at(180), Wait: 10 * time.Minute, Run: 2 * h},
+		{Team: "nlp", Class: "training", State: TaskAdmitted, AdmittedAt: at(600), Wait: 30 * time.Minute, Run: 4 * h},
+		{Team: "nlp", Class: "training", State: TaskPending, Queued: true, Wait: 50 * time.Minute},
+		// training, team cv
+		{Team: "cv", Class: "training", State: TaskAdmitted, AdmittedAt: at(900), Wait: 20 * time.Minute, Run: 6 * h},
+		{Team: "cv", Class: "training", State: TaskPreempted, Queued: true, Wait: 5 * time.Minute, Run: 1 * h},
+		// Old: admitted and finished before the window; counts for nothing.
+		{Team: "cv", Class: "training", State: TaskFinished, AdmittedAt: at(-300), FinishedAt: at(-10), Wait: 9 * h, Run: 9 * h},
+		// Admitted before the window, finished in it: its run counts, not its wait.
+		{Team: "cv", Class: "training", State: TaskFinished, AdmittedAt: at(-60), FinishedAt: at(120), Wait: 8 * h, Run: 3 * h},
+		// Deactivated: neither pending nor waiting.
+		{Team: "cv", Class: "training", State: TaskPending, Deactivated: true, Wait: 7 * h},
+		// low, team nlp; a class the policy does not list.
+		{Team: "nlp", Class: "low", State: TaskPending, Queued: true, Wait: h},
+		{Team: "nlp", Class: "legacy", State: TaskAdmitted, AdmittedAt: at(100), Wait: time.Minute, Run: h},
+	}
+	got := StatsByClass(tasks, classes, window, now)
+	want := []ClassStats{
+		{Class: "critical"},
+		{Class: "training", Running: 2, Pending: 1, Preempted: 1,
+			// runs 2h, 4h, 6h, 3h; waits 10m, 30m, 50m, 20m, 5m
+			AvgRun: 15 * h / 4, AvgWait: 23 * time.Minute, LongestRun: 6 * h, LongestWait: 50 * time.Minute,
+			// nlp longest run 4h, cv 6h; nlp longest wait 50m, cv 20m
+			AvgLongestRun: 5 * h, AvgLongestWait: 35 * time.Minute,
+			Samples: 6, RunSamples: 4, WaitSamples: 5},
+		{Class: "low", Pending: 1, AvgWait: h, LongestWait: h, AvgLongestWait: h, Samples: 1, WaitSamples: 1},
+		{Class: "legacy", Running: 1, AvgRun: h, LongestRun: h, AvgLongestRun: h,
+			AvgWait: time.Minute, LongestWait: time.Minute, AvgLongestWait: time.Minute, Samples: 1, RunSamples: 1, WaitSamples: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("StatsByClass (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatsWindowExcludesOldFinishedTasks(t *testing.T) {
+	now := at(48 * 60)
+	tasks := []Task{
+		{Team: "nlp", Class: "training", State: TaskFinished, AdmittedAt: at(0), FinishedAt: at(60), Wait: time.Minute, Run: time.Hour},
+		{Team: "nlp", Class: "training", State: TaskFinished, AdmittedAt: at(47 * 60), FinishedAt: at(47*60 + 30), Wait: 2 * time.Minute, Run: 30 * time.Minute},
+		// Finished in the window without ever running (e.g. deleted while pending).
+		{Team: "nlp", Class: "training", State: TaskFinished, FinishedAt: at(47 * 60), Wait: 3 * time.Hour},
+	}
+	got := StatsByClass(tasks, []string{"training"}, now.Add(-24*time.Hour), now)
+	want := []ClassStats{{Class: "training",
+		AvgRun: 30 * time.Minute, LongestRun: 30 * time.Minute, AvgLongestRun: 30 * time.Minute,
+		AvgWait: 2 * time.Minute, LongestWait: 2 * time.Minute, AvgLongestWait: 2 * time.Minute,
+		Samples: 1, RunSamples: 1, WaitSamples: 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("StatsByClass (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatsByTeamAndClass(t *testing.T) {
+	now := at(24 * 60)
+	h := time.Hour
+	tasks := []Task{
+		{Team: "nlp", Class: "training", State: TaskAdmitted, AdmittedAt: at(60), Wait: 10 * time.Minute, Run: 2 * h},
+		{Team: "nlp", Class: "training", State: TaskFinished, AdmittedAt: at(60), FinishedAt: at(120), Wait: 30 * time.Minute, Run: h},
+		{Team: "cv", Class: "low", State: TaskPending, Queued: true, Wait: h},
+		{Team: "speech", Class: "training", State: TaskPreempted, Queued: true, Wait: 2 * h},
+		{Namespace: "default", Class: "low", State: TaskAdmitted, AdmittedAt: at(60), Run: h},
+	}
+	got := StatsByTeamAndClass(tasks, []string{"nlp", "cv", "empty"}, []string{"training", "low"}, now.Add(-24*h), now)
+	want := []TeamClassStats{
+		{Team: "nlp", Classes: []ClassStats{
+			{Class: "training", Running: 1, AvgRun: 90 * time.Minute, LongestRun: 2 * h, AvgLongestRun: 2 * h,
+				AvgWait: 20 * time.Minute, LongestWait: 30 * time.Minute, AvgLongestWait: 30 * time.Minute,
+				Samples: 2, RunSamples: 2, WaitSamples: 2},
+			{Class: "low"},
+		}},
+		{Team: "cv", Classes: []ClassStats{
+			{Class: "training"},
+			{Class: "low", Pending: 1, AvgWait: h, LongestWait: h, AvgLongestWait: h, Samples: 1, WaitSamples: 1},
+		}},
+		{Team: "empty", Classes: []ClassStats{{Class: "training"}, {Class: "low"}}},
+		{Team: "speech", Classes: []ClassStats{
+			{Class: "training", Preempted: 1, AvgWait: 2 * h, LongestWait: 2 * h, AvgLongestWait: 2 * h, Samples: 1, WaitSamples: 1},
+			{Class: "low"},
+		}},
+		{Team: "", Classes: []ClassStats{
+			{Class: "training"},
+			{Class: "low", Running: 1, AvgRun: h, LongestRun: h, AvgLongestRun: h, Samples: 1, RunSamples: 1, WaitSamples: 1},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("StatsByTeamAndClass (-want +got):\n%s", diff)
+	}
+}

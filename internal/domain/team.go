@@ -1,0 +1,87 @@
+package domain
+
+import (
+	"math"
+)
+
+// QuotaInput is one quota row as the admin typed it: nil means "not given".
+type QuotaInput struct {
+	InstanceType string `json:"instanceType"`
+	Count        *int64 `json:"count,omitempty"`
+	GPUs         *int64 `json:"gpus,omitempty"`
+	Neuron       *int64 `json:"neuron,omitempty"`
+	VCPU         *int64 `json:"vcpu,omitempty"`
+	MemoryGiB    *int64 `json:"memoryGiB,omitempty"`
+}
+
+// Member is a user or group that may submit and watch the team's jobs.
+type Member struct {
+	Kind string `json:"kind"` // "User" or "Group"
+	Name string `json:"name"`
+}
+
+// Team is a team's compute allocation as the admin states it.
+type Team struct {
+	Name               string       `json:"name"`
+	Description        string       `json:"description,omitempty"`
+	Enabled            bool         `json:"enabled"`
+	Members            []Member     `json:"members,omitempty"`
+	FairShareWeight    int64        `json:"fairShareWeight"`
+	Preemption         Preemption   `json:"preemption"`
+	Lending            Lending      `json:"lending"`
+	BorrowLimitPercent int64        `json:"borrowLimitPercent"`
+	Quota              []QuotaInput `json:"quota"`
+}
+
+// Quota is a resolved quota for one instance type.
+type Quota struct {
+	GPUs      int64
+	Neuron    int64
+	EFA       int64
+	CPUMilli  int64
+	MemoryMiB int64
+}
+
+// DeriveQuota resolves a quota row against an instance shape:
+//   - a count N gives N times every resource of the shape;
+//   - GPUs (or Neuron devices) g give vCPU, memory and EFA in proportion g/per-instance;
+//   - vCPU given without memory gives memory in proportion vCPU/instance vCPU;
+//   - given vCPU and memory always win over derived ones;
+//   - whole-device resources (GPU, Neuron, EFA) are rounded to whole devices.
+func DeriveQuota(in QuotaInput, shape InstanceShape) Quota {
+	var q Quota
+	var fraction float64 // of one instance, for what the admin left out
+	switch {
+	case in.Count != nil:
+		fraction = float64(*in.Count)
+		q.GPUs, q.Neuron = *in.Count*shape.GPUs, *in.Count*shape.Neuron
+	case in.GPUs != nil:
+		q.GPUs = *in.GPUs
+		fraction = ratio(*in.GPUs, shape.GPUs)
+	case in.Neuron != nil:
+		q.Neuron = *in.Neuron
+		fraction = ratio(*in.Neuron, shape.Neuron)
+	case in.VCPU != nil:
+		fraction = ratio(*in.VCPU, shape.VCPU)
+	}
+	q.EFA = int64(math.Round(fraction * float64(shape.EFA)))
+	q.CPUMilli = int64(math.Round(fraction * float64(shape.VCPU) * 1000))
+	q.MemoryMiB = int64(math.Round(fraction * float64(shape.MemoryGiB) * 1024))
+	if in.VCPU != nil {
+		q.CPUMilli = *in.VCPU * 1000
+		if in.MemoryGiB == nil {
+			q.MemoryMiB = int64(math.Round(ratio(*in.VCPU, shape.VCPU) * float64(shape.MemoryGiB) * 1024))
+		}
+	}
+	if in.MemoryGiB != nil {
+		q.MemoryMiB = *in.MemoryGiB * 1024
+	}
+	return q
+}
+
+func ratio(part, whole int64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}

@@ -1,0 +1,213 @@
+package domain
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// quantityEqual compares quantities by value, not by their cached string form.
+var quantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+func shapeOf(t *testing.T, name string) InstanceShape {
+	t.Helper()
+	s, ok := LookupShape(name)
+	if !ok {
+		t.Fatalf("catalog has no %s", name)
+	}
+	return s
+}
+
+func TestDeriveQuota(t *testing.T) {
+	cases := []struct {
+		name  string
+		shape string
+		in    QuotaInput
+		want  Quota
+	}{
+		{"count multiplies the whole shape", "ml.p5.48xlarge", QuotaInput{Count: ptr.To[int64](2)},
+			Quota{GPUs: 16, EFA: 64, CPUMilli: 384_000, MemoryMiB: 4096 * 1024}},
+		{"GPUs give vCPU and memory in proportion", "ml.p5.48xlarge", QuotaInput{GPUs: ptr.To[int64](2)},
+			Quota{GPUs: 2, EFA: 8, CPUMilli: 48_000, MemoryMiB: 512 * 1024}},
+		{"more GPUs than one instance", "ml.g5.2xlarge", QuotaInput{GPUs: ptr.To[int64](2)},
+			Quota{GPUs: 2, CPUMilli: 16_000, MemoryMiB: 64 * 1024}},
+		{"given vCPU sets memory by the vCPU fraction", "ml.g6.12xlarge", QuotaInput{GPUs: ptr.To[int64](2), VCPU: ptr.To[int64](48)},
+			Quota{GPUs: 2, EFA: 1, CPUMilli: 48_000, MemoryMiB: 192 * 1024}},
+		{"vCPU alone on a CPU instance", "ml.c5.2xlarge", QuotaInput{VCPU: ptr.To[int64](2)},
+			Quota{CPUMilli: 2_000, MemoryMiB: 4 * 1024}},
+		{"Neuron devices give vCPU, memory and EFA", "ml.trn1.32xlarge", QuotaInput{Neuron: ptr.To[int64](4)},
+			Quota{Neuron: 4, EFA: 2, CPUMilli: 32_000, MemoryMiB: 128 * 1024}},
+		{"EFA rounds to whole devices", "ml.g6.12xlarge", QuotaInput{GPUs: ptr.To[int64](1)},
+			Quota{GPUs: 1, EFA: 0, CPUMilli: 12_000, MemoryMiB: 48 * 1024}},
+		{"memory override wins", "ml.p5.48xlarge", QuotaInput{GPUs: ptr.To[int64](2), MemoryGiB: ptr.To[int64](300)},
+			Quota{GPUs: 2, EFA: 8, CPUMilli: 48_000, MemoryMiB: 300 * 1024}},
+		{"vCPU and memory overrides together", "ml.p5.48xlarge", QuotaInput{GPUs: ptr.To[int64](4), VCPU: ptr.To[int64](10), MemoryGiB: ptr.To[int64](100)},
+			Quota{GPUs: 4, EFA: 16, CPUMilli: 10_000, MemoryMiB: 100 * 1024}},
+		{"count with a memory override", "ml.g5.2xlarge", QuotaInput{Count: ptr.To[int64](3), MemoryGiB: ptr.To[int64](50)},
+			Quota{GPUs: 3, CPUMilli: 24_000, MemoryMiB: 50 * 1024}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DeriveQuota(tc.in, shapeOf(t, tc.shape))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DeriveQuota (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// clusterQueueOf decodes the applied ClusterQueue into the API type, as the
+// apiserver would see it.
+func clusterQueueOf(t *testing.T, objs TeamObjects) kueuev1beta2.ClusterQueue {
+	t.Helper()
+	data, err := json.Marshal(objs.ClusterQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cq kueuev1beta2.ClusterQueue
+	if err := json.Unmarshal(data, &cq); err != nil {
+		t.Fatal(err)
+	}
+	return cq
+}
+
+func quota(name corev1.ResourceName, nominal, borrowing string) kueuev1beta2.ResourceQuota {
+	return kueuev1beta2.ResourceQuota{Name: name, NominalQuota: resource.MustParse(nominal), BorrowingLimit: ptr.To(resource.MustParse(borrowing))}
+}
+
+// The documented example: team onlygputeam, ml.g6.12xlarge with 2 GPUs and
+// 48 vCPU, LendAndBorrow 50 %, weight 10, preemption LowerPriority.
+func TestBuildTeamGoldenCase(t *testing.T) {
+	team := Team{
+		Name: "onlygputeam", Enabled: true, FairShareWeight: 10, Preemption: PreemptLowerPriority,
+		Lending: LendAndBorrow, BorrowLimitPercent: 50,
+		Quota: []QuotaInput{{InstanceType: "ml.g6.12xlarge", GPUs: ptr.To[int64](2), VCPU: ptr.To[int64](48)}},
+	}
+	objs, err := BuildTeam(DefaultSettings, team, LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq := clusterQueueOf(t, objs)
+	want := kueuev1beta2.ClusterQueueSpec{
+		CohortName:        "shared-pool",
+		QueueingStrategy:  kueuev1beta2.BestEffortFIFO,
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "hyperpod-ns-onlygputeam"}},
+		FlavorFungibility: &kueuev1beta2.FlavorFungibility{WhenCanBorrow: kueuev1beta2.TryNextFlavor, WhenCanPreempt: kueuev1beta2.TryNextFlavor},
+		Preemption: &kueuev1beta2.ClusterQueuePreemption{
+			ReclaimWithinCohort: kueuev1beta2.PreemptionPolicyAny,
+			WithinClusterQueue:  kueuev1beta2.PreemptionPolicyLowerPriority,
+			BorrowWithinCohort:  &kueuev1beta2.BorrowWithinCohort{Policy: kueuev1beta2.BorrowWithinCohortPolicyLowerPriority},
+		},
+		FairSharing: &kueuev1beta2.FairSharing{Weight: ptr.To(resource.MustParse("10"))},
+		StopPolicy:  ptr.To(kueuev1beta2.None),
+		ResourceGroups: []kueuev1beta2.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{"nvidia.com/gpu", "aws.amazon.com/neurondevice", "cpu", "memory", "vpc.amazonaws.com/efa"},
+			Flavors: []kueuev1beta2.FlavorQuotas{{
+				Name: "ml.g6.12xlarge",
+				Resources: []kueuev1beta2.ResourceQuota{
+					quota("nvidia.com/gpu", "2", "1"),
+					quota("aws.amazon.com/neurondevice", "0", "0"),
+					quota("cpu", "48", "24"),
+					quota("memory", "192Gi", "96Gi"),
+					quota("vpc.amazonaws.com/efa", "1", "0"),
+				},
+			}},
+		}},
+	}
+	if diff := cmp.Diff(want, cq.Spec, quantityEqual); diff != "" {
+		t.Errorf("ClusterQueue spec (-want +got):\n%s", diff)
+	}
+	if cq.Name != "hyperpod-ns-onlygputeam-clusterqueue" {
+		t.Errorf("ClusterQueue name = %q", cq.Name)
+	}
+	if got := *objs.LocalQueue.Name + " in " + *objs.LocalQueue.Namespace + " -> " + string(*objs.LocalQueue.Spec.ClusterQueue); got !=
+		"hyperpod-ns-onlygputeam-localqueue in hyperpod-ns-onlygputeam -> hyperpod-ns-onlygputeam-clusterqueue" {
+		t.Errorf("LocalQueue = %s", got)
+	}
+	var typed Team
+	if err := json.Unmarshal([]byte(cq.Annotations[AllocationAnnotation]), &typed); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(team, typed); diff != "" {
+		t.Errorf("allocation annotation does not round-trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuildTeamLendingAndActivation(t *testing.T) {
+	base := Team{Name: "t", Enabled: true, Preemption: PreemptNever, BorrowLimitPercent: 50,
+		Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)}}}
+	type limits struct{ Borrowing, Lending *resource.Quantity }
+	gpuLimits := func(cq kueuev1beta2.ClusterQueue) limits {
+		r := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
+		return limits{r.BorrowingLimit, r.LendingLimit}
+	}
+	cases := []struct {
+		name    string
+		lending Lending
+		percent int64
+		want    limits
+	}{
+		{"LendAndBorrow 50 %", LendAndBorrow, 50, limits{Borrowing: ptr.To(resource.MustParse("2"))}},
+		{"LendAndBorrow 150 %", LendAndBorrow, 150, limits{Borrowing: ptr.To(resource.MustParse("6"))}},
+		{"LendAndBorrow rounds whole GPUs down", LendAndBorrow, 30, limits{Borrowing: ptr.To(resource.MustParse("1"))}},
+		{"Lend borrows nothing and lends all", Lend, 50, limits{Borrowing: ptr.To(resource.MustParse("0"))}},
+		{"DontLend neither lends nor borrows", DontLend, 50, limits{Borrowing: ptr.To(resource.MustParse("0")), Lending: ptr.To(resource.MustParse("0"))}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			team := base
+			team.Lending, team.BorrowLimitPercent = tc.lending, tc.percent
+			objs, err := BuildTeam(DefaultSettings, team, LookupShape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, gpuLimits(clusterQueueOf(t, objs)), quantityEqual); diff != "" {
+				t.Errorf("GPU limits (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	disabled := base
+	disabled.Enabled = false
+	objs, err := BuildTeam(DefaultSettings, disabled, LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq := clusterQueueOf(t, objs)
+	if got := *cq.Spec.StopPolicy; got != kueuev1beta2.Hold {
+		t.Errorf("disabled team: stopPolicy = %s, want Hold", got)
+	}
+	if got := cq.Spec.Preemption.WithinClusterQueue; got != kueuev1beta2.PreemptionPolicyNever {
+		t.Errorf("preemption Never: withinClusterQueue = %s", got)
+	}
+}
+
+func TestBuildTeamUnknownInstanceType(t *testing.T) {
+	_, err := BuildTeam(DefaultSettings, Team{Name: "t", Quota: []QuotaInput{{InstanceType: "ml.nope", GPUs: ptr.To[int64](1)}}}, LookupShape)
+	if err == nil {
+		t.Fatal("want an error for an unknown instance type")
+	}
+}
+
+// The largest quota the form accepts, at the largest borrow limit, still
+// gives positive limits (v × percent would overflow an int64 in bytes).
+func TestBorrowingLimitOfHugeMemoryQuota(t *testing.T) {
+	team := Team{Name: "huge", Enabled: true, Lending: LendAndBorrow, BorrowLimitPercent: 500, Preemption: PreemptNever,
+		Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", Count: ptr.To[int64](10_000)}}}
+	objs, err := BuildTeam(DefaultSettings, team, LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range clusterQueueOf(t, objs).Spec.ResourceGroups[0].Flavors[0].Resources {
+		nominal := r.NominalQuota.AsApproximateFloat64()
+		if got := r.BorrowingLimit.AsApproximateFloat64(); got < 0 || got < 4.99*nominal || got > 5*nominal {
+			t.Errorf("%s: borrowing limit %s for nominal %s at 500 %%", r.Name, r.BorrowingLimit, &r.NominalQuota)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+// This file computes the Team usage dashboard: quota, use, borrowing and
+// lending per team.
+
+package domain
+
+import (
+	"math"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// Amount is a quantity of the resources the dashboards show.
+type Amount struct {
+	GPUs      int64
+	Neuron    int64
+	CPUMilli  int64
+	MemoryMiB int64
+}
+
+func (a *Amount) add(b Amount) {
+	a.GPUs += b.GPUs
+	a.Neuron += b.Neuron
+	a.CPUMilli += b.CPUMilli
+	a.MemoryMiB += b.MemoryMiB
+}
+
+// addUnits adds v of resource r, in the units Amount keeps (see units).
+func (a *Amount) addUnits(r corev1.ResourceName, v int64) {
+	switch r {
+	case ResourceGPU:
+		a.GPUs += v
+	case ResourceNeuron:
+		a.Neuron += v
+	case corev1.ResourceCPU:
+		a.CPUMilli += v
+	case corev1.ResourceMemory:
+		a.MemoryMiB += v
+	}
+}
+
+// units is a quantity of r in the units Amount keeps: millicores of cpu,
+// MiB of memory, whole devices of the rest.
+func units(r corev1.ResourceName, q resource.Quantity) int64 {
+	switch r {
+	case corev1.ResourceCPU:
+		return q.MilliValue()
+	case corev1.ResourceMemory:
+		return q.Value() >> 20
+	}
+	return q.Value()
+}
+
+// TeamUsage is one team's row of the usage dashboard.
+type TeamUsage struct {
+	Team, Namespace, ClusterQueue, Cohort string
+	Enabled                               bool
+	Allocated                             Amount // nominal quota
+	InUse                                 Amount // admitted tasks' usage, own and borrowed
+	Borrowed                              Amount // usage above nominal, from other teams' quota
+	Lent                                  Amount // its idle quota used by others (attributed)
+	PendingDemand                         Amount // what its queued tasks ask for
+	Running, Pending, Preempted           int
+}
+
+func teamUsage(s Settings, cqs []*kueuev1beta2.ClusterQueue, tasks []Task) []TeamUsage {
+	rows := make([]TeamUsage, 0, len(cqs))
+	index := map[string]int{} // ClusterQueue name -> row
+	for _, cq := range cqs {
+		team := s.TeamOfClusterQueue(cq)
+		row := TeamUsage{Team: team, Namespace: s.Namespace(team), ClusterQueue: cq.Name,
+			Cohort: string(cq.Spec.CohortName), Enabled: !Stopped(cq)}
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				for _, r := range f.Resources {
+					row.Allocated.addUnits(r.Name, units(r.Name, r.NominalQuota))
+				}
+			}
+		}
+		for _, f := range cq.Status.FlavorsUsage {
+			for _, r := range f.Resources {
+				row.InUse.addUnits(r.Name, units(r.Name, r.Total))
+				row.Borrowed.addUnits(r.Name, units(r.Name, r.Borrowed))
+			}
+		}
+		index[cq.Name] = len(rows)
+		rows = append(rows, row)
+	}
+	attributeLending(cqs, rows, index)
+
+	byTeam := map[string]int{}
+	for i, r := range rows {
+		byTeam[r.Team] = i
+	}
+	for _, t := range tasks {
+		i, ok := byTeam[t.Team]
+		if !ok {
+			continue
+		}
+		switch t.State {
+		case TaskAdmitted:
+			rows[i].Running++
+		case TaskPending:
+			if !t.Deactivated {
+				rows[i].Pending++
+				rows[i].PendingDemand.GPUs += t.GPUs
+			}
+		case TaskPreempted:
+			rows[i].Preempted++
+			rows[i].PendingDemand.GPUs += t.GPUs
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Team < rows[j].Team })
+	return rows
+}
+
+// attributeLending gives each team the share of its cohort's borrowing that
+// LentShares attributes to it, per flavor and resource.
+func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index map[string]int) {
+	type key struct {
+		cohort, flavor string
+		resource       corev1.ResourceName
+	}
+	type member struct {
+		row int
+		use QuotaUse
+	}
+	groups := map[key][]member{}
+	var order []key
+	for _, cq := range cqs {
+		if cq.Spec.CohortName == "" {
+			continue // a queue without cohort neither lends nor borrows
+		}
+		used := map[key]float64{}
+		for _, f := range cq.Status.FlavorsUsage {
+			for _, r := range f.Resources {
+				used[key{string(cq.Spec.CohortName), string(f.Name), r.Name}] = float64(units(r.Name, r.Total))
+			}
+		}
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				for _, r := range f.Resources {
+					k := key{string(cq.Spec.CohortName), string(f.Name), r.Name}
+					use := QuotaUse{Nominal: float64(units(r.Name, r.NominalQuota)), Used: used[k], LendingLimit: math.Inf(1)}
+					if r.LendingLimit != nil {
+						use.LendingLimit = float64(units(r.Name, *r.LendingLimit))
+					}
+					if _, ok := groups[k]; !ok {
+						order = append(order, k)
+					}
+					groups[k] = append(groups[k], member{index[cq.Name], use})
+				}
+			}
+		}
+	}
+	for _, k := range order {
+		members := groups[k]
+		uses := make([]QuotaUse, len(members))
+		for i, m := range members {
+			uses[i] = m.use
+		}
+		for i, lent := range LentShares(uses) {
+			rows[members[i].row].Lent.addUnits(k.resource, int64(lent+0.5))
+		}
+	}
+}
+
+// QuotaUse is one ClusterQueue's quota and use of one flavor and resource
+// at one instant.
+type QuotaUse struct {
+	Nominal, Used float64
+	// LendingLimit caps what others may use of the queue's quota (+Inf: no cap).
+	LendingLimit float64
+}
+
+// LentShares is the console's one rule for who lent what: it attributes
+// what the ClusterQueues of one cohort borrow on one flavor and resource at
+// one instant to the queues that lend it. Kueue does not record who lent to
+// whom. The borrowed amount (use beyond nominal, summed over the queues) is
+// split in proportion to each queue's lendable idle quota: nominal − own use,
+// floored at 0 and capped by its lending limit. No queue lends more than it
+// has idle; what exceeds the cohort's idle quota (borrowed from a parent
+// cohort's or the cohort's own quota) is attributed to no queue.
+func LentShares(qs []QuotaUse) []float64 {
+	lent := make([]float64, len(qs))
+	idle := make([]float64, len(qs))
+	var borrowed, totalIdle float64
+	for i, q := range qs {
+		borrowed += math.Max(q.Used-q.Nominal, 0)
+		idle[i] = math.Min(math.Max(q.Nominal-q.Used, 0), math.Max(q.LendingLimit, 0))
+		totalIdle += idle[i]
+	}
+	if borrowed <= 0 || totalIdle <= 0 {
+		return lent
+	}
+	share := math.Min(borrowed/totalIdle, 1)
+	for i := range qs {
+		lent[i] = idle[i] * share
+	}
+	return lent
+}
+
+// Totals sums the team rows.
+func Totals(rows []TeamUsage) TeamUsage {
+	t := TeamUsage{Team: "Total"}
+	for _, r := range rows {
+		t.Allocated.add(r.Allocated)
+		t.InUse.add(r.InUse)
+		t.Borrowed.add(r.Borrowed)
+		t.Lent.add(r.Lent)
+		t.PendingDemand.add(r.PendingDemand)
+		t.Running += r.Running
+		t.Pending += r.Pending
+		t.Preempted += r.Preempted
+	}
+	return t
+}

@@ -1,0 +1,82 @@
+package form
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// MaxPriorityClasses is how many task priority classes a policy may have.
+const MaxPriorityClasses = 10
+
+// ClassRow is one priority class as typed.
+type ClassRow struct{ Name, Weight string }
+
+// Policy is the cluster policy form as typed.
+type Policy struct {
+	Prioritization string
+	IdleAllocation string
+	Classes        []ClassRow
+}
+
+// ParsePolicy reads a posted policy form; blank class rows are dropped.
+func ParsePolicy(v url.Values) Policy {
+	p := Policy{Prioritization: v.Get("prioritization"), IdleAllocation: v.Get("idleAllocation")}
+	for i := 0; i < MaxPriorityClasses*2; i++ {
+		row := ClassRow{
+			Name:   strings.TrimSpace(v.Get(fmt.Sprintf("class.%d.name", i))),
+			Weight: strings.TrimSpace(v.Get(fmt.Sprintf("class.%d.weight", i))),
+		}
+		if row.Name != "" || row.Weight != "" {
+			p.Classes = append(p.Classes, row)
+		}
+	}
+	return p
+}
+
+// FromPolicy fills the form from the stored policy.
+func FromPolicy(p domain.Policy) Policy {
+	f := Policy{Prioritization: string(p.Prioritization), IdleAllocation: string(p.IdleAllocation)}
+	for _, c := range p.Classes {
+		f.Classes = append(f.Classes, ClassRow{Name: c.Name, Weight: strconv.Itoa(int(c.Weight))})
+	}
+	return f
+}
+
+// Validate checks the form and converts it.
+func (f Policy) Validate() (domain.Policy, Errors) {
+	var errs Errors
+	var p domain.Policy
+	p.Prioritization = oneOf(&errs, "prioritization", f.Prioritization, "Choose first-come-first-serve or task ranking.",
+		domain.FirstComeFirstServe, domain.TaskRanking)
+	p.IdleAllocation = oneOf(&errs, "idleAllocation", f.IdleAllocation, "Choose first-come-first-serve or fair share.",
+		domain.IdleFirstComeFirstServe, domain.IdleFairShare)
+	if len(f.Classes) > MaxPriorityClasses {
+		errs.Add("classes", fmt.Sprintf("Use at most %d priority classes.", MaxPriorityClasses))
+	}
+	if p.Prioritization == domain.TaskRanking && len(f.Classes) == 0 {
+		errs.Add("classes", "Task ranking needs at least one priority class.")
+	}
+	seen := map[string]bool{}
+	for i, c := range f.Classes {
+		nameField, weightField := fmt.Sprintf("class.%d.name", i), fmt.Sprintf("class.%d.weight", i)
+		switch {
+		case c.Name == "":
+			errs.Add(nameField, "Enter a class name.")
+		case len(c.Name) > MaxTeamName || !dnsLabel.MatchString(c.Name):
+			errs.Add(nameField, "Use lowercase letters, digits and '-' (at most 40), starting and ending with a letter or digit.")
+		case seen[c.Name]:
+			errs.Add(nameField, "This class is already listed above.")
+		}
+		seen[c.Name] = true
+		w, ok := wholeNumber(c.Weight, 0, 100)
+		if !ok {
+			errs.Add(weightField, "Enter a whole number from 0 to 100.")
+		}
+		p.Classes = append(p.Classes, domain.PriorityClass{Name: c.Name, Weight: int32(w)})
+	}
+	return p, errs
+}

@@ -1,0 +1,351 @@
+// Package form holds the console's typed forms: each parses what the browser
+// posted, keeps every value as typed (so a rejected form shows it back), and
+// validates into field errors worded for the admin. The same validation
+// judges what the console applies without a form (a revision, adopted hand
+// edits), so it is the one home of the allocation and policy rules. It must
+// not import client-go, echo, templ, or the console's cluster, write,
+// handlers and web packages.
+package form
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// Limits of a team allocation.
+const (
+	MaxTeamName     = 40
+	MaxDescription  = 1024
+	MaxQuotaRows    = 15
+	MaxMembers      = 100
+	MaxBorrowPct    = 500
+	DefaultBorrow   = "50"
+	maxMemberName   = 253
+	maxQuotaNumeric = 10_000_000 // the largest any single field accepts
+)
+
+// Largest accepted value per quota field: far beyond any cluster, and small
+// enough that derived byte counts and percentages never overflow.
+var quotaMax = map[string]int64{
+	"count": 10_000, "gpus": 100_000, "neuron": 100_000, "vcpu": 10_000_000, "memoryGiB": 100_000_000,
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Errors are field errors keyed by field name ("name", "quota.2.gpus"); the
+// page shows each next to its field.
+type Errors struct{ items []fieldError }
+
+type fieldError struct{ field, message string }
+
+// Add records the first error of a field.
+func (e *Errors) Add(field, message string) {
+	if e.Get(field) == "" {
+		e.items = append(e.items, fieldError{field, message})
+	}
+}
+
+// Get returns the error of a field, or "".
+func (e Errors) Get(field string) string {
+	for _, it := range e.items {
+		if it.field == field {
+			return it.message
+		}
+	}
+	return ""
+}
+
+// Any reports whether there is at least one error.
+func (e Errors) Any() bool { return len(e.items) > 0 }
+
+// Fields lists the fields with errors, in the order found.
+func (e Errors) Fields() []string {
+	out := make([]string, len(e.items))
+	for i, it := range e.items {
+		out[i] = it.field
+	}
+	return out
+}
+
+// QuotaRow is one quota row as typed.
+type QuotaRow struct {
+	InstanceType string
+	Count        string
+	GPUs         string
+	Neuron       string
+	VCPU         string
+	MemoryGiB    string
+}
+
+func (r QuotaRow) empty() bool {
+	return r.InstanceType == "" && r.Count == "" && r.GPUs == "" && r.Neuron == "" && r.VCPU == "" && r.MemoryGiB == ""
+}
+
+// Team is the team allocation form as typed.
+type Team struct {
+	Name            string
+	Description     string
+	Enabled         string // "true" or "false"
+	Users           string // one per line
+	Groups          string // one per line
+	FairShareWeight string
+	Preemption      string
+	Lending         string
+	BorrowLimit     string
+	Quota           []QuotaRow
+}
+
+// NewTeam is an empty form with the documented defaults.
+func NewTeam() Team {
+	return Team{Enabled: "true", FairShareWeight: "0", Preemption: string(domain.PreemptLowerPriority),
+		Lending: string(domain.LendAndBorrow), BorrowLimit: DefaultBorrow, Quota: []QuotaRow{{}}}
+}
+
+// ParseTeam reads a posted form. Quota rows come as quota.N.field; blank rows
+// are dropped.
+func ParseTeam(v url.Values) Team {
+	t := Team{
+		Name:            strings.TrimSpace(v.Get("name")),
+		Description:     strings.TrimSpace(v.Get("description")),
+		Enabled:         v.Get("enabled"),
+		Users:           v.Get("users"),
+		Groups:          v.Get("groups"),
+		FairShareWeight: strings.TrimSpace(v.Get("fairShareWeight")),
+		Preemption:      v.Get("preemption"),
+		Lending:         v.Get("lending"),
+		BorrowLimit:     strings.TrimSpace(v.Get("borrowLimit")),
+	}
+	for i := 0; i < MaxQuotaRows*2; i++ {
+		p := fmt.Sprintf("quota.%d.", i)
+		row := QuotaRow{
+			InstanceType: strings.TrimSpace(v.Get(p + "instanceType")),
+			Count:        strings.TrimSpace(v.Get(p + "count")),
+			GPUs:         strings.TrimSpace(v.Get(p + "gpus")),
+			Neuron:       strings.TrimSpace(v.Get(p + "neuron")),
+			VCPU:         strings.TrimSpace(v.Get(p + "vcpu")),
+			MemoryGiB:    strings.TrimSpace(v.Get(p + "memoryGiB")),
+		}
+		if !row.empty() {
+			t.Quota = append(t.Quota, row)
+		}
+	}
+	return t
+}
+
+// FromTeam fills the form from a stored allocation (the edit form).
+func FromTeam(t domain.Team) Team {
+	f := Team{
+		Name: t.Name, Description: t.Description, Enabled: strconv.FormatBool(t.Enabled),
+		FairShareWeight: strconv.FormatInt(t.FairShareWeight, 10), Preemption: string(t.Preemption),
+		Lending: string(t.Lending), BorrowLimit: strconv.FormatInt(t.BorrowLimitPercent, 10),
+	}
+	var users, groups []string
+	for _, m := range t.Members {
+		if m.Kind == "Group" {
+			groups = append(groups, m.Name)
+		} else {
+			users = append(users, m.Name)
+		}
+	}
+	f.Users, f.Groups = strings.Join(users, "\n"), strings.Join(groups, "\n")
+	str := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	for _, q := range t.Quota {
+		f.Quota = append(f.Quota, QuotaRow{InstanceType: q.InstanceType, Count: str(q.Count), GPUs: str(q.GPUs),
+			Neuron: str(q.Neuron), VCPU: str(q.VCPU), MemoryGiB: str(q.MemoryGiB)})
+	}
+	if len(f.Quota) == 0 {
+		f.Quota = []QuotaRow{{}}
+	}
+	return f
+}
+
+// Validate checks the form and converts it. shapes resolves instance types
+// (catalog merged with live nodes). On any error the Team is incomplete and
+// must not be written.
+func (f Team) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
+	var errs Errors
+	t := domain.Team{Name: f.Name, Description: f.Description}
+
+	switch {
+	case f.Name == "":
+		errs.Add("name", "Enter a team name.")
+	case len(f.Name) > MaxTeamName:
+		errs.Add("name", fmt.Sprintf("Use at most %d characters (this has %d).", MaxTeamName, len(f.Name)))
+	case !dnsLabel.MatchString(f.Name):
+		errs.Add("name", "Use lowercase letters, digits and '-', starting and ending with a letter or digit.")
+	}
+	if !utf8.ValidString(f.Description) {
+		errs.Add("description", "The description contains bytes that are not valid UTF-8 text.")
+	} else if n := len([]rune(f.Description)); n > MaxDescription {
+		errs.Add("description", fmt.Sprintf("Use at most %d characters (this has %d).", MaxDescription, n))
+	}
+	switch f.Enabled {
+	case "true", "false":
+		t.Enabled = f.Enabled == "true"
+	default:
+		errs.Add("enabled", "Choose Enabled or Disabled.")
+	}
+	t.Members = parseMembers(f.Users, "User", "users", &errs)
+	t.Members = append(t.Members, parseMembers(f.Groups, "Group", "groups", &errs)...)
+	if len(t.Members) > MaxMembers {
+		errs.Add("users", fmt.Sprintf("Add at most %d users and groups together.", MaxMembers))
+	}
+
+	if w, ok := wholeNumber(f.FairShareWeight, 0, 100); ok {
+		t.FairShareWeight = w
+	} else {
+		errs.Add("fairShareWeight", "Enter a whole number from 0 to 100.")
+	}
+	t.Preemption = oneOf(&errs, "preemption", f.Preemption, "Choose Never or Lower priority.",
+		domain.PreemptNever, domain.PreemptLowerPriority)
+	t.Lending = oneOf(&errs, "lending", f.Lending, "Choose Lend and borrow, Lend, or Don't lend.",
+		domain.LendAndBorrow, domain.Lend, domain.DontLend)
+	if p, ok := wholeNumber(f.BorrowLimit, 1, MaxBorrowPct); ok {
+		t.BorrowLimitPercent = p
+	} else if t.Lending == domain.LendAndBorrow {
+		errs.Add("borrowLimit", fmt.Sprintf("Enter a whole percentage from 1 to %d.", MaxBorrowPct))
+	}
+
+	switch {
+	case len(f.Quota) > MaxQuotaRows:
+		errs.Add("quota", fmt.Sprintf("Use at most %d instance types.", MaxQuotaRows))
+	case len(f.Quota) == 0:
+		errs.Add("quota", "Add at least one instance type: a team without quota could not run anything.")
+	}
+	seen := map[string]bool{}
+	for i, row := range f.Quota {
+		q, ok := validateRow(i, row, shapes, seen, &errs)
+		if ok {
+			t.Quota = append(t.Quota, q)
+		}
+	}
+	return t, errs
+}
+
+func validateRow(i int, row QuotaRow, shapes domain.ShapeLookup, seen map[string]bool, errs *Errors) (domain.QuotaInput, bool) {
+	field := func(name string) string { return fmt.Sprintf("quota.%d.%s", i, name) }
+	q := domain.QuotaInput{InstanceType: row.InstanceType}
+	shape, known := shapes(row.InstanceType)
+	switch {
+	case row.InstanceType == "":
+		errs.Add(field("instanceType"), "Choose an instance type.")
+		return q, false
+	case !known:
+		errs.Add(field("instanceType"), fmt.Sprintf("Unknown instance type %q.", row.InstanceType))
+		return q, false
+	case seen[row.InstanceType]:
+		errs.Add(field("instanceType"), "This instance type already has a row above.")
+		return q, false
+	}
+	seen[row.InstanceType] = true
+
+	ok := true
+	number := func(name, value string, min int64) *int64 {
+		if value == "" {
+			return nil
+		}
+		n, valid := wholeNumber(value, min, quotaMax[name])
+		if !valid {
+			errs.Add(field(name), fmt.Sprintf("Enter a whole number from %d to %d.", min, quotaMax[name]))
+			ok = false
+			return nil
+		}
+		return &n
+	}
+	q.Count = number("count", row.Count, 0)
+	q.GPUs = number("gpus", row.GPUs, 0)
+	q.Neuron = number("neuron", row.Neuron, 0)
+	q.VCPU = number("vcpu", row.VCPU, 0)
+	q.MemoryGiB = number("memoryGiB", row.MemoryGiB, 0)
+	if !ok {
+		return q, false
+	}
+	switch {
+	case q.Count != nil && (q.GPUs != nil || q.Neuron != nil):
+		errs.Add(field("count"), "Give an instance count, or GPUs / Neuron devices, not both.")
+	case q.GPUs != nil && q.Neuron != nil:
+		errs.Add(field("gpus"), "Give GPUs or Neuron devices, not both.")
+	case q.GPUs != nil && shape.GPUs == 0 && *q.GPUs > 0:
+		errs.Add(field("gpus"), fmt.Sprintf("%s has no GPUs.", shape.Type))
+	case q.Neuron != nil && shape.Neuron == 0 && *q.Neuron > 0:
+		errs.Add(field("neuron"), fmt.Sprintf("%s has no Neuron devices.", shape.Type))
+	case q.MemoryGiB != nil && q.VCPU == nil && q.Count == nil && q.GPUs == nil && q.Neuron == nil:
+		errs.Add(field("count"), "Memory alone is not a quota: give GPUs, vCPUs or an instance count too.")
+	case q.Count == nil && q.GPUs == nil && q.Neuron == nil && q.VCPU == nil:
+		errs.Add(field("count"), "Give an instance count, GPUs, Neuron devices or vCPUs.")
+	default:
+		return q, true
+	}
+	return q, false
+}
+
+func parseMembers(text, kind, field string, errs *Errors) []domain.Member {
+	var out []domain.Member
+	seen := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		name := strings.TrimSpace(line)
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		if len(name) > maxMemberName || !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) }) >= 0 {
+			errs.Add(field, fmt.Sprintf("%q is not a valid %s name (at most %d printable characters).", truncate(name, 40), strings.ToLower(kind), maxMemberName))
+			continue
+		}
+		out = append(out, domain.Member{Kind: kind, Name: name})
+	}
+	return out
+}
+
+func wholeNumber(s string, min, max int64) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, false
+	}
+	return n, true
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// Lenient reads a row's numbers without judging them, for the live preview
+// of derived values while the admin is still typing.
+func (r QuotaRow) Lenient() domain.QuotaInput {
+	num := func(s string) *int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 || n > maxQuotaNumeric {
+			return nil
+		}
+		return &n
+	}
+	return domain.QuotaInput{InstanceType: r.InstanceType, Count: num(r.Count), GPUs: num(r.GPUs),
+		Neuron: num(r.Neuron), VCPU: num(r.VCPU), MemoryGiB: num(r.MemoryGiB)}
+}
+
+// oneOf is value when it is one of the choices, else the zero choice with
+// msg as the field's error.
+func oneOf[T ~string](errs *Errors, field, value, msg string, choices ...T) T {
+	for _, c := range choices {
+		if string(c) == value {
+			return c
+		}
+	}
+	errs.Add(field, msg)
+	return ""
+}

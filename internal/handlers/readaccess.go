@@ -1,0 +1,110 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/cluster"
+)
+
+// Reading needs a right the cluster grants, asked as the user
+// (SelfSubjectAccessReviews, cached like the forms' checks):
+//   - platform viewers, who may list ClusterQueues, see everything;
+//   - a team member, who may list Workloads in the team's namespace, sees
+//     that team's pages and the cluster's totals;
+//   - anyone else gets a 403 page that says which right is missing.
+//
+// In auth mode none the console shows everything: it runs on loopback for
+// the one person at the machine.
+
+var mayListClusterQueues = cluster.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "list ClusterQueues"}
+
+func mayListWorkloads(namespace string) cluster.Permission {
+	return cluster.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "workloads", Namespace: namespace, What: "list Workloads in " + namespace}
+}
+
+// scope is what a user may see.
+type scope struct {
+	all   bool            // a platform viewer
+	teams map[string]bool // the teams they are a member of
+}
+
+func (s scope) sees(team string) bool { return s.all || s.teams[team] }
+func (s scope) empty() bool           { return !s.all && len(s.teams) == 0 }
+
+// reviewConcurrency bounds the access reviews made at once for one user.
+const reviewConcurrency = 8
+
+const echoScopeKey = "handlers.scope"
+
+// scopeOf is the request's scope; known is false when the cluster could not
+// answer the reviews.
+func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
+	if cached, ok := c.Get(echoScopeKey).(scope); ok {
+		return cached, true
+	}
+	if !d.Auth.Impersonates() {
+		return scope{all: true}, true
+	}
+	ctx, id := c.Request().Context(), d.identity(c)
+	all, known := d.access.Allowed(ctx, id, mayListClusterQueues)
+	if !known {
+		return scope{}, false
+	}
+	s = scope{all: all, teams: map[string]bool{}}
+	if !all {
+		stored := d.Cache.Teams(d.Settings)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, reviewConcurrency)
+		for _, t := range stored {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(team string) {
+				defer func() { <-sem; wg.Done() }()
+				if ok, _ := d.access.Allowed(ctx, id, mayListWorkloads(d.Settings.Namespace(team))); ok {
+					mu.Lock()
+					s.teams[team] = true
+					mu.Unlock()
+				}
+			}(t.Name)
+		}
+		wg.Wait()
+	}
+	c.Set(echoScopeKey, s)
+	return s, true
+}
+
+// readAccess refuses requests for pages the user may not see: any page
+// needs a scope, a team's pages (routes with :team) need that team.
+func (d Deps) readAccess() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if isPublic(c) || c.Path() == auth.SignOutPath {
+				return next(c)
+			}
+			s, known := d.scopeOf(c)
+			who := "Your account " + auth.From(c).Name
+			switch {
+			case !known:
+				return echo.NewHTTPError(http.StatusServiceUnavailable,
+					"The cluster could not say what you may see right now, so nothing is shown. Try again in a moment.")
+			case s.empty():
+				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+					"%s may not see this console's pages. Platform viewers need list on ClusterQueues (the quota-console-viewer role); "+
+						"team members need list on Workloads in their team's namespace (the console binds them when a platform admin adds them to the team). "+
+						"Ask a platform admin for one of these.", who))
+			}
+			if team := c.Param("team"); team != "" && !s.sees(team) {
+				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+					"%s may not see team %s. It needs list on Workloads in namespace %s (members of team %s) or list on ClusterQueues (platform viewers). "+
+						"Ask a platform admin to add you to the team.", who, team, d.Settings.Namespace(team), team))
+			}
+			return next(c)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package kueuetest
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// ClusterQueueWrapper builds test ClusterQueues with one GPU flavor,
+// ml.p5.48xlarge.
+type ClusterQueueWrapper struct{ kueuev1beta2.ClusterQueue }
+
+// MakeClusterQueue starts a ClusterQueue.
+func MakeClusterQueue(name string) *ClusterQueueWrapper {
+	return &ClusterQueueWrapper{kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+// Obj is the ClusterQueue built.
+func (w *ClusterQueueWrapper) Obj() *kueuev1beta2.ClusterQueue { return &w.ClusterQueue }
+
+// Cohort puts the queue in a cohort.
+func (w *ClusterQueueWrapper) Cohort(name string) *ClusterQueueWrapper {
+	w.Spec.CohortName = kueuev1beta2.CohortReference(name)
+	return w
+}
+
+// Nominal gives the queue a GPU quota, and a lending limit when not nil.
+func (w *ClusterQueueWrapper) Nominal(gpus int64, lendingLimit *int64) *ClusterQueueWrapper {
+	rq := kueuev1beta2.ResourceQuota{Name: GPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)}
+	if lendingLimit != nil {
+		rq.LendingLimit = resource.NewQuantity(*lendingLimit, resource.DecimalSI)
+	}
+	w.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{GPU},
+		Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{rq}}}}}
+	return w
+}
+
+// Usage is the GPUs its admitted Workloads hold, borrowed ones among them,
+// as Kueue reports in the queue's status.
+func (w *ClusterQueueWrapper) Usage(total, borrowed int64) *ClusterQueueWrapper {
+	w.Status.FlavorsUsage = []kueuev1beta2.FlavorUsage{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceUsage{{
+		Name: GPU, Total: *resource.NewQuantity(total, resource.DecimalSI), Borrowed: *resource.NewQuantity(borrowed, resource.DecimalSI),
+	}}}}
+	return w
+}
+
+// Stopped holds the queue: it admits nothing new.
+func (w *ClusterQueueWrapper) Stopped() *ClusterQueueWrapper {
+	w.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
+	return w
+}

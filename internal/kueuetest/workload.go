@@ -1,0 +1,183 @@
+package kueuetest
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// GPU is the resource name of NVIDIA GPUs.
+const GPU corev1.ResourceName = "nvidia.com/gpu"
+
+// Names are the naming rules a builder needs (domain.Settings has them).
+type Names interface {
+	TeamOfNamespace(ns string) (string, bool)
+	ClusterQueue(team string) string
+}
+
+// WorkloadWrapper builds test Workloads the way Kueue's controllers leave
+// them, in the style of Kueue's pkg/util/testing wrappers.
+type WorkloadWrapper struct {
+	kueuev1beta2.Workload
+	names Names
+}
+
+// MakeWorkload starts a Workload in namespace ns; names find the team's
+// ClusterQueue it is admitted in.
+func MakeWorkload(names Names, ns, name string) *WorkloadWrapper {
+	return &WorkloadWrapper{Workload: kueuev1beta2.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, names: names}
+}
+
+func (b *WorkloadWrapper) Obj() *kueuev1beta2.Workload { return &b.Workload }
+
+func (b *WorkloadWrapper) Queue(lq string) *WorkloadWrapper {
+	b.Spec.QueueName = kueuev1beta2.LocalQueueName(lq)
+	return b
+}
+
+func (b *WorkloadWrapper) Class(name string) *WorkloadWrapper {
+	b.Spec.PriorityClassRef = kueuev1beta2.NewWorkloadPriorityClassRef(name)
+	return b
+}
+
+func (b *WorkloadWrapper) Priority(p int32) *WorkloadWrapper {
+	b.Spec.Priority = ptr.To(p)
+	return b
+}
+
+func (b *WorkloadWrapper) Created(t time.Time) *WorkloadWrapper {
+	b.CreationTimestamp = metav1.NewTime(t)
+	return b
+}
+
+func (b *WorkloadWrapper) Inactive() *WorkloadWrapper {
+	b.Spec.Active = ptr.To(false)
+	return b
+}
+
+// GPUs adds the pod set "main" of pods pods with one container requesting perPod GPUs.
+func (b *WorkloadWrapper) GPUs(perPod int64, pods int32) *WorkloadWrapper {
+	return b.PodSet("main", pods, perPod)
+}
+
+// PodSet adds a pod set whose pods have one container per GPU request given.
+func (b *WorkloadWrapper) PodSet(name string, count int32, containerGPUs ...int64) *WorkloadWrapper {
+	ps := kueuev1beta2.PodSet{Name: kueuev1beta2.PodSetReference(name), Count: count}
+	for i, g := range containerGPUs {
+		ps.Template.Spec.Containers = append(ps.Template.Spec.Containers, corev1.Container{
+			Name: name + string(rune('a'+i)),
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"),
+				GPU:                *resource.NewQuantity(g, resource.DecimalSI),
+			}},
+		})
+	}
+	b.Spec.PodSets = append(b.Spec.PodSets, ps)
+	return b
+}
+
+// Condition sets a condition outright, transition time included.
+func (b *WorkloadWrapper) Condition(typ string, status bool, reason, msg string, t time.Time) *WorkloadWrapper {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	apimeta.RemoveStatusCondition(&b.Status.Conditions, typ)
+	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{
+		Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t),
+	})
+	return b
+}
+
+// Pending is the scheduler's verdict: QuotaReserved=False.
+func (b *WorkloadWrapper) Pending(reason, msg string, t time.Time) *WorkloadWrapper {
+	return b.Condition(kueuev1beta2.WorkloadQuotaReserved, false, reason, msg, t)
+}
+
+// Admitted reserves quota in the namespace's team ClusterQueue on flavor and
+// admits, clearing an earlier eviction as Kueue does.
+func (b *WorkloadWrapper) Admitted(t time.Time, flavor string) *WorkloadWrapper {
+	team, _ := b.names.TeamOfNamespace(b.Namespace)
+	a := &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(b.names.ClusterQueue(team))}
+	for _, ps := range b.Spec.PodSets {
+		usage := corev1.ResourceList{}
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, GPU} {
+			var total int64
+			for _, c := range ps.Template.Spec.Containers {
+				total += c.Resources.Requests.Name(r, resource.DecimalSI).Value()
+			}
+			usage[r] = *resource.NewQuantity(total*int64(ps.Count), resource.DecimalSI)
+		}
+		a.PodSetAssignments = append(a.PodSetAssignments, kueuev1beta2.PodSetAssignment{
+			Name:          ps.Name,
+			Flavors:       map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{corev1.ResourceCPU: kueuev1beta2.ResourceFlavorReference(flavor), GPU: kueuev1beta2.ResourceFlavorReference(flavor)},
+			ResourceUsage: usage,
+			Count:         ptr.To(ps.Count),
+		})
+	}
+	b.Status.Admission = a
+	for _, typ := range []string{kueuev1beta2.WorkloadEvicted, kueuev1beta2.WorkloadPreempted} {
+		if c := apimeta.FindStatusCondition(b.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
+			b.Condition(typ, false, "QuotaReserved", "Previously: "+c.Message, t)
+		}
+	}
+	b.Condition(kueuev1beta2.WorkloadQuotaReserved, true, "QuotaReserved", "Quota reserved in ClusterQueue "+string(a.ClusterQueue), t)
+	return b.Condition(kueuev1beta2.WorkloadAdmitted, true, "Admitted", "The workload is admitted", t)
+}
+
+// Usage overrides the admitted GPU usage of a pod set (partial admission).
+func (b *WorkloadWrapper) Usage(podSet string, count int32, gpus int64) *WorkloadWrapper {
+	for i := range b.Status.Admission.PodSetAssignments {
+		psa := &b.Status.Admission.PodSetAssignments[i]
+		if string(psa.Name) == podSet {
+			psa.Count = ptr.To(count)
+			psa.ResourceUsage[GPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		}
+	}
+	return b
+}
+
+func (b *WorkloadWrapper) Requeued(t time.Time) *WorkloadWrapper {
+	return b.Condition(kueuev1beta2.WorkloadRequeued, true, kueuev1beta2.WorkloadBackoffFinished, "The workload backoff was finished", t)
+}
+
+func (b *WorkloadWrapper) RequeueAt(t time.Time) *WorkloadWrapper {
+	b.Status.RequeueState = &kueuev1beta2.RequeueState{Count: ptr.To[int32](1), RequeueAt: ptr.To(metav1.NewTime(t))}
+	return b
+}
+
+func (b *WorkloadWrapper) Finished(t time.Time, reason string) *WorkloadWrapper {
+	return b.Condition(kueuev1beta2.WorkloadFinished, true, reason, "Job finished", t)
+}
+
+// Evicted does what Kueue does on eviction: Evicted=True, the run so far
+// added to the past execution time, quota released, Requeued set (True only
+// after a preemption or node failure).
+func (b *WorkloadWrapper) Evicted(t time.Time, reason, msg string) *WorkloadWrapper {
+	b.Condition(kueuev1beta2.WorkloadEvicted, true, reason, msg, t)
+	if c := apimeta.FindStatusCondition(b.Status.Conditions, kueuev1beta2.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+		past := ptr.Deref(b.Status.AccumulatedPastExecutionTimeSeconds, 0) + int32(t.Sub(c.LastTransitionTime.Time).Seconds())
+		b.Status.AccumulatedPastExecutionTimeSeconds = &past
+	}
+	b.Status.Admission = nil
+	b.Condition(kueuev1beta2.WorkloadAdmitted, false, "NoReservation", "The workload has no reservation", t)
+	b.Pending(kueuev1beta2.WorkloadQuotaReservedReasonPendingEvaluation, msg, t)
+	requeued := reason == kueuev1beta2.WorkloadEvictedByPreemption || reason == kueuev1beta2.WorkloadEvictedDueToNodeFailures
+	return b.Condition(kueuev1beta2.WorkloadRequeued, requeued, reason, msg, t)
+}
+
+// Preempted is an eviction by preemption with its Preempted condition.
+func (b *WorkloadWrapper) Preempted(t time.Time, reason, msg string) *WorkloadWrapper {
+	b.Condition(kueuev1beta2.WorkloadPreempted, true, reason, msg, t)
+	return b.Evicted(t, kueuev1beta2.WorkloadEvictedByPreemption, msg)
+}
+
+func (b *WorkloadWrapper) PastExecution(seconds int32) *WorkloadWrapper {
+	b.Status.AccumulatedPastExecutionTimeSeconds = ptr.To(seconds)
+	return b
+}

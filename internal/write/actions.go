@@ -1,0 +1,229 @@
+package write
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/form"
+)
+
+// DeleteTeam removes a team's objects (its shared flavors stay).
+func (s Service) DeleteTeam(ctx context.Context, who cluster.Identity, team string) Outcome {
+	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
+		return notFound("There is no team %q managed by this console.", team)
+	}
+	return s.run(ctx, who, change{
+		what:   "team " + team,
+		dryRun: func(ctx context.Context, a cluster.Applier) error { return a.CheckDeleteTeam(ctx, s.Settings, team) },
+		apply:  func(ctx context.Context, a cluster.Applier) error { return a.DeleteTeam(ctx, s.Settings, team) },
+		shows: func() bool {
+			cq, err := s.Cache.ClusterQueues.Get(s.Settings.ClusterQueue(team))
+			return err != nil || cq.DeletionTimestamp != nil
+		},
+		done: "Team " + team + " deleted.",
+	})
+}
+
+// RollbackTeam applies an earlier revision of a team again; it is recorded
+// as a new revision with action rollback. The revision is validated as a
+// saved form is: one that does not pass cannot be applied.
+func (s Service) RollbackTeam(ctx context.Context, who cluster.Identity, team string, n int) Outcome {
+	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
+		return notFound("There is no team %q managed by this console.", team)
+	}
+	revs, err := s.Applier.TeamHistory(ctx, s.Settings, team)
+	if err != nil {
+		return failed(err, "the console", "the revision history of team "+team)
+	}
+	rev, ok := domain.FindRevision(revs, n)
+	if !ok {
+		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.HistoryLimit)
+	}
+	return s.applyTeam(cluster.WithRollback(ctx, n), who, team, rev.Allocation,
+		fmt.Sprintf("Revision %d cannot be applied: ", n), fmt.Sprintf("Team %s rolled back to revision %d.", team, n))
+}
+
+// ReapplyTeam writes a team's stored allocation again, setting hand edits
+// of its objects back.
+func (s Service) ReapplyTeam(ctx context.Context, who cluster.Identity, team string) Outcome {
+	_, stored, ok := s.Cache.Team(s.Settings, team)
+	if !ok {
+		return notFound("There is no team %q managed by this console.", team)
+	}
+	return s.applyTeam(cluster.WithNote(ctx, "re-applied the allocation over hand edits"), who, team, stored,
+		"The stored allocation cannot be applied: ", "The allocation of team "+team+" was re-applied.")
+}
+
+// AdoptTeam makes the allocation that a hand-edited ClusterQueue gives the
+// team's allocation. fingerprint is that of the adoption the page showed
+// (Adoption): if the objects changed since, nothing is adopted.
+func (s Service) AdoptTeam(ctx context.Context, who cluster.Identity, team, fingerprint string) Outcome {
+	ad, o := s.Adoption(team)
+	if o.Kind != Saved {
+		return o
+	}
+	if !ad.Drifted {
+		return saved("")
+	}
+	if ad.Fingerprint != fingerprint {
+		return Outcome{Kind: Conflict,
+			Message: "The team's objects changed since the page was loaded, so nothing was adopted: review the hand edits below and adopt them again."}
+	}
+	return s.applyTeam(cluster.WithNote(ctx, "adopted hand edits of the ClusterQueue"), who, team, ad.Adopted,
+		"The hand edits cannot be adopted as they are, because ", "The hand edits were adopted into the allocation of team "+team+".")
+}
+
+// Adoption is what adopting a team's hand edits would make its allocation.
+type Adoption struct {
+	Report  domain.DriftReport
+	Drifted bool
+	Adopted domain.Team
+	// Changes say what adopting changes in the allocation, Notes what could
+	// not be adopted exactly, Remaining what applying the adopted allocation
+	// would still set back.
+	Changes, Notes, Remaining []string
+	// Problem says why the adopted allocation does not validate ("" when it
+	// does).
+	Problem     string
+	Fingerprint string
+	Shapes      domain.ShapeLookup
+}
+
+// Adoption compares a team's objects with its allocation and works out the
+// allocation that adopting the differences gives.
+func (s Service) Adoption(team string) (Adoption, Outcome) {
+	shapes, _ := s.Cache.Fleet()
+	rep, ok, err := s.Cache.TeamDrift(s.Settings, team, shapes)
+	switch {
+	case !ok:
+		return Adoption{}, notFound("There is no team %q managed by this console.", team)
+	case err != nil:
+		return Adoption{}, rejected(fmt.Sprintf("The allocation of team %s cannot be compared with the cluster: %v.", team, err))
+	}
+	ad := Adoption{Report: rep, Drifted: rep.Drifted() && rep.Live.ClusterQueue != nil, Shapes: shapes}
+	if !ad.Drifted {
+		return ad, Outcome{}
+	}
+	ad.Adopted, ad.Notes = domain.AdoptTeam(rep.Team, rep.Live.ClusterQueue, shapes)
+	ad.Changes = domain.DiffTeams(rep.Team, ad.Adopted)
+	if objs, err := domain.BuildTeam(s.Settings, ad.Adopted, shapes); err == nil {
+		remaining, err := domain.DriftOf(objs, rep.Live)
+		if err != nil {
+			return Adoption{}, rejected(err.Error())
+		}
+		for _, r := range remaining {
+			ad.Remaining = append(ad.Remaining, r.String())
+		}
+	}
+	ad.Problem = TeamProblem(team, ad.Adopted, shapes)
+	ad.Fingerprint = fingerprint(ad.Adopted)
+	return ad, Outcome{}
+}
+
+// fingerprint identifies an allocation, so that adopting applies exactly
+// what the page showed.
+func fingerprint(t domain.Team) string {
+	data, _ := json.Marshal(t)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
+}
+
+// applyTeam is the write path for an allocation the console already holds
+// (a revision, the stored one, an adopted one): it is validated as a form
+// would be (problem prefixes why it is not), built, dry-run and applied.
+func (s Service) applyTeam(ctx context.Context, who cluster.Identity, team string, t domain.Team, problem, done string) Outcome {
+	shapes, _ := s.Cache.Fleet()
+	tr := s.teamChange(t, shapes, done)
+	tr.validate = func() Outcome {
+		if msg := TeamProblem(team, t, shapes); msg != "" {
+			return rejected(problem + msg)
+		}
+		return Outcome{}
+	}
+	return s.run(ctx, who, tr.change)
+}
+
+// TeamProblem says why a recorded allocation of team cannot be applied: it
+// goes through the same validation as a saved form.
+func TeamProblem(team string, t domain.Team, shapes domain.ShapeLookup) string {
+	if t.Name != team {
+		return fmt.Sprintf("it is an allocation of team %q, not of team %s.", t.Name, team)
+	}
+	_, errs := form.FromTeam(t).Validate(shapes)
+	return fieldsProblem(errs)
+}
+
+// PolicyProblem is TeamProblem for the policy.
+func PolicyProblem(p domain.Policy) string {
+	_, errs := form.FromPolicy(p).Validate()
+	return fieldsProblem(errs)
+}
+
+func fieldsProblem(errs form.Errors) string {
+	if !errs.Any() {
+		return ""
+	}
+	var msgs []string
+	for _, f := range errs.Fields() {
+		msgs = append(msgs, f+": "+errs.Get(f))
+	}
+	return "it does not pass the form's validation (" + strings.Join(msgs, " ") + ")."
+}
+
+// SavePolicy writes the cluster policy.
+func (s Service) SavePolicy(ctx context.Context, who cluster.Identity, f form.Policy) Outcome {
+	p, errs := f.Validate()
+	if errs.Any() {
+		return rejectedFields(errs)
+	}
+	return s.applyPolicy(ctx, who, p, "", "Policy saved.")
+}
+
+// RollbackPolicy applies an earlier revision of the policy again.
+func (s Service) RollbackPolicy(ctx context.Context, who cluster.Identity, n int) Outcome {
+	revs, err := s.Applier.PolicyHistory(ctx, s.Settings)
+	if err != nil {
+		return failed(err, "the console", "the revision history of the policy")
+	}
+	rev, ok := domain.FindRevision(revs, n)
+	if !ok {
+		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.HistoryLimit)
+	}
+	return s.applyPolicy(cluster.WithRollback(ctx, n), who, rev.Allocation, fmt.Sprintf("Revision %d cannot be applied: ", n),
+		fmt.Sprintf("Cluster policy rolled back to revision %d.", n))
+}
+
+// ReapplyPolicy writes the stored policy again over hand edits of its
+// priority classes.
+func (s Service) ReapplyPolicy(ctx context.Context, who cluster.Identity) Outcome {
+	return s.applyPolicy(cluster.WithNote(ctx, "re-applied over hand edits of the priority classes"), who, s.Cache.Policy(s.Settings),
+		"The stored policy cannot be applied: ", "The stored cluster policy was re-applied.")
+}
+
+func (s Service) applyPolicy(ctx context.Context, who cluster.Identity, p domain.Policy, problem, done string) Outcome {
+	return s.run(ctx, who, change{
+		what: "the cluster policy",
+		validate: func() Outcome {
+			if msg := PolicyProblem(p); msg != "" {
+				return rejected(problem + msg)
+			}
+			return Outcome{}
+		},
+		dryRun: func(ctx context.Context, a cluster.Applier) error { return a.CheckPolicy(ctx, s.Settings, p) },
+		apply:  func(ctx context.Context, a cluster.Applier) error { return a.ApplyPolicy(ctx, s.Settings, p) },
+		shows: func() bool {
+			if !domain.SameAllocation(s.Cache.Policy(s.Settings), p) {
+				return false
+			}
+			drift, err := s.Cache.PolicyDrift(s.Settings, p)
+			return err == nil && len(drift) == 0
+		},
+		done: done,
+	})
+}

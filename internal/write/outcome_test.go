@@ -1,0 +1,58 @@
+package write
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestFailedSaysWhyInWords(t *testing.T) {
+	cq := schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "ClusterQueue"}
+	cases := []struct {
+		name string
+		err  error
+		says string
+	}{
+		{"webhook validation", apierrors.NewInvalid(cq, "t", field.ErrorList{
+			field.Invalid(field.NewPath("spec", "resourceGroups").Index(0).Child("flavors").Index(0).Child("resources").Index(0).Child("nominalQuota"), "-1", "must be greater than or equal to 0"),
+		}), "Kueue refused this allocation, so nothing was changed: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: \"-1\": must be greater than or equal to 0"},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "clusterqueues"}, "t", errors.New("no")), "not allowed"},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "clusterqueues"}, "t", errors.New("changed")), "same time"},
+		{"timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "clusterqueues"}, "apply", 1), "Saving again"},
+		{"no connection", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), "could not be reached"},
+		{"webhook denial", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+			Message: `admission webhook "vclusterqueue.kb.io" denied the request: spec.resourceGroups[0].flavors[0].resources[3].borrowingLimit: Invalid value: -1`}},
+			"Kueue refused this allocation"},
+		{"webhook down", apierrors.NewInternalError(errors.New(`failed calling webhook "vclusterqueue.kb.io": connection refused`)), "webhook did not answer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := failed(tc.err, "your account bob", "team t").Message; !strings.Contains(got, tc.says) {
+				t.Errorf("failed(%v) = %q, want it to contain %q", tc.err, got, tc.says)
+			}
+		})
+	}
+}
+
+func TestFailedTellsWhoMayNot(t *testing.T) {
+	cq := schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "clusterqueues"}
+	refused := fmt.Errorf("cluster queue x: %w", apierrors.NewForbidden(cq, "x", errors.New(`User "bob" cannot patch resource "clusterqueues"`)))
+	o := failed(refused, "your account bob", "team x")
+	if o.Kind != Forbidden || !strings.HasPrefix(o.Message, "You may not change team x: your account bob is not allowed") || !strings.Contains(o.Message, "cannot patch") {
+		t.Errorf("%v %q", o.Kind, o.Message)
+	}
+	impersonation := apierrors.NewForbidden(schema.GroupResource{Resource: "users"}, "bob",
+		errors.New(`User "system:serviceaccount:quota-console:quota-console" cannot impersonate resource "users"`))
+	if o := failed(impersonation, "your account bob", "team x"); o.Kind != Forbidden || !strings.Contains(o.Message, "The console is not allowed to act on your behalf") {
+		t.Errorf("impersonation refused: %v %q", o.Kind, o.Message)
+	}
+	if o := failed(errors.New("forbidden"), "your account bob", "team x"); o.Kind == Forbidden {
+		t.Error("a plain error taken for a Forbidden status")
+	}
+}

@@ -1,0 +1,231 @@
+// Package write is the console's one write path. Every state-changing page
+// calls a Service method, which runs the same steps in the same order:
+//
+//	validate (the form's validation, also for a revision or adopted edits)
+//	→ conflict check (has someone else changed it since the form was loaded?)
+//	→ dry run (Kueue's webhooks judge the objects before anything is written)
+//	→ apply as the signed-in user (Kubernetes RBAC decides)
+//	→ revision and Event (recorded by the console itself, see cluster.Applier)
+//	→ wait until the console's own read model shows the change,
+//
+// and ends with an Outcome that one helper in the handlers answers with.
+// It owns no HTTP and no wording of pages; it must not import echo,
+// templ or the handlers.
+package write
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/form"
+)
+
+// Service makes the console's changes.
+type Service struct {
+	Settings domain.Settings
+	Cache    *cluster.Cache
+	Live     *cluster.Live
+	// Applier is the console's own; the Service acts as each user through
+	// Clients (impersonation).
+	Applier cluster.Applier
+	Clients cluster.Clients
+	Log     *slog.Logger
+	// Patience is how long a change waits for the read model (default 3 s);
+	// a slower cluster still gets the change, the next page just shows it
+	// late.
+	Patience time.Duration
+}
+
+// maxConflictRetries bounds how often an apply is retried when only
+// Kueue's status updates moved the object's resourceVersion under it.
+const maxConflictRetries = 3
+
+// change is one run of the write path.
+type change struct {
+	// what the change is about, for messages: "team nlp", "the cluster policy".
+	what string
+	// validate is the first step; a non-Saved Outcome stops the change.
+	validate func() Outcome
+	// conflict checks concurrent changes with a's reads; it may pin the
+	// apply to the version it checked.
+	conflict func(ctx context.Context, a cluster.Applier) Outcome
+	dryRun   func(ctx context.Context, a cluster.Applier) error
+	apply    func(ctx context.Context, a cluster.Applier) error
+	// shows reports whether the cache shows the change.
+	shows func() bool
+	// done is the message of a saved change.
+	done string
+}
+
+// run is the write path.
+func (s Service) run(ctx context.Context, who cluster.Identity, ch change) Outcome {
+	if ch.validate != nil {
+		if o := ch.validate(); o.Kind != Saved {
+			return o
+		}
+	}
+	a, err := s.Clients.Applier(s.Applier, who)
+	if err != nil {
+		s.Log.Error("acting as the user", "user", who.Name, "err", err)
+		return Outcome{Kind: Unavailable, Message: "The console cannot act on your behalf right now, so nothing was changed."}
+	}
+	ctx = cluster.WithActor(ctx, who.Name)
+	for attempt := 1; ; attempt++ {
+		if ch.conflict != nil {
+			if o := ch.conflict(ctx, a); o.Kind != Saved {
+				return o
+			}
+		}
+		err := ch.dryRun(ctx, a)
+		if err == nil {
+			err = ch.apply(ctx, a)
+		}
+		if err == nil {
+			break
+		}
+		o := failed(err, whoWords(who), ch.what)
+		if o.Kind == Conflict && ch.conflict != nil && attempt < maxConflictRetries {
+			continue // the object moved (Kueue's status, or another admin): check again
+		}
+		s.Log.Info("change not made", "what", ch.what, "user", who.Name, "outcome", o.Kind, "err", err)
+		return o
+	}
+	s.Log.Info("change made", "what", ch.what, "user", who.Name)
+	s.waitFor(ctx, ch.shows)
+	return saved(ch.done)
+}
+
+// waitFor lets the informers and the read model catch up (usually
+// milliseconds), so that the page after the redirect shows the change; it
+// gives up quietly after Patience.
+func (s Service) waitFor(ctx context.Context, shows func() bool) {
+	patience := s.Patience
+	if patience <= 0 {
+		patience = 3 * time.Second
+	}
+	var seen time.Time
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, patience, true, func(context.Context) (bool, error) {
+		if seen.IsZero() {
+			if shows != nil && !shows() {
+				return false, nil
+			}
+			seen = time.Now()
+		}
+		return s.Live == nil || s.Live.Fresh(seen), nil
+	})
+}
+
+func whoWords(who cluster.Identity) string {
+	if who.Name == "" {
+		return "the console's own account"
+	}
+	return "your account " + who.Name
+}
+
+// TeamSave is a team form as posted.
+type TeamSave struct {
+	Form form.Team
+	// Editing: the team exists and Form.Name names it.
+	Editing bool
+	// Loaded is what the edit form was loaded with; nil from a client that
+	// posts none (a script): then the last write wins.
+	Loaded *Loaded
+}
+
+// SaveTeam creates or changes a team.
+func (s Service) SaveTeam(ctx context.Context, who cluster.Identity, req TeamSave) Outcome {
+	shapes, _ := s.Cache.Fleet()
+	var team domain.Team
+	validate := func() Outcome {
+		if req.Editing {
+			if _, _, ok := s.Cache.Team(s.Settings, req.Form.Name); !ok {
+				return notFound("There is no team %q managed by this console.", req.Form.Name)
+			}
+		}
+		var errs form.Errors
+		team, errs = req.Form.Validate(shapes)
+		if !req.Editing && errs.Get("name") == "" {
+			if _, _, exists := s.Cache.Team(s.Settings, req.Form.Name); exists {
+				errs.Add("name", "A team named "+quote(req.Form.Name)+" already exists.")
+			}
+		}
+		if errs.Any() {
+			return rejectedFields(errs)
+		}
+		return Outcome{}
+	}
+	if o := validate(); o.Kind != Saved {
+		return o
+	}
+	tr := s.teamChange(team, shapes, "Team "+team.Name+" saved.")
+	if req.Loaded != nil {
+		loaded := *req.Loaded
+		tr.conflict = func(ctx context.Context, a cluster.Applier) Outcome {
+			o, rv := s.checkTeamConflict(ctx, loaded, team.Name)
+			if o.Kind == Saved {
+				tr.pin(rv)
+			}
+			return o
+		}
+	}
+	return s.run(ctx, who, tr.change)
+}
+
+// teamRun is a change of a team.
+type teamRun struct {
+	change
+	// pin makes the apply fail with a conflict if the ClusterQueue is no
+	// longer at resourceVersion rv.
+	pin func(rv string)
+}
+
+// teamChange applies a validated allocation.
+func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done string) *teamRun {
+	objs, buildErr := domain.BuildTeam(s.Settings, team, shapes)
+	tr := &teamRun{change: change{what: "team " + team.Name, done: done}}
+	tr.dryRun = func(ctx context.Context, a cluster.Applier) error {
+		if buildErr != nil {
+			return buildErr
+		}
+		return a.CheckTeam(ctx, objs)
+	}
+	tr.apply = func(ctx context.Context, a cluster.Applier) error { return a.ApplyTeam(ctx, objs) }
+	tr.shows = func() bool {
+		_, got, ok := s.Cache.Team(s.Settings, team.Name)
+		return ok && domain.SameAllocation(got, team)
+	}
+	tr.pin = func(rv string) { objs.ClusterQueue.WithResourceVersion(rv) }
+	return tr
+}
+
+// checkTeamConflict compares the allocation an edit form was loaded with
+// and the one stored now (read from the apiserver, not the cache). Kueue's
+// status updates move the resourceVersion without changing the allocation:
+// they are no conflict. When there is none it returns the resourceVersion
+// to pin the apply to.
+func (s Service) checkTeamConflict(ctx context.Context, loaded Loaded, name string) (Outcome, string) {
+	live, stored, err := s.Applier.StoredTeam(ctx, s.Settings, name)
+	switch {
+	case errors.Is(err, cluster.ErrNotManaged):
+		return notFound("Team %q was deleted after you opened this form; nothing was saved.", name), ""
+	case err != nil:
+		return failed(err, "", "team "+name), ""
+	}
+	if live.ResourceVersion != loaded.ResourceVersion && !domain.SameAllocation(loaded.Allocation, stored) {
+		changes := domain.DiffTeams(loaded.Allocation, stored)
+		if len(changes) == 0 {
+			changes = []string{"other settings of the allocation changed"}
+		}
+		return Outcome{Kind: Conflict, Changes: changes, Current: &Loaded{ResourceVersion: live.ResourceVersion, Allocation: stored},
+			Message: "Someone else changed team " + name + " after you opened this form, so nothing was saved."}, ""
+	}
+	return Outcome{}, live.ResourceVersion
+}
+
+func quote(s string) string { return "\"" + s + "\"" }
