@@ -44,6 +44,8 @@ type options struct {
 	sessionKeyFile    string
 	tokenAudiences    []string
 
+	history historyOptions
+
 	version bool
 }
 
@@ -67,12 +69,16 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.sessionKeyFile, "session-key-file", "", "file with a secret of at least 32 bytes that signs sessions, CSRF tokens and flash messages; replicas that share it accept each other's sessions (default: a random key per process, so a restart signs everyone out)")
 	audiences := fs.String("auth-token-audience", "", "--auth token: comma-separated audiences a token must be issued for (default: the apiserver's own)")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
+	o.history.register(fs)
 	fs.BoolVar(&o.version, "version", false, "print the version and revision, then exit")
 	if err := fs.Parse(args); err != nil || o.version {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := o.history.check(); err != nil {
+		return o, err
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("--log-format must be text or json, not %q", o.logFormat)
@@ -198,6 +204,10 @@ func run(o options, log *slog.Logger) error {
 	cache := cluster.NewCache(kube, kq, o.settings, log)
 	cache.OnChange(func(ev cluster.Event) { consoleMetrics.InformerEvents.WithLabelValues(ev.Kind).Inc() })
 	live := cluster.NewLive(cache, o.settings, log)
+	hist, err := startHistory(ctx, o.history, historyDeps{kube: kube, cache: cache, live: live, settings: o.settings, metrics: consoleMetrics, log: log})
+	if err != nil {
+		return err
+	}
 	cache.Start(ctx)
 
 	var prom handlers.PromReader
@@ -221,7 +231,7 @@ func run(o options, log *slog.Logger) error {
 	e := handlers.New(handlers.Deps{
 		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: cluster.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
-		Auth: authn, RESTConfig: cfg,
+		Auth: authn, RESTConfig: cfg, History: hist.Get,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

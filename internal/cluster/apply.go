@@ -406,6 +406,18 @@ func (a Applier) ApplyPolicy(ctx context.Context, s domain.Settings, p domain.Po
 	return a.recordPolicy(ctx, c, s, p, cw)
 }
 
+// EnsureNamespace creates the console's own namespace when it lacks (a
+// local run: installs create it, and the console's service account may not
+// create namespaces; that refusal is only logged).
+func EnsureNamespace(ctx context.Context, kube kubernetes.Interface, name string, log *slog.Logger) {
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
+		return
+	}
+	if err := createStateNamespace(ctx, kube, name); err != nil {
+		log.Debug("creating the state namespace", "err", err)
+	}
+}
+
 // createStateNamespace creates the console's own namespace, where it keeps
 // the revision histories.
 func createStateNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {

@@ -51,6 +51,7 @@ type Cache struct {
 
 	mu        sync.Mutex
 	listeners []func(Event)
+	workloads []func(*kueuev1beta2.Workload)
 	stored    storedTeams
 }
 
@@ -78,9 +79,11 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
 	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {
 		if wl, ok := obj.(*kueuev1beta2.Workload); ok {
+			c.seeWorkload(wl)
 			return &WorkloadTask{
-				ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion},
-				Task:       domain.FactsOf(wl, s, ""),
+				ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
+					DeletionTimestamp: wl.DeletionTimestamp},
+				Task: domain.FactsOf(wl, s, ""),
 			}, nil
 		}
 		return stripObject(obj)
@@ -113,6 +116,54 @@ func (c *Cache) OnChange(fn func(Event)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.listeners = append(c.listeners, fn)
+}
+
+// OnWorkload registers fn to see every Workload the informer receives, whole
+// (adds, updates and relists, before the cache keeps only its task): the
+// task history records what the cache does not keep. fn runs on the
+// informer's goroutine and must not keep it waiting. Deletions come through
+// OnChange (Kind "Workload", Deleted, a *WorkloadTask). Like OnChange, it
+// must be registered before Start.
+func (c *Cache) OnWorkload(fn func(*kueuev1beta2.Workload)) {
+	if c.started.Load() {
+		panic("cluster.Cache.OnWorkload after Start: the listener would miss the Workloads before it")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.workloads = append(c.workloads, fn)
+}
+
+func (c *Cache) seeWorkload(wl *kueuev1beta2.Workload) {
+	c.mu.Lock()
+	fns := c.workloads
+	c.mu.Unlock()
+	for _, fn := range fns {
+		fn(wl)
+	}
+}
+
+// WorkloadPages lists every Workload from the apiserver, size at a time,
+// calling fn with each page: the task history's backfill, which needs the
+// whole objects the cache does not keep, without holding them all at once.
+func (c *Cache) WorkloadPages(ctx context.Context, size int64, fn func([]*kueuev1beta2.Workload) error) error {
+	opts := metav1.ListOptions{Limit: size}
+	for {
+		list, err := c.kueue.KueueV1beta2().Workloads("").List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing Workloads: %w", err)
+		}
+		page := make([]*kueuev1beta2.Workload, len(list.Items))
+		for i := range list.Items {
+			page[i] = &list.Items[i]
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
 }
 
 func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {

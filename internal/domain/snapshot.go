@@ -81,6 +81,18 @@ func (s *Snapshot) Borrowing(f *TaskFacts) bool {
 	return ok && admissionOrder(f, first) >= 0
 }
 
+// Find is the task of the Workload namespace/name, nil when the snapshot
+// has none. It looks in every team and class (a few hundred ordered sets).
+func (s *Snapshot) Find(namespace, name string) *TaskFacts {
+	probe := &TaskFacts{Namespace: namespace, Name: name}
+	for _, tc := range s.tallies {
+		if f, ok := tc.tasks.Get(probe); ok {
+			return f
+		}
+	}
+	return nil
+}
+
 // Selection picks tasks by team and class.
 type Selection struct {
 	// Teams limits the selection to these teams when not nil (an empty,

@@ -30,6 +30,7 @@ import (
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/write"
 	"github.com/openquota/console/web/static"
 	"github.com/openquota/console/web/templates"
@@ -57,6 +58,10 @@ type Deps struct {
 	// token mode every write and permission check goes through a copy of it
 	// that impersonates the signed-in user; it is required then.
 	RESTConfig *rest.Config
+
+	// History is the task history store, or why there is none (off, or
+	// unreachable); nil: off.
+	History func() (*taskhistory.Store, error)
 
 	// StreamLimits cap live update streams; zero is DefaultStreamLimits.
 	StreamLimits StreamLimits

@@ -519,7 +519,7 @@ func benchRecord(b *testing.B, s *Store) {
 	b.ResetTimer()
 	start := time.Now()
 	for i, e := range events {
-		r.Observe(e.old, e.new)
+		r.Observe(e.new)
 		if i%3 == 2 {
 			r.Deleted(gone[i/3])
 		}

@@ -7,9 +7,9 @@
 //   - the Store: one schema with versioned migrations, embedded SQLite
 //     (modernc.org/sqlite, no cgo) or PostgreSQL (pgx), retention;
 //   - the Recorder: follows Workloads and ClusterQueues through the informer
-//     events the console already receives, backfills from the informer cache
-//     at start, writes in batches off the informer goroutine, and records
-//     which periods it covered;
+//     events the console already receives, backfills at start, writes in
+//     batches off the informer goroutine, and records which periods it
+//     covered;
 //   - the queries: task statistics of a window, preemption history, usage
 //     summary per team, instance type and day, a per-task report, and
 //     admission rates.
@@ -23,13 +23,24 @@
 //
 //	store, err := taskhistory.Open(ctx, taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: file})
 //	rec := taskhistory.NewRecorder(store, taskhistory.RecorderConfig{TeamPrefix: prefix, Identity: pod,
-//		Workloads: workloadLister, ClusterQueues: queueLister, Synced: cache.Synced, Borrowed: estimate})
-//	workloadInformer.AddEventHandler(rec.WorkloadHandler())
-//	clusterQueueInformer.AddEventHandler(rec.ClusterQueueHandler())
+//		Workloads: cache.WorkloadPages, ClusterQueues: queueLister, Synced: cache.Synced, Borrowed: estimate})
+//	cache.OnWorkload(rec.Observe)                   // every Workload the informer receives, whole
+//	cache.OnChange(...)                             // deletions: rec.DeletedUID; ClusterQueues: rec.ObserveClusterQueue
 //	go leader.Run(ctx, leaderConfig, func(ctx context.Context) { _ = rec.Run(ctx) }, nil)
 //
-// Every replica registers the handlers; only the one holding the Lease runs
-// the recorder, and the others' handlers do nothing. Queries may run on
+// Following is through the informer's events only: the console's cache
+// keeps just each Workload's task, so the recorder sees each Workload whole
+// in the informer's transform (Observe), with no previous state; it keeps a
+// hash of the last change it queued per UID and queues a Workload only when
+// that changes. A deletion comes with the UID only (DeletedUID): the task
+// ends from its record, as Gone ends it from a last state. Only the
+// backfill lists: at start (once per leadership), and after the queue
+// overflowed, it reads every Workload from the apiserver in pages
+// (RecorderConfig.Workloads), writes each page, and keeps only the UIDs, to
+// end the recorded tasks deleted while no recorder ran.
+//
+// Every replica registers the hooks; only the one holding the Lease runs
+// the recorder, and the others' hooks do nothing. Queries may run on
 // every replica.
 //
 // # Time, gaps and coverage

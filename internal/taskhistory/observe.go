@@ -51,7 +51,11 @@ func Gone(wl *kueuev1beta2.Workload, teamPrefix string, at time.Time) Change {
 	if wl.DeletionTimestamp != nil && wl.DeletionTimestamp.Time.Before(at) {
 		at = wl.DeletionTimestamp.Time
 	}
-	c := observe(wl, teamPrefix, at)
+	return ended(observe(wl, teamPrefix, at), at)
+}
+
+// ended is c, the last state of a task, ended by its deletion at at.
+func ended(c Change, at time.Time) Change {
 	c.Task.DeletedAt = at
 	if c.Task.FinishedAt.IsZero() {
 		c.Task.State = domain.TaskFinished

@@ -2,9 +2,12 @@ package taskhistory
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,9 +22,13 @@ type RecorderConfig struct {
 	TeamPrefix string
 	// Identity names this replica in the record of runs (e.g. the pod name).
 	Identity string
-	// Workloads and ClusterQueues list the informer cache, for the backfill
-	// at start and after an overflow: no request to the apiserver.
-	Workloads     func() ([]*kueuev1beta2.Workload, error)
+	// Workloads lists every Workload a page at a time, for the backfill at
+	// start and after an overflow: the console's cache keeps only each
+	// Workload's task, so this asks the apiserver (cluster.Cache.
+	// WorkloadPages). It is the recorder's only LIST: once per leadership,
+	// and again only after its queue overflowed.
+	Workloads func(ctx context.Context, page func([]*kueuev1beta2.Workload) error) error
+	// ClusterQueues lists the informer cache's ClusterQueues.
 	ClusterQueues func() ([]*kueuev1beta2.ClusterQueue, error)
 	// Synced reports whether the informers have their initial lists; Run
 	// waits for it before the backfill, which takes every recorded task
@@ -58,6 +65,15 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	stats RecorderStats
+
+	// seen is, per Workload UID, a hash of the last change queued: the
+	// informer hook sees every Workload again on each update and relist,
+	// without the previous state to compare with. listed are the
+	// resourceVersions the last backfill read, until the events queued
+	// before it are written: an older one is not written over it.
+	seenMu sync.Mutex
+	seen   map[string]uint64
+	listed map[string]uint64
 }
 
 // RecorderStats count what a Recorder did since it was made.
@@ -65,13 +81,16 @@ type RecorderStats struct {
 	Observed, Dropped, Written, Events, Batches, WriteErrors, Backfills int64
 }
 
-// item is one queued observation: a Workload change or gone (wl, not old
-// and new), or a ClusterQueue state.
+// item is one queued observation: a Workload as seen (new, with its
+// change), a Workload gone (its last state, or only its UID), or a
+// ClusterQueue state.
 type item struct {
-	old, new *kueuev1beta2.Workload
-	gone     *kueuev1beta2.Workload
-	at       time.Time
-	queue    *QueueState
+	new     *kueuev1beta2.Workload
+	change  *Change
+	gone    *kueuev1beta2.Workload
+	goneUID string
+	at      time.Time
+	queue   *QueueState
 }
 
 // NewRecorder makes a recorder writing to store.
@@ -104,24 +123,70 @@ func (r *Recorder) count(fn func(*RecorderStats)) {
 	r.mu.Unlock()
 }
 
-// Observe takes a Workload add (old nil) or update from an informer.
-func (r *Recorder) Observe(old, new *kueuev1beta2.Workload) {
-	if new != nil {
-		r.enqueue(item{old: old, new: new})
+// Observe takes a Workload as an informer receives it (an add, an update,
+// a relist). It queues the Workload only when what the history keeps of it
+// differs from what it last queued: re-seeing the same state costs a hash.
+func (r *Recorder) Observe(wl *kueuev1beta2.Workload) {
+	if wl == nil || !r.running.Load() {
+		return
 	}
+	c, _ := Diff(nil, wl, r.cfg.TeamPrefix)
+	if !r.remember(string(wl.UID), hashOf(&c)) {
+		return
+	}
+	r.enqueue(item{new: wl, change: &c})
 }
 
-// Deleted takes a Workload delete from an informer.
+// remember records h as the last change of uid; false when it already was.
+func (r *Recorder) remember(uid string, h uint64) bool {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]uint64{}
+	}
+	if old, ok := r.seen[uid]; ok && old == h {
+		return false
+	}
+	r.seen[uid] = h
+	return true
+}
+
+func (r *Recorder) forget(uid string) {
+	r.seenMu.Lock()
+	delete(r.seen, uid)
+	r.seenMu.Unlock()
+}
+
+// hashOf hashes what a change or a queue state records.
+func hashOf(v any) uint64 {
+	h := fnv.New64a()
+	_ = json.NewEncoder(h).Encode(v)
+	return h.Sum64()
+}
+
+// Deleted takes a Workload delete from an informer that keeps whole
+// Workloads: wl is its last state.
 func (r *Recorder) Deleted(wl *kueuev1beta2.Workload) {
-	if wl != nil {
+	if wl != nil && r.running.Load() {
+		r.forget(string(wl.UID))
 		r.enqueue(item{gone: wl, at: r.now()})
 	}
 }
 
-// ObserveClusterQueue takes a ClusterQueue add (old nil) or update; only a
-// change of its quotas, cohort or team is recorded.
+// DeletedUID takes a Workload delete known only by its UID (the console's
+// cache keeps no Workloads): the recorded task ends at at, from its record.
+func (r *Recorder) DeletedUID(uid string, at time.Time) {
+	if uid != "" && r.running.Load() {
+		r.forget(uid)
+		r.enqueue(item{goneUID: uid, at: at})
+	}
+}
+
+// ObserveClusterQueue takes a ClusterQueue add or update (old nil when the
+// previous state is not at hand); only a change of its quotas, cohort or
+// team is recorded: without old, a change from what was last queued.
 func (r *Recorder) ObserveClusterQueue(old, new *kueuev1beta2.ClusterQueue) {
-	if new == nil {
+	if new == nil || !r.running.Load() {
 		return
 	}
 	at := r.now()
@@ -132,12 +197,25 @@ func (r *Recorder) ObserveClusterQueue(old, new *kueuev1beta2.ClusterQueue) {
 			return
 		}
 	}
+	if !r.remember(seenQueueKey(q.ClusterQueue), hashOf(queueFacts(q))) {
+		return
+	}
 	r.enqueue(item{queue: &q})
+}
+
+// seenQueueKey is a ClusterQueue's key among the seen hashes (never a UID).
+func seenQueueKey(name string) string { return "clusterqueue\x00" + name }
+
+// queueFacts is what a queue's hash covers: not when it was seen.
+func queueFacts(q QueueState) QueueState {
+	q.At = time.Time{}
+	return q
 }
 
 // ClusterQueueDeleted takes a ClusterQueue delete.
 func (r *Recorder) ClusterQueueDeleted(cq *kueuev1beta2.ClusterQueue) {
-	if cq != nil {
+	if cq != nil && r.running.Load() {
+		r.forget(seenQueueKey(cq.Name))
 		q := QueueGone(cq, r.cfg.TeamPrefix, r.now())
 		r.enqueue(item{queue: &q})
 	}
@@ -148,13 +226,12 @@ func (r *Recorder) WorkloadHandler() cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if wl, ok := obj.(*kueuev1beta2.Workload); ok {
-				r.Observe(nil, wl)
+				r.Observe(wl)
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, _ := oldObj.(*kueuev1beta2.Workload)
+		UpdateFunc: func(_, newObj any) {
 			if wl, ok := newObj.(*kueuev1beta2.Workload); ok {
-				r.Observe(old, wl)
+				r.Observe(wl)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -224,6 +301,11 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 	defer r.running.Store(false)
 	r.droppedSince.Store(0)
+	defer func() {
+		r.seenMu.Lock()
+		r.seen, r.listed = nil, nil
+		r.seenMu.Unlock()
+	}()
 
 	var runID int64
 	if err := r.retry(ctx, "start run", func() (err error) {
@@ -269,6 +351,11 @@ func (r *Recorder) Run(ctx context.Context) error {
 				return nil
 			}
 			pending = nil
+			if len(r.queue) == 0 {
+				r.seenMu.Lock()
+				r.listed = nil // what was queued before the backfill is written
+				r.seenMu.Unlock()
+			}
 			if r.droppedSince.Load() != 0 && len(r.queue) == 0 {
 				if err := r.retry(ctx, "backfill after dropped events", func() error { return r.backfill(ctx, runID) }); err != nil {
 					return nil
@@ -306,16 +393,18 @@ func (r *Recorder) write(ctx context.Context, items []item) error {
 			b.Queues = append(b.Queues, *it.queue)
 		case it.gone != nil:
 			b.Changes = append(b.Changes, Gone(it.gone, r.cfg.TeamPrefix, it.at))
-		default:
-			c, ok := Diff(it.old, it.new, r.cfg.TeamPrefix)
-			if !ok {
+		case it.goneUID != "":
+			b.Gone = append(b.Gone, GoneUID{UID: it.goneUID, At: it.at})
+		case it.new != nil:
+			if r.older(it.new) {
 				continue
 			}
+			c := *it.change
 			r.markBorrowed(&c, it.new)
 			b.Changes = append(b.Changes, c)
 		}
 	}
-	if len(b.Changes) == 0 && len(b.Queues) == 0 {
+	if len(b.Changes) == 0 && len(b.Queues) == 0 && len(b.Gone) == 0 {
 		return nil
 	}
 	w, err := r.store.Write(ctx, b)
@@ -356,6 +445,19 @@ func (r *Recorder) writeOrSplit(ctx context.Context, items []item) error {
 	return nil
 }
 
+// older reports whether wl is older than the backfill's copy of it (a
+// Workload queued before the backfill listed it again).
+func (r *Recorder) older(wl *kueuev1beta2.Workload) bool {
+	r.seenMu.Lock()
+	listed, ok := r.listed[string(wl.UID)]
+	r.seenMu.Unlock()
+	if !ok {
+		return false
+	}
+	rv, err := strconv.ParseUint(wl.ResourceVersion, 10, 64)
+	return err == nil && rv < listed
+}
+
 func (r *Recorder) markBorrowed(c *Change, wl *kueuev1beta2.Workload) {
 	if r.cfg.Borrowed == nil {
 		return
@@ -387,8 +489,10 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		b := Batch{}
 		present := map[string]bool{}
 		for _, cq := range cqs {
-			b.Queues = append(b.Queues, QueueOf(cq, r.cfg.TeamPrefix, now))
+			q := QueueOf(cq, r.cfg.TeamPrefix, now)
+			b.Queues = append(b.Queues, q)
 			present[cq.Name] = true
+			r.remember(seenQueueKey(q.ClusterQueue), hashOf(queueFacts(q)))
 		}
 		if _, err := r.store.Write(ctx, b); err != nil {
 			return restore(err)
@@ -398,25 +502,36 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		}
 	}
 	if r.cfg.Workloads != nil {
-		wls, err := r.cfg.Workloads()
+		// Page by page: only the UIDs (and versions) stay for the sweep.
+		present := map[string]bool{}
+		listed := map[string]uint64{}
+		err := r.cfg.Workloads(ctx, func(page []*kueuev1beta2.Workload) error {
+			items := make([]item, 0, len(page))
+			for _, wl := range page {
+				uid := string(wl.UID)
+				present[uid] = true
+				if rv, err := strconv.ParseUint(wl.ResourceVersion, 10, 64); err == nil {
+					listed[uid] = rv
+				}
+				c, _ := Diff(nil, wl, r.cfg.TeamPrefix)
+				r.remember(uid, hashOf(&c))
+				items = append(items, item{new: wl, change: &c})
+			}
+			for len(items) > 0 {
+				n := min(len(items), r.cfg.BatchSize)
+				if err := r.write(ctx, items[:n]); err != nil {
+					return err
+				}
+				items = items[n:]
+			}
+			return nil
+		})
 		if err != nil {
 			return restore(err)
 		}
-		present := make(map[string]bool, len(wls))
-		var items []item
-		for _, wl := range wls {
-			present[string(wl.UID)] = true
-			items = append(items, item{new: wl})
-			if len(items) == r.cfg.BatchSize {
-				if err := r.write(ctx, items); err != nil {
-					return restore(err)
-				}
-				items = items[:0]
-			}
-		}
-		if err := r.write(ctx, items); err != nil {
-			return restore(err)
-		}
+		r.seenMu.Lock()
+		r.listed = listed
+		r.seenMu.Unlock()
 		lastSeen, err := r.store.LastCoverage(ctx, runID)
 		if err != nil {
 			return restore(err)

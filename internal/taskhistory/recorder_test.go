@@ -46,6 +46,20 @@ func (c *cacheOf) list() ([]*kueuev1beta2.Workload, error) {
 	return out, nil
 }
 
+// pages lists the cache a few Workloads at a time, as the apiserver's
+// paginated LIST does.
+func (c *cacheOf) pages(_ context.Context, fn func([]*kueuev1beta2.Workload) error) error {
+	wls, _ := c.list()
+	for len(wls) > 0 {
+		n := min(len(wls), 7)
+		if err := fn(wls[:n]); err != nil {
+			return err
+		}
+		wls = wls[n:]
+	}
+	return nil
+}
+
 // running starts r until the test ends (or stop is called).
 func running(t *testing.T, r *Recorder) (stop func()) {
 	t.Helper()
@@ -103,7 +117,7 @@ func TestRecorderBackfillsFollowsAndRestarts(t *testing.T) {
 	forEachStore(t, now, func(t *testing.T, s *Store) {
 		wls := fleet(now, 20)
 		cache := newCache(wls...)
-		cfg := RecorderConfig{TeamPrefix: teamPrefix, Identity: "replica-a", Workloads: cache.list}
+		cfg := RecorderConfig{TeamPrefix: teamPrefix, Identity: "replica-a", Workloads: cache.pages}
 		r := NewRecorder(s, cfg)
 		stop := running(t, r)
 		eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
@@ -115,12 +129,12 @@ func TestRecorderBackfillsFollowsAndRestarts(t *testing.T) {
 		w := &wl{*wls[1].DeepCopy()}
 		w.admit(now.Add(-20*time.Minute), "ml.p5.48xlarge")
 		admitted := w.snap()
-		r.Observe(wls[1], admitted)
+		r.Observe(admitted)
 		w.finish(now.Add(-10*time.Minute), "Succeeded")
 		finished := w.snap()
-		r.Observe(admitted, finished)
+		r.Observe(finished)
 		cache.set(finished)
-		r.Observe(finished, finished) // a resync: nothing
+		r.Observe(finished) // a resync: nothing
 		eventually(t, "the update", func() bool {
 			return count(t, s, `SELECT COUNT(*) FROM tasks WHERE outcome = 'succeeded'`) == 1
 		})
@@ -131,7 +145,7 @@ func TestRecorderBackfillsFollowsAndRestarts(t *testing.T) {
 		delete(cache.wls, string(wls[2].UID))
 		cache.mu.Unlock()
 		before := dump(t, s)
-		r2 := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "replica-b", Workloads: cache.list})
+		r2 := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "replica-b", Workloads: cache.pages})
 		running(t, r2)
 		eventually(t, "second backfill", func() bool { return r2.Stats().Backfills == 1 })
 		if st := r2.Stats(); st.Written != 0 {
@@ -181,7 +195,7 @@ func TestRecorderRidesOutAStoreOutage(t *testing.T) {
 		restore := breakStore(t, s)
 		wls := fleet(now, 30)
 		for _, w := range wls {
-			r.Observe(nil, w)
+			r.Observe(w)
 		}
 		eventually(t, "a failed write", func() bool { return r.Stats().WriteErrors > 0 })
 		restore()
@@ -243,18 +257,29 @@ func TestRecorderOverflowRecordsAGap(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	s := openSQLite(t, t.TempDir()+"/h.db")
 	cache := newCache()
-	release := make(chan struct{})
+	release, held := make(chan struct{}), make(chan struct{}, 1)
 	var once sync.Once
-	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.list, QueueSize: 8,
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.pages, QueueSize: 8,
 		// The first admission holds the writer, as a slow store would.
-		Borrowed: func(*kueuev1beta2.Workload) bool { <-release; return false }})
+		Borrowed: func(*kueuev1beta2.Workload) bool {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-release
+			return false
+		}})
 	running(t, r)
 	eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
 	wls := fleet(now, 60)
+	cache.set(wls[0])
+	r.Observe(wls[0]) // admitted: holds the writer
+	<-held
 	start := time.Now()
-	for _, w := range wls {
+	for _, w := range wls[1:] {
 		cache.set(w)
-		r.Observe(nil, w)
+		r.Observe(w)
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Observe blocked for %v", took)
@@ -281,7 +306,7 @@ func TestRecorderIdleWithoutRun(t *testing.T) {
 	s := openSQLite(t, t.TempDir()+"/h.db")
 	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix})
 	for _, w := range fleet(time.Now(), 5) {
-		r.Observe(nil, w)
+		r.Observe(w)
 	}
 	if st := r.Stats(); st.Observed != 0 || st.Dropped != 0 {
 		t.Errorf("an idle recorder queued %+v", st)
@@ -307,5 +332,89 @@ func TestRecorderQueuesOnlyQuotaChanges(t *testing.T) {
 	r.ObserveClusterQueue(cq, moved)
 	if n := len(r.queue); n != 1 {
 		t.Errorf("a cohort change queued %d items, want 1", n)
+	}
+}
+
+// A Workload deleted and known only by its UID (the console's cache keeps
+// no Workloads) ends its recorded task exactly as Gone does with its last
+// state: same rows in every table.
+func TestGoneByUIDEqualsGone(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	at := now.Add(-1500 * time.Millisecond).Add(123456 * time.Nanosecond)
+	lives := map[string]func() *kueuev1beta2.Workload{
+		"pending": func() *kueuev1beta2.Workload {
+			return newWL("nlp", "p", now.Add(-time.Hour)).class("training", 10).pods(1, 2).pending(now.Add(-time.Hour)).snap()
+		},
+		"running": func() *kueuev1beta2.Workload {
+			return newWL("nlp", "r", now.Add(-time.Hour)).class("training", 10).pods(2, 4).admit(now.Add(-40*time.Minute), "ml.p5.48xlarge").snap()
+		},
+		"finished": func() *kueuev1beta2.Workload {
+			return newWL("nlp", "f", now.Add(-time.Hour)).pods(1, 1).admit(now.Add(-40*time.Minute), "ml.g5.2xlarge").
+				finish(now.Add(-10*time.Minute), "Succeeded").snap()
+		},
+		"preempted and waiting": func() *kueuev1beta2.Workload {
+			return newWL("vision", "w", now.Add(-time.Hour)).class("inference", 100).pods(1, 8).admit(now.Add(-50*time.Minute), "ml.p5.48xlarge").
+				preempt(now.Add(-20*time.Minute), "InCohortReclamation", preemptionMsg("uid-x", "reclamation within the cohort", "cq-a", "cq-b")).
+				release(now.Add(-19 * time.Minute)).requeue(now.Add(-18 * time.Minute)).snap()
+		},
+	}
+	for name, life := range lives {
+		t.Run(name, func(t *testing.T) {
+			wl := life()
+			c, _ := Diff(nil, wl, teamPrefix)
+			ctx := context.Background()
+			byState := openSQLite(t, t.TempDir()+"/a.db")
+			byUID := openSQLite(t, t.TempDir()+"/b.db")
+			for _, s := range []*Store{byState, byUID} {
+				if _, err := s.Write(ctx, Batch{Changes: []Change{c}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := byState.Write(ctx, Batch{Changes: []Change{Gone(wl, teamPrefix, at)}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := byUID.GoneByUID(ctx, string(wl.UID), at); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(dump(t, byState), dump(t, byUID)); diff != "" {
+				t.Errorf("GoneByUID differs from Gone (-Gone +GoneByUID):\n%s", diff)
+			}
+			// A second deletion of the same UID changes nothing.
+			before := dump(t, byUID)
+			if err := byUID.GoneByUID(ctx, string(wl.UID), at.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, dump(t, byUID)); diff != "" {
+				t.Errorf("a second deletion changed the record:\n%s", diff)
+			}
+		})
+	}
+}
+
+// The informer hook sees every Workload again on each update and relist:
+// the recorder queues a Workload only when what the history keeps of it
+// changed.
+func TestRecorderQueuesOnlyChangedWorkloads(t *testing.T) {
+	s := openSQLite(t, t.TempDir()+"/h.db")
+	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix})
+	r.running.Store(true)
+	now := time.Now().UTC().Truncate(time.Second)
+	w := newWL("nlp", "a", now.Add(-time.Hour)).class("training", 10).pods(1, 1)
+	pending := w.snap()
+	r.Observe(pending)
+	again := pending.DeepCopy()
+	again.ResourceVersion = "42" // a relist, or a status change history ignores
+	r.Observe(again)
+	if n := len(r.queue); n != 1 {
+		t.Fatalf("the same state twice queued %d items, want 1", n)
+	}
+	r.Observe(w.admit(now, "ml.p5.48xlarge").snap())
+	if n := len(r.queue); n != 2 {
+		t.Fatalf("an admission queued %d items in all, want 2", n)
+	}
+	r.DeletedUID(string(pending.UID), now)
+	r.Observe(pending) // a late copy after the deletion is news again, and harmless
+	if n := len(r.queue); n != 4 {
+		t.Fatalf("%d items queued in all, want 4", n)
 	}
 }

@@ -163,7 +163,13 @@ func recorderOn(t *testing.T, c sandboxClients, st *Store, s domain.Settings) (*
 	r := NewRecorder(st, RecorderConfig{
 		TeamPrefix: s.NamespacePrefix,
 		Identity:   "sandbox-test",
-		Workloads:  func() ([]*kueuev1beta2.Workload, error) { return wls.Lister().List(labels.Everything()) },
+		Workloads: func(_ context.Context, page func([]*kueuev1beta2.Workload) error) error {
+			all, err := wls.Lister().List(labels.Everything())
+			if err != nil {
+				return err
+			}
+			return page(all)
+		},
 		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) {
 			return cqs.Lister().List(labels.Everything())
 		},

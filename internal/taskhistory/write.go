@@ -7,12 +7,22 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // Batch is what the Recorder writes in one transaction.
 type Batch struct {
 	Changes []Change
-	Queues  []QueueState
+	// Gone are Workloads deleted, known by UID only: written after Changes.
+	Gone   []GoneUID
+	Queues []QueueState
+}
+
+// GoneUID is a Workload deleted at At, known by its UID only.
+type GoneUID struct {
+	UID string
+	At  time.Time
 }
 
 // Written counts what a write changed: re-writing what the store already
@@ -28,6 +38,16 @@ func (s *Store) Write(ctx context.Context, b Batch) (Written, error) {
 		dirty := map[int64]bool{}
 		for i := range b.Changes {
 			changed, events, err := tx.writeChange(&b.Changes[i], dirty)
+			if err != nil {
+				return err
+			}
+			w.Events += events
+			if changed {
+				w.Tasks++
+			}
+		}
+		for _, g := range b.Gone {
+			changed, events, err := tx.goneByUID(g, dirty)
 			if err != nil {
 				return err
 			}
@@ -291,6 +311,64 @@ func (t *txn) writeChange(c *Change, dirty map[int64]bool) (bool, int, error) {
 	}
 	markHours(dirty, old, exists, row)
 	return true, inserted, nil
+}
+
+// GoneByUID ends the recorded task uid, deleted at at, from its record: as
+// Gone does with the Workload's last state. A task not recorded, or
+// already ended by a deletion, is left as it is.
+func (s *Store) GoneByUID(ctx context.Context, uid string, at time.Time) error {
+	_, err := s.Write(ctx, Batch{Gone: []GoneUID{{UID: uid, At: at}}})
+	return err
+}
+
+func (t *txn) goneByUID(g GoneUID, dirty map[int64]bool) (bool, int, error) {
+	row, exists, err := t.readTask(g.UID)
+	if err != nil || !exists || row.deletedMS.Valid {
+		return false, 0, err
+	}
+	task, err := taskOfRow(&row, g.At)
+	if err != nil {
+		return false, 0, err
+	}
+	c := ended(Change{Task: task}, g.At)
+	return t.writeChange(&c, dirty)
+}
+
+// taskOfRow is the Task a row records, its run taken at at when it has
+// not finished (as observe reads a Workload at the time it is gone).
+func taskOfRow(r *taskRow, at time.Time) (Task, error) {
+	t := Task{
+		UID: r.uid, Namespace: r.namespace, Name: r.name, OwnerKind: r.ownerKind, OwnerName: r.ownerName, OwnerUID: r.ownerUID,
+		Team: r.team, Class: r.class, Priority: int32(r.priority), ClusterQueue: r.clusterQueue, LocalQueue: r.localQueue,
+		Created:  fromMS(r.createdMS),
+		Requests: Resources{GPUs: r.gpus, Neuron: r.neuron, CPUMilli: r.cpuMilli, MemoryMiB: r.memoryMiB},
+		State:    domain.TaskState(r.state), WaitStart: fromMS(r.waitStartMS),
+		AdmittedAt: fromNullMS(r.admittedMS), FinishedAt: fromNullMS(r.finishedMS), ReleasedAt: fromNullMS(r.releasedMS),
+		PastExecution: time.Duration(r.pastMS) * time.Millisecond,
+		Outcome:       Outcome(r.outcome), FinishReason: r.finishReason,
+	}
+	if r.podSets != "" && r.podSets != "null" {
+		if err := json.Unmarshal([]byte(r.podSets), &t.PodSets); err != nil {
+			return t, fmt.Errorf("task %s: pod sets: %w", r.uid, err)
+		}
+	}
+	if r.flavors != "" {
+		t.Flavors = strings.Split(r.flavors, ",")
+	}
+	if r.waitMS.Valid {
+		t.Wait = time.Duration(r.waitMS.Int64) * time.Millisecond
+	}
+	// domain.TaskFacts.RunAt: the past runs, plus since the admission up to
+	// the finish (or at).
+	end := fromNullMS(r.finishedMS)
+	if end.IsZero() {
+		end = at
+	}
+	t.Run = t.PastExecution
+	if !t.AdmittedAt.IsZero() {
+		t.Run += max(end.Sub(t.AdmittedAt), 0)
+	}
+	return t, nil
 }
 
 // eventRow is an event's columns. The queue and class, which the task row
