@@ -143,9 +143,22 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 			{"get", "", "configmaps", "kueue-system", "kueue-manager-config", true},
-			// Its own records: revision histories in its namespace, Events.
+			// Its own records: revision histories and revoked sessions in its
+			// namespace, its leader election Lease, Events.
 			{"update", "", "configmaps", rbac.Namespace, "x-history", true},
+			{"patch", "", "configmaps", rbac.Namespace, "x-history", true},
+			{"watch", "", "configmaps", rbac.Namespace, "", true},
+			{"create", "coordination.k8s.io", "leases", rbac.Namespace, "", true},
+			{"get", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, true},
+			{"update", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, true},
+			{"update", "coordination.k8s.io", "leases", rbac.Namespace, "another-lease", false},
+			{"delete", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, false},
+			{"update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager", false},
 			{"create", "", "events", "default", "", true},
+			{"create", "", "events", rbac.Namespace, "", true},
+			{"patch", "", "events", "default", "", false},
+			{"create", "", "events", "kube-system", "", false},
+			{"create", "", "configmaps", "default", "", false},
 			// It changes nothing in the cluster by itself.
 			{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", false},
 			{"create", "", "namespaces", "", "", false},
