@@ -127,15 +127,6 @@ func decode(t *testing.T, manifests string) []*unstructured.Unstructured {
 	return objs
 }
 
-func kinds(objs []*unstructured.Unstructured) []string {
-	var out []string
-	for _, o := range objs {
-		out = append(out, o.GetKind()+"/"+o.GetName())
-	}
-	sort.Strings(out)
-	return out
-}
-
 // placed names each object with its namespace: "Kind namespace/name", or
 // "Kind name" for a cluster-scoped one.
 func placed(objs []*unstructured.Unstructured) []string {
