@@ -105,8 +105,8 @@ func parseFlags(args []string) (options, error) {
 }
 
 // authenticator builds the auth mode's Authenticator; kube makes the token
-// mode's TokenReviews.
-func authenticator(o options, kube kubernetes.Interface) (*auth.Authenticator, error) {
+// mode's TokenReviews and keeps its sign-outs (until ctx ends).
+func authenticator(ctx context.Context, o options, kube kubernetes.Interface) (*auth.Authenticator, error) {
 	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies, Keys: auth.RandomKeys()}
 	if o.sessionKeyFile != "" {
 		keys, err := auth.ReadKeyFile(o.sessionKeyFile)
@@ -127,7 +127,11 @@ func authenticator(o options, kube kubernetes.Interface) (*auth.Authenticator, e
 		}
 	case auth.ModeToken:
 		a.Tokens = auth.KubeTokenReviewer{Client: kube, Audiences: o.tokenAudiences}
-		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, nil)
+		// Sign-outs are kept in the cluster, so they end the session on
+		// every replica.
+		signedOut := cluster.NewRevocations(kube, o.settings.State(), auth.DefaultMaxRevocations)
+		signedOut.Start(ctx)
+		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, signedOut)
 	}
 	return a, nil
 }
@@ -186,7 +190,7 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	kube, kq := clients.Kube, clients.Kueue
-	authn, err := authenticator(o, kube)
+	authn, err := authenticator(ctx, o, kube)
 	if err != nil {
 		return err
 	}

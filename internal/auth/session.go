@@ -162,7 +162,7 @@ func (m *MemoryRevocations) Revoke(_ context.Context, id string, until time.Time
 	defer m.mu.Unlock()
 	m.until[id] = until
 	if len(m.until) > m.max {
-		m.until = pruneRevocations(m.until, m.now(), m.max)
+		m.until = PruneRevocations(m.until, m.now(), m.max)
 	}
 	return nil
 }
@@ -182,10 +182,10 @@ func (m *MemoryRevocations) Len() int {
 	return len(m.until)
 }
 
-// pruneRevocations drops expired entries, then, while there are more than
+// PruneRevocations drops expired entries, then, while there are more than
 // max, those that expire soonest (their sessions are the closest to ending
 // by themselves).
-func pruneRevocations(until map[string]time.Time, now time.Time, max int) map[string]time.Time {
+func PruneRevocations(until map[string]time.Time, now time.Time, max int) map[string]time.Time {
 	kept := make(map[string]time.Time, len(until))
 	for id, t := range until {
 		if now.Before(t) {

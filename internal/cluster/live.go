@@ -26,7 +26,7 @@ type Live struct {
 	// Debounce waits this long after an event for more; MinInterval spaces
 	// snapshots under constant churn; Refresh takes one when nothing happens.
 	Debounce, MinInterval, Refresh time.Duration
-	observe atomic.Pointer[func(kind string, d time.Duration)]
+	observe                        atomic.Pointer[func(kind string, d time.Duration)]
 
 	dirty chan struct{}
 

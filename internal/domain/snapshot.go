@@ -28,6 +28,9 @@ type Snapshot struct {
 	running   *tree                   // newest admission first
 	finished  *tree                   // newest finish first
 	lists     *listCache
+
+	teamsOnce sync.Once
+	teams     []string // TeamsWithTasks
 }
 
 // Changes is how many object changes the snapshot reflects (Model.Changes
@@ -131,20 +134,23 @@ func (s *Snapshot) StatsByTeamAndClass(sel Selection, teams, classes []string, w
 	return teamClassStats(s.selected(sel, window, now), teams, classes, now)
 }
 
-// TeamsWithTasks are the teams that have tasks, sorted.
+// TeamsWithTasks are the teams that have tasks, sorted. The result is
+// shared: do not change it.
 func (s *Snapshot) TeamsWithTasks() []string {
-	seen := map[string]bool{}
-	for k := range s.tallies {
-		if k.team != "" {
-			seen[k.team] = true
+	s.teamsOnce.Do(func() {
+		seen := map[string]bool{}
+		for k := range s.tallies {
+			if k.team != "" {
+				seen[k.team] = true
+			}
 		}
-	}
-	teams := make([]string, 0, len(seen))
-	for t := range seen {
-		teams = append(teams, t)
-	}
-	sort.Strings(teams)
-	return teams
+		s.teams = make([]string, 0, len(seen))
+		for t := range seen {
+			s.teams = append(s.teams, t)
+		}
+		sort.Strings(s.teams)
+	})
+	return s.teams
 }
 
 // teamClassTasks are one team's tasks of one class, with their tallies per

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/csv"
 	"net/http"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // csvStream writes a table as RFC 4180 CSV (UTF-8, header row first) straight
@@ -43,13 +46,52 @@ func csvHref(c echo.Context, table string, filters ...string) string {
 }
 
 func startCSV(c echo.Context, filename string, header ...string) (*csvStream, error) {
+	res := csvResponse(c, filename)
+	s := &csvStream{w: csv.NewWriter(res)}
+	s.flusher, _ = res.Writer.(http.Flusher)
+	return s, s.Row(header...)
+}
+
+func csvResponse(c echo.Context, filename string) *echo.Response {
 	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	res.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+filename+`"`)
 	res.WriteHeader(http.StatusOK)
-	s := &csvStream{w: csv.NewWriter(res)}
-	s.flusher, _ = res.Writer.(http.Flusher)
-	return s, s.Row(header...)
+	return res
+}
+
+// cachedCSV answers a small table that depends only on the snapshot and
+// the view (key): written once per snapshot, then sent as it is to every
+// request for it.
+func (d Deps) cachedCSV(c echo.Context, key string, snap *domain.Snapshot, filename string, header []string, rows func(*csvStream) error) error {
+	e, err := d.renderer.once("csv\x00"+key, snap.Version, func(e *rendering) error {
+		var b bytes.Buffer
+		s := &csvStream{w: csv.NewWriter(&b)}
+		if err := s.Row(header...); err != nil {
+			return err
+		}
+		if err := rows(s); err != nil {
+			return err
+		}
+		err := s.Close()
+		e.body = b.Bytes()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if e == nil { // an older snapshot than the cached table: stream it
+		s, err := startCSV(c, filename, header...)
+		if err != nil {
+			return err
+		}
+		if err := rows(s); err != nil {
+			return err
+		}
+		return s.Close()
+	}
+	_, err = csvResponse(c, filename).Write(e.body)
+	return err
 }
 
 // Row writes one row; cells that a spreadsheet would run as a formula are

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -72,7 +73,14 @@ func (d Deps) adoptTeam(c echo.Context) error {
 // driftedTeams names the teams whose Kueue objects someone changed by hand,
 // for a "drifted" badge on the teams list (from the cache: no apiserver
 // request).
-func (d Deps) driftedTeams() map[string]bool {
-	shapes, _ := d.Cache.Fleet()
-	return d.Cache.DriftedTeams(d.Settings, shapes)
+//
+// Comparing every team's objects takes a while at hundreds of teams, so the
+// answer is shared for a few seconds (a team's own drift page compares it
+// afresh).
+func (d Deps) driftedTeams(ctx context.Context) map[string]bool {
+	drifted, _ := d.drifted.Get(ctx, "", func(context.Context) (map[string]bool, error) {
+		shapes, _ := d.Cache.Fleet()
+		return d.Cache.DriftedTeams(d.Settings, shapes), nil
+	})
+	return drifted
 }

@@ -36,11 +36,12 @@ func newStreamGate(l StreamLimits) *streamGate {
 	return &streamGate{limits: l, perUser: map[string]int{}}
 }
 
-// enter admits one more stream of user, or says no.
+// enter admits one more stream of user, or says no. user "" is not counted
+// per user (auth mode none: one person, on loopback).
 func (g *streamGate) enter(user string) (leave func(), ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.total >= g.limits.Total || g.perUser[user] >= g.limits.PerUser {
+	if g.total >= g.limits.Total || user != "" && g.perUser[user] >= g.limits.PerUser {
 		return nil, false
 	}
 	g.total++
@@ -74,7 +75,7 @@ func (d Deps) events(c echo.Context) error {
 	}
 	shown, _ := strconv.ParseUint(c.QueryParam("v"), 10, 64)
 	who := auth.From(c).Name
-	if who == "" {
+	if who == "" && d.Auth.ModeOf() != auth.ModeNone {
 		who = "address " + auth.ClientAddress(c.Request())
 	}
 	leave, ok := d.streams.enter(who)

@@ -120,6 +120,7 @@ type rendering struct {
 	version uint64
 	done    chan struct{}
 	parts   []templates.LivePart
+	body    []byte // a table as CSV (see cachedCSV)
 	err     error
 	used    time.Time
 }
@@ -132,31 +133,45 @@ func newLiveRenderer() *liveRenderer { return &liveRenderer{entries: map[string]
 
 // render gives v's parts at snap, rendering them if no one has yet.
 func (r *liveRenderer) render(d Deps, ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
-	key := v.key()
-	r.mu.Lock()
-	e := r.entries[key]
-	if e == nil || e.version < snap.Version {
-		if e == nil && len(r.entries) >= maxRenderedViews {
-			r.evictLocked()
-		}
-		e = &rendering{version: snap.Version, done: make(chan struct{})}
-		r.entries[key] = e
-		r.mu.Unlock()
+	e, err := r.once(v.key(), snap.Version, func(e *rendering) error {
 		start := time.Now()
-		e.parts, e.err = renderParts(d, ctx, v, snap)
+		var err error
+		e.parts, err = renderParts(d, ctx, v, snap)
 		if d.Metrics != nil {
 			d.Metrics.LiveRender.Observe(time.Since(start).Seconds())
 		}
+		return err
+	})
+	if e == nil { // a newer rendering exists: this request has an older snapshot
+		return renderParts(d, ctx, v, snap)
+	}
+	return e.parts, err
+}
+
+// once runs build for key at a snapshot version unless someone did, and
+// waits for it; nil when a newer version was built (the caller builds its
+// own, uncached).
+func (r *liveRenderer) once(key string, version uint64, build func(*rendering) error) (*rendering, error) {
+	r.mu.Lock()
+	e := r.entries[key]
+	if e == nil || e.version < version {
+		if e == nil && len(r.entries) >= maxRenderedViews {
+			r.evictLocked()
+		}
+		e = &rendering{version: version, done: make(chan struct{})}
+		r.entries[key] = e
+		r.mu.Unlock()
+		e.err = build(e)
 		close(e.done)
 		r.mu.Lock()
 	}
 	e.used = time.Now()
 	r.mu.Unlock()
-	if e.version > snap.Version { // a newer rendering: this request has an older snapshot
-		return renderParts(d, ctx, v, snap)
+	if e.version > version {
+		return nil, nil
 	}
 	<-e.done
-	return e.parts, e.err
+	return e, e.err
 }
 
 // renderParts renders v's parts; a panic becomes an error, so that no

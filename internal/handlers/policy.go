@@ -29,9 +29,12 @@ func (d Deps) savePolicy(c echo.Context) error {
 
 // kueueFairSharing says whether Kueue's controller shares idle compute
 // fairly; ok is false when the console cannot tell (then it warns about
-// nothing).
+// nothing). Kueue's configuration changes with a Kueue restart: it is read
+// again at most every 30 seconds.
 func (d Deps) kueueFairSharing(ctx context.Context) (enabled, ok bool) {
-	enabled, err := d.Applier.KueueFairSharing(ctx, d.KueueConfigMap)
+	enabled, err := d.fairSharing.Get(ctx, "", func(ctx context.Context) (bool, error) {
+		return d.Applier.KueueFairSharing(ctx, d.KueueConfigMap)
+	})
 	if err != nil {
 		d.Log.Debug("reading Kueue's configuration", "configmap", d.KueueConfigMap.Namespace+"/"+d.KueueConfigMap.Name, "err", err)
 		return false, false

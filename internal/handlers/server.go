@@ -26,6 +26,7 @@ import (
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/write"
 	"github.com/openquota/console/web/static"
@@ -65,6 +66,9 @@ type Deps struct {
 	streams  *streamGate
 	renderer *liveRenderer
 	hub      *liveHub
+	// Reads that many requests share and that may be a few seconds old.
+	fairSharing *memo.Memo[bool]
+	drifted     *memo.Memo[map[string]bool]
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -104,6 +108,8 @@ func New(d Deps) *echo.Echo {
 			d.Metrics.ReadModelUpdate.WithLabelValues(kind).Observe(took.Seconds())
 		})
 	}
+	d.fairSharing = &memo.Memo[bool]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}
+	d.drifted = &memo.Memo[map[string]bool]{TTL: 5 * time.Second, FailureTTL: 5 * time.Second}
 	d.renderer = newLiveRenderer()
 	d.hub = newLiveHub(d)
 	e := echo.New()

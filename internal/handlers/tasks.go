@@ -165,17 +165,21 @@ func (d Deps) tasks(c echo.Context) error {
 	if f.Class != "" {
 		classes = []string{f.Class}
 	}
+	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
 	if table, ok := csvTable(c); ok {
 		switch table {
 		case "classes":
-			return statsCSV(c, snap.StatsByClass(f.selection(visible), classes, f.window(), now))
+			return d.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class.csv", statsHeader, func(s *csvStream) error {
+				return statsRows(s, snap.StatsByClass(f.selection(visible), classes, f.window(), now))
+			})
 		case "breakdown":
-			return breakdownCSV(c, snap.StatsByTeamAndClass(f.selection(visible), visibleTeams(snap, visible), classes, f.window(), now))
+			return d.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
+				return breakdownRows(s, snap.StatsByTeamAndClass(f.selection(visible), visibleTeams(snap, visible), classes, f.window(), now))
+			})
 		}
 		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)))
 	}
 
-	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
 	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
 	if err != nil {
 		return err
@@ -392,24 +396,16 @@ func statsCells(s domain.ClassStats) []string {
 		seconds(s.LongestWait, s.WaitSamples), seconds(s.AvgLongestRun, s.RunSamples), seconds(s.AvgLongestWait, s.WaitSamples)}
 }
 
-func statsCSV(c echo.Context, stats []domain.ClassStats) error {
-	s, err := startCSV(c, "task-stats-by-class.csv", statsHeader...)
-	if err != nil {
-		return err
-	}
+func statsRows(s *csvStream, stats []domain.ClassStats) error {
 	for _, st := range stats {
 		if err := s.Row(statsCells(st)...); err != nil {
 			return err
 		}
 	}
-	return s.Close()
+	return nil
 }
 
-func breakdownCSV(c echo.Context, rows []domain.TeamClassStats) error {
-	s, err := startCSV(c, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...)...)
-	if err != nil {
-		return err
-	}
+func breakdownRows(s *csvStream, rows []domain.TeamClassStats) error {
 	for _, tc := range rows {
 		for _, st := range tc.Classes {
 			if err := s.Row(append([]string{tc.Team}, statsCells(st)...)...); err != nil {
@@ -417,7 +413,7 @@ func breakdownCSV(c echo.Context, rows []domain.TeamClassStats) error {
 			}
 		}
 	}
-	return s.Close()
+	return nil
 }
 
 // tasksCSV streams tasks as they are listed, one row at a time.

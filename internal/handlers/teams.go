@@ -36,7 +36,7 @@ func (d Deps) teams(c echo.Context) error {
 		CSVTeams:  csvHref(c, ""),
 		CSVByType: csvHref(c, "by-type"),
 	}
-	drifted := d.driftedTeams()
+	drifted := d.driftedTeams(c.Request().Context())
 	for _, st := range shown {
 		total := domain.TeamTotal(st.Team, shapes)
 		view.Teams = append(view.Teams, templates.TeamRow{

@@ -3,105 +3,32 @@ package metrics
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/memo"
 )
 
 // Cached answers the dashboards' Prometheus questions from answers at most
 // TTL old. Prometheus scrapes every 15 to 30 seconds, so asking again for
 // every page view and every live update would only load it: many viewers
 // of a page, and many concurrent requests for it, share one query. Failures
-// are remembered for a shorter while, so a Prometheus that is down does not
+// are remembered for a few seconds, so a Prometheus that is down does not
 // make every page wait for its timeout.
 type Cached struct {
-	Prom       *Prom
-	TTL        time.Duration
-	FailureTTL time.Duration
-	now        func() time.Time
-
-	mu      sync.Mutex
-	answers map[string]*answer
+	Prom    *Prom
+	answers memo.Memo[any]
 }
-
-type answer struct {
-	done  chan struct{}
-	value any
-	err   error
-	at    time.Time
-}
-
-// maxCachedAnswers bounds what Cached keeps: past it, old answers go.
-const maxCachedAnswers = 1024
 
 // NewCached caches p's answers for ttl (failures for 5 seconds).
 func NewCached(p *Prom, ttl time.Duration) *Cached {
-	return &Cached{Prom: p, TTL: ttl, FailureTTL: 5 * time.Second, now: time.Now, answers: map[string]*answer{}}
+	return &Cached{Prom: p, answers: memo.Memo[any]{TTL: ttl, FailureTTL: 5 * time.Second}}
 }
 
-// ask returns a fresh enough answer to the question key, asking Prometheus
-// once however many ask at the same time. The question runs without the
-// asker's cancellation (others may wait for it); Prom bounds its time.
 func ask[T any](ctx context.Context, c *Cached, key string, query func(context.Context) (T, error)) (T, error) {
-	now := c.now()
-	c.mu.Lock()
-	a := c.answers[key]
-	if a != nil {
-		select {
-		case <-a.done:
-			ttl := c.TTL
-			if a.err != nil {
-				ttl = c.FailureTTL
-			}
-			if now.Sub(a.at) >= ttl {
-				a = nil
-			}
-		default: // being asked: wait for it
-		}
-	}
-	if a == nil {
-		if len(c.answers) >= maxCachedAnswers {
-			c.dropOldLocked(now)
-		}
-		a = &answer{done: make(chan struct{})}
-		c.answers[key] = a
-		c.mu.Unlock()
-		a.value, a.err = query(context.WithoutCancel(ctx))
-		a.at = c.now()
-		close(a.done)
-	} else {
-		c.mu.Unlock()
-	}
-	select {
-	case <-a.done:
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-	v, _ := a.value.(T)
-	return v, a.err
-}
-
-func (c *Cached) dropOldLocked(now time.Time) {
-	for k, a := range c.answers {
-		select {
-		case <-a.done:
-			if now.Sub(a.at) >= c.TTL {
-				delete(c.answers, k)
-			}
-		default:
-		}
-	}
-	if len(c.answers) >= maxCachedAnswers { // all fresh: start over
-		for k, a := range c.answers {
-			select {
-			case <-a.done:
-				delete(c.answers, k)
-			default:
-			}
-		}
-	}
+	v, err := c.answers.Get(ctx, key, func(ctx context.Context) (any, error) { return query(ctx) })
+	t, _ := v.(T)
+	return t, err
 }
 
 func rangeKey(r Range) string {

@@ -42,7 +42,7 @@ func TestCachedAsksPrometheusOncePerTTL(t *testing.T) {
 	p, queries := countingProm(t)
 	now := time.Now()
 	c := NewCached(p, 30*time.Second)
-	c.now = func() time.Time { return now }
+	c.answers.Now = func() time.Time { return now }
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for range 32 {
@@ -85,7 +85,7 @@ func TestCachedRemembersFailuresBriefly(t *testing.T) {
 	}
 	now := time.Now()
 	c := NewCached(p, time.Minute)
-	c.now = func() time.Time { return now }
+	c.answers.Now = func() time.Time { return now }
 	for range 3 {
 		if _, err := c.TeamGPUUtilization(context.Background(), "x-"); err == nil {
 			t.Fatal("a failing Prometheus gave no error")
@@ -94,7 +94,7 @@ func TestCachedRemembersFailuresBriefly(t *testing.T) {
 	if queries.Load() != 1 {
 		t.Errorf("%d queries within the failure TTL, want 1", queries.Load())
 	}
-	now = now.Add(c.FailureTTL)
+	now = now.Add(c.answers.FailureTTL)
 	_, _ = c.TeamGPUUtilization(context.Background(), "x-")
 	if queries.Load() != 2 {
 		t.Errorf("%d queries after the failure TTL, want 2", queries.Load())

@@ -1,0 +1,109 @@
+// Package memo remembers answers for a while, and asks once however many
+// ask at the same time: for reads that many viewers share and that may be a
+// little old (Prometheus figures, Kueue's configuration, drift).
+package memo
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Memo remembers answers by key for TTL, failures for FailureTTL.
+type Memo[V any] struct {
+	TTL, FailureTTL time.Duration
+	// Max bounds the answers kept (0: 1024); past it, old ones go.
+	Max int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	mu      sync.Mutex
+	answers map[string]*answer[V]
+}
+
+type answer[V any] struct {
+	done  chan struct{}
+	value V
+	err   error
+	at    time.Time
+}
+
+func (m *Memo[V]) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// Get returns a fresh enough answer to key, calling ask when there is none.
+// ask runs without the caller's cancellation, since others may wait for
+// it: it must bound its own time.
+func (m *Memo[V]) Get(ctx context.Context, key string, ask func(context.Context) (V, error)) (V, error) {
+	now := m.now()
+	m.mu.Lock()
+	if m.answers == nil {
+		m.answers = map[string]*answer[V]{}
+	}
+	a := m.answers[key]
+	if a != nil && m.stale(a, now) {
+		a = nil
+	}
+	if a == nil {
+		m.dropOldLocked(now)
+		a = &answer[V]{done: make(chan struct{})}
+		m.answers[key] = a
+		m.mu.Unlock()
+		a.value, a.err = ask(context.WithoutCancel(ctx))
+		a.at = m.now()
+		close(a.done)
+	} else {
+		m.mu.Unlock()
+	}
+	select {
+	case <-a.done:
+		return a.value, a.err
+	case <-ctx.Done():
+		var zero V
+		return zero, ctx.Err()
+	}
+}
+
+// stale: answered, and older than its TTL. An answer being asked is never
+// stale: callers wait for it.
+func (m *Memo[V]) stale(a *answer[V], now time.Time) bool {
+	select {
+	case <-a.done:
+	default:
+		return false
+	}
+	ttl := m.TTL
+	if a.err != nil {
+		ttl = m.FailureTTL
+	}
+	return now.Sub(a.at) >= ttl
+}
+
+func (m *Memo[V]) dropOldLocked(now time.Time) {
+	max := m.Max
+	if max <= 0 {
+		max = 1024
+	}
+	if len(m.answers) < max {
+		return
+	}
+	for k, a := range m.answers {
+		if m.stale(a, now) {
+			delete(m.answers, k)
+		}
+	}
+	for k, a := range m.answers { // all fresh: keep only those being asked
+		if len(m.answers) < max {
+			break
+		}
+		select {
+		case <-a.done:
+			delete(m.answers, k)
+		default:
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package memo
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestOneAskForManyCallersWithinTheTTL(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := &Memo[int]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second, Now: func() time.Time { return now }}
+	var asked atomic.Int64
+	release := make(chan struct{})
+	ask := func(context.Context) (int, error) {
+		asked.Add(1)
+		<-release
+		return 42, nil
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := m.Get(context.Background(), "k", ask); v != 42 || err != nil {
+				t.Errorf("Get = %d, %v", v, err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // all 20 wait for the one ask
+	close(release)
+	wg.Wait()
+	if asked.Load() != 1 {
+		t.Errorf("asked %d times for 20 concurrent callers, want 1", asked.Load())
+	}
+	now = now.Add(29 * time.Second)
+	_, _ = m.Get(context.Background(), "k", ask)
+	if asked.Load() != 1 {
+		t.Errorf("asked again within the TTL")
+	}
+	now = now.Add(time.Second)
+	_, _ = m.Get(context.Background(), "k", ask)
+	if asked.Load() != 2 {
+		t.Errorf("not asked again after the TTL")
+	}
+}
+
+func TestFailuresAreRememberedBriefly(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := &Memo[int]{TTL: time.Minute, FailureTTL: 5 * time.Second, Now: func() time.Time { return now }}
+	var asked int
+	fail := func(context.Context) (int, error) { asked++; return 0, errors.New("down") }
+	for range 3 {
+		if _, err := m.Get(context.Background(), "k", fail); err == nil {
+			t.Fatal("no error")
+		}
+	}
+	now = now.Add(5 * time.Second)
+	_, _ = m.Get(context.Background(), "k", fail)
+	if asked != 2 {
+		t.Errorf("asked %d times, want once, then once after the failure TTL", asked)
+	}
+}
+
+func TestACallerThatGivesUpDoesNotCancelTheAsk(t *testing.T) {
+	m := &Memo[int]{TTL: time.Minute}
+	release := make(chan struct{})
+	var sawCancel atomic.Bool
+	ask := func(ctx context.Context) (int, error) {
+		<-release
+		sawCancel.Store(ctx.Err() != nil)
+		return 7, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, err := m.Get(ctx, "k", ask); first <- err }()
+	time.Sleep(20 * time.Millisecond)
+	second := make(chan int, 1)
+	go func() { v, _ := m.Get(context.Background(), "k", ask); second <- v }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	close(release)
+	if v := <-second; v != 7 || sawCancel.Load() {
+		t.Errorf("the waiting caller got %d (ask canceled: %v), want 7 from an uncanceled ask", v, sawCancel.Load())
+	}
+	<-first
+}
+
+func TestBounded(t *testing.T) {
+	m := &Memo[int]{TTL: time.Hour, Max: 10}
+	for i := range 100 {
+		_, _ = m.Get(context.Background(), string(rune('a'+i)), func(context.Context) (int, error) { return i, nil })
+	}
+	if len(m.answers) > 10 {
+		t.Errorf("%d answers kept, want at most 10", len(m.answers))
+	}
+}
