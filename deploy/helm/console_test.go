@@ -29,6 +29,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
@@ -194,8 +196,28 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	}
 	sa := d.Spec.Template.Spec.ServiceAccountName
 	args := localArgs(t, c, d)
-	args = append(args, "--kubeconfig", serviceAccountKubeconfig(t, c, ns, sa))
+	saKubeconfig := serviceAccountKubeconfig(t, c, ns, sa)
+	args = append(args, "--kubeconfig", saKubeconfig)
 	logs := startConsole(t, consoleBinary(t), args, "http://"+addr)
+
+	// Sign-outs (token mode, which this console is not in) with the
+	// ServiceAccount: the list is watched by name and written.
+	saCfg, err := clientcmd.BuildConfigFromFlags("", saKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedOut := consolecluster.NewRevocations(kubernetes.NewForConfigOrDie(saCfg), ns, 10)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	signedOut.Start(watchCtx)
+	if err := signedOut.Revoke(ctx, "session-"+id, time.Now().Add(time.Hour)); err != nil {
+		t.Errorf("recording a sign-out as the console: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return signedOut.Synced(), nil
+	}); err != nil {
+		t.Error("the console's ServiceAccount cannot watch the sign-out list")
+	}
 
 	// What the console will need once it elects a leader, asked of the
 	// apiserver for the chart's ServiceAccount.
@@ -209,6 +231,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		{"update", "coordination.k8s.io", "leases", ns, "another", false},
 		{"create", "", "events", ns, "", true},
 		{"delete", "", "configmaps", ns, "x", true},
+		{"list", "", "configmaps", ns, "", false},
 		{"create", "", "configmaps", "default", "", false},
 		{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", false},
 	} {
@@ -372,6 +395,18 @@ func bindClusterRole(t *testing.T, c *testCluster, user, role string) string {
 	t.Cleanup(func() {
 		_ = c.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
 	})
+	// The apiserver's authorizer sees a new binding a moment later: wait
+	// until the user may list ClusterQueues, as both roles grant.
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authzv1.ResourceAttributes{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues"},
+		}}, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the binding of %s to %s never took effect", user, role)
+	}
 	return user
 }
 
