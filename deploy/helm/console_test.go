@@ -206,7 +206,8 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signedOut := consolecluster.NewRevocations(kubernetes.NewForConfigOrDie(saCfg), ns, 10)
+	saKube := kubernetes.NewForConfigOrDie(saCfg)
+	signedOut := consolecluster.NewRevocations(saKube, ns, 10)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	signedOut.Start(watchCtx)
@@ -216,7 +217,18 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return signedOut.Synced(), nil
 	}); err != nil {
-		t.Error("the console's ServiceAccount cannot watch the sign-out list")
+		t.Error("the console's ServiceAccount cannot read the sign-out list")
+	}
+	// An informer falls back to listing when it may not watch: ask for the
+	// watch itself, of that one ConfigMap and of all.
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + consolecluster.RevocationsConfigMap}
+	if w, err := saKube.CoreV1().ConfigMaps(ns).Watch(ctx, byName); err != nil {
+		t.Errorf("watching the sign-out list as the console: %v", err)
+	} else {
+		w.Stop()
+	}
+	if _, err := saKube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("watching every ConfigMap of the state namespace as the console: %v, want forbidden", err)
 	}
 
 	// What the console will need once it elects a leader, asked of the
