@@ -41,7 +41,7 @@ var renderedFiles = []renderedFile{
 #
 #   kubectl apply -f deploy/manifests/quota-console.yaml
 #   kubectl -n quota-console create secret generic quota-console-session-key \
-#     --from-literal=key="$(head -c 32 /dev/urandom | base64)"
+#     --from-literal=key="$(head -c 48 /dev/urandom | base64)"
 #   kubectl -n quota-console set image deployment/quota-console \
 #     console=registry.example.com/team/quota-console:<version>
 #
