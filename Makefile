@@ -5,7 +5,7 @@ GO ?= go
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest
+.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
 .PHONY: image image-push helm test-tools test-image test-image-deps manifests
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
@@ -62,6 +62,13 @@ e2e-deps:
 # Benchmarks of the aggregation and page rendering at 200 teams x 50 000 Workloads.
 bench:
 	SANDBOX_SKIP=1 $(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+# Task history at 1 000 000 tasks on SQLite and on the test sandbox's PostgreSQL:
+# the 30-day statistics and preemption history (p50/p99), recording (events/s) and
+# the store's size per million tasks. The filled stores are kept for later runs
+# (SQLite under ~/.cache, PostgreSQL in the test sandbox); the first fill takes long.
+bench-history: test-sandbox-up
+	HISTORY_BENCH=1 HISTORY_BENCH_CACHE=$(HOME)/.cache/quota-console-sandbox $(GO) test -run '^$$' -bench BenchmarkHistory -benchtime 200x -timeout 120m -v ./internal/taskhistory/
 
 # Fill the "load" sandbox with 200 teams and 50 000 Workloads, then run the
 # console on it (port 8090) to measure memory and page latency at that size.

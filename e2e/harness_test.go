@@ -81,6 +81,26 @@ func sandboxEnv(t testing.TB) *sandbox.Env {
 // the test ends and returns its base URL. extra is appended to its flags.
 func startConsole(t testing.TB, env *sandbox.Env, extra ...string) string {
 	t.Helper()
+	return startReplica(t, env, extra...).base
+}
+
+// replica is one console process.
+type replica struct {
+	base   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	out    *syncBuffer
+}
+
+// kill ends the process at once (no graceful shutdown), as a lost node would.
+func (r *replica) kill() {
+	_ = r.cmd.Process.Kill()
+	<-r.exited
+}
+
+// startReplica starts a console process on a free port, ready to serve.
+func startReplica(t testing.TB, env *sandbox.Env, extra ...string) *replica {
+	t.Helper()
 	skipIfDisabled(t)
 	consoleOnce.Do(func() { consoleBin, consoleErr = buildConsole() })
 	if consoleErr != nil {
@@ -95,34 +115,29 @@ func startConsole(t testing.TB, env *sandbox.Env, extra ...string) string {
 		"--prometheus-url", env.PrometheusURL,
 		"--listen", addr,
 	}, extra...)
-	out := &syncBuffer{}
-	cmd := exec.Command(consoleBin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	r := &replica{base: "http://" + addr, out: &syncBuffer{}, exited: make(chan struct{})}
+	r.cmd = exec.Command(consoleBin, args...)
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("starting the console: %v", err)
 	}
-	exited := make(chan struct{})
 	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
+	go func() { waitErr = r.cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
-		stopProcess(cmd, exited)
+		stopProcess(r.cmd, r.exited)
 		if t.Failed() {
-			t.Logf("console output:\n%s", out.String())
+			t.Logf("console %s output:\n%s", r.base, r.out.String())
 		}
 	})
-
-	base := "http://" + addr
-	if err := waitReady(base+"/readyz", exited); err != nil {
+	if err := waitReady(r.base+"/readyz", r.exited); err != nil {
 		if errors.Is(err, errExited) {
 			err = fmt.Errorf("exited before it was ready: %v", waitErr)
 		}
-		t.Fatalf("console at %s: %v (its output follows)", base, err)
+		t.Fatalf("console at %s: %v (its output follows)", r.base, err)
 	}
-	return base
+	return r
 }
 
-// buildConsole builds ./cmd/console once per test binary, so every test
-// runs the code under test rather than whatever is on PATH.
 func buildConsole() (string, error) {
 	root, err := sandbox.RepoRoot()
 	if err != nil {

@@ -1,5 +1,6 @@
 // Package sandbox starts a real, offline Kubernetes control plane with Kueue,
-// KWOK fake GPU nodes, a dcgm-exporter stand-in and Prometheus on 127.0.0.1.
+// KWOK fake GPU nodes, a dcgm-exporter stand-in, Prometheus and PostgreSQL on
+// 127.0.0.1.
 //
 // Every process is started detached and recorded by PID in the instance's state
 // folder, so the sandbox outlives the command (or test) that started it and a
@@ -52,6 +53,9 @@ type Env struct {
 	DCGMURL       string `json:"dcgmURL"`
 	Token         string `json:"token"`
 	StateDir      string `json:"stateDir"`
+	// PostgresDSN reaches the instance's PostgreSQL server (database
+	// "postgres", superuser "sandbox"); tests create their own databases.
+	PostgresDSN string `json:"postgresDSN"`
 }
 
 // ports of one instance, as offsets from PortBase.
@@ -68,6 +72,7 @@ const (
 	portKWOK
 	portDCGM
 	portPrometheus
+	portPostgres
 )
 
 type instance struct {
@@ -118,6 +123,7 @@ func (in *instance) env() *Env {
 		DCGMURL:       "http://" + in.addr(portDCGM) + "/metrics",
 		Token:         adminToken,
 		StateDir:      in.state,
+		PostgresDSN:   in.postgresDSN(),
 	}
 }
 
@@ -143,16 +149,16 @@ func Up(ctx context.Context, opts Options) (*Env, error) {
 	// Every process alive but a check failed: on a busy machine an answer can
 	// take longer than the check's timeout. Never restart a sandbox other
 	// tests are using for that; give it time.
-	if in.allAlive() && in.waitFor(ctx, "", 90*time.Second, func(ctx context.Context) error {
-		if !in.healthy(ctx) {
+	if in.allAlive(coreComponents) && in.waitFor(ctx, "", 90*time.Second, func(ctx context.Context) error {
+		if !in.coreHealthy(ctx) {
 			return errors.New("not healthy yet")
 		}
 		return nil
 	}) == nil {
-		return in.env(), nil
+		return in.ensurePostgres(ctx)
 	}
 	if !RunningAsCommand {
-		return nil, errors.New("the sandbox is not running and only the sandbox command can start it (go run ./cmd/sandbox up)")
+		return nil, errNotCommand
 	}
 	// Something is missing or broken: stop what is left, keep the data, start again.
 	in.stopAll()
@@ -166,6 +172,31 @@ func Up(ctx context.Context, opts Options) (*Env, error) {
 		return nil, fmt.Errorf("sandbox %s: %w (logs in %s)", opts.Name, err, in.path("logs"))
 	}
 	in.logf("ready in %s", time.Since(start).Round(100*time.Millisecond))
+	return in.writeEnv()
+}
+
+var errNotCommand = errors.New("the sandbox is not running and only the sandbox command can start it (go run ./cmd/sandbox up)")
+
+// ensurePostgres starts PostgreSQL alone in an instance whose other processes
+// are healthy (one started before the sandbox had it, or whose server died),
+// so that their data and the tests using them are left alone.
+func (in *instance) ensurePostgres(ctx context.Context) (*Env, error) {
+	if _, ok := in.alive("postgres"); ok && in.waitFor(ctx, "postgres", 30*time.Second, in.postgresReady) == nil {
+		return in.env(), nil
+	}
+	if !RunningAsCommand {
+		return nil, errNotCommand
+	}
+	in.stop("postgres")
+	start := time.Now()
+	if err := in.startPostgres(ctx, pki{dir: in.path("pki")}); err != nil {
+		return nil, fmt.Errorf("sandbox %s: postgres: %w (logs in %s)", in.opts.Name, err, in.path("logs"))
+	}
+	in.logf("postgres up (%s)", time.Since(start).Round(10*time.Millisecond))
+	return in.writeEnv()
+}
+
+func (in *instance) writeEnv() (*Env, error) {
 	env := in.env()
 	data, _ := json.MarshalIndent(env, "", "  ")
 	if err := os.WriteFile(in.path("env.json"), data, 0o644); err != nil {
@@ -233,10 +264,19 @@ func RepoRoot() (string, error) {
 }
 
 // components lists the processes in start order; stop goes in reverse.
-var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kueue", "kwok", "agent", "prometheus"}
+// PostgreSQL comes last and stands apart: nothing else depends on it, so it
+// can be added to an instance that runs without it.
+var (
+	coreComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kueue", "kwok", "agent", "prometheus"}
+	components     = append(coreComponents[:len(coreComponents):len(coreComponents)], "postgres")
+)
 
-func (in *instance) allAlive() bool {
-	for _, name := range components {
+// stopSignals are the components that stop on another signal than SIGTERM:
+// PostgreSQL's SIGTERM waits for every client to leave, SIGINT does not.
+var stopSignals = map[string]syscall.Signal{"postgres": syscall.SIGINT}
+
+func (in *instance) allAlive(names []string) bool {
+	for _, name := range names {
 		if _, ok := in.alive(name); !ok {
 			return false
 		}
@@ -244,9 +284,17 @@ func (in *instance) allAlive() bool {
 	return true
 }
 
-func (in *instance) healthy(ctx context.Context) bool {
-	return in.allAlive() && in.get(ctx, in.env().APIServerURL+"/readyz") == nil &&
+func (in *instance) coreHealthy(ctx context.Context) bool {
+	return in.allAlive(coreComponents) && in.get(ctx, in.env().APIServerURL+"/readyz") == nil &&
 		in.get(ctx, in.env().PrometheusURL+"/-/ready") == nil
+}
+
+func (in *instance) healthy(ctx context.Context) bool {
+	if !in.coreHealthy(ctx) {
+		return false
+	}
+	_, ok := in.alive("postgres")
+	return ok && in.postgresReady(ctx) == nil
 }
 
 type step struct {
@@ -277,7 +325,8 @@ func (in *instance) start(ctx context.Context) error {
 	if in.opts.Demo {
 		steps = append(steps, step{"demo policy and teams", in.seedDemo})
 	}
-	steps = append(steps, step{"agent (dcgm-exporter, demo jobs)", in.startAgent}, step{"prometheus", in.startPrometheus})
+	steps = append(steps, step{"agent (dcgm-exporter, demo jobs)", in.startAgent}, step{"prometheus", in.startPrometheus},
+		step{"postgres", in.startPostgres})
 	for _, s := range steps {
 		t := time.Now()
 		if err := s.fn(ctx, p); err != nil {
@@ -323,6 +372,13 @@ current-context: sandbox-%[1]s
 
 // launch starts a detached process, records its PID and returns at once.
 func (in *instance) launch(name, binary string, args []string, extraEnv ...string) error {
+	return in.launchAs(name, binary, args, nil, extraEnv...)
+}
+
+// launchAs is launch with another user or capabilities (attr; nil: as the
+// sandbox command). A process of another user is not moved into the state
+// folder: it may not be allowed to enter it by its path.
+func (in *instance) launchAs(name, binary string, args []string, attr *syscall.SysProcAttr, extraEnv ...string) error {
 	logFile, err := os.OpenFile(in.path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -330,10 +386,16 @@ func (in *instance) launch(name, binary string, args []string, extraEnv ...strin
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "\n=== %s %s %s\n", time.Now().Format(time.RFC3339), binary, strings.Join(args, " "))
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = in.state
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), extraEnv...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if attr == nil {
+		cmd.Dir = in.state
+		attr = &syscall.SysProcAttr{}
+	} else {
+		attr = &syscall.SysProcAttr{Credential: attr.Credential, AmbientCaps: attr.AmbientCaps}
+	}
+	attr.Setsid = true
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -369,27 +431,35 @@ func (in *instance) alive(name string) (int, bool) {
 
 func (in *instance) stopAll() {
 	for i := len(components) - 1; i >= 0; i-- {
-		name := components[i]
-		pid, ok := in.alive(name)
-		if !ok {
-			_ = os.Remove(in.path("pids", name))
-			continue
-		}
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, ok := in.alive(name); !ok {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if _, ok := in.alive(name); ok {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			time.Sleep(100 * time.Millisecond)
-		}
-		_ = os.Remove(in.path("pids", name))
-		in.logf("stopped %s (pid %d)", name, pid)
+		in.stop(components[i])
 	}
+}
+
+// stop ends one recorded component, if it runs, and forgets its PID.
+func (in *instance) stop(name string) {
+	pid, ok := in.alive(name)
+	if !ok {
+		_ = os.Remove(in.path("pids", name))
+		return
+	}
+	sig, ok := stopSignals[name]
+	if !ok {
+		sig = syscall.SIGTERM
+	}
+	_ = syscall.Kill(pid, sig)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, ok := in.alive(name); !ok {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, ok := in.alive(name); ok {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = os.Remove(in.path("pids", name))
+	in.logf("stopped %s (pid %d)", name, pid)
 }
 
 // waitFor polls check until it succeeds, the process dies or the timeout passes.

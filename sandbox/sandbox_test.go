@@ -2,9 +2,13 @@ package sandbox_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -96,5 +100,38 @@ func TestUpIsIdempotent(t *testing.T) {
 	}
 	if *again != *env {
 		t.Errorf("second Up returned %+v, want %+v", again, env)
+	}
+}
+
+// The instance's PostgreSQL answers on its DSN, keeps its data in the
+// instance's state folder, and does not run as root.
+func TestPostgresServesTheInstance(t *testing.T) {
+	env := sandboxtest.Env(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, env.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var dataDir string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dataDir); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(env.StateDir, "postgres"); dataDir != want {
+		t.Errorf("data directory %q, want %q", dataDir, want)
+	}
+	db := "sandbox_" + rand.String(6)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatalf("the sandbox user cannot create databases: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "DROP DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == 0 {
+		t.Errorf("data directory owned by root: PostgreSQL runs as root")
 	}
 }

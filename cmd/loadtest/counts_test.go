@@ -32,9 +32,11 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 				{Class: "inference", Pending: 7, Running: 3},
 				{Class: "loadtest-probe", Pending: 12},
 			}})),
-			part("team-class-stats-live", templates.TaskStats(templates.TaskStatsPart{TableID: "team-class-stats", WithTeam: true, Rows: []templates.StatsRow{
-				{Team: "team-000", Class: "inference", Pending: 2},
-				{Team: "team-000", Class: "loadtest-probe", Pending: 5},
+			part("team-class-stats-live", templates.TaskStats(templates.TaskStatsPart{TableID: "team-class-stats", WithTeam: true, Teams: []templates.LivePart{
+				part("team-class-stats-team-000", templates.StatsRows([]templates.StatsRow{
+					{Team: "team-000", Class: "inference", Pending: 2},
+					{Team: "team-000", Class: "loadtest-probe", Pending: 5},
+				}, true)),
 			}})),
 			part("task-list-live", templates.TaskList(templates.TaskListPart{
 				Tasks: []templates.TaskRow{{Namespace: "ns", Name: "wl", Team: "team-000", Class: "inference", State: "Pending"}}})),
@@ -43,8 +45,11 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 	usage := templates.UsageView{
 		Page: templates.Page{Title: "Team usage", Snapshot: 9},
 		Live: []templates.LivePart{part("usage-live", templates.UsageTable(templates.UsageTablePart{
-			Rows:  []templates.UsageRow{{Team: "team-000", Pending: 4}, {Team: "team-001", Pending: 0}},
-			Total: templates.UsageRow{Team: "Total", Pending: 4},
+			Rows: []templates.LivePart{
+				part("usage-queue-team-000", templates.UsageRowCells(templates.UsageRow{Team: "team-000", Pending: 4}, false)),
+				part("usage-queue-team-001", templates.UsageRowCells(templates.UsageRow{Team: "team-001", Pending: 0}, false)),
+			},
+			Total: part("usage-total", templates.UsageRowCells(templates.UsageRow{Team: "Total", Pending: 4}, true)),
 		}))},
 	}
 	team := templates.TeamUsageView{
@@ -57,13 +62,14 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 		want pageState
 	}{
 		{"tasks", render(t, templates.Tasks(tasks)), pageState{Version: 42, Live: map[string]map[countKey]int{
-			"class-stats-live":      {{Class: "inference"}: 7, {Class: "loadtest-probe"}: 12},
-			"team-class-stats-live": {{Class: "inference", Team: "team-000"}: 2, {Class: "loadtest-probe", Team: "team-000"}: 5},
-			"task-list-live":        {},
+			"class-stats-live":          {{Class: "inference"}: 7, {Class: "loadtest-probe"}: 12},
+			"team-class-stats-live":     {},
+			"team-class-stats-team-000": {{Class: "inference", Team: "team-000"}: 2, {Class: "loadtest-probe", Team: "team-000"}: 5},
+			"task-list-live":            {},
 		}}},
-		{"usage", render(t, templates.Usage(usage)), pageState{Version: 9, Live: map[string]map[countKey]int{"usage-live": {
-			{Team: "team-000"}: 4, {Team: "team-001"}: 0,
-		}}}},
+		{"usage", render(t, templates.Usage(usage)), pageState{Version: 9, Live: map[string]map[countKey]int{
+			"usage-live": {}, "usage-queue-team-000": {{Team: "team-000"}: 4}, "usage-queue-team-001": {{Team: "team-001"}: 0}, "usage-total": {},
+		}}},
 		{"team usage", render(t, templates.TeamUsage(team)), pageState{Version: 3, Live: map[string]map[countKey]int{"team-live": {
 			{Team: "team-001"}: 6,
 		}}}},

@@ -8,8 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -259,35 +259,69 @@ func (w *watcher) follow(r *sseReader, trigger chan<- struct{}) error {
 	}
 }
 
-// fragmentsEvent is the data of a `fragments` event.
-type fragmentsEvent struct {
-	Version   uint64            `json:"version"`
-	Fragments map[string]string `json:"fragments"`
+// fragment is one pushed part: its element id and inner HTML.
+type fragment struct{ id, html string }
+
+// readFragments reads a `fragments` event's data, {"version": n,
+// "fragments": {id: html, ...}}, keeping the parts in the order sent: as
+// app.js swaps them (a part, then the rows of it that changed after).
+func readFragments(data string) ([]fragment, error) {
+	dec := json.NewDecoder(strings.NewReader(data))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var out []fragment
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if key != "fragments" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := dec.Token(); err != nil { // {
+			return nil, err
+		}
+		for dec.More() {
+			id, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			var html string
+			if err := dec.Decode(&html); err != nil {
+				return nil, err
+			}
+			out = append(out, fragment{fmt.Sprint(id), html})
+		}
+		if _, err := dec.Token(); err != nil { // }
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func (w *watcher) applyFragments(data string, at time.Time) {
-	var ev fragmentsEvent
-	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+	fragments, err := readFragments(data)
+	if err != nil {
 		w.mu.Lock()
 		w.failed = "unreadable fragments event: " + err.Error()
 		w.mu.Unlock()
 		return
 	}
-	parsed := make(map[string]map[countKey]int, len(ev.Fragments))
-	for id, html := range ev.Fragments {
-		parsed[id] = parseFragment(html)
+	parsed := make([]map[countKey]int, len(fragments))
+	for i, f := range fragments {
+		parsed[i] = parseFragment(f.html)
 	}
-	ids := make([]string, 0, len(parsed))
-	for id := range parsed {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pushes++
 	w.pushBytes += int64(len(data))
-	for _, id := range ids {
-		w.swap(id, parsed[id])
+	for i, f := range fragments {
+		w.swap(f.id, parsed[i])
 	}
 	w.observe(at)
 }

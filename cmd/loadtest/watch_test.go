@@ -103,10 +103,24 @@ func (s *protocolServer) send(w http.ResponseWriter, now bool) {
 	case s.protocol == "snapshot":
 		fmt.Fprintf(w, "event: snapshot\ndata: %d\n\n", s.version)
 	case s.protocol == "fragments" && now:
-		data, _ := json.Marshal(fragmentsEvent{Version: s.version, Fragments: map[string]string{"tasks-live": s.liveHTML()}})
+		data, _ := json.Marshal(struct {
+			Version   uint64            `json:"version"`
+			Fragments map[string]string `json:"fragments"`
+		}{s.version, map[string]string{"tasks-live": s.liveHTML()}})
 		fmt.Fprintf(w, "event: fragments\ndata: %s\n\n", data)
 	}
 	w.(http.Flusher).Flush()
+}
+
+func TestReadFragmentsKeepsTheirOrder(t *testing.T) {
+	got, err := readFragments(`{"version":3,"asOf":"10:00:00","fragments":{"z-outer":"<b>1</b>","a-row":"two","m":"\u003c"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fragment{{"z-outer", "<b>1</b>"}, {"a-row", "two"}, {"m", "<"}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(fragment{})); diff != "" {
+		t.Errorf("readFragments (-want +got):\n%s", diff)
+	}
 }
 
 // change adds n pending tasks of the probe class and tells the streams.

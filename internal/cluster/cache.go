@@ -51,6 +51,7 @@ type Cache struct {
 
 	mu        sync.Mutex
 	listeners []func(Event)
+	stored    storedTeams
 }
 
 // Event is one change of a watched object.

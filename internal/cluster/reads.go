@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,7 +18,8 @@ import (
 // errs only on a malformed selector), so these return no error.
 
 // Teams returns the teams this console manages (named with its settings'
-// prefix; not those being deleted), by name.
+// prefix; not those being deleted), by name. The teams are shared with
+// other callers: do not change them.
 func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
 	all, _ := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
 	var out []domain.StoredTeam
@@ -25,12 +27,44 @@ func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
 		if cq.DeletionTimestamp != nil {
 			continue // being deleted: Kueue holds it until its workloads are gone
 		}
-		if t, ok := domain.TeamFromClusterQueue(cq); ok && cq.Name == s.ClusterQueue(t.Name) {
+		if t, ok := c.stored.team(cq); ok && cq.Name == s.ClusterQueue(t.Name) {
 			out = append(out, domain.StoredTeam{Team: t, ClusterQueue: cq})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// storedTeams remembers each ClusterQueue's allocation as read from its
+// annotation, until the queue changes: Kueue updates queue status all the
+// time, but the teams list would otherwise decode every allocation on every
+// request.
+type storedTeams struct {
+	mu     sync.Mutex
+	byName map[string]storedTeam
+}
+
+type storedTeam struct {
+	generation int64
+	raw        string // the allocation annotation it was read from
+	team       domain.Team
+	ok         bool
+}
+
+func (st *storedTeams) team(cq *kueuev1beta2.ClusterQueue) (domain.Team, bool) {
+	raw := cq.Annotations[domain.AllocationAnnotation]
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if got, found := st.byName[cq.Name]; found && got.generation == cq.Generation && got.raw == raw &&
+		cq.Labels[domain.TeamLabel] == got.team.Name {
+		return got.team, got.ok
+	}
+	t, ok := domain.TeamFromClusterQueue(cq)
+	if st.byName == nil || len(st.byName) > 10000 {
+		st.byName = map[string]storedTeam{}
+	}
+	st.byName[cq.Name] = storedTeam{generation: cq.Generation, raw: raw, team: t, ok: ok}
+	return t, ok
 }
 
 // Team returns a team this console manages; ok is false when there is none.

@@ -184,6 +184,50 @@ func scratchListOrder(ts []Task) []string {
 	return names
 }
 
+// scratchOngoing is what still runs or waits, per team and class, from
+// every task at now.
+func scratchOngoing(tasks []Task, windowStart, now time.Time) []Ongoing {
+	byKey := map[teamAndClass]*Ongoing{}
+	for _, t := range tasks {
+		k := teamAndClass{t.Team, t.Class}
+		o := byKey[k]
+		if o == nil {
+			o = &Ongoing{Team: t.Team, Class: t.Class}
+			byKey[k] = o
+		}
+		switch {
+		case t.State == TaskAdmitted:
+			o.Running++
+			o.Runs++
+			o.RunSum += t.Run
+			o.LongestRun = max(o.LongestRun, t.Run)
+			if !inWindow(t.AdmittedAt, windowStart, now) {
+				o.Samples++
+			}
+		case (t.State == TaskPending || t.State == TaskPreempted) && !t.Deactivated:
+			if t.State == TaskPending {
+				o.Pending++
+			} else {
+				o.Preempted++
+			}
+			if t.AdmittedAt.IsZero() {
+				o.Waits++
+				o.WaitSum += t.Wait
+				o.LongestWait = max(o.LongestWait, t.Wait)
+				o.Samples++
+			}
+		}
+	}
+	var out []Ongoing
+	for _, o := range byKey {
+		out = append(out, *o)
+	}
+	slices.SortFunc(out, func(a, b Ongoing) int {
+		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Class, b.Class))
+	})
+	return out
+}
+
 // churn is a cluster that a random sequence of events changes, as Kueue and
 // users would: Workloads created, admitted, preempted, evicted, requeued,
 // finished, deactivated and deleted; queues' quotas and usage changed;
@@ -473,6 +517,9 @@ func compareWithScratch(t *testing.T, when string, snap *Snapshot, sc scratch, w
 		if diff := gocmp.Diff(StatsByTeamAndClass(sc.tasks, teams, snap.Classes, start, snap.Taken),
 			snap.StatsByTeamAndClass(Selection{}, teams, snap.Classes, w, snap.Taken)); diff != "" {
 			t.Errorf("%s: stats by team and class over %s (-scratch +model):\n%s", when, w, diff)
+		}
+		if diff := gocmp.Diff(scratchOngoing(sc.tasks, start, snap.Taken), snap.Ongoing(Selection{}, w, snap.Taken)); diff != "" {
+			t.Errorf("%s: ongoing figures over %s (-scratch +model):\n%s", when, w, diff)
 		}
 		one := []Task{}
 		for _, task := range sc.tasks {

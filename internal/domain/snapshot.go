@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +134,42 @@ func (s *Snapshot) StatsByClass(sel Selection, classes []string, window time.Dur
 // selected tasks.
 func (s *Snapshot) StatsByTeamAndClass(sel Selection, teams, classes []string, window time.Duration, now time.Time) []TeamClassStats {
 	return teamClassStats(s.selected(sel, window, now), teams, classes, now)
+}
+
+// Ongoing are the figures of one team's tasks of one class that still run
+// or wait, at a time: what a history of completed tasks lacks. Runs and
+// Waits count the running tasks and the waiting ones (pending or preempted,
+// active, never admitted), with their runs and waits so far; Samples counts
+// those that count in ClassStats.Samples without a completed fact in the
+// window (running tasks admitted before it, waiting tasks).
+type Ongoing struct {
+	Team, Class                 string
+	Running, Pending, Preempted int
+	Runs, Waits                 int
+	RunSum, WaitSum             time.Duration
+	LongestRun, LongestWait     time.Duration
+	Samples                     int
+}
+
+// Ongoing gives the selection's ongoing figures for a window ending at now,
+// by team and class.
+func (s *Snapshot) Ongoing(sel Selection, window time.Duration, now time.Time) []Ongoing {
+	var out []Ongoing
+	for k, t := range s.selected(sel, window, now) {
+		out = append(out, Ongoing{Team: k.team, Class: k.class,
+			Running: t.Running, Pending: t.Pending, Preempted: t.Preempted,
+			Runs: t.ongoingRuns, Waits: t.ongoingWaits,
+			RunSum: t.ongoingRun.sum(now), WaitSum: t.ongoingWait.sum(now),
+			LongestRun: t.ongoingRun.longest(now), LongestWait: t.ongoingWait.longest(now),
+			Samples: t.ongoingSamples})
+	}
+	slices.SortFunc(out, func(a, b Ongoing) int {
+		if a.Team != b.Team {
+			return strings.Compare(a.Team, b.Team)
+		}
+		return strings.Compare(a.Class, b.Class)
+	})
+	return out
 }
 
 // TeamsWithTasks are the teams that have tasks, sorted. The result is

@@ -151,6 +151,10 @@ type tally struct {
 	Samples, RunSamples, WaitSamples int
 	run, wait                        durations
 	at, validBefore                  time.Time // validBefore zero: valid for ever
+
+	// What still runs or waits (see Ongoing).
+	ongoingRuns, ongoingWaits, ongoingSamples int
+	ongoingRun, ongoingWait                   durations
 }
 
 // count counts a task in (sign 1) or out (sign −1).
@@ -194,19 +198,23 @@ func (t *tally) addFacts(f *TaskFacts, window time.Duration) {
 	wait := countsWait(f.State, f.Deactivated, f.AdmittedAt, start, at)
 	if run {
 		t.RunSamples++
-		if f.admitted && !f.finished && growsAt(f.AdmittedAt, at) {
-			t.run.addGrowing(f.AdmittedAt, f.pastRun)
-		} else {
-			t.run.addFixed(f.RunAt(at))
-		}
+		t.run.addRun(f, at)
 	}
 	if wait {
 		t.WaitSamples++
-		if !f.admitted && !f.finished && growsAt(f.WaitStart, at) {
-			t.wait.addGrowing(f.WaitStart, 0)
-		} else {
-			t.wait.addFixed(f.WaitAt(at))
+		t.wait.addWait(f, at)
+	}
+	switch {
+	case f.State == TaskAdmitted:
+		t.ongoingRuns++
+		t.ongoingRun.addRun(f, at)
+		if !inWindow(f.AdmittedAt, start, at) {
+			t.ongoingSamples++ // else its wait is a completed fact
 		}
+	case (f.State == TaskPending || f.State == TaskPreempted) && !f.Deactivated && f.AdmittedAt.IsZero():
+		t.ongoingWaits++
+		t.ongoingWait.addWait(f, at)
+		t.ongoingSamples++
 	}
 	if run || wait {
 		t.Samples++
@@ -242,6 +250,24 @@ type durations struct {
 	growing             int64 // how many terms grow
 	offsets             int64 // Σ (plus − since) over growing terms, in ns
 	longestOffset       int64
+}
+
+// addRun adds f's run as of at.
+func (d *durations) addRun(f *TaskFacts, at time.Time) {
+	if f.admitted && !f.finished && growsAt(f.AdmittedAt, at) {
+		d.addGrowing(f.AdmittedAt, f.pastRun)
+	} else {
+		d.addFixed(f.RunAt(at))
+	}
+}
+
+// addWait adds f's wait as of at.
+func (d *durations) addWait(f *TaskFacts, at time.Time) {
+	if !f.admitted && !f.finished && growsAt(f.WaitStart, at) {
+		d.addGrowing(f.WaitStart, 0)
+	} else {
+		d.addFixed(f.WaitAt(at))
+	}
 }
 
 func (d *durations) addFixed(v time.Duration) {

@@ -37,7 +37,7 @@ type countingWriter struct {
 	n      int
 }
 
-func (w *countingWriter) Header() http.Header { return w.header }
+func (w *countingWriter) Header() http.Header  { return w.header }
 func (w *countingWriter) WriteHeader(code int) { w.code = code }
 func (w *countingWriter) Write(p []byte) (int, error) {
 	if w.code == 0 {

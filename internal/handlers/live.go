@@ -110,6 +110,23 @@ func part(id string, c templ.Component) (templates.LivePart, error) {
 	return templates.LivePart{ID: id, HTML: b.String()}, err
 }
 
+// partWithRows renders a part whose rows are live parts too (a table and
+// its rows), so that a change of one row pushes that row alone: outer
+// renders the part with the given rows; its frame is it with empty rows.
+func partWithRows(id string, rows []templates.LivePart, outer func([]templates.LivePart) templ.Component) (templates.LivePart, error) {
+	p, err := part(id, outer(rows))
+	if err != nil {
+		return p, err
+	}
+	empty := make([]templates.LivePart, len(rows))
+	for i, r := range rows {
+		empty[i] = templates.LivePart{ID: r.ID, Team: r.Team}
+	}
+	frame, err := part(id, outer(empty))
+	p.Frame, p.Rows = frame.HTML, rows
+	return p, err
+}
+
 // liveRenderer renders each view once per snapshot.
 type liveRenderer struct {
 	mu      sync.Mutex
@@ -210,17 +227,60 @@ type liveHub struct {
 type watchedView struct {
 	view     liveView
 	watchers map[*liveWatcher]struct{}
-	shown    map[string]string // part id → HTML, as last pushed
+	parts    []templates.LivePart // as last pushed
+}
+
+// changes are the parts and rows of parts that changed from shown to now,
+// as pushes: a part whose frame changed goes whole, else its changed rows.
+func changes(shown, now []templates.LivePart) []pushedPart {
+	before := map[string]templates.LivePart{}
+	for _, p := range shown {
+		before[p.ID] = p
+	}
+	var out []pushedPart
+	for _, p := range now {
+		old, ok := before[p.ID]
+		switch {
+		case !ok || old.Frame != p.Frame || len(p.Rows) == 0 && old.HTML != p.HTML:
+			if !ok || old.HTML != p.HTML {
+				out = append(out, pushedPart{p.ID, jsonString(p.HTML)})
+			}
+		default:
+			rows := map[string]string{}
+			for _, r := range old.Rows {
+				rows[r.ID] = r.HTML
+			}
+			for _, r := range p.Rows {
+				if rows[r.ID] != r.HTML {
+					out = append(out, pushedPart{r.ID, jsonString(r.HTML)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pushedPart is an element's new inner HTML, as a JSON string.
+type pushedPart struct {
+	id   string
+	html json.RawMessage
 }
 
 // liveWatcher is one open stream. Pushes it has not sent yet merge: it
-// sends the newest HTML of every part that changed.
+// sends the newest HTML of every part that changed, in the order they
+// changed (a part, then the rows that changed in it after).
 type liveWatcher struct {
 	mu      sync.Mutex
 	version uint64
-	asOf    string                     // when the snapshot was taken
-	pending map[string]json.RawMessage // part id → HTML as a JSON string
+	asOf    string // when the snapshot was taken
+	pending map[string]pendingPart
+	seq     int
 	ready   chan struct{}
+}
+
+type pendingPart struct {
+	seq  int
+	html json.RawMessage
 }
 
 func newLiveHub(d Deps) *liveHub { return &liveHub{d: d, views: map[string]*watchedView{}} }
@@ -232,16 +292,13 @@ func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatc
 	if err != nil {
 		return nil, err
 	}
-	w := &liveWatcher{pending: map[string]json.RawMessage{}, ready: make(chan struct{}, 1)}
+	w := &liveWatcher{pending: map[string]pendingPart{}, ready: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	key := v.key()
 	wv := h.views[key]
 	if wv == nil {
-		wv = &watchedView{view: v, watchers: map[*liveWatcher]struct{}{}, shown: map[string]string{}}
-		for _, p := range parts {
-			wv.shown[p.ID] = p.HTML
-		}
+		wv = &watchedView{view: v, watchers: map[*liveWatcher]struct{}{}, parts: parts}
 		h.views[key] = wv
 	}
 	wv.watchers[w] = struct{}{}
@@ -250,11 +307,7 @@ func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatc
 		h.d.Metrics.LiveWatchers.Set(float64(h.watchers))
 	}
 	if shown < snap.Version { // the page is older than what the view shows now
-		changed := map[string]json.RawMessage{}
-		for id, html := range wv.shown {
-			changed[id] = jsonString(html)
-		}
-		w.offer(snap, changed)
+		w.offer(snap, changes(nil, wv.parts))
 	}
 	if h.stop == nil {
 		loop, stop := context.WithCancel(context.Background())
@@ -318,13 +371,8 @@ func (h *liveHub) push(ctx context.Context) {
 			continue
 		}
 		h.mu.Lock()
-		changed := map[string]json.RawMessage{}
-		for _, p := range parts {
-			if wv.shown[p.ID] != p.HTML {
-				wv.shown[p.ID] = p.HTML
-				changed[p.ID] = jsonString(p.HTML)
-			}
-		}
+		changed := changes(wv.parts, parts)
+		wv.parts = parts
 		if len(changed) > 0 {
 			for w := range wv.watchers {
 				w.offer(snap, changed)
@@ -342,11 +390,12 @@ func jsonString(s string) json.RawMessage {
 	return b
 }
 
-func (w *liveWatcher) offer(snap *domain.Snapshot, parts map[string]json.RawMessage) {
+func (w *liveWatcher) offer(snap *domain.Snapshot, parts []pushedPart) {
 	w.mu.Lock()
 	w.version, w.asOf = snap.Version, snap.Taken.Format(time.TimeOnly)
-	for id, html := range parts {
-		w.pending[id] = html
+	for _, p := range parts {
+		w.seq++
+		w.pending[p.id] = pendingPart{w.seq, p.html}
 	}
 	w.mu.Unlock()
 	select {
@@ -367,7 +416,7 @@ func (w *liveWatcher) take() []byte {
 	for id := range w.pending {
 		ids = append(ids, id)
 	}
-	sort.Strings(ids)
+	slices.SortFunc(ids, func(a, b string) int { return w.pending[a].seq - w.pending[b].seq })
 	var b bytes.Buffer
 	b.WriteString(`{"version":` + strconv.FormatUint(w.version, 10) + `,"asOf":`)
 	b.Write(jsonString(w.asOf))
@@ -378,7 +427,7 @@ func (w *liveWatcher) take() []byte {
 		}
 		b.Write(jsonString(id))
 		b.WriteByte(':')
-		b.Write(w.pending[id])
+		b.Write(w.pending[id].html)
 	}
 	b.WriteString("}}")
 	clear(w.pending)

@@ -245,15 +245,36 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 	if f.Team == "" {
 		breakdown := templates.TaskStatsPart{Title: "By team and priority class", TableID: "team-class-stats",
 			CSV: csv("breakdown"), CSVID: "export-breakdown", WithTeam: true}
+		var teams []templates.LivePart
 		for _, tc := range snap.StatsByTeamAndClass(sel, visibleTeams(snap, v.scope), classes, f.window(), now) {
+			var rows []templates.StatsRow
 			for _, s := range tc.Classes {
 				if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
-					breakdown.Rows = append(breakdown.Rows, statsRow(f, tc.Team, s))
+					rows = append(rows, statsRow(f, tc.Team, s))
 				}
 			}
+			if len(rows) == 0 {
+				continue
+			}
+			id := "team-class-stats-" + tc.Team
+			if tc.Team == "" {
+				id = "team-class-stats-outside-teams"
+			}
+			p, err := part(id, templates.StatsRows(rows, true))
+			if err != nil {
+				return nil, err
+			}
+			p.Team = tc.Team
+			teams = append(teams, p)
 		}
-		if len(breakdown.Rows) > 0 {
-			if err := add("team-class-stats-live", templates.TaskStats(breakdown)); err != nil {
+		if len(teams) > 0 {
+			p, err := partWithRows("team-class-stats-live", teams, func(rows []templates.LivePart) templ.Component {
+				b := breakdown
+				b.Teams = rows
+				return templates.TaskStats(b)
+			})
+			parts = append(parts, p)
+			if err != nil {
 				return nil, err
 			}
 		}

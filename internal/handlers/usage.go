@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -107,12 +108,22 @@ func visibleRows(snap *domain.Snapshot, visible scope) []domain.TeamUsage {
 func (d Deps) usageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
 	res := resourceOf(v.query.Get("resource"))
 	util, note := d.hardwareUtil(ctx)
-	table := templates.UsageTablePart{Unit: res.unit, PromNote: note}
+	var rows []templates.LivePart
 	for _, u := range visibleRows(snap, v.scope) {
-		table.Rows = append(table.Rows, usageRowOf(u, res, util, false))
+		row, err := part("usage-queue-"+u.ClusterQueue, templates.UsageRowCells(usageRowOf(u, res, util, false), false))
+		if err != nil {
+			return nil, err
+		}
+		row.Team = u.Team
+		rows = append(rows, row)
 	}
-	table.Total = usageRowOf(domain.Totals(snap.Teams), res, util, true)
-	usage, err := part("usage-live", templates.UsageTable(table))
+	total, err := part("usage-total", templates.UsageRowCells(usageRowOf(domain.Totals(snap.Teams), res, util, true), true))
+	if err != nil {
+		return nil, err
+	}
+	usage, err := partWithRows("usage-live", append(rows, total), func(rows []templates.LivePart) templ.Component {
+		return templates.UsageTable(templates.UsageTablePart{Unit: res.unit, PromNote: note, Rows: rows[:len(rows)-1], Total: rows[len(rows)-1]})
+	})
 	return []templates.LivePart{usage}, err
 }
 

@@ -23,6 +23,8 @@ var forbidden = map[string][]string{
 	"internal/write":   {module + "internal/handlers", module + "web"},
 	// Templates get view models only.
 	"web/templates": {module + "internal/"},
+	// A utility: nothing of the console.
+	"internal/memo": {module + "internal/", module + "web"},
 }
 
 // forbiddenDirect lists import path prefixes a package must not import

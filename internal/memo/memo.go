@@ -1,6 +1,7 @@
 // Package memo remembers answers for a while, and asks once however many
 // ask at the same time: for reads that many viewers share and that may be a
-// little old (Prometheus figures, Kueue's configuration, drift).
+// little old (Prometheus figures, Kueue's configuration, drift). It imports
+// none of the console's packages.
 package memo
 
 import (

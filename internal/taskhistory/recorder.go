@@ -1,0 +1,500 @@
+package taskhistory
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// RecorderConfig configures a Recorder.
+type RecorderConfig struct {
+	// TeamPrefix is the namespace prefix of team namespaces ("hyperpod-ns-").
+	TeamPrefix string
+	// Identity names this replica in the record of runs (e.g. the pod name).
+	Identity string
+	// Workloads and ClusterQueues list the informer cache, for the backfill
+	// at start and after an overflow: no request to the apiserver.
+	Workloads     func() ([]*kueuev1beta2.Workload, error)
+	ClusterQueues func() ([]*kueuev1beta2.ClusterQueue, error)
+	// Synced reports whether the informers have their initial lists; Run
+	// waits for it before the backfill, which takes every recorded task
+	// missing from the list for deleted. Nil: synced.
+	Synced func() bool
+	// Borrowed estimates whether a just admitted Workload borrows quota
+	// (Kueue v0.19 does not record it): the live read model's
+	// domain.MarkBorrowing. It is called on the recorder's own goroutine.
+	// Nil: never.
+	Borrowed func(*kueuev1beta2.Workload) bool
+	// QueueSize bounds the events waiting to be written (default 10 000);
+	// beyond it the recorder drops events and records a gap. BatchSize
+	// bounds one transaction (default 500).
+	QueueSize, BatchSize int
+	// PruneEvery is how often old records are deleted (default 1 h).
+	PruneEvery time.Duration
+	Log        *slog.Logger
+}
+
+// Recorder writes the history of Workloads and ClusterQueues from informer
+// events. Its handlers never block: they queue the event, and Run writes
+// the queue in batches. Only while Run runs does it record; on a replica
+// that does not hold the lease, the handlers do nothing.
+type Recorder struct {
+	store *Store
+	cfg   RecorderConfig
+	now   func() time.Time
+
+	running atomic.Bool
+	queue   chan item
+	// droppedSince is when the queue first overflowed since the last
+	// backfill (unix nanos; 0: nothing dropped).
+	droppedSince atomic.Int64
+
+	mu    sync.Mutex
+	stats RecorderStats
+}
+
+// RecorderStats count what a Recorder did since it was made.
+type RecorderStats struct {
+	Observed, Dropped, Written, Events, Batches, WriteErrors, Backfills int64
+}
+
+// item is one queued observation: a Workload change or gone (wl, not old
+// and new), or a ClusterQueue state.
+type item struct {
+	old, new *kueuev1beta2.Workload
+	gone     *kueuev1beta2.Workload
+	at       time.Time
+	queue    *QueueState
+}
+
+// NewRecorder makes a recorder writing to store.
+func NewRecorder(store *Store, cfg RecorderConfig) *Recorder {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 10000
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 500
+	}
+	if cfg.PruneEvery <= 0 {
+		cfg.PruneEvery = time.Hour
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{store: store, cfg: cfg, now: time.Now, queue: make(chan item, cfg.QueueSize)}
+}
+
+// Stats returns the recorder's counters.
+func (r *Recorder) Stats() RecorderStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+func (r *Recorder) count(fn func(*RecorderStats)) {
+	r.mu.Lock()
+	fn(&r.stats)
+	r.mu.Unlock()
+}
+
+// Observe takes a Workload add (old nil) or update from an informer.
+func (r *Recorder) Observe(old, new *kueuev1beta2.Workload) {
+	if new != nil {
+		r.enqueue(item{old: old, new: new})
+	}
+}
+
+// Deleted takes a Workload delete from an informer.
+func (r *Recorder) Deleted(wl *kueuev1beta2.Workload) {
+	if wl != nil {
+		r.enqueue(item{gone: wl, at: r.now()})
+	}
+}
+
+// ObserveClusterQueue takes a ClusterQueue add (old nil) or update; only a
+// change of its quotas, cohort or team is recorded.
+func (r *Recorder) ObserveClusterQueue(old, new *kueuev1beta2.ClusterQueue) {
+	if new == nil {
+		return
+	}
+	at := r.now()
+	q := QueueOf(new, r.cfg.TeamPrefix, at)
+	if old != nil {
+		prev := QueueOf(old, r.cfg.TeamPrefix, at)
+		if reflect.DeepEqual(prev, q) {
+			return
+		}
+	}
+	r.enqueue(item{queue: &q})
+}
+
+// ClusterQueueDeleted takes a ClusterQueue delete.
+func (r *Recorder) ClusterQueueDeleted(cq *kueuev1beta2.ClusterQueue) {
+	if cq != nil {
+		q := QueueGone(cq, r.cfg.TeamPrefix, r.now())
+		r.enqueue(item{queue: &q})
+	}
+}
+
+// WorkloadHandler is the informer handler that feeds the recorder.
+func (r *Recorder) WorkloadHandler() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if wl, ok := obj.(*kueuev1beta2.Workload); ok {
+				r.Observe(nil, wl)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, _ := oldObj.(*kueuev1beta2.Workload)
+			if wl, ok := newObj.(*kueuev1beta2.Workload); ok {
+				r.Observe(old, wl)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if wl, ok := obj.(*kueuev1beta2.Workload); ok {
+				r.Deleted(wl)
+			}
+		},
+	}
+}
+
+// ClusterQueueHandler is the informer handler for ClusterQueues.
+func (r *Recorder) ClusterQueueHandler() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cq, ok := obj.(*kueuev1beta2.ClusterQueue); ok {
+				r.ObserveClusterQueue(nil, cq)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, _ := oldObj.(*kueuev1beta2.ClusterQueue)
+			if cq, ok := newObj.(*kueuev1beta2.ClusterQueue); ok {
+				r.ObserveClusterQueue(old, cq)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if cq, ok := obj.(*kueuev1beta2.ClusterQueue); ok {
+				r.ClusterQueueDeleted(cq)
+			}
+		},
+	}
+}
+
+func (r *Recorder) enqueue(it item) {
+	if !r.running.Load() {
+		return
+	}
+	select {
+	case r.queue <- it:
+		r.count(func(s *RecorderStats) { s.Observed++ })
+	default:
+		// Never block the informer, never grow without bound: drop, and
+		// record the gap once the queue drains.
+		r.droppedSince.CompareAndSwap(0, r.now().UnixNano())
+		r.count(func(s *RecorderStats) { s.Dropped++ })
+	}
+}
+
+const (
+	flushAfter = 100 * time.Millisecond
+	backoffMin = 500 * time.Millisecond
+	backoffMax = 30 * time.Second
+)
+
+// Run records until ctx ends: it records the run, backfills from the
+// informer cache, then writes what the handlers queue, with heartbeats and
+// pruning. A store that fails is retried with backoff; Run returns only
+// when ctx ends (nil) or when it cannot even start.
+func (r *Recorder) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("task history recorder: already running")
+	}
+	defer r.running.Store(false)
+	r.droppedSince.Store(0)
+
+	var runID int64
+	if err := r.retry(ctx, "start run", func() (err error) {
+		runID, err = r.store.StartRun(ctx, r.cfg.Identity, r.now())
+		return err
+	}); err != nil {
+		return nil // ctx ended
+	}
+	var pending []item // a batch being written when ctx ends gets a last try
+	defer func() {
+		r.stop(runID, pending)
+	}()
+
+	for r.cfg.Synced != nil && !r.cfg.Synced() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := r.retry(ctx, "backfill", func() error { return r.backfill(ctx, runID) }); err != nil {
+		return nil
+	}
+
+	heartbeat := time.NewTicker(HeartbeatEvery)
+	defer heartbeat.Stop()
+	prune := time.NewTicker(r.cfg.PruneEvery)
+	defer prune.Stop()
+	r.prune(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-heartbeat.C:
+			if err := r.store.Heartbeat(ctx, runID, r.now()); err != nil && ctx.Err() == nil {
+				r.cfg.Log.Warn("task history: heartbeat", "err", err)
+			}
+		case <-prune.C:
+			r.prune(ctx)
+		case it := <-r.queue:
+			pending = r.collect(ctx, it)
+			if err := r.retry(ctx, "write", func() error { return r.writeOrSplit(ctx, pending) }); err != nil {
+				return nil
+			}
+			pending = nil
+			if r.droppedSince.Load() != 0 && len(r.queue) == 0 {
+				if err := r.retry(ctx, "backfill after dropped events", func() error { return r.backfill(ctx, runID) }); err != nil {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// collect gathers a batch: what is queued, up to BatchSize, waiting
+// briefly for more after the first.
+func (r *Recorder) collect(ctx context.Context, first item) []item {
+	batch := []item{first}
+	timer := time.NewTimer(flushAfter)
+	defer timer.Stop()
+	for len(batch) < r.cfg.BatchSize {
+		select {
+		case it := <-r.queue:
+			batch = append(batch, it)
+		case <-timer.C:
+			return batch
+		case <-ctx.Done():
+			return batch
+		}
+	}
+	return batch
+}
+
+// write turns queued observations into changes and writes them.
+func (r *Recorder) write(ctx context.Context, items []item) error {
+	var b Batch
+	for _, it := range items {
+		switch {
+		case it.queue != nil:
+			b.Queues = append(b.Queues, *it.queue)
+		case it.gone != nil:
+			b.Changes = append(b.Changes, Gone(it.gone, r.cfg.TeamPrefix, it.at))
+		default:
+			c, ok := Diff(it.old, it.new, r.cfg.TeamPrefix)
+			if !ok {
+				continue
+			}
+			r.markBorrowed(&c, it.new)
+			b.Changes = append(b.Changes, c)
+		}
+	}
+	if len(b.Changes) == 0 && len(b.Queues) == 0 {
+		return nil
+	}
+	w, err := r.store.Write(ctx, b)
+	if err != nil {
+		return err
+	}
+	r.count(func(s *RecorderStats) {
+		s.Batches++
+		s.Written += int64(w.Tasks)
+		s.Events += int64(w.Events)
+	})
+	return nil
+}
+
+// writeOrSplit writes a batch. When the store refuses it for what it
+// holds rather than for its own state (see storeTrouble), the items are
+// written one by one and those refused are dropped (a gap, like an
+// overflow), so that one bad event never stalls the recorder.
+func (r *Recorder) writeOrSplit(ctx context.Context, items []item) error {
+	err := r.write(ctx, items)
+	if err == nil || storeTrouble(err) {
+		return err
+	}
+	refused := 0
+	for _, it := range items {
+		if err := r.write(ctx, []item{it}); err != nil {
+			if storeTrouble(err) {
+				return err
+			}
+			refused++
+			r.cfg.Log.Error("task history: the store refuses an event; dropped", "err", err)
+		}
+	}
+	if refused > 0 {
+		r.droppedSince.CompareAndSwap(0, r.now().UnixNano())
+		r.count(func(s *RecorderStats) { s.Dropped += int64(refused) })
+	}
+	return nil
+}
+
+func (r *Recorder) markBorrowed(c *Change, wl *kueuev1beta2.Workload) {
+	if r.cfg.Borrowed == nil {
+		return
+	}
+	for i := range c.Events {
+		if c.Events[i].Kind == EventAdmitted {
+			c.Events[i].Borrowed = r.cfg.Borrowed(wl)
+		}
+	}
+}
+
+// backfill records every Workload and ClusterQueue of the cache as it is
+// now, ends the recorded ones that are gone, and records the period of
+// dropped events, if any, as a gap.
+func (r *Recorder) backfill(ctx context.Context, runID int64) error {
+	droppedSince := r.droppedSince.Swap(0)
+	restore := func(err error) error {
+		if droppedSince != 0 {
+			r.droppedSince.CompareAndSwap(0, droppedSince)
+		}
+		return err
+	}
+	now := r.now()
+	if r.cfg.ClusterQueues != nil {
+		cqs, err := r.cfg.ClusterQueues()
+		if err != nil {
+			return restore(err)
+		}
+		b := Batch{}
+		present := map[string]bool{}
+		for _, cq := range cqs {
+			b.Queues = append(b.Queues, QueueOf(cq, r.cfg.TeamPrefix, now))
+			present[cq.Name] = true
+		}
+		if _, err := r.store.Write(ctx, b); err != nil {
+			return restore(err)
+		}
+		if err := r.store.CloseQueuesExcept(ctx, present, now); err != nil {
+			return restore(err)
+		}
+	}
+	if r.cfg.Workloads != nil {
+		wls, err := r.cfg.Workloads()
+		if err != nil {
+			return restore(err)
+		}
+		present := make(map[string]bool, len(wls))
+		var items []item
+		for _, wl := range wls {
+			present[string(wl.UID)] = true
+			items = append(items, item{new: wl})
+			if len(items) == r.cfg.BatchSize {
+				if err := r.write(ctx, items); err != nil {
+					return restore(err)
+				}
+				items = items[:0]
+			}
+		}
+		if err := r.write(ctx, items); err != nil {
+			return restore(err)
+		}
+		lastSeen, err := r.store.LastCoverage(ctx, runID)
+		if err != nil {
+			return restore(err)
+		}
+		if droppedSince != 0 {
+			lastSeen = time.Unix(0, droppedSince)
+		}
+		if _, err := r.store.MarkVanished(ctx, present, now, lastSeen); err != nil {
+			return restore(err)
+		}
+	}
+	if droppedSince != 0 {
+		if err := r.store.RecordLost(ctx, Period{From: time.Unix(0, droppedSince), To: r.now()}, "recorder queue overflow"); err != nil {
+			return restore(err)
+		}
+	}
+	r.count(func(s *RecorderStats) { s.Backfills++ })
+	return nil
+}
+
+func (r *Recorder) prune(ctx context.Context) {
+	if n, err := r.store.Prune(ctx); err != nil && ctx.Err() == nil {
+		r.cfg.Log.Warn("task history: pruning old records", "err", err)
+	} else if n > 0 {
+		r.cfg.Log.Info("task history: pruned old records", "rows", n)
+	}
+}
+
+// retry runs fn until it succeeds, backing off after each failure; it
+// fails only when ctx ends.
+func (r *Recorder) retry(ctx context.Context, what string, fn func() error) error {
+	wait := backoffMin
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.count(func(s *RecorderStats) { s.WriteErrors++ })
+		r.cfg.Log.Warn("task history: "+what+" failed; retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, backoffMax)
+	}
+}
+
+// stop writes pending and what is still queued, briefly, and records the
+// run's end.
+func (r *Recorder) stop(runID int64, pending []item) {
+	r.running.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		items := pending
+		pending = nil
+	drain:
+		for len(items) < r.cfg.BatchSize {
+			select {
+			case it := <-r.queue:
+				items = append(items, it)
+			default:
+				break drain
+			}
+		}
+		if len(items) == 0 {
+			break
+		}
+		if err := r.write(ctx, items); err != nil {
+			r.cfg.Log.Warn("task history: writing the last events", "err", err)
+			break
+		}
+	}
+	if err := r.store.EndRun(ctx, runID, r.now()); err != nil {
+		r.cfg.Log.Warn("task history: recording the end of the run", "err", err)
+	}
+}

@@ -1,0 +1,311 @@
+package taskhistory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+// cacheOf stands in for the informer cache's listers.
+type cacheOf struct {
+	mu  sync.Mutex
+	wls map[string]*kueuev1beta2.Workload
+}
+
+func newCache(wls ...*kueuev1beta2.Workload) *cacheOf {
+	c := &cacheOf{wls: map[string]*kueuev1beta2.Workload{}}
+	for _, w := range wls {
+		c.set(w)
+	}
+	return c
+}
+
+func (c *cacheOf) set(w *kueuev1beta2.Workload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wls[string(w.UID)] = w
+}
+
+func (c *cacheOf) list() ([]*kueuev1beta2.Workload, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*kueuev1beta2.Workload
+	for _, w := range c.wls {
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// running starts r until the test ends (or stop is called).
+func running(t *testing.T, r *Recorder) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 30 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func count(t *testing.T, s *Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.db.QueryRow(s.q(query), args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func fleet(now time.Time, n int) []*kueuev1beta2.Workload {
+	var out []*kueuev1beta2.Workload
+	for i := range n {
+		w := newWL("nlp", fmt.Sprintf("job-%03d", i), now.Add(-time.Hour)).class("training", 10).pods(1, 1)
+		if i%2 == 0 {
+			w.admit(now.Add(-30*time.Minute), "ml.p5.48xlarge")
+		}
+		out = append(out, w.snap())
+	}
+	return out
+}
+
+// At start the recorder backfills from the cache; informer events then
+// follow; a second run on the same store (a restart, another replica)
+// writes nothing new, and a Workload deleted in between is ended.
+func TestRecorderBackfillsFollowsAndRestarts(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		wls := fleet(now, 20)
+		cache := newCache(wls...)
+		cfg := RecorderConfig{TeamPrefix: teamPrefix, Identity: "replica-a", Workloads: cache.list}
+		r := NewRecorder(s, cfg)
+		stop := running(t, r)
+		eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
+		if n := count(t, s, `SELECT COUNT(*) FROM tasks`); n != 20 {
+			t.Fatalf("%d tasks after the backfill, want 20", n)
+		}
+
+		// An update: job-001 is admitted, then finishes.
+		w := &wl{*wls[1].DeepCopy()}
+		w.admit(now.Add(-20*time.Minute), "ml.p5.48xlarge")
+		admitted := w.snap()
+		r.Observe(wls[1], admitted)
+		w.finish(now.Add(-10*time.Minute), "Succeeded")
+		finished := w.snap()
+		r.Observe(admitted, finished)
+		cache.set(finished)
+		r.Observe(finished, finished) // a resync: nothing
+		eventually(t, "the update", func() bool {
+			return count(t, s, `SELECT COUNT(*) FROM tasks WHERE outcome = 'succeeded'`) == 1
+		})
+		stop()
+
+		// job-002 goes while no recorder runs.
+		cache.mu.Lock()
+		delete(cache.wls, string(wls[2].UID))
+		cache.mu.Unlock()
+		before := dump(t, s)
+		r2 := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "replica-b", Workloads: cache.list})
+		running(t, r2)
+		eventually(t, "second backfill", func() bool { return r2.Stats().Backfills == 1 })
+		if st := r2.Stats(); st.Written != 0 {
+			t.Errorf("the restart rewrote %d tasks", st.Written)
+		}
+		after := dump(t, s)
+		if diff := cmp.Diff(before["admissions"], after["admissions"]); diff == "" {
+			t.Error("the vanished task's admission was not ended")
+		}
+		var outcome string
+		var deleted sql.NullInt64
+		if err := s.db.QueryRow(s.q(`SELECT outcome, deleted_ms FROM tasks WHERE uid = ?`), string(wls[2].UID)).Scan(&outcome, &deleted); err != nil {
+			t.Fatal(err)
+		}
+		if outcome != string(OutcomeVanished) || !deleted.Valid {
+			t.Errorf("job-002, gone while no recorder ran: outcome %q, deleted %v", outcome, deleted)
+		}
+		// Its admission ends where the first run's record ends.
+		var ended int64
+		if err := s.db.QueryRow(s.q(`SELECT ended_ms FROM admissions WHERE uid = ?`), string(wls[2].UID)).Scan(&ended); err != nil {
+			t.Fatal(err)
+		}
+		last, _ := s.LastCoverage(context.Background(), -1)
+		if ended > ms(last) {
+			t.Errorf("vanished task's admission ends %v, after the last coverage %v", fromMS(ended), last)
+		}
+		for _, table := range []string{"tasks", "admissions"} {
+			if len(before[table]) != len(after[table]) {
+				t.Errorf("%s: %d rows before, %d after: the restart duplicated rows", table, len(before[table]), len(after[table]))
+			}
+		}
+		// One event more: job-002's deletion.
+		if len(after["events"]) != len(before["events"])+1 || count(t, s, `SELECT COUNT(*) FROM events WHERE kind = 'deleted' AND uid = ?`, string(wls[2].UID)) != 1 {
+			t.Errorf("events: %d before, %d after; want only job-002's deletion added", len(before["events"]), len(after["events"]))
+		}
+	})
+}
+
+// With the store unreachable (PostgreSQL) or full (SQLite), the recorder
+// backs off, keeps what is queued, and writes it once the store is back.
+func TestRecorderRidesOutAStoreOutage(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a"})
+		running(t, r)
+		eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
+		restore := breakStore(t, s)
+		wls := fleet(now, 30)
+		for _, w := range wls {
+			r.Observe(nil, w)
+		}
+		eventually(t, "a failed write", func() bool { return r.Stats().WriteErrors > 0 })
+		restore()
+		eventually(t, "writes after the outage", func() bool { return count(t, s, `SELECT COUNT(*) FROM tasks`) == 30 })
+		if st := r.Stats(); st.Dropped != 0 {
+			t.Errorf("dropped %d events", st.Dropped)
+		}
+		if n := count(t, s, `SELECT COUNT(*) FROM lost`); n != 0 {
+			t.Errorf("%d lost periods, want none: the queue held everything", n)
+		}
+	})
+}
+
+// breakStore makes writes fail until the returned function repairs it.
+func breakStore(t *testing.T, s *Store) (restore func()) {
+	t.Helper()
+	if s.postgres {
+		u, err := url.Parse(dsnFor(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(u.Path, "/")
+		admin, err := sql.Open("pgx", sandboxtest.Env(t).PostgresDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec := func(q string) {
+			if _, err := admin.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustExec(`ALTER DATABASE ` + name + ` WITH ALLOW_CONNECTIONS false`)
+		mustExec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '` + name + `'`)
+		return func() {
+			mustExec(`ALTER DATABASE ` + name + ` WITH ALLOW_CONNECTIONS true`)
+			admin.Close()
+		}
+	}
+	// SQLite: one connection, limited to the pages it has: full.
+	s.db.SetMaxOpenConns(1)
+	var pages int
+	if err := s.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages)); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := s.db.Exec(`PRAGMA max_page_count = 1073741823`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// When the queue overflows, the recorder drops events rather than block
+// the informer or grow, then records the period as a gap and backfills,
+// so that what is still in the cluster is recorded after all.
+func TestRecorderOverflowRecordsAGap(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	s := openSQLite(t, t.TempDir()+"/h.db")
+	cache := newCache()
+	release := make(chan struct{})
+	var once sync.Once
+	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.list, QueueSize: 8,
+		// The first admission holds the writer, as a slow store would.
+		Borrowed: func(*kueuev1beta2.Workload) bool { <-release; return false }})
+	running(t, r)
+	eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
+	wls := fleet(now, 60)
+	start := time.Now()
+	for _, w := range wls {
+		cache.set(w)
+		r.Observe(nil, w)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Observe blocked for %v", took)
+	}
+	if r.Stats().Dropped == 0 {
+		t.Fatal("nothing dropped with a queue of 8 and a blocked writer")
+	}
+	once.Do(func() { close(release) })
+	eventually(t, "backfill after the overflow", func() bool { return r.Stats().Backfills == 2 })
+	if n := count(t, s, `SELECT COUNT(*) FROM tasks`); n != 60 {
+		t.Errorf("%d tasks recorded, want all 60 (the backfill recovers what was dropped)", n)
+	}
+	gaps, err := s.Gaps(context.Background(), Window{From: now.Add(-time.Minute), To: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gaps) == 0 {
+		t.Error("the overflow left no gap")
+	}
+}
+
+// A replica that does not hold the lease (Run not running) records nothing.
+func TestRecorderIdleWithoutRun(t *testing.T) {
+	s := openSQLite(t, t.TempDir()+"/h.db")
+	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix})
+	for _, w := range fleet(time.Now(), 5) {
+		r.Observe(nil, w)
+	}
+	if st := r.Stats(); st.Observed != 0 || st.Dropped != 0 {
+		t.Errorf("an idle recorder queued %+v", st)
+	}
+}
+
+// ClusterQueue status updates (usage, every admission) are not quota
+// changes: only spec changes are queued.
+func TestRecorderQueuesOnlyQuotaChanges(t *testing.T) {
+	s := openSQLite(t, t.TempDir()+"/h.db")
+	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix})
+	r.running.Store(true)
+	cq := &kueuev1beta2.ClusterQueue{}
+	cq.Name, cq.Spec.CohortName = "q", "pool"
+	status := cq.DeepCopy()
+	status.Status.AdmittedWorkloads = 3
+	r.ObserveClusterQueue(cq, status)
+	if n := len(r.queue); n != 0 {
+		t.Errorf("a status update queued %d items", n)
+	}
+	moved := cq.DeepCopy()
+	moved.Spec.CohortName = "other"
+	r.ObserveClusterQueue(cq, moved)
+	if n := len(r.queue); n != 1 {
+		t.Errorf("a cohort change queued %d items, want 1", n)
+	}
+}

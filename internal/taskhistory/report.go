@@ -1,0 +1,206 @@
+package taskhistory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// ReportRow is one task of the detailed usage report.
+type ReportRow struct {
+	Task TaskRef
+	// InstanceTypes are the flavors of its last admission.
+	InstanceTypes []string
+	// Start is its first admission (zero: never admitted); End its finish or
+	// deletion (zero: not ended yet).
+	Start, End time.Time
+	// GPUHours are its admissions' GPUs × time held (up to now for one
+	// still held).
+	GPUHours       float64
+	Borrowed       bool
+	TimesPreempted int
+	State          domain.TaskState
+	Outcome        Outcome // empty while not ended
+}
+
+// ReportQuery selects the tasks of the report: those that existed during
+// the window (created before its end, not ended before its start). Empty
+// Team: every team.
+type ReportQuery struct {
+	Window Window
+	Team   string
+	// Limit is the page size (0: every row, for a CSV export); After is the
+	// Next of the previous page.
+	Limit int
+	After string
+}
+
+// TaskReport calls each for the report's tasks, by end time (still open
+// ones last), and returns the cursor of the next page (empty when done) and
+// the window's gaps. An error of each stops it and is returned.
+func (s *Store) TaskReport(ctx context.Context, rq ReportQuery, each func(ReportRow) error) (next string, gaps []Period, err error) {
+	fail := func(err error) (string, []Period, error) {
+		return "", nil, fmt.Errorf("task history store %s: task report: %w", s.name, err)
+	}
+	now := s.clock()
+	r := reporter{s: s, ctx: ctx, each: each, limit: rq.Limit, now: ms(now), team: rq.Team}
+	// A cursor is "<ended_ms>.<uid>", or "open.<uid>" among tasks not ended.
+	afterEnded, afterUID, afterOpen := int64(math.MinInt64), "", false
+	if rq.After != "" {
+		a, uid, ok := strings.Cut(rq.After, ".")
+		v, perr := strconv.ParseInt(a, 10, 64)
+		switch {
+		case ok && a == "open":
+			afterOpen, afterUID = true, uid
+		case ok && perr == nil:
+			afterEnded, afterUID = v, uid
+		default:
+			return fail(fmt.Errorf("not a page cursor: %q", rq.After))
+		}
+	}
+	from, to := ceilMS(rq.Window.From), ceilMS(rq.Window.To)
+	if !afterOpen {
+		next, err = r.page(`t.ended_ms >= ? AND t.created_ms < ? AND (t.ended_ms > ? OR t.uid > ?)`, `t.ended_ms, t.uid`,
+			[]any{max(from, afterEnded), to, afterEnded, afterUID}, func(row ReportRow) string { return cursor(ms(row.End), row.Task.UID) })
+		afterUID = ""
+		if err == nil && next == "" && r.full() {
+			next = r.lastCursor // the page ends with the ended tasks: the open ones follow
+		}
+	}
+	if err == nil && next == "" && !r.full() {
+		next, err = r.page(`t.ended_ms IS NULL AND t.created_ms < ? AND t.uid > ?`, `t.uid`,
+			[]any{to, afterUID}, func(row ReportRow) string { return "open." + row.Task.UID })
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if gaps, err = s.gaps(ctx, s.db, rq.Window, now); err != nil {
+		return fail(err)
+	}
+	return next, gaps, nil
+}
+
+// reporter reads the report's rows, up to limit (0: all).
+type reporter struct {
+	s            *Store
+	ctx          context.Context
+	each         func(ReportRow) error
+	limit, count int
+	now          int64
+	team         string
+	lastCursor   string
+}
+
+func (r *reporter) full() bool { return r.limit > 0 && r.count >= r.limit }
+
+// page emits the rows matching where, in order; when the page fills before
+// they end, it returns the cursor of its last row.
+func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow) string) (string, error) {
+	query := `SELECT t.uid, t.namespace, t.name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
+		COALESCE((SELECT SUM(a.gpus * (? - a.admitted_ms)) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
+		t.borrowed, t.preempted, t.state, t.outcome FROM tasks t WHERE ` + where
+	args = append([]any{r.now}, args...)
+	if r.team != "" {
+		query += ` AND t.team = ?`
+		args = append(args, r.team)
+	}
+	query += ` ORDER BY ` + order
+	if r.limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, r.limit-r.count+1)
+	}
+	rows, err := r.s.db.QueryContext(r.ctx, r.s.q(query), args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var last ReportRow
+	for rows.Next() {
+		if r.full() {
+			return cursorOf(last), nil
+		}
+		var row ReportRow
+		var flavors, state, outcome string
+		var first, ended sql.NullInt64
+		var gpuMS, openGPUMS, borrowed int64
+		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
+			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome); err != nil {
+			return "", err
+		}
+		if flavors != "" {
+			row.InstanceTypes = strings.Split(flavors, ",")
+		}
+		row.Start, row.End = fromNullMS(first), fromNullMS(ended)
+		row.GPUHours = gpuHours(gpuMS + openGPUMS)
+		row.Borrowed = borrowed != 0
+		row.State, row.Outcome = domain.TaskState(state), Outcome(outcome)
+		if err := r.each(row); err != nil {
+			return "", err
+		}
+		r.count++
+		last = row
+		r.lastCursor = cursorOf(row)
+	}
+	return "", rows.Err()
+}
+
+// AdmissionRate is how many tasks of a ClusterQueue (and class) Kueue
+// admitted over the recorded part of a window.
+type AdmissionRate struct {
+	ClusterQueue, Class string
+	Window              Window
+	Admissions          int64
+	// Recorded is the part of the window with a record; Gaps the rest.
+	Recorded time.Duration
+	Gaps     []Period
+}
+
+// PerHour is admissions per recorded hour (0 with no recorded time).
+func (r AdmissionRate) PerHour() float64 {
+	if r.Recorded <= 0 {
+		return 0
+	}
+	return float64(r.Admissions) / r.Recorded.Hours()
+}
+
+// AdmissionRate counts the admissions into clusterQueue of tasks of class
+// (any class when empty) in w, for estimated waits: re-admissions after a
+// preemption count, as each takes a place in the queue.
+func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w Window) (AdmissionRate, error) {
+	r := AdmissionRate{ClusterQueue: clusterQueue, Class: class, Window: w}
+	fail := func(err error) (AdmissionRate, error) {
+		return AdmissionRate{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
+	}
+	// kind is literal: it selects the partial index of admissions.
+	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND cluster_queue = ? AND at_ms >= ? AND at_ms < ?`
+	args := []any{clusterQueue, ceilMS(w.From), ceilMS(w.To)}
+	if class != "" {
+		query += ` AND class = ?`
+		args = append(args, class)
+	}
+	if err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&r.Admissions); err != nil {
+		return fail(err)
+	}
+	now := s.clock()
+	gaps, err := s.gaps(ctx, s.db, w, now)
+	if err != nil {
+		return fail(err)
+	}
+	r.Gaps = gaps
+	end := w.To
+	if end.After(now) {
+		end = now
+	}
+	r.Recorded = end.Sub(w.From)
+	for _, g := range gaps {
+		r.Recorded -= g.Duration()
+	}
+	r.Recorded = max(r.Recorded, 0)
+	return r, nil
+}

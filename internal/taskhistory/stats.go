@@ -1,0 +1,403 @@
+package taskhistory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// Durations are the count, sum and longest of a set of durations. The sum
+// is exact, and does not overflow where an int64 of nanoseconds would (a
+// million tasks of ten hours).
+type Durations struct {
+	N   int64
+	Max time.Duration
+	// The sum is sumMS milliseconds plus sumNS nanoseconds, 0 ≤ sumNS < 1e6.
+	sumMS, sumNS int64
+}
+
+// Add counts one duration (negative ones count as zero, as in domain.TaskOf).
+func (d *Durations) Add(x time.Duration) {
+	x = max(x, 0)
+	d.N++
+	d.Max = max(d.Max, x)
+	d.addSum(x.Milliseconds(), int64(x%time.Millisecond))
+}
+
+// Merge adds the durations o counted.
+func (d *Durations) Merge(o Durations) {
+	d.N += o.N
+	d.Max = max(d.Max, o.Max)
+	d.addSum(o.sumMS, o.sumNS)
+}
+
+func (d *Durations) addSum(ms, ns int64) {
+	d.sumMS += ms
+	d.sumNS += ns
+	if d.sumNS >= int64(time.Millisecond) {
+		d.sumMS += d.sumNS / int64(time.Millisecond)
+		d.sumNS %= int64(time.Millisecond)
+	}
+}
+
+// SumMilliseconds is the sum, to the millisecond (rounded down).
+func (d Durations) SumMilliseconds() int64 { return d.sumMS }
+
+// Avg is the average, rounded down to the nanosecond like kueue's; 0 when
+// nothing was counted.
+func (d Durations) Avg() time.Duration {
+	if d.N <= 0 || d.sumMS < 0 {
+		return 0
+	}
+	// (sumMS·1e6 + sumNS) / N in 128 bits.
+	hi, lo := bits.Mul64(uint64(d.sumMS), uint64(time.Millisecond))
+	lo, carry := bits.Add64(lo, uint64(d.sumNS), 0)
+	hi += carry
+	if hi >= uint64(d.N) {
+		return time.Duration(1<<63 - 1)
+	}
+	q, _ := bits.Div64(hi, lo, uint64(d.N))
+	return time.Duration(q)
+}
+
+// GroupStats are one team's completed facts in one priority class.
+type GroupStats struct {
+	// Team is empty for tasks outside team namespaces; Class is empty for
+	// tasks without a priority class.
+	Team, Class string
+	// Wait: tasks admitted in the window, each its wait up to that
+	// admission. Run: tasks that finished in the window having run.
+	Wait, Run Durations
+	// Samples counts the tasks with a wait or a run (or both) in the window.
+	Samples int64
+}
+
+// WindowStats are the completed facts of a window, per team and class.
+type WindowStats struct {
+	Window Window
+	Groups []GroupStats // by team, then class
+	// Gaps are the parts of the window without a record (see Store.Gaps).
+	Gaps []Period
+}
+
+type teamClass struct{ team, class string }
+
+// TaskStats returns the completed facts of w per team and class (see the
+// package doc). It reads the daily rollup for the whole days of w and the
+// task rows for the hours at its edges, so it costs about the same for any
+// window.
+func (s *Store) TaskStats(ctx context.Context, w Window) (*WindowStats, error) {
+	now := s.clock()
+	out := &WindowStats{Window: w}
+	gaps, err := s.gaps(ctx, s.db, w, now)
+	if err != nil {
+		return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
+	}
+	out.Gaps = gaps
+	from, to := ceilMS(w.From), ceilMS(w.To)
+	if horizon := ms(now.Add(-s.retention)); from < horizon {
+		from = horizon
+	}
+	groups := map[teamClass]*GroupStats{}
+	get := func(team, class string) *GroupStats {
+		k := teamClass{team, class}
+		g := groups[k]
+		if g == nil {
+			g = &GroupStats{Team: team, Class: class}
+			groups[k] = g
+		}
+		return g
+	}
+	if from < to {
+		if err := s.windowFacts(ctx, span{from, to}, get); err != nil {
+			return nil, fmt.Errorf("task history store %s: statistics: %w", s.name, err)
+		}
+	}
+	for _, g := range groups {
+		out.Groups = append(out.Groups, *g)
+	}
+	slices.SortFunc(out.Groups, func(a, b GroupStats) int {
+		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Class, b.Class))
+	})
+	return out, nil
+}
+
+// durations rebuilds Durations from stored milliseconds.
+func durations(n, sumMS, maxMS int64) Durations {
+	return Durations{N: n, sumMS: sumMS, Max: time.Duration(maxMS) * time.Millisecond}
+}
+
+// windowFacts adds up w's facts: whole weeks, days and hours from the
+// rollup (coarsest first), the minutes left at its edges from the task rows,
+// and the spanning runs for Samples.
+func (s *Store) windowFacts(ctx context.Context, w span, get func(team, class string) *GroupStats) error {
+	add := func(k teamClass, f facts) {
+		g := get(k.team, k.class)
+		g.Wait.Merge(durations(f.waitN, f.waitSum, f.waitMax))
+		g.Run.Merge(durations(f.runN, f.runSum, f.runMax))
+		g.Samples += f.waitN + f.runUnadmitted
+	}
+	var facts func(e span, level int) error
+	facts = func(e span, level int) error {
+		if e.from >= e.to {
+			return nil
+		}
+		if level < 0 {
+			return s.rawStats(ctx, e, get)
+		}
+		length := rollupSpans[level]
+		b0, b1 := ceilTo(e.from, length), floorTo(e.to, length)
+		if b0 >= b1 {
+			return facts(e, level-1)
+		}
+		if err := s.readRollup(ctx, length, b0, b1, add); err != nil {
+			return err
+		}
+		if err := facts(span{e.from, b0}, level-1); err != nil {
+			return err
+		}
+		return facts(span{b1, e.to}, level-1)
+	}
+	if err := facts(w, len(rollupSpans)-1); err != nil {
+		return err
+	}
+	return s.spanningRuns(ctx, w, get)
+}
+
+func (s *Store) rawStats(ctx context.Context, e span, get func(team, class string) *GroupStats) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT team, class, COUNT(*), CAST(COALESCE(SUM(wait_ms), 0) AS BIGINT), COALESCE(MAX(wait_ms), 0)
+		FROM tasks WHERE admitted_ms >= ? AND admitted_ms < ? GROUP BY team, class`), e.from, e.to)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var team, class string
+		var n, sum, mx int64
+		if err := rows.Scan(&team, &class, &n, &sum, &mx); err != nil {
+			rows.Close()
+			return err
+		}
+		g := get(team, class)
+		g.Wait.Merge(durations(n, sum, mx))
+		g.Samples += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = s.db.QueryContext(ctx, s.q(`SELECT team, class, COUNT(*), CAST(COALESCE(SUM(run_ms), 0) AS BIGINT), COALESCE(MAX(run_ms), 0),
+		CAST(COALESCE(SUM(CASE WHEN admitted_ms IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT)
+		FROM tasks WHERE finished_ms >= ? AND finished_ms < ? AND run_ms IS NOT NULL GROUP BY team, class`), e.from, e.to)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var team, class string
+		var n, sum, mx, unadmitted int64
+		if err := rows.Scan(&team, &class, &n, &sum, &mx, &unadmitted); err != nil {
+			return err
+		}
+		g := get(team, class)
+		g.Run.Merge(durations(n, sum, mx))
+		g.Samples += unadmitted
+	}
+	return rows.Err()
+}
+
+// spanningRuns counts, for Samples, the tasks with a run in w whose current
+// admission is outside w (admitted before it, or oddly after): they are not
+// among w's waits. The span classes bound how far back to look for each.
+func (s *Store) spanningRuns(ctx context.Context, w span, get func(team, class string) *GroupStats) error {
+	query := `SELECT team, class, COUNT(*) FROM (`
+	var args []any
+	for c, b := range spanBounds {
+		query += `SELECT team, class FROM tasks WHERE span_class = ? AND admitted_ms >= ? AND admitted_ms < ? AND finished_ms >= ? AND finished_ms < ? UNION ALL `
+		args = append(args, c+1, w.from-b.Milliseconds(), w.from, w.from, w.to)
+	}
+	query += `SELECT team, class FROM tasks WHERE span_class = ? AND admitted_ms < ? AND finished_ms >= ? AND finished_ms < ? UNION ALL
+		SELECT team, class FROM tasks WHERE span_class = 0 AND finished_ms >= ? AND finished_ms < ? AND (admitted_ms < ? OR admitted_ms >= ?)
+		) spanning GROUP BY team, class`
+	args = append(args, len(spanBounds)+1, w.from, w.from, w.to, w.from, w.to, w.from, w.to)
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var team, class string
+		var n int64
+		if err := rows.Scan(&team, &class, &n); err != nil {
+			return err
+		}
+		get(team, class).Samples += n
+	}
+	return rows.Err()
+}
+
+// LiveWindow is the window of the Tasks page's statistics: from windowStart
+// up to and including now.
+func LiveWindow(windowStart, now time.Time) Window {
+	return Window{From: windowStart, To: time.UnixMilli(now.UnixMilli() + 1)}
+}
+
+// ceilMS is t in Unix milliseconds, rounded up: recorded times are whole
+// milliseconds, so t ≤ x exactly when ceilMS(t) ≤ ms(x).
+func ceilMS(t time.Time) int64 {
+	v := t.UnixMilli()
+	if time.UnixMilli(v).Before(t) {
+		v++
+	}
+	return v
+}
+
+// ClassStats merges a window's completed facts with the live read model's
+// tasks into the Tasks page's per-class figures, by the rule in the package
+// doc: for the same tasks, the result equals domain.StatsByClass(live tasks
+// and the history's, classes, windowStart, now), except that teams and
+// classes named only by tasks without a fact in the window get no row of
+// their own. hist should cover [windowStart, now] (LiveWindow);
+// lowestClass is the class of tasks without one (as given to domain.TaskOf).
+// Without history (the store unavailable), a page uses domain.StatsByClass
+// on the live tasks alone, as before.
+func ClassStats(hist *WindowStats, live []domain.Task, classes []string, lowestClass string, windowStart, now time.Time) []domain.ClassStats {
+	m := merge(hist, live, lowestClass, windowStart, now)
+	var rows []domain.ClassStats
+	for _, c := range m.classOrder(classes) {
+		rows = append(rows, m.classStats(c, func(string) bool { return true }))
+	}
+	return rows
+}
+
+// TeamClassStats is ClassStats per team, in the order and with the rows of
+// domain.StatsByTeamAndClass.
+func TeamClassStats(hist *WindowStats, live []domain.Task, teams, classes []string, lowestClass string, windowStart, now time.Time) []domain.TeamClassStats {
+	m := merge(hist, live, lowestClass, windowStart, now)
+	allClasses := m.classOrder(classes)
+	order := withExtra(teams, m.teams)
+	if i := slices.Index(order, ""); i >= 0 && !slices.Contains(teams, "") {
+		order = append(slices.Delete(order, i, i+1), "")
+	}
+	rows := make([]domain.TeamClassStats, 0, len(order))
+	for _, team := range order {
+		row := domain.TeamClassStats{Team: team, Classes: make([]domain.ClassStats, 0, len(allClasses))}
+		for _, c := range allClasses {
+			row.Classes = append(row.Classes, m.classStats(c, func(t string) bool { return t == team }))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// merged holds the combined figures per team and class.
+type merged struct {
+	groups  map[teamClass]*mergedGroup
+	teams   map[string]bool
+	classes map[string]bool
+}
+
+type mergedGroup struct {
+	wait, run                   Durations
+	samples                     int64
+	running, pending, preempted int
+}
+
+func merge(hist *WindowStats, live []domain.Task, lowestClass string, windowStart, now time.Time) *merged {
+	m := &merged{groups: map[teamClass]*mergedGroup{}, teams: map[string]bool{}, classes: map[string]bool{}}
+	get := func(team, class string) *mergedGroup {
+		k := teamClass{team, class}
+		g := m.groups[k]
+		if g == nil {
+			g = &mergedGroup{}
+			m.groups[k] = g
+			m.teams[team], m.classes[class] = true, true
+		}
+		return g
+	}
+	if hist != nil {
+		for _, h := range hist.Groups {
+			class := h.Class
+			if class == "" {
+				class = lowestClass
+			}
+			g := get(h.Team, class)
+			g.wait.Merge(h.Wait)
+			g.run.Merge(h.Run)
+			g.samples += h.Samples
+		}
+	}
+	for i := range live {
+		t := &live[i]
+		g := get(t.Team, t.Class)
+		switch {
+		case t.State == domain.TaskAdmitted:
+			g.running++
+			g.run.Add(t.Run)
+			if !inWindow(t.AdmittedAt, windowStart, now) {
+				g.samples++ // else history counted its wait
+			}
+		case (t.State == domain.TaskPending || t.State == domain.TaskPreempted) && !t.Deactivated:
+			if t.State == domain.TaskPending {
+				g.pending++
+			} else {
+				g.preempted++
+			}
+			if t.AdmittedAt.IsZero() {
+				g.wait.Add(t.Wait)
+				g.samples++
+			}
+		}
+	}
+	return m
+}
+
+func inWindow(at, windowStart, now time.Time) bool {
+	return !at.IsZero() && !at.Before(windowStart) && !at.After(now)
+}
+
+// classOrder is kueue's: the given classes, then the others, sorted.
+func (m *merged) classOrder(classes []string) []string { return withExtra(classes, m.classes) }
+
+func withExtra(names []string, present map[string]bool) []string {
+	out := slices.Clone(names)
+	var extra []string
+	for k := range present {
+		if !slices.Contains(names, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(out, extra...)
+}
+
+func (m *merged) classStats(class string, teamOK func(string) bool) domain.ClassStats {
+	s := domain.ClassStats{Class: class}
+	var run, wait, longestRuns, longestWaits Durations
+	for k, g := range m.groups {
+		if k.class != class || !teamOK(k.team) {
+			continue
+		}
+		s.Running += g.running
+		s.Pending += g.pending
+		s.Preempted += g.preempted
+		run.Merge(g.run)
+		wait.Merge(g.wait)
+		s.Samples += int(g.samples)
+		if g.run.N > 0 {
+			longestRuns.Add(g.run.Max)
+		}
+		if g.wait.N > 0 {
+			longestWaits.Add(g.wait.Max)
+		}
+	}
+	s.RunSamples, s.WaitSamples = int(run.N), int(wait.N)
+	s.AvgRun, s.AvgWait = run.Avg(), wait.Avg()
+	s.LongestRun, s.LongestWait = run.Max, wait.Max
+	s.AvgLongestRun, s.AvgLongestWait = longestRuns.Avg(), longestWaits.Avg()
+	return s
+}

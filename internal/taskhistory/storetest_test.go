@@ -1,0 +1,150 @@
+package taskhistory
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/rand"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+// forEachStore runs fn on each kind of store, the same test cases on both:
+// SQLite in a temporary file, and a fresh database on the test sandbox's
+// PostgreSQL (skipped with SANDBOX_SKIP=1). The store's clock is now.
+func forEachStore(t *testing.T, now time.Time, fn func(t *testing.T, s *Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		s := openSQLite(t, filepath.Join(t.TempDir(), "history.db"))
+		s.clock = func() time.Time { return now }
+		fn(t, s)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		s := openPostgres(t)
+		s.clock = func() time.Time { return now }
+		fn(t, s)
+	})
+}
+
+func openSQLite(t testing.TB, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Driver: DriverSQLite, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// postgresDSN makes a fresh database on the sandbox's server and returns
+// its DSN; the database is dropped when the test ends.
+func postgresDSN(t testing.TB) string {
+	t.Helper()
+	admin := sandboxtest.Env(t).PostgresDSN
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "th_" + strings.ReplaceAll(rand.String(10), "-", "")
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		db.Close()
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// dsnOf remembers the DSN of each PostgreSQL test store, to open it again.
+var (
+	dsnMu sync.Mutex
+	dsnOf = map[*Store]string{}
+)
+
+func dsnFor(s *Store) string {
+	dsnMu.Lock()
+	defer dsnMu.Unlock()
+	return dsnOf[s]
+}
+
+func openPostgres(t testing.TB) *Store {
+	t.Helper()
+	dsn := postgresDSN(t)
+	s, err := Open(context.Background(), Config{Driver: DriverPostgres, DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsnMu.Lock()
+	dsnOf[s] = dsn
+	dsnMu.Unlock()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// record writes the lives of Workloads as the recorder would: each state
+// against the one before, in batches.
+func record(t testing.TB, s *Store, lives ...[]stateAt) {
+	t.Helper()
+	var batch []Change
+	flush := func() {
+		if _, err := s.Write(context.Background(), Batch{Changes: batch}); err != nil {
+			t.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	for _, life := range lives {
+		for i, st := range life {
+			var c Change
+			switch {
+			case st.gone:
+				c = Gone(life[i-1].wl, teamPrefix, st.at)
+			case i == 0:
+				c, _ = Diff(nil, st.wl, teamPrefix)
+			default:
+				var ok bool
+				if c, ok = Diff(life[i-1].wl, st.wl, teamPrefix); !ok {
+					continue
+				}
+			}
+			if batch = append(batch, c); len(batch) == 200 {
+				flush()
+			}
+		}
+	}
+	flush()
+}
+
+// stateAt is one state of a Workload's life, or (gone) its deletion at at.
+type stateAt struct {
+	wl   *kueuev1beta2.Workload
+	gone bool
+	at   time.Time
+}
+
+// covered records a recorder run over [from, to), so that queries see no gap.
+func covered(t testing.TB, s *Store, from, to time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := s.StartRun(ctx, "test", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndRun(ctx, id, to); err != nil {
+		t.Fatal(err)
+	}
+}
