@@ -267,16 +267,16 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 			p.Team = tc.Team
 			teams = append(teams, p)
 		}
-		if len(teams) > 0 {
-			p, err := partWithRows("team-class-stats-live", teams, func(rows []templates.LivePart) templ.Component {
-				b := breakdown
-				b.Teams = rows
-				return templates.TaskStats(b)
-			})
-			parts = append(parts, p)
-			if err != nil {
-				return nil, err
-			}
+		// Present even without rows, so that live updates have where to
+		// put the first.
+		p, err := partWithRows("team-class-stats-live", teams, func(rows []templates.LivePart) templ.Component {
+			b := breakdown
+			b.Teams = rows
+			return templates.TaskStats(b)
+		})
+		parts = append(parts, p)
+		if err != nil {
+			return nil, err
 		}
 	}
 	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks")))); err != nil {
