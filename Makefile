@@ -6,7 +6,7 @@ LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
 .PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
-.PHONY: image image-push helm test-tools test-image test-image-deps
+.PHONY: image image-push helm test-tools test-image test-image-deps manifests
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
 run: build
@@ -23,8 +23,14 @@ build:
 	$(GO) build -o bin/console ./cmd/console
 	$(GO) build -o bin/sandbox ./cmd/sandbox
 
-generate:
+generate: manifests
 	$(GO) tool templ generate
+
+# deploy/rbac/*.yaml and deploy/manifests/quota-console.yaml are rendered from
+# the Helm chart (deploy/helm/quota-console), the one source of the console's
+# RBAC; TestGeneratedManifests fails when they differ from it.
+manifests:
+	$(GO) test -count=1 -run '^TestGeneratedManifests$$' ./deploy/helm -args -update
 
 # Generated templ code is committed; fail when it is stale.
 check-generated:

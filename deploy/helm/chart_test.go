@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,10 +128,45 @@ func decode(t *testing.T, manifests string) []*unstructured.Unstructured {
 	return objs
 }
 
-func kinds(objs []*unstructured.Unstructured) []string {
+// placed names each object with its namespace: "Kind namespace/name", or
+// "Kind name" for a cluster-scoped one.
+func placed(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {
-		out = append(out, o.GetKind()+"/"+o.GetName())
+		name := o.GetName()
+		if ns := o.GetNamespace(); ns != "" {
+			name = ns + "/" + name
+		}
+		out = append(out, o.GetKind()+" "+name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sharedRoles are the cluster-wide objects of rbac.sharedRoles.
+var sharedRoles = []string{
+	"ClusterRole quota-console-admin", "ClusterRole quota-console-team-member", "ClusterRole quota-console-viewer",
+	"ValidatingAdmissionPolicy quota-console-admin-scope", "ValidatingAdmissionPolicyBinding quota-console-admin-scope",
+}
+
+// consoleRBAC are the console's own RBAC objects for a release named qc in ns
+// (rbac.create), with the state in stateNS.
+func consoleRBAC(ns, stateNS string) []string {
+	out := []string{"ClusterRole qc-quota-console", "ClusterRoleBinding qc-quota-console"}
+	for _, r := range []string{"Role", "RoleBinding"} {
+		out = append(out, r+" kueue-system/qc-quota-console-read-kueue-config", r+" "+stateNS+"/qc-quota-console-state",
+			r+" "+ns+"/qc-quota-console-leader-election", r+" default/qc-quota-console-events")
+		if ns != "default" {
+			out = append(out, r+" "+ns+"/qc-quota-console-events")
+		}
+	}
+	return out
+}
+
+func sorted(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
 	}
 	sort.Strings(out)
 	return out
@@ -166,17 +203,13 @@ func TestChartLints(t *testing.T) {
 
 func TestChartDefaults(t *testing.T) {
 	objs := render(t, "quota-console")
-	want := []string{
-		"Deployment/qc-quota-console", "PodDisruptionBudget/qc-quota-console",
-		"Service/qc-quota-console", "ServiceAccount/qc-quota-console",
-	}
-	if diff := cmp.Diff(want, kinds(objs)); diff != "" {
+	want := sorted([]string{
+		"Deployment quota-console/qc-quota-console", "PodDisruptionBudget quota-console/qc-quota-console",
+		"Service quota-console/qc-quota-console", "ServiceAccount quota-console/qc-quota-console",
+		"Secret quota-console/qc-quota-console-session-key",
+	}, sharedRoles, consoleRBAC("quota-console", "quota-console"))
+	if diff := cmp.Diff(want, placed(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
-	}
-	for _, o := range objs {
-		if o.GetNamespace() != "quota-console" {
-			t.Errorf("%s/%s in namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
-		}
 	}
 	d := typed[appsv1.Deployment](t, objs, "Deployment")
 	if *d.Spec.Replicas != 2 {
@@ -207,7 +240,8 @@ func TestChartDefaults(t *testing.T) {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	wantArgs := []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token"}
+	wantArgs := []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
+		"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
@@ -225,10 +259,14 @@ func TestChartDefaults(t *testing.T) {
 			t.Errorf("%s probe %+v, want GET %s on port http", name, probe.p, probe.path)
 		}
 	}
-	wantResources := map[string]string{"requests.cpu": "250m", "requests.memory": "384Mi", "limits.cpu": "2", "limits.memory": "1Gi"}
-	gotResources := map[string]string{
-		"requests.cpu": c.Resources.Requests.Cpu().String(), "requests.memory": c.Resources.Requests.Memory().String(),
-		"limits.cpu": c.Resources.Limits.Cpu().String(), "limits.memory": c.Resources.Limits.Memory().String(),
+	// From the load benchmark; no CPU limit.
+	wantResources := map[string]string{"requests.cpu": "100m", "requests.memory": "256Mi", "limits.memory": "512Mi"}
+	gotResources := map[string]string{}
+	for name, q := range c.Resources.Requests {
+		gotResources["requests."+string(name)] = q.String()
+	}
+	for name, q := range c.Resources.Limits {
+		gotResources["limits."+string(name)] = q.String()
 	}
 	if diff := cmp.Diff(wantResources, gotResources); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
@@ -246,9 +284,10 @@ func TestChartDefaults(t *testing.T) {
 		len(sc.Capabilities.Add) != 0 || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("container securityContext %+v", sc)
 	}
-	// A read-only root needs a writable /tmp.
-	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/tmp" || len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil {
-		t.Errorf("volumes %+v, mounts %+v; want an emptyDir on /tmp", pod.Volumes, c.VolumeMounts)
+	// A read-only root needs a writable /tmp; the session key is the chart's Secret.
+	if len(c.VolumeMounts) != 2 || c.VolumeMounts[0].MountPath != "/tmp" || len(pod.Volumes) != 2 || pod.Volumes[0].EmptyDir == nil ||
+		pod.Volumes[1].Secret == nil || pod.Volumes[1].Secret.SecretName != "qc-quota-console-session-key" {
+		t.Errorf("volumes %+v, mounts %+v; want an emptyDir on /tmp and the session key", pod.Volumes, c.VolumeMounts)
 	}
 	if pod.ServiceAccountName != "qc-quota-console" {
 		t.Errorf("service account %q", pod.ServiceAccountName)
@@ -269,6 +308,15 @@ func TestChartDefaults(t *testing.T) {
 	}
 }
 
+// checkSessionKey wants the chart's key: 64 letters and digits, which the
+// console reads whole (it trims white space around the key file).
+func checkSessionKey(t *testing.T, key []byte) {
+	t.Helper()
+	if !regexp.MustCompile(`^[A-Za-z0-9]{64}$`).Match(key) {
+		t.Errorf("session key %q, want 64 letters and digits", key)
+	}
+}
+
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {
@@ -279,13 +327,14 @@ func deref[T any](p *T) T {
 
 func TestChartEverythingOn(t *testing.T) {
 	objs := render(t, "quota-console", "--values", everythingOn)
-	want := []string{
-		"Deployment/qc-quota-console", "Ingress/qc-quota-console", "NetworkPolicy/qc-quota-console",
-		"PersistentVolumeClaim/qc-quota-console-history", "PodDisruptionBudget/qc-quota-console",
-		"Secret/qc-quota-console-session-key", "Service/qc-quota-console", "ServiceAccount/qc-quota-console",
-		"ServiceMonitor/qc-quota-console",
-	}
-	if diff := cmp.Diff(want, kinds(objs)); diff != "" {
+	want := sorted([]string{
+		"Deployment quota-console/qc-quota-console", "Ingress quota-console/qc-quota-console", "Namespace quota-console",
+		"NetworkPolicy quota-console/qc-quota-console", "PersistentVolumeClaim quota-console/qc-quota-console-history",
+		"PodDisruptionBudget quota-console/qc-quota-console", "Secret quota-console/qc-quota-console-session-key",
+		"Service quota-console/qc-quota-console", "ServiceAccount quota-console/qc-quota-console",
+		"ServiceMonitor quota-console/qc-quota-console",
+	}, sharedRoles, consoleRBAC("quota-console", "console-state"))
+	if diff := cmp.Diff(want, placed(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
 	d := typed[appsv1.Deployment](t, objs, "Deployment")
@@ -295,7 +344,7 @@ func TestChartEverythingOn(t *testing.T) {
 		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cohort=research",
 		"--auth-proxy-user-header=X-Auth-Request-User", "--auth-proxy-groups-header=X-Auth-Request-Groups",
 		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
-		"--secure-cookies", "--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console",
+		"--secure-cookies", "--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state",
 		"--leader-election-lease=quota-console-leader", "--history-store=sqlite",
 		"--history-path=/var/lib/quota-console/history.db", "--some-future-flag=1",
 	}
@@ -339,33 +388,47 @@ func TestChartEverythingOn(t *testing.T) {
 		t.Errorf("volumes (-want +got):\n%s", diff)
 	}
 	key := typed[corev1.Secret](t, objs, "Secret")
-	if len(key.Data["key"]) != 32 {
-		t.Errorf("session key of %d bytes, want 32", len(key.Data["key"]))
-	}
+	checkSessionKey(t, key.Data["key"])
 }
 
 // Values map to flags, each only when set; those the console has not got
 // yet never appear unless asked for.
 func TestChartArgs(t *testing.T) {
-	base := []string{"--listen=:8080", "--log-level=info", "--log-format=json"}
+	head := func(auth string) []string {
+		return []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-"}
+	}
+	state := []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=qc"}
+	join := func(lists ...[]string) []string {
+		var out []string
+		for _, l := range lists {
+			out = append(out, l...)
+		}
+		return out
+	}
+	proxyHeaders := []string{"--auth-proxy-user-header=X-Forwarded-User", "--auth-proxy-groups-header=X-Forwarded-Groups"}
 	for _, tc := range []struct {
 		name string
 		set  []string
 		want []string
 	}{
 		{"token with audience", []string{"auth.token.audience=quota-console"},
-			append(base, "--auth=token", "--auth-token-audience=quota-console")},
+			join(head("token"), []string{"--auth-token-audience=quota-console"}, state)},
 		{"proxy sidecar: default CIDRs, no secret", []string{"auth.mode=proxy"},
-			append(base, "--auth=proxy", "--auth-proxy-user-header=X-Forwarded-User",
-				"--auth-proxy-groups-header=X-Forwarded-Groups", "--auth-proxy-cidrs=127.0.0.1/32,::1/128")},
+			join(head("proxy"), proxyHeaders, []string{"--auth-proxy-cidrs=127.0.0.1/32,::1/128"}, state)},
 		{"proxy trusted by secret only", []string{"auth.mode=proxy", "auth.proxy.cidrs=null", "auth.proxy.secret.existingSecret=s"},
-			append(base, "--auth=proxy", "--auth-proxy-user-header=X-Forwarded-User",
-				"--auth-proxy-groups-header=X-Forwarded-Groups", "--auth-proxy-cidrs=",
-				"--auth-proxy-secret-file=/etc/quota-console/proxy-secret/secret")},
+			join(head("proxy"), proxyHeaders, []string{"--auth-proxy-cidrs=", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/secret"}, state)},
+		{"prefix and cohort", []string{"namespacePrefix=team-", "cohort=research"},
+			join([]string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research"}, state)},
+		{"no session key: a random key per process", []string{"sessionKey.enabled=false"},
+			join(head("token"), []string{"--state-namespace=qc"})},
+		{"state elsewhere", []string{"stateNamespace=console-state"},
+			join(head("token"), []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state"})},
+		{"leader election lease", []string{"leaderElection.lease=leader"},
+			join(head("token"), state, []string{"--leader-election-lease=leader"})},
 		{"postgres history", []string{"history.store=postgres", "history.postgres.existingSecret=history-db"},
-			append(base, "--auth=token", "--history-store=postgres", "--history-dsn-file=/etc/quota-console/history/dsn")},
+			join(head("token"), state, []string{"--history-store=postgres", "--history-dsn-file=/etc/quota-console/history/dsn"})},
 		{"sqlite history on an emptyDir", []string{"history.store=sqlite", "history.sqlite.path=/data/h.db"},
-			append(base, "--auth=token", "--history-store=sqlite", "--history-path=/data/h.db")},
+			join(head("token"), state, []string{"--history-store=sqlite", "--history-path=/data/h.db"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var args []string
@@ -378,6 +441,101 @@ func TestChartArgs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The RBAC values choose which roles render, where, and what they name.
+func TestChartRBAC(t *testing.T) {
+	release := []string{
+		"Deployment qc/qc-quota-console", "PodDisruptionBudget qc/qc-quota-console", "Secret qc/qc-quota-console-session-key",
+		"Service qc/qc-quota-console", "ServiceAccount qc/qc-quota-console",
+	}
+	inDefault := []string{
+		"Deployment default/qc-quota-console", "PodDisruptionBudget default/qc-quota-console", "Secret default/qc-quota-console-session-key",
+		"Service default/qc-quota-console", "ServiceAccount default/qc-quota-console",
+	}
+	for _, tc := range []struct {
+		name      string
+		namespace string
+		set       []string
+		want      []string
+	}{
+		{"no RBAC", "qc", []string{"rbac.create=false"}, sorted(release)},
+		{"a second release: the console's roles only", "qc", []string{"rbac.sharedRoles=false"}, sorted(release, consoleRBAC("qc", "qc"))},
+		{"shared roles need rbac.create", "qc", []string{"rbac.create=false", "rbac.sharedRoles=true"}, sorted(release)},
+		{"release in default: one events Role", "default", nil, sorted(inDefault, sharedRoles, consoleRBAC("default", "default"))},
+		{"state elsewhere", "qc", []string{"stateNamespace=console-state"}, sorted(release, sharedRoles, consoleRBAC("qc", "console-state"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			if diff := cmp.Diff(tc.want, placed(render(t, tc.namespace, args...))); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	find := func(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+		t.Helper()
+		for _, o := range objs {
+			if o.GetKind() == kind && o.GetName() == name {
+				return o
+			}
+		}
+		t.Fatalf("no %s %s rendered", kind, name)
+		return nil
+	}
+	t.Run("admin scope follows namespacePrefix", func(t *testing.T) {
+		for prefix, want := range map[string]string{"": "'hyperpod-ns-'", "team-": "'team-'"} {
+			var args []string
+			if prefix != "" {
+				args = []string{"--set", "namespacePrefix=" + prefix}
+			}
+			policy := find(render(t, "qc", args...), "ValidatingAdmissionPolicy", "quota-console-admin-scope")
+			vars, _, _ := unstructured.NestedSlice(policy.Object, "spec", "variables")
+			got := map[string]any{}
+			for _, v := range vars {
+				got[v.(map[string]any)["name"].(string)] = v.(map[string]any)["expression"]
+			}
+			if got["prefix"] != want {
+				t.Errorf("namespacePrefix %q: the policy's prefix is %v, want %s", prefix, got["prefix"], want)
+			}
+		}
+	})
+	t.Run("the Lease the console may renew", func(t *testing.T) {
+		for lease, want := range map[string]string{"": "qc-quota-console-leader", "console-leader": "console-leader"} {
+			var args []string
+			if lease != "" {
+				args = []string{"--set", "leaderElection.lease=" + lease}
+			}
+			role := typed[rbacv1.Role](t, []*unstructured.Unstructured{find(render(t, "qc", args...), "Role", "qc-quota-console-leader-election")}, "Role")
+			wantRules := []rbacv1.PolicyRule{
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{want}, Verbs: []string{"get", "update"}},
+			}
+			if diff := cmp.Diff(wantRules, role.Rules); diff != "" {
+				t.Errorf("lease %q (-want +got):\n%s", lease, diff)
+			}
+		}
+	})
+	t.Run("bindings name the ServiceAccount the pods run as", func(t *testing.T) {
+		objs := render(t, "qc", "--set", "serviceAccount.create=false", "--set", "serviceAccount.name=console")
+		d := typed[appsv1.Deployment](t, objs, "Deployment")
+		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: d.Spec.Template.Spec.ServiceAccountName, Namespace: "qc"}}
+		for _, o := range objs {
+			if o.GetKind() != "RoleBinding" && o.GetKind() != "ClusterRoleBinding" {
+				continue
+			}
+			b := typed[rbacv1.RoleBinding](t, []*unstructured.Unstructured{o}, o.GetKind())
+			if diff := cmp.Diff(want, b.Subjects); diff != "" {
+				t.Errorf("%s %s subjects (-want +got):\n%s", o.GetKind(), o.GetName(), diff)
+			}
+		}
+		if want[0].Name != "console" {
+			t.Errorf("pods run as %q, want console", want[0].Name)
+		}
+	})
 }
 
 // A wrong value fails helm template (and so install and upgrade) with a
@@ -394,6 +552,10 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"unknown auth mode", []string{"auth.mode=ldap"}, []string{"auth", "mode"}},
 		{"bad log level", []string{"logLevel=verbose"}, []string{"logLevel", "debug"}},
 		{"bad log format", []string{"logFormat=xml"}, []string{"logFormat"}},
+		{"empty namespace prefix", []string{"namespacePrefix="}, []string{"namespacePrefix"}},
+		{"namespace prefix with a quote", []string{"namespacePrefix=a'b"}, []string{"namespacePrefix"}},
+		{"rbac.create not a boolean", []string{"rbac.create=yes"}, []string{"rbac", "boolean"}},
+		{"misspelled rbac value", []string{"rbac.shared=false"}, []string{"shared"}},
 		{"misspelled value", []string{"replica=3"}, []string{"replica"}},
 		{"listen without a port", []string{"listen=0.0.0.0"}, []string{"listen"}},
 		{"history store unknown", []string{"history.store=mysql"}, []string{"history", "store"}},
@@ -539,6 +701,8 @@ func (c *testCluster) ensureServiceMonitorCRD(t *testing.T) {
 // passes the apiserver's validation: a server-side apply, dry run, with strict
 // field validation (a misspelled field fails), in a namespace that enforces
 // restricted Pod Security (which warns about a Deployment that would break it).
+// The RBAC objects included: the apiserver serves every kind and resource
+// they name.
 func TestChartPassesServerDryRun(t *testing.T) {
 	c := cluster(t)
 	c.ensureServiceMonitorCRD(t)
@@ -548,7 +712,8 @@ func TestChartPassesServerDryRun(t *testing.T) {
 	}{{"defaults", nil}, {"everything on", []string{"--values", everythingOn}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := c.namespace(t, "qc-dryrun")
-			objs := render(t, ns, tc.args...)
+			// The state namespace must exist: the test's own.
+			objs := render(t, ns, append(tc.args, "--set", "stateNamespace="+ns)...)
 			for _, obj := range objs {
 				data, err := json.Marshal(obj.Object)
 				if err != nil {
@@ -574,13 +739,15 @@ func TestChartPassesServerDryRun(t *testing.T) {
 
 // helm install, upgrade and uninstall against the sandbox. KWOK nodes run
 // the pods (no container starts), which is enough to see the restricted
-// namespace admit them and the Deployment carry each change.
+// namespace admit them and the Deployment carry each change. The sandbox
+// has the shared roles already (deploy/rbac, which other tests apply), so
+// the release is a second one: rbac.sharedRoles=false.
 func TestChartInstallUpgradeUninstall(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
 	ns := c.namespace(t, "qc-helm")
 	common := []string{"--kubeconfig", c.kubeconfig, "--namespace", ns, "--timeout", "2m"}
-	if out, err := runHelm(t, append([]string{"install", "qc", chartDir, "--set", "sessionKey.enabled=true"}, common...)...); err != nil {
+	if out, err := runHelm(t, append([]string{"install", "qc", chartDir, "--set", "rbac.sharedRoles=false"}, common...)...); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Cleanup(func() { _, _ = runHelm(t, append([]string{"uninstall", "qc", "--ignore-not-found"}, common...)...) })
@@ -603,6 +770,11 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 			_, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
 			return err
 		},
+		func() error { _, err := c.kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); return err },
+		func() error {
+			_, err := c.kube.RbacV1().RoleBindings("kueue-system").Get(ctx, name+"-read-kueue-config", metav1.GetOptions{})
+			return err
+		},
 	} {
 		if err := get(); err != nil {
 			t.Error(err)
@@ -612,9 +784,7 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(key.Data["key"]) != 32 {
-		t.Errorf("session key of %d bytes, want 32", len(key.Data["key"]))
-	}
+	checkSessionKey(t, key.Data["key"])
 	// The restricted namespace admits the pods (a breach of the level would
 	// leave the ReplicaSet failing to create them).
 	waitForPods(t, c, ns, 2)
@@ -650,17 +820,22 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, obj := range []struct {
-		resource schema.GroupVersionResource
-		name     string
+		resource  schema.GroupVersionResource
+		namespace string
+		name      string
 	}{
-		{appsv1.SchemeGroupVersion.WithResource("deployments"), name},
-		{corev1.SchemeGroupVersion.WithResource("services"), name},
-		{corev1.SchemeGroupVersion.WithResource("serviceaccounts"), name},
-		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, name},
-		{corev1.SchemeGroupVersion.WithResource("secrets"), name + "-session-key"},
+		{appsv1.SchemeGroupVersion.WithResource("deployments"), ns, name},
+		{corev1.SchemeGroupVersion.WithResource("services"), ns, name},
+		{corev1.SchemeGroupVersion.WithResource("serviceaccounts"), ns, name},
+		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, ns, name},
+		{corev1.SchemeGroupVersion.WithResource("secrets"), ns, name + "-session-key"},
+		{rbacv1.SchemeGroupVersion.WithResource("clusterroles"), "", name},
+		{rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), "", name},
+		{rbacv1.SchemeGroupVersion.WithResource("roles"), "kueue-system", name + "-read-kueue-config"},
+		{rbacv1.SchemeGroupVersion.WithResource("rolebindings"), "default", name + "-events"},
 	} {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			_, err := c.dyn.Resource(obj.resource).Namespace(ns).Get(ctx, obj.name, metav1.GetOptions{})
+			_, err := c.dyn.Resource(obj.resource).Namespace(obj.namespace).Get(ctx, obj.name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {

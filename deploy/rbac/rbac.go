@@ -1,10 +1,14 @@
 // Package rbac holds the console's RBAC manifests (the YAML files next to
-// this one) and applies them, for tests and for scripted installs:
+// this one) and applies them, for tests and for scripted installs. The files
+// are rendered from the Helm chart (deploy/helm/quota-console, templates
+// rbac-*.yaml) by `make manifests`, with the default values, release
+// quota-console in namespace quota-console; a test in deploy/helm fails when
+// they differ:
 //
-//   - console.yaml: the console's ServiceAccount and its minimal ClusterRole
-//     (read what the informers watch, impersonate users, token and access
-//     reviews), the Roles for its own records (revision histories in its
-//     namespace, Events), with bindings;
+//   - console.yaml: the console's Namespace, ServiceAccount and minimal
+//     ClusterRole (read what the informers watch, impersonate users, token
+//     and access reviews), the Roles for its own records (ConfigMaps in its
+//     namespace, its leader election Lease, Events), with bindings;
 //   - admin.yaml: ClusterRole quota-console-admin, for people who change
 //     allocations and the policy;
 //   - admin-scope.yaml: the ValidatingAdmissionPolicy that narrows the admin
@@ -35,6 +39,9 @@ const (
 	// ServiceAccount and Namespace of the console's own identity.
 	ServiceAccount = "quota-console"
 	Namespace      = "quota-console"
+	// LeaderLease is the Lease in Namespace the console's Role may read and
+	// renew, for leader election between replicas.
+	LeaderLease = "quota-console-leader"
 )
 
 //go:embed *.yaml

@@ -143,9 +143,24 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 			{"get", "", "configmaps", "kueue-system", "kueue-manager-config", true},
-			// Its own records: revision histories in its namespace, Events.
+			// Its own records: revision histories and revoked sessions in its
+			// namespace, its leader election Lease, Events.
 			{"update", "", "configmaps", rbac.Namespace, "x-history", true},
+			{"patch", "", "configmaps", rbac.Namespace, "x-history", true},
+			{"watch", "", "configmaps", rbac.Namespace, cluster.RevocationsConfigMap, true},
+			{"list", "", "configmaps", rbac.Namespace, cluster.RevocationsConfigMap, true},
+			{"list", "", "configmaps", rbac.Namespace, "", false},
+			{"create", "coordination.k8s.io", "leases", rbac.Namespace, "", true},
+			{"get", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, true},
+			{"update", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, true},
+			{"update", "coordination.k8s.io", "leases", rbac.Namespace, "another-lease", false},
+			{"delete", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, false},
+			{"update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager", false},
 			{"create", "", "events", "default", "", true},
+			{"create", "", "events", rbac.Namespace, "", true},
+			{"patch", "", "events", "default", "", false},
+			{"create", "", "events", "kube-system", "", false},
+			{"create", "", "configmaps", "default", "", false},
 			// It changes nothing in the cluster by itself.
 			{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", false},
 			{"create", "", "namespaces", "", "", false},
@@ -234,6 +249,22 @@ func bind(t *testing.T, kube kubernetes.Interface, user, role string) {
 	t.Cleanup(func() {
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
 	})
+	// The apiserver's authorizer sees a new binding a moment later (its
+	// informer): wait until the role's first rule holds for the user.
+	rule := clusterRole(t, role).Rules[0]
+	attrs := &authzv1.ResourceAttributes{Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]}
+	if len(rule.ResourceNames) > 0 {
+		attrs.Name = rule.ResourceNames[0]
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: attrs,
+		}}, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the binding of %s to %s never took effect", user, role)
+	}
 }
 
 func clusterRole(t *testing.T, name string) *rbacv1.ClusterRole {

@@ -55,6 +55,16 @@ app.kubernetes.io/part-of: quota-console
 {{- default (printf "%s-session-key" (include "quota-console.fullname" .)) .Values.sessionKey.existingSecret }}
 {{- end }}
 
+{{/* Where the console keeps its state (--state-namespace): the release namespace unless set. */}}
+{{- define "quota-console.stateNamespace" -}}
+{{- default .Release.Namespace .Values.stateNamespace }}
+{{- end }}
+
+{{/* The Lease the replicas elect a leader with; its Role names it. */}}
+{{- define "quota-console.leaseName" -}}
+{{- default (printf "%s-leader" (include "quota-console.fullname" .)) .Values.leaderElection.lease }}
+{{- end }}
+
 {{- define "quota-console.historyClaim" -}}
 {{- default (printf "%s-history" (include "quota-console.fullname" .)) .Values.history.sqlite.persistence.existingClaim }}
 {{- end }}
@@ -65,8 +75,9 @@ app.kubernetes.io/part-of: quota-console
 {{- define "quota-console.historyDSNFile" -}}/etc/quota-console/history/{{ .Values.history.postgres.key }}{{- end }}
 
 {{/*
-The console's command line: every value that is set becomes its flag, and
-flags the console does not have yet are passed only when their value is set.
+The console's command line: every value that is set becomes its flag. Flags
+the console does not have yet (leader election, task history) are passed only
+when their value is set, so the defaults run with today's console.
 */}}
 {{- define "quota-console.args" -}}
 - {{ printf "--listen=%s" .Values.listen | quote }}
@@ -76,9 +87,7 @@ flags the console does not have yet are passed only when their value is set.
 {{- with .Values.prometheus.url }}
 - {{ printf "--prometheus-url=%s" . | quote }}
 {{- end }}
-{{- with .Values.namespacePrefix }}
-- {{ printf "--namespace-prefix=%s" . | quote }}
-{{- end }}
+- {{ printf "--namespace-prefix=%s" .Values.namespacePrefix | quote }}
 {{- with .Values.cohort }}
 - {{ printf "--cohort=%s" . | quote }}
 {{- end }}
@@ -99,9 +108,7 @@ flags the console does not have yet are passed only when their value is set.
 {{- if .Values.sessionKey.enabled }}
 - {{ printf "--session-key-file=%s" (include "quota-console.sessionKeyFile" .) | quote }}
 {{- end }}
-{{- with .Values.stateNamespace }}
-- {{ printf "--state-namespace=%s" . | quote }}
-{{- end }}
+- {{ printf "--state-namespace=%s" (include "quota-console.stateNamespace" .) | quote }}
 {{- with .Values.leaderElection.lease }}
 - {{ printf "--leader-election-lease=%s" . | quote }}
 {{- end }}
