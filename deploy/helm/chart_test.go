@@ -155,7 +155,7 @@ func consoleRBAC(ns, stateNS string) []string {
 	out := []string{"ClusterRole qc-quota-console", "ClusterRoleBinding qc-quota-console"}
 	for _, r := range []string{"Role", "RoleBinding"} {
 		out = append(out, r+" kueue-system/qc-quota-console-read-kueue-config", r+" "+stateNS+"/qc-quota-console-state",
-			r+" "+ns+"/qc-quota-console-leader-election", r+" default/qc-quota-console-events")
+			r+" "+stateNS+"/qc-quota-console-leader-election", r+" default/qc-quota-console-events")
 		if ns != "default" {
 			out = append(out, r+" "+ns+"/qc-quota-console-events")
 		}
@@ -241,7 +241,8 @@ func TestChartDefaults(t *testing.T) {
 	}
 	c := pod.Containers[0]
 	wantArgs := []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
-		"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console"}
+		"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console",
+		"--leader-election-lease=qc-quota-console-leader", "--history-store=none", "--history-retention=2160h"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
@@ -346,7 +347,7 @@ func TestChartEverythingOn(t *testing.T) {
 		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
 		"--secure-cookies", "--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state",
 		"--leader-election-lease=quota-console-leader", "--history-store=sqlite",
-		"--history-path=/var/lib/quota-console/history.db", "--some-future-flag=1",
+		"--history-path=/var/lib/quota-console/history.db", "--history-retention=2160h", "--some-future-flag=1",
 	}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
@@ -391,13 +392,21 @@ func TestChartEverythingOn(t *testing.T) {
 	checkSessionKey(t, key.Data["key"])
 }
 
-// Values map to flags, each only when set; those the console has not got
-// yet never appear unless asked for.
+// Values map to flags: the Lease and the history store always (off by
+// default), the others only when set.
 func TestChartArgs(t *testing.T) {
 	head := func(auth string) []string {
 		return []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-"}
 	}
 	state := []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=qc"}
+	// tail is the lease and the history flags, last.
+	tail := func(lease string, history ...string) []string {
+		if history == nil {
+			history = []string{"--history-store=none"}
+		}
+		return append(append([]string{"--leader-election-lease=" + lease}, history...), "--history-retention=2160h")
+	}
+	defaults := tail("qc-quota-console-leader")
 	join := func(lists ...[]string) []string {
 		var out []string
 		for _, l := range lists {
@@ -412,23 +421,23 @@ func TestChartArgs(t *testing.T) {
 		want []string
 	}{
 		{"token with audience", []string{"auth.token.audience=quota-console"},
-			join(head("token"), []string{"--auth-token-audience=quota-console"}, state)},
+			join(head("token"), []string{"--auth-token-audience=quota-console"}, state, defaults)},
 		{"proxy sidecar: default CIDRs, no secret", []string{"auth.mode=proxy"},
-			join(head("proxy"), proxyHeaders, []string{"--auth-proxy-cidrs=127.0.0.1/32,::1/128"}, state)},
+			join(head("proxy"), proxyHeaders, []string{"--auth-proxy-cidrs=127.0.0.1/32,::1/128"}, state, defaults)},
 		{"proxy trusted by secret only", []string{"auth.mode=proxy", "auth.proxy.cidrs=null", "auth.proxy.secret.existingSecret=s"},
-			join(head("proxy"), proxyHeaders, []string{"--auth-proxy-cidrs=", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/secret"}, state)},
+			join(head("proxy"), proxyHeaders, []string{"--auth-proxy-cidrs=", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/secret"}, state, defaults)},
 		{"prefix and cohort", []string{"namespacePrefix=team-", "cohort=research"},
-			join([]string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research"}, state)},
+			join([]string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research"}, state, defaults)},
 		{"no session key: a random key per process", []string{"sessionKey.enabled=false"},
-			join(head("token"), []string{"--state-namespace=qc"})},
+			join(head("token"), []string{"--state-namespace=qc"}, defaults)},
 		{"state elsewhere", []string{"stateNamespace=console-state"},
-			join(head("token"), []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state"})},
+			join(head("token"), []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state"}, defaults)},
 		{"leader election lease", []string{"leaderElection.lease=leader"},
-			join(head("token"), state, []string{"--leader-election-lease=leader"})},
+			join(head("token"), state, tail("leader"))},
 		{"postgres history", []string{"history.store=postgres", "history.postgres.existingSecret=history-db"},
-			join(head("token"), state, []string{"--history-store=postgres", "--history-dsn-file=/etc/quota-console/history/dsn"})},
+			join(head("token"), state, tail("qc-quota-console-leader", "--history-store=postgres", "--history-dsn-file=/etc/quota-console/history/dsn"))},
 		{"sqlite history on an emptyDir", []string{"history.store=sqlite", "history.sqlite.path=/data/h.db"},
-			join(head("token"), state, []string{"--history-store=sqlite", "--history-path=/data/h.db"})},
+			join(head("token"), state, tail("qc-quota-console-leader", "--history-store=sqlite", "--history-path=/data/h.db"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var args []string

@@ -109,16 +109,17 @@ when their value is set, so the defaults run with today's console.
 - {{ printf "--session-key-file=%s" (include "quota-console.sessionKeyFile" .) | quote }}
 {{- end }}
 - {{ printf "--state-namespace=%s" (include "quota-console.stateNamespace" .) | quote }}
-{{- with .Values.leaderElection.lease }}
-- {{ printf "--leader-election-lease=%s" . | quote }}
-{{- end }}
+- {{ printf "--leader-election-lease=%s" (include "quota-console.leaseName" .) | quote }}
 {{- if eq .Values.history.store "sqlite" }}
 - "--history-store=sqlite"
 - {{ printf "--history-path=%s" .Values.history.sqlite.path | quote }}
 {{- else if eq .Values.history.store "postgres" }}
 - "--history-store=postgres"
 - {{ printf "--history-dsn-file=%s" (include "quota-console.historyDSNFile" .) | quote }}
+{{- else }}
+- "--history-store=none"
 {{- end }}
+- {{ printf "--history-retention=%s" .Values.history.retention | quote }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
