@@ -212,9 +212,12 @@ func hooks(c *cluster.Cache, h *history) {
 // record runs the recorder while this replica holds the Lease, until ctx
 // ends.
 func record(ctx context.Context, o historyOptions, d historyDeps, h *history, store *taskhistory.Store) {
+	// The pod's name (the chart sets POD_NAME); elsewhere the host name and
+	// a random suffix, so that two processes on one machine are two
+	// candidates.
 	identity := os.Getenv("POD_NAME")
 	if identity == "" {
-		identity, _ = os.Hostname()
+		identity = leader.DefaultIdentity()
 	}
 	rec := taskhistory.NewRecorder(store, taskhistory.RecorderConfig{
 		TeamPrefix: d.settings.NamespacePrefix,

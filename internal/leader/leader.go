@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg Config, onStart func(ctx context.Context), onS
 		return errors.New("leader election: a client, a namespace and a Lease name are needed")
 	}
 	if cfg.Identity == "" {
-		cfg.Identity = defaultIdentity()
+		cfg.Identity = DefaultIdentity()
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -137,7 +137,9 @@ func Run(ctx context.Context, cfg Config, onStart func(ctx context.Context), onS
 	return nil
 }
 
-func defaultIdentity() string {
+// DefaultIdentity names a candidate outside a pod: the host name and a random
+// suffix, so that two processes on one machine are two candidates.
+func DefaultIdentity() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
