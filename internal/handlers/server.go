@@ -74,6 +74,8 @@ type Deps struct {
 	// Reads that many requests share and that may be a few seconds old.
 	fairSharing *memo.Memo[bool]
 	drifted     *memo.Memo[map[string]bool]
+	// The task history's answers, shared for historyTTL.
+	historyFacts *memo.Memo[*taskhistory.WindowStats]
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -115,6 +117,7 @@ func New(d Deps) *echo.Echo {
 	}
 	d.fairSharing = &memo.Memo[bool]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}
 	d.drifted = &memo.Memo[map[string]bool]{TTL: 5 * time.Second, FailureTTL: 5 * time.Second}
+	d.historyFacts = &memo.Memo[*taskhistory.WindowStats]{TTL: historyTTL, FailureTTL: historyTTL}
 	d.renderer = newLiveRenderer()
 	d.hub = newLiveHub(d)
 	e := echo.New()

@@ -27,6 +27,8 @@ var taskWindows = []struct {
 	{"6h", "Last 6 hours", 6 * time.Hour},
 	{"24h", "Last 24 hours", 24 * time.Hour},
 	{"7d", "Last 7 days", 7 * 24 * time.Hour},
+	{"30d", "Last 30 days", 30 * 24 * time.Hour},
+	{"90d", "Last 90 days", 90 * 24 * time.Hour},
 }
 
 var taskStates = []struct{ key, label string }{
@@ -160,21 +162,17 @@ func (d Deps) tasks(c echo.Context) error {
 	snap := d.Live.Snapshot()
 	f := parseTaskFilter(c.QueryParams())
 	visible, _ := d.scopeOf(c)
-	now := snap.Taken
-	classes := snap.Classes
-	if f.Class != "" {
-		classes = []string{f.Class}
-	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
 	if table, ok := csvTable(c); ok {
+		ctx := c.Request().Context()
 		switch table {
 		case "classes":
 			return d.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class.csv", statsHeader, func(s *csvStream) error {
-				return statsRows(s, snap.StatsByClass(f.selection(visible), classes, f.window(), now))
+				return statsRows(s, d.taskStatistics(ctx, f, visible, snap, false).byClass)
 			})
 		case "breakdown":
 			return d.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
-				return breakdownRows(s, snap.StatsByTeamAndClass(f.selection(visible), visibleTeams(snap, visible), classes, f.window(), now))
+				return breakdownRows(s, d.taskStatistics(ctx, f, visible, snap, true).byTeam)
 			})
 		}
 		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)))
@@ -218,14 +216,9 @@ func (d Deps) tasks(c echo.Context) error {
 
 // tasksParts renders the Tasks page's live parts: the statistics by class and (without a team filter) by team and class, and
 // the page of the task list.
-func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+func (d Deps) tasksParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
 	f := parseTaskFilter(v.query)
-	now := snap.Taken
-	sel := f.selection(v.scope)
-	classes := snap.Classes
-	if f.Class != "" {
-		classes = []string{f.Class}
-	}
+	statistics := d.taskStatistics(ctx, f, v.scope, snap, f.Team == "")
 	csv := func(table string) string {
 		return f.query("format", "csv", "table", table, "page", "")
 	}
@@ -235,8 +228,9 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 		parts = append(parts, p)
 		return err
 	}
-	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes"}
-	for _, s := range snap.StatsByClass(sel, classes, f.window(), now) {
+	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes",
+		HistoryNote: statistics.note, Gaps: statistics.gaps}
+	for _, s := range statistics.byClass {
 		stats.Rows = append(stats.Rows, statsRow(f, "", s))
 	}
 	if err := add("class-stats-live", templates.TaskStats(stats)); err != nil {
@@ -246,7 +240,7 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 		breakdown := templates.TaskStatsPart{Title: "By team and priority class", TableID: "team-class-stats",
 			CSV: csv("breakdown"), CSVID: "export-breakdown", WithTeam: true}
 		var teams []templates.LivePart
-		for _, tc := range snap.StatsByTeamAndClass(sel, visibleTeams(snap, v.scope), classes, f.window(), now) {
+		for _, tc := range statistics.byTeam {
 			var rows []templates.StatsRow
 			for _, s := range tc.Classes {
 				if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
