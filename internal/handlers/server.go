@@ -148,6 +148,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/usage/:team", d.teamUsage)
 	e.GET("/tasks", d.tasks)
 	e.GET("/reports/usage", d.usageReport)
+	e.GET("/preemptions", d.preemptions)
 	e.GET("/events", d.events)
 	e.GET("/teams", d.teams)
 	e.GET("/teams/new", d.newTeam)

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -62,7 +63,7 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 	}
 	if hist == nil {
 		if err != nil {
-			st.note = historyNote(err)
+			st.note = historyNote(err) + " The figures cover only the tasks that still exist in the cluster."
 		}
 		st.byClass = snap.StatsByClass(sel, classes, window, now)
 		if byTeam {
@@ -84,9 +85,13 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 	return st
 }
 
+// errHistoryOff is why pages built on the task history are empty when the
+// console runs without one.
+var errHistoryOff = errors.New("the console runs without a task history")
+
 // historyNote says, on a page, why it shows no history.
 func historyNote(err error) string {
-	return fmt.Sprintf("Task history unavailable (%v): the figures cover only the tasks that still exist in the cluster.", err)
+	return fmt.Sprintf("The task history is unavailable: %v.", err)
 }
 
 // selectFacts keeps the history's groups the selection covers.

@@ -41,6 +41,9 @@ type Preemption struct {
 type PreemptionQuery struct {
 	Window      Window
 	Team, Class string
+	// Teams, when not nil, limits the preemptions to these teams' tasks (an
+	// empty list selects none): what a member of a few teams may see.
+	Teams []string
 	// Limit is the page size (default 50, at most 1000); After is the Next
 	// of the previous page.
 	Limit int
@@ -81,6 +84,16 @@ func (s *Store) Preemptions(ctx context.Context, pq PreemptionQuery) (*Preemptio
 	if pq.Class != "" {
 		where += ` AND p.class = ?`
 		args = append(args, pq.Class)
+	}
+	if pq.Teams != nil {
+		if len(pq.Teams) == 0 {
+			where += ` AND 1 = 0`
+		} else {
+			where += ` AND p.team IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(pq.Teams)), ", ") + `)`
+			for _, t := range pq.Teams {
+				args = append(args, t)
+			}
+		}
 	}
 	page := &PreemptionPage{}
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM preemptions p WHERE `+where), args...).Scan(&page.Total); err != nil {

@@ -236,6 +236,12 @@ func TestPreemptionHistory(t *testing.T) {
 		if err != nil || nlp.Total != 4 || len(nlp.Preemptions) != 4 {
 			t.Errorf("team nlp, class training: %+v, %v", nlp, err)
 		}
+		for _, teams := range [][]string{{"nlp", "speech"}, {}} {
+			mine, err := s.Preemptions(ctx, PreemptionQuery{Window: window, Teams: teams})
+			if want := int64(4 * len(teams) / 2); err != nil || mine.Total != want || len(mine.Preemptions) != int(want) {
+				t.Errorf("teams %q: %+v, %v; want %d", teams, mine, err, want)
+			}
+		}
 		none, err := s.Preemptions(ctx, PreemptionQuery{Window: Window{From: at(0), To: at(100)}})
 		if err != nil || none.Total != 0 {
 			t.Errorf("before the first preemption: %+v, %v", none, err)
