@@ -86,14 +86,9 @@ func (s *Store) Preemptions(ctx context.Context, pq PreemptionQuery) (*Preemptio
 		args = append(args, pq.Class)
 	}
 	if pq.Teams != nil {
-		if len(pq.Teams) == 0 {
-			where += ` AND 1 = 0`
-		} else {
-			where += ` AND p.team IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(pq.Teams)), ", ") + `)`
-			for _, t := range pq.Teams {
-				args = append(args, t)
-			}
-		}
+		in, teamArgs := inList(pq.Teams)
+		where += ` AND p.team` + in
+		args = append(args, teamArgs...)
 	}
 	page := &PreemptionPage{}
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM preemptions p WHERE `+where), args...).Scan(&page.Total); err != nil {

@@ -35,6 +35,9 @@ type ReportRow struct {
 type ReportQuery struct {
 	Window Window
 	Team   string
+	// Teams, when not nil, limits the report to these teams (an empty list
+	// selects none).
+	Teams []string
 	// Limit is the page size (0: every row, for a CSV export); After is the
 	// Next of the previous page.
 	Limit int
@@ -49,7 +52,7 @@ func (s *Store) TaskReport(ctx context.Context, rq ReportQuery, each func(Report
 		return "", nil, fmt.Errorf("task history store %s: task report: %w", s.name, err)
 	}
 	now := s.clock()
-	r := reporter{s: s, ctx: ctx, each: each, limit: rq.Limit, now: ms(now), team: rq.Team}
+	r := reporter{s: s, ctx: ctx, each: each, limit: rq.Limit, now: ms(now), team: rq.Team, teams: rq.Teams}
 	// A cursor is "<ended_ms>.<uid>", or "open.<uid>" among tasks not ended.
 	afterEnded, afterUID, afterOpen := int64(math.MinInt64), "", false
 	if rq.After != "" {
@@ -94,6 +97,7 @@ type reporter struct {
 	limit, count int
 	now          int64
 	team         string
+	teams        []string
 	lastCursor   string
 }
 
@@ -109,6 +113,11 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 	if r.team != "" {
 		query += ` AND t.team = ?`
 		args = append(args, r.team)
+	}
+	if r.teams != nil {
+		in, teamArgs := inList(r.teams)
+		query += ` AND t.team` + in
+		args = append(args, teamArgs...)
 	}
 	query += ` ORDER BY ` + order
 	if r.limit > 0 {
@@ -203,4 +212,17 @@ func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w
 	}
 	r.Recorded = max(r.Recorded, 0)
 	return r, nil
+}
+
+// inList is " IN (?, ?, …)" for values and its arguments; for no values, a
+// condition no row meets.
+func inList(values []string) (string, []any) {
+	if len(values) == 0 {
+		return " IS NULL AND 1 = 0", nil
+	}
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")", args
 }
