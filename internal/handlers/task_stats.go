@@ -34,6 +34,8 @@ type taskStats struct {
 	// gaps are the window's periods without a record.
 	note string
 	gaps []string
+	// history: the figures include the task history.
+	history bool
 }
 
 // windowFacts are the task history's completed facts of the window that
@@ -82,7 +84,18 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 		st.byTeam = taskhistory.TeamClassStats(hist, ongoing, visibleTeams(snap, visible), classes, lowest)
 	}
 	st.gaps = gapNotes(hist.Gaps)
+	st.history = true
 	return st
+}
+
+// selectedQueue is the ClusterQueue of the one team a filter shows ("":
+// several teams, every queue).
+func (d Deps) selectedQueue(f taskFilter, visible scope) string {
+	sel := f.selection(visible)
+	if len(sel.Teams) == 1 {
+		return d.Settings.ClusterQueue(sel.Teams[0])
+	}
+	return ""
 }
 
 // errHistoryOff is why pages built on the task history are empty when the

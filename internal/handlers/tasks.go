@@ -175,7 +175,7 @@ func (d Deps) tasks(c echo.Context) error {
 				return breakdownRows(s, d.taskStatistics(ctx, f, visible, snap, true).byTeam)
 			})
 		}
-		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)))
+		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), d.waitEstimates(c.Request().Context(), snap))
 	}
 
 	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
@@ -229,9 +229,13 @@ func (d Deps) tasksParts(ctx context.Context, v liveView, snap *domain.Snapshot)
 		return err
 	}
 	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes",
-		HistoryNote: statistics.note, Gaps: statistics.gaps}
+		HistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
 	for _, s := range statistics.byClass {
-		stats.Rows = append(stats.Rows, statsRow(f, "", s))
+		row := statsRow(f, "", s)
+		if statistics.history {
+			row.EstWait, row.EstBasis = d.classWait(ctx, s, d.selectedQueue(f, v.scope), snap.Taken)
+		}
+		stats.Rows = append(stats.Rows, row)
 	}
 	if err := add("class-stats-live", templates.TaskStats(stats)); err != nil {
 		return nil, err
@@ -273,7 +277,7 @@ func (d Deps) tasksParts(ctx context.Context, v liveView, snap *domain.Snapshot)
 			}
 		}
 	}
-	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks")))); err != nil {
+	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks"), d.waitEstimates(ctx, snap)))); err != nil {
 		return nil, err
 	}
 	return parts, nil
@@ -293,10 +297,11 @@ var taskColumns = []struct {
 	{"Waited", "waited", "From creation, or the last requeue, to admission (or now)", true},
 	{"Ran", "ran", "From admission to finish (or now), plus earlier runs before an eviction", true},
 	{"Queue position", "queue", "Place in its ClusterQueue: higher priority first, then arrival (the console's estimate of Kueue's order). Sorting by it lists what waits first, then what runs, then what finished.", true},
+	{"Estimated wait", "", "For a queued task: the tasks ahead of it in its ClusterQueue (Kueue's own order when its visibility API answers), admitted at the rate its ClusterQueue admitted its class over the last day", true},
 	{"Why", "", "", false},
 }
 
-func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, csv string) templates.TaskListPart {
+func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, csv string, waits *waitEstimates) templates.TaskListPart {
 	pages := max(1, (len(all)+tasksPageSize-1)/tasksPageSize)
 	f.Page = min(f.Page, pages)
 	from := (f.Page - 1) * tasksPageSize
@@ -332,7 +337,12 @@ func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, 
 	}
 	for _, t := range all[from:to] {
 		task := snap.Task(t)
-		v.Tasks = append(v.Tasks, taskRow(&task))
+		row := taskRow(&task)
+		row.EstWait, row.EstBasis = waits.of(t)
+		if row.EstWait == "" {
+			row.EstWait = "—"
+		}
+		v.Tasks = append(v.Tasks, row)
 	}
 	return v
 }
@@ -432,9 +442,9 @@ func breakdownRows(s *csvStream, rows []domain.TeamClassStats) error {
 }
 
 // tasksCSV streams tasks as they are listed, one row at a time.
-func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts) error {
+func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, waits *waitEstimates) error {
 	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)",
-		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message")
+		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message", "Estimated wait")
 	if err != nil {
 		return err
 	}
@@ -445,8 +455,9 @@ func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts) 
 		if t.Position > 0 {
 			pos = strconv.Itoa(t.Position)
 		}
+		_, basis := waits.of(f)
 		if err := s.Row(t.Namespace, t.Name, t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10),
-			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage); err != nil {
+			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage, basis); err != nil {
 			return err
 		}
 	}

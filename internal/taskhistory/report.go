@@ -178,17 +178,22 @@ func (r AdmissionRate) PerHour() float64 {
 	return float64(r.Admissions) / r.Recorded.Hours()
 }
 
-// AdmissionRate counts the admissions into clusterQueue of tasks of class
-// (any class when empty) in w, for estimated waits: re-admissions after a
-// preemption count, as each takes a place in the queue.
+// AdmissionRate counts the admissions into clusterQueue (any when empty)
+// of tasks of class (any class when empty) in w, for estimated waits:
+// re-admissions after a preemption count, as each takes a place in the
+// queue.
 func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w Window) (AdmissionRate, error) {
 	r := AdmissionRate{ClusterQueue: clusterQueue, Class: class, Window: w}
 	fail := func(err error) (AdmissionRate, error) {
 		return AdmissionRate{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
 	}
 	// kind is literal: it selects the partial index of admissions.
-	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND cluster_queue = ? AND at_ms >= ? AND at_ms < ?`
-	args := []any{clusterQueue, ceilMS(w.From), ceilMS(w.To)}
+	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND at_ms >= ? AND at_ms < ?`
+	args := []any{ceilMS(w.From), ceilMS(w.To)}
+	if clusterQueue != "" {
+		query += ` AND cluster_queue = ?`
+		args = append(args, clusterQueue)
+	}
 	if class != "" {
 		query += ` AND class = ?`
 		args = append(args, class)

@@ -462,6 +462,10 @@ func TestAdmissionRate(t *testing.T) {
 		if err != nil || r.Admissions != 2 || r.PerHour() != 1 {
 			t.Errorf("inference over 2 hours: %+v (%v)", r, err)
 		}
+		r, err = s.AdmissionRate(ctx, "", "training", Window{From: now.Add(-2 * time.Hour), To: now})
+		if err != nil || r.Admissions != 4 || r.PerHour() != 2 {
+			t.Errorf("training in every queue over 2 hours: %+v (%v)", r, err)
+		}
 	})
 }
 
