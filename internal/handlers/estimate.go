@@ -98,7 +98,10 @@ func (w *waitEstimates) of(f *domain.TaskFacts) (short, basis string) {
 // ("about 25 min: 3 ahead, 8 admitted per hour over the last day");
 // waiting describes the queue ahead.
 func estimateWords(e taskhistory.WaitEstimate, waiting string) (short, basis string) {
-	if !e.Known {
+	switch {
+	case !e.Known && e.Recorded < taskhistory.MinRecorded:
+		return "unknown", fmt.Sprintf("unknown: %s; the task history has recorded only %s of the last day", waiting, roughDuration(e.Recorded))
+	case !e.Known:
 		return "unknown", "unknown: " + waiting + ", no admissions recorded over the last day"
 	}
 	short = "about " + roughDuration(e.Wait)

@@ -450,12 +450,13 @@ func TestAdmissionRate(t *testing.T) {
 		ctx := context.Background()
 		record(t, s, lives...)
 		covered(t, s, now.Add(-2*time.Hour), now)
-		// Over the last 4 hours: 12 admissions, but only 2 hours recorded.
+		// Over the last 4 hours: 12 admissions, but only the 2 recorded hours
+		// count, with their 6.
 		r, err := s.AdmissionRate(ctx, "hyperpod-ns-nlp-clusterqueue", "", Window{From: now.Add(-4 * time.Hour), To: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Admissions != 12 || r.Recorded != 2*time.Hour || r.PerHour() != 6 || len(r.Gaps) != 1 {
+		if r.Admissions != 6 || r.Recorded != 2*time.Hour || r.PerHour() != 3 || len(r.Gaps) != 1 {
 			t.Errorf("rate %+v, per hour %v", r, r.PerHour())
 		}
 		r, err = s.AdmissionRate(ctx, "hyperpod-ns-nlp-clusterqueue", "inference", Window{From: now.Add(-2 * time.Hour), To: now})
