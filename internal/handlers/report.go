@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -13,12 +14,59 @@ import (
 
 const dateLayout = "2006-01-02"
 
-// usageReport shows (or exports) GPU-hours per team and day for a date range.
+// Report sources: the task history (the default when the console has
+// one) and Prometheus.
+const (
+	sourceHistory    = "history"
+	sourcePrometheus = "prometheus"
+)
+
+// reportFilter is the usage report's query, as typed in its URL.
+type reportFilter struct {
+	Source, From, To, Team, Resource, After string
+}
+
+func (f reportFilter) query(extra ...string) string {
+	q := url.Values{}
+	set := func(name, value string) {
+		if value != "" {
+			q.Set(name, value)
+		} else {
+			q.Del(name)
+		}
+	}
+	set("source", f.Source)
+	set("from", f.From)
+	set("to", f.To)
+	set("team", f.Team)
+	set("resource", f.Resource)
+	set("after", f.After)
+	for i := 0; i+1 < len(extra); i += 2 {
+		set(extra[i], extra[i+1])
+	}
+	if len(q) == 0 {
+		return "/reports/usage"
+	}
+	return "/reports/usage?" + q.Encode()
+}
+
+// usageReport shows (or exports) the usage per team and day for a date
+// range: from the task history (per instance type, and per task) or from
+// Prometheus.
 func (d Deps) usageReport(c echo.Context) error {
+	q := c.QueryParams()
+	f := reportFilter{Source: q.Get("source"), From: q.Get("from"), To: q.Get("to"), Team: q.Get("team"),
+		Resource: q.Get("resource"), After: q.Get("after")}
+	if f.Source != sourceHistory && f.Source != sourcePrometheus {
+		f.Source = sourcePrometheus
+		if store, err := d.historyStore(); store != nil && err == nil {
+			f.Source = sourceHistory
+		}
+	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	view := templates.ReportView{
 		Page: templates.Page{Title: "Usage report", Active: "reports", Problem: d.problem()},
-		From: c.QueryParam("from"), To: c.QueryParam("to"),
+		From: f.From, To: f.To, Source: f.Source,
 	}
 	if view.From == "" {
 		view.From = today.AddDate(0, 0, -6).Format(dateLayout)
@@ -38,9 +86,17 @@ func (d Deps) usageReport(c echo.Context) error {
 	case to.Sub(from) > 366*24*time.Hour:
 		view.ToError = "Choose at most a year."
 	}
-	view.CSVHref = csvHref(c, "", "from", "to")
+	for _, s := range []struct{ key, label string }{{sourceHistory, "From the task history"}, {sourcePrometheus, "From Prometheus"}} {
+		g := f
+		g.Source, g.After = s.key, ""
+		view.Sources = append(view.Sources, templates.ResourceChoice{Key: s.key, Label: s.label, Href: g.query(), Current: s.key == f.Source})
+	}
+	view.CSVHref = f.query("format", "csv", "after", "")
 	if view.FromError != "" || view.ToError != "" {
 		return render(c, http.StatusUnprocessableEntity, templates.Report(view))
+	}
+	if f.Source == sourceHistory {
+		return d.historyReport(c, f, view, from, to.AddDate(0, 0, 1))
 	}
 	var rows []metrics.UsageRow
 	var err error

@@ -76,6 +76,11 @@ type Deps struct {
 	// Reads that many requests share and that may be a few seconds old.
 	fairSharing *memo.Memo[bool]
 	drifted     *memo.Memo[map[string]bool]
+	// The task history's answers, shared for historyTTL.
+	historyFacts *memo.Memo[*taskhistory.WindowStats]
+	rates        *memo.Memo[taskhistory.AdmissionRate]
+	// positions are Kueue's own queue positions; nil without a client.
+	positions positionReader
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -117,6 +122,11 @@ func New(d Deps) *echo.Echo {
 	}
 	d.fairSharing = &memo.Memo[bool]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}
 	d.drifted = &memo.Memo[map[string]bool]{TTL: 5 * time.Second, FailureTTL: 5 * time.Second}
+	d.historyFacts = &memo.Memo[*taskhistory.WindowStats]{TTL: historyTTL, FailureTTL: historyTTL}
+	d.rates = &memo.Memo[taskhistory.AdmissionRate]{TTL: rateTTL, FailureTTL: historyTTL}
+	if d.Applier.Kueue != nil {
+		d.positions = cluster.NewPositions(d.Applier.Kueue, 5*time.Second)
+	}
 	d.renderer = newLiveRenderer()
 	d.hub = newLiveHub(d)
 	e := echo.New()
@@ -147,6 +157,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/usage/:team", d.teamUsage)
 	e.GET("/tasks", d.tasks)
 	e.GET("/reports/usage", d.usageReport)
+	e.GET("/preemptions", d.preemptions)
 	e.GET("/events", d.events)
 	e.GET("/teams", d.teams)
 	e.GET("/teams/new", d.newTeam)

@@ -27,6 +27,8 @@ var taskWindows = []struct {
 	{"6h", "Last 6 hours", 6 * time.Hour},
 	{"24h", "Last 24 hours", 24 * time.Hour},
 	{"7d", "Last 7 days", 7 * 24 * time.Hour},
+	{"30d", "Last 30 days", 30 * 24 * time.Hour},
+	{"90d", "Last 90 days", 90 * 24 * time.Hour},
 }
 
 var taskStates = []struct{ key, label string }{
@@ -160,24 +162,20 @@ func (d Deps) tasks(c echo.Context) error {
 	snap := d.Live.Snapshot()
 	f := parseTaskFilter(c.QueryParams())
 	visible, _ := d.scopeOf(c)
-	now := snap.Taken
-	classes := snap.Classes
-	if f.Class != "" {
-		classes = []string{f.Class}
-	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
 	if table, ok := csvTable(c); ok {
+		ctx := c.Request().Context()
 		switch table {
 		case "classes":
 			return d.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class.csv", statsHeader, func(s *csvStream) error {
-				return statsRows(s, snap.StatsByClass(f.selection(visible), classes, f.window(), now))
+				return statsRows(s, d.taskStatistics(ctx, f, visible, snap, false).byClass)
 			})
 		case "breakdown":
 			return d.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
-				return breakdownRows(s, snap.StatsByTeamAndClass(f.selection(visible), visibleTeams(snap, visible), classes, f.window(), now))
+				return breakdownRows(s, d.taskStatistics(ctx, f, visible, snap, true).byTeam)
 			})
 		}
-		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)))
+		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), d.waitEstimates(c.Request().Context(), snap))
 	}
 
 	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
@@ -218,14 +216,9 @@ func (d Deps) tasks(c echo.Context) error {
 
 // tasksParts renders the Tasks page's live parts: the statistics by class and (without a team filter) by team and class, and
 // the page of the task list.
-func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+func (d Deps) tasksParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
 	f := parseTaskFilter(v.query)
-	now := snap.Taken
-	sel := f.selection(v.scope)
-	classes := snap.Classes
-	if f.Class != "" {
-		classes = []string{f.Class}
-	}
+	statistics := d.taskStatistics(ctx, f, v.scope, snap, f.Team == "")
 	csv := func(table string) string {
 		return f.query("format", "csv", "table", table, "page", "")
 	}
@@ -235,9 +228,14 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 		parts = append(parts, p)
 		return err
 	}
-	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes"}
-	for _, s := range snap.StatsByClass(sel, classes, f.window(), now) {
-		stats.Rows = append(stats.Rows, statsRow(f, "", s))
+	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes",
+		HistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
+	for _, s := range statistics.byClass {
+		row := statsRow(f, "", s)
+		if statistics.history {
+			row.EstWait, row.EstBasis = d.classWait(ctx, s, d.selectedQueue(f, v.scope), snap.Taken)
+		}
+		stats.Rows = append(stats.Rows, row)
 	}
 	if err := add("class-stats-live", templates.TaskStats(stats)); err != nil {
 		return nil, err
@@ -246,7 +244,7 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 		breakdown := templates.TaskStatsPart{Title: "By team and priority class", TableID: "team-class-stats",
 			CSV: csv("breakdown"), CSVID: "export-breakdown", WithTeam: true}
 		var teams []templates.LivePart
-		for _, tc := range snap.StatsByTeamAndClass(sel, visibleTeams(snap, v.scope), classes, f.window(), now) {
+		for _, tc := range statistics.byTeam {
 			var rows []templates.StatsRow
 			for _, s := range tc.Classes {
 				if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
@@ -279,7 +277,7 @@ func (d Deps) tasksParts(_ context.Context, v liveView, snap *domain.Snapshot) (
 			return nil, err
 		}
 	}
-	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks")))); err != nil {
+	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks"), d.waitEstimates(ctx, snap)))); err != nil {
 		return nil, err
 	}
 	return parts, nil
@@ -299,10 +297,11 @@ var taskColumns = []struct {
 	{"Waited", "waited", "From creation, or the last requeue, to admission (or now)", true},
 	{"Ran", "ran", "From admission to finish (or now), plus earlier runs before an eviction", true},
 	{"Queue position", "queue", "Place in its ClusterQueue: higher priority first, then arrival (the console's estimate of Kueue's order). Sorting by it lists what waits first, then what runs, then what finished.", true},
+	{"Estimated wait", "", "For a queued task: the tasks ahead of it in its ClusterQueue (Kueue's own order when its visibility API answers), admitted at the rate its ClusterQueue admitted its class over the last day", true},
 	{"Why", "", "", false},
 }
 
-func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, csv string) templates.TaskListPart {
+func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, csv string, waits *waitEstimates) templates.TaskListPart {
 	pages := max(1, (len(all)+tasksPageSize-1)/tasksPageSize)
 	f.Page = min(f.Page, pages)
 	from := (f.Page - 1) * tasksPageSize
@@ -338,7 +337,12 @@ func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, 
 	}
 	for _, t := range all[from:to] {
 		task := snap.Task(t)
-		v.Tasks = append(v.Tasks, taskRow(&task))
+		row := taskRow(&task)
+		row.EstWait, row.EstBasis = waits.of(t)
+		if row.EstWait == "" {
+			row.EstWait = "—"
+		}
+		v.Tasks = append(v.Tasks, row)
 	}
 	return v
 }
@@ -438,9 +442,9 @@ func breakdownRows(s *csvStream, rows []domain.TeamClassStats) error {
 }
 
 // tasksCSV streams tasks as they are listed, one row at a time.
-func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts) error {
+func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, waits *waitEstimates) error {
 	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)",
-		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message")
+		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message", "Estimated wait")
 	if err != nil {
 		return err
 	}
@@ -451,8 +455,9 @@ func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts) 
 		if t.Position > 0 {
 			pos = strconv.Itoa(t.Position)
 		}
+		_, basis := waits.of(f)
 		if err := s.Row(t.Namespace, t.Name, t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10),
-			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage); err != nil {
+			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage, basis); err != nil {
 			return err
 		}
 	}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -45,7 +47,53 @@ func (d Deps) teamUsage(c echo.Context) error {
 		chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed),
 		chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization),
 	}
+	page.Preemptions = d.teamPreemptions(c.Request().Context(), name)
 	return render(c, http.StatusOK, templates.TeamUsage(page))
+}
+
+// teamPreemptions says how often the team's tasks were preempted in the
+// last 7 days, and by which teams; nil without a task history.
+func (d Deps) teamPreemptions(ctx context.Context, team string) *templates.TeamPreemptions {
+	if d.History == nil {
+		return nil
+	}
+	v := &templates.TeamPreemptions{Title: "Preempted in the last 7 days",
+		Link: preemptionFilter{Window: "7d", Team: team}.query()}
+	store, err := d.History()
+	if err != nil {
+		v.Unavailable = historyNote(err)
+		return v
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	now := time.Now()
+	by, gaps, err := store.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
+	if err != nil {
+		d.Log.Warn("preemptions by team", "team", team, "err", err)
+		v.Unavailable = historyNote(err)
+		return v
+	}
+	v.Gaps = gapNotes(gaps)
+	var times int64
+	var lost float64
+	for _, b := range by {
+		times += b.Count
+		lost += b.GPUHoursLost
+		who := b.PreemptorTeam
+		if who == "" {
+			who = "not known"
+		}
+		v.By = append(v.By, templates.PreemptedByRow{Team: who, Count: strconv.FormatInt(b.Count, 10), Lost: domain.FormatHours(b.GPUHoursLost)})
+	}
+	switch times {
+	case 0:
+		v.Summary = "Team " + team + "'s tasks were not preempted in the last 7 days."
+	case 1:
+		v.Summary = fmt.Sprintf("Team %s's tasks were preempted once, losing %s GPU-hours of work.", team, domain.FormatHours(lost))
+	default:
+		v.Summary = fmt.Sprintf("Team %s's tasks were preempted %d times, losing %s GPU-hours of work.", team, times, domain.FormatHours(lost))
+	}
+	return v
 }
 
 func teamRow(snap *domain.Snapshot, team string) (domain.TeamUsage, bool) {

@@ -41,6 +41,9 @@ type Preemption struct {
 type PreemptionQuery struct {
 	Window      Window
 	Team, Class string
+	// Teams, when not nil, limits the preemptions to these teams' tasks (an
+	// empty list selects none): what a member of a few teams may see.
+	Teams []string
 	// Limit is the page size (default 50, at most 1000); After is the Next
 	// of the previous page.
 	Limit int
@@ -81,6 +84,11 @@ func (s *Store) Preemptions(ctx context.Context, pq PreemptionQuery) (*Preemptio
 	if pq.Class != "" {
 		where += ` AND p.class = ?`
 		args = append(args, pq.Class)
+	}
+	if pq.Teams != nil {
+		in, teamArgs := inList(pq.Teams)
+		where += ` AND p.team` + in
+		args = append(args, teamArgs...)
 	}
 	page := &PreemptionPage{}
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM preemptions p WHERE `+where), args...).Scan(&page.Total); err != nil {

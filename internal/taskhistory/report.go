@@ -35,6 +35,9 @@ type ReportRow struct {
 type ReportQuery struct {
 	Window Window
 	Team   string
+	// Teams, when not nil, limits the report to these teams (an empty list
+	// selects none).
+	Teams []string
 	// Limit is the page size (0: every row, for a CSV export); After is the
 	// Next of the previous page.
 	Limit int
@@ -49,7 +52,7 @@ func (s *Store) TaskReport(ctx context.Context, rq ReportQuery, each func(Report
 		return "", nil, fmt.Errorf("task history store %s: task report: %w", s.name, err)
 	}
 	now := s.clock()
-	r := reporter{s: s, ctx: ctx, each: each, limit: rq.Limit, now: ms(now), team: rq.Team}
+	r := reporter{s: s, ctx: ctx, each: each, limit: rq.Limit, now: ms(now), team: rq.Team, teams: rq.Teams}
 	// A cursor is "<ended_ms>.<uid>", or "open.<uid>" among tasks not ended.
 	afterEnded, afterUID, afterOpen := int64(math.MinInt64), "", false
 	if rq.After != "" {
@@ -94,6 +97,7 @@ type reporter struct {
 	limit, count int
 	now          int64
 	team         string
+	teams        []string
 	lastCursor   string
 }
 
@@ -109,6 +113,11 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 	if r.team != "" {
 		query += ` AND t.team = ?`
 		args = append(args, r.team)
+	}
+	if r.teams != nil {
+		in, teamArgs := inList(r.teams)
+		query += ` AND t.team` + in
+		args = append(args, teamArgs...)
 	}
 	query += ` ORDER BY ` + order
 	if r.limit > 0 {
@@ -155,7 +164,10 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 type AdmissionRate struct {
 	ClusterQueue, Class string
 	Window              Window
-	Admissions          int64
+	// Admissions counts those in the recorded part: a backfill also brings
+	// admissions of times no recorder ran, but not those of the tasks gone
+	// since, so they would skew the rate.
+	Admissions int64
 	// Recorded is the part of the window with a record; Gaps the rest.
 	Recorded time.Duration
 	Gaps     []Period
@@ -169,23 +181,25 @@ func (r AdmissionRate) PerHour() float64 {
 	return float64(r.Admissions) / r.Recorded.Hours()
 }
 
-// AdmissionRate counts the admissions into clusterQueue of tasks of class
-// (any class when empty) in w, for estimated waits: re-admissions after a
-// preemption count, as each takes a place in the queue.
+// AdmissionRate counts the admissions into clusterQueue (any when empty)
+// of tasks of class (any class when empty) in w, for estimated waits:
+// re-admissions after a preemption count, as each takes a place in the
+// queue.
 func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w Window) (AdmissionRate, error) {
 	r := AdmissionRate{ClusterQueue: clusterQueue, Class: class, Window: w}
 	fail := func(err error) (AdmissionRate, error) {
 		return AdmissionRate{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
 	}
 	// kind is literal: it selects the partial index of admissions.
-	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND cluster_queue = ? AND at_ms >= ? AND at_ms < ?`
-	args := []any{clusterQueue, ceilMS(w.From), ceilMS(w.To)}
+	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND at_ms >= ? AND at_ms < ?`
+	args := []any{ceilMS(w.From), ceilMS(w.To)}
+	if clusterQueue != "" {
+		query += ` AND cluster_queue = ?`
+		args = append(args, clusterQueue)
+	}
 	if class != "" {
 		query += ` AND class = ?`
 		args = append(args, class)
-	}
-	if err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&r.Admissions); err != nil {
-		return fail(err)
 	}
 	now := s.clock()
 	gaps, err := s.gaps(ctx, s.db, w, now)
@@ -193,6 +207,18 @@ func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w
 		return fail(err)
 	}
 	r.Gaps = gaps
+	to := ceilMS(w.To)
+	if n := ms(now) + 1; n < to {
+		to = n
+	}
+	for _, c := range subtract(span{ceilMS(w.From), to}, spans(gaps)) {
+		var n int64
+		args[0], args[1] = c.from, c.to
+		if err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&n); err != nil {
+			return fail(err)
+		}
+		r.Admissions += n
+	}
 	end := w.To
 	if end.After(now) {
 		end = now
@@ -203,4 +229,17 @@ func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w
 	}
 	r.Recorded = max(r.Recorded, 0)
 	return r, nil
+}
+
+// inList is " IN (?, ?, …)" for values and its arguments; for no values, a
+// condition no row meets.
+func inList(values []string) (string, []any) {
+	if len(values) == 0 {
+		return " IS NULL AND 1 = 0", nil
+	}
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")", args
 }

@@ -214,17 +214,23 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 
 		now := time.Now()
 		start := now.Add(-7 * 24 * time.Hour)
-		statsOf := func(live []domain.Task) []domain.TeamClassStats {
+		statsOf := func(live []*kueuev1beta2.Workload) []domain.TeamClassStats {
 			hist, err := st.TaskStats(context.Background(), LiveWindow(start, now))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The recorder sees the whole shared sandbox: keep this test's team.
-			return TeamClassStats(hist, live, []string{"vision"}, []string{"none"}, "none", start, now)[:1]
+			// What still runs or waits, from the live read model.
+			model := domain.NewModel(s)
+			model.SetPolicyObjects(nil, []*kueuev1beta2.WorkloadPriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "none"}}})
+			for _, w := range live {
+				model.SetWorkload(w)
+			}
+			ongoing := model.Snapshot(now).Ongoing(domain.Selection{}, now.Sub(start), now)
+			return TeamClassStats(hist, ongoing, []string{"vision"}, []string{"none"}, "none")[:1]
 		}
-		live := []domain.Task{domain.TaskOf(wl, s, "none", now)}
-		before := statsOf(live)
-		if diff := cmp.Diff(domain.StatsByTeamAndClass(live, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
+		before := statsOf([]*kueuev1beta2.Workload{wl})
+		if diff := cmp.Diff(domain.StatsByTeamAndClass([]domain.Task{domain.TaskOf(wl, s, "none", now)}, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
 			t.Errorf("while the Job exists, history + live differ from kueue (-kueue +merged):\n%s", diff)
 		}
 		if got := before[0].Classes[0]; got.RunSamples != 1 || got.WaitSamples != 1 || got.LongestRun <= 0 {

@@ -45,6 +45,13 @@ func (d *Durations) addSum(ms, ns int64) {
 	}
 }
 
+// DurationsOf are n durations of the given sum and longest (as the live
+// read model's Ongoing gives them).
+func DurationsOf(n int64, sum, longest time.Duration) Durations {
+	sum = max(sum, 0)
+	return Durations{N: n, Max: max(longest, 0), sumMS: int64(sum / time.Millisecond), sumNS: int64(sum % time.Millisecond)}
+}
+
 // SumMilliseconds is the sum, to the millisecond (rounded down).
 func (d Durations) SumMilliseconds() int64 { return d.sumMS }
 
@@ -256,17 +263,18 @@ func ceilMS(t time.Time) int64 {
 	return v
 }
 
-// ClassStats merges a window's completed facts with the live read model's
-// tasks into the Tasks page's per-class figures, by the rule in the package
-// doc: for the same tasks, the result equals domain.StatsByClass(live tasks
-// and the history's, classes, windowStart, now), except that teams and
+// ClassStats merges a window's completed facts with what the live read
+// model says still runs or waits (domain.Snapshot.Ongoing, for the same
+// window) into the Tasks page's per-class figures, by the rule in the
+// package doc: for the same tasks, the result equals domain.StatsByClass
+// on the live tasks and the history's together, except that teams and
 // classes named only by tasks without a fact in the window get no row of
-// their own. hist should cover [windowStart, now] (LiveWindow);
-// lowestClass is the class of tasks without one (as given to domain.TaskOf).
-// Without history (the store unavailable), a page uses domain.StatsByClass
-// on the live tasks alone, as before.
-func ClassStats(hist *WindowStats, live []domain.Task, classes []string, lowestClass string, windowStart, now time.Time) []domain.ClassStats {
-	m := merge(hist, live, lowestClass, windowStart, now)
+// their own. hist should cover the window up to the live snapshot's time
+// (LiveWindow); lowestClass is the class of recorded tasks without one.
+// Without history (the store unavailable), a page uses the snapshot's
+// StatsByClass alone, as before.
+func ClassStats(hist *WindowStats, live []domain.Ongoing, classes []string, lowestClass string) []domain.ClassStats {
+	m := merge(hist, live, lowestClass)
 	var rows []domain.ClassStats
 	for _, c := range m.classOrder(classes) {
 		rows = append(rows, m.classStats(c, func(string) bool { return true }))
@@ -276,8 +284,8 @@ func ClassStats(hist *WindowStats, live []domain.Task, classes []string, lowestC
 
 // TeamClassStats is ClassStats per team, in the order and with the rows of
 // domain.StatsByTeamAndClass.
-func TeamClassStats(hist *WindowStats, live []domain.Task, teams, classes []string, lowestClass string, windowStart, now time.Time) []domain.TeamClassStats {
-	m := merge(hist, live, lowestClass, windowStart, now)
+func TeamClassStats(hist *WindowStats, live []domain.Ongoing, teams, classes []string, lowestClass string) []domain.TeamClassStats {
+	m := merge(hist, live, lowestClass)
 	allClasses := m.classOrder(classes)
 	order := withExtra(teams, m.teams)
 	if i := slices.Index(order, ""); i >= 0 && !slices.Contains(teams, "") {
@@ -307,7 +315,7 @@ type mergedGroup struct {
 	running, pending, preempted int
 }
 
-func merge(hist *WindowStats, live []domain.Task, lowestClass string, windowStart, now time.Time) *merged {
+func merge(hist *WindowStats, live []domain.Ongoing, lowestClass string) *merged {
 	m := &merged{groups: map[teamClass]*mergedGroup{}, teams: map[string]bool{}, classes: map[string]bool{}}
 	get := func(team, class string) *mergedGroup {
 		k := teamClass{team, class}
@@ -331,33 +339,16 @@ func merge(hist *WindowStats, live []domain.Task, lowestClass string, windowStar
 			g.samples += h.Samples
 		}
 	}
-	for i := range live {
-		t := &live[i]
-		g := get(t.Team, t.Class)
-		switch {
-		case t.State == domain.TaskAdmitted:
-			g.running++
-			g.run.Add(t.Run)
-			if !inWindow(t.AdmittedAt, windowStart, now) {
-				g.samples++ // else history counted its wait
-			}
-		case (t.State == domain.TaskPending || t.State == domain.TaskPreempted) && !t.Deactivated:
-			if t.State == domain.TaskPending {
-				g.pending++
-			} else {
-				g.preempted++
-			}
-			if t.AdmittedAt.IsZero() {
-				g.wait.Add(t.Wait)
-				g.samples++
-			}
-		}
+	for _, o := range live {
+		g := get(o.Team, o.Class)
+		g.running += o.Running
+		g.pending += o.Pending
+		g.preempted += o.Preempted
+		g.run.Merge(DurationsOf(int64(o.Runs), o.RunSum, o.LongestRun))
+		g.wait.Merge(DurationsOf(int64(o.Waits), o.WaitSum, o.LongestWait))
+		g.samples += int64(o.Samples)
 	}
 	return m
-}
-
-func inWindow(at, windowStart, now time.Time) bool {
-	return !at.IsZero() && !at.Before(windowStart) && !at.After(now)
 }
 
 // classOrder is kueue's: the given classes, then the others, sorted.

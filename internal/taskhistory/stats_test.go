@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
@@ -119,26 +120,37 @@ func lastState(life []stateAt) *kueuev1beta2.Workload {
 	return nil
 }
 
-// The page's statistics from history and the live read model equal
-// kueue's computed on all the tasks, deleted ones included (as they were
-// before deletion), for every window the page offers.
+// The page's statistics from history and the live read model (what still
+// runs or waits, from a domain.Model holding the Workloads not deleted)
+// equal kueue's computed on all the tasks, deleted ones included (as they
+// were before deletion), for every window the page offers.
 func TestMergedStatisticsEqualKueue(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	lives, deleted := randomLives(rand.New(rand.NewPCG(7, 12)), now, 800)
 	s := domain.Settings{NamespacePrefix: teamPrefix}
-	var all, live []domain.Task
+	model := domain.NewModel(s)
+	var wpcs []*kueuev1beta2.WorkloadPriorityClass
+	for i, c := range statClasses {
+		wpcs = append(wpcs, &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: c}, Value: int32(100 - 10*i)})
+	}
+	model.SetPolicyObjects(nil, wpcs)
+	var all []domain.Task
 	for i, life := range lives {
-		task := domain.TaskOf(lastState(life), s, lowestClass, now)
-		all = append(all, task)
+		all = append(all, domain.TaskOf(lastState(life), s, lowestClass, now))
 		if !deleted[i] {
-			live = append(live, task)
+			model.SetWorkload(lastState(life))
 		}
+	}
+	snap := model.Snapshot(now)
+	if diff := cmp.Diff(statClasses, snap.Classes); diff != "" {
+		t.Fatalf("the model's classes (-want +got):\n%s", diff)
 	}
 	forEachStore(t, now, func(t *testing.T, st *Store) {
 		record(t, st, lives...)
 		covered(t, st, now.Add(-13*24*time.Hour), now)
-		for _, window := range []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour} {
+		for _, window := range []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour, 90 * 24 * time.Hour} {
 			start := now.Add(-window)
+			live := snap.Ongoing(domain.Selection{}, window, now)
 			hist, err := st.TaskStats(context.Background(), LiveWindow(start, now))
 			if err != nil {
 				t.Fatal(err)
@@ -147,12 +159,12 @@ func TestMergedStatisticsEqualKueue(t *testing.T) {
 				t.Errorf("%v window: gaps %v in a covered window", window, hist.Gaps)
 			}
 			want := domain.StatsByClass(all, statClasses, start, now)
-			got := ClassStats(hist, live, statClasses, lowestClass, start, now)
+			got := ClassStats(hist, live, statClasses, lowestClass)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%v window, per class (-kueue +merged):\n%s", window, diff)
 			}
 			wantTeams := domain.StatsByTeamAndClass(all, statTeams, statClasses, start, now)
-			gotTeams := TeamClassStats(hist, live, statTeams, statClasses, lowestClass, start, now)
+			gotTeams := TeamClassStats(hist, live, statTeams, statClasses, lowestClass)
 			if diff := cmp.Diff(wantTeams, gotTeams); diff != "" {
 				t.Errorf("%v window, per team and class (-kueue +merged):\n%s", window, diff)
 			}

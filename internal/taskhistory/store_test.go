@@ -236,6 +236,12 @@ func TestPreemptionHistory(t *testing.T) {
 		if err != nil || nlp.Total != 4 || len(nlp.Preemptions) != 4 {
 			t.Errorf("team nlp, class training: %+v, %v", nlp, err)
 		}
+		for _, teams := range [][]string{{"nlp", "speech"}, {}} {
+			mine, err := s.Preemptions(ctx, PreemptionQuery{Window: window, Teams: teams})
+			if want := int64(4 * len(teams) / 2); err != nil || mine.Total != want || len(mine.Preemptions) != int(want) {
+				t.Errorf("teams %q: %+v, %v; want %d", teams, mine, err, want)
+			}
+		}
 		none, err := s.Preemptions(ctx, PreemptionQuery{Window: Window{From: at(0), To: at(100)}})
 		if err != nil || none.Total != 0 {
 			t.Errorf("before the first preemption: %+v, %v", none, err)
@@ -444,17 +450,22 @@ func TestAdmissionRate(t *testing.T) {
 		ctx := context.Background()
 		record(t, s, lives...)
 		covered(t, s, now.Add(-2*time.Hour), now)
-		// Over the last 4 hours: 12 admissions, but only 2 hours recorded.
+		// Over the last 4 hours: 12 admissions, but only the 2 recorded hours
+		// count, with their 6.
 		r, err := s.AdmissionRate(ctx, "hyperpod-ns-nlp-clusterqueue", "", Window{From: now.Add(-4 * time.Hour), To: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Admissions != 12 || r.Recorded != 2*time.Hour || r.PerHour() != 6 || len(r.Gaps) != 1 {
+		if r.Admissions != 6 || r.Recorded != 2*time.Hour || r.PerHour() != 3 || len(r.Gaps) != 1 {
 			t.Errorf("rate %+v, per hour %v", r, r.PerHour())
 		}
 		r, err = s.AdmissionRate(ctx, "hyperpod-ns-nlp-clusterqueue", "inference", Window{From: now.Add(-2 * time.Hour), To: now})
 		if err != nil || r.Admissions != 2 || r.PerHour() != 1 {
 			t.Errorf("inference over 2 hours: %+v (%v)", r, err)
+		}
+		r, err = s.AdmissionRate(ctx, "", "training", Window{From: now.Add(-2 * time.Hour), To: now})
+		if err != nil || r.Admissions != 4 || r.PerHour() != 2 {
+			t.Errorf("training in every queue over 2 hours: %+v (%v)", r, err)
 		}
 	})
 }

@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/memo"
+)
+
+// Positions reads where Kueue itself places waiting Workloads in their
+// ClusterQueue: its visibility API (visibility.kueue.x-k8s.io/v1beta2,
+// pendingworkloads), asked at most once per TTL per ClusterQueue however
+// many pages want it, and less often while it fails (a cluster without the
+// API, or a console not allowed to read it).
+type Positions struct {
+	kueue kueueclient.Interface
+	memo  *memo.Memo[map[string]int]
+}
+
+// NewPositions asks kq, remembering answers for ttl and failures for 30 s.
+func NewPositions(kq kueueclient.Interface, ttl time.Duration) *Positions {
+	return &Positions{kueue: kq, memo: &memo.Memo[map[string]int]{TTL: ttl, FailureTTL: 30 * time.Second}}
+}
+
+// InClusterQueue gives the positions of the Workloads waiting in a
+// ClusterQueue, by domain.LocalQueueKey(namespace, name): 0 is next. Kueue
+// lists the first 1000; the others are not in the map.
+func (p *Positions) InClusterQueue(ctx context.Context, clusterQueue string) (map[string]int, error) {
+	return p.memo.Get(ctx, clusterQueue, func(ctx context.Context) (map[string]int, error) {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		sum, err := p.kueue.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, clusterQueue, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]int, len(sum.Items))
+		for _, w := range sum.Items {
+			out[domain.LocalQueueKey(w.Namespace, w.Name)] = int(w.PositionInClusterQueue)
+		}
+		return out, nil
+	})
+}

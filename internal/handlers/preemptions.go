@@ -1,0 +1,219 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/taskhistory"
+	"github.com/openquota/console/web/templates"
+)
+
+// preemptionsPageSize is how many preemptions a page lists; the CSV has
+// them all.
+const preemptionsPageSize = 50
+
+// preemptionFilter is the preemption history's query, as typed in its URL.
+type preemptionFilter struct {
+	Window, Team, Class string
+	After               string // the page cursor
+}
+
+func parsePreemptionFilter(q url.Values) preemptionFilter {
+	f := preemptionFilter{Window: q.Get("window"), Team: q.Get("team"), Class: q.Get("class"), After: q.Get("after")}
+	if f.Window == "" {
+		f.Window = "7d"
+	}
+	return f
+}
+
+func (f preemptionFilter) window() time.Duration { return taskFilter{Window: f.Window}.window() }
+
+// query is the address of the filter's page, changed by extra (name, value
+// pairs).
+func (f preemptionFilter) query(extra ...string) string {
+	q := url.Values{}
+	set := func(name, value string) {
+		if value != "" && !(name == "window" && value == "7d") {
+			q.Set(name, value)
+		} else {
+			q.Del(name)
+		}
+	}
+	set("window", f.Window)
+	set("team", f.Team)
+	set("class", f.Class)
+	set("after", f.After)
+	for i := 0; i+1 < len(extra); i += 2 {
+		set(extra[i], extra[i+1])
+	}
+	if len(q) == 0 {
+		return "/preemptions"
+	}
+	return "/preemptions?" + q.Encode()
+}
+
+// storeQuery is what the viewer may see of the filter.
+func (f preemptionFilter) storeQuery(visible scope, now time.Time) taskhistory.PreemptionQuery {
+	pq := taskhistory.PreemptionQuery{Window: taskhistory.LiveWindow(now.Add(-f.window()), now), Class: f.Class,
+		Limit: preemptionsPageSize, After: f.After}
+	switch {
+	case f.Team != "" && visible.sees(f.Team):
+		pq.Team = f.Team
+	case f.Team != "":
+		pq.Teams = []string{} // a team they may not see: nothing
+	case !visible.all:
+		pq.Teams = visible.list()
+	}
+	return pq
+}
+
+// preemptions shows (or exports) the preemption history.
+func (d Deps) preemptions(c echo.Context) error {
+	snap := d.Live.Snapshot()
+	f := parsePreemptionFilter(c.QueryParams())
+	visible, _ := d.scopeOf(c)
+	now := time.Now()
+	pq := f.storeQuery(visible, now)
+	store, err := d.historyStore()
+	if store == nil && err == nil {
+		err = errHistoryOff
+	}
+	if _, ok := csvTable(c); ok {
+		if err != nil {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+		}
+		return preemptionsCSV(c, store, pq)
+	}
+	view := templates.PreemptionsView{
+		Page: templates.Page{Title: "Preemptions", Active: "preemptions", Problem: d.problem()},
+		CSV:  f.query("format", "csv", "after", ""),
+	}
+	for _, w := range taskWindows {
+		view.Windows = append(view.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
+	}
+	view.Teams = teamChoices(snap, visible, f.Team)
+	view.Classes = classChoices(snap, f.Class)
+	if err != nil {
+		view.Unavailable = historyNote(err)
+		return render(c, http.StatusOK, templates.Preemptions(view))
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
+	defer cancel()
+	page, err := store.Preemptions(ctx, pq)
+	if err != nil {
+		d.Log.Warn("preemption history", "err", err)
+		view.Unavailable = historyNote(err)
+		return render(c, http.StatusOK, templates.Preemptions(view))
+	}
+	view.Gaps = gapNotes(page.Gaps)
+	switch {
+	case page.Total == 0:
+		view.Summary = "No preemptions in this window."
+	case f.After == "":
+		view.Summary = fmt.Sprintf("%d preemptions, newest first.", page.Total)
+	default:
+		view.Summary = fmt.Sprintf("%d preemptions, newest first; a later page.", page.Total)
+		view.First = f.query("after", "")
+	}
+	if page.Next != "" {
+		view.Next = f.query("after", page.Next)
+	}
+	for _, p := range page.Preemptions {
+		view.Rows = append(view.Rows, preemptionRow(p))
+	}
+	return render(c, http.StatusOK, templates.Preemptions(view))
+}
+
+func preemptionRow(p taskhistory.Preemption) templates.PreemptionRow {
+	r := templates.PreemptionRow{
+		When: historyTime(p.At), Task: taskName(p.Task), Team: p.Task.Team, Class: p.Task.Class, GPUs: strconv.FormatInt(p.GPUs, 10),
+		Preemptor: taskName(p.Preemptor), PreemptorTeam: p.Preemptor.Team, PreemptorClass: p.Preemptor.Class,
+		Reason: p.ReasonWords, Message: p.Message, Lost: "unknown",
+	}
+	if r.Preemptor == "" {
+		r.Preemptor = "not recorded"
+		if p.Preemptor.UID != "" {
+			r.Preemptor += " (UID " + p.Preemptor.UID + ")"
+		}
+	}
+	if r.Reason == "" {
+		r.Reason = p.Reason
+	}
+	if p.LostKnown {
+		r.Lost = domain.FormatHours(p.GPUHoursLost)
+	}
+	return r
+}
+
+// taskName is a recorded task's namespace/name ("" when not recorded).
+func taskName(t taskhistory.TaskRef) string {
+	if t.Name == "" {
+		return ""
+	}
+	return t.Namespace + "/" + t.Name
+}
+
+// preemptionsCSV streams every preemption of the query, page by page.
+func preemptionsCSV(c echo.Context, store *taskhistory.Store, pq taskhistory.PreemptionQuery) error {
+	pq.Limit, pq.After = 1000, ""
+	ctx := c.Request().Context()
+	first, err := store.Preemptions(ctx, pq)
+	if err != nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+	}
+	s, err := startCSV(c, "preemptions.csv", "When (UTC)", "Namespace", "Task", "Team", "Priority class", "GPUs (count)",
+		"Preemptor namespace", "Preemptor task", "Preemptor UID", "Preemptor team", "Preemptor class", "Reason", "Kueue reason",
+		"GPU-hours lost (h)", "Kueue message")
+	if err != nil {
+		return err
+	}
+	for page := first; ; {
+		for _, p := range page.Preemptions {
+			lost := ""
+			if p.LostKnown {
+				lost = domain.FormatHours(p.GPUHoursLost)
+			}
+			if err := s.Row(p.At.UTC().Format(time.RFC3339), p.Task.Namespace, p.Task.Name, p.Task.Team, p.Task.Class, strconv.FormatInt(p.GPUs, 10),
+				p.Preemptor.Namespace, p.Preemptor.Name, p.Preemptor.UID, p.Preemptor.Team, p.Preemptor.Class, p.ReasonWords, p.Reason,
+				lost, p.Message); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return s.Close()
+		}
+		pq.After = page.Next
+		if page, err = store.Preemptions(ctx, pq); err != nil {
+			return err // the header is sent: the download ends short
+		}
+	}
+}
+
+// teamChoices are the team filter's options for a viewer.
+func teamChoices(snap *domain.Snapshot, visible scope, selected string) []templates.Choice {
+	out := []templates.Choice{{Value: "", Label: "All teams", Selected: selected == ""}}
+	for _, t := range visibleTeams(snap, visible) {
+		out = append(out, templates.Choice{Value: t, Label: t, Selected: t == selected})
+	}
+	if selected != "" && visible.sees(selected) && !slices.ContainsFunc(out, func(c templates.Choice) bool { return c.Value == selected }) {
+		out = append(out, templates.Choice{Value: selected, Label: selected, Selected: true}) // a team gone from the cluster
+	}
+	return out
+}
+
+// classChoices are the priority class filter's options.
+func classChoices(snap *domain.Snapshot, selected string) []templates.Choice {
+	out := []templates.Choice{{Value: "", Label: "All classes", Selected: selected == ""}}
+	for _, cl := range snap.Classes {
+		out = append(out, templates.Choice{Value: cl, Label: cl, Selected: cl == selected})
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/taskhistory"
+	"github.com/openquota/console/web/templates"
+)
+
+// reportPageSize is how many tasks a page of the per-task report lists.
+const reportPageSize = 50
+
+// historyResources are the resources of the history's usage summary.
+var historyResources = []struct {
+	key, label, unit string
+	of               func(taskhistory.UsageRow) taskhistory.ResourceHours
+}{
+	{"gpu", "GPUs", "GPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.GPU }},
+	{"neuron", "Neuron", "Neuron-device-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.Neuron }},
+	{"vcpu", "vCPU", "vCPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.VCPU }},
+}
+
+// historyReport shows (or exports) the usage summary per team, instance
+// type and UTC day, and the per-task report, from the task history, for
+// the days [from, to).
+func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.ReportView, from, to time.Time) error {
+	snap := d.Live.Snapshot()
+	visible, _ := d.scopeOf(c)
+	now := time.Now()
+	if to.After(now) {
+		to = now
+	}
+	window := taskhistory.Window{From: from, To: to}
+	h := &templates.HistoryReport{}
+	view.History = h
+	res := historyResources[0]
+	for _, r := range historyResources {
+		if r.key == f.Resource {
+			res = r
+		}
+		g := f
+		g.Resource, g.After = r.key, ""
+		h.Resources = append(h.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: g.query(), Current: r.key == res.key})
+	}
+	h.Unit = res.unit
+	h.Teams = teamChoices(snap, visible, f.Team)
+	team, teams := f.Team, []string(nil)
+	switch {
+	case team != "" && !visible.sees(team):
+		team, teams = "", []string{}
+	case team == "" && !visible.all:
+		teams = visible.list()
+	}
+	sees := func(t string) bool {
+		if teams != nil {
+			return slices.Contains(teams, t)
+		}
+		return team == "" || t == team
+	}
+
+	store, err := d.historyStore()
+	if store == nil && err == nil {
+		err = errHistoryOff
+	}
+	table, isCSV := csvTable(c)
+	if err != nil {
+		if isCSV {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+		}
+		h.Unavailable = historyNote(err)
+		return render(c, http.StatusOK, templates.Report(view))
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 30*time.Second)
+	defer cancel()
+	rq := taskhistory.ReportQuery{Window: window, Team: team, Teams: teams}
+	if isCSV && table == "tasks" {
+		return taskReportCSV(c, store, rq)
+	}
+	sum, err := store.UsageSummary(ctx, window)
+	if err != nil {
+		d.Log.Warn("usage summary from history", "err", err)
+		if isCSV {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+		}
+		h.Unavailable = historyNote(err)
+		return render(c, http.StatusOK, templates.Report(view))
+	}
+	incomplete := map[time.Time]bool{}
+	for _, day := range sum.Days {
+		if len(day.Missing) > 0 {
+			incomplete[day.Day] = true
+			h.Missing = append(h.Missing, missingNote(day))
+		}
+	}
+	var rows []taskhistory.UsageRow
+	for _, r := range sum.Rows {
+		if sees(r.Team) {
+			rows = append(rows, r)
+		}
+	}
+	if isCSV {
+		return usageSummaryCSV(c, rows, incomplete)
+	}
+	for _, r := range rows {
+		hours := res.of(r)
+		if hours == (taskhistory.ResourceHours{}) {
+			continue
+		}
+		h.Rows = append(h.Rows, templates.HistoryUsageRow{Day: r.Day.Format(dateLayout), Team: r.Team, InstanceType: r.InstanceType,
+			Allocated: domain.FormatHours(hours.Allocated), Used: domain.FormatHours(hours.Used),
+			Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]})
+	}
+	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
+	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
+
+	rq.Limit, rq.After = reportPageSize, f.After
+	next, _, err := store.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
+		h.Tasks = append(h.Tasks, taskReportRow(r))
+		return nil
+	})
+	if err != nil {
+		d.Log.Warn("per-task report from history", "err", err)
+		h.TasksUnavailable = historyNote(err)
+		return render(c, http.StatusOK, templates.Report(view))
+	}
+	switch {
+	case len(h.Tasks) == 0:
+		h.TasksSummary = "No tasks existed in this range."
+	case f.After == "":
+		h.TasksSummary = fmt.Sprintf("The first %d tasks, by end (tasks still open last).", len(h.Tasks))
+	default:
+		h.TasksSummary = fmt.Sprintf("%d more tasks, by end (tasks still open last).", len(h.Tasks))
+		h.TasksFirst = f.query("after", "")
+	}
+	if next != "" {
+		h.TasksNext = f.query("after", next)
+	}
+	return render(c, http.StatusOK, templates.Report(view))
+}
+
+// missingNote says which part of a day the history has no record of.
+func missingNote(day taskhistory.UsageDay) string {
+	var parts []string
+	for _, p := range day.Missing {
+		end := p.To.UTC().Format("15:04")
+		if p.To.Sub(day.Day) >= 24*time.Hour {
+			end = "24:00"
+		}
+		parts = append(parts, p.From.UTC().Format("15:04")+"–"+end)
+	}
+	return fmt.Sprintf("%s: no record %s UTC; that day's figures leave it out.", day.Day.Format(dateLayout), strings.Join(parts, ", "))
+}
+
+func taskReportRow(r taskhistory.ReportRow) templates.TaskReportRow {
+	row := templates.TaskReportRow{Task: taskName(r.Task), Team: r.Task.Team, Class: r.Task.Class,
+		InstanceType: strings.Join(r.InstanceTypes, ", "), Start: "—", End: "—", GPUHours: domain.FormatHours(r.GPUHours),
+		Borrowed: "no", Preempted: strconv.Itoa(r.TimesPreempted), Outcome: outcomeLabel(r)}
+	if !r.Start.IsZero() {
+		row.Start = historyTime(r.Start)
+	}
+	if !r.End.IsZero() {
+		row.End = historyTime(r.End)
+	}
+	if r.Borrowed {
+		row.Borrowed = "yes"
+	}
+	return row
+}
+
+// outcomeLabel is how a task ended, or where it stands while open.
+func outcomeLabel(r taskhistory.ReportRow) string {
+	switch r.Outcome {
+	case "":
+		if r.State == domain.TaskAdmitted {
+			return "running"
+		}
+		return "waiting"
+	case taskhistory.OutcomeVanished:
+		return "deleted while no recorder ran"
+	}
+	return string(r.Outcome)
+}
+
+func usageSummaryCSV(c echo.Context, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
+	header := []string{"Day (UTC)", "Team", "Instance type"}
+	for _, r := range historyResources {
+		for _, what := range []string{"allocated", "used", "borrowed", "lent"} {
+			header = append(header, fmt.Sprintf("%s %s (h)", r.unit, what))
+		}
+	}
+	header = append(header, "Day fully recorded")
+	s, err := startCSV(c, "usage-summary.csv", header...)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		cells := []string{r.Day.Format(dateLayout), r.Team, r.InstanceType}
+		for _, res := range historyResources {
+			h := res.of(r)
+			cells = append(cells, domain.FormatHours(h.Allocated), domain.FormatHours(h.Used), domain.FormatHours(h.Borrowed), domain.FormatHours(h.Lent))
+		}
+		cells = append(cells, strconv.FormatBool(!incomplete[r.Day]))
+		if err := s.Row(cells...); err != nil {
+			return err
+		}
+	}
+	return s.Close()
+}
+
+// taskReportCSV streams the per-task report, row by row as the store reads
+// them.
+func taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhistory.ReportQuery) error {
+	s, err := startCSV(c, "task-report.csv", "Namespace", "Task", "Team", "Priority class", "Instance types", "Start (UTC)", "End (UTC)",
+		"GPU-hours (h)", "Borrowed", "Times preempted", "Outcome")
+	if err != nil {
+		return err
+	}
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	_, _, err = store.TaskReport(c.Request().Context(), rq, func(r taskhistory.ReportRow) error {
+		return s.Row(r.Task.Namespace, r.Task.Name, r.Task.Team, r.Task.Class, strings.Join(r.InstanceTypes, " "), stamp(r.Start), stamp(r.End),
+			domain.FormatHours(r.GPUHours), strconv.FormatBool(r.Borrowed), strconv.Itoa(r.TimesPreempted), outcomeLabel(r))
+	})
+	if err != nil {
+		return err // the header is sent: the download ends short
+	}
+	return s.Close()
+}

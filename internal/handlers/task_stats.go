@@ -1,0 +1,150 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/taskhistory"
+)
+
+// historyTTL is how long the task history's answers are shared: every view
+// and snapshot of a page within it reads the same, so a snapshot rendered
+// per change never queries the store itself.
+const historyTTL = 5 * time.Second
+
+// historyStore is the task history store, or why there is none ("" and nil
+// when the console runs without one).
+func (d Deps) historyStore() (*taskhistory.Store, error) {
+	if d.History == nil {
+		return nil, nil
+	}
+	return d.History()
+}
+
+// taskStats are the Tasks page's statistics for a view: the completed
+// facts of the task history merged with what still runs or waits, or the
+// live tasks alone without history.
+type taskStats struct {
+	byClass []domain.ClassStats
+	byTeam  []domain.TeamClassStats
+	// note says where the figures come from when not (only) from history;
+	// gaps are the window's periods without a record.
+	note string
+	gaps []string
+	// history: the figures include the task history.
+	history bool
+}
+
+// windowFacts are the task history's completed facts of the window that
+// ends at now, shared for historyTTL per window.
+func (d Deps) windowFacts(ctx context.Context, store *taskhistory.Store, key string, window time.Duration, now time.Time) (*taskhistory.WindowStats, error) {
+	return d.historyFacts.Get(ctx, key, func(ctx context.Context) (*taskhistory.WindowStats, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return store.TaskStats(ctx, taskhistory.LiveWindow(now.Add(-window), now))
+	})
+}
+
+// taskStatistics computes the statistics of f for a viewer (by team too,
+// when byTeam).
+func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, snap *domain.Snapshot, byTeam bool) taskStats {
+	sel := f.selection(visible)
+	classes := snap.Classes
+	if f.Class != "" {
+		classes = []string{f.Class}
+	}
+	window, now := f.window(), snap.Taken
+	var st taskStats
+	store, err := d.historyStore()
+	var hist *taskhistory.WindowStats
+	if store != nil {
+		hist, err = d.windowFacts(ctx, store, f.Window, window, now)
+	}
+	if hist == nil {
+		if err != nil {
+			st.note = historyNote(err) + " The figures cover only the tasks that still exist in the cluster."
+		}
+		st.byClass = snap.StatsByClass(sel, classes, window, now)
+		if byTeam {
+			st.byTeam = snap.StatsByTeamAndClass(sel, visibleTeams(snap, visible), classes, window, now)
+		}
+		return st
+	}
+	lowest := ""
+	if len(snap.Classes) > 0 {
+		lowest = snap.Classes[len(snap.Classes)-1]
+	}
+	hist = selectFacts(hist, sel, lowest)
+	ongoing := snap.Ongoing(sel, window, now)
+	st.byClass = taskhistory.ClassStats(hist, ongoing, classes, lowest)
+	if byTeam {
+		st.byTeam = taskhistory.TeamClassStats(hist, ongoing, visibleTeams(snap, visible), classes, lowest)
+	}
+	st.gaps = gapNotes(hist.Gaps)
+	st.history = true
+	return st
+}
+
+// selectedQueue is the ClusterQueue of the one team a filter shows ("":
+// several teams, every queue).
+func (d Deps) selectedQueue(f taskFilter, visible scope) string {
+	sel := f.selection(visible)
+	if len(sel.Teams) == 1 {
+		return d.Settings.ClusterQueue(sel.Teams[0])
+	}
+	return ""
+}
+
+// errHistoryOff is why pages built on the task history are empty when the
+// console runs without one.
+var errHistoryOff = errors.New("the console runs without a task history")
+
+// historyNote says, on a page, why it shows no history.
+func historyNote(err error) string {
+	return fmt.Sprintf("The task history is unavailable: %v.", err)
+}
+
+// selectFacts keeps the history's groups the selection covers.
+func selectFacts(h *taskhistory.WindowStats, sel domain.Selection, lowest string) *taskhistory.WindowStats {
+	if sel.Teams == nil && sel.Class == "" {
+		return h
+	}
+	teams := map[string]bool{}
+	for _, t := range sel.Teams {
+		teams[t] = true
+	}
+	out := &taskhistory.WindowStats{Window: h.Window, Gaps: h.Gaps}
+	for _, g := range h.Groups {
+		class := g.Class
+		if class == "" {
+			class = lowest
+		}
+		if (sel.Teams == nil || teams[g.Team]) && (sel.Class == "" || sel.Class == class) {
+			out.Groups = append(out.Groups, g)
+		}
+	}
+	return out
+}
+
+// maxGapNotes bounds the gaps a page lists one by one.
+const maxGapNotes = 5
+
+// gapNotes say which periods have no record: shown as gaps, never as zero.
+func gapNotes(gaps []taskhistory.Period) []string {
+	var out []string
+	for i, g := range gaps {
+		if i == maxGapNotes {
+			out = append(out, fmt.Sprintf("and %d more periods without a record.", len(gaps)-maxGapNotes))
+			break
+		}
+		out = append(out, fmt.Sprintf("No record from %s to %s: the figures leave that time out (no recorder ran, or it lost events).",
+			historyTime(g.From), historyTime(g.To)))
+	}
+	return out
+}
+
+// historyTime shows a recorded time in UTC, to the minute.
+func historyTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
