@@ -31,6 +31,8 @@ type historyOptions struct {
 	dsnFile   string
 	retention time.Duration
 	lease     string
+	// pathSet: --history-path was given, not defaulted.
+	pathSet bool
 }
 
 const historyOff = "none"
@@ -129,6 +131,16 @@ func startHistory(ctx context.Context, o historyOptions, d historyDeps) (*histor
 	if o.store == historyOff {
 		h.set(nil, errors.New("history is off (--history-store none)"))
 		return h, nil
+	}
+	if o.store == taskhistory.DriverSQLite && !o.pathSet {
+		// The default file lives under the user's cache folder, which a
+		// container without a home (the image) lacks: run without history
+		// rather than not at all. A path given by flag must work.
+		if err := os.MkdirAll(filepath.Dir(o.path), 0o700); err != nil {
+			h.set(nil, fmt.Errorf("history is off: no folder for %s (%v); set --history-path", o.path, err))
+			d.log.Warn("task history off: the default file's folder cannot be created; set --history-path", "path", o.path, "err", err)
+			return h, nil
+		}
 	}
 	hooks(d.cache, h)
 	cfg := taskhistory.Config{Driver: o.store, Path: o.path, Retention: o.retention}

@@ -77,6 +77,7 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { o.history.pathSet = o.history.pathSet || f.Name == "history-path" })
 	if err := o.history.check(); err != nil {
 		return o, err
 	}
