@@ -65,7 +65,9 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 	var st taskStats
 	store, err := d.historyStore()
 	var hist *taskhistory.WindowStats
-	if store != nil {
+	// Not before the first snapshot (the caches are syncing): its time is
+	// zero, a window to share with no snapshot that follows.
+	if store != nil && !now.IsZero() {
 		hist, err = d.windowFacts(ctx, store, f.Window, window, now)
 	}
 	if hist == nil {
