@@ -83,9 +83,6 @@ func (d Deps) preemptions(c echo.Context) error {
 	now := time.Now()
 	pq := f.storeQuery(visible, now)
 	store, err := d.historyStore()
-	if store == nil && err == nil {
-		err = errHistoryOff
-	}
 	if _, ok := csvTable(c); ok {
 		if err != nil {
 			return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))

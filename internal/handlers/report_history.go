@@ -68,9 +68,6 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	}
 
 	store, err := d.historyStore()
-	if store == nil && err == nil {
-		err = errHistoryOff
-	}
 	table, isCSV := csvTable(c)
 	if err != nil {
 		if isCSV {
@@ -217,11 +214,17 @@ func usageSummaryCSV(c echo.Context, rows []taskhistory.UsageRow, incomplete map
 }
 
 // taskReportCSV streams the per-task report, row by row as the store reads
-// them.
+// them. The answer starts with the first row (or the end): a store that
+// fails before it gets 503 and why, not an empty table.
 func taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhistory.ReportQuery) error {
-	s, err := startCSV(c, "task-report.csv", "Namespace", "Task", "Team", "Priority class", "Instance types", "Start (UTC)", "End (UTC)",
-		"GPU-hours (h)", "Borrowed", "Times preempted", "Outcome")
-	if err != nil {
+	var s *csvStream
+	start := func() error {
+		if s != nil {
+			return nil
+		}
+		var err error
+		s, err = startCSV(c, "task-report.csv", "Namespace", "Task", "Team", "Priority class", "Instance types", "Start (UTC)", "End (UTC)",
+			"GPU-hours (h)", "Borrowed", "Times preempted", "Outcome")
 		return err
 	}
 	stamp := func(t time.Time) string {
@@ -230,12 +233,21 @@ func taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhistory.Repo
 		}
 		return t.UTC().Format(time.RFC3339)
 	}
-	_, _, err = store.TaskReport(c.Request().Context(), rq, func(r taskhistory.ReportRow) error {
+	_, _, err := store.TaskReport(c.Request().Context(), rq, func(r taskhistory.ReportRow) error {
+		if err := start(); err != nil {
+			return err
+		}
 		return s.Row(r.Task.Namespace, r.Task.Name, r.Task.Team, r.Task.Class, strings.Join(r.InstanceTypes, " "), stamp(r.Start), stamp(r.End),
 			domain.FormatHours(r.GPUHours), strconv.FormatBool(r.Borrowed), strconv.Itoa(r.TimesPreempted), outcomeLabel(r))
 	})
-	if err != nil {
+	switch {
+	case err != nil && s == nil:
+		return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+	case err != nil:
 		return err // the header is sent: the download ends short
+	}
+	if err := start(); err != nil {
+		return err
 	}
 	return s.Close()
 }

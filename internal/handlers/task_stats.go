@@ -15,13 +15,18 @@ import (
 // per change never queries the store itself.
 const historyTTL = 5 * time.Second
 
-// historyStore is the task history store, or why there is none ("" and nil
-// when the console runs without one).
+// historyStore is the task history store, or why there is none
+// (errHistoryOff when the console runs without one): never nil and nil, so
+// that every page built on the history says why it has none.
 func (d Deps) historyStore() (*taskhistory.Store, error) {
 	if d.History == nil {
-		return nil, nil
+		return nil, errHistoryOff
 	}
-	return d.History()
+	store, err := d.History()
+	if store == nil && err == nil {
+		err = errHistoryOff
+	}
+	return store, err
 }
 
 // taskStats are the Tasks page's statistics for a view: the completed
@@ -60,7 +65,9 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 	var st taskStats
 	store, err := d.historyStore()
 	var hist *taskhistory.WindowStats
-	if store != nil {
+	// Not before the first snapshot (the caches are syncing): its time is
+	// zero, a window to share with no snapshot that follows.
+	if store != nil && !now.IsZero() {
 		hist, err = d.windowFacts(ctx, store, f.Window, window, now)
 	}
 	if hist == nil {

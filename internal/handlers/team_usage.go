@@ -59,7 +59,7 @@ func (d Deps) teamPreemptions(ctx context.Context, team string) *templates.TeamP
 	}
 	v := &templates.TeamPreemptions{Title: "Preempted in the last 7 days",
 		Link: preemptionFilter{Window: "7d", Team: team}.query()}
-	store, err := d.History()
+	store, err := d.historyStore()
 	if err != nil {
 		v.Unavailable = historyNote(err)
 		return v

@@ -28,18 +28,28 @@ type QueueState struct {
 	// Team is the team the queue serves (domain.Settings.TeamOfClusterQueue).
 	Team, Cohort string
 	At           time.Time
-	Quotas       []Quota
-	Deleted      bool
+	// Created is when the ClusterQueue was made (zero: not known): a
+	// queue's first recorded quota holds from then.
+	Created time.Time
+	Quotas  []Quota
+	Deleted bool
 }
 
 // followed are the resources whose quota the history keeps.
 var followed = []corev1.ResourceName{domain.ResourceGPU, domain.ResourceNeuron, corev1.ResourceCPU, corev1.ResourceMemory}
 
-// QueueOf reads a ClusterQueue's quotas of the followed resources;
-// teamPrefix is the namespace prefix of team namespaces.
+// QueueOf reads a ClusterQueue's quotas of the followed resources, seen at
+// at; teamPrefix is the namespace prefix of team namespaces.
+//
+// The state's time is at rounded down to the second, as Kubernetes rounds
+// the times of Kueue's conditions: the admissions a quota allows are
+// recorded at the second they happened, rounded down, so a quota recorded
+// at the millisecond the recorder saw it would begin after the admissions
+// it allowed in the same second, which would count as borrowed until then.
 func QueueOf(cq *kueuev1beta2.ClusterQueue, teamPrefix string, at time.Time) QueueState {
 	team := domain.Settings{NamespacePrefix: teamPrefix}.TeamOfClusterQueue(cq)
-	q := QueueState{ClusterQueue: cq.Name, Team: team, Cohort: string(cq.Spec.CohortName), At: at}
+	q := QueueState{ClusterQueue: cq.Name, Team: team, Cohort: string(cq.Spec.CohortName), At: at.Truncate(time.Second),
+		Created: cq.CreationTimestamp.Time}
 	for _, rg := range cq.Spec.ResourceGroups {
 		for _, f := range rg.Flavors {
 			for _, r := range f.Resources {
@@ -91,7 +101,9 @@ func nullInt(p *int64) sql.NullInt64 {
 }
 
 // writeQueue closes the quota rows that changed and opens the new ones; it
-// returns how many rows it wrote.
+// returns how many rows it wrote. A queue without open rows (new to the
+// history) gets its quota from its creation: the tasks waiting for it are
+// admitted the moment it exists, before the recorder sees it.
 func (t *txn) writeQueue(q QueueState) (int, error) {
 	at := ms(q.At)
 	if !q.Deleted {
@@ -123,6 +135,10 @@ func (t *txn) writeQueue(q QueueState) (int, error) {
 		}
 		written++
 	}
+	from := at
+	if len(open) == 0 && !q.Created.IsZero() && q.Created.Before(q.At) {
+		from = ms(q.Created)
+	}
 	keys := make([]string, 0, len(want))
 	for k := range want {
 		keys = append(keys, k)
@@ -134,7 +150,7 @@ func (t *txn) writeQueue(q QueueState) (int, error) {
 			VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?) ON CONFLICT (cluster_queue, flavor, resource, from_ms) DO UPDATE SET
 			to_ms = NULL, team = excluded.team, cohort = excluded.cohort, nominal = excluded.nominal,
 			borrowing_limit = excluded.borrowing_limit, lending_limit = excluded.lending_limit`,
-			q.ClusterQueue, w.flavor, w.resource, at, w.team, w.cohort, w.nominal, w.borrowing, w.lending); err != nil {
+			q.ClusterQueue, w.flavor, w.resource, from, w.team, w.cohort, w.nominal, w.borrowing, w.lending); err != nil {
 			return 0, err
 		}
 		written++

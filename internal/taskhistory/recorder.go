@@ -309,7 +309,10 @@ func (r *Recorder) Run(ctx context.Context) error {
 
 	var runID int64
 	if err := r.retry(ctx, "start run", func() (err error) {
-		runID, err = r.store.StartRun(ctx, r.cfg.Identity, r.now())
+		// From the start of the second: the backfill records the state as
+		// of now, and Kueue's times of what happened since then come
+		// rounded down to the second (see QueueOf).
+		runID, err = r.store.StartRun(ctx, r.cfg.Identity, r.now().Truncate(time.Second))
 		return err
 	}); err != nil {
 		return nil // ctx ended

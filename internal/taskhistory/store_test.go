@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -340,6 +341,55 @@ func TestUsageSummary(t *testing.T) {
 		wantDays := []UsageDay{{Day: day}, {Day: day.Add(24 * time.Hour), Missing: []Period{{From: h(36), To: h(48)}}}}
 		if diff := cmp.Diff(wantDays, sum.Days); diff != "" {
 			t.Errorf("days (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// Kubernetes gives Kueue's condition times in whole seconds, rounded down;
+// the recorder sees a queue's quota some milliseconds after it changed. A
+// task admitted the moment its queue is made, or the moment its quota is
+// raised, is recorded in the second before the recorder saw the quota: it
+// borrows nothing all the same.
+func TestQuotaHoldsFromTheSecondItChanged(t *testing.T) {
+	now := time.Now().UTC()
+	day := time.UnixMilli(dayOf(now.UnixMilli())).UTC().Add(-2 * 24 * time.Hour)
+	h := func(hours float64) time.Time { return day.Add(time.Duration(hours * float64(time.Hour))) }
+	const p5 = "ml.p5.48xlarge"
+	queue := func(gpus int64) *kueuev1beta2.ClusterQueue {
+		cq := &kueuev1beta2.ClusterQueue{}
+		cq.Name, cq.Labels = teamPrefix+"a-clusterqueue", map[string]string{domain.TeamLabel: "a"}
+		cq.CreationTimestamp = metav1.NewTime(h(1)) // made at 1h + 300 ms, as Kubernetes rounds it
+		cq.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{Flavors: []kueuev1beta2.FlavorQuotas{{Name: p5,
+			Resources: []kueuev1beta2.ResourceQuota{{Name: domain.ResourceGPU, NominalQuota: qty(gpus)}, {Name: corev1.ResourceCPU, NominalQuota: qty(16)}}}}}}
+		return cq
+	}
+	// Admitted at 1h + 400 ms, and at 2h + 500 ms once the quota went from
+	// 4 to 8 at 2h + 450 ms: Kueue says 1h and 2h.
+	first := newWL("a", "first", h(1)).pods(1, 4)
+	lifeFirst := []stateAt{{wl: first.snap()}}
+	lifeFirst = append(lifeFirst, stateAt{wl: first.admit(h(1), p5).snap()}, stateAt{wl: first.finish(h(3), "Succeeded").snap()})
+	second := newWL("a", "second", h(1)).pods(1, 4)
+	lifeSecond := []stateAt{{wl: second.snap()}}
+	lifeSecond = append(lifeSecond, stateAt{wl: second.admit(h(2), p5).snap()}, stateAt{wl: second.finish(h(3), "Succeeded").snap()})
+
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		for _, q := range []QueueState{QueueOf(queue(4), teamPrefix, h(1).Add(700*time.Millisecond)), QueueOf(queue(8), teamPrefix, h(2).Add(900*time.Millisecond))} {
+			if _, err := s.Write(ctx, Batch{Queues: []QueueState{q}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		record(t, s, lifeFirst, lifeSecond)
+		covered(t, s, day, h(24))
+		sum, err := s.UsageSummary(ctx, Window{From: day, To: h(24)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []UsageRow{{Day: day, Team: "a", InstanceType: p5,
+			GPU:  ResourceHours{Allocated: 4*1 + 8*22, Used: 4*2 + 4*1},
+			VCPU: ResourceHours{Allocated: 16 * 23, Used: 4*2 + 4*1}}}
+		if diff := cmp.Diff(want, sum.Rows, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
 		}
 	})
 }

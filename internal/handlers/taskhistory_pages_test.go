@@ -1,0 +1,1088 @@
+package handlers_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/html"
+	authzv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/taskhistory"
+	"github.com/openquota/console/sandbox"
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+// The pages built on the task history, through the HTTP handlers, against
+// the sandbox: a recorder wired as cmd/console/history.go wires it (hooks on
+// the console's cache, Recorder.Run) writes to a real store, SQLite in a
+// temporary file and a fresh database on the sandbox's PostgreSQL, and the
+// same case runs on both.
+
+// historyStore is where one subtest's task history lives.
+type historyStore struct{ cfg taskhistory.Config }
+
+// open opens the store (again, for a restart); it is closed when the test
+// ends.
+func (hs historyStore) open(t *testing.T) *taskhistory.Store {
+	t.Helper()
+	st, err := taskhistory.Open(context.Background(), hs.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// forEachHistoryStore runs fn, in parallel, on a SQLite file and on a
+// fresh PostgreSQL database of the sandbox (dropped when the test ends).
+func forEachHistoryStore(t *testing.T, fn func(t *testing.T, hs historyStore)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		fn(t, historyStore{cfg: taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: filepath.Join(t.TempDir(), "history.db")}})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		fn(t, historyStore{cfg: taskhistory.Config{Driver: taskhistory.DriverPostgres, DSN: freshPostgres(t)}})
+	})
+}
+
+// freshPostgres creates a database on the sandbox's PostgreSQL server and
+// returns its DSN; the database is dropped when the test ends.
+func freshPostgres(t *testing.T) string {
+	t.Helper()
+	admin := sandboxtest.Env(t).PostgresDSN
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "hp_" + rand.String(10)
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		db.Close()
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// historyConsole is a console on the sandbox whose pages read a task
+// history; close stops it (its recorder's run ended in the store).
+type historyConsole struct {
+	console
+	deps  handlers.Deps
+	close func()
+}
+
+// historySettings are a console's own prefix and cohort (admin-scope.yaml
+// lets admins write hyperpod-ns- namespaces only).
+func historySettings() domain.Settings {
+	id := rand.String(5)
+	return domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id}
+}
+
+// startHistoryConsole starts a console (cache, live read model, handlers)
+// with settings s whose pages read history. With record, a recorder writes
+// to it as cmd/console does: fed by the cache's hooks, backfilled from the
+// apiserver, running until stop (or the test's end).
+func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskhistory.Store, error), record *taskhistory.Store, adjust func(*handlers.Deps)) *historyConsole {
+	t.Helper()
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // also when the start fails
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cache := cluster.NewCache(kube, kq, s, log)
+	live := cluster.NewLive(cache, s, log)
+	var rec *taskhistory.Recorder
+	if record != nil {
+		rec = recorderOf(cache, live, s, record)
+	}
+	cache.Start(ctx)
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return cache.Ready() == nil, nil
+	}); err != nil {
+		t.Fatalf("cache not ready: %v", cache.Ready())
+	}
+	go live.Run(ctx)
+	recorded := make(chan struct{})
+	recCtx, stopRec := context.WithCancel(ctx)
+	if rec != nil {
+		go func() {
+			defer close(recorded)
+			_ = rec.Run(recCtx)
+		}()
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return rec.Stats().Backfills >= 1, nil
+		}); err != nil {
+			t.Fatal("the recorder's backfill never ended")
+		}
+	} else {
+		close(recorded)
+	}
+	deps := handlers.Deps{Cache: cache, Live: live, Applier: cluster.Applier{Kube: kube, Kueue: kq}, Settings: s,
+		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx, History: history}
+	if adjust != nil {
+		adjust(&deps)
+	}
+	var once sync.Once
+	hc := &historyConsole{deps: deps, close: func() {
+		once.Do(func() {
+			stopRec()
+			<-recorded // the run is ended in the store
+			cancel()
+		})
+	}}
+	hc.console = console{h: atLoopback(handlers.New(deps)), settings: s, kube: kube, kueue: kq, live: live, cookies: map[string]*http.Cookie{}}
+	t.Cleanup(hc.close)
+	return hc
+}
+
+// recorderOf wires a recorder to the cache as cmd/console/history.go does
+// (hooks, the apiserver backfill, the live model's borrowing estimate); the
+// hooks must be set before the cache starts.
+func recorderOf(cache *cluster.Cache, live *cluster.Live, s domain.Settings, st *taskhistory.Store) *taskhistory.Recorder {
+	rec := taskhistory.NewRecorder(st, taskhistory.RecorderConfig{
+		TeamPrefix: s.NamespacePrefix,
+		Identity:   "handlers-test-" + rand.String(5),
+		Workloads: func(ctx context.Context, page func([]*kueuev1beta2.Workload) error) error {
+			return cache.WorkloadPages(ctx, 500, page)
+		},
+		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) { return cache.ClusterQueues.List(labels.Everything()) },
+		Synced:        cache.Synced,
+		Borrowed: func(wl *kueuev1beta2.Workload) bool {
+			snap := live.Snapshot()
+			f := snap.Find(wl.Namespace, wl.Name)
+			return f != nil && snap.Borrowing(f)
+		},
+	})
+	cache.OnWorkload(rec.Observe)
+	cache.OnChange(func(ev cluster.Event) {
+		switch o := ev.Object.(type) {
+		case *cluster.WorkloadTask:
+			if ev.Deleted {
+				at := time.Now()
+				if o.DeletionTimestamp != nil && o.DeletionTimestamp.Time.Before(at) {
+					at = o.DeletionTimestamp.Time
+				}
+				rec.DeletedUID(string(o.UID), at)
+			}
+		case *kueuev1beta2.ClusterQueue:
+			if ev.Deleted {
+				rec.ClusterQueueDeleted(o)
+			} else {
+				rec.ObserveClusterQueue(nil, o)
+			}
+		}
+	})
+	return rec
+}
+
+// with is another console on the same cache and read model whose
+// dependencies adjust changes (e.g. another History).
+func (hc *historyConsole) with(adjust func(*handlers.Deps)) console {
+	d := hc.deps
+	adjust(&d)
+	c := hc.console
+	c.h, c.cookies = atLoopback(handlers.New(d)), map[string]*http.Cookie{}
+	return c
+}
+
+func storeFunc(st *taskhistory.Store) func() (*taskhistory.Store, error) {
+	return func() (*taskhistory.Store, error) { return st, nil }
+}
+
+func (c console) priorityClass(t *testing.T, name string, value int32) {
+	t.Helper()
+	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Create(context.Background(), wpc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// historyJob submits a suspended Job to the team's queue: pods pods of gpus
+// GPUs and one vCPU each, of class ("" for none); runFor > 0 makes its pods
+// complete after that long.
+func (c console) historyJob(t *testing.T, team, name, class string, pods int32, gpus int64, runFor time.Duration) *batchv1.Job {
+	t.Helper()
+	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
+		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.settings.Namespace(team),
+			Labels: map[string]string{"kueue.x-k8s.io/queue-name": c.settings.LocalQueue(team)}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Parallelism: ptr.To(pods), Completions: ptr.To(pods), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
+		}},
+	}
+	if class != "" {
+		j.Labels["kueue.x-k8s.io/priority-class"] = class
+	}
+	if runFor > 0 {
+		j.Spec.Template.Annotations[sandbox.PodCompleteDelay] = runFor.String()
+	}
+	j, err := c.kube.BatchV1().Jobs(j.Namespace).Create(context.Background(), j, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// workloadOf waits for the Job's Workload to meet cond and returns it.
+func (c console) workloadOf(t *testing.T, j *batchv1.Job, what string, cond func(*kueuev1beta2.Workload) bool) *kueuev1beta2.Workload {
+	t.Helper()
+	var found *kueuev1beta2.Workload
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		wls, err := c.kueue.KueueV1beta2().Workloads(j.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i := range wls.Items {
+			if w := &wls.Items[i]; metav1.IsControlledBy(w, j) && cond(w) {
+				found = w
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s never %s", j.Namespace, j.Name, what)
+	}
+	return found
+}
+
+// bareWorkload queues a Workload of its own (no Job) of pods pods, each
+// with gpus GPUs and cpu vCPUs: Kueue admits it on quota alone, and it
+// runs until finishWorkload.
+func (c console) bareWorkload(t *testing.T, team, name string, pods int32, gpus, cpu int64) {
+	t.Helper()
+	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
+		corev1.ResourceCPU: *resource.NewQuantity(cpu, resource.DecimalSI), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	wl := &kueuev1beta2.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.settings.Namespace(team)},
+		Spec: kueuev1beta2.WorkloadSpec{
+			QueueName: kueuev1beta2.LocalQueueName(c.settings.LocalQueue(team)),
+			PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: pods, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res}}},
+			}}}},
+		},
+	}
+	if _, err := c.kueue.KueueV1beta2().Workloads(wl.Namespace).Create(context.Background(), wl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Workload %s: %v", name, err)
+	}
+}
+
+// workload waits for a Workload to meet cond and returns it.
+func (c console) workload(t *testing.T, team, name, what string, cond func(*kueuev1beta2.Workload) bool) *kueuev1beta2.Workload {
+	t.Helper()
+	var found *kueuev1beta2.Workload
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		w, err := c.kueue.KueueV1beta2().Workloads(c.settings.Namespace(team)).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || !cond(w) {
+			return false, nil
+		}
+		found = w
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("Workload %s never %s", name, what)
+	}
+	return found
+}
+
+// finishWorkload ends a Workload with reason (Succeeded, Failed), as its
+// Job's controller would.
+func (c console) finishWorkload(t *testing.T, team, name, reason string) *kueuev1beta2.Workload {
+	t.Helper()
+	wls := c.kueue.KueueV1beta2().Workloads(c.settings.Namespace(team))
+	var done *kueuev1beta2.Workload
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := wls.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: kueuev1beta2.WorkloadFinished,
+			Status: metav1.ConditionTrue, Reason: reason, Message: "finished by the test"})
+		done, err = wls.UpdateStatus(context.Background(), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("finishing Workload %s: %v", name, err)
+	}
+	return done
+}
+
+func condTrue(typ string) func(*kueuev1beta2.Workload) bool {
+	return func(w *kueuev1beta2.Workload) bool { return apimeta.IsStatusConditionTrue(w.Status.Conditions, typ) }
+}
+
+// since is when a condition last turned true (zero: it is not true).
+func since(w *kueuev1beta2.Workload, typ string) time.Time {
+	if c := apimeta.FindStatusCondition(w.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// gpusOf is what a Workload asks for in GPUs (and vCPUs): every pod set's
+// count times its pods' requests.
+func gpusOf(w *kueuev1beta2.Workload) (gpus, cpu int64) {
+	for _, ps := range w.Spec.PodSets {
+		for _, ctr := range ps.Template.Spec.Containers {
+			g := ctr.Resources.Requests[domain.ResourceGPU]
+			c := ctr.Resources.Requests[corev1.ResourceCPU]
+			gpus += int64(ps.Count) * g.Value()
+			cpu += int64(ps.Count) * c.Value()
+		}
+	}
+	return gpus, cpu
+}
+
+// overlap is how long [a, b) and [c, d) overlap (negative: not at all).
+func overlap(a, b, c, d time.Time) time.Duration {
+	if c.After(a) {
+		a = c
+	}
+	if d.Before(b) {
+		b = d
+	}
+	return b.Sub(a)
+}
+
+func hours(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// csvTable reads a CSV answer: its header and rows.
+func csvTable(t *testing.T, c console, path string) (header []string, rows [][]string) {
+	t.Helper()
+	code, body := c.get(t, path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s = %d\n%.500s", path, code, body)
+	}
+	records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || len(records) == 0 {
+		t.Fatalf("GET %s: not CSV (%v):\n%.500s", path, err, body)
+	}
+	return records[0], records[1:]
+}
+
+// csvRecords are a CSV answer's rows as maps by column, keyed by key.
+func csvRecords(t *testing.T, c console, path string, key func(map[string]string) string) map[string]map[string]string {
+	t.Helper()
+	header, rows := csvTable(t, c, path)
+	out := map[string]map[string]string{}
+	for _, r := range rows {
+		m := map[string]string{}
+		for i, h := range header {
+			m[h] = r[i]
+		}
+		if k := key(m); k != "" {
+			out[k] = m
+		}
+	}
+	return out
+}
+
+// htmlRows are the rows of a page's table tableID, as their cells' text,
+// keyed by key of the row (rows keyed "" are left out).
+func htmlRows(t *testing.T, body, tableID string, key func(*html.Node) string) map[string][]string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	table := findNode(doc, func(n *html.Node) bool { return n.Data == "table" && attr(n, "id") == tableID })
+	if table == nil {
+		return out
+	}
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "tr" {
+			if k := key(n); k != "" {
+				var cells []string
+				for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+					if ch.Type == html.ElementNode && (ch.Data == "td" || ch.Data == "th") {
+						cells = append(cells, strings.Join(strings.Fields(nodeText(ch)), " "))
+					}
+				}
+				out[k] = cells
+			}
+			return
+		}
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			walk(ch)
+		}
+	}
+	walk(table)
+	return out
+}
+
+func attr(n *html.Node, name string) string {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func byAttr(name string) func(*html.Node) string {
+	return func(n *html.Node) string { return attr(n, name) }
+}
+
+// converge polls get until done accepts what it returns (the informers,
+// the recorder's batches and the pages' 5 s caches catch up within
+// seconds; the limit is generous), and returns the last value.
+func converge[T any](t *testing.T, what string, get func() T, done func(T) bool) T {
+	t.Helper()
+	var v T
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 45*time.Second, true, func(context.Context) (bool, error) {
+		v = get()
+		return done(v), nil
+	})
+	if err != nil {
+		t.Logf("%s: gave up waiting", what)
+	}
+	return v
+}
+
+// createTeam makes a team through the console's form and waits until its
+// pages know it.
+func createTeam(t *testing.T, c console, form url.Values) {
+	t.Helper()
+	team := form.Get("name")
+	if code, _, body := c.post(t, "/teams", form); code != http.StatusSeeOther {
+		t.Fatalf("create %s: %d\n%.500s", team, code, body)
+	}
+	c.eventually(t, "/usage/"+team, "Team "+team)
+}
+
+// taskStatsFigures are what the Tasks page shows for one team and class
+// over a window: the class table's row (team filter) and the team × class
+// table's row (no filter), on the page and in their CSVs.
+type taskStatsFigures struct {
+	ClassCSV, BreakdownCSV   []string
+	ClassPage, BreakdownPage []string
+	Note                     bool // the page says the history is unavailable
+}
+
+func statsFigures(t *testing.T, c console, window, team, class string) taskStatsFigures {
+	t.Helper()
+	var f taskStatsFigures
+	filtered := "/tasks?window=" + window + "&team=" + url.QueryEscape(team)
+	_, rows := csvTable(t, c, filtered+"&format=csv&table=classes")
+	for _, r := range rows {
+		if r[0] == class {
+			f.ClassCSV = r
+		}
+	}
+	_, rows = csvTable(t, c, "/tasks?window="+window+"&format=csv&table=breakdown")
+	for _, r := range rows {
+		if r[0] == team && r[1] == class {
+			f.BreakdownCSV = r
+		}
+	}
+	code, body := c.get(t, filtered)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s = %d", filtered, code)
+	}
+	f.ClassPage = htmlRows(t, body, "class-stats", byAttr("data-class"))[class]
+	f.Note = strings.Contains(body, "The task history is unavailable")
+	code, body = c.get(t, "/tasks?window="+window)
+	if code != http.StatusOK {
+		t.Fatalf("GET /tasks = %d", code)
+	}
+	f.BreakdownPage = htmlRows(t, body, "team-class-stats", func(n *html.Node) string {
+		if attr(n, "data-team") == team {
+			return attr(n, "data-class")
+		}
+		return ""
+	})[class]
+	return f
+}
+
+func secondsOf(d time.Duration) string { return fmt.Sprint(int64(d.Round(time.Second) / time.Second)) }
+
+// A task finishes, and the Tasks page's 7-day statistics for its team count
+// it. Its Job and Workload are deleted and the console restarts (new cache,
+// recorder and handlers over the same store): the statistics are the same,
+// on the page and in the CSVs. Without the history they are gone, so they
+// come from it.
+func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
+	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
+		s := historySettings()
+		team, class := "stats-"+rand.String(4), "hist-"+rand.String(5)
+		st := hs.open(t)
+		hc := startHistoryConsole(t, s, storeFunc(st), st, nil)
+		t.Cleanup(func() { cleanupTeams(hc.console) })
+		hc.priorityClass(t, class, 77)
+		createTeam(t, hc.console, teamForm(team, "8"))
+
+		j := hc.historyJob(t, team, "quick", class, 1, 2, 2*time.Second)
+		wl := hc.workloadOf(t, j, "finished", condTrue(kueuev1beta2.WorkloadFinished))
+		admitted, finished := since(wl, kueuev1beta2.WorkloadAdmitted), since(wl, kueuev1beta2.WorkloadFinished)
+		waitFrom := wl.CreationTimestamp.Time
+		if r := since(wl, kueuev1beta2.WorkloadRequeued); !r.IsZero() {
+			waitFrom = r
+		}
+		if admitted.IsZero() || finished.IsZero() {
+			t.Fatalf("the finished Workload has no admission: %+v", wl.Status.Conditions)
+		}
+		// One finished task: none running, pending or preempted; its run
+		// and wait are the average, the longest and the average longest.
+		run, wait := secondsOf(finished.Sub(admitted)), secondsOf(admitted.Sub(waitFrom))
+		wantRow := []string{class, "0", "0", "0", run, wait, run, wait, run, wait}
+
+		figures := func(c console) taskStatsFigures { return statsFigures(t, c, "7d", team, class) }
+		before := converge(t, "the finished task in the 7-day statistics", func() taskStatsFigures { return figures(hc.console) },
+			func(f taskStatsFigures) bool {
+				return cmp.Equal(f.ClassCSV, wantRow) && f.ClassPage != nil && f.BreakdownPage != nil && len(f.BreakdownCSV) > 0
+			})
+		if diff := cmp.Diff(wantRow, before.ClassCSV); diff != "" {
+			t.Fatalf("class CSV row of the finished task (-from the Workload +page):\n%s", diff)
+		}
+		if diff := cmp.Diff(append([]string{team}, wantRow...), before.BreakdownCSV); diff != "" {
+			t.Errorf("team × class CSV row (-from the Workload +page):\n%s", diff)
+		}
+		if before.Note || len(before.ClassPage) != 11 || len(before.BreakdownPage) != 11 || before.ClassPage[4] == "—" ||
+			!cmp.Equal(before.ClassPage[:10], before.BreakdownPage[1:]) {
+			t.Errorf("the page's rows do not show the finished task: class %q, team × class %q", before.ClassPage, before.BreakdownPage)
+		}
+
+		// The Job goes, its Workload with it; the live pages forget the task.
+		if err := hc.kube.BatchV1().Jobs(j.Namespace).Delete(context.Background(), j.Name,
+			metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+			t.Fatal(err)
+		}
+		tasksCSV := "/tasks?state=all&format=csv&table=tasks&team=" + team
+		rows := converge(t, "the Workload gone from the live task list", func() map[string]map[string]string {
+			return csvRecords(t, hc.console, tasksCSV, func(r map[string]string) string { return r["Namespace"] + "/" + r["Task"] })
+		}, func(rows map[string]map[string]string) bool { return len(rows) == 0 })
+		if len(rows) != 0 {
+			t.Fatalf("the live task list still has %v", rows)
+		}
+		if _, err := hc.kueue.KueueV1beta2().Workloads(wl.Namespace).Get(context.Background(), wl.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("Workload %s: %v, want it gone", wl.Name, err)
+		}
+
+		// The console restarts on the same store.
+		hc.close()
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st2 := hs.open(t)
+		restarted := startHistoryConsole(t, s, storeFunc(st2), st2, nil)
+		after := converge(t, "the same statistics after the restart", func() taskStatsFigures { return figures(restarted.console) },
+			func(f taskStatsFigures) bool { return cmp.Equal(before, f) })
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("7-day statistics after the Job was deleted and the console restarted (-before +after):\n%s", diff)
+		}
+
+		// The same console without the history: the task is gone from the
+		// figures, which therefore came from the history.
+		liveOnly := figures(restarted.with(func(d *handlers.Deps) { d.History = nil }))
+		if !liveOnly.Note {
+			t.Errorf("the Tasks page without history does not say so")
+		}
+		if want := []string{class, "0", "0", "0", "", "", "", "", "", ""}; !cmp.Equal(liveOnly.ClassCSV, want) {
+			t.Errorf("without history the class row is %q, want %q (no finished task)", liveOnly.ClassCSV, want)
+		}
+		if liveOnly.BreakdownPage != nil {
+			t.Errorf("without history the team × class table still has the team's row %q", liveOnly.BreakdownPage)
+		}
+	})
+}
+
+// waitAllowed waits until user may list Workloads in namespace (the
+// console's binding of a team's members has reached the authorizer; the
+// console would remember a "no" for half a minute).
+func waitAllowed(t *testing.T, kube kubernetes.Interface, user, namespace string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authzv1.ResourceAttributes{Namespace: namespace, Verb: "list", Group: "kueue.x-k8s.io", Resource: "workloads"}}}, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("%s never got to list Workloads in %s", user, namespace)
+	}
+}
+
+// A team borrowing in its cohort is preempted when the lender reclaims its
+// quota. /preemptions and its CSV show the preempted task with its team and
+// class, the preemptor task with its team and class, and the GPU-hours the
+// preempted run lost (its GPUs × admission to preemption, from the
+// Workload). The preempted team's usage page counts it under the
+// preempting team. A member of the preempted team sees it; a member of
+// another team does not.
+func TestPreemptionHistoryPage(t *testing.T) {
+	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
+		s := historySettings()
+		cfg, err := sandboxtest.Env(t).RESTConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
+		proxy := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
+			UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret)}}
+		st := hs.open(t)
+		hc := startHistoryConsole(t, s, storeFunc(st), st, func(d *handlers.Deps) { d.Auth, d.RESTConfig = proxy, cfg })
+		t.Cleanup(func() { cleanupTeams(hc.console) })
+
+		id := rand.String(4)
+		victim, taker, other := "borrower-"+id, "lender-"+id, "other-"+id
+		low, high := "low-"+rand.String(5), "high-"+rand.String(5)
+		hc.priorityClass(t, low, 10)
+		hc.priorityClass(t, high, 1000)
+		victimMember, otherMember := "member-"+rand.String(5), "member-"+rand.String(5)
+		admin := hc.as(t, bindUser(t, hc.kube, "admin", rbac.AdminRole), "platform")
+		admin.get("/teams/new")
+		for _, tm := range []struct{ name, gpus, borrow, member string }{
+			{victim, "8", "100", victimMember}, {taker, "8", "50", ""}, {other, "1", "50", otherMember},
+		} {
+			f := teamForm(tm.name, tm.gpus)
+			f.Set("borrowLimit", tm.borrow)
+			f.Set("users", tm.member)
+			f.Set("groups", "")
+			if code, _, body := admin.post("/teams", f); code != http.StatusSeeOther {
+				t.Fatalf("create %s: %d\n%.500s", tm.name, code, body)
+			}
+		}
+
+		// The borrower runs 16 GPUs on 8 of its own: 8 borrowed from the lender.
+		victimJob := hc.historyJob(t, victim, "big", low, 2, 8, 0)
+		admittedWL := hc.workloadOf(t, victimJob, "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		admittedAt := since(admittedWL, kueuev1beta2.WorkloadAdmitted)
+		time.Sleep(3 * time.Second) // some work to lose
+		urgentJob := hc.historyJob(t, taker, "urgent", high, 1, 8, 0)
+		preempted := hc.workloadOf(t, victimJob, "preempted", condTrue(kueuev1beta2.WorkloadPreempted))
+		urgent := hc.workloadOf(t, urgentJob, "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		cond := apimeta.FindStatusCondition(preempted.Status.Conditions, kueuev1beta2.WorkloadPreempted)
+		victimGPUs, _ := gpusOf(preempted)
+		lost := hours(float64(victimGPUs) * cond.LastTransitionTime.Sub(admittedAt).Hours())
+
+		want := map[string]string{
+			"When (UTC)": cond.LastTransitionTime.UTC().Format(time.RFC3339), "Namespace": preempted.Namespace, "Task": preempted.Name,
+			"Team": victim, "Priority class": low, "GPUs (count)": fmt.Sprint(victimGPUs),
+			"Preemptor namespace": urgent.Namespace, "Preemptor task": urgent.Name, "Preemptor UID": string(urgent.UID),
+			"Preemptor team": taker, "Preemptor class": high, "Kueue reason": cond.Reason, "GPU-hours lost (h)": lost,
+			"Kueue message": cond.Message,
+		}
+		victimKey := preempted.Namespace + "/" + preempted.Name
+		preemptionsCSV := func(b *browser, query string) map[string]map[string]string {
+			code, body := b.get("/preemptions?format=csv" + query)
+			if code != http.StatusOK {
+				t.Fatalf("GET /preemptions CSV%s = %d\n%.500s", query, code, body)
+			}
+			records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]map[string]string{}
+			for _, r := range records[1:] {
+				m := map[string]string{}
+				for i, h := range records[0] {
+					m[h] = r[i]
+				}
+				out[m["Namespace"]+"/"+m["Task"]] = m
+			}
+			return out
+		}
+		got := converge(t, "the preemption in the CSV", func() map[string]string { return preemptionsCSV(admin, "")[victimKey] },
+			func(r map[string]string) bool { return r != nil && r["Preemptor team"] != "" })
+		if got == nil {
+			t.Fatalf("the preemption of %s never showed in the CSV", victimKey)
+		}
+		reasonWords := got["Reason"]
+		if reasonWords == "" {
+			t.Errorf("the preemption has no reason in words: %v", got)
+		}
+		delete(got, "Reason")
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the preemption in the CSV (-from the Workloads +CSV):\n%s", diff)
+		}
+
+		// The page, with its filters, as the admin.
+		_, page := admin.get("/preemptions")
+		row := htmlRows(t, page, "preemptions", byAttr("data-task"))[victimKey]
+		wantRow := []string{historyMinute(cond.LastTransitionTime.Time), victimKey, victim, low, fmt.Sprint(victimGPUs),
+			urgent.Namespace + "/" + urgent.Name, taker, high, reasonWords, lost}
+		if diff := cmp.Diff(wantRow, row); diff != "" {
+			t.Errorf("the preemption on /preemptions (-want +page):\n%s", diff)
+		}
+		for _, tc := range []struct {
+			query string
+			shown bool
+		}{
+			{"window=1h", true}, {"window=90d", true}, {"team=" + victim, true}, {"team=" + taker, false},
+			{"class=" + low, true}, {"class=" + high, false}, {"team=" + victim + "&class=" + low + "&window=24h", true},
+		} {
+			_, page := admin.get("/preemptions?" + tc.query)
+			_, onPage := htmlRows(t, page, "preemptions", byAttr("data-task"))[victimKey]
+			_, inCSV := preemptionsCSV(admin, "&"+tc.query)[victimKey]
+			if onPage != tc.shown || inCSV != tc.shown {
+				t.Errorf("/preemptions?%s: on the page %v, in the CSV %v; want %v", tc.query, onPage, inCSV, tc.shown)
+			}
+		}
+
+		// The preempted team's usage page counts it by the preempting team.
+		code, usage := admin.get("/usage/" + victim)
+		if code != http.StatusOK {
+			t.Fatalf("GET /usage/%s = %d", victim, code)
+		}
+		if diff := cmp.Diff(map[string][]string{taker: {taker, "1", lost}}, htmlRows(t, usage, "preempted-by", byAttr("data-team"))); diff != "" {
+			t.Errorf("preempted-by table of %s (-want +page):\n%s", victim, diff)
+		}
+		mustContain(t, "usage page of "+victim, usage, "preempted once, losing "+lost+" GPU-hours")
+		_, usage = admin.get("/usage/" + taker)
+		mustContain(t, "usage page of "+taker, usage, "were not preempted in the last 7 days")
+
+		// Members see their own teams' preemptions only.
+		waitAllowed(t, hc.kube, victimMember, s.Namespace(victim))
+		waitAllowed(t, hc.kube, otherMember, s.Namespace(other))
+		for _, tc := range []struct {
+			who   string
+			user  string
+			sees  bool
+			usage int
+		}{
+			{"a member of the preempted team", victimMember, true, http.StatusOK},
+			{"a member of another team", otherMember, false, http.StatusForbidden},
+		} {
+			b := hc.as(t, tc.user)
+			for _, query := range []string{"", "?team=" + victim, "?window=30d"} {
+				code, page := b.get("/preemptions" + query)
+				if code != http.StatusOK {
+					t.Errorf("%s: GET /preemptions%s = %d", tc.who, query, code)
+				}
+				_, onPage := htmlRows(t, page, "preemptions", byAttr("data-task"))[victimKey]
+				csvQuery := "&" + strings.TrimPrefix(query, "?")
+				_, inCSV := preemptionsCSV(b, csvQuery)[victimKey]
+				if onPage != tc.sees || inCSV != tc.sees {
+					t.Errorf("%s: /preemptions%s shows the preemption on the page %v, in the CSV %v; want %v", tc.who, query, onPage, inCSV, tc.sees)
+				}
+				if !tc.sees {
+					mustNotContain(t, tc.who+"'s /preemptions"+query, page, preempted.Name, urgent.Name)
+				}
+			}
+			if code, _ := b.get("/usage/" + victim); code != tc.usage {
+				t.Errorf("%s: GET /usage/%s = %d, want %d", tc.who, victim, code, tc.usage)
+			}
+		}
+	})
+}
+
+// historyMinute is how the pages show a recorded time.
+func historyMinute(at time.Time) string { return at.UTC().Format("2006-01-02 15:04 UTC") }
+
+// Without a task history (none, a store that does not answer, a store
+// closed while the console runs), every page built on it answers: HTML
+// pages 200 and say the history is unavailable; the Tasks page's CSVs
+// fall back to the live figures; the CSVs that only the history can fill
+// answer 503 with the same words rather than an empty table.
+func TestHistoryPagesWithoutAStore(t *testing.T) {
+	s := historySettings()
+	base := startHistoryConsole(t, s, nil, nil, nil)
+	t.Cleanup(func() { cleanupTeams(base.console) })
+	team := "nohist-" + rand.String(4)
+	createTeam(t, base.console, teamForm(team, "2"))
+
+	type page struct {
+		path string
+		code int
+		note bool // the page says the history is unavailable
+	}
+	// What every page answers with a history that cannot be read.
+	unavailable := []page{
+		{"/tasks", http.StatusOK, true},
+		{"/tasks?window=30d", http.StatusOK, true},
+		{"/tasks?window=90d&team=" + team, http.StatusOK, true},
+		{"/tasks?window=30d&format=csv&table=classes", http.StatusOK, false},
+		{"/tasks?window=30d&format=csv&table=breakdown", http.StatusOK, false},
+		{"/tasks?format=csv&table=tasks&state=all", http.StatusOK, false},
+		{"/preemptions", http.StatusOK, true},
+		{"/preemptions?window=90d&team=" + team, http.StatusOK, true},
+		{"/preemptions?format=csv", http.StatusServiceUnavailable, true},
+		{"/reports/usage?source=history", http.StatusOK, true},
+		{"/reports/usage?source=history&resource=vcpu&team=" + team, http.StatusOK, true},
+		{"/reports/usage?source=history&format=csv&table=summary", http.StatusServiceUnavailable, true},
+		{"/reports/usage?source=history&format=csv&table=tasks", http.StatusServiceUnavailable, true},
+		{"/usage/" + team, http.StatusOK, true},
+	}
+	// answers are how the pages differ from what they should answer.
+	answers := func(t *testing.T, c console, pages []page) []string {
+		var wrong []string
+		for _, p := range pages {
+			code, body := c.get(t, p.path)
+			if code != p.code {
+				wrong = append(wrong, fmt.Sprintf("GET %s = %d, want %d\n%.300s", p.path, code, p.code, body))
+			}
+			if note := strings.Contains(body, "The task history is unavailable"); note != p.note {
+				wrong = append(wrong, fmt.Sprintf("GET %s: says the history is unavailable: %v, want %v", p.path, note, p.note))
+			}
+		}
+		return wrong
+	}
+	check := func(t *testing.T, c console, pages []page) {
+		t.Helper()
+		for _, w := range answers(t, c, pages) {
+			t.Error(w)
+		}
+	}
+
+	t.Run("none", func(t *testing.T) {
+		// The usage page has no history section at all then.
+		pages := append([]page(nil), unavailable[:len(unavailable)-1]...)
+		pages = append(pages, page{"/usage/" + team, http.StatusOK, false})
+		check(t, base.with(func(d *handlers.Deps) { d.History = nil }), pages)
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		down := func() (*taskhistory.Store, error) {
+			return nil, errors.New("the task history store is unreachable: dial tcp 127.0.0.1:1: connect: connection refused")
+		}
+		c := base.with(func(d *handlers.Deps) { d.History = down })
+		check(t, c, unavailable)
+		_, body := c.get(t, "/tasks")
+		mustContain(t, "Tasks page", body, "connection refused", "The figures cover only the tasks that still exist in the cluster.")
+	})
+	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
+		st := hs.open(t)
+		c := base.with(func(d *handlers.Deps) { d.History = storeFunc(st) })
+		// While it answers: no note, and the CSVs are tables.
+		var answering []page
+		for _, p := range unavailable {
+			answering = append(answering, page{p.path, http.StatusOK, false})
+		}
+		check(t, c, answering)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The Tasks page shares its history figures for 5 s, and renders
+		// once per snapshot: until then it shows what it read while the
+		// store answered.
+		wrong := converge(t, "the pages noticing the closed store", func() []string { return answers(t, c, unavailable) },
+			func(wrong []string) bool { return len(wrong) == 0 })
+		for _, w := range wrong {
+			t.Error(w)
+		}
+	})
+}
+
+// Usage reports from the history: the summary per team, instance type and
+// day, and the per-task report, on the page and in the CSVs, equal what the
+// test computes from the Workloads it ran: GPUs (and vCPUs) × admission to
+// finish.
+func TestUsageReportPages(t *testing.T) {
+	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
+		s := historySettings()
+		st := hs.open(t)
+		recording := time.Now()
+		hc := startHistoryConsole(t, s, storeFunc(st), st, nil)
+		t.Cleanup(func() { cleanupTeams(hc.console) })
+		team, class := "report-"+rand.String(4), "rep-"+rand.String(5)
+		hc.priorityClass(t, class, 50)
+		createTeam(t, hc.console, teamForm(team, "384"))
+
+		// Two tasks of their own Workloads (Kueue admits them on quota; the
+		// test finishes them), one Job that KWOK runs to completion.
+		hc.bareWorkload(t, team, "wide", 32, 8, 24)
+		hc.bareWorkload(t, team, "narrow", 8, 8, 4)
+		job := hc.historyJob(t, team, "small", class, 1, 2, 2*time.Second)
+		wide := hc.workload(t, team, "wide", "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		hc.workload(t, team, "narrow", "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		time.Sleep(3 * time.Second) // some use to count
+		hc.finishWorkload(t, team, "narrow", kueuev1beta2.WorkloadFinishedReasonFailed)
+		time.Sleep(3 * time.Second)
+		hc.finishWorkload(t, team, "wide", kueuev1beta2.WorkloadFinishedReasonSucceeded)
+		small := hc.workloadOf(t, job, "finished", condTrue(kueuev1beta2.WorkloadFinished))
+		var tasks []*kueuev1beta2.Workload
+		for _, name := range []string{"wide", "narrow"} {
+			tasks = append(tasks, hc.workload(t, team, name, "finished", condTrue(kueuev1beta2.WorkloadFinished)))
+		}
+		tasks = append(tasks, small)
+
+		// The expected figures, from the Workloads.
+		type use struct{ gpuH, cpuH float64 }
+		const day = 24 * time.Hour
+		first := wide.CreationTimestamp.UTC().Truncate(day)
+		today := time.Now().UTC().Truncate(day)
+		perDay := map[string]*use{}
+		for d := first; !d.After(today); d = d.Add(day) {
+			perDay[d.Format("2006-01-02")] = &use{}
+		}
+		wantTasks := map[string]map[string]string{}
+		for _, w := range tasks {
+			gpus, cpu := gpusOf(w)
+			start, end := since(w, kueuev1beta2.WorkloadAdmitted), since(w, kueuev1beta2.WorkloadFinished)
+			outcome := map[string]string{kueuev1beta2.WorkloadFinishedReasonSucceeded: "succeeded", kueuev1beta2.WorkloadFinishedReasonFailed: "failed"}[apimeta.FindStatusCondition(w.Status.Conditions, kueuev1beta2.WorkloadFinished).Reason]
+			wantTasks[w.Namespace+"/"+w.Name] = map[string]string{"Namespace": w.Namespace, "Task": w.Name, "Team": team,
+				"Priority class": map[bool]string{true: class, false: ""}[w.Name == small.Name], "Instance types": "ml.p5.48xlarge",
+				"Start (UTC)": start.UTC().Format(time.RFC3339), "End (UTC)": end.UTC().Format(time.RFC3339),
+				"GPU-hours (h)": hours(float64(gpus) * end.Sub(start).Hours()), "Borrowed": "false", "Times preempted": "0", "Outcome": outcome}
+			for key, u := range perDay {
+				d, _ := time.Parse("2006-01-02", key)
+				if held := overlap(start, end, d, d.Add(day)); held > 0 {
+					u.gpuH += float64(gpus) * held.Hours()
+					u.cpuH += float64(cpu) * held.Hours()
+				}
+			}
+		}
+		cq := hc.clusterQueue(t, team)
+		nominal := map[corev1.ResourceName]float64{}
+		for _, r := range cq.Spec.ResourceGroups[0].Flavors[0].Resources {
+			nominal[r.Name] = float64(r.NominalQuota.Value())
+		}
+		from, to := first.Format("2006-01-02"), today.Format("2006-01-02")
+		report := "/reports/usage?source=history&from=" + from + "&to=" + to + "&team=" + team
+
+		// The per-task report.
+		taskCSV := converge(t, "the finished tasks in the per-task report", func() map[string]map[string]string {
+			return csvRecords(t, hc.console, report+"&format=csv&table=tasks", func(r map[string]string) string { return r["Namespace"] + "/" + r["Task"] })
+		}, func(got map[string]map[string]string) bool { return cmp.Equal(wantTasks, got) })
+		if diff := cmp.Diff(wantTasks, taskCSV); diff != "" {
+			t.Errorf("per-task report CSV (-from the Workloads +CSV):\n%s", diff)
+		}
+		code, body := hc.get(t, report)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s = %d", report, code)
+		}
+		pageTasks := htmlRows(t, body, "task-report", byAttr("data-task"))
+		for key, w := range wantTasks {
+			row := pageTasks[key]
+			if len(row) != 10 || row[0] != key || row[1] != team || row[6] != w["GPU-hours (h)"] || row[9] != w["Outcome"] {
+				t.Errorf("per-task report row %s on the page: %q; want GPU-hours %s, outcome %s", key, row, w["GPU-hours (h)"], w["Outcome"])
+			}
+		}
+		if len(pageTasks) != len(wantTasks) {
+			t.Errorf("the per-task report lists %d tasks, want %d: %v", len(pageTasks), len(wantTasks), pageTasks)
+		}
+
+		// The summary: used from the Workloads; nothing borrowed or lent (one
+		// team in its cohort, within its quota). Allocated is the quota from
+		// the queue's creation (the recorder ran before it) to when the page
+		// was asked, which the test knows to within the request.
+		allocated := func(res corev1.ResourceName, d, asked, answered time.Time) (low, high float64) {
+			made := cq.CreationTimestamp.Time
+			// The store counts in whole milliseconds.
+			return nominal[res] * max(0, overlap(made, asked.Add(-time.Millisecond), d, d.Add(day)).Hours()),
+				nominal[res] * max(0, overlap(made, answered.Add(time.Millisecond), d, d.Add(day)).Hours())
+		}
+		checkAllocated := func(where string, res corev1.ResourceName, d time.Time, got string, asked, answered time.Time) {
+			t.Helper()
+			low, high := allocated(res, d, asked, answered)
+			var v float64
+			if _, err := fmt.Sscan(got, &v); err != nil || v < low-0.005 || v > high+0.005 {
+				t.Errorf("%s: %s allocated %q, want %.4f to %.4f (the quota since the queue was made)", where, res, got, low, high)
+			}
+		}
+		allocatedCols := map[corev1.ResourceName]string{domain.ResourceGPU: "GPU-hours allocated (h)", corev1.ResourceCPU: "vCPU-hours allocated (h)"}
+		asked := time.Now()
+		summary := csvRecords(t, hc.console, report+"&format=csv&table=summary", func(r map[string]string) string { return r["Day (UTC)"] })
+		answered := time.Now()
+		want := map[string]map[string]string{}
+		for key, u := range perDay {
+			d, _ := time.Parse("2006-01-02", key)
+			row := map[string]string{"Day (UTC)": key, "Team": team, "Instance type": "ml.p5.48xlarge",
+				"GPU-hours used (h)": hours(u.gpuH), "GPU-hours borrowed (h)": "0.00", "GPU-hours lent (h)": "0.00",
+				"Neuron-device-hours allocated (h)": "0.00", "Neuron-device-hours used (h)": "0.00",
+				"Neuron-device-hours borrowed (h)": "0.00", "Neuron-device-hours lent (h)": "0.00",
+				"vCPU-hours used (h)": hours(u.cpuH), "vCPU-hours borrowed (h)": "0.00", "vCPU-hours lent (h)": "0.00",
+				// The store was made for this test: only a day that began
+				// after its recorder did is recorded whole.
+				"Day fully recorded": fmt.Sprint(!d.Before(recording)),
+			}
+			for res, col := range allocatedCols {
+				checkAllocated("summary CSV, "+key, res, d, summary[key][col], asked, answered)
+				row[col] = summary[key][col]
+			}
+			want[key] = row
+		}
+		if diff := cmp.Diff(want, summary); diff != "" {
+			t.Errorf("usage summary CSV (-from the Workloads +CSV):\n%s", diff)
+		}
+
+		// The summary on the page, per resource.
+		for _, tc := range []struct {
+			resource, unit string
+			res            corev1.ResourceName
+		}{{"gpu", "GPU-hours", domain.ResourceGPU}, {"vcpu", "vCPU-hours", corev1.ResourceCPU}} {
+			asked := time.Now()
+			code, body := hc.get(t, report+"&resource="+tc.resource)
+			answered := time.Now()
+			if code != http.StatusOK {
+				t.Fatalf("GET %s&resource=%s = %d", report, tc.resource, code)
+			}
+			rows := htmlRows(t, body, "history-usage", func(n *html.Node) string {
+				if attr(n, "data-team") == "" {
+					return "" // the header
+				}
+				return attr(n, "data-team") + "|" + attr(n, "data-day")
+			})
+			if len(rows) != len(want) {
+				t.Errorf("%s summary on the page has %d rows, want %d: %v", tc.unit, len(rows), len(want), rows)
+			}
+			for key, w := range want {
+				got := rows[team+"|"+key]
+				d, _ := time.Parse("2006-01-02", key)
+				wantRow := []string{key, team, "ml.p5.48xlarge", "allocated", w[tc.unit+" used (h)"], w[tc.unit+" borrowed (h)"], w[tc.unit+" lent (h)"]}
+				if w["Day fully recorded"] == "false" {
+					wantRow[0] = key + " incomplete"
+				}
+				if len(got) == len(wantRow) {
+					checkAllocated(tc.unit+" summary on the page, "+key, tc.res, d, got[3], asked, answered)
+					got[3] = "allocated"
+				}
+				if diff := cmp.Diff(wantRow, got); diff != "" {
+					t.Errorf("%s summary row of %s on the page (-from the Workloads +page):\n%s", tc.unit, key, diff)
+				}
+			}
+		}
+	})
+}
