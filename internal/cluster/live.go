@@ -156,11 +156,21 @@ func (l *Live) Subscribe() (<-chan uint64, func()) {
 func (l *Live) Run(ctx context.Context) {
 	refresh := time.NewTicker(l.Refresh)
 	defer refresh.Stop()
+	// Until the caches sync, look often: the first snapshot is published
+	// as soon as they have, not at the next event or refresh.
+	untilSynced := time.NewTicker(100 * time.Millisecond)
+	defer untilSynced.Stop()
+	syncing := untilSynced.C
 	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-syncing:
+			if !l.cache.Synced() {
+				continue
+			}
+			syncing = nil
 		case <-l.dirty:
 			// Coalesce a burst of events into one snapshot.
 			timer := time.NewTimer(max(l.Debounce, l.MinInterval-time.Since(last)))
