@@ -95,9 +95,9 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	for _, day := range sum.Days {
 		if len(day.Missing) > 0 {
 			incomplete[day.Day] = true
-			h.Missing = append(h.Missing, missingNote(day))
 		}
 	}
+	h.Missing = missingNotes(sum.Days)
 	var rows []taskhistory.UsageRow
 	for _, r := range sum.Rows {
 		if sees(r.Team) {
@@ -142,6 +142,46 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 		h.TasksNext = f.query("after", next)
 	}
 	return render(c, http.StatusOK, templates.Report(view))
+}
+
+// missingNotes say which parts of the days the history has no record of;
+// a run of days without any record is one note.
+func missingNotes(days []taskhistory.UsageDay) []string {
+	var notes []string
+	var first, last time.Time // the run of unrecorded days so far
+	flush := func() {
+		switch {
+		case first.IsZero():
+		case first.Equal(last):
+			notes = append(notes, fmt.Sprintf("%s: no record; that day's figures leave it out.", first.Format(dateLayout)))
+		default:
+			notes = append(notes, fmt.Sprintf("%s to %s: no record; those days' figures leave them out.", first.Format(dateLayout), last.Format(dateLayout)))
+		}
+		first = time.Time{}
+	}
+	for _, day := range days {
+		if len(day.Missing) == 0 {
+			flush()
+			continue
+		}
+		if wholeDay(day) {
+			if first.IsZero() || !day.Day.Equal(last.AddDate(0, 0, 1)) {
+				flush()
+				first = day.Day
+			}
+			last = day.Day
+			continue
+		}
+		flush()
+		notes = append(notes, missingNote(day))
+	}
+	flush()
+	return notes
+}
+
+// wholeDay reports whether the history has no record of any of day.
+func wholeDay(day taskhistory.UsageDay) bool {
+	return len(day.Missing) == 1 && !day.Missing[0].From.After(day.Day) && !day.Missing[0].To.Before(day.Day.Add(24*time.Hour))
 }
 
 // missingNote says which part of a day the history has no record of.
