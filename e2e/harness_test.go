@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,6 +117,12 @@ func startReplica(t testing.TB, env *sandbox.Env, extra ...string) *replica {
 		"--prometheus-url", env.PrometheusURL,
 		"--listen", addr,
 	}, extra...)
+	if !slices.Contains(extra, "--history-store") {
+		// Its own task history and Lease: not the user's file under the
+		// cache folder, and not another test console's recorder.
+		args = append(args, "--history-path", filepath.Join(t.TempDir(), "history.db"),
+			"--leader-election-lease", "e2e-"+addr[strings.LastIndex(addr, ":")+1:])
+	}
 	r := &replica{base: "http://" + addr, out: &syncBuffer{}, exited: make(chan struct{})}
 	r.cmd = exec.Command(consoleBin, args...)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
