@@ -72,3 +72,7 @@ func BenchmarkTasksCSV(b *testing.B)         { benchPage(b, "/tasks?format=csv&t
 func inputOf(s domain.Settings, o kueuetest.Objects) domain.SnapshotInput {
 	return domain.SnapshotInput{Settings: s, ClusterQueues: o.ClusterQueues, LocalQueues: o.LocalQueues, Workloads: o.Workloads, Classes: o.Classes}
 }
+func BenchmarkOverviewPage(b *testing.B)  { benchPage(b, "/") }
+func BenchmarkTeamUsagePage(b *testing.B) { benchPage(b, "/usage/team-007") }
+func BenchmarkTeamsPage(b *testing.B)     { benchPage(b, "/teams") }
+func BenchmarkReportPage(b *testing.B)    { benchPage(b, "/reports/usage") }

@@ -299,10 +299,17 @@ func TestSandboxTeamGPUUtilizationSeesPinnedPods(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
+		// Hardware readings are percentages; what Kueue admitted may exceed
+		// the nodes' capacity (quotas beyond the hardware, as other tests on
+		// the shared sandbox make), never go below zero.
 		for _, s := range []Series{c.GPUUtilization, c.GPUMemory, c.VCPUAllocation} {
+			upper := 100.0
+			if s.Name == c.VCPUAllocation.Name {
+				upper = math.Inf(1)
+			}
 			for _, pt := range s.Points {
-				if pt.V < 0 || pt.V > 100 || math.IsNaN(pt.V) {
-					return false, fmt.Errorf("%s: %v is not a percentage", s.Name, pt.V)
+				if pt.V < 0 || pt.V > upper || math.IsNaN(pt.V) {
+					return false, fmt.Errorf("%s: %v is out of range", s.Name, pt.V)
 				}
 			}
 		}
