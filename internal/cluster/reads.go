@@ -67,7 +67,9 @@ func (st *storedTeams) team(cq *kueuev1beta2.ClusterQueue) (domain.Team, bool) {
 	return t, ok
 }
 
-// Team returns a team this console manages; ok is false when there is none.
+// Team returns a team this console manages; ok is false when there is none
+// (cq is then the ClusterQueue of that name the console does not manage, or
+// nil).
 func (c *Cache) Team(s domain.Settings, name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
 	cq, err := c.ClusterQueues.Get(s.ClusterQueue(name))
 	if err != nil {

@@ -175,7 +175,7 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskh
 			cancel()
 		})
 	}}
-	hc.console = console{h: atLoopback(handlers.New(deps)), settings: s, kube: kube, kueue: kq, live: live, cookies: map[string]*http.Cookie{}}
+	hc.console = console{h: atLoopback(handlers.New(deps)), settings: s, kube: kube, kueue: kq, live: live, cache: cache, cookies: map[string]*http.Cookie{}}
 	t.Cleanup(hc.close)
 	return hc
 }

@@ -34,6 +34,7 @@ type console struct {
 	kube     kubernetes.Interface
 	kueue    kueueclient.Interface
 	live     *cluster.Live
+	cache    *cluster.Cache
 	// cookies the console set, sent back as a browser does (flash messages).
 	cookies map[string]*http.Cookie
 }
@@ -75,7 +76,7 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 		adjustDeps(&deps)
 	}
 	h := atLoopback(handlers.New(deps))
-	return console{h: h, settings: s, kube: kube, kueue: kq, live: live, cookies: map[string]*http.Cookie{}}
+	return console{h: h, settings: s, kube: kube, kueue: kq, live: live, cache: cache, cookies: map[string]*http.Cookie{}}
 }
 
 func (c console) post(t *testing.T, path string, form url.Values) (int, string, string) {
@@ -272,4 +273,37 @@ func atLoopback(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// A ClusterQueue the console does not manage, with the name a new team's
+// queue would have, is not taken over by creating that team.
+func TestTeamCreateRefusesAQueueItDoesNotManage(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	foreign := &kueuev1beta2.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: c.settings.ClusterQueue("platform"), Labels: map[string]string{"owner": "someone-else"}},
+		Spec:       kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}},
+	}
+	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), foreign.Name, metav1.DeleteOptions{})
+	})
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := c.cache.ClusterQueues.Get(foreign.Name)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatal("the console's cache never saw the ClusterQueue")
+	}
+
+	code, _, body := c.post(t, "/teams", teamForm("platform", "4"))
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "not managed by this console") {
+		t.Errorf("create over a foreign ClusterQueue: %d, want 422 with the field error\n%s", code, body)
+	}
+	cq := c.clusterQueue(t, "platform")
+	if len(cq.Spec.ResourceGroups) != 0 || cq.Labels["owner"] != "someone-else" || string(cq.Spec.CohortName) != "" {
+		t.Errorf("the foreign ClusterQueue was changed: labels %v, cohort %q, %d resource groups", cq.Labels, cq.Spec.CohortName, len(cq.Spec.ResourceGroups))
+	}
 }

@@ -151,8 +151,13 @@ func (s Service) SaveTeam(ctx context.Context, who cluster.Identity, req TeamSav
 		var errs form.Errors
 		team, errs = req.Form.Validate(shapes)
 		if !req.Editing && errs.Get("name") == "" {
-			if _, _, exists := s.Cache.Team(s.Settings, req.Form.Name); exists {
+			// Any ClusterQueue of that name, managed or not: a create must
+			// not take over a queue someone else made.
+			switch cq, _, managed := s.Cache.Team(s.Settings, req.Form.Name); {
+			case managed:
 				errs.Add("name", "A team named "+quote(req.Form.Name)+" already exists.")
+			case cq != nil:
+				errs.Add("name", "The ClusterQueue "+quote(cq.Name)+" already exists and is not managed by this console; choose another name.")
 			}
 		}
 		if errs.Any() {
