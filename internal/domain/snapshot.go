@@ -136,7 +136,7 @@ func (s *Snapshot) StatsByClass(sel Selection, classes []string, window time.Dur
 		byClass[k.class] = append(byClass[k.class], t)
 	}
 	var rows []ClassStats
-	for _, c := range withExtra(classes, byClass) {
+	for _, c := range WithExtra(classes, byClass) {
 		rows = append(rows, classStats(c, byClass[c], now))
 	}
 	return rows

@@ -49,7 +49,7 @@ func StatsByClass(tasks []Task, classes []string, windowStart, now time.Time) []
 		byClass[k.class] = append(byClass[k.class], t)
 	}
 	var rows []ClassStats
-	for _, c := range withExtra(classes, byClass) {
+	for _, c := range WithExtra(classes, byClass) {
 		rows = append(rows, classStats(c, byClass[c], now))
 	}
 	return rows
@@ -85,8 +85,8 @@ func teamClassStats(tallies map[teamAndClass]*tally, teams, classes []string, no
 	for k := range tallies {
 		byTeam[k.team], byClass[k.class] = true, true
 	}
-	allClasses := withExtra(classes, byClass)
-	order := withExtra(teams, byTeam)
+	allClasses := WithExtra(classes, byClass)
+	order := WithExtra(teams, byTeam)
 	if i := slices.Index(order, ""); i >= 0 && !slices.Contains(teams, "") {
 		order = append(slices.Delete(order, i, i+1), "")
 	}
@@ -105,8 +105,9 @@ func teamClassStats(tallies map[teamAndClass]*tally, teams, classes []string, no
 	return rows
 }
 
-// withExtra is names followed by the keys of m it lacks, sorted.
-func withExtra[T any](names []string, m map[string]T) []string {
+// WithExtra is the order of a table's rows: names, then the keys of m it
+// lacks, sorted (a class or team with tasks but not in the list still shows).
+func WithExtra[T any](names []string, m map[string]T) []string {
 	out := slices.Clone(names)
 	var extra []string
 	for k := range m {

@@ -39,25 +39,8 @@ func (f preemptionFilter) window() time.Duration { return taskFilter{Window: f.W
 // query is the address of the filter's page, changed by extra (name, value
 // pairs).
 func (f preemptionFilter) query(extra ...string) string {
-	q := url.Values{}
-	set := func(name, value string) {
-		if value != "" && !(name == "window" && value == "7d") {
-			q.Set(name, value)
-		} else {
-			q.Del(name)
-		}
-	}
-	set("window", f.Window)
-	set("team", f.Team)
-	set("class", f.Class)
-	set("after", f.After)
-	for i := 0; i+1 < len(extra); i += 2 {
-		set(extra[i], extra[i+1])
-	}
-	if len(q) == 0 {
-		return "/preemptions"
-	}
-	return "/preemptions?" + q.Encode()
+	return pageURL("/preemptions", map[string]string{"window": "7d"}, append([]string{"window", f.Window,
+		"team", f.Team, "class", f.Class, "after", f.After}, extra...)...)
 }
 
 // storeQuery is what the viewer may see of the filter.

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -27,27 +26,8 @@ type reportFilter struct {
 }
 
 func (f reportFilter) query(extra ...string) string {
-	q := url.Values{}
-	set := func(name, value string) {
-		if value != "" {
-			q.Set(name, value)
-		} else {
-			q.Del(name)
-		}
-	}
-	set("source", f.Source)
-	set("from", f.From)
-	set("to", f.To)
-	set("team", f.Team)
-	set("resource", f.Resource)
-	set("after", f.After)
-	for i := 0; i+1 < len(extra); i += 2 {
-		set(extra[i], extra[i+1])
-	}
-	if len(q) == 0 {
-		return "/reports/usage"
-	}
-	return "/reports/usage?" + q.Encode()
+	return pageURL("/reports/usage", nil, append([]string{"source", f.Source, "from", f.From, "to", f.To,
+		"team", f.Team, "resource", f.Resource, "after", f.After}, extra...)...)
 }
 
 // usageReport shows (or exports) the usage per team and day for a date

@@ -82,36 +82,15 @@ func (f taskFilter) window() time.Duration {
 // query is the address of the filter's page, defaults left out, changed by
 // extra (name, value pairs).
 func (f taskFilter) query(extra ...string) string {
-	q := url.Values{}
-	set := func(name, value string) {
-		if value != "" && value != taskParams[name] {
-			q.Set(name, value)
-		} else {
-			q.Del(name)
-		}
-	}
 	flag := func(b bool) string {
 		if b {
 			return "1"
 		}
 		return ""
 	}
-	set("window", f.Window)
-	set("team", f.Team)
-	set("class", f.Class)
-	set("state", f.State)
-	set("borrowing", flag(f.Borrowing))
-	set("q", f.Search)
-	set("sort", f.Sort)
-	set("desc", flag(f.Desc))
-	set("page", strconv.Itoa(f.Page))
-	for i := 0; i+1 < len(extra); i += 2 {
-		set(extra[i], extra[i+1])
-	}
-	if len(q) == 0 {
-		return "/tasks"
-	}
-	return "/tasks?" + q.Encode()
+	return pageURL("/tasks", taskParams, append([]string{"window", f.Window, "team", f.Team, "class", f.Class,
+		"state", f.State, "borrowing", flag(f.Borrowing), "q", f.Search, "sort", f.Sort, "desc", flag(f.Desc),
+		"page", strconv.Itoa(f.Page)}, extra...)...)
 }
 
 // selection is what the filter's statistics and list cover for a viewer.

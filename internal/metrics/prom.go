@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -361,12 +360,16 @@ func (p *Prom) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (
 		return nil, err
 	}
 	out := make(map[string]float64, len(vec))
+	teams := domain.Settings{NamespacePrefix: namespacePrefix}
 	for _, s := range vec {
 		v := float64(s.Value)
 		if math.IsNaN(v) {
 			continue
 		}
-		team := strings.TrimPrefix(string(s.Metric["namespace"]), namespacePrefix)
+		team, ok := teams.TeamOfNamespace(string(s.Metric["namespace"]))
+		if !ok {
+			continue
+		}
 		out[team] = v
 	}
 	return out, nil

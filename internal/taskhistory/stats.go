@@ -287,7 +287,7 @@ func ClassStats(hist *WindowStats, live []domain.Ongoing, classes []string, lowe
 func TeamClassStats(hist *WindowStats, live []domain.Ongoing, teams, classes []string, lowestClass string) []domain.TeamClassStats {
 	m := merge(hist, live, lowestClass)
 	allClasses := m.classOrder(classes)
-	order := withExtra(teams, m.teams)
+	order := domain.WithExtra(teams, m.teams)
 	if i := slices.Index(order, ""); i >= 0 && !slices.Contains(teams, "") {
 		order = append(slices.Delete(order, i, i+1), "")
 	}
@@ -352,19 +352,8 @@ func merge(hist *WindowStats, live []domain.Ongoing, lowestClass string) *merged
 }
 
 // classOrder is kueue's: the given classes, then the others, sorted.
-func (m *merged) classOrder(classes []string) []string { return withExtra(classes, m.classes) }
+func (m *merged) classOrder(classes []string) []string { return domain.WithExtra(classes, m.classes) }
 
-func withExtra(names []string, present map[string]bool) []string {
-	out := slices.Clone(names)
-	var extra []string
-	for k := range present {
-		if !slices.Contains(names, k) {
-			extra = append(extra, k)
-		}
-	}
-	slices.Sort(extra)
-	return append(out, extra...)
-}
 
 func (m *merged) classStats(class string, teamOK func(string) bool) domain.ClassStats {
 	s := domain.ClassStats{Class: class}
