@@ -203,7 +203,13 @@ func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done st
 	tr.apply = func(ctx context.Context, a cluster.Applier) error { return a.ApplyTeam(ctx, objs) }
 	tr.shows = func() bool {
 		_, got, ok := s.Cache.Team(s.Settings, team.Name)
-		return ok && domain.SameAllocation(got, team)
+		if !ok || !domain.SameAllocation(got, team) {
+			return false
+		}
+		// A re-apply keeps the allocation: what shows it is that the hand
+		// edits are gone from the cache too.
+		rep, _, err := s.Cache.TeamDrift(s.Settings, team.Name, shapes)
+		return err == nil && !rep.Drifted()
 	}
 	tr.pin = func(rv string) { objs.ClusterQueue.WithResourceVersion(rv) }
 	return tr
