@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,25 +40,34 @@ const historyOff = "none"
 
 func (h *historyOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.store, "history-store", taskhistory.DriverSQLite, "where the task history is kept: sqlite (a file, --history-path), postgres (a server, --history-dsn-file; for several replicas) or none")
-	fs.StringVar(&h.path, "history-path", defaultHistoryPath(), "--history-store sqlite: the database file (default: under the user's cache folder)")
+	fs.StringVar(&h.path, "history-path", "", "--history-store sqlite: the database file (default: one per cluster under the user's cache folder)")
 	fs.StringVar(&h.dsnFile, "history-dsn-file", "", "--history-store postgres: file holding the PostgreSQL connection string (e.g. a mounted Secret)")
 	fs.DurationVar(&h.retention, "history-retention", taskhistory.DefaultRetention, "how long the task history keeps records")
 	fs.StringVar(&h.lease, "leader-election-lease", "quota-console", "the Lease (in --state-namespace) that elects the one replica recording the task history")
 }
 
-func defaultHistoryPath() string {
+// defaultHistoryPath is a file under the user's cache folder named after
+// the cluster's apiserver: a console pointed at another cluster keeps
+// another history.
+func defaultHistoryPath(server string) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(dir, "quota-console", "history.db")
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, strings.TrimPrefix(strings.TrimPrefix(server, "https://"), "http://"))
+	return filepath.Join(dir, "quota-console", "history-"+name+".db")
 }
 
 func (h *historyOptions) check() error {
 	switch h.store {
 	case taskhistory.DriverSQLite:
-		if h.path == "" {
-			return errors.New("--history-store sqlite needs --history-path (no user cache folder to default to)")
+		if h.pathSet && h.path == "" {
+			return errors.New("--history-path must not be empty")
 		}
 	case taskhistory.DriverPostgres:
 		if h.dsnFile == "" {
@@ -103,6 +113,7 @@ func (h *history) set(s *taskhistory.Store, err error) {
 
 // historyDeps are what the recorder follows and where it keeps its Lease.
 type historyDeps struct {
+	server   string // the apiserver's URL
 	kube     kubernetes.Interface
 	cache    *cluster.Cache
 	live     *cluster.Live
@@ -133,9 +144,15 @@ func startHistory(ctx context.Context, o historyOptions, d historyDeps) (*histor
 		return h, nil
 	}
 	if o.store == taskhistory.DriverSQLite && !o.pathSet {
+		o.path = defaultHistoryPath(d.server)
 		// The default file lives under the user's cache folder, which a
 		// container without a home (the image) lacks: run without history
 		// rather than not at all. A path given by flag must work.
+		if o.path == "" {
+			h.set(nil, errors.New("history is off: no user cache folder for its file; set --history-path"))
+			d.log.Warn("task history off: no user cache folder for its file; set --history-path")
+			return h, nil
+		}
 		if err := os.MkdirAll(filepath.Dir(o.path), 0o700); err != nil {
 			h.set(nil, fmt.Errorf("history is off: no folder for %s (%v); set --history-path", o.path, err))
 			d.log.Warn("task history off: the default file's folder cannot be created; set --history-path", "path", o.path, "err", err)
@@ -240,9 +257,12 @@ func record(ctx context.Context, o historyOptions, d historyDeps, h *history, st
 		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) {
 			return d.cache.ClusterQueues.List(labels.Everything())
 		},
-		Synced:   d.cache.Synced,
-		Borrowed: borrowed(d.live),
-		Log:      d.log,
+		Synced: d.cache.Synced,
+		// The backfill reads every Workload whole: give the memory it used
+		// back to the system rather than hold it as idle heap.
+		Backfilled: debug.FreeOSMemory,
+		Borrowed:   borrowed(d.live),
+		Log:        d.log,
 	})
 	h.recorder.Store(rec)
 	// A local run may have no state namespace yet: the Lease lives there.

@@ -79,6 +79,7 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
 	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {
 		if wl, ok := obj.(*kueuev1beta2.Workload); ok {
+			_, _ = stripObject(wl) // listeners keep what they queue: not its managed fields
 			c.seeWorkload(wl)
 			return &WorkloadTask{
 				ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion,

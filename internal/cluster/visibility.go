@@ -19,20 +19,36 @@ import (
 type Positions struct {
 	kueue kueueclient.Interface
 	memo  *memo.Memo[map[string]int]
+	// asking bounds the queues asked at once: a CSV of every task must not
+	// spend the console's request budget on 200 queues in one burst.
+	asking chan struct{}
 }
 
 // NewPositions asks kq, remembering answers for ttl and failures for 30 s.
 func NewPositions(kq kueueclient.Interface, ttl time.Duration) *Positions {
-	return &Positions{kueue: kq, memo: &memo.Memo[map[string]int]{TTL: ttl, FailureTTL: 30 * time.Second}}
+	return &Positions{kueue: kq, memo: &memo.Memo[map[string]int]{TTL: ttl, FailureTTL: 30 * time.Second},
+		asking: make(chan struct{}, 4)}
 }
 
-// InClusterQueue gives the positions of the Workloads waiting in a
-// ClusterQueue, by domain.LocalQueueKey(namespace, name): 0 is next. Kueue
-// lists the first 1000; the others are not in the map.
-func (p *Positions) InClusterQueue(ctx context.Context, clusterQueue string) (map[string]int, error) {
-	return p.memo.Get(ctx, clusterQueue, func(ctx context.Context) (map[string]int, error) {
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+// Known gives at once the positions last read of the Workloads waiting in
+// a ClusterQueue, by domain.LocalQueueKey(namespace, name), 0 next (Kueue
+// lists the first 1000; the others are not in the map); ok is false when
+// there are none yet. It reads them again in the background when they are
+// older than the TTL: a page of 200 queues never waits for 200 answers.
+func (p *Positions) Known(ctx context.Context, clusterQueue string) (map[string]int, bool) {
+	return p.memo.Latest(ctx, clusterQueue, p.ask(clusterQueue))
+}
+
+func (p *Positions) ask(clusterQueue string) func(context.Context) (map[string]int, error) {
+	return func(ctx context.Context) (map[string]int, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
+		select {
+		case p.asking <- struct{}{}:
+			defer func() { <-p.asking }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		sum, err := p.kueue.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, clusterQueue, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
@@ -42,5 +58,5 @@ func (p *Positions) InClusterQueue(ctx context.Context, clusterQueue string) (ma
 			out[domain.LocalQueueKey(w.Namespace, w.Name)] = int(w.PositionInClusterQueue)
 		}
 		return out, nil
-	})
+	}
 }

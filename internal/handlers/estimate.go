@@ -24,20 +24,20 @@ const (
 
 // positionReader reads Kueue's queue positions (*cluster.Positions).
 type positionReader interface {
-	InClusterQueue(ctx context.Context, clusterQueue string) (map[string]int, error)
+	Known(ctx context.Context, clusterQueue string) (map[string]int, bool)
 }
 
-// admissionRate is the rate of clusterQueue (any: "") and class (any: "")
-// over the last day, shared for rateTTL; ok is false without history.
-func (d Deps) admissionRate(ctx context.Context, clusterQueue, class string, now time.Time) (taskhistory.AdmissionRate, bool) {
+// admissionRates are every ClusterQueue's and class's admissions over the
+// last day, shared for rateTTL; ok is false without history.
+func (d Deps) admissionRates(ctx context.Context, now time.Time) (taskhistory.AdmissionRates, bool) {
 	store, err := d.historyStore()
 	if store == nil || err != nil {
-		return taskhistory.AdmissionRate{}, false
+		return taskhistory.AdmissionRates{}, false
 	}
-	r, err := d.rates.Get(ctx, clusterQueue+"\x00"+class, func(ctx context.Context) (taskhistory.AdmissionRate, error) {
+	r, err := d.rates.Get(ctx, "", func(ctx context.Context) (taskhistory.AdmissionRates, error) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		return store.AdmissionRate(ctx, clusterQueue, class, taskhistory.LiveWindow(now.Add(-rateWindow), now))
+		return store.AdmissionRates(ctx, taskhistory.LiveWindow(now.Add(-rateWindow), now))
 	})
 	return r, err == nil
 }
@@ -49,6 +49,9 @@ type waitEstimates struct {
 	ctx       context.Context
 	snap      *domain.Snapshot
 	positions map[string]map[string]int // nil entry: Kueue did not answer
+	// rates, once asked; ratesKnown: there is a history to ask.
+	rates      *taskhistory.AdmissionRates
+	ratesKnown bool
 }
 
 func (d Deps) waitEstimates(ctx context.Context, snap *domain.Snapshot) *waitEstimates {
@@ -64,10 +67,7 @@ func (w *waitEstimates) ahead(f *domain.TaskFacts) (int, bool) {
 	if w.d.positions != nil {
 		pos, asked := w.positions[f.ClusterQueue]
 		if !asked {
-			var err error
-			if pos, err = w.d.positions.InClusterQueue(w.ctx, f.ClusterQueue); err != nil {
-				pos = nil
-			}
+			pos, _ = w.d.positions.Known(w.ctx, f.ClusterQueue)
 			w.positions[f.ClusterQueue] = pos
 		}
 		if p, ok := pos[domain.LocalQueueKey(f.Namespace, f.Name)]; ok {
@@ -87,11 +87,15 @@ func (w *waitEstimates) of(f *domain.TaskFacts) (short, basis string) {
 	if !queued {
 		return "", ""
 	}
-	rate, ok := w.d.admissionRate(w.ctx, f.ClusterQueue, f.Class, w.snap.Taken)
-	if !ok {
+	if w.rates == nil {
+		rates, ok := w.d.admissionRates(w.ctx, w.snap.Taken)
+		w.rates = &rates
+		w.ratesKnown = ok
+	}
+	if !w.ratesKnown {
 		return "", ""
 	}
-	return estimateWords(taskhistory.EstimateWait(ahead, rate), strconv.Itoa(ahead)+" ahead")
+	return estimateWords(taskhistory.EstimateWait(ahead, w.rates.Of(f.ClusterQueue, f.Class)), strconv.Itoa(ahead)+" ahead")
 }
 
 // estimateWords are an estimate briefly ("about 25 min") and with its basis
@@ -137,10 +141,11 @@ func roughDuration(d time.Duration) string {
 // waiting tasks admitted at the class's rate over the last day, in the
 // selection's ClusterQueue (one team selected) or every queue.
 func (d Deps) classWait(ctx context.Context, s domain.ClassStats, clusterQueue string, now time.Time) (short, basis string) {
-	rate, ok := d.admissionRate(ctx, clusterQueue, s.Class, now)
+	rates, ok := d.admissionRates(ctx, now)
 	if !ok {
 		return "", ""
 	}
+	rate := rates.Of(clusterQueue, s.Class)
 	waiting := s.Pending + s.Preempted
 	if waiting == 0 {
 		return "none waiting", ""

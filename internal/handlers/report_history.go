@@ -82,7 +82,11 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	if isCSV && table == "tasks" {
 		return taskReportCSV(c, store, rq)
 	}
-	sum, err := store.UsageSummary(ctx, window)
+	sum, err := d.usageSummaries.Get(ctx, window.From.String()+"\x00"+window.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return store.UsageSummary(ctx, window)
+	})
 	if err != nil {
 		d.Log.Warn("usage summary from history", "err", err)
 		if isCSV {
@@ -143,6 +147,10 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	}
 	return render(c, http.StatusOK, templates.Report(view))
 }
+
+// reportTTL is how long a usage summary is shared: its figures are hours
+// per day, and many viewers (and their CSVs) ask for the same days.
+const reportTTL = 30 * time.Second
 
 // missingNotes say which parts of the days the history has no record of;
 // a run of days without any record is one note.

@@ -78,7 +78,12 @@ type Deps struct {
 	drifted     *memo.Memo[map[string]bool]
 	// The task history's answers, shared for historyTTL.
 	historyFacts *memo.Memo[*taskhistory.WindowStats]
-	rates        *memo.Memo[taskhistory.AdmissionRate]
+	// usageSummaries are the usage report's, shared for reportTTL.
+	usageSummaries *memo.Memo[*taskhistory.UsageSummary]
+	// teamPreempted are the team pages' preemption counts, shared for
+	// historyTTL.
+	teamPreempted *memo.Memo[preemptedBy]
+	rates         *memo.Memo[taskhistory.AdmissionRates]
 	// positions are Kueue's own queue positions; nil without a client.
 	positions positionReader
 }
@@ -123,9 +128,11 @@ func New(d Deps) *echo.Echo {
 	d.fairSharing = &memo.Memo[bool]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}
 	d.drifted = &memo.Memo[map[string]bool]{TTL: 5 * time.Second, FailureTTL: 5 * time.Second}
 	d.historyFacts = &memo.Memo[*taskhistory.WindowStats]{TTL: historyTTL, FailureTTL: historyTTL}
-	d.rates = &memo.Memo[taskhistory.AdmissionRate]{TTL: rateTTL, FailureTTL: historyTTL}
+	d.rates = &memo.Memo[taskhistory.AdmissionRates]{TTL: rateTTL, FailureTTL: historyTTL}
+	d.teamPreempted = &memo.Memo[preemptedBy]{TTL: historyTTL, FailureTTL: historyTTL}
+	d.usageSummaries = &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: historyTTL, Max: 64}
 	if d.Applier.Kueue != nil {
-		d.positions = cluster.NewPositions(d.Applier.Kueue, 5*time.Second)
+		d.positions = cluster.NewPositions(d.Applier.Kueue, 15*time.Second)
 	}
 	d.renderer = newLiveRenderer()
 	d.hub = newLiveHub(d)

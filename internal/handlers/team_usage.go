@@ -51,6 +51,13 @@ func (d Deps) teamUsage(c echo.Context) error {
 	return render(c, http.StatusOK, templates.TeamUsage(page))
 }
 
+// preemptedBy is a team's preemptions by preempting team, and the gaps of
+// their record.
+type preemptedBy struct {
+	by   []taskhistory.PreemptedBy
+	gaps []taskhistory.Period
+}
+
 // teamPreemptions says how often the team's tasks were preempted in the
 // last 7 days, and by which teams; nil without a task history.
 func (d Deps) teamPreemptions(ctx context.Context, team string) *templates.TeamPreemptions {
@@ -64,10 +71,14 @@ func (d Deps) teamPreemptions(ctx context.Context, team string) *templates.TeamP
 		v.Unavailable = historyNote(err)
 		return v
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	now := time.Now()
-	by, gaps, err := store.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
+	counted, err := d.teamPreempted.Get(ctx, team, func(ctx context.Context) (preemptedBy, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		by, gaps, err := store.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
+		return preemptedBy{by, gaps}, err
+	})
+	by, gaps := counted.by, counted.gaps
 	if err != nil {
 		d.Log.Warn("preemptions by team", "team", team, "err", err)
 		v.Unavailable = historyNote(err)

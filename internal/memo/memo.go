@@ -27,6 +27,8 @@ type answer[V any] struct {
 	value V
 	err   error
 	at    time.Time
+	// prev is the answer this one replaces, while it is asked (Latest).
+	prev *answer[V]
 }
 
 func (m *Memo[V]) now() time.Time {
@@ -66,6 +68,50 @@ func (m *Memo[V]) Get(ctx context.Context, key string, ask func(context.Context)
 	case <-ctx.Done():
 		var zero V
 		return zero, ctx.Err()
+	}
+}
+
+// Latest returns at once the newest answer to key, fresh or not, and ok
+// false when there is none yet (or the newest failed). When the answer is
+// missing or stale, ask runs in the background (once, however many call):
+// for reads a page can do without, that must never make it wait.
+func (m *Memo[V]) Latest(ctx context.Context, key string, ask func(context.Context) (V, error)) (value V, ok bool) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.answers == nil {
+		m.answers = map[string]*answer[V]{}
+	}
+	a := m.answers[key]
+	latest := a
+	if a != nil && !answered(a) {
+		latest = a.prev
+	}
+	if a == nil || m.stale(a, now) {
+		m.dropOldLocked(now)
+		next := &answer[V]{done: make(chan struct{}), prev: latest}
+		m.answers[key] = next
+		go func() {
+			next.value, next.err = ask(context.WithoutCancel(ctx))
+			next.at = m.now()
+			close(next.done)
+			m.mu.Lock()
+			next.prev = nil
+			m.mu.Unlock()
+		}()
+	}
+	if latest == nil || latest.err != nil {
+		return value, false
+	}
+	return latest.value, true
+}
+
+func answered[V any](a *answer[V]) bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -97,3 +97,79 @@ func TestBounded(t *testing.T) {
 		t.Errorf("%d answers kept, want at most 10", len(m.answers))
 	}
 }
+
+func TestLatestNeverWaits(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	m := &Memo[int]{TTL: 5 * time.Second, FailureTTL: time.Second, Now: clock}
+	var asked atomic.Int64
+	release := make(chan struct{})
+	answer := atomic.Int64{}
+	answer.Store(1)
+	fail := atomic.Bool{}
+	ask := func(context.Context) (int, error) {
+		asked.Add(1)
+		<-release
+		if fail.Load() {
+			return 0, errors.New("down")
+		}
+		return int(answer.Load()), nil
+	}
+	settle := func(want int64) {
+		t.Helper()
+		release <- struct{}{}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			m.mu.Lock()
+			a := m.answers["k"]
+			done := a != nil && answered(a)
+			m.mu.Unlock()
+			if done && asked.Load() == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the background ask never finished")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	ctx := context.Background()
+
+	// Nothing yet: no answer, one ask started, however many call.
+	for range 3 {
+		if v, ok := m.Latest(ctx, "k", ask); ok {
+			t.Fatalf("before any answer: %d, true", v)
+		}
+	}
+	settle(1)
+	if v, ok := m.Latest(ctx, "k", ask); !ok || v != 1 || asked.Load() != 1 {
+		t.Fatalf("after the answer: %d %v (asked %d), want 1 true once", v, ok, asked.Load())
+	}
+
+	// Stale: the old answer at once while one new ask runs.
+	mu.Lock()
+	now = now.Add(6 * time.Second)
+	mu.Unlock()
+	answer.Store(2)
+	for range 3 {
+		if v, ok := m.Latest(ctx, "k", ask); !ok || v != 1 {
+			t.Fatalf("while refreshing: %d %v, want the old 1", v, ok)
+		}
+	}
+	settle(2)
+	if v, ok := m.Latest(ctx, "k", ask); !ok || v != 2 {
+		t.Fatalf("after the refresh: %d %v, want 2", v, ok)
+	}
+
+	// A failed refresh: no answer until it is asked again.
+	mu.Lock()
+	now = now.Add(6 * time.Second)
+	mu.Unlock()
+	fail.Store(true)
+	m.Latest(ctx, "k", ask)
+	settle(3)
+	if v, ok := m.Latest(ctx, "k", ask); ok {
+		t.Fatalf("after a failure: %d, true", v)
+	}
+}

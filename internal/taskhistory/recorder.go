@@ -45,6 +45,9 @@ type RecorderConfig struct {
 	QueueSize, BatchSize int
 	// PruneEvery is how often old records are deleted (default 1 h).
 	PruneEvery time.Duration
+	// Backfilled, when set, is called after each backfill (a burst of
+	// whole Workloads read and dropped).
+	Backfilled func()
 	Log        *slog.Logger
 }
 
@@ -128,6 +131,12 @@ func (r *Recorder) count(fn func(*RecorderStats)) {
 // differs from what it last queued: re-seeing the same state costs a hash.
 func (r *Recorder) Observe(wl *kueuev1beta2.Workload) {
 	if wl == nil || !r.running.Load() {
+		return
+	}
+	if r.cfg.Synced != nil && !r.cfg.Synced() {
+		// The informers' first list: the backfill, which waits for it to
+		// end, lists every Workload itself. Queueing each would overflow
+		// the queue and cost a second backfill.
 		return
 	}
 	c, _ := Diff(nil, wl, r.cfg.TeamPrefix)
@@ -552,6 +561,9 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		}
 	}
 	r.count(func(s *RecorderStats) { s.Backfills++ })
+	if r.cfg.Backfilled != nil {
+		r.cfg.Backfilled()
+	}
 	return nil
 }
 

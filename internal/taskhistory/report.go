@@ -186,20 +186,43 @@ func (r AdmissionRate) PerHour() float64 {
 // re-admissions after a preemption count, as each takes a place in the
 // queue.
 func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w Window) (AdmissionRate, error) {
-	r := AdmissionRate{ClusterQueue: clusterQueue, Class: class, Window: w}
-	fail := func(err error) (AdmissionRate, error) {
-		return AdmissionRate{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
+	rates, err := s.AdmissionRates(ctx, w)
+	if err != nil {
+		return AdmissionRate{}, err
 	}
-	// kind is literal: it selects the partial index of admissions.
-	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND at_ms >= ? AND at_ms < ?`
-	args := []any{ceilMS(w.From), ceilMS(w.To)}
-	if clusterQueue != "" {
-		query += ` AND cluster_queue = ?`
-		args = append(args, clusterQueue)
+	return rates.Of(clusterQueue, class), nil
+}
+
+// AdmissionRates are the admissions of every ClusterQueue and class over
+// the recorded part of a window: one query for every estimate of a page.
+type AdmissionRates struct {
+	Window   Window
+	Recorded time.Duration
+	Gaps     []Period
+	counts   map[[2]string]int64 // by ClusterQueue and class
+}
+
+// Of is the rate of clusterQueue and class; empty matches any.
+func (r AdmissionRates) Of(clusterQueue, class string) AdmissionRate {
+	out := AdmissionRate{ClusterQueue: clusterQueue, Class: class, Window: r.Window, Recorded: r.Recorded, Gaps: r.Gaps}
+	if clusterQueue != "" && class != "" {
+		out.Admissions = r.counts[[2]string{clusterQueue, class}]
+		return out
 	}
-	if class != "" {
-		query += ` AND class = ?`
-		args = append(args, class)
+	for k, n := range r.counts {
+		if (clusterQueue == "" || k[0] == clusterQueue) && (class == "" || k[1] == class) {
+			out.Admissions += n
+		}
+	}
+	return out
+}
+
+// AdmissionRates counts the admissions in w per ClusterQueue and class.
+// Admissions count only in the recorded part of w (AdmissionRate.Admissions).
+func (s *Store) AdmissionRates(ctx context.Context, w Window) (AdmissionRates, error) {
+	r := AdmissionRates{Window: w, counts: map[[2]string]int64{}}
+	fail := func(err error) (AdmissionRates, error) {
+		return AdmissionRates{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
 	}
 	now := s.clock()
 	gaps, err := s.gaps(ctx, s.db, w, now)
@@ -211,13 +234,27 @@ func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w
 	if n := ms(now) + 1; n < to {
 		to = n
 	}
+	// kind is literal: it selects the partial index of admissions.
+	query := s.q(`SELECT cluster_queue, class, COUNT(*) FROM events WHERE kind = 'admitted' AND at_ms >= ? AND at_ms < ? GROUP BY cluster_queue, class`)
 	for _, c := range subtract(span{ceilMS(w.From), to}, spans(gaps)) {
-		var n int64
-		args[0], args[1] = c.from, c.to
-		if err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&n); err != nil {
+		if err := func() error {
+			rows, err := s.db.QueryContext(ctx, query, c.from, c.to)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var cq, class sql.NullString
+				var n int64
+				if err := rows.Scan(&cq, &class, &n); err != nil {
+					return err
+				}
+				r.counts[[2]string{cq.String, class.String}] += n
+			}
+			return rows.Err()
+		}(); err != nil {
 			return fail(err)
 		}
-		r.Admissions += n
 	}
 	end := w.To
 	if end.After(now) {

@@ -164,4 +164,6 @@ CREATE TABLE stats_rollup (
 	PRIMARY KEY (span_ms, start_ms)
 ){{clustered}};
 `,
+	// 2: admissions by time, for the admission rates of every queue at once.
+	`CREATE INDEX events_admitted_at ON events (at_ms, cluster_queue, class) WHERE kind = 'admitted';`,
 }

@@ -354,7 +354,6 @@ func merge(hist *WindowStats, live []domain.Ongoing, lowestClass string) *merged
 // classOrder is kueue's: the given classes, then the others, sorted.
 func (m *merged) classOrder(classes []string) []string { return domain.WithExtra(classes, m.classes) }
 
-
 func (m *merged) classStats(class string, teamOK func(string) bool) domain.ClassStats {
 	s := domain.ClassStats{Class: class}
 	var run, wait, longestRuns, longestWaits Durations

@@ -1,0 +1,70 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/domain"
+)
+
+// Positions are Kueue's own: a team with room for one 2-GPU job admits the
+// first and queues the others in order, and Known gives their places (0
+// next) without a page ever waiting for the visibility API.
+func TestPositionsFromKueuesVisibilityAPI(t *testing.T) {
+	c := clients(t)
+	s := isolated(t)
+	gpus := int64(2)
+	applyTeam(t, c, s, domain.Team{Name: "queued", Enabled: true, Preemption: domain.PreemptNever, Lending: domain.DontLend,
+		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: &gpus}}})
+	submitAdmitted(t, c, s, "queued", gpuJob("first", 2))
+	ctx := context.Background()
+	ns := s.Namespace("queued")
+	var want = map[string]int{}
+	for i := range 3 {
+		job := gpuJob(fmt.Sprintf("waiting-%d", i), 2)
+		job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue("queued")}
+		if _, err := c.kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: Kueue orders by them
+	}
+	// Kueue's order is by creation: waiting-0 next.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		wls, err := c.kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		want = map[string]int{}
+		for _, wl := range wls.Items {
+			for i := range 3 {
+				if wl.OwnerReferences[0].Name == fmt.Sprintf("waiting-%d", i) {
+					want[domain.LocalQueueKey(ns, wl.Name)] = i
+				}
+			}
+		}
+		return len(want) == 3, nil
+	})
+	if err != nil {
+		t.Fatalf("the waiting jobs' Workloads: %v (%v)", err, want)
+	}
+
+	p := cluster.NewPositions(c.kueue, time.Second)
+	if got, ok := p.Known(ctx, s.ClusterQueue("queued")); ok {
+		t.Fatalf("positions before any answer: %v", got)
+	}
+	var got map[string]int
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, _ = p.Known(ctx, s.ClusterQueue("queued"))
+		return cmp.Equal(want, got), nil
+	})
+	if err != nil {
+		t.Fatalf("positions (-Kueue's order +known):\n%s", cmp.Diff(want, got))
+	}
+}
