@@ -35,6 +35,7 @@ var historyResources = []struct {
 func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.ReportView, from, to time.Time) error {
 	snap := d.Live.Snapshot()
 	visible, _ := d.scopeOf(c)
+	days := taskhistory.Window{From: from, To: to}
 	now := time.Now()
 	if to.After(now) {
 		to = now
@@ -82,10 +83,16 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	if isCSV && table == "tasks" {
 		return taskReportCSV(c, store, rq)
 	}
-	sum, err := d.usageSummaries.Get(ctx, window.From.String()+"\x00"+window.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+	// By the days asked for: a window that ends now is the same report a
+	// moment later.
+	sum, err := d.usageSummaries.Recent(ctx, days.From.String()+"\x00"+days.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		return store.UsageSummary(ctx, window)
+		w := days
+		if now := time.Now(); w.To.After(now) {
+			w.To = now
+		}
+		return store.UsageSummary(ctx, w)
 	})
 	if err != nil {
 		d.Log.Warn("usage summary from history", "err", err)

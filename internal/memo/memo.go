@@ -106,6 +106,16 @@ func (m *Memo[V]) Latest(ctx context.Context, key string, ask func(context.Conte
 	return latest.value, true
 }
 
+// Recent is Get for answers that may be older than the TTL while a fresh
+// one is asked: a stale answer is returned at once and refreshed in the
+// background; only when there is none (or it failed) does the caller wait.
+func (m *Memo[V]) Recent(ctx context.Context, key string, ask func(context.Context) (V, error)) (V, error) {
+	if v, ok := m.Latest(ctx, key, ask); ok {
+		return v, nil
+	}
+	return m.Get(ctx, key, ask)
+}
+
 func answered[V any](a *answer[V]) bool {
 	select {
 	case <-a.done:

@@ -173,3 +173,34 @@ func TestLatestNeverWaits(t *testing.T) {
 		t.Fatalf("after a failure: %d, true", v)
 	}
 }
+
+func TestRecentWaitsOnlyForTheFirstAnswer(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	m := &Memo[int]{TTL: 5 * time.Second, FailureTTL: time.Second, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
+	var asked atomic.Int64
+	ask := func(context.Context) (int, error) { return int(asked.Add(1)), nil }
+	ctx := context.Background()
+	if v, err := m.Recent(ctx, "k", ask); err != nil || v != 1 {
+		t.Fatalf("first: %d %v, want 1 (waited for)", v, err)
+	}
+	mu.Lock()
+	now = now.Add(6 * time.Second)
+	mu.Unlock()
+	if v, err := m.Recent(ctx, "k", ask); err != nil || v != 1 {
+		t.Fatalf("stale: %d %v, want the old 1 at once", v, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if v, _ := m.Recent(ctx, "k", ask); v == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stale answer was never refreshed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if asked.Load() != 2 {
+		t.Errorf("asked %d times, want 2", asked.Load())
+	}
+}
