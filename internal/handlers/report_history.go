@@ -83,9 +83,10 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	if isCSV && table == "tasks" {
 		return taskReportCSV(c, store, rq)
 	}
-	// By the days asked for: a window that ends now is the same report a
-	// moment later.
-	sum, err := d.usageSummaries.Recent(ctx, days.From.String()+"\x00"+days.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+	// The page shares the summary by the days asked for (a window that ends
+	// now is the same report a moment later) and says when its figures end;
+	// an export is computed when asked.
+	summarize := func(ctx context.Context) (*taskhistory.UsageSummary, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		w := days
@@ -93,7 +94,13 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 			w.To = now
 		}
 		return store.UsageSummary(ctx, w)
-	})
+	}
+	var sum *taskhistory.UsageSummary
+	if isCSV {
+		sum, err = summarize(ctx)
+	} else {
+		sum, err = d.usageSummaries.Recent(ctx, days.From.String()+"\x00"+days.To.String(), summarize)
+	}
 	if err != nil {
 		d.Log.Warn("usage summary from history", "err", err)
 		if isCSV {
@@ -102,6 +109,8 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 		h.Unavailable = historyNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
+	h.UpTo = "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC."
+	h.UpToAt = sum.UpTo.UTC().Format(time.RFC3339Nano)
 	incomplete := map[time.Time]bool{}
 	for _, day := range sum.Days {
 		if len(day.Missing) > 0 {

@@ -1053,12 +1053,25 @@ func TestUsageReportPages(t *testing.T) {
 			resource, unit string
 			res            corev1.ResourceName
 		}{{"gpu", "GPU-hours", domain.ResourceGPU}, {"vcpu", "vCPU-hours", corev1.ResourceCPU}} {
-			asked := time.Now()
 			code, body := hc.get(t, report+"&resource="+tc.resource)
-			answered := time.Now()
 			if code != http.StatusOK {
 				t.Fatalf("GET %s&resource=%s = %d", report, tc.resource, code)
 			}
+			// The page's summary may be shared from a moment before: it
+			// says up to when its figures run.
+			doc, err := html.Parse(strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			upTo := findNode(doc, func(n *html.Node) bool { return nodeAttr(n, "id") == "summary-up-to" })
+			if upTo == nil {
+				t.Fatalf("the %s summary does not say up to when its figures run", tc.unit)
+			}
+			asked, err := time.Parse(time.RFC3339Nano, nodeAttr(upTo, "data-at"))
+			if err != nil {
+				t.Fatalf("summary-up-to data-at: %v", err)
+			}
+			answered := asked
 			rows := htmlRows(t, body, "history-usage", func(n *html.Node) string {
 				if attr(n, "data-team") == "" {
 					return "" // the header

@@ -45,6 +45,9 @@ type UsageDay struct {
 type UsageSummary struct {
 	Rows []UsageRow // by day, team, instance type
 	Days []UsageDay // every day the window touches
+	// UpTo is when the figures end: the window's end, or the time of the
+	// query when that is earlier.
+	UpTo time.Time
 }
 
 // usageResources are the resources of the summary, in the order of the
@@ -64,7 +67,7 @@ func (s *Store) UsageSummary(ctx context.Context, w Window) (*UsageSummary, erro
 	now := s.clock()
 	from, to := ceilMS(w.From), ceilMS(w.To)
 	end := min(to, ms(now))
-	out := &UsageSummary{}
+	out := &UsageSummary{UpTo: fromMS(max(from, end))}
 	if from >= to {
 		return out, nil
 	}
