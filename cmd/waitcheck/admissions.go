@@ -23,6 +23,18 @@ type admissions struct {
 	mu   sync.Mutex
 	at   map[string][]time.Time
 	gone map[string]bool
+	// log is every admission seen, in the order seen, for the rates of
+	// the what-if estimates.
+	log []admission
+}
+
+// admission is one admission of a Workload into a ClusterQueue.
+type admission struct {
+	Key, ClusterQueue, Class string
+	At                       time.Time
+	// First: the Workload's first admission (not a re-admission after an
+	// eviction).
+	First bool
 }
 
 func newAdmissions() *admissions {
@@ -69,16 +81,46 @@ func (a *admissions) observe(obj any) {
 	if c == nil || c.Status != "True" {
 		return
 	}
-	a.add(domain.LocalQueueKey(wl.Namespace, wl.Name), c.LastTransitionTime.Time)
+	r := admission{Key: domain.LocalQueueKey(wl.Namespace, wl.Name), At: c.LastTransitionTime.Time}
+	if wl.Status.Admission != nil {
+		r.ClusterQueue = string(wl.Status.Admission.ClusterQueue)
+	}
+	if ref := wl.Spec.PriorityClassRef; ref != nil {
+		r.Class = ref.Name
+	}
+	// An evicted Workload keeps its Evicted condition once re-admitted.
+	r.First = apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadEvicted) == nil
+	a.record(r)
 }
 
 func (a *admissions) add(key string, at time.Time) {
+	a.record(admission{Key: key, At: at})
+}
+
+func (a *admissions) record(r admission) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	times := a.at[key]
-	if i, found := slices.BinarySearchFunc(times, at, func(x, t time.Time) int { return x.Compare(t) }); !found {
-		a.at[key] = slices.Insert(times, i, at)
+	times := a.at[r.Key]
+	i, found := slices.BinarySearchFunc(times, r.At, func(x, t time.Time) int { return x.Compare(t) })
+	if found {
+		return
 	}
+	r.First = r.First && i == 0
+	a.at[r.Key] = slices.Insert(times, i, r.At)
+	a.log = append(a.log, r)
+}
+
+// since is every admission after from.
+func (a *admissions) since(from time.Time) []admission {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []admission
+	for _, r := range a.log {
+		if !r.At.Before(from) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // admissionSlack is how much earlier than an observation an admission may

@@ -200,7 +200,7 @@ func run(ctx context.Context, o options) (err error) {
 	con.Stop()
 	res.ExtraJobs, res.ExtraJobErrors = ld.created, ld.failed
 	res.Rounds, res.RoundErrors, res.Unknown, res.NoEstimate = obs.rounds, obs.errors, obs.unknown, obs.none
-	summarize(res, obs.observations, adm)
+	summarize(res, obs.observations, adm, start, time.Now())
 	if res.ConsoleExited {
 		res.Notes = append(res.Notes, "the console exited during the run; see "+logPath)
 	}

@@ -29,6 +29,7 @@ const (
 type observation struct {
 	Key          string // namespace/name of the Workload
 	Team, Class  string
+	ClusterQueue string // the team's
 	State        string
 	At           time.Time
 	Estimate     estimate
@@ -170,7 +171,8 @@ func (o *observer) round(ctx context.Context, client *http.Client) error {
 		if !ok {
 			kueueAhead = -1
 		}
-		obs = append(obs, observation{Key: r.key, Team: r.team, Class: r.class, State: r.state, At: at, Estimate: e,
+		obs = append(obs, observation{Key: r.key, Team: r.team, Class: r.class, ClusterQueue: domain.DefaultSettings.ClusterQueue(r.team),
+			State: r.state, At: at, Estimate: e,
 			Basis: basisOf(e.Ahead, kueueAhead, r.consoleAhead), KueueAhead: kueueAhead, ConsoleAhead: r.consoleAhead, Waited: r.waited})
 	}
 	o.mu.Lock()

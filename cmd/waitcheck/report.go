@@ -41,11 +41,19 @@ type result struct {
 	StillQueuedTasks int `json:"still_queued_tasks"`
 	GoneTasks        int `json:"gone_tasks"`
 	LeftOut          int `json:"left_out_estimates"`
+	// LowerBound is the median absolute error of every estimate read
+	// (those left out too), at least: a task still queued at the end
+	// waited at least until the end, so its error is at least the part of
+	// that wait beyond the estimate (else 0).
+	LowerBound float64 `json:"median_abs_error_lower_bound_seconds"`
 
-	All        summary   `json:"all"`
-	FirstSeen  summary   `json:"first_seen"` // each task's first estimate only
-	ByBasis    []summary `json:"by_basis"`
-	ByClass    []summary `json:"by_class"`
+	All       summary   `json:"all"`
+	FirstSeen summary   `json:"first_seen"` // each task's first estimate only
+	ByBasis   []summary `json:"by_basis"`
+	ByClass   []summary `json:"by_class"`
+	// WhatIf are the same estimates, (ahead+1)/rate unrounded, with other
+	// admission rates counted from the run's own record of admissions.
+	WhatIf     []summary `json:"what_if,omitempty"`
 	Comparison []pair    `json:"comparisons,omitempty"`
 	Notes      []string  `json:"notes,omitempty"`
 }
@@ -62,6 +70,7 @@ type pair struct {
 	RawSeconds      float64   `json:"raw_estimate_seconds"`
 	ActualSeconds   float64   `json:"actual_seconds"`
 	first           bool
+	obs             observation
 }
 
 func (p pair) absError() float64 { return math.Abs(p.EstimateSeconds - p.ActualSeconds) }
@@ -94,29 +103,38 @@ type summary struct {
 	Baseline float64 `json:"baseline_constant_guess_median_abs_error_seconds"`
 }
 
-// summarize matches each observation with the admission that followed it.
-func summarize(res *result, obs []observation, adm *admissions) {
+// summarize matches each observation with the admission that followed it;
+// the what-if rates count the admissions from recordFrom (when the
+// console's history began) to each observation.
+func summarize(res *result, obs []observation, adm *admissions, recordFrom, end time.Time) {
 	res.Observations = len(obs)
 	stillQueued, gone := map[string]bool{}, map[string]bool{}
 	seen := map[string]bool{}
 	var pairs []pair
+	var lower []float64
 	for _, o := range obs {
 		admitted, ok := adm.firstAfter(o.Key, o.At)
 		if !ok {
 			res.LeftOut++
 			if adm.isGone(o.Key) {
 				gone[o.Key] = true
+				lower = append(lower, 0)
 			} else {
 				stillQueued[o.Key] = true
+				lower = append(lower, max(end.Sub(o.At)-o.Estimate.Shown, 0).Seconds())
 			}
 			continue
 		}
 		pairs = append(pairs, pair{Task: o.Key, Class: o.Class, Basis: o.Basis, ObservedAt: o.At.UTC(), Ahead: o.Estimate.Ahead,
 			PerHour: o.Estimate.PerHour, EstimateSeconds: o.Estimate.Shown.Seconds(), RawSeconds: o.Estimate.Raw.Seconds(),
-			ActualSeconds: max(admitted.Sub(o.At), 0).Seconds(), first: !seen[o.Key]})
+			ActualSeconds: max(admitted.Sub(o.At), 0).Seconds(), first: !seen[o.Key], obs: o})
 		seen[o.Key] = true
 	}
 	res.StillQueuedTasks, res.GoneTasks = len(stillQueued), len(gone)
+	for _, p := range pairs {
+		lower = append(lower, p.absError())
+	}
+	res.LowerBound = quantile(lower, 0.5)
 	res.Comparison = pairs
 	res.All = summarizePairs("all estimates", pairs)
 	res.FirstSeen = summarizePairs("first estimate of each task", filter(pairs, func(p pair) bool { return p.first }))
@@ -133,6 +151,73 @@ func summarize(res *result, obs []observation, adm *admissions) {
 	if others := filter(pairs, func(p pair) bool { return !isDemoClass(p.Class) }); len(others) > 0 {
 		res.ByClass = append(res.ByClass, summarizePairs("other classes", others))
 	}
+	res.WhatIf = whatIf(pairs, adm.since(recordFrom), recordFrom)
+}
+
+// rateRules are the admission rates the what-if estimates try: which
+// admissions of the record count for an observed task, and whether a task
+// admitted several times counts once.
+var rateRules = []struct {
+	name  string
+	once  bool
+	count func(a admission, o observation) bool
+}{
+	{"its ClusterQueue, every class, each task once (the console's rule)", true, sameQueue},
+	{"its ClusterQueue, every class, every admission", false, sameQueue},
+	{"its ClusterQueue, its class, each task once", true, func(a admission, o observation) bool {
+		return sameQueue(a, o) && a.Class == o.Class
+	}},
+	{"its ClusterQueue, its class, every admission", false, func(a admission, o observation) bool {
+		return sameQueue(a, o) && a.Class == o.Class
+	}},
+	{"its ClusterQueue, its class and lower ones, each task once", true, func(a admission, o observation) bool {
+		return sameQueue(a, o) && classRank(a.Class) >= classRank(o.Class)
+	}},
+	{"its ClusterQueue, every class, first admissions only", false, func(a admission, o observation) bool {
+		return sameQueue(a, o) && a.First
+	}},
+}
+
+func sameQueue(a admission, o observation) bool { return a.ClusterQueue == o.ClusterQueue }
+
+// classRank orders the demo's classes, highest first (0); others after.
+func classRank(class string) int {
+	for i, c := range sandbox.DemoPolicy.Classes {
+		if c.Name == class {
+			return i
+		}
+	}
+	return len(sandbox.DemoPolicy.Classes)
+}
+
+// whatIf estimates each compared observation again, (ahead+1)/rate with
+// each rule's rate over [from, observation), and sums up their errors.
+// Estimates without an admission to count are left out.
+func whatIf(pairs []pair, record []admission, from time.Time) []summary {
+	var out []summary
+	for _, rule := range rateRules {
+		var alt []pair
+		for _, p := range pairs {
+			hours := p.obs.At.Sub(from).Hours()
+			n, seen := 0, map[string]bool{}
+			for _, a := range record {
+				if !a.At.Before(p.obs.At) || !rule.count(a, p.obs) || (rule.once && seen[a.Key]) {
+					continue
+				}
+				seen[a.Key] = true
+				n++
+			}
+			if n == 0 || hours <= 0 {
+				continue
+			}
+			q := p
+			q.EstimateSeconds = float64(p.Ahead+1) / (float64(n) / hours) * 3600
+			q.RawSeconds = q.EstimateSeconds
+			alt = append(alt, q)
+		}
+		out = append(out, summarizePairs(rule.name, alt))
+	}
+	return out
 }
 
 func isDemoClass(class string) bool {
@@ -234,6 +319,8 @@ func (r *result) markdown() string {
 		r.Observations, r.Rounds, r.RoundErrors, r.Unknown, r.NoEstimate)
 	fmt.Fprintf(&b, "- Compared: **%d estimates of %d tasks**. Left out: %d estimates of tasks never admitted before the end (%d still queued, %d gone without admission).\n",
 		r.All.Estimates, r.All.Tasks, r.LeftOut, r.StillQueuedTasks, r.GoneTasks)
+	fmt.Fprintf(&b, "- Counting the estimates left out too, the median absolute error is at least %s (a task still queued at the end waited at least until then).\n",
+		secs(r.LowerBound))
 	fmt.Fprintf(&b, "- Extra demo-like Jobs submitted to keep queues waiting: %d (%d failed).\n", r.ExtraJobs, r.ExtraJobErrors)
 	fmt.Fprintf(&b, "- Error = |estimate − actual|, actual = admission (Admitted condition) − observation; the estimate is the figure shown (\"about 25 min\"). "+
 		"Relative error and \"within ×2\" over pairs whose actual wait is at least 1 min. Baseline: one constant guess (the group's median actual wait).\n\n")
@@ -252,6 +339,16 @@ func (r *result) markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Group, s.Estimates, s.Tasks,
 			secs(s.MedianAbsError), secs(s.P90AbsError), secs(s.MedianActual), secs(s.MedianEstimate), signedSecs(s.MedianSigned),
 			percent(s.MedianRelative, s.RelativePairs), percent(s.WithinFactor2, s.RelativePairs), secs(s.MedianAbsErrorRaw), secs(s.Baseline))
+	}
+	if len(r.WhatIf) > 0 {
+		b.WriteString("\nWhat if the rate were another: the same tasks ahead, (ahead+1)/rate unrounded, the rate counted from the run's own record of admissions " +
+			"since the history began (Admitted condition turning True; a first admission is one of a Workload never evicted).\n\n")
+		b.WriteString("| Rate counts | Estimates | Median abs error | p90 abs error | Median estimate | Median estimate − actual | Median relative error | Within ×2 |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, s := range r.WhatIf {
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", s.Group, s.Estimates, secs(s.MedianAbsError), secs(s.P90AbsError),
+				secs(s.MedianEstimate), signedSecs(s.MedianSigned), percent(s.MedianRelative, s.RelativePairs), percent(s.WithinFactor2, s.RelativePairs))
+		}
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\n")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestSummarize(t *testing.T) {
 		{Key: "ns/d", Class: "batch", At: t0, Basis: basisVisibility, Estimate: estimate{Shown: time.Minute}},
 	}
 	var res result
-	summarize(&res, obs, adm)
+	summarize(&res, obs, adm, t0.Add(-2*time.Hour), t0.Add(20*time.Minute))
 	if res.All.Estimates != 3 || res.All.Tasks != 2 || res.LeftOut != 2 || res.StillQueuedTasks != 1 || res.GoneTasks != 1 {
 		t.Fatalf("counts: %+v", res.All)
 	}
@@ -110,6 +111,10 @@ func TestSummarize(t *testing.T) {
 	}
 	if len(res.ByBasis) != 2 || res.ByBasis[0].Estimates != 2 || res.ByBasis[1].Estimates != 1 {
 		t.Errorf("by basis: %+v", res.ByBasis)
+	}
+	// Lower bound: 120, 60, 60, c: 20 min waited − 1 min estimated, d: 0.
+	if res.LowerBound != 60 {
+		t.Errorf("lower bound: %v", res.LowerBound)
 	}
 	// Relative: only pairs with an actual wait of a minute or more.
 	if res.All.RelativePairs != 2 || math.Abs(res.All.MedianRelative-0.2) > 1e-9 {
@@ -145,5 +150,35 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := parseOptions([]string{"--duration", "10m", "--tail", "10m"}); err == nil {
 		t.Error("a tail as long as the run was accepted")
+	}
+}
+
+func TestWhatIf(t *testing.T) {
+	from := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := from.Add(time.Hour)
+	var record []admission
+	// In one hour: 2 training admissions (one a re-admission), 4 batch, 2
+	// inference; and one training admission in another queue, one after
+	// the observation.
+	for i, c := range []string{"training", "training", "batch", "batch", "batch", "batch", "inference", "inference"} {
+		key := "ns/" + strconv.Itoa(i)
+		if i == 1 {
+			key = "ns/0" // admitted again
+		}
+		record = append(record, admission{Key: key, ClusterQueue: "cq", Class: c, At: from.Add(time.Duration(i+1) * time.Minute), First: i != 1})
+	}
+	record = append(record, admission{ClusterQueue: "other", Class: "training", At: from.Add(time.Minute), First: true},
+		admission{ClusterQueue: "cq", Class: "training", At: at.Add(time.Minute), First: true})
+	o := observation{Key: "ns/x", ClusterQueue: "cq", Class: "training", At: at, Estimate: estimate{Ahead: 3}}
+	got := whatIf([]pair{{ActualSeconds: 3600, obs: o, Ahead: 3}}, record, from)
+	// (3+1) tasks at 7, 8, 1, 2, 5 and 7 per hour.
+	want := []float64{4.0 / 7, 0.5, 4, 2, 0.8, 4.0 / 7}
+	if len(got) != len(want) {
+		t.Fatalf("%d rules", len(got))
+	}
+	for i, w := range want {
+		if math.Abs(got[i].MedianEstimate-w*3600) > 1e-6 {
+			t.Errorf("%s: estimate %v s, want %v h", got[i].Group, got[i].MedianEstimate, w)
+		}
 	}
 }
