@@ -164,42 +164,32 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 type AdmissionRate struct {
 	ClusterQueue, Class string
 	Window              Window
-	// Admissions counts those in the recorded part: a backfill also brings
-	// admissions of times no recorder ran, but not those of the tasks gone
-	// since, so they would skew the rate.
-	Admissions int64
+	// Tasks counts the tasks admitted in the recorded part, each once
+	// however often it was admitted again after a preemption: a task that
+	// borrows, is preempted and is admitted again, over and over, does not
+	// move the queue. A backfill also brings admissions of times no
+	// recorder ran, but not those of the tasks gone since, so they would
+	// skew the rate.
+	Tasks int64
 	// Recorded is the part of the window with a record; Gaps the rest.
 	Recorded time.Duration
 	Gaps     []Period
 }
 
-// PerHour is admissions per recorded hour (0 with no recorded time).
+// PerHour is tasks admitted per recorded hour (0 with no recorded time).
 func (r AdmissionRate) PerHour() float64 {
 	if r.Recorded <= 0 {
 		return 0
 	}
-	return float64(r.Admissions) / r.Recorded.Hours()
+	return float64(r.Tasks) / r.Recorded.Hours()
 }
 
-// AdmissionRate counts the admissions into clusterQueue (any when empty)
-// of tasks of class (any class when empty) in w, for estimated waits:
-// re-admissions after a preemption count, as each takes a place in the
-// queue.
+// AdmissionRate counts the tasks admitted into clusterQueue (any when
+// empty) of class (any class when empty) in w, for estimated waits.
 func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w Window) (AdmissionRate, error) {
 	r := AdmissionRate{ClusterQueue: clusterQueue, Class: class, Window: w}
 	fail := func(err error) (AdmissionRate, error) {
 		return AdmissionRate{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
-	}
-	// kind is literal: it selects the partial index of admissions.
-	query := `SELECT COUNT(*) FROM events WHERE kind = 'admitted' AND at_ms >= ? AND at_ms < ?`
-	args := []any{ceilMS(w.From), ceilMS(w.To)}
-	if clusterQueue != "" {
-		query += ` AND cluster_queue = ?`
-		args = append(args, clusterQueue)
-	}
-	if class != "" {
-		query += ` AND class = ?`
-		args = append(args, class)
 	}
 	now := s.clock()
 	gaps, err := s.gaps(ctx, s.db, w, now)
@@ -211,13 +201,28 @@ func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w
 	if n := ms(now) + 1; n < to {
 		to = n
 	}
+	// The recorded parts of the window, in one query so that a task
+	// admitted in two of them counts once. kind is literal: it selects the
+	// partial index of admissions.
+	var ranges []string
+	var args []any
 	for _, c := range subtract(span{ceilMS(w.From), to}, spans(gaps)) {
-		var n int64
-		args[0], args[1] = c.from, c.to
-		if err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&n); err != nil {
+		ranges = append(ranges, "(at_ms >= ? AND at_ms < ?)")
+		args = append(args, c.from, c.to)
+	}
+	if len(ranges) > 0 {
+		query := `SELECT COUNT(DISTINCT uid) FROM events WHERE kind = 'admitted' AND (` + strings.Join(ranges, " OR ") + `)`
+		if clusterQueue != "" {
+			query += ` AND cluster_queue = ?`
+			args = append(args, clusterQueue)
+		}
+		if class != "" {
+			query += ` AND class = ?`
+			args = append(args, class)
+		}
+		if err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&r.Tasks); err != nil {
 			return fail(err)
 		}
-		r.Admissions += n
 	}
 	end := w.To
 	if end.After(now) {
