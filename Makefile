@@ -6,7 +6,7 @@ LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
 .PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
-.PHONY: image image-push helm test-tools test-image test-image-deps manifests
+.PHONY: image image-push helm test-tools test-image test-image-deps manifests measure-wait
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
 run: build
@@ -133,3 +133,13 @@ loadtest: build
 	$(GO) build -o bin/loadgen ./cmd/loadgen
 	$(GO) build -o bin/loadtest ./cmd/loadtest
 	bin/loadtest $(LOADTEST_FLAGS)
+
+## measure-wait: the estimated waits against the waits that followed, on the demo sandbox (about 40 min; bin/waitcheck.md and .json)
+# cmd/waitcheck: starts or reuses the demo sandbox, runs bin/console on it with
+# a task history in a temporary SQLite file, keeps tasks waiting, reads the
+# Tasks CSV every 30 s and compares each estimate with the admission that
+# followed. Quick run: make measure-wait MEASURE_WAIT_FLAGS="--duration 20m --tail 3m"
+MEASURE_WAIT_FLAGS ?=
+measure-wait: build
+	$(GO) build -o bin/waitcheck ./cmd/waitcheck
+	bin/waitcheck $(MEASURE_WAIT_FLAGS)

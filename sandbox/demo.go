@@ -105,7 +105,6 @@ var demoJobs = map[string][]demoJob{
 // team has fewer than six tasks waiting, with run times of one to six minutes.
 func runDemoLoad(ctx context.Context, kube kubernetes.Interface, log io.Writer) error {
 	teams := DemoTeams()
-	classes := DemoPolicy.Classes
 	tick := time.NewTicker(4 * time.Second)
 	defer tick.Stop()
 	for {
@@ -130,14 +129,24 @@ func runDemoLoad(ctx context.Context, kube kubernetes.Interface, log io.Writer) 
 		if suspended >= 6 {
 			continue
 		}
-		kind := demoJobs[team.Name][rand.IntN(len(demoJobs[team.Name]))]
-		class := classes[rand.IntN(len(classes))].Name
-		runFor := time.Duration(60+rand.IntN(300)) * time.Second
-		job := demoJobObject(team.Name, ns, class, kind, runFor)
-		if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		if _, err := kube.BatchV1().Jobs(ns).Create(ctx, DemoJob(team.Name), metav1.CreateOptions{}); err != nil {
 			fmt.Fprintln(log, "demo load:", err)
 		}
 	}
+}
+
+// DemoJob is a job of the kind the demo's team submits (labelled
+// demo=true, in its LocalQueue): one of the team's shapes, of a random class,
+// running one to six minutes; nil for a team the demo does not have.
+func DemoJob(team string) *batchv1.Job {
+	kinds := demoJobs[team]
+	if len(kinds) == 0 {
+		return nil
+	}
+	kind := kinds[rand.IntN(len(kinds))]
+	class := DemoPolicy.Classes[rand.IntN(len(DemoPolicy.Classes))].Name
+	runFor := time.Duration(60+rand.IntN(300)) * time.Second
+	return demoJobObject(team, domain.DefaultSettings.Namespace(team), class, kind, runFor)
 }
 
 func demoJobObject(team, ns, class string, kind demoJob, runFor time.Duration) *batchv1.Job {

@@ -164,27 +164,28 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 type AdmissionRate struct {
 	ClusterQueue, Class string
 	Window              Window
-	// Admissions counts those in the recorded part: a backfill also brings
-	// admissions of times no recorder ran, but not those of the tasks gone
-	// since, so they would skew the rate.
-	Admissions int64
+	// Tasks counts the tasks admitted in the recorded part, each once
+	// however often it was admitted again after a preemption: a task that
+	// borrows, is preempted and is admitted again, over and over, does not
+	// move the queue. A backfill also brings admissions of times no
+	// recorder ran, but not those of the tasks gone since, so they would
+	// skew the rate.
+	Tasks int64
 	// Recorded is the part of the window with a record; Gaps the rest.
 	Recorded time.Duration
 	Gaps     []Period
 }
 
-// PerHour is admissions per recorded hour (0 with no recorded time).
+// PerHour is tasks admitted per recorded hour (0 with no recorded time).
 func (r AdmissionRate) PerHour() float64 {
 	if r.Recorded <= 0 {
 		return 0
 	}
-	return float64(r.Admissions) / r.Recorded.Hours()
+	return float64(r.Tasks) / r.Recorded.Hours()
 }
 
-// AdmissionRate counts the admissions into clusterQueue (any when empty)
-// of tasks of class (any class when empty) in w, for estimated waits:
-// re-admissions after a preemption count, as each takes a place in the
-// queue.
+// AdmissionRate counts the tasks admitted into clusterQueue (any when
+// empty) of class (any class when empty) in w, for estimated waits.
 func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w Window) (AdmissionRate, error) {
 	rates, err := s.AdmissionRates(ctx, w)
 	if err != nil {
@@ -193,34 +194,40 @@ func (s *Store) AdmissionRate(ctx context.Context, clusterQueue, class string, w
 	return rates.Of(clusterQueue, class), nil
 }
 
-// AdmissionRates are the admissions of every ClusterQueue and class over
-// the recorded part of a window: one query for every estimate of a page.
+// AdmissionRates are the tasks every ClusterQueue admitted, per class,
+// over the recorded part of a window: one query for every estimate of a
+// page.
 type AdmissionRates struct {
 	Window   Window
 	Recorded time.Duration
 	Gaps     []Period
 	counts   map[[2]string]int64 // by ClusterQueue and class
+	byQueue  map[string]int64
 }
 
-// Of is the rate of clusterQueue and class; empty matches any.
+// Of is the rate of clusterQueue and class; empty matches any. (A task has
+// one ClusterQueue and one class, so the counts add up.)
 func (r AdmissionRates) Of(clusterQueue, class string) AdmissionRate {
 	out := AdmissionRate{ClusterQueue: clusterQueue, Class: class, Window: r.Window, Recorded: r.Recorded, Gaps: r.Gaps}
-	if clusterQueue != "" && class != "" {
-		out.Admissions = r.counts[[2]string{clusterQueue, class}]
-		return out
-	}
-	for k, n := range r.counts {
-		if (clusterQueue == "" || k[0] == clusterQueue) && (class == "" || k[1] == class) {
-			out.Admissions += n
+	switch {
+	case clusterQueue != "" && class != "":
+		out.Tasks = r.counts[[2]string{clusterQueue, class}]
+	case clusterQueue != "":
+		out.Tasks = r.byQueue[clusterQueue]
+	default:
+		for k, n := range r.counts {
+			if class == "" || k[1] == class {
+				out.Tasks += n
+			}
 		}
 	}
 	return out
 }
 
-// AdmissionRates counts the admissions in w per ClusterQueue and class.
-// Admissions count only in the recorded part of w (AdmissionRate.Admissions).
+// AdmissionRates counts the tasks admitted in the recorded part of w per
+// ClusterQueue and class (AdmissionRate.Tasks).
 func (s *Store) AdmissionRates(ctx context.Context, w Window) (AdmissionRates, error) {
-	r := AdmissionRates{Window: w, counts: map[[2]string]int64{}}
+	r := AdmissionRates{Window: w, counts: map[[2]string]int64{}, byQueue: map[string]int64{}}
 	fail := func(err error) (AdmissionRates, error) {
 		return AdmissionRates{}, fmt.Errorf("task history store %s: admission rate: %w", s.name, err)
 	}
@@ -234,11 +241,20 @@ func (s *Store) AdmissionRates(ctx context.Context, w Window) (AdmissionRates, e
 	if n := ms(now) + 1; n < to {
 		to = n
 	}
-	// kind is literal: it selects the partial index of admissions.
-	query := s.q(`SELECT cluster_queue, class, COUNT(*) FROM events WHERE kind = 'admitted' AND at_ms >= ? AND at_ms < ? GROUP BY cluster_queue, class`)
+	// The recorded parts of the window, in one query so that a task
+	// admitted in two of them counts once. kind is literal: it selects the
+	// partial index of admissions.
+	var ranges []string
+	var args []any
 	for _, c := range subtract(span{ceilMS(w.From), to}, spans(gaps)) {
+		ranges = append(ranges, "(at_ms >= ? AND at_ms < ?)")
+		args = append(args, c.from, c.to)
+	}
+	if len(ranges) > 0 {
+		query := `SELECT cluster_queue, class, COUNT(DISTINCT uid) FROM events WHERE kind = 'admitted' AND (` +
+			strings.Join(ranges, " OR ") + `) GROUP BY cluster_queue, class`
 		if err := func() error {
-			rows, err := s.db.QueryContext(ctx, query, c.from, c.to)
+			rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 			if err != nil {
 				return err
 			}
@@ -250,6 +266,7 @@ func (s *Store) AdmissionRates(ctx context.Context, w Window) (AdmissionRates, e
 					return err
 				}
 				r.counts[[2]string{cq.String, class.String}] += n
+				r.byQueue[cq.String] += n
 			}
 			return rows.Err()
 		}(); err != nil {

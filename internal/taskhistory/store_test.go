@@ -496,25 +496,32 @@ func TestAdmissionRate(t *testing.T) {
 		w.admit(now.Add(-time.Duration(i*20+10)*time.Minute), "ml.p5.48xlarge")
 		lives = append(lives, []stateAt{{wl: w.snap()}})
 	}
+	// A task admitted, preempted and admitted again in the recorded hours
+	// counts once: its re-admission does not move the queue.
+	churn := newWL("nlp", "job-churn", now.Add(-5*time.Hour)).class("training", 10).pods(1, 1)
+	first := churn.admit(now.Add(-100*time.Minute), "ml.p5.48xlarge").snap()
+	preempted := churn.preempt(now.Add(-95*time.Minute), "InCohortFairSharing", "preempted").release(now.Add(-95 * time.Minute)).snap()
+	again := churn.requeue(now.Add(-94*time.Minute)).admit(now.Add(-50*time.Minute), "ml.p5.48xlarge").snap()
+	lives = append(lives, []stateAt{{wl: first}, {wl: preempted}, {wl: again}})
 	forEachStore(t, now, func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		record(t, s, lives...)
 		covered(t, s, now.Add(-2*time.Hour), now)
-		// Over the last 4 hours: 12 admissions, but only the 2 recorded hours
-		// count, with their 6.
+		// Over the last 4 hours: 12 tasks admitted, but only the 2 recorded
+		// hours count, with their 6, and the task admitted twice once.
 		r, err := s.AdmissionRate(ctx, "hyperpod-ns-nlp-clusterqueue", "", Window{From: now.Add(-4 * time.Hour), To: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Admissions != 6 || r.Recorded != 2*time.Hour || r.PerHour() != 3 || len(r.Gaps) != 1 {
+		if r.Tasks != 7 || r.Recorded != 2*time.Hour || r.PerHour() != 3.5 || len(r.Gaps) != 1 {
 			t.Errorf("rate %+v, per hour %v", r, r.PerHour())
 		}
 		r, err = s.AdmissionRate(ctx, "hyperpod-ns-nlp-clusterqueue", "inference", Window{From: now.Add(-2 * time.Hour), To: now})
-		if err != nil || r.Admissions != 2 || r.PerHour() != 1 {
+		if err != nil || r.Tasks != 2 || r.PerHour() != 1 {
 			t.Errorf("inference over 2 hours: %+v (%v)", r, err)
 		}
 		r, err = s.AdmissionRate(ctx, "", "training", Window{From: now.Add(-2 * time.Hour), To: now})
-		if err != nil || r.Admissions != 4 || r.PerHour() != 2 {
+		if err != nil || r.Tasks != 5 || r.PerHour() != 2.5 {
 			t.Errorf("training in every queue over 2 hours: %+v (%v)", r, err)
 		}
 	})
