@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -14,11 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openquota/console/internal/loopback"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
@@ -36,37 +33,10 @@ const (
 )
 
 // sandboxEnv is what `sandbox up` prints.
-type sandboxEnv struct {
-	Kubeconfig    string `json:"kubeconfig"`
-	APIServerURL  string `json:"apiServerURL"`
-	PrometheusURL string `json:"prometheusURL"`
-}
+type sandboxEnv = loopback.Sandbox
 
-// sandboxUp starts (or finds running) a sandbox instance.
 func sandboxUp(ctx context.Context, bin, instance string) (sandboxEnv, error) {
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "up", "--instance", instance)
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return sandboxEnv{}, fmt.Errorf("%s up --instance %s: %w", bin, instance, err)
-	}
-	var env sandboxEnv
-	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
-		return sandboxEnv{}, fmt.Errorf("reading %s up's answer: %w", bin, err)
-	}
-	if env.Kubeconfig == "" {
-		return sandboxEnv{}, fmt.Errorf("%s up printed no kubeconfig", bin)
-	}
-	if env.PrometheusURL != "" {
-		u, err := url.Parse(env.PrometheusURL)
-		if err != nil {
-			return sandboxEnv{}, fmt.Errorf("prometheus URL: %w", err)
-		}
-		if err := requireLoopback(u.Host); err != nil {
-			return sandboxEnv{}, fmt.Errorf("prometheus: %w", err)
-		}
-	}
-	return env, nil
+	return loopback.SandboxUp(ctx, bin, instance)
 }
 
 // fill runs the load generator: teams and Workloads load-000000 onwards
@@ -93,16 +63,9 @@ type cluster struct {
 }
 
 func newCluster(kubeconfig, namespacePrefix string) (*cluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := loopback.RESTConfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		return nil, fmt.Errorf("apiserver address %q: %w", cfg.Host, err)
-	}
-	if err := requireLoopback(u.Host); err != nil {
-		return nil, fmt.Errorf("apiserver: %w", err)
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 100, 200
 	kq, err := kueueclient.NewForConfig(cfg)

@@ -1,150 +1,32 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/openquota/console/internal/loopback"
 )
 
 // console is the console process under test.
-type console struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
-	Base   string // http://127.0.0.1:port
-	PID    int
-}
+type console = loopback.Console
 
 // startConsole runs bin/console on the sandbox, listening on addr (a
 // loopback address; port 0 picks a free one), logging to logPath, and waits
 // until /readyz answers 200.
 func startConsole(ctx context.Context, bin, kubeconfig, prometheusURL, addr, logPath string, ready time.Duration) (*console, error) {
-	if err := requireLoopback(addr); err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
-	}
-	if strings.HasSuffix(addr, ":0") {
-		free, err := freeLoopbackAddr(strings.TrimSuffix(addr, ":0"))
-		if err != nil {
-			return nil, err
-		}
-		addr = free
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"--kubeconfig", kubeconfig, "--listen", addr}
+	args := []string{"--kubeconfig", kubeconfig}
 	if prometheusURL != "" {
 		args = append(args, "--prometheus-url", prometheusURL)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	c := &console{cmd: cmd, exited: make(chan struct{}), Base: "http://" + addr, PID: cmd.Process.Pid}
-	go func() {
-		c.err = cmd.Wait()
-		logFile.Close()
-		close(c.exited)
-	}()
-	if err := c.waitReady(ctx, ready); err != nil {
-		c.Stop()
-		return nil, fmt.Errorf("console (log: %s): %w", logPath, err)
-	}
-	return c, nil
+	return loopback.StartConsole(ctx, bin, args, addr, logPath, ready)
 }
 
-func (c *console) waitReady(ctx context.Context, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	last := "no answer"
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/readyz", nil)
-		if res, err := client.Do(req); err == nil {
-			body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("%d %s", res.StatusCode, bytes.TrimSpace(body))
-		}
-		select {
-		case <-c.exited:
-			return fmt.Errorf("exited before it was ready: %v", c.err)
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s (/readyz: %s)", limit, last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// Stop ends the console: SIGTERM, then SIGKILL after 10 s.
-func (c *console) Stop() {
-	if c == nil {
-		return
-	}
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
-}
-
-// Running reports whether the console is still up.
-func (c *console) Running() bool {
-	select {
-	case <-c.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func freeLoopbackAddr(host string) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// requireLoopback refuses any address that is not on this machine's
-// loopback: the tool sends thousands of requests and creates Workloads.
-func requireLoopback(hostport string) error {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("%q is not a loopback address (127.0.0.1, ::1 or localhost): the load test runs on loopback only", hostport)
-}
+func requireLoopback(hostport string) error { return loopback.Require(hostport) }
 
 // procSample is a process's memory and CPU time at one moment.
 type procSample struct {
