@@ -2,15 +2,14 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/openquota/console/internal/loopback"
 )
 
 // result is everything one run measured.
@@ -198,19 +197,7 @@ func (r *result) write(out string, w io.Writer) error {
 	md := r.markdown()
 	fmt.Fprintln(w)
 	fmt.Fprint(w, md)
-	if dir := filepath.Dir(out); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(out+".json", append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(out+".md", []byte(md), 0o644); err != nil {
+	if err := loopback.Save(out, r, md); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nWritten to %s.json and %s.md\n", out, out)

@@ -2,16 +2,14 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/openquota/console/internal/loopback"
 	"github.com/openquota/console/sandbox"
 )
 
@@ -296,17 +294,7 @@ func quantile(values []float64, q float64) float64 {
 func (r *result) write(out string, w io.Writer) error {
 	md := r.markdown()
 	fmt.Fprint(w, md)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(out+".json", append(j, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(out+".md", []byte(md), 0o644)
+	return loopback.Save(out, r, md)
 }
 
 func (r *result) markdown() string {

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -198,4 +199,19 @@ func (c *Console) Running() bool {
 	default:
 		return true
 	}
+}
+
+// Save writes a run's result as out.json (v) and out.md (md).
+func Save(out string, v any, md string) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out+".json", append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(out+".md", []byte(md), 0o644)
 }
