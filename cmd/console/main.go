@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
@@ -157,6 +158,9 @@ func main() {
 		return
 	}
 	log := newLogger(o)
+	// client-go's own messages (leader election, throttling) in the same
+	// format as the console's.
+	klog.SetSlogLogger(log)
 	if err := run(o, log); err != nil {
 		log.Error("console stopped", "err", err)
 		os.Exit(1)
