@@ -17,7 +17,8 @@ import (
 // every class, so the rate counts every class; and it counts tasks, not
 // admissions, since re-admissions after preemptions do not move the queue.
 // Measured on the demo (make measure-wait), the rate of the task's class
-// alone, counting every admission, erred almost twice as much.
+// alone, counting every admission, had a median error 1.5 to 1.8 times as
+// large.
 
 // rateWindow is how far back admission rates look; rateTTL how long a rate
 // is shared.
