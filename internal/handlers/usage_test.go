@@ -72,8 +72,9 @@ func TestUsageAndTasksMatchKueue(t *testing.T) {
 	c.submit(t, "borrower", "borrows", 1)
 	c.submit(t, "borrower", "too-big", 4)
 
-	// Kueue settles the borrower's usage over a few status updates; compare
-	// the dashboard with the ClusterQueue once both show the same moment.
+	// Kueue settles the borrower's usage, and the lender's status, over a
+	// few status updates; compare the dashboard with the ClusterQueue once
+	// both queues show the same moment.
 	kueueBorrowed := func() int64 {
 		var n int64
 		for _, f := range c.clusterQueue(t, "borrower").Status.FlavorsUsage {
@@ -93,7 +94,7 @@ func TestUsageAndTasksMatchKueue(t *testing.T) {
 		rows = c.csv(t, "/usage?format=csv&resource=gpu")
 		b, l = rows["borrower/"+c.settings.Namespace("borrower")], rows["lender/"+c.settings.Namespace("lender")]
 		return b != nil && l != nil && borrowed == 1 && b["Borrowed (GPUs)"] == "1" && b["In use by tasks (GPUs)"] == "3" &&
-			b["Pending demand (GPUs)"] == "4" && borrowed == kueueBorrowed(), nil
+			b["Pending demand (GPUs)"] == "4" && l["Lent (GPUs)"] != "0" && borrowed == kueueBorrowed(), nil
 	})
 	if err != nil {
 		t.Fatalf("dashboard and Kueue never agreed on the borrower using 3 GPUs (1 borrowed) with 4 pending: Kueue borrowed %d, rows %v", borrowed, rows)
