@@ -27,14 +27,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/openquota/console/internal/loopback"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -128,24 +127,11 @@ func (o options) validate() error {
 }
 
 func main() {
-	log.SetFlags(log.Ltime)
-	log.SetPrefix("loadtest: ")
-	o, err := parseOptions(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		log.Print(err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, o.maxRun)
-	defer cancel()
-	if err := run(ctx, o); err != nil {
-		log.Print(err)
-		os.Exit(1)
-	}
+	loopback.Main("loadtest", parseOptions, func(ctx context.Context, o options) error {
+		ctx, cancel := context.WithTimeout(ctx, o.maxRun)
+		defer cancel()
+		return run(ctx, o)
+	})
 }
 
 // runner is one run: the options, what the phases share, and the result.

@@ -26,12 +26,11 @@ import (
 	"log"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/openquota/console/internal/loopback"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -86,24 +85,7 @@ func (o options) validate() error {
 	return errors.Join(errs...)
 }
 
-func main() {
-	log.SetFlags(log.Ltime)
-	log.SetPrefix("waitcheck: ")
-	o, err := parseOptions(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		log.Print(err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		log.Print(err)
-		os.Exit(1)
-	}
-}
+func main() { loopback.Main("waitcheck", parseOptions, run) }
 
 func run(ctx context.Context, o options) (err error) {
 	for _, b := range []string{o.sandboxBin, o.consoleBin} {

@@ -8,13 +8,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -214,4 +218,27 @@ func Save(out string, v any, md string) error {
 		return err
 	}
 	return os.WriteFile(out+".md", []byte(md), 0o644)
+}
+
+// Main runs a measuring tool: log lines prefixed with its name, options
+// parsed from the command line (exit 2 when they are wrong), then run until
+// it ends or is interrupted (exit 1 when it fails).
+func Main[O any](name string, parse func([]string) (O, error), run func(context.Context, O) error) {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix(name + ": ")
+	o, err := parse(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		log.Print(err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, o)
+	stop()
+	if err != nil {
+		log.Print(err)
+		os.Exit(1)
+	}
 }
