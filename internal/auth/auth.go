@@ -51,6 +51,11 @@ func ParseMode(s string) (Mode, error) {
 type User struct {
 	Name   string
 	Groups []string
+	// UID and Extra are what the cluster's authenticator said besides the
+	// name and groups (TokenReview status.user); access checks pass them on,
+	// since authorizers and admission may decide on them.
+	UID   string
+	Extra map[string][]string
 }
 
 // SignedIn reports whether the user has a name (proxy and token modes).

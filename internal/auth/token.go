@@ -48,7 +48,14 @@ func (k KubeTokenReviewer) Review(ctx context.Context, token string) (User, erro
 	if !res.Status.Authenticated || res.Status.User.Username == "" {
 		return User{}, ErrTokenRejected
 	}
-	return User{Name: res.Status.User.Username, Groups: res.Status.User.Groups}, nil
+	u := User{Name: res.Status.User.Username, Groups: res.Status.User.Groups, UID: res.Status.User.UID}
+	for k, v := range res.Status.User.Extra {
+		if u.Extra == nil {
+			u.Extra = map[string][]string{}
+		}
+		u.Extra[k] = []string(v)
+	}
+	return u, nil
 }
 
 // TokenExpiry is when a JWT bearer token (a service account token, an OIDC

@@ -13,6 +13,8 @@ import (
 type Identity struct {
 	Name   string
 	Groups []string
+	UID    string
+	Extra  map[string][]string
 }
 
 // Clients are the console's own clients, and build clients that act as a

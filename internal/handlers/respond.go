@@ -18,7 +18,7 @@ func (d Deps) identity(c echo.Context) cluster.Identity {
 		return cluster.Identity{}
 	}
 	u := auth.From(c)
-	return cluster.Identity{Name: u.Name, Groups: u.Groups}
+	return cluster.Identity{Name: u.Name, Groups: u.Groups, UID: u.UID, Extra: u.Extra}
 }
 
 // respond answers a change: after a save, a redirect to next with the
