@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,6 +44,7 @@ type options struct {
 	proxyGroupsHeader string
 	proxyCIDRs        []netip.Prefix
 	proxySecretFile   string
+	trustedProxies    []netip.Prefix
 	secureCookies     bool
 	sessionKeyFile    string
 	tokenAudiences    []string
@@ -68,6 +72,7 @@ func parseFlags(args []string) (options, error) {
 	cidrs := fs.String("auth-proxy-cidrs", auth.DefaultProxyCIDRs, "--auth proxy: comma-separated source addresses (CIDRs) of the proxy whose headers are trusted; empty trusts none (then only the secret)")
 	fs.StringVar(&o.proxySecretFile, "auth-proxy-secret-file", "", "--auth proxy: file with a shared secret; requests carrying it in the "+auth.SecretHeader+" header are trusted from any address")
 	fs.StringVar(&o.sessionKeyFile, "session-key-file", "", "file with a secret of at least 32 bytes that signs sessions, CSRF tokens and flash messages; replicas that share it accept each other's sessions (default: a random key per process, so a restart signs everyone out)")
+	trustedProxies := fs.String("trusted-proxy-cidrs", "", "comma-separated addresses (CIDRs) of proxies in front of the console (an Ingress controller's pods) whose X-Forwarded-For names the client, for the sign-in limits per client address; empty: the TCP peer is the client")
 	audiences := fs.String("auth-token-audience", "", "--auth token: comma-separated audiences a token must be issued for (default: the apiserver's own)")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
 	o.history.register(fs)
@@ -95,6 +100,9 @@ func parseFlags(args []string) (options, error) {
 	if o.proxyCIDRs, err = auth.ParseCIDRs(*cidrs); err != nil {
 		return o, err
 	}
+	if o.trustedProxies, err = auth.ParseTrustedProxies(*trustedProxies); err != nil {
+		return o, err
+	}
 	o.tokenAudiences = auth.SplitGroups(*audiences)
 	if len(o.tokenAudiences) > 0 && o.authMode != auth.ModeToken {
 		return o, errors.New("--auth-token-audience is only used with --auth token")
@@ -113,16 +121,26 @@ func parseFlags(args []string) (options, error) {
 }
 
 // authenticator builds the auth mode's Authenticator; kube makes the token
-// mode's TokenReviews and keeps its sign-outs (until ctx ends).
-func authenticator(ctx context.Context, o options, kube kubernetes.Interface) (*auth.Authenticator, error) {
-	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies, Keys: auth.RandomKeys()}
+// mode's TokenReviews and keeps its sign-outs (until ctx ends). Its keys are
+// bound to the cluster; token mode, whose sessions are at stake, needs the
+// cluster's UID, the other modes fall back to the apiserver's address.
+func authenticator(ctx context.Context, o options, kube kubernetes.Interface, server string, log *slog.Logger) (*auth.Authenticator, error) {
+	keys := auth.RandomKeys()
 	if o.sessionKeyFile != "" {
-		keys, err := auth.ReadKeyFile(o.sessionKeyFile)
-		if err != nil {
+		var err error
+		if keys, err = auth.ReadKeyFile(o.sessionKeyFile); err != nil {
 			return nil, err
 		}
-		a.Keys = keys
 	}
+	clusterID, err := clusterUID(ctx, kube)
+	if err != nil && o.authMode == auth.ModeToken {
+		return nil, err
+	}
+	if err != nil {
+		log.Warn("CSRF tokens and flash messages are bound to the apiserver's address instead", "err", err)
+		clusterID = server
+	}
+	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies, Keys: keys.For(clusterID, o.authMode), TrustedProxies: o.trustedProxies}
 	switch o.authMode {
 	case auth.ModeProxy:
 		a.Proxy = auth.Proxy{UserHeader: o.proxyUserHeader, GroupsHeader: o.proxyGroupsHeader, Trusted: o.proxyCIDRs}
@@ -137,11 +155,34 @@ func authenticator(ctx context.Context, o options, kube kubernetes.Interface) (*
 		a.Tokens = auth.KubeTokenReviewer{Client: kube, Audiences: o.tokenAudiences}
 		// Sign-outs are kept in the cluster, so they end the session on
 		// every replica.
-		signedOut := cluster.NewRevocations(kube, o.settings.State(), auth.DefaultMaxRevocations)
+		signedOut := cluster.NewSignOuts(kube, o.settings.State(), auth.DefaultMaxSignOuts, auth.SessionTTL)
 		signedOut.Start(ctx)
 		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, signedOut)
 	}
 	return a, nil
+}
+
+// clusterUID is the UID of the cluster's kube-system namespace, which
+// sessions, CSRF tokens and flash messages are bound to (auth.Keys.For):
+// consoles of two clusters that share a session key accept none of each
+// other's. An apiserver that is not up yet is asked again for a while.
+func clusterUID(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	var uid string
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 6}, func(ctx context.Context) (bool, error) {
+		ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			uid = string(ns.UID)
+			return uid != "", nil
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err):
+			return false, err
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("reading the UID of namespace kube-system, which binds sessions to this cluster (the console's account needs get on namespace kube-system): %w", err)
+	}
+	return uid, nil
 }
 
 func main() {
@@ -201,7 +242,7 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	kube, kq := clients.Kube, clients.Kueue
-	authn, err := authenticator(ctx, o, kube)
+	authn, err := authenticator(ctx, o, kube, cfg.Host, log)
 	if err != nil {
 		return err
 	}

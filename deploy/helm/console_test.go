@@ -207,11 +207,11 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	saKube := kubernetes.NewForConfigOrDie(saCfg)
-	signedOut := consolecluster.NewRevocations(saKube, ns, 10)
+	signedOut := consolecluster.NewSignOuts(saKube, ns, 10, time.Hour)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	signedOut.Start(watchCtx)
-	if err := signedOut.Revoke(ctx, "session-"+id, time.Now().Add(time.Hour)); err != nil {
+	if err := signedOut.SignOut(ctx, "account-"+id, time.Now()); err != nil {
 		t.Errorf("recording a sign-out as the console: %v", err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -221,7 +221,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	}
 	// An informer falls back to listing when it may not watch: ask for the
 	// watch itself, of that one ConfigMap and of all.
-	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + consolecluster.RevocationsConfigMap}
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + consolecluster.SignOutsConfigMap}
 	if w, err := saKube.CoreV1().ConfigMaps(ns).Watch(ctx, byName); err != nil {
 		t.Errorf("watching the sign-out list as the console: %v", err)
 	} else {

@@ -8,10 +8,12 @@
 //   - token: the user pastes a Kubernetes bearer token on a sign-in page; a
 //     TokenReview says whose it is, and a session sealed in a cookie keeps the
 //     answer for 8 hours, or until the token expires. The token itself is not
-//     kept.
+//     kept. Signing out ends every session of the account (SignOuts).
 //
-// It also owns what protects the forms and cookies: CSRF tokens bound to the
-// session, signed flash messages, the sign-in rate limit. The middleware puts
+// It also owns what protects the forms and cookies: keys bound to the
+// cluster and the auth mode, CSRF tokens bound to the session, signed flash
+// messages, the sign-in limits per client address (behind trusted proxies,
+// the address they forward) and per account. The middleware puts
 // the User in the echo context and in the request's context; From and
 // FromContext read it back. It must not import the console's other packages.
 package auth

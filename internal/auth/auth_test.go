@@ -260,7 +260,9 @@ func server(a *Authenticator) *echo.Echo {
 	e.GET("/teams", who)
 	e.POST("/teams", who)
 	e.POST(SignInPath, func(c echo.Context) error {
-		if _, err := a.SignIn(c, c.FormValue("token")); err != nil {
+		if _, err := a.SignIn(c, c.FormValue("token")); errors.Is(err, ErrTooManySignIns) || errors.Is(err, ErrTooManyAccountSignIns) {
+			return c.String(http.StatusTooManyRequests, err.Error())
+		} else if err != nil {
 			return c.String(http.StatusUnauthorized, err.Error())
 		}
 		return c.NoContent(http.StatusSeeOther)

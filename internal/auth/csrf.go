@@ -22,10 +22,12 @@ import (
 //     CSRF token of its session in the _csrf form field or the X-CSRF-Token
 //     header.
 //
-// The token is an HMAC, with the console's CSRF key, of what the request is
-// bound to: the token mode's session id, the proxy's user, or (no sign-in,
-// or before it) a random browser id in a cookie. Planting a cookie from a
-// sibling domain gains nothing: the attacker cannot compute the HMAC.
+// The token is an HMAC, with the console's CSRF key, of the cluster and auth
+// mode (Keys.For) and what the request is bound to: the token mode's session
+// id, the proxy's user, or (no sign-in, or before it) a random browser id in
+// a cookie. Planting a cookie from a sibling domain gains nothing: the
+// attacker cannot compute the HMAC; nor does a token from a console of
+// another cluster that shares the key.
 
 const (
 	// CSRFField is the form field every POST form carries.
@@ -99,7 +101,7 @@ func (a *Authenticator) CSRFToken(c echo.Context) string {
 }
 
 func (a *Authenticator) csrfToken(binding string) string {
-	return base64.RawURLEncoding.EncodeToString(mac(a.Keys.csrf, "csrf", binding))
+	return base64.RawURLEncoding.EncodeToString(mac(a.Keys.csrf, "csrf", a.Keys.bound, binding))
 }
 
 // csrfBinding is what the request's token is bound to; create makes a

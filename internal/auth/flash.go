@@ -24,7 +24,7 @@ func (a *Authenticator) SetFlash(c echo.Context, msg string) {
 	a.init()
 	exp := strconv.FormatInt(time.Now().Add(flashTTL).Unix(), 10)
 	value := base64.RawURLEncoding.EncodeToString([]byte(msg)) + "." + exp + "." +
-		base64.RawURLEncoding.EncodeToString(mac(a.Keys.flash, msg, exp))
+		base64.RawURLEncoding.EncodeToString(mac(a.Keys.flash, a.Keys.bound, msg, exp))
 	c.SetCookie(a.cookie(c.Request(), flashCookie, value, time.Now().Add(flashTTL)))
 }
 
@@ -45,7 +45,7 @@ func (a *Authenticator) TakeFlash(c echo.Context) string {
 	sig, err2 := base64.RawURLEncoding.DecodeString(parts[2])
 	exp, err3 := strconv.ParseInt(parts[1], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || time.Now().Unix() > exp ||
-		!hmac.Equal(sig, mac(a.Keys.flash, string(msg), parts[1])) {
+		!hmac.Equal(sig, mac(a.Keys.flash, a.Keys.bound, string(msg), parts[1])) {
 		return ""
 	}
 	return string(msg)

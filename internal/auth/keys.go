@@ -13,11 +13,16 @@ import (
 const MinKeyLength = 32
 
 // Keys are the secrets the console signs and seals with: session cookies,
-// CSRF tokens and flash messages each get their own key, derived from one
-// secret. Replicas that share the secret (--session-key-file, a Secret in a
-// cluster install) accept each other's cookies and tokens.
+// CSRF tokens, flash messages and the names under which sign-outs are kept
+// each get their own key, derived from one secret. Replicas that share the
+// secret (--session-key-file, a Secret in a cluster install) accept each
+// other's cookies and tokens.
 type Keys struct {
-	session, csrf, flash [32]byte
+	session, csrf, flash, signOut [32]byte
+	// bound names the cluster and auth mode the keys serve (see For): it is
+	// part of what every session, CSRF token and flash message
+	// authenticates.
+	bound string
 }
 
 // NewKeys derives the keys from a secret of at least MinKeyLength bytes.
@@ -31,7 +36,7 @@ func NewKeys(secret []byte) (Keys, error) {
 		copy(k[:], m.Sum(nil))
 		return k
 	}
-	return Keys{session: derive("session"), csrf: derive("csrf"), flash: derive("flash")}, nil
+	return Keys{session: derive("session"), csrf: derive("csrf"), flash: derive("flash"), signOut: derive("sign-out")}, nil
 }
 
 // RandomKeys are keys known to this process only: a restart signs everyone
@@ -57,6 +62,15 @@ func ReadKeyFile(path string) (Keys, error) {
 		return Keys{}, fmt.Errorf("--session-key-file %s: %w", path, err)
 	}
 	return k, nil
+}
+
+// For binds the keys to one cluster (the UID of its kube-system namespace)
+// and auth mode: a session cookie, CSRF token or flash message made by a
+// console of another cluster or mode does not open or verify here, even
+// when the consoles share a session key.
+func (k Keys) For(cluster string, mode Mode) Keys {
+	k.bound = cluster + "\x00" + string(mode)
+	return k
 }
 
 func mac(key [32]byte, parts ...string) []byte {

@@ -1,45 +1,76 @@
 package auth
 
 import (
+	"math"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// Limits are a rate per client address and for everyone together.
+// Limits are a rate per key (a client address, an account) and for everyone
+// together.
 type Limits struct {
 	PerClient      rate.Limit
 	PerClientBurst int
 	Total          rate.Limit
 	TotalBurst     int
-	// MaxClients bounds the addresses remembered at once.
+	// MaxClients bounds the keys remembered at once.
 	MaxClients int
 }
 
 // DefaultSignInLimits let a person retry a mistyped token at once, and slow
-// a script to a few TokenReviews a second: per address 1 every 2 s after 10
-// at once; for everyone 20 a second after 50.
+// a script to a few TokenReviews a second: per client address 1 rejected
+// token every 2 s after 10; for everyone 20 attempts a second after 50.
 var DefaultSignInLimits = Limits{PerClient: 0.5, PerClientBurst: 10, Total: 20, TotalBurst: 50, MaxClients: 10000}
 
-// Limiter allows events at Limits. Behind a proxy every client shares the
-// proxy's address, so the per-client limit becomes a second total one.
+// DefaultAccountLimits bound the sign-ins of one account (after the
+// TokenReview said whose the token is): 20 at once, then one a minute. A
+// person never meets them; a script signing in and out over and over does.
+var DefaultAccountLimits = Limits{PerClient: rate.Every(time.Minute), PerClientBurst: 20, Total: rate.Inf, TotalBurst: 1, MaxClients: 10000}
+
+// Limiter allows events at Limits. Each key has a bucket of PerClientBurst
+// events that refills at PerClient; a taken event can be given back.
 type Limiter struct {
 	limits Limits
 	now    func() time.Time
 
 	mu      sync.Mutex
-	total   *rate.Limiter
-	clients map[string]*rate.Limiter
+	total   bucket
+	clients map[string]*bucket
+}
+
+// bucket is a token bucket: tokens as of at.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// fill brings b to now at rate r, up to burst.
+func (b *bucket) fill(now time.Time, r rate.Limit, burst int) {
+	if r == rate.Inf {
+		b.tokens = float64(burst)
+	} else if d := now.Sub(b.at); d > 0 {
+		b.tokens = math.Min(float64(burst), b.tokens+d.Seconds()*float64(r))
+	}
+	b.at = now
 }
 
 // NewLimiter applies l.
 func NewLimiter(l Limits) *Limiter {
-	return &Limiter{limits: l, now: time.Now, total: rate.NewLimiter(l.Total, l.TotalBurst), clients: map[string]*rate.Limiter{}}
+	return &Limiter{limits: l, now: time.Now, total: bucket{tokens: float64(l.TotalBurst)}, clients: map[string]*bucket{}}
 }
 
 // Allow takes one event for client; false when over either limit.
 func (l *Limiter) Allow(client string) bool {
+	_, ok := l.Take(client)
+	return ok
+}
+
+// Take takes one event for client, or none and false when over either
+// limit. giveBack returns the client's share of it (an attempt that turned
+// out not to count against the client); the total keeps it.
+func (l *Limiter) Take(client string) (giveBack func(), ok bool) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -48,13 +79,27 @@ func (l *Limiter) Allow(client string) bool {
 		if len(l.clients) >= l.limits.MaxClients {
 			l.forgetIdle(now)
 		}
-		c = rate.NewLimiter(l.limits.PerClient, l.limits.PerClientBurst)
+		c = &bucket{tokens: float64(l.limits.PerClientBurst), at: now}
 		l.clients[client] = c
 	}
-	if !c.AllowN(now, 1) {
-		return false
+	c.fill(now, l.limits.PerClient, l.limits.PerClientBurst)
+	l.total.fill(now, l.limits.Total, l.limits.TotalBurst)
+	if c.tokens < 1 || l.total.tokens < 1 {
+		return nil, false
 	}
-	return l.total.AllowN(now, 1)
+	c.tokens--
+	l.total.tokens--
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if c := l.clients[client]; c != nil {
+				c.fill(l.now(), l.limits.PerClient, l.limits.PerClientBurst)
+				c.tokens = math.Min(float64(l.limits.PerClientBurst), c.tokens+1)
+			}
+		})
+	}, true
 }
 
 // forgetIdle drops clients whose allowance is full again (they are as good
@@ -62,7 +107,7 @@ func (l *Limiter) Allow(client string) bool {
 // addresses must not grow the map without bound.
 func (l *Limiter) forgetIdle(now time.Time) {
 	for k, c := range l.clients {
-		if c.TokensAt(now) >= float64(l.limits.PerClientBurst) {
+		if c.fill(now, l.limits.PerClient, l.limits.PerClientBurst); c.tokens >= float64(l.limits.PerClientBurst) {
 			delete(l.clients, k)
 		}
 	}

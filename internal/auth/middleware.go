@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -26,9 +27,17 @@ type Authenticator struct {
 	// Tokens and Sessions: mode token.
 	Tokens   TokenReviewer
 	Sessions *Sessions
-	// SignIns limits sign-in attempts (each costs a TokenReview); nil uses
+	// SignIns limits sign-in attempts (each costs a TokenReview): rejected
+	// tokens per client address, all attempts in total; nil uses
 	// DefaultSignInLimits.
 	SignIns *Limiter
+	// AccountSignIns limits the sign-ins of each account; nil uses
+	// DefaultAccountLimits.
+	AccountSignIns *Limiter
+	// TrustedProxies are the addresses of proxies in front of the console
+	// (an Ingress controller): from them, the client is the address they
+	// add to X-Forwarded-For (see ClientAddress).
+	TrustedProxies []netip.Prefix
 	// SecureCookies marks cookies Secure (and __Host-) even on plain HTTP
 	// (behind a TLS-terminating proxy); on TLS requests they are anyway.
 	SecureCookies bool
@@ -46,6 +55,9 @@ func (a *Authenticator) init() {
 		}
 		if a.SignIns == nil {
 			a.SignIns = NewLimiter(DefaultSignInLimits)
+		}
+		if a.AccountSignIns == nil {
+			a.AccountSignIns = NewLimiter(DefaultAccountLimits)
 		}
 	})
 }
@@ -218,32 +230,47 @@ func (a *Authenticator) session(c echo.Context) (Session, bool) {
 	return a.Sessions.Lookup(ck.Value)
 }
 
-// ErrTooManySignIns is a client over its sign-in rate.
-var ErrTooManySignIns = errors.New("too many sign-in attempts")
+// Errors of SignIn beyond the TokenReview's.
+var (
+	// ErrTooManySignIns is a client address over its rate of rejected
+	// tokens, or everyone over the total rate of attempts.
+	ErrTooManySignIns = errors.New("too many sign-in attempts")
+	// ErrTooManyAccountSignIns is an account over its rate of sign-ins.
+	ErrTooManyAccountSignIns = errors.New("too many sign-ins of this account")
+)
 
 // SignIn checks token with the TokenReviewer and, if the cluster accepts it,
 // starts a session and sets its cookie. The session ends when the token
-// expires, if sooner than SessionTTL. The token is not kept. A client over
-// its sign-in rate gets ErrTooManySignIns without a TokenReview.
+// expires, if sooner than SessionTTL. The token is not kept. A client
+// address over its rate of rejected tokens (or everyone over the total rate)
+// gets ErrTooManySignIns without a TokenReview; an accepted token counts
+// against its account, not against the address. A refusal after the
+// TokenReview returns the user with its error.
 func (a *Authenticator) SignIn(c echo.Context, token string) (User, error) {
 	a.init()
 	if a.ModeOf() != ModeToken || a.Tokens == nil || a.Sessions == nil {
 		return User{}, errors.New("sign-in with a token is not enabled (--auth token)")
 	}
-	if !a.SignIns.Allow(ClientAddress(c.Request())) {
+	forgive, ok := a.SignIns.Take(a.ClientAddress(c.Request()))
+	if !ok {
 		return User{}, ErrTooManySignIns
 	}
 	u, err := a.Tokens.Review(c.Request().Context(), token)
 	if err != nil {
+		if !errors.Is(err, ErrTokenRejected) {
+			forgive() // the cluster could not answer: not the client's doing
+		}
 		return User{}, err
 	}
-	// A session planted before sign-in (cookie tossing) is replaced, and ended.
-	if old, ok := a.session(c); ok {
-		_ = a.Sessions.End(c.Request().Context(), old)
+	if !a.AccountSignIns.Allow(u.Name) {
+		return u, ErrTooManyAccountSignIns
 	}
+	forgive()
+	// A session planted before sign-in (cookie tossing), or the browser's
+	// previous one, is replaced.
 	value, sess, err := a.Sessions.Create(u, TokenExpiry(token))
 	if err != nil {
-		return User{}, err
+		return u, err
 	}
 	c.SetCookie(a.cookie(c.Request(), SessionCookie, value, sess.Expires))
 	c.Set(echoSessionKey, sess)
@@ -251,7 +278,8 @@ func (a *Authenticator) SignIn(c echo.Context, token string) (User, error) {
 	return u, nil
 }
 
-// SignOut ends the session everywhere (its id is revoked) and clears its cookie.
+// SignOut ends every session of the request's account, in every browser
+// and on every replica, and clears its cookie.
 func (a *Authenticator) SignOut(c echo.Context) error {
 	if a == nil || a.Sessions == nil {
 		return nil
@@ -264,13 +292,81 @@ func (a *Authenticator) SignOut(c echo.Context) error {
 	return err
 }
 
-// ClientAddress is the TCP peer's address without the port (never a
-// forwarded-for header, which the client writes).
-func ClientAddress(r *http.Request) string {
-	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return h
+// Current reports whether the request's sign-in still holds: in token mode
+// its session has not expired and its account has not signed out since. A
+// request that lasts (a live stream) asks before it sends more; in the
+// other modes nothing ends a sign-in (the proxy vouches for each request).
+func (a *Authenticator) Current(c echo.Context) bool {
+	if a.ModeOf() != ModeToken {
+		return true
 	}
-	return r.RemoteAddr
+	s, ok := c.Get(echoSessionKey).(Session)
+	return ok && a.Sessions != nil && a.Sessions.Current(s)
+}
+
+// SessionExpires is when the request's session ends by itself; zero
+// outside token mode.
+func (a *Authenticator) SessionExpires(c echo.Context) time.Time {
+	s, _ := c.Get(echoSessionKey).(Session)
+	return s.Expires
+}
+
+// ClientAddress is the address r comes from (see ClientAddress), for a's
+// trusted proxies.
+func (a *Authenticator) ClientAddress(r *http.Request) string {
+	if a == nil {
+		return ClientAddress(r, nil)
+	}
+	return ClientAddress(r, a.TrustedProxies)
+}
+
+// ClientAddress is the address r comes from: the TCP peer; or, when the
+// peer is one of the trusted proxies, the address X-Forwarded-For names
+// last that is not itself a trusted proxy (each proxy appends the address
+// it received the request from, so what lies left of that is the client's
+// own writing). X-Forwarded-For from any other peer is ignored.
+func ClientAddress(r *http.Request, trusted []netip.Prefix) string {
+	peer := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(peer); err == nil {
+		peer = h
+	}
+	addr, err := netip.ParseAddr(peer)
+	if err != nil || !containsAddr(trusted, addr) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	client := addr
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := parseHop(hops[i])
+		if err != nil {
+			break
+		}
+		client = hop
+		if !containsAddr(trusted, hop) {
+			break
+		}
+	}
+	return client.String()
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, perhaps with a port.
+func parseHop(s string) (netip.Addr, error) {
+	s = strings.TrimSpace(s)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), nil
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	return a.Unmap(), err
+}
+
+func containsAddr(prefixes []netip.Prefix, a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range prefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // SafeNext is where to go after sign-in: a path on this console, never

@@ -44,13 +44,8 @@ type Proxy struct {
 // Trusts reports whether r comes from the proxy: from a trusted address (the
 // TCP peer, never X-Forwarded-For), or carrying the shared secret.
 func (p Proxy) Trusts(r *http.Request) bool {
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		addr := ap.Addr().Unmap()
-		for _, prefix := range p.Trusted {
-			if prefix.Contains(addr) {
-				return true
-			}
-		}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil && containsAddr(p.Trusted, ap.Addr()) {
+		return true
 	}
 	if len(p.Secret) == 0 {
 		return false
@@ -94,7 +89,14 @@ func (p Proxy) Authenticate(r *http.Request) (User, error) {
 
 // ParseCIDRs reads --auth-proxy-cidrs: comma-separated prefixes or single
 // addresses. An empty string trusts no address (then only the secret counts).
-func ParseCIDRs(s string) ([]netip.Prefix, error) {
+func ParseCIDRs(s string) ([]netip.Prefix, error) { return parsePrefixes("--auth-proxy-cidrs", s) }
+
+// ParseTrustedProxies reads --trusted-proxy-cidrs, as ParseCIDRs.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	return parsePrefixes("--trusted-proxy-cidrs", s)
+}
+
+func parsePrefixes(flag, s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -104,14 +106,14 @@ func ParseCIDRs(s string) ([]netip.Prefix, error) {
 		if !strings.Contains(part, "/") {
 			a, err := netip.ParseAddr(part)
 			if err != nil {
-				return nil, fmt.Errorf("--auth-proxy-cidrs: %q is neither an address nor a CIDR", part)
+				return nil, fmt.Errorf("%s: %q is neither an address nor a CIDR", flag, part)
 			}
 			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 			continue
 		}
 		p, err := netip.ParsePrefix(part)
 		if err != nil {
-			return nil, fmt.Errorf("--auth-proxy-cidrs: %q: %v", part, err)
+			return nil, fmt.Errorf("%s: %q: %v", flag, part, err)
 		}
 		out = append(out, p.Masked())
 	}

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -309,19 +312,20 @@ func TestLimiterForgetsClients(t *testing.T) {
 }
 
 // Attack: signing in over and over grew the server's session map without
-// bound. Sessions are sealed in their cookies now: the console keeps
-// nothing per sign-in, and what it keeps per sign-out is bounded.
+// bound. Sessions are sealed in their cookies: the console keeps nothing per
+// sign-in, and one entry per account that signed out; a full list refuses
+// the sign-ins of new accounts rather than forget a sign-out.
 func TestSessionsKeepBoundedState(t *testing.T) {
-	r := NewMemoryRevocations(1000)
+	const max = 1000
+	r := NewMemorySignOuts(max, SessionTTL)
 	s := NewSessions(RandomKeys(), SessionTTL, r)
 	ctx := context.Background()
-	for i := range 5000 {
-		value, sess, err := s.Create(User{Name: fmt.Sprintf("u%d", i)}, time.Time{})
+	for i := range 5 * max {
+		value, sess, err := s.Create(User{Name: "alice"}, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := s.Lookup(value)
-		if !ok || got.User.Name != sess.User.Name {
+		if got, ok := s.Lookup(value); !ok || got.User.Name != "alice" {
 			t.Fatalf("session %d not found", i)
 		}
 		if err := s.End(ctx, sess); err != nil {
@@ -331,9 +335,45 @@ func TestSessionsKeepBoundedState(t *testing.T) {
 			t.Fatalf("session %d valid after sign-out", i)
 		}
 	}
-	if r.Len() > 1000 {
-		t.Errorf("%d revocations kept, want at most 1000", r.Len())
+	if r.Len() != 1 {
+		t.Errorf("one account signing in and out %d times left %d entries, want 1", 5*max, r.Len())
 	}
+	var kept []string
+	for i := range 2 * max {
+		value, sess, err := s.Create(User{Name: fmt.Sprintf("u%d", i)}, time.Time{})
+		if errors.Is(err, ErrSignOutsFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, value)
+		if err := s.End(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(kept) != max-1 || r.Len() != max {
+		t.Errorf("%d accounts signed in before the list was full, %d entries kept; want %d and %d", len(kept), r.Len(), max-1, max)
+	}
+	for i, value := range kept {
+		if _, ok := s.Lookup(value); ok {
+			t.Fatalf("signed-out session %d opens again", i)
+		}
+	}
+	// An account already in the list still signs in; its sign-out replaces
+	// its entry.
+	if _, _, err := s.Create(User{Name: "alice"}, time.Time{}); err != nil {
+		t.Errorf("an account in the full list: %v", err)
+	}
+	// A day later every entry has expired: new accounts sign in again.
+	r.now = func() time.Time { return time.Now().Add(SessionTTL + time.Minute) }
+	if _, _, err := s.Create(User{Name: "newcomer"}, time.Time{}); err != nil {
+		t.Errorf("after the entries expired: %v", err)
+	}
+	if r.Len() != 0 {
+		t.Errorf("%d expired entries kept", r.Len())
+	}
+
 	// A forged or tampered cookie opens nothing.
 	value, _, _ := s.Create(User{Name: "alice"}, time.Time{})
 	raw, _ := base64.RawURLEncoding.DecodeString(value)
@@ -348,7 +388,7 @@ func TestSessionsKeepBoundedState(t *testing.T) {
 		t.Error("a session sealed with another key opened")
 	}
 	// Same key, other replica: it opens.
-	if _, ok := (&Sessions{keys: s.keys, ttl: SessionTTL, now: time.Now, revocations: r}).Lookup(value); !ok {
+	if _, ok := NewSessions(s.keys, SessionTTL, r).Lookup(value); !ok {
 		t.Error("a replica with the same key does not open the session")
 	}
 }
@@ -384,5 +424,308 @@ func TestFlashCannotBeForged(t *testing.T) {
 	}
 	if got := show(); got != "" {
 		t.Errorf("flash without a cookie: %q", got)
+	}
+}
+
+// reviewsOf answers TokenReviews for the given tokens as their users.
+func reviewsOf(users map[string]User) *k8sfake.Clientset {
+	client := k8sfake.NewClientset()
+	client.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		tr := action.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
+		if u, ok := users[tr.Spec.Token]; ok {
+			extra := map[string]authnv1.ExtraValue{}
+			for k, v := range u.Extra {
+				extra[k] = v
+			}
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups, Extra: extra}}
+		}
+		return true, tr, nil
+	})
+	return client
+}
+
+// unlimited lets every sign-in through, so that a test reaches what lies
+// behind the limits.
+var unlimited = Limits{PerClient: rate.Inf, PerClientBurst: 1, Total: rate.Inf, TotalBurst: 1, MaxClients: 10}
+
+// tokenClient plays one browser against server(a): sign in with a token,
+// use the session cookie, sign out with it.
+type tokenClient struct {
+	t *testing.T
+	e http.Handler
+}
+
+func (tc tokenClient) signIn(remote, forwardedFor, token string) (int, *http.Cookie) {
+	tc.t.Helper()
+	r := httptest.NewRequest(http.MethodPost, SignInPath, strings.NewReader(url.Values{"token": {token}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.RemoteAddr = remote
+	if forwardedFor != "" {
+		r.Header.Set("X-Forwarded-For", forwardedFor)
+	}
+	rec := serve(tc.e, r)
+	for _, ck := range rec.Result().Cookies() {
+		if ck.Name == SessionCookie {
+			return rec.Code, ck
+		}
+	}
+	return rec.Code, nil
+}
+
+func (tc tokenClient) use(ck *http.Cookie) int {
+	r := httptest.NewRequest(http.MethodGet, "/teams", nil)
+	r.AddCookie(ck)
+	return serve(tc.e, r).Code
+}
+
+func (tc tokenClient) signOut(ck *http.Cookie) {
+	r := httptest.NewRequest(http.MethodPost, SignOutPath, nil)
+	r.AddCookie(ck)
+	serve(tc.e, r)
+}
+
+// Attack: a stolen session cookie, signed out by its owner, worked again
+// once anyone with a valid token (a pod's service account token needs no
+// console role) had signed in and out enough times to push its revocation
+// out of the full sign-out list. The limits are lifted here: the sign-out
+// itself must hold, at the default size of the list.
+func TestSignOutCannotBeFlushed(t *testing.T) {
+	keys := RandomKeys()
+	sessions := NewSessions(keys, SessionTTL, NewMemorySignOuts(DefaultMaxSignOuts, SessionTTL))
+	a := &Authenticator{Mode: ModeToken, Keys: keys, Sessions: sessions, SignIns: NewLimiter(unlimited), AccountSignIns: NewLimiter(unlimited),
+		Tokens: KubeTokenReviewer{Client: reviewsOf(map[string]User{"victim-token": {Name: "alice"}, "pod-token": {Name: "system:serviceaccount:apps:robot"}})}}
+	tc := tokenClient{t, server(a)}
+	// The victim signed in an hour ago: their session ends before the flood's.
+	sessions.now = func() time.Time { return time.Now().Add(-time.Hour) }
+	code, stolen := tc.signIn("192.0.2.10:1000", "", "victim-token")
+	sessions.now = time.Now
+	if code != http.StatusSeeOther || stolen == nil {
+		t.Fatalf("the victim's sign-in: %d", code)
+	}
+	tc.signOut(stolen)
+	if code := tc.use(stolen); code != http.StatusUnauthorized {
+		t.Fatalf("right after sign-out the stolen cookie answers %d, want 401", code)
+	}
+	for i := range DefaultMaxSignOuts + 1 {
+		code, ck := tc.signIn("198.51.100.20:1000", "", "pod-token")
+		if ck == nil {
+			t.Logf("the flood's sign-in %d was refused (%d)", i+1, code)
+			break
+		}
+		tc.signOut(ck)
+	}
+	if code := tc.use(stolen); code != http.StatusUnauthorized {
+		t.Errorf("after %d sign-ins and sign-outs of another account the stolen, signed-out cookie answers %d, want 401", DefaultMaxSignOuts+1, code)
+	}
+}
+
+// Attack: behind the chart's Ingress every client's TCP peer is the
+// ingress controller's pod. Eleven wrong tokens from one client made every
+// other client's valid sign-in answer 429; successful sign-ins counted too.
+func TestOneClientCannotBlockSignInsBehindAProxy(t *testing.T) {
+	var reviews int
+	client := reviewsOf(map[string]User{"good-token": {Name: "alice"}, "bob-token": {Name: "bob"}})
+	client.PrependReactor("create", "tokenreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		reviews++
+		return false, nil, nil
+	})
+	a := &Authenticator{Mode: ModeToken, Tokens: KubeTokenReviewer{Client: client}, Sessions: NewSessions(RandomKeys(), SessionTTL, nil),
+		TrustedProxies: mustCIDRs(t, "10.0.0.0/8")}
+	tc := tokenClient{t, server(a)}
+	const ingress = "10.1.2.3:40000"
+	for range DefaultSignInLimits.PerClientBurst + 1 {
+		tc.signIn(ingress, "203.0.113.9", "guess")
+	}
+	if code, _ := tc.signIn(ingress, "198.51.100.7", "good-token"); code != http.StatusSeeOther {
+		t.Errorf("a valid sign-in through the ingress after another client's %d wrong tokens: %d, want 303", DefaultSignInLimits.PerClientBurst+1, code)
+	}
+	// The client that guessed is held back, by its own address.
+	before := reviews
+	if code, _ := tc.signIn(ingress, "203.0.113.9", "guess"); code != http.StatusTooManyRequests && code != http.StatusUnauthorized {
+		t.Errorf("the guessing client: %d", code)
+	}
+	if reviews != before {
+		t.Error("the guessing client's next attempt made a TokenReview")
+	}
+	// Only rejected tokens count: a person who signs in a dozen times from
+	// one address (tabs, devices behind one NAT) is not refused.
+	for i := range DefaultSignInLimits.PerClientBurst + 2 {
+		if code, _ := tc.signIn("192.0.2.44:1000", "", "bob-token"); code != http.StatusSeeOther {
+			t.Fatalf("valid sign-in %d from one address: %d, want 303", i+1, code)
+		}
+	}
+	// X-Forwarded-For from a peer that is not a trusted proxy is the
+	// client's own writing: it gets no fresh allowance per forged address.
+	before = reviews
+	for i := range 30 {
+		tc.signIn("192.0.2.99:1000", fmt.Sprintf("203.0.113.%d", i), "guess")
+	}
+	if n := reviews - before; n > DefaultSignInLimits.PerClientBurst+1 {
+		t.Errorf("30 wrong tokens from one untrusted peer with forged X-Forwarded-For made %d TokenReviews, want at most %d", n, DefaultSignInLimits.PerClientBurst+1)
+	}
+}
+
+// Attack: two consoles that share a session key (two clusters, or one
+// cluster in two auth modes) accepted each other's session cookies, CSRF
+// tokens and flash messages.
+func TestCookiesAreBoundToTheClusterAndMode(t *testing.T) {
+	shared, err := NewKeys([]byte("one-secret-for-every-cluster-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := shared.For("3f1c2d9e-kube-system-uid-of-cluster-a", ModeToken)
+	value, _, err := NewSessions(here, SessionTTL, nil).Create(User{Name: "alice", Groups: []string{"ml"}}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, keys := range map[string]Keys{
+		"another cluster":              shared.For("77aa01b4-kube-system-uid-of-cluster-b", ModeToken),
+		"the same cluster, proxy mode": shared.For("3f1c2d9e-kube-system-uid-of-cluster-a", ModeProxy),
+	} {
+		if s, ok := NewSessions(keys, SessionTTL, nil).Lookup(value); ok {
+			t.Errorf("%s opened the session of %s", name, s.User.Name)
+		}
+		if csrfOf(keys, "user\x00alice") == csrfOf(here, "user\x00alice") {
+			t.Errorf("%s accepts the CSRF token of alice made here", name)
+		}
+		if got := flashFromTo(here, keys, "Team nlp deleted."); got != "" {
+			t.Errorf("%s shows a flash message signed here: %q", name, got)
+		}
+	}
+	same := shared.For("3f1c2d9e-kube-system-uid-of-cluster-a", ModeToken)
+	if _, ok := NewSessions(same, SessionTTL, nil).Lookup(value); !ok {
+		t.Error("another replica of the same console (same key, cluster and mode) refused the session")
+	}
+	if got := flashFromTo(here, same, "Team nlp deleted."); got != "Team nlp deleted." {
+		t.Errorf("another replica of the same console shows the flash message as %q", got)
+	}
+}
+
+func csrfOf(k Keys, binding string) string {
+	return (&Authenticator{Keys: k}).csrfToken(binding)
+}
+
+// flashFromTo is the message a console with keys to shows from a flash
+// cookie a console with keys from set.
+func flashFromTo(from, to Keys, msg string) string {
+	e := echo.New()
+	rec := httptest.NewRecorder()
+	(&Authenticator{Mode: ModeNone, Keys: from}).SetFlash(e.NewContext(httptest.NewRequest(http.MethodPost, "/", nil), rec), msg)
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	for _, ck := range rec.Result().Cookies() {
+		r.AddCookie(ck)
+	}
+	return (&Authenticator{Mode: ModeNone, Keys: to}).TakeFlash(e.NewContext(r, httptest.NewRecorder()))
+}
+
+// The session keeps what the cluster's authenticator said besides the name
+// and groups (the user's UID and extras), so that access checks and writes
+// made as the user carry them.
+func TestSessionKeepsUIDAndExtras(t *testing.T) {
+	s := NewSessions(RandomKeys(), SessionTTL, nil)
+	u := User{Name: "system:serviceaccount:apps:robot", UID: "5b1f7c4e-0d7e-4a33-9f55-2a4f0c1e8b21", Groups: []string{"system:serviceaccounts"},
+		Extra: map[string][]string{"authentication.kubernetes.io/pod-name": {"trainer-0"}, "authentication.kubernetes.io/credential-id": {"JTI=4b7c"}}}
+	value, _, err := s.Create(u, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := s.Lookup(value)
+	if !ok {
+		t.Fatal("the session does not open")
+	}
+	if diff := cmp.Diff(u, got.User); diff != "" {
+		t.Errorf("the session's user (-signed in +read back):\n%s", diff)
+	}
+	// Too much to keep in a cookie is refused, as too many groups are.
+	huge := u
+	huge.Extra = map[string][]string{"example.com/claims": {strings.Repeat("x", 4000)}}
+	if _, _, err := s.Create(huge, time.Time{}); !errors.Is(err, ErrSessionTooLarge) {
+		t.Errorf("a 4000-byte extra: %v, want ErrSessionTooLarge", err)
+	}
+}
+
+func TestClientAddress(t *testing.T) {
+	ingress := mustCIDRs(t, "10.0.0.0/8, fd00::/8")
+	cases := []struct {
+		name, peer, forwardedFor string
+		trusted                  []netip.Prefix
+		want                     string
+	}{
+		{"no proxy", "198.51.100.7:4000", "", ingress, "198.51.100.7"},
+		{"untrusted peer's header is ignored", "198.51.100.7:4000", "203.0.113.9", ingress, "198.51.100.7"},
+		{"nothing trusted", "10.1.2.3:4000", "203.0.113.9", nil, "10.1.2.3"},
+		{"the ingress names the client", "10.1.2.3:4000", "203.0.113.9", ingress, "203.0.113.9"},
+		{"the client's own entries are skipped", "10.1.2.3:4000", "127.0.0.1, 192.0.2.1, 203.0.113.9", ingress, "203.0.113.9"},
+		{"two trusted hops", "10.1.2.3:4000", "203.0.113.9, 10.9.9.9", ingress, "203.0.113.9"},
+		{"every hop trusted", "10.1.2.3:4000", "10.4.4.4, 10.9.9.9", ingress, "10.4.4.4"},
+		{"port and brackets", "10.1.2.3:4000", "[2001:db8::7]:5555", ingress, "2001:db8::7"},
+		{"v6 ingress, v4-mapped client", "[fd00::1]:4000", "::ffff:203.0.113.9", ingress, "203.0.113.9"},
+		{"garbage stops the walk", "10.1.2.3:4000", "203.0.113.9, not-an-address", ingress, "10.1.2.3"},
+		{"no header from the ingress", "10.1.2.3:4000", "", ingress, "10.1.2.3"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = c.peer
+		if c.forwardedFor != "" {
+			r.Header.Set("X-Forwarded-For", c.forwardedFor)
+		}
+		if got := ClientAddress(r, c.trusted); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	// Several headers are one list, in order.
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "10.1.2.3:4000"
+	r.Header.Add("X-Forwarded-For", "192.0.2.1")
+	r.Header.Add("X-Forwarded-For", "203.0.113.9")
+	if got := ClientAddress(r, ingress); got != "203.0.113.9" {
+		t.Errorf("two headers: %q", got)
+	}
+}
+
+// One account signing in over and over (a script with a service account's
+// token) is held back after the TokenReview, whatever address it uses; its
+// refusals count against the address as rejected tokens do.
+func TestSignInsPerAccountAreLimited(t *testing.T) {
+	a := &Authenticator{Mode: ModeToken, Sessions: NewSessions(RandomKeys(), SessionTTL, nil),
+		Tokens:         KubeTokenReviewer{Client: reviewsOf(map[string]User{"robot-token": {Name: "robot"}, "alice-token": {Name: "alice"}})},
+		AccountSignIns: NewLimiter(Limits{PerClient: rate.Every(time.Hour), PerClientBurst: 3, Total: rate.Inf, TotalBurst: 1, MaxClients: 10})}
+	tc := tokenClient{t, server(a)}
+	var codes []int
+	for i := range 5 {
+		code, _ := tc.signIn(fmt.Sprintf("192.0.2.%d:1000", i), "", "robot-token")
+		codes = append(codes, code)
+	}
+	if diff := cmp.Diff([]int{303, 303, 303, 429, 429}, codes); diff != "" {
+		t.Errorf("five sign-ins of one account from five addresses (-want +got):\n%s", diff)
+	}
+	if code, _ := tc.signIn("192.0.2.9:1000", "", "alice-token"); code != http.StatusSeeOther {
+		t.Errorf("another account: %d", code)
+	}
+	for range DefaultSignInLimits.PerClientBurst {
+		tc.signIn("198.51.100.1:1000", "", "robot-token")
+	}
+	if code, _ := tc.signIn("198.51.100.1:1000", "", "alice-token"); code != http.StatusTooManyRequests {
+		t.Errorf("an address whose sign-ins were all refused, with a valid token: %d, want 429", code)
+	}
+}
+
+// A taken event given back restores the client's allowance, not the
+// total's; giving back twice restores one.
+func TestLimiterGivesBack(t *testing.T) {
+	l := NewLimiter(Limits{PerClient: rate.Every(time.Hour), PerClientBurst: 2, Total: rate.Every(time.Hour), TotalBurst: 3, MaxClients: 10})
+	for range 2 {
+		giveBack, ok := l.Take("a")
+		if !ok {
+			t.Fatal("refused within the burst")
+		}
+		giveBack()
+		giveBack()
+	}
+	if _, ok := l.Take("a"); !ok {
+		t.Error("the client's given-back allowance is gone")
+	}
+	if _, ok := l.Take("b"); ok {
+		t.Error("the total allowed a fourth event within its burst of 3")
 	}
 }

@@ -23,59 +23,83 @@ const SessionTTL = 8 * time.Hour
 // maxCookieBytes keeps a session cookie under the 4 KiB browsers accept.
 const maxCookieBytes = 3800
 
-// ErrSessionTooLarge is a user with so many groups that the session does
-// not fit in a cookie.
-var ErrSessionTooLarge = errors.New("the account has too many groups to keep in a session cookie")
+// ErrSessionTooLarge is a user with so many groups (or attributes) that the
+// session does not fit in a cookie.
+var ErrSessionTooLarge = errors.New("the account has too many groups or attributes to keep in a session cookie")
 
-// Session is one sign-in: who, until when, and a random id by which signing
-// out revokes it.
+// ErrSignOutsFull refuses a sign-in while the list of signed-out accounts is
+// full: a sign-out the console could not keep would let a copied cookie work
+// again, so it takes no session it might have to forget.
+var ErrSignOutsFull = errors.New("the list of signed-out accounts is full")
+
+// Session is one sign-in: who, when, until when, and a random id the CSRF
+// tokens of the session are bound to.
 type Session struct {
 	ID      string
 	User    User
+	Issued  time.Time
 	Expires time.Time
 }
 
-// Sessions are sealed in their cookie (AES-GCM with the session key): the
-// console keeps nothing per session, any replica with the same key reads
-// them, and a restart keeps them. Signing out revokes the session's id in
-// Revocations, which replicas share, so a copied cookie stops working
-// everywhere.
+// Sessions are sealed in their cookie (AES-GCM with the session key, the
+// cluster and the auth mode as authenticated data): the console keeps
+// nothing per session, any replica with the same key reads them, and a
+// restart keeps them. Signing out ends every session of the account issued
+// until then, in every browser: SignOuts keeps one time per account, which
+// replicas share, so a copied cookie stops working everywhere.
 type Sessions struct {
-	keys        Keys
-	ttl         time.Duration
-	now         func() time.Time
-	revocations Revocations
+	keys     Keys
+	ttl      time.Duration
+	now      func() time.Time
+	signOuts SignOuts
 }
 
-// NewSessions keeps sessions for at most ttl, sealed with keys; revoked ids
-// are kept in r (in memory when nil).
-func NewSessions(keys Keys, ttl time.Duration, r Revocations) *Sessions {
-	if r == nil {
-		r = NewMemoryRevocations(DefaultMaxRevocations)
+// NewSessions keeps sessions for at most ttl, sealed with keys; sign-outs
+// are kept in s (in this process when nil).
+func NewSessions(keys Keys, ttl time.Duration, s SignOuts) *Sessions {
+	if s == nil {
+		s = NewMemorySignOuts(DefaultMaxSignOuts, ttl)
 	}
-	return &Sessions{keys: keys, ttl: ttl, now: time.Now, revocations: r}
+	return &Sessions{keys: keys, ttl: ttl, now: time.Now, signOuts: s}
 }
 
 type sealed struct {
-	ID      string   `json:"i"`
-	Name    string   `json:"u"`
-	Groups  []string `json:"g,omitempty"`
-	Expires int64    `json:"e"`
+	ID      string              `json:"i"`
+	Name    string              `json:"u"`
+	UID     string              `json:"d,omitempty"`
+	Groups  []string            `json:"g,omitempty"`
+	Extra   map[string][]string `json:"x,omitempty"`
+	Issued  int64               `json:"t"` // unix milliseconds
+	Expires int64               `json:"e"` // unix seconds
 }
 
 // Create starts a session for u that ends at the earlier of the TTL and
 // notAfter (the token's own expiry; zero when unknown), and returns the
-// cookie value.
+// cookie value. It refuses with ErrSignOutsFull an account that would need
+// a new entry in a full list of sign-outs.
 func (s *Sessions) Create(u User, notAfter time.Time) (string, Session, error) {
+	account := s.account(u.Name)
+	signedOut := s.signOuts.SignedOutAt(account)
+	if signedOut.IsZero() && s.signOuts.Full() {
+		return "", Session{}, ErrSignOutsFull
+	}
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return "", Session{}, err
 	}
-	sess := Session{ID: base64.RawURLEncoding.EncodeToString(id), User: u, Expires: s.now().Add(s.ttl)}
+	now := s.now()
+	// A session begins after the account's last sign-out, even if that
+	// was stamped by a replica whose clock runs a little ahead.
+	issued := now.Truncate(time.Millisecond)
+	if !issued.After(signedOut) {
+		issued = signedOut.Add(time.Millisecond)
+	}
+	sess := Session{ID: base64.RawURLEncoding.EncodeToString(id), User: u, Issued: issued, Expires: now.Add(s.ttl)}
 	if !notAfter.IsZero() && notAfter.Before(sess.Expires) {
 		sess.Expires = notAfter
 	}
-	plain, err := json.Marshal(sealed{ID: sess.ID, Name: u.Name, Groups: u.Groups, Expires: sess.Expires.Unix()})
+	plain, err := json.Marshal(sealed{ID: sess.ID, Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra,
+		Issued: sess.Issued.UnixMilli(), Expires: sess.Expires.Unix()})
 	if err != nil {
 		return "", Session{}, err
 	}
@@ -84,39 +108,64 @@ func (s *Sessions) Create(u User, notAfter time.Time) (string, Session, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return "", Session{}, err
 	}
-	value := base64.RawURLEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, []byte(SessionCookie)))
+	value := base64.RawURLEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, s.additionalData()))
 	if len(value) > maxCookieBytes {
 		return "", Session{}, ErrSessionTooLarge
 	}
 	return value, sess, nil
 }
 
-// Lookup opens a cookie value: the session, if it is genuine, not expired
-// and not revoked.
+// Lookup opens a cookie value: the session, if it is genuine, sealed for
+// this cluster and mode, and still current (see Current).
 func (s *Sessions) Lookup(value string) (Session, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(value)
 	gcm := s.aead()
 	if err != nil || len(raw) < gcm.NonceSize() {
 		return Session{}, false
 	}
-	plain, err := gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], []byte(SessionCookie))
+	plain, err := gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], s.additionalData())
 	if err != nil {
 		return Session{}, false
 	}
 	var v sealed
-	if json.Unmarshal(plain, &v) != nil || v.ID == "" || v.Name == "" {
+	if json.Unmarshal(plain, &v) != nil || v.ID == "" || v.Name == "" || v.Issued == 0 {
 		return Session{}, false
 	}
-	sess := Session{ID: v.ID, User: User{Name: v.Name, Groups: v.Groups}, Expires: time.Unix(v.Expires, 0)}
-	if !s.now().Before(sess.Expires) || s.revocations.Revoked(sess.ID) {
+	sess := Session{ID: v.ID, User: User{Name: v.Name, UID: v.UID, Groups: v.Groups, Extra: v.Extra},
+		Issued: time.UnixMilli(v.Issued), Expires: time.Unix(v.Expires, 0)}
+	if !s.Current(sess) {
 		return Session{}, false
 	}
 	return sess, true
 }
 
-// End revokes a session until it would have expired anyway.
+// Current reports whether sess has neither expired nor been signed out
+// since it was opened; a long request (a live stream) asks again.
+func (s *Sessions) Current(sess Session) bool {
+	return s.now().Before(sess.Expires) && sess.Issued.After(s.signOuts.SignedOutAt(s.account(sess.User.Name)))
+}
+
+// End signs sess's account out: every session of the account issued until
+// now ends, on every replica.
 func (s *Sessions) End(ctx context.Context, sess Session) error {
-	return s.revocations.Revoke(ctx, sess.ID, sess.Expires)
+	at := s.now().Truncate(time.Millisecond)
+	if !at.After(sess.Issued) { // a replica's clock behind the one that issued sess
+		at = sess.Issued
+	}
+	return s.signOuts.SignOut(ctx, s.account(sess.User.Name), at)
+}
+
+// account is the name under which an account's sign-out is kept: a keyed
+// hash of the user name, short and of a fixed alphabet (a ConfigMap key),
+// that says nothing about who signed out to a reader of the list.
+func (s *Sessions) account(user string) string {
+	return base64.RawURLEncoding.EncodeToString(mac(s.keys.signOut, user)[:16])
+}
+
+// additionalData binds a sealed session to its cookie, the cluster and the
+// auth mode (Keys.For).
+func (s *Sessions) additionalData() []byte {
+	return []byte(SessionCookie + "\x00" + s.keys.bound)
 }
 
 func (s *Sessions) aead() cipher.AEAD {
@@ -131,75 +180,89 @@ func (s *Sessions) aead() cipher.AEAD {
 	return gcm
 }
 
-// Revocations remember signed-out session ids until the sessions would have
-// expired.
-type Revocations interface {
-	Revoke(ctx context.Context, id string, until time.Time) error
-	Revoked(id string) bool
+// SignOuts keep, per account, when it last signed out; sessions of the
+// account issued until then are over. An entry is needed only while such a
+// session could still be open: for the session TTL.
+type SignOuts interface {
+	// SignOut records that account signed out at at.
+	SignOut(ctx context.Context, account string, at time.Time) error
+	// SignedOutAt is when account last signed out within the TTL; zero if
+	// it did not.
+	SignedOutAt(account string) time.Time
+	// Full reports whether the list holds as many entries as it may; new
+	// accounts are not signed in then (ErrSignOutsFull).
+	Full() bool
 }
 
-// DefaultMaxRevocations bounds the signed-out sessions remembered at once;
-// beyond it the ones that expire soonest are forgotten first.
-const DefaultMaxRevocations = 20000
+// DefaultMaxSignOuts bounds the accounts whose sign-out is kept at once.
+// Each is one key of about 40 bytes: 10 000 take about 400 kB of a
+// ConfigMap's 1 MiB, leaving room for the sign-outs of sessions opened
+// before the list filled up.
+const DefaultMaxSignOuts = 10000
 
-// MemoryRevocations keeps revoked ids in this process (one replica).
-type MemoryRevocations struct {
+// MemorySignOuts keeps sign-outs in this process (one replica).
+type MemorySignOuts struct {
 	max int
+	ttl time.Duration
 	now func() time.Time
 
-	mu    sync.Mutex
-	until map[string]time.Time
+	mu sync.Mutex
+	at map[string]time.Time
 }
 
-// NewMemoryRevocations remembers at most max revoked ids.
-func NewMemoryRevocations(max int) *MemoryRevocations {
-	return &MemoryRevocations{max: max, now: time.Now, until: map[string]time.Time{}}
+// NewMemorySignOuts keeps the sign-outs of at most max accounts for ttl.
+func NewMemorySignOuts(max int, ttl time.Duration) *MemorySignOuts {
+	return &MemorySignOuts{max: max, ttl: ttl, now: time.Now, at: map[string]time.Time{}}
 }
 
-// Revoke implements Revocations.
-func (m *MemoryRevocations) Revoke(_ context.Context, id string, until time.Time) error {
+// SignOut implements SignOuts. It never forgets a sign-out within the TTL,
+// even past max: Full stops the sign-ins that would need more.
+func (m *MemorySignOuts) SignOut(_ context.Context, account string, at time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.until[id] = until
-	if len(m.until) > m.max {
-		m.until = PruneRevocations(m.until, m.now(), m.max)
+	if at.After(m.at[account]) {
+		m.at[account] = at
+	}
+	if len(m.at) >= m.max {
+		m.pruneLocked()
 	}
 	return nil
 }
 
-// Revoked implements Revocations.
-func (m *MemoryRevocations) Revoked(id string) bool {
+// SignedOutAt implements SignOuts.
+func (m *MemorySignOuts) SignedOutAt(account string) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.until[id]
-	return ok
+	return m.at[account]
 }
 
-// Len is how many revoked ids are remembered.
-func (m *MemoryRevocations) Len() int {
+// Full implements SignOuts.
+func (m *MemorySignOuts) Full() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.until)
+	if len(m.at) >= m.max {
+		m.pruneLocked()
+	}
+	return len(m.at) >= m.max
 }
 
-// PruneRevocations drops expired entries, then, while there are more than
-// max, those that expire soonest (their sessions are the closest to ending
-// by themselves).
-func PruneRevocations(until map[string]time.Time, now time.Time, max int) map[string]time.Time {
-	kept := make(map[string]time.Time, len(until))
-	for id, t := range until {
-		if now.Before(t) {
-			kept[id] = t
+// Len is how many accounts' sign-outs are kept.
+func (m *MemorySignOuts) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.at)
+}
+
+func (m *MemorySignOuts) pruneLocked() {
+	for account, at := range m.at {
+		if SignOutExpired(at, m.now(), m.ttl) {
+			delete(m.at, account)
 		}
 	}
-	for len(kept) > max {
-		var soonest string
-		for id, t := range kept {
-			if soonest == "" || t.Before(kept[soonest]) {
-				soonest = id
-			}
-		}
-		delete(kept, soonest)
-	}
-	return kept
+}
+
+// SignOutExpired reports whether a sign-out at at can be forgotten at now:
+// every session it ended has expired by itself.
+func SignOutExpired(at, now time.Time, ttl time.Duration) bool {
+	return !now.Before(at.Add(ttl))
 }

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,142 +14,195 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/openquota/console/internal/auth"
 )
 
-// RevocationsConfigMap is the ConfigMap, in the console's state namespace,
-// that lists signed-out sessions: session id → when it would have expired
-// (unix seconds).
-const RevocationsConfigMap = "quota-console-signed-out"
+// SignOutsConfigMap is the ConfigMap, in the console's state namespace, that
+// lists when accounts signed out: one key per account (a keyed hash of the
+// user name, see auth.Sessions) → unix milliseconds.
+const SignOutsConfigMap = "quota-console-signed-out"
 
-// Revocations are the signed-out sessions, kept in a ConfigMap that every
-// replica watches: signing out on one replica ends the session on all of
-// them (auth.Revocations). Sessions themselves are sealed in their cookies;
-// only sign-outs are stored, each until its session would have expired.
-type Revocations struct {
+// maxPrunedAtOnce bounds the expired entries one prune removes.
+const maxPrunedAtOnce = 500
+
+// jsonPointerEscaper escapes a key for a JSON patch path (RFC 6901).
+var jsonPointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// SignOuts are the accounts' sign-outs, kept in a ConfigMap that every
+// replica watches: signing out on one replica ends the account's sessions
+// on all of them (auth.SignOuts). A sign-out writes its own key with a
+// merge patch, never the whole list, and entries older than the session TTL
+// are removed, each only if it is still the one read.
+type SignOuts struct {
 	kube      kubernetes.Interface
 	namespace string
 	max       int
+	ttl       time.Duration
 	now       func() time.Time
 
-	own    *auth.MemoryRevocations // this replica's, effective at once
+	own    *auth.MemorySignOuts // this replica's, effective at once
 	mu     sync.RWMutex
-	listed map[string]time.Time // as the ConfigMap says
+	listed map[string]listedSignOut // as the ConfigMap says
 	synced atomic.Bool
 }
 
-// NewRevocations keeps at most max signed-out sessions (those expiring
-// soonest go first) in namespace.
-func NewRevocations(kube kubernetes.Interface, namespace string, max int) *Revocations {
-	return &Revocations{kube: kube, namespace: namespace, max: max, now: time.Now,
-		own: auth.NewMemoryRevocations(max), listed: map[string]time.Time{}}
+// listedSignOut is an entry of the ConfigMap: the time, and the value it
+// was read from.
+type listedSignOut struct {
+	at    time.Time
+	value string
+}
+
+// NewSignOuts keeps the sign-outs of at most max accounts, each for ttl, in
+// namespace.
+func NewSignOuts(kube kubernetes.Interface, namespace string, max int, ttl time.Duration) *SignOuts {
+	return &SignOuts{kube: kube, namespace: namespace, max: max, ttl: ttl, now: time.Now,
+		own: auth.NewMemorySignOuts(max, ttl), listed: map[string]listedSignOut{}}
 }
 
 // Start watches the ConfigMap until ctx ends.
-func (r *Revocations) Start(ctx context.Context) {
-	factory := informers.NewSharedInformerFactoryWithOptions(r.kube, 0, informers.WithNamespace(r.namespace),
+func (s *SignOuts) Start(ctx context.Context) {
+	factory := informers.NewSharedInformerFactoryWithOptions(s.kube, 0, informers.WithNamespace(s.namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", RevocationsConfigMap).String()
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", SignOutsConfigMap).String()
 		}))
 	inf := factory.Core().V1().ConfigMaps().Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.take(obj) },
-		UpdateFunc: func(_, obj any) { r.take(obj) },
-		DeleteFunc: func(any) { r.take(nil) },
+		AddFunc:    func(obj any) { s.take(obj) },
+		UpdateFunc: func(_, obj any) { s.take(obj) },
+		DeleteFunc: func(any) { s.take(nil) },
 	})
 	factory.Start(ctx.Done())
 	go func() {
 		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			r.synced.Store(true)
+			s.synced.Store(true)
 		}
 	}()
 }
 
 // Synced reports whether the list was read once.
-func (r *Revocations) Synced() bool { return r.synced.Load() }
+func (s *SignOuts) Synced() bool { return s.synced.Load() }
 
-func (r *Revocations) take(obj any) {
+func (s *SignOuts) take(obj any) {
 	cm, _ := obj.(*corev1.ConfigMap)
-	listed := parseRevocations(cm)
-	r.mu.Lock()
-	r.listed = listed
-	r.mu.Unlock()
+	listed := parseSignOuts(cm)
+	s.mu.Lock()
+	s.listed = listed
+	s.mu.Unlock()
 }
 
-func parseRevocations(cm *corev1.ConfigMap) map[string]time.Time {
-	out := map[string]time.Time{}
+// parseSignOuts reads the ConfigMap; a value it cannot read (an older
+// format) reads as long expired.
+func parseSignOuts(cm *corev1.ConfigMap) map[string]listedSignOut {
+	out := map[string]listedSignOut{}
 	if cm == nil {
 		return out
 	}
-	for id, v := range cm.Data {
-		if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
-			out[id] = time.Unix(sec, 0)
-		}
+	for account, v := range cm.Data {
+		ms, _ := strconv.ParseInt(v, 10, 64)
+		out[account] = listedSignOut{at: time.UnixMilli(ms), value: v}
 	}
 	return out
 }
 
-// Revoked implements auth.Revocations.
-func (r *Revocations) Revoked(id string) bool {
-	if r.own.Revoked(id) {
-		return true
+// SignedOutAt implements auth.SignOuts.
+func (s *SignOuts) SignedOutAt(account string) time.Time {
+	at := s.own.SignedOutAt(account)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if listed := s.listed[account].at; listed.After(at) {
+		at = listed
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	until, ok := r.listed[id]
-	return ok && r.now().Before(until)
+	return at
 }
 
-// Revoke implements auth.Revocations: at once on this replica, and through
+// Full implements auth.SignOuts: the list holds max accounts whose entries
+// have not expired.
+func (s *SignOuts) Full() bool {
+	if s.own.Full() {
+		return true
+	}
+	now := s.now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.listed) < s.max {
+		return false
+	}
+	live := 0
+	for _, e := range s.listed {
+		if !auth.SignOutExpired(e.at, now, s.ttl) {
+			live++
+		}
+	}
+	return live >= s.max
+}
+
+// SignOut implements auth.SignOuts: at once on this replica, and through
 // the ConfigMap on the others.
-func (r *Revocations) Revoke(ctx context.Context, id string, until time.Time) error {
-	_ = r.own.Revoke(ctx, id, until)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cms := r.kube.CoreV1().ConfigMaps(r.namespace)
-		cm, err := cms.Get(ctx, RevocationsConfigMap, metav1.GetOptions{})
+func (s *SignOuts) SignOut(ctx context.Context, account string, at time.Time) error {
+	_ = s.own.SignOut(ctx, account, at)
+	value := strconv.FormatInt(at.UnixMilli(), 10)
+	patch, err := json.Marshal(map[string]any{"data": map[string]string{account: value}})
+	if err != nil {
+		return err
+	}
+	cms := s.kube.CoreV1().ConfigMaps(s.namespace)
+	for attempt := 0; ; attempt++ {
+		_, err = cms.Patch(ctx, SignOutsConfigMap, types.MergePatchType, patch, metav1.PatchOptions{})
+		if !apierrors.IsNotFound(err) || attempt > 0 {
+			break
+		}
+		// The first sign-out: make the list (installs make the namespace;
+		// a local run against a fresh cluster makes it here).
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: SignOutsConfigMap, Namespace: s.namespace,
+			Labels: map[string]string{"app.kubernetes.io/part-of": "quota-console"}}, Data: map[string]string{account: value}}
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RevocationsConfigMap, Namespace: r.namespace,
-				Labels: map[string]string{"app.kubernetes.io/part-of": "quota-console"}}}
-			cm.Data = r.withRevocation(nil, id, until)
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			if apierrors.IsNotFound(err) { // a local run against a fresh cluster; installs create it
-				if err := createStateNamespace(ctx, r.kube, r.namespace); err != nil {
-					return err
-				}
+			if err = createStateNamespace(ctx, s.kube, s.namespace); err == nil {
 				_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 			}
-			if apierrors.IsAlreadyExists(err) { // another replica made it first: add to theirs
-				return apierrors.NewConflict(corev1.Resource("configmaps"), RevocationsConfigMap, err)
-			}
-			return err
 		}
-		if err != nil {
-			return err
+		if !apierrors.IsAlreadyExists(err) { // else another replica made it first: patch theirs
+			break
 		}
-		cm.Data = r.withRevocation(cm.Data, id, until)
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("recording the sign-out for the other replicas: %w", err)
 	}
+	s.prune(ctx)
 	return nil
 }
 
-// withRevocation is data with id added, expired entries dropped, and at
-// most max entries.
-func (r *Revocations) withRevocation(data map[string]string, id string, until time.Time) map[string]string {
-	all := parseRevocations(&corev1.ConfigMap{Data: data})
-	all[id] = until
-	kept := auth.PruneRevocations(all, r.now(), r.max)
-	out := make(map[string]string, len(kept))
-	for k, t := range kept {
-		out[k] = strconv.FormatInt(t.Unix(), 10)
+// prune removes entries that expired, as read; an entry that changed in
+// between (the account signed out again) makes the patch fail as a whole,
+// and a later sign-out tries again with what it reads then.
+func (s *SignOuts) prune(ctx context.Context) {
+	now := s.now()
+	var ops []map[string]string
+	s.mu.RLock()
+	for account, e := range s.listed {
+		if len(ops) >= 2*maxPrunedAtOnce {
+			break
+		}
+		if auth.SignOutExpired(e.at, now, s.ttl) {
+			path := "/data/" + jsonPointerEscaper.Replace(account)
+			ops = append(ops,
+				map[string]string{"op": "test", "path": path, "value": e.value},
+				map[string]string{"op": "remove", "path": path})
+		}
 	}
-	return out
+	s.mu.RUnlock()
+	if len(ops) == 0 {
+		return
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return
+	}
+	_, _ = s.kube.CoreV1().ConfigMaps(s.namespace).Patch(ctx, SignOutsConfigMap, types.JSONPatchType, patch, metav1.PatchOptions{})
 }

@@ -2,27 +2,32 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
 )
 
-// A sign-out on one replica ends the session on every replica, on one that
-// starts later, and survives restarts; the list stays bounded.
+// A sign-out on one replica reaches every replica, one that starts later,
+// and survives restarts; concurrent sign-outs keep each other's; expired
+// entries go.
 func TestSignOutReachesEveryReplica(t *testing.T) {
 	c := clients(t)
 	ns := isolated(t).State() + "-" + fmt.Sprint(time.Now().UnixNano()%100000)
 	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	replica := func() *cluster.Revocations {
-		r := cluster.NewRevocations(c.kube, ns, 3)
+	replica := func() *cluster.SignOuts {
+		r := cluster.NewSignOuts(c.kube, ns, 4, time.Hour)
 		r.Start(ctx)
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return r.Synced(), nil
@@ -32,56 +37,138 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 		return r
 	}
 	a, b := replica(), replica()
-	until := time.Now().Add(time.Hour)
+	now := time.Now().Truncate(time.Millisecond)
 
 	// The namespace does not exist yet (a local run): the first sign-out makes it.
-	if err := a.Revoke(ctx, "session-1", until); err != nil {
+	if err := a.SignOut(ctx, "acct-1", now); err != nil {
 		t.Fatal(err)
 	}
-	if !a.Revoked("session-1") {
-		t.Error("the replica that signed out still accepts the session")
+	if got := a.SignedOutAt("acct-1"); !got.Equal(now) {
+		t.Errorf("the replica that signed out reads %v, want %v", got, now)
 	}
-	seen := func(r *cluster.Revocations, id string) bool {
+	seen := func(r *cluster.SignOuts, account string, at time.Time) bool {
 		return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-			return r.Revoked(id), nil
+			return r.SignedOutAt(account).Equal(at), nil
 		}) == nil
 	}
-	if !seen(b, "session-1") {
-		t.Error("the other replica still accepts the signed-out session")
+	if !seen(b, "acct-1", now) {
+		t.Error("the other replica never read the sign-out")
 	}
-	if late := replica(); !late.Revoked("session-1") {
-		t.Error("a replica started after the sign-out accepts the session")
+	if late := replica(); !late.SignedOutAt("acct-1").Equal(now) {
+		t.Error("a replica started after the sign-out does not know it")
 	}
-	if b.Revoked("session-2") {
-		t.Error("a session nobody signed out is revoked")
+	if at := b.SignedOutAt("acct-2"); !at.IsZero() {
+		t.Errorf("an account that never signed out: %v", at)
 	}
 
 	// Both replicas sign out at once: neither loses the other's.
 	errs := make(chan error, 2)
-	go func() { errs <- a.Revoke(ctx, "session-a", until) }()
-	go func() { errs <- b.Revoke(ctx, "session-b", until.Add(time.Minute)) }()
+	go func() { errs <- a.SignOut(ctx, "acct-a", now) }()
+	go func() { errs <- b.SignOut(ctx, "acct-b", now.Add(time.Second)) }()
 	for range 2 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Bounded at 3: the one expiring soonest went, expired ones go first.
-	if err := a.Revoke(ctx, "expired", time.Now().Add(-time.Second)); err != nil {
+	// An entry older than the TTL goes with a later sign-out.
+	if err := a.SignOut(ctx, "expired", now.Add(-2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, cluster.RevocationsConfigMap, metav1.GetOptions{})
-	if err != nil {
+	if !seen(a, "expired", now.Add(-2*time.Hour)) {
+		t.Fatal("the expired entry never showed")
+	}
+	if err := b.SignOut(ctx, "acct-c", now); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cm.Data["expired"]; ok || len(cm.Data) != 3 || cm.Data["session-a"] == "" || cm.Data["session-b"] == "" {
-		t.Errorf("sign-out list %v: want the 3 unexpired ones, both concurrent ones kept", keysOf(cm))
+	var data map[string]string
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, cluster.SignOutsConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		data = cm.Data
+		_, kept := data["expired"]
+		return !kept, nil
+	}); err != nil {
+		t.Errorf("the expired entry was never removed: %v", data)
+	}
+	want := []string{"acct-1", "acct-a", "acct-b", "acct-c"}
+	if diff := cmp.Diff(want, slices.Sorted(maps.Keys(data))); diff != "" {
+		t.Errorf("sign-out list (-want +got):\n%s", diff)
+	}
+	if !seen(b, "acct-c", now) || !b.Full() {
+		t.Error("4 live entries of at most 4: the list is not full")
 	}
 }
 
-func keysOf(cm *corev1.ConfigMap) []string {
-	var out []string
-	for k := range cm.Data {
-		out = append(out, k)
+// Attack: a stolen session cookie, signed out by its owner, worked again
+// once another account had signed in and out enough times to push its
+// revocation out of the full sign-out list. The real store (the ConfigMap
+// every replica watches) with room for 5.
+func TestSignOutCannotBeFlushedAgainstSandbox(t *testing.T) {
+	c := clients(t)
+	ns := isolated(t).State() + "-" + fmt.Sprint(time.Now().UnixNano()%100000)
+	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const max = 5
+	keys := auth.RandomKeys()
+	replica := func() *auth.Sessions {
+		r := cluster.NewSignOuts(c.kube, ns, max, auth.SessionTTL)
+		r.Start(ctx)
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return r.Synced(), nil
+		}); err != nil {
+			t.Fatal("the sign-out list was never read")
+		}
+		return auth.NewSessions(keys, auth.SessionTTL, r)
 	}
-	return out
+	here := replica()
+	// The victim's token expires in an hour: their session ends before the flood's.
+	stolen, victim, err := here.Create(auth.User{Name: "alice"}, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := here.End(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	for range max + 1 {
+		_, s, err := here.Create(auth.User{Name: "system:serviceaccount:apps:robot"}, time.Time{})
+		if err != nil {
+			t.Logf("the flood's sign-in was refused: %v", err)
+			break
+		}
+		if err := here.End(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := here.Lookup(stolen); ok {
+		t.Errorf("after %d sign-ins and sign-outs of another account the replica that signed out accepts the stolen cookie", max+1)
+	}
+	if _, ok := replica().Lookup(stolen); ok {
+		t.Errorf("after %d sign-ins and sign-outs of another account a replica reading the sign-out list accepts the stolen cookie", max+1)
+	}
+
+	// Other accounts fill the list: a new account's sign-in is refused, and
+	// every sign-out still holds.
+	var ended []string
+	for i := range max {
+		value, s, err := here.Create(auth.User{Name: fmt.Sprintf("user-%d", i)}, time.Time{})
+		if err != nil {
+			break
+		}
+		ended = append(ended, value)
+		if err := here.End(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := here.Create(auth.User{Name: "newcomer"}, time.Time{}); !errors.Is(err, auth.ErrSignOutsFull) {
+		t.Errorf("a new account's sign-in with a full list: %v, want ErrSignOutsFull", err)
+	}
+	there := replica()
+	for i, value := range append(ended, stolen) {
+		if _, ok := there.Lookup(value); ok {
+			t.Errorf("signed-out session %d opens on a replica reading the full list", i)
+		}
+	}
 }
