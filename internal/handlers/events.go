@@ -59,11 +59,24 @@ func (g *streamGate) enter(user string) (leave func(), ok bool) {
 // streamWriteTimeout drops a stream whose client stopped reading.
 const streamWriteTimeout = 30 * time.Second
 
+// DefaultStreamLifetime ends every stream after a while: the page
+// reconnects through the sign-in and read checks of a new request.
+const DefaultStreamLifetime = 10 * time.Minute
+
+// scopeRecheck is how often a stream asks again what its viewer may see
+// (the access checks remember answers for 30 seconds).
+const scopeRecheck = 5 * time.Second
+
 // events streams a page's live parts (server-sent events): the page names
 // itself (view=/tasks?team=nlp) and the version it shows (v); each
 // "fragments" event carries the parts that changed since, as
 // {"version": n, "fragments": {element id: inner HTML}}. Over the stream
 // limits it answers 503, and the page falls back to a periodic refresh.
+//
+// Before it sends anything the stream checks that the viewer is still
+// signed in (the session neither expired nor signed out) and may still see
+// what the view shows; otherwise, and after its lifetime, it ends, and the
+// page's reconnection passes the checks of a new request.
 func (d Deps) events(c echo.Context) error {
 	visible, _ := d.scopeOf(c)
 	view, ok := viewOf(c.QueryParam("view"), visible)
@@ -76,7 +89,7 @@ func (d Deps) events(c echo.Context) error {
 	shown, _ := strconv.ParseUint(c.QueryParam("v"), 10, 64)
 	who := auth.From(c).Name
 	if who == "" && d.Auth.ModeOf() != auth.ModeNone {
-		who = "address " + auth.ClientAddress(c.Request())
+		who = "address " + d.Auth.ClientAddress(c.Request())
 	}
 	leave, ok := d.streams.enter(who)
 	if !ok {
@@ -113,11 +126,14 @@ func (d Deps) events(c echo.Context) error {
 	}
 	heartbeat := time.NewTicker(15 * time.Second)
 	defer heartbeat.Stop()
+	end := time.NewTimer(d.streamEnd(c))
+	defer end.Stop()
 	done := c.Request().Context().Done()
 	var shutdown <-chan struct{}
 	if d.Streams != nil {
 		shutdown = d.Streams.Done()
 	}
+	entitled := d.streamEntitlement(c, view)
 	for {
 		var err error
 		select {
@@ -125,7 +141,12 @@ func (d Deps) events(c echo.Context) error {
 			return nil
 		case <-shutdown:
 			return nil
+		case <-end.C:
+			return nil
 		case <-watcher.ready:
+			if !entitled() {
+				return nil
+			}
 			if data := watcher.take(); data != nil {
 				err = write([]byte("event: fragments\ndata: "), data, []byte("\n\n"))
 				if d.Metrics != nil && err == nil {
@@ -133,10 +154,46 @@ func (d Deps) events(c echo.Context) error {
 				}
 			}
 		case <-heartbeat.C:
+			if !entitled() {
+				return nil
+			}
 			err = write([]byte(": keep-alive\n\n"))
 		}
 		if err != nil {
 			return nil
 		}
+	}
+}
+
+// streamEnd is how long c's stream may last: its lifetime, or until the
+// session expires if that is sooner.
+func (d Deps) streamEnd(c echo.Context) time.Duration {
+	life := d.StreamLifetime
+	if life <= 0 {
+		life = DefaultStreamLifetime
+	}
+	if expires := d.Auth.SessionExpires(c); !expires.IsZero() && time.Until(expires) < life {
+		life = time.Until(expires)
+	}
+	return life
+}
+
+// streamEntitlement tells whether c's viewer may still receive view: the
+// sign-in holds (asked each time) and the scope is the one the view was
+// made for (asked at most every scopeRecheck). A scope that changed ends
+// the stream, so that the page reconnects into the view of its new scope.
+func (d Deps) streamEntitlement(c echo.Context, view liveView) func() bool {
+	checked := time.Now()
+	return func() bool {
+		if !d.Auth.Current(c) {
+			return false
+		}
+		if time.Since(checked) < scopeRecheck {
+			return true
+		}
+		checked = time.Now()
+		c.Set(echoScopeKey, nil) // ask again, not the request's first answer
+		now, known := d.scopeOf(c)
+		return known && now.key() == view.scope.key()
 	}
 }

@@ -33,10 +33,24 @@ type pushed struct {
 }
 
 // watch opens a live stream of a page view and sends its events to the
-// returned channel until the test ends.
+// returned channel until the test ends; the channel closes when the stream
+// ends.
 func watch(t *testing.T, srv *httptest.Server, view string, shown uint64) <-chan pushed {
 	t.Helper()
-	res, err := http.Get(srv.URL + "/events?view=" + url.QueryEscape(view) + "&v=" + strconv.FormatUint(shown, 10))
+	return watchWith(t, srv, view, shown, nil)
+}
+
+// watchWith is watch with request headers (a session cookie, a proxy's).
+func watchWith(t *testing.T, srv *httptest.Server, view string, shown uint64, header map[string]string) <-chan pushed {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/events?view="+url.QueryEscape(view)+"&v="+strconv.FormatUint(shown, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,8 @@ type Deps struct {
 
 	// StreamLimits cap live update streams; zero is DefaultStreamLimits.
 	StreamLimits StreamLimits
+	// StreamLifetime ends every live stream after this long.
+	StreamLifetime time.Duration
 
 	// Made by New: the write path, the users' permissions (asked as them and
 	// remembered), the open live update streams.

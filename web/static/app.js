@@ -31,12 +31,20 @@
     swap(msg.fragments);
   });
 
-  // A refused stream (the console is at its limit of live streams) is not
-  // retried: the page fetches itself every 30 seconds and takes its live
-  // parts from the answer.
+  // The console ends a stream after a while, or when the viewer signed out,
+  // the session expired or what they may see changed; the browser then
+  // reconnects, through the checks of a new request. A refused stream (the
+  // console is at its limit of live streams) is not retried: the page
+  // fetches itself at once and every 30 seconds and takes its live parts
+  // from the answer. An answer that needs sign-in or says the page is no
+  // longer the viewer's reloads the page, which shows why.
   async function refresh() {
     try {
       const res = await fetch(location.href, { headers: { "X-Live": "1" }, cache: "no-store" });
+      if (res.status === 401 || res.status === 403) {
+        location.reload();
+        return;
+      }
       if (!res.ok) return;
       const doc = new DOMParser().parseFromString(await res.text(), "text/html");
       const fragments = {};
@@ -45,6 +53,8 @@
     } catch (_) { /* the next round retries */ }
   }
   source.addEventListener("error", () => {
-    if (source.readyState === EventSource.CLOSED) setInterval(refresh, 30000);
+    if (source.readyState !== EventSource.CLOSED) return;
+    refresh();
+    setInterval(refresh, 30000);
   });
 })();
