@@ -69,6 +69,15 @@ app.kubernetes.io/part-of: quota-console
 {{- default (printf "%s-history" (include "quota-console.fullname" .)) .Values.history.sqlite.persistence.existingClaim }}
 {{- end }}
 
+{{/* The proxies trusted to name the client (--trusted-proxy-cidrs), as JSON: the value, or with the Ingress on and no value the private ranges its controller's pods have. */}}
+{{- define "quota-console.trustedProxies" -}}
+{{- $cidrs := .Values.auth.trustedProxyCIDRs }}
+{{- if and (kindIs "invalid" $cidrs) .Values.ingress.enabled }}
+{{- $cidrs = list "10.0.0.0/8" "172.16.0.0/12" "192.168.0.0/16" "100.64.0.0/10" "fc00::/7" }}
+{{- end }}
+{{- default list $cidrs | toJson }}
+{{- end }}
+
 {{/* Where mounted files live in the container. */}}
 {{- define "quota-console.proxySecretFile" -}}/etc/quota-console/proxy-secret/{{ .Values.auth.proxy.secret.key }}{{- end }}
 {{- define "quota-console.sessionKeyFile" -}}/etc/quota-console/session-key/key{{- end }}
@@ -101,6 +110,9 @@ when their value is set, so the defaults run with today's console.
 {{- end }}
 {{- with .Values.auth.token.audience }}
 - {{ printf "--auth-token-audience=%s" . | quote }}
+{{- end }}
+{{- with (include "quota-console.trustedProxies" . | fromJsonArray) }}
+- {{ printf "--trusted-proxy-cidrs=%s" (join "," .) | quote }}
 {{- end }}
 {{- if .Values.secureCookies }}
 - "--secure-cookies"
