@@ -428,7 +428,7 @@ func TestChartArgs(t *testing.T) {
 			join(head("proxy"), proxyHeaders, []string{"--auth-proxy-cidrs=", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/secret"}, state, defaults)},
 		{"behind the chart's Ingress: its controller's private ranges name the client", []string{"ingress.enabled=true"},
 			join(head("token"), []string{"--trusted-proxy-cidrs=10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"}, state, defaults)},
-		{"behind the chart's Ingress, no proxy trusted", []string{"ingress.enabled=true", "auth.trustedProxyCIDRs={}"},
+		{"behind the chart's Ingress, no proxy trusted", []string{"ingress.enabled=true", "--set-json=auth.trustedProxyCIDRs=[]"},
 			join(head("token"), state, defaults)},
 		{"a proxy of one's own", []string{"auth.trustedProxyCIDRs={10.244.0.0/16}"},
 			join(head("token"), []string{"--trusted-proxy-cidrs=10.244.0.0/16"}, state, defaults)},
@@ -448,6 +448,10 @@ func TestChartArgs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var args []string
 			for _, s := range tc.set {
+				if strings.HasPrefix(s, "--") { // another helm flag, such as --set-json
+					args = append(args, s)
+					continue
+				}
 				args = append(args, "--set", s)
 			}
 			d := typed[appsv1.Deployment](t, render(t, "qc", args...), "Deployment")
