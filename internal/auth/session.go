@@ -195,9 +195,10 @@ type SignOuts interface {
 }
 
 // DefaultMaxSignOuts bounds the accounts whose sign-out is kept at once.
-// Each is one key of about 40 bytes: 10 000 take about 400 kB of a
-// ConfigMap's 1 MiB, leaving room for the sign-outs of sessions opened
-// before the list filled up.
+// Each is a key and value of 35 bytes: 10 000 take 350 kB of a ConfigMap's
+// 1 MiB, leaving room for the sign-outs of sessions opened before the list
+// filled up. (A sign-out costs the apiserver a rewrite of the list, so its
+// time grows with the list; one account signing out again keeps one entry.)
 const DefaultMaxSignOuts = 10000
 
 // MemorySignOuts keeps sign-outs in this process (one replica).
