@@ -2,19 +2,25 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // A sign-out on one replica reaches every replica, one that starts later,
@@ -170,5 +176,48 @@ func TestSignOutCannotBeFlushedAgainstSandbox(t *testing.T) {
 		if _, ok := there.Lookup(value); ok {
 			t.Errorf("signed-out session %d opens on a replica reading the full list", i)
 		}
+	}
+}
+
+// A sign-out's time with the list holding n other accounts: one small
+// patch, but the apiserver rewrites the whole list, so it grows with n.
+//
+//	go test -run '^$' -bench BenchmarkSignOut -benchtime 9x ./internal/cluster/
+func BenchmarkSignOut(b *testing.B) {
+	cfg, err := sandboxtest.Env(b).RESTConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	for _, n := range []int{1, 1000, auth.DefaultMaxSignOuts} {
+		b.Run(fmt.Sprintf("accounts=%d", n), func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ns := "bench-signout-" + rand.String(5)
+			defer func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
+			s := cluster.NewSignOuts(kube, ns, 2*n+1, auth.SessionTTL)
+			at := time.Now()
+			if err := s.SignOut(ctx, "other-0", at); err != nil { // makes the namespace and the list
+				b.Fatal(err)
+			}
+			data := map[string]string{}
+			for i := range n {
+				data[fmt.Sprintf("other-%d", i)] = strconv.FormatInt(at.UnixMilli(), 10)
+			}
+			patch, _ := json.Marshal(map[string]any{"data": data})
+			if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, cluster.SignOutsConfigMap, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			s.Start(ctx)
+			for !s.Synced() {
+				time.Sleep(20 * time.Millisecond)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := s.SignOut(ctx, "measured", time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
