@@ -65,6 +65,9 @@ type Deps struct {
 
 	// StreamLimits cap live update streams; zero is DefaultStreamLimits.
 	StreamLimits StreamLimits
+	// ExportLimits cap the task history's CSV exports; zero is
+	// DefaultExportLimits.
+	ExportLimits ExportLimits
 
 	// Made by New: the write path, the users' permissions (asked as them and
 	// remembered), the open live update streams.
@@ -86,6 +89,10 @@ type Deps struct {
 	rates         *memo.Memo[taskhistory.AdmissionRates]
 	// positions are Kueue's own queue positions; nil without a client.
 	positions positionReader
+	// exports count the task history's running CSV exports; summaries are
+	// the slots of the usage summaries computed at once.
+	exports   *exportGate
+	summaries chan struct{}
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -120,6 +127,7 @@ func New(d Deps) *echo.Echo {
 	d.access = cluster.NewAccessFor(clients)
 	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
+	d.exports, d.summaries = newExportGate(d.ExportLimits), make(chan struct{}, summaryConcurrency)
 	if d.Live != nil && d.Metrics != nil {
 		d.Live.SetObserver(func(kind string, took time.Duration) {
 			d.Metrics.ReadModelUpdate.WithLabelValues(kind).Observe(took.Seconds())

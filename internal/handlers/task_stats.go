@@ -72,7 +72,7 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 	}
 	if hist == nil {
 		if err != nil {
-			st.note = historyNote(err) + " The figures cover only the tasks that still exist in the cluster."
+			st.note = d.historyNote(err) + " The figures cover only the tasks that still exist in the cluster."
 		}
 		st.byClass = snap.StatsByClass(sel, classes, window, now)
 		if byTeam {
@@ -109,9 +109,16 @@ func (d Deps) selectedQueue(f taskFilter, visible scope) string {
 // console runs without one.
 var errHistoryOff = errors.New("the console runs without a task history")
 
-// historyNote says, on a page, why it shows no history.
-func historyNote(err error) string {
-	return fmt.Sprintf("The task history is unavailable: %v.", err)
+// historyNote says, on a page, why it shows no history: that the console
+// runs without one, or, in a plain sentence, that it cannot be read now.
+// The error itself (the database's address, its driver's words) goes to
+// the log, never to a page every viewer may open.
+func (d Deps) historyNote(err error) string {
+	if errors.Is(err, errHistoryOff) {
+		return "The task history is unavailable: " + errHistoryOff.Error() + "."
+	}
+	d.Log.Warn("the task history is unavailable", "err", err)
+	return "The task history is unavailable right now."
 }
 
 // selectFacts keeps the history's groups the selection covers.

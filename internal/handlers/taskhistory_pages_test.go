@@ -890,7 +890,8 @@ func TestHistoryPagesWithoutAStore(t *testing.T) {
 		c := base.with(func(d *handlers.Deps) { d.History = down })
 		check(t, c, unavailable)
 		_, body := c.get(t, "/tasks")
-		mustContain(t, "Tasks page", body, "connection refused", "The figures cover only the tasks that still exist in the cluster.")
+		mustContain(t, "Tasks page", body, "The task history is unavailable right now.", "The figures cover only the tasks that still exist in the cluster.")
+		mustNotContain(t, "Tasks page", body, "connection refused") // logged, not shown
 	})
 	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
 		st := hs.open(t)
