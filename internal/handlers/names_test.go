@@ -3,6 +3,7 @@ package handlers
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -53,5 +54,24 @@ func TestShownTo(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" || shown != tc.shown {
 			t.Errorf("%s: shown %v (want %v) (-want +got):\n%s", tc.name, shown, tc.shown, diff)
 		}
+	}
+}
+
+func TestWarningsRepeatAfterAMinute(t *testing.T) {
+	var w warnings
+	start := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		msg  string
+		at   time.Duration
+		want bool
+	}{
+		{"a", 0, true}, {"a", time.Second, false}, {"b", time.Second, true}, {"a", warnEvery - time.Millisecond, false}, {"a", warnEvery, true},
+	} {
+		if got := w.due(tc.msg, start.Add(tc.at)); got != tc.want {
+			t.Errorf("due(%q) at +%v = %v, want %v", tc.msg, tc.at, got, tc.want)
+		}
+	}
+	if !(*warnings)(nil).due("a", start) {
+		t.Error("a nil *warnings does not log")
 	}
 }

@@ -93,6 +93,8 @@ type Deps struct {
 	// the slots of the usage summaries computed at once.
 	exports   *exportGate
 	summaries chan struct{}
+	// historyWarnings keep a failing task history from flooding the log.
+	historyWarnings *warnings
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -128,6 +130,7 @@ func New(d Deps) *echo.Echo {
 	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
 	d.exports, d.summaries = newExportGate(d.ExportLimits), make(chan struct{}, summaryConcurrency)
+	d.historyWarnings = &warnings{}
 	if d.Live != nil && d.Metrics != nil {
 		d.Live.SetObserver(func(kind string, took time.Duration) {
 			d.Metrics.ReadModelUpdate.WithLabelValues(kind).Observe(took.Seconds())
