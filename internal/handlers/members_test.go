@@ -99,6 +99,20 @@ func boundMembers(t *testing.T, c console, team string) []string {
 	return out
 }
 
+// showsDrift waits until the team's drift page lists differences, and
+// returns it; it goes on (with an error) when it never does.
+func showsDrift(t *testing.T, c console, team string) string {
+	t.Helper()
+	var body string
+	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, body = c.get(t, "/teams/"+team+"/drift")
+		return strings.Contains(body, `id="drift"`), nil
+	}); err != nil {
+		t.Errorf("the drift page of %s never lists a difference", team)
+	}
+	return body
+}
+
 // Someone who may patch ClusterQueues, but not RoleBindings (a Kueue
 // batch-admin), adds a member to the allocation annotation of a team's
 // ClusterQueue. The console read members from that annotation: the admin's
@@ -120,7 +134,7 @@ func TestMembersPlantedOnTheClusterQueueAreNotBound(t *testing.T) {
 	if strings.Contains(form, mallory) {
 		t.Errorf("the admin's edit form shows the member planted on the ClusterQueue (%s)", mallory)
 	}
-	body := c.eventually(t, "/teams/"+team+"/drift", `id="drift"`)
+	body := showsDrift(t, c, team)
 	mustContain(t, "drift page", body, "Members on the ClusterQueue differ from the last saved revision", mallory)
 
 	code, _, body := c.post(t, "/teams/"+team+"/drift/reapply", url.Values{})
@@ -143,7 +157,7 @@ func TestMembersPlantedOnTheClusterQueueAreNotBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	plantMember(t, c, patcher, legacy, domain.Member{Kind: "User", Name: mallory})
-	body = c.eventually(t, "/teams/"+legacy+"/drift", `id="drift"`)
+	body = showsDrift(t, c, legacy)
 	mustContain(t, "drift page of a team without revisions", body, "no saved revision", mallory)
 	if _, form := c.get(t, "/teams/"+legacy+"/edit"); strings.Contains(form, mallory) {
 		t.Errorf("the edit form of a team without revisions shows the member planted on the ClusterQueue (%s)", mallory)
