@@ -89,7 +89,7 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 			if err != nil {
 				return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
 			}
-			return usageSummaryCSV(c, visibleUsage(sum, sees), incompleteDays(sum))
+			return usageSummaryCSV(c, sum.UpTo, visibleUsage(sum, sees), incompleteDays(sum))
 		})
 	}
 	sum, err := d.usageSummary(ctx, store, days)
@@ -268,14 +268,18 @@ func outcomeLabel(r taskhistory.ReportRow) string {
 	return string(r.Outcome)
 }
 
-func usageSummaryCSV(c echo.Context, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
+// usageSummaryCSV writes a summary's rows. The summary may be shared from
+// a moment before, so each row says up to when its figures run, as the page
+// does.
+func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
 	header := []string{"Day (UTC)", "Team", "Instance type"}
 	for _, r := range historyResources {
 		for _, what := range []string{"allocated", "used", "borrowed", "lent"} {
 			header = append(header, fmt.Sprintf("%s %s (h)", r.unit, what))
 		}
 	}
-	header = append(header, "Day fully recorded")
+	header = append(header, "Day fully recorded", "Figures up to (UTC)")
+	end := upTo.UTC().Format(time.RFC3339Nano)
 	s, err := startCSV(c, "usage-summary.csv", header...)
 	if err != nil {
 		return err
@@ -286,7 +290,7 @@ func usageSummaryCSV(c echo.Context, rows []taskhistory.UsageRow, incomplete map
 			h := res.of(r)
 			cells = append(cells, domain.FormatHours(h.Allocated), domain.FormatHours(h.Used), domain.FormatHours(h.Borrowed), domain.FormatHours(h.Lent))
 		}
-		cells = append(cells, strconv.FormatBool(!incomplete[r.Day]))
+		cells = append(cells, strconv.FormatBool(!incomplete[r.Day]), end)
 		if err := s.Row(cells...); err != nil {
 			return err
 		}
