@@ -75,3 +75,36 @@ func TestWarningsRepeatAfterAMinute(t *testing.T) {
 		t.Error("a nil *warnings does not log")
 	}
 }
+
+func TestExportGate(t *testing.T) {
+	g := newExportGate(ExportLimits{PerUser: 2, Total: 3})
+	var leaves []func()
+	enter := func(user string) string {
+		leave, refusal := g.enter(user)
+		if leave != nil {
+			leaves = append(leaves, leave)
+		}
+		return refusal
+	}
+	var got []bool
+	for _, user := range []string{"ann", "ann", "ann", "bob", "cid"} {
+		got = append(got, enter(user) == "")
+	}
+	if diff := cmp.Diff([]bool{true, true, false, true, false}, got); diff != "" {
+		t.Errorf("admitted (-want +got):\n%s", diff)
+	}
+	if r := enter("ann"); !strings.Contains(r, "you already have 2 exports") {
+		t.Errorf("the third export of one user: %q", r)
+	}
+	if r := enter("cid"); !strings.Contains(r, "busy with other exports") {
+		t.Errorf("an export past the total: %q", r)
+	}
+	leaves[0]()
+	leaves[0]() // leaving twice frees one place
+	if r := enter("cid"); r != "" {
+		t.Errorf("after one export ended: %q", r)
+	}
+	if r := enter("dan"); r == "" {
+		t.Error("a fourth export was admitted with a total of 3")
+	}
+}
