@@ -226,10 +226,10 @@ func TestTeamMemberSeesOnlyTheirTeam(t *testing.T) {
 	if resp.Status() != http.StatusForbidden {
 		t.Errorf("member on another team's page: %d, want 403", resp.Status())
 	}
-	if err := expect.Locator(page.Locator("#error-message")).ToContainText("may not see team theirs"); err != nil {
+	if err := expect.Locator(page.Locator("#error-message")).ToContainText(`may not see team "theirs"`); err != nil {
 		t.Error(err)
 	}
-	if err := expect.Locator(page.Locator("#error-message")).ToContainText("list on Workloads in namespace " + s.Namespace("theirs")); err != nil {
+	if err := expect.Locator(page.Locator("#error-message")).ToContainText(`list on Workloads in namespace "` + s.Namespace("theirs") + `"`); err != nil {
 		t.Error(err)
 	}
 	screenshot(t, page, "member-other-team-403")

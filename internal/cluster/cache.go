@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,12 +36,16 @@ type Cache struct {
 	ResourceFlavors         kueuelisters.ResourceFlavorLister
 	WorkloadPriorityClasses kueuelisters.WorkloadPriorityClassLister
 	Cohorts                 kueuelisters.CohortLister
+	// TeamHistories are the teams' revision histories (ConfigMaps in the
+	// state namespace), each with its newest revision only.
+	TeamHistories corelisters.ConfigMapNamespaceLister
 
 	kube   kubernetes.Interface
 	kueue  kueueclient.Interface
 	log    *slog.Logger
 	core   informers.SharedInformerFactory
 	queues kueueinformers.SharedInformerFactory
+	state  informers.SharedInformerFactory
 
 	started     atomic.Bool
 	kueueFound  atomic.Bool
@@ -89,6 +94,12 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 		}
 		return stripObject(obj)
 	}))
+	// The teams' members and allocations come from the console's own
+	// revisions, not from the ClusterQueues, which more people may change.
+	c.state = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.State()),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = domain.HistoryLabel + "=team" }),
+		informers.WithTransform(newestRevisionOnly))
+	c.TeamHistories = c.state.Core().V1().ConfigMaps().Lister().ConfigMaps(s.State())
 	c.Nodes = c.core.Core().V1().Nodes().Lister()
 	v := c.queues.Kueue().V1beta2()
 	c.ClusterQueues = v.ClusterQueues().Lister()
@@ -193,8 +204,10 @@ func (c *Cache) Start(ctx context.Context) {
 	c.lastAnswer.Store(time.Now().UnixNano())
 	go c.probe(ctx)
 	c.core.Start(ctx.Done())
+	c.state.Start(ctx.Done())
 	go func() {
-		c.coreSynced.Store(allSynced(c.core.WaitForCacheSync(ctx.Done())))
+		nodes := allSynced(c.core.WaitForCacheSync(ctx.Done()))
+		c.coreSynced.Store(nodes && allSynced(c.state.WaitForCacheSync(ctx.Done())))
 	}()
 	go func() {
 		for {
@@ -276,13 +289,22 @@ func (c *Cache) Synced() bool { return c.coreSynced.Load() && c.kueueSynced.Load
 func (c *Cache) Ready() error {
 	switch {
 	case !c.coreSynced.Load():
-		return fmt.Errorf("node informer not synced")
+		return fmt.Errorf("node and revision history informers not synced")
 	case !c.kueueFound.Load():
 		return fmt.Errorf("the cluster does not serve the Kueue API: install %s", RequiredKueue)
 	case !c.kueueSynced.Load():
 		return fmt.Errorf("kueue informers not synced")
 	}
 	return nil
+}
+
+// newestRevisionOnly keeps of a team's history ConfigMap its newest revision:
+// the cache holds one revision per team, not fifty.
+func newestRevisionOnly(obj any) (any, error) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		cm.Data = domain.LatestRevisionData(cm.Data)
+	}
+	return stripObject(obj)
 }
 
 // stripObject drops what the console never reads before objects enter the

@@ -8,10 +8,12 @@ import (
 	"github.com/openquota/console/internal/domain"
 )
 
-// TeamDrift compares a stored team with its live objects in the cache (no
-// apiserver request). ok is false when the console manages no such team.
+// TeamDrift compares the allocation the console acts on for a team (its
+// latest saved revision) with its live objects in the cache, and with the
+// allocation annotation of its ClusterQueue (no apiserver request). ok is
+// false when the console manages no such team.
 func (c *Cache) TeamDrift(s domain.Settings, team string, shapes domain.ShapeLookup) (rep domain.DriftReport, ok bool, err error) {
-	cq, stored, ok := c.Team(s, team)
+	cq, stored, saved, ok := c.SavedTeam(s, team)
 	if !ok {
 		return domain.DriftReport{}, false, nil
 	}
@@ -36,7 +38,8 @@ func (c *Cache) TeamDrift(s domain.Settings, team string, shapes domain.ShapeLoo
 	if err != nil {
 		return domain.DriftReport{}, true, err
 	}
-	return domain.DriftReport{Team: stored, Live: live, Differences: diffs}, true, nil
+	diffs = append(diffs, domain.AllocationDrift(cq, stored, saved)...)
+	return domain.DriftReport{Team: stored, Saved: saved, Live: live, Differences: diffs}, true, nil
 }
 
 // DriftedTeams names the managed teams whose objects were changed by hand,

@@ -50,6 +50,33 @@ func (a Applier) TeamHistory(ctx context.Context, s domain.Settings, team string
 	return readHistory[domain.Team](ctx, a.records(), s.State(), domain.TeamHistoryName(s, team))
 }
 
+// TrustedTeam reads a team's ClusterQueue and its history from the
+// apiserver, not the cache, and returns the queue with the allocation the
+// console acts on (domain.TrustedTeam): the version a conflict check
+// compares with.
+func (a Applier) TrustedTeam(ctx context.Context, s domain.Settings, team string) (*kueuev1beta2.ClusterQueue, domain.Team, error) {
+	cq, err := a.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, domain.Team{}, ErrNotManaged
+	}
+	if err != nil {
+		return nil, domain.Team{}, err
+	}
+	revs, err := a.TeamHistory(ctx, s, team)
+	if err != nil {
+		return nil, domain.Team{}, err
+	}
+	var latest *domain.TeamRevision
+	if len(revs) > 0 {
+		latest = &revs[0]
+	}
+	trusted, _, ok := domain.TrustedTeam(cq, latest)
+	if !ok || trusted.Name != team {
+		return nil, domain.Team{}, ErrNotManaged
+	}
+	return cq, trusted, nil
+}
+
 // PolicyHistory returns the policy's recorded revisions, newest first.
 func (a Applier) PolicyHistory(ctx context.Context, s domain.Settings) ([]domain.PolicyRevision, error) {
 	return readHistory[domain.Policy](ctx, a.records(), s.State(), domain.PolicyHistoryName(s))

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -18,8 +19,9 @@ import (
 // errs only on a malformed selector), so these return no error.
 
 // Teams returns the teams this console manages (named with its settings'
-// prefix; not those being deleted), by name. The teams are shared with
-// other callers: do not change them.
+// prefix; not those being deleted), by name, each with the allocation the
+// console acts on (domain.TrustedTeam: its latest saved revision). The
+// teams are shared with other callers: do not change them.
 func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
 	all, _ := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
 	var out []domain.StoredTeam
@@ -27,7 +29,7 @@ func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
 		if cq.DeletionTimestamp != nil {
 			continue // being deleted: Kueue holds it until its workloads are gone
 		}
-		if t, ok := c.stored.team(cq); ok && cq.Name == s.ClusterQueue(t.Name) {
+		if t, _, ok := c.trusted(s, cq); ok && cq.Name == s.ClusterQueue(t.Name) {
 			out = append(out, domain.StoredTeam{Team: t, ClusterQueue: cq})
 		}
 	}
@@ -35,8 +37,8 @@ func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
 	return out
 }
 
-// storedTeams remembers each ClusterQueue's allocation as read from its
-// annotation, until the queue changes: Kueue updates queue status all the
+// storedTeams remembers each team's trusted allocation until its
+// ClusterQueue or its history changes: Kueue updates queue status all the
 // time, but the teams list would otherwise decode every allocation on every
 // request.
 type storedTeams struct {
@@ -46,37 +48,62 @@ type storedTeams struct {
 
 type storedTeam struct {
 	generation int64
-	raw        string // the allocation annotation it was read from
+	raw        string // the allocation annotation it was read with
+	label      string // the team label
+	history    string // the history ConfigMap's resourceVersion ("" without one)
 	team       domain.Team
-	ok         bool
+	saved, ok  bool
 }
 
-func (st *storedTeams) team(cq *kueuev1beta2.ClusterQueue) (domain.Team, bool) {
-	raw := cq.Annotations[domain.AllocationAnnotation]
+// trusted is domain.TrustedTeam of cq with the team's latest revision in
+// the cache; saved reports whether there is one.
+func (c *Cache) trusted(s domain.Settings, cq *kueuev1beta2.ClusterQueue) (t domain.Team, saved, ok bool) {
+	name := domain.ManagedTeam(cq)
+	var history *corev1.ConfigMap
+	if name != "" && c.TeamHistories != nil {
+		history, _ = c.TeamHistories.Get(domain.TeamHistoryName(s, name))
+	}
+	key := storedTeam{generation: cq.Generation, raw: cq.Annotations[domain.AllocationAnnotation], label: name}
+	if history != nil {
+		key.history = history.ResourceVersion
+	}
+	st := &c.stored
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if got, found := st.byName[cq.Name]; found && got.generation == cq.Generation && got.raw == raw &&
-		cq.Labels[domain.TeamLabel] == got.team.Name {
-		return got.team, got.ok
+	if got, found := st.byName[cq.Name]; found && got.generation == key.generation && got.raw == key.raw &&
+		got.label == key.label && got.history == key.history {
+		return got.team, got.saved, got.ok
 	}
-	t, ok := domain.TeamFromClusterQueue(cq)
+	var latest *domain.TeamRevision
+	if history != nil {
+		latest = domain.LatestRevision[domain.Team](history.Data)
+	}
+	key.team, key.saved, key.ok = domain.TrustedTeam(cq, latest)
 	if st.byName == nil || len(st.byName) > 10000 {
 		st.byName = map[string]storedTeam{}
 	}
-	st.byName[cq.Name] = storedTeam{generation: cq.Generation, raw: raw, team: t, ok: ok}
-	return t, ok
+	st.byName[cq.Name] = key
+	return key.team, key.saved, key.ok
 }
 
-// Team returns a team this console manages; ok is false when there is none
-// (cq is then the ClusterQueue of that name the console does not manage, or
-// nil).
+// Team returns a team this console manages, with the allocation it acts on
+// (see Teams); ok is false when there is none (cq is then the ClusterQueue
+// of that name the console does not manage, or nil).
 func (c *Cache) Team(s domain.Settings, name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
+	cq, team, _, ok := c.SavedTeam(s, name)
+	return cq, team, ok
+}
+
+// SavedTeam is Team, and whether its allocation comes from a saved
+// revision (saved false: a team made before revisions were kept, whose
+// members are not known).
+func (c *Cache) SavedTeam(s domain.Settings, name string) (cq *kueuev1beta2.ClusterQueue, team domain.Team, saved, ok bool) {
 	cq, err := c.ClusterQueues.Get(s.ClusterQueue(name))
 	if err != nil {
-		return nil, domain.Team{}, false
+		return nil, domain.Team{}, false, false
 	}
-	team, ok := domain.TeamFromClusterQueue(cq)
-	return cq, team, ok
+	team, saved, ok = c.trusted(s, cq)
+	return cq, team, saved, ok && team.Name == name
 }
 
 // Policy returns the stored cluster policy.

@@ -337,12 +337,66 @@ func viaJSON(in, out any) error {
 	return json.Unmarshal(data, out)
 }
 
-// DriftReport is a team's drift: its stored allocation and how the live
-// objects differ from what it builds.
+// AllocationDrift compares the allocation annotation of a team's
+// ClusterQueue with the allocation the console acts on (TrustedTeam; saved:
+// from a saved revision). Anyone who may patch ClusterQueues can write the
+// annotation, so a difference is shown, never acted on: members get a row
+// of their own, the rest of the allocation one row.
+func AllocationDrift(cq *kueuev1beta2.ClusterQueue, trusted Team, saved bool) []Drift {
+	object := "ClusterQueue " + cq.Name
+	field := "the allocation annotation"
+	onQueue, ok := TeamFromClusterQueue(cq)
+	if !ok {
+		return []Drift{{Object: object, Field: field, Want: "the last saved revision", Got: "unreadable"}}
+	}
+	var out []Drift
+	if !sameMembers(onQueue.Members, trusted.Members) {
+		want := membersWord(trusted.Members)
+		if !saved {
+			want = "none: the team has no saved revision, so no member on the ClusterQueue is trusted"
+		}
+		out = append(out, Drift{Object: object, Field: "members in " + field, Want: want, Got: membersWord(onQueue.Members)})
+	}
+	onQueue.Members, trusted.Members = nil, nil
+	if changes := DiffTeams(trusted, onQueue); len(changes) > 0 {
+		out = append(out, Drift{Object: object, Field: "the rest of " + field, Want: "as saved", Got: strings.Join(changes, "; ")})
+	}
+	return out
+}
+
+func sameMembers(a, b []Member) bool {
+	return len(diffMembers(a, b)) == 0
+}
+
+func membersWord(ms []Member) string {
+	if len(ms) == 0 {
+		return "none"
+	}
+	words := make([]string, len(ms))
+	for i, m := range ms {
+		words[i] = memberWord(m)
+	}
+	return strings.Join(words, ", ")
+}
+
+// DriftReport is a team's drift: the allocation the console acts on
+// (TrustedTeam; Saved: from a saved revision) and how the live objects
+// differ from what it builds.
 type DriftReport struct {
 	Team        Team
+	Saved       bool
 	Live        TeamLive
 	Differences []Drift
+}
+
+// MembersDrifted reports whether the members on the ClusterQueue differ
+// from those the console acts on.
+func (r DriftReport) MembersDrifted() bool {
+	if r.Live.ClusterQueue == nil {
+		return false
+	}
+	onQueue, ok := TeamFromClusterQueue(r.Live.ClusterQueue)
+	return ok && !sameMembers(onQueue.Members, r.Team.Members)
 }
 
 // Drifted reports whether someone changed the team's objects by hand.

@@ -263,7 +263,7 @@ func TestPagesNeedAReadRightTheClusterGrants(t *testing.T) {
 		if code != http.StatusForbidden {
 			t.Errorf("member of alpha GET %s: %d, want 403", path, code)
 		}
-		mustContain(t, "member's "+path, body, "may not see team beta", "list on Workloads in namespace "+c.settings.Namespace("beta"))
+		mustContain(t, "member's "+path, body, `may not see team "beta"`, `list on Workloads in namespace "`+c.settings.Namespace("beta")+`"`)
 	}
 	for _, path := range []string{"/tasks?state=all", "/tasks?format=csv&table=tasks&state=all", "/usage", "/teams"} {
 		code, body = member.get(path)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -68,9 +69,9 @@ func (d Deps) preemptions(c echo.Context) error {
 	store, err := d.historyStore()
 	if _, ok := csvTable(c); ok {
 		if err != nil {
-			return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+			return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
 		}
-		return preemptionsCSV(c, store, pq)
+		return d.historyExport(c, func() error { return d.preemptionsCSV(c, store, pq, visible) })
 	}
 	view := templates.PreemptionsView{
 		Page: templates.Page{Title: "Preemptions", Active: "preemptions", Problem: d.problem()},
@@ -82,15 +83,14 @@ func (d Deps) preemptions(c echo.Context) error {
 	view.Teams = teamChoices(snap, visible, f.Team)
 	view.Classes = classChoices(snap, f.Class)
 	if err != nil {
-		view.Unavailable = historyNote(err)
+		view.Unavailable = d.historyNote(err)
 		return render(c, http.StatusOK, templates.Preemptions(view))
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
 	defer cancel()
 	page, err := store.Preemptions(ctx, pq)
 	if err != nil {
-		d.Log.Warn("preemption history", "err", err)
-		view.Unavailable = historyNote(err)
+		view.Unavailable = d.historyNote(err)
 		return render(c, http.StatusOK, templates.Preemptions(view))
 	}
 	view.Gaps = gapNotes(page.Gaps)
@@ -107,18 +107,41 @@ func (d Deps) preemptions(c echo.Context) error {
 		view.Next = f.query("after", page.Next)
 	}
 	for _, p := range page.Preemptions {
-		view.Rows = append(view.Rows, preemptionRow(p))
+		view.Rows = append(view.Rows, preemptionRow(p, visible))
 	}
 	return render(c, http.StatusOK, templates.Preemptions(view))
 }
 
-func preemptionRow(p taskhistory.Preemption) templates.PreemptionRow {
+// shownTo is what a viewer may see of a preemption: the preemptor task
+// itself (namespace, name, UID, and the UIDs in Kueue's message) only when
+// they may see its team; otherwise its team and class (shown is false).
+func shownTo(p taskhistory.Preemption, visible scope) (_ taskhistory.Preemption, shown bool) {
+	if visible.sees(p.Preemptor.Team) {
+		return p, true
+	}
+	p.Preemptor = taskhistory.TaskRef{Team: p.Preemptor.Team, Class: p.Preemptor.Class}
+	p.Message = kueueUIDs.ReplaceAllString(p.Message, "$1: (not shown)")
+	return p, false
+}
+
+// kueueUIDs are the preemptor's UIDs in Kueue's Preempted message:
+// "Preempted to accommodate a workload (UID: …, JobUID: …) due to …".
+var kueueUIDs = regexp.MustCompile(`\b(UID|JobUID): [^,;)\s]+`)
+
+// preemptorNotShown stands for a preemptor task of a team the viewer may not see.
+const preemptorNotShown = "another team's task"
+
+func preemptionRow(p taskhistory.Preemption, visible scope) templates.PreemptionRow {
+	p, shown := shownTo(p, visible)
 	r := templates.PreemptionRow{
 		When: historyTime(p.At), Task: taskName(p.Task), Team: p.Task.Team, Class: p.Task.Class, GPUs: strconv.FormatInt(p.GPUs, 10),
 		Preemptor: taskName(p.Preemptor), PreemptorTeam: p.Preemptor.Team, PreemptorClass: p.Preemptor.Class,
 		Reason: p.ReasonWords, Message: p.Message, Lost: "unknown",
 	}
-	if r.Preemptor == "" {
+	switch {
+	case !shown:
+		r.Preemptor = preemptorNotShown
+	case r.Preemptor == "":
 		r.Preemptor = "not recorded"
 		if p.Preemptor.UID != "" {
 			r.Preemptor += " (UID " + p.Preemptor.UID + ")"
@@ -141,13 +164,14 @@ func taskName(t taskhistory.TaskRef) string {
 	return t.Namespace + "/" + t.Name
 }
 
-// preemptionsCSV streams every preemption of the query, page by page.
-func preemptionsCSV(c echo.Context, store *taskhistory.Store, pq taskhistory.PreemptionQuery) error {
+// preemptionsCSV streams every preemption of the query, page by page, as
+// the viewer may see them.
+func (d Deps) preemptionsCSV(c echo.Context, store *taskhistory.Store, pq taskhistory.PreemptionQuery, visible scope) error {
 	pq.Limit, pq.After = 1000, ""
 	ctx := c.Request().Context()
 	first, err := store.Preemptions(ctx, pq)
 	if err != nil {
-		return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+		return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
 	}
 	s, err := startCSV(c, "preemptions.csv", "When (UTC)", "Namespace", "Task", "Team", "Priority class", "GPUs (count)",
 		"Preemptor namespace", "Preemptor task", "Preemptor UID", "Preemptor team", "Preemptor class", "Reason", "Kueue reason",
@@ -157,6 +181,7 @@ func preemptionsCSV(c echo.Context, store *taskhistory.Store, pq taskhistory.Pre
 	}
 	for page := first; ; {
 		for _, p := range page.Preemptions {
+			p, _ = shownTo(p, visible)
 			lost := ""
 			if p.LostKnown {
 				lost = domain.FormatHours(p.GPUHoursLost)

@@ -102,7 +102,7 @@ func (d Deps) readAccess() echo.MiddlewareFunc {
 			if team := c.Param("team"); team != "" && !s.sees(team) {
 				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
 					"%s may not see team %s. It needs list on Workloads in namespace %s (members of team %s) or list on ClusterQueues (platform viewers). "+
-						"Ask a platform admin to add you to the team.", who, team, d.Settings.Namespace(team), team))
+						"Ask a platform admin to add you to the team.", who, quoteName(team), quoteName(d.Settings.Namespace(team)), quoteName(team)))
 			}
 			return next(c)
 		}

@@ -72,62 +72,36 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	table, isCSV := csvTable(c)
 	if err != nil {
 		if isCSV {
-			return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+			return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
 		}
-		h.Unavailable = historyNote(err)
+		h.Unavailable = d.historyNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 30*time.Second)
 	defer cancel()
 	rq := taskhistory.ReportQuery{Window: window, Team: team, Teams: teams}
 	if isCSV && table == "tasks" {
-		return taskReportCSV(c, store, rq)
+		return d.historyExport(c, func() error { return d.taskReportCSV(c, store, rq) })
 	}
-	// The page shares the summary by the days asked for (a window that ends
-	// now is the same report a moment later) and says when its figures end;
-	// an export is computed when asked.
-	summarize := func(ctx context.Context) (*taskhistory.UsageSummary, error) {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		w := days
-		if now := time.Now(); w.To.After(now) {
-			w.To = now
-		}
-		return store.UsageSummary(ctx, w)
-	}
-	var sum *taskhistory.UsageSummary
 	if isCSV {
-		sum, err = summarize(ctx)
-	} else {
-		sum, err = d.usageSummaries.Recent(ctx, days.From.String()+"\x00"+days.To.String(), summarize)
+		return d.historyExport(c, func() error {
+			sum, err := d.usageSummary(ctx, store, days)
+			if err != nil {
+				return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
+			}
+			return usageSummaryCSV(c, sum.UpTo, visibleUsage(sum, sees), incompleteDays(sum))
+		})
 	}
+	sum, err := d.usageSummary(ctx, store, days)
 	if err != nil {
-		d.Log.Warn("usage summary from history", "err", err)
-		if isCSV {
-			return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
-		}
-		h.Unavailable = historyNote(err)
+		h.Unavailable = d.historyNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 	h.UpTo = "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC."
 	h.UpToAt = sum.UpTo.UTC().Format(time.RFC3339Nano)
-	incomplete := map[time.Time]bool{}
-	for _, day := range sum.Days {
-		if len(day.Missing) > 0 {
-			incomplete[day.Day] = true
-		}
-	}
+	incomplete := incompleteDays(sum)
 	h.Missing = missingNotes(sum.Days)
-	var rows []taskhistory.UsageRow
-	for _, r := range sum.Rows {
-		if sees(r.Team) {
-			rows = append(rows, r)
-		}
-	}
-	if isCSV {
-		return usageSummaryCSV(c, rows, incomplete)
-	}
-	for _, r := range rows {
+	for _, r := range visibleUsage(sum, sees) {
 		hours := res.of(r)
 		if hours == (taskhistory.ResourceHours{}) {
 			continue
@@ -145,8 +119,7 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 		return nil
 	})
 	if err != nil {
-		d.Log.Warn("per-task report from history", "err", err)
-		h.TasksUnavailable = historyNote(err)
+		h.TasksUnavailable = d.historyNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 	switch {
@@ -167,6 +140,50 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 // reportTTL is how long a usage summary is shared: its figures are hours
 // per day, and many viewers (and their CSVs) ask for the same days.
 const reportTTL = 30 * time.Second
+
+// usageSummary is the summary of the days asked for, shared by the page
+// and its CSV (a window that ends now is the same report a moment later).
+// Each window asked for is one more summary to compute: at most
+// summaryConcurrency are computed at once, whoever asks.
+func (d Deps) usageSummary(ctx context.Context, store *taskhistory.Store, days taskhistory.Window) (*taskhistory.UsageSummary, error) {
+	return d.usageSummaries.Recent(ctx, days.From.String()+"\x00"+days.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		release, err := d.summarySlot(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("waiting for other usage summaries: %w", err)
+		}
+		defer release()
+		w := days
+		if now := time.Now(); w.To.After(now) {
+			w.To = now
+		}
+		return store.UsageSummary(ctx, w)
+	})
+}
+
+// visibleUsage are the rows of a summary of the teams the viewer sees;
+// the summary is shared with other viewers and stays as it is.
+func visibleUsage(sum *taskhistory.UsageSummary, sees func(team string) bool) []taskhistory.UsageRow {
+	var rows []taskhistory.UsageRow
+	for _, r := range sum.Rows {
+		if sees(r.Team) {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// incompleteDays are the days of a summary the history has no full record of.
+func incompleteDays(sum *taskhistory.UsageSummary) map[time.Time]bool {
+	incomplete := map[time.Time]bool{}
+	for _, day := range sum.Days {
+		if len(day.Missing) > 0 {
+			incomplete[day.Day] = true
+		}
+	}
+	return incomplete
+}
 
 // missingNotes say which parts of the days the history has no record of;
 // a run of days without any record is one note.
@@ -251,14 +268,18 @@ func outcomeLabel(r taskhistory.ReportRow) string {
 	return string(r.Outcome)
 }
 
-func usageSummaryCSV(c echo.Context, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
+// usageSummaryCSV writes a summary's rows. The summary may be shared from
+// a moment before, so each row says up to when its figures run, as the page
+// does.
+func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
 	header := []string{"Day (UTC)", "Team", "Instance type"}
 	for _, r := range historyResources {
 		for _, what := range []string{"allocated", "used", "borrowed", "lent"} {
 			header = append(header, fmt.Sprintf("%s %s (h)", r.unit, what))
 		}
 	}
-	header = append(header, "Day fully recorded")
+	header = append(header, "Day fully recorded", "Figures up to (UTC)")
+	end := upTo.UTC().Format(time.RFC3339Nano)
 	s, err := startCSV(c, "usage-summary.csv", header...)
 	if err != nil {
 		return err
@@ -269,7 +290,7 @@ func usageSummaryCSV(c echo.Context, rows []taskhistory.UsageRow, incomplete map
 			h := res.of(r)
 			cells = append(cells, domain.FormatHours(h.Allocated), domain.FormatHours(h.Used), domain.FormatHours(h.Borrowed), domain.FormatHours(h.Lent))
 		}
-		cells = append(cells, strconv.FormatBool(!incomplete[r.Day]))
+		cells = append(cells, strconv.FormatBool(!incomplete[r.Day]), end)
 		if err := s.Row(cells...); err != nil {
 			return err
 		}
@@ -277,10 +298,11 @@ func usageSummaryCSV(c echo.Context, rows []taskhistory.UsageRow, incomplete map
 	return s.Close()
 }
 
-// taskReportCSV streams the per-task report, row by row as the store reads
-// them. The answer starts with the first row (or the end): a store that
-// fails before it gets 503 and why, not an empty table.
-func taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhistory.ReportQuery) error {
+// taskReportCSV streams the per-task report, batch by batch as the store
+// reads them (holding no connection while it writes). The answer starts
+// with the first row (or the end): a store that fails before it gets 503
+// and a plain sentence, not an empty table.
+func (d Deps) taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhistory.ReportQuery) error {
 	var s *csvStream
 	start := func() error {
 		if s != nil {
@@ -306,7 +328,7 @@ func taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhistory.Repo
 	})
 	switch {
 	case err != nil && s == nil:
-		return echo.NewHTTPError(http.StatusServiceUnavailable, historyNote(err))
+		return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
 	case err != nil:
 		return err // the header is sent: the download ends short
 	}

@@ -67,6 +67,9 @@ type Deps struct {
 	StreamLimits StreamLimits
 	// StreamLifetime ends every live stream after this long.
 	StreamLifetime time.Duration
+	// ExportLimits cap the task history's CSV exports; zero is
+	// DefaultExportLimits.
+	ExportLimits ExportLimits
 
 	// Made by New: the write path, the users' permissions (asked as them and
 	// remembered), the open live update streams.
@@ -88,6 +91,12 @@ type Deps struct {
 	rates         *memo.Memo[taskhistory.AdmissionRates]
 	// positions are Kueue's own queue positions; nil without a client.
 	positions positionReader
+	// exports count the task history's running CSV exports; summaries are
+	// the slots of the usage summaries computed at once.
+	exports   *exportGate
+	summaries chan struct{}
+	// historyWarnings keep a failing task history from flooding the log.
+	historyWarnings *warnings
 }
 
 // PromReader is what the pages read from Prometheus (*metrics.Prom).
@@ -122,6 +131,8 @@ func New(d Deps) *echo.Echo {
 	d.access = cluster.NewAccessFor(clients)
 	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
+	d.exports, d.summaries = newExportGate(d.ExportLimits), make(chan struct{}, summaryConcurrency)
+	d.historyWarnings = &warnings{}
 	if d.Live != nil && d.Metrics != nil {
 		d.Live.SetObserver(func(kind string, took time.Duration) {
 			d.Metrics.ReadModelUpdate.WithLabelValues(kind).Observe(took.Seconds())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/openquota/console/internal/domain"
@@ -72,7 +73,7 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 	}
 	if hist == nil {
 		if err != nil {
-			st.note = historyNote(err) + " The figures cover only the tasks that still exist in the cluster."
+			st.note = d.historyNote(err) + " The figures cover only the tasks that still exist in the cluster."
 		}
 		st.byClass = snap.StatsByClass(sel, classes, window, now)
 		if byTeam {
@@ -109,9 +110,46 @@ func (d Deps) selectedQueue(f taskFilter, visible scope) string {
 // console runs without one.
 var errHistoryOff = errors.New("the console runs without a task history")
 
-// historyNote says, on a page, why it shows no history.
-func historyNote(err error) string {
-	return fmt.Sprintf("The task history is unavailable: %v.", err)
+// historyNote says, on a page, why it shows no history: that the console
+// runs without one, or, in a plain sentence, that it cannot be read now.
+// The error itself (the database's address, its driver's words) goes to
+// the log, never to a page every viewer may open.
+func (d Deps) historyNote(err error) string {
+	if errors.Is(err, errHistoryOff) {
+		return "The task history is unavailable: " + errHistoryOff.Error() + "."
+	}
+	if d.historyWarnings.due(err.Error(), time.Now()) {
+		d.Log.Warn("the task history is unavailable", "err", err)
+	}
+	return "The task history is unavailable right now."
+}
+
+// warnings remembers when each message was last logged, so that pages
+// rendered for every change of the cluster do not repeat one failure many
+// times a second. A nil *warnings logs every time.
+type warnings struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// warnEvery is how often the same failure is logged again.
+const warnEvery = time.Minute
+
+// due reports whether msg should be logged at now, and if so notes it.
+func (w *warnings) due(msg string, now time.Time) bool {
+	if w == nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if at, ok := w.last[msg]; ok && now.Sub(at) < warnEvery {
+		return false
+	}
+	if w.last == nil || len(w.last) > 100 {
+		w.last = map[string]time.Time{}
+	}
+	w.last[msg] = now
+	return true
 }
 
 // selectFacts keeps the history's groups the selection covers.

@@ -33,7 +33,7 @@ func (d Deps) createTeam(c echo.Context) error { return d.saveTeam(c, false) }
 func (d Deps) updateTeam(c echo.Context) error { return d.saveTeam(c, true) }
 
 func noTeam(name string) error {
-	return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q managed by this console.", name))
+	return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %s managed by this console.", quoteName(name)))
 }
 
 // teamFormState is the team form as it is shown (again).

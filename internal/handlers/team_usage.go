@@ -68,7 +68,7 @@ func (d Deps) teamPreemptions(ctx context.Context, team string) *templates.TeamP
 		Link: preemptionFilter{Window: "7d", Team: team}.query()}
 	store, err := d.historyStore()
 	if err != nil {
-		v.Unavailable = historyNote(err)
+		v.Unavailable = d.historyNote(err)
 		return v
 	}
 	now := time.Now()
@@ -80,8 +80,7 @@ func (d Deps) teamPreemptions(ctx context.Context, team string) *templates.TeamP
 	})
 	by, gaps := counted.by, counted.gaps
 	if err != nil {
-		d.Log.Warn("preemptions by team", "team", team, "err", err)
-		v.Unavailable = historyNote(err)
+		v.Unavailable = d.historyNote(err)
 		return v
 	}
 	v.Gaps = gapNotes(gaps)

@@ -17,7 +17,7 @@ const HeartbeatEvery = 30 * time.Second
 // StartRun records that a recorder started at at; it returns the run's id.
 func (s *Store) StartRun(ctx context.Context, identity string, at time.Time) (int64, error) {
 	var id int64
-	err := s.db.QueryRowContext(ctx, s.q(`INSERT INTO runs (identity, started_ms, heartbeat_ms) VALUES (?, ?, ?) RETURNING id`),
+	err := s.rec.QueryRowContext(ctx, s.q(`INSERT INTO runs (identity, started_ms, heartbeat_ms) VALUES (?, ?, ?) RETURNING id`),
 		identity, ms(at), ms(at)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("task history store %s: start run: %w", s.name, err)
@@ -27,7 +27,7 @@ func (s *Store) StartRun(ctx context.Context, identity string, at time.Time) (in
 
 // Heartbeat records that run id was alive at at.
 func (s *Store) Heartbeat(ctx context.Context, id int64, at time.Time) error {
-	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE runs SET heartbeat_ms = ? WHERE id = ? AND heartbeat_ms < ?`), ms(at), id, ms(at)); err != nil {
+	if _, err := s.rec.ExecContext(ctx, s.q(`UPDATE runs SET heartbeat_ms = ? WHERE id = ? AND heartbeat_ms < ?`), ms(at), id, ms(at)); err != nil {
 		return fmt.Errorf("task history store %s: heartbeat: %w", s.name, err)
 	}
 	return nil
@@ -35,7 +35,7 @@ func (s *Store) Heartbeat(ctx context.Context, id int64, at time.Time) error {
 
 // EndRun records that run id stopped at at.
 func (s *Store) EndRun(ctx context.Context, id int64, at time.Time) error {
-	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE runs SET heartbeat_ms = ?, ended_ms = ? WHERE id = ?`), ms(at), ms(at), id); err != nil {
+	if _, err := s.rec.ExecContext(ctx, s.q(`UPDATE runs SET heartbeat_ms = ?, ended_ms = ? WHERE id = ?`), ms(at), ms(at), id); err != nil {
 		return fmt.Errorf("task history store %s: end run: %w", s.name, err)
 	}
 	return nil
@@ -43,7 +43,7 @@ func (s *Store) EndRun(ctx context.Context, id int64, at time.Time) error {
 
 // RecordLost records a period in which events were dropped.
 func (s *Store) RecordLost(ctx context.Context, p Period, reason string) error {
-	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO lost (from_ms, to_ms, reason) VALUES (?, ?, ?)`), ms(p.From), ms(p.To), reason); err != nil {
+	if _, err := s.rec.ExecContext(ctx, s.q(`INSERT INTO lost (from_ms, to_ms, reason) VALUES (?, ?, ?)`), ms(p.From), ms(p.To), reason); err != nil {
 		return fmt.Errorf("task history store %s: record lost events: %w", s.name, err)
 	}
 	return nil
@@ -53,7 +53,7 @@ func (s *Store) RecordLost(ctx context.Context, p Period, reason string) error {
 // (zero if none ever did): where a gap before run id begins.
 func (s *Store) LastCoverage(ctx context.Context, id int64) (time.Time, error) {
 	var last sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT MAX(COALESCE(ended_ms, heartbeat_ms)) FROM runs WHERE id <> ?`), id).Scan(&last)
+	err := s.rec.QueryRowContext(ctx, s.q(`SELECT MAX(COALESCE(ended_ms, heartbeat_ms)) FROM runs WHERE id <> ?`), id).Scan(&last)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("task history store %s: %w", s.name, err)
 	}
@@ -202,7 +202,7 @@ func spans(ps []Period) []span {
 // while no recorder ran. Their outcome is vanished, deleted at at; their
 // admissions end at lastSeen, where the record of them stops.
 func (s *Store) MarkVanished(ctx context.Context, present map[string]bool, at, lastSeen time.Time) (int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT uid FROM tasks WHERE deleted_ms IS NULL`)
+	rows, err := s.rec.QueryContext(ctx, `SELECT uid FROM tasks WHERE deleted_ms IS NULL`)
 	if err != nil {
 		return 0, fmt.Errorf("task history store %s: %w", s.name, err)
 	}
@@ -265,7 +265,7 @@ func (s *Store) MarkVanished(ctx context.Context, present map[string]bool, at, l
 // CloseQueuesExcept ends, at at, the quotas of ClusterQueues not among
 // present: they were deleted while no recorder ran.
 func (s *Store) CloseQueuesExcept(ctx context.Context, present map[string]bool, at time.Time) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT cluster_queue FROM quotas WHERE to_ms IS NULL`)
+	rows, err := s.rec.QueryContext(ctx, `SELECT DISTINCT cluster_queue FROM quotas WHERE to_ms IS NULL`)
 	if err != nil {
 		return fmt.Errorf("task history store %s: %w", s.name, err)
 	}

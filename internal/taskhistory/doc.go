@@ -5,7 +5,10 @@
 // It has three parts:
 //
 //   - the Store: one schema with versioned migrations, embedded SQLite
-//     (modernc.org/sqlite, no cgo) or PostgreSQL (pgx), retention;
+//     (modernc.org/sqlite, no cgo) or PostgreSQL (pgx), retention; the
+//     pages' queries and the recorder use separate connection pools, and
+//     the per-task report reads in batches, holding no connection while its
+//     caller writes them out, so slow readers never stop the recorder;
 //   - the Recorder: follows Workloads and ClusterQueues through the informer
 //     events the console already receives, backfills at start, writes in
 //     batches off the informer goroutine, and records which periods it

@@ -234,17 +234,17 @@ func breakStore(t *testing.T, s *Store) (restore func()) {
 			admin.Close()
 		}
 	}
-	// SQLite: one connection, limited to the pages it has: full.
-	s.db.SetMaxOpenConns(1)
+	// SQLite: the recorder's one connection, limited to the pages it has: full.
+	s.rec.SetMaxOpenConns(1)
 	var pages int
-	if err := s.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+	if err := s.rec.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages)); err != nil {
+	if _, err := s.rec.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages)); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		if _, err := s.db.Exec(`PRAGMA max_page_count = 1073741823`); err != nil {
+		if _, err := s.rec.Exec(`PRAGMA max_page_count = 1073741823`); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -44,44 +44,52 @@ type ReportQuery struct {
 	After string
 }
 
+// reportBatch is how many rows the report reads at once. The rows are read
+// and the connection released before they are handed to each: a caller
+// that writes them to a client that stopped reading holds no connection.
+const reportBatch = 500
+
 // TaskReport calls each for the report's tasks, by end time (still open
 // ones last), and returns the cursor of the next page (empty when done) and
-// the window's gaps. An error of each stops it and is returned.
+// the window's gaps. An error of each stops it and is returned. It reads
+// the store reportBatch rows at a time and calls each between the reads.
 func (s *Store) TaskReport(ctx context.Context, rq ReportQuery, each func(ReportRow) error) (next string, gaps []Period, err error) {
 	fail := func(err error) (string, []Period, error) {
 		return "", nil, fmt.Errorf("task history store %s: task report: %w", s.name, err)
 	}
 	now := s.clock()
-	r := reporter{s: s, ctx: ctx, each: each, limit: rq.Limit, now: ms(now), team: rq.Team, teams: rq.Teams}
-	// A cursor is "<ended_ms>.<uid>", or "open.<uid>" among tasks not ended.
-	afterEnded, afterUID, afterOpen := int64(math.MinInt64), "", false
-	if rq.After != "" {
-		a, uid, ok := strings.Cut(rq.After, ".")
-		v, perr := strconv.ParseInt(a, 10, 64)
-		switch {
-		case ok && a == "open":
-			afterOpen, afterUID = true, uid
-		case ok && perr == nil:
-			afterEnded, afterUID = v, uid
-		default:
-			return fail(fmt.Errorf("not a page cursor: %q", rq.After))
-		}
-	}
-	from, to := ceilMS(rq.Window.From), ceilMS(rq.Window.To)
-	if !afterOpen {
-		next, err = r.page(`t.ended_ms >= ? AND t.created_ms < ? AND (t.ended_ms > ? OR t.uid > ?)`, `t.ended_ms, t.uid`,
-			[]any{max(from, afterEnded), to, afterEnded, afterUID}, func(row ReportRow) string { return cursor(ms(row.End), row.Task.UID) })
-		afterUID = ""
-		if err == nil && next == "" && r.full() {
-			next = r.lastCursor // the page ends with the ended tasks: the open ones follow
-		}
-	}
-	if err == nil && next == "" && !r.full() {
-		next, err = r.page(`t.ended_ms IS NULL AND t.created_ms < ? AND t.uid > ?`, `t.uid`,
-			[]any{to, afterUID}, func(row ReportRow) string { return "open." + row.Task.UID })
-	}
+	pos, err := parseReportCursor(rq.After)
 	if err != nil {
 		return fail(err)
+	}
+	r := reporter{s: s, now: ms(now), from: ceilMS(rq.Window.From), to: ceilMS(rq.Window.To), team: rq.Team, teams: rq.Teams}
+	for emitted := 0; ; {
+		want, last := reportBatch, false
+		if rq.Limit > 0 && rq.Limit-emitted <= reportBatch {
+			want, last = rq.Limit-emitted, true
+		}
+		rows, err := r.batch(ctx, pos, want+1) // one more: is there a next page?
+		if err != nil {
+			return fail(err)
+		}
+		more := len(rows) > want
+		if more {
+			rows = rows[:want]
+		}
+		for _, row := range rows {
+			if err := each(row.ReportRow); err != nil {
+				return fail(err)
+			}
+			pos = row.pos
+		}
+		emitted += len(rows)
+		if !more {
+			break
+		}
+		if last {
+			next = pos.cursor()
+			break
+		}
 	}
 	if gaps, err = s.gaps(ctx, s.db, rq.Window, now); err != nil {
 		return fail(err)
@@ -89,26 +97,81 @@ func (s *Store) TaskReport(ctx context.Context, rq ReportQuery, each func(Report
 	return next, gaps, nil
 }
 
-// reporter reads the report's rows, up to limit (0: all).
-type reporter struct {
-	s            *Store
-	ctx          context.Context
-	each         func(ReportRow) error
-	limit, count int
-	now          int64
-	team         string
-	teams        []string
-	lastCursor   string
+// reportPos is a row's place in the report's order: ended tasks by end and
+// UID, then open ones by UID.
+type reportPos struct {
+	open  bool
+	ended int64
+	uid   string
 }
 
-func (r *reporter) full() bool { return r.limit > 0 && r.count >= r.limit }
+// A cursor is "<ended_ms>.<uid>", or "open.<uid>" among tasks not ended.
+func (p reportPos) cursor() string {
+	if p.open {
+		return "open." + p.uid
+	}
+	return cursor(p.ended, p.uid)
+}
 
-// page emits the rows matching where, in order; when the page fills before
-// they end, it returns the cursor of its last row.
-func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow) string) (string, error) {
+func parseReportCursor(c string) (reportPos, error) {
+	if c == "" {
+		return reportPos{ended: math.MinInt64}, nil
+	}
+	a, uid, ok := strings.Cut(c, ".")
+	if ok && a == "open" {
+		return reportPos{open: true, uid: uid}, nil
+	}
+	v, err := strconv.ParseInt(a, 10, 64)
+	if !ok || err != nil {
+		return reportPos{}, fmt.Errorf("not a page cursor: %q", c)
+	}
+	return reportPos{ended: v, uid: uid}, nil
+}
+
+// reporter reads the report's rows of a window and teams.
+type reporter struct {
+	s        *Store
+	now      int64
+	from, to int64
+	team     string
+	teams    []string
+}
+
+type reportRow struct {
+	ReportRow
+	pos reportPos
+}
+
+// batch reads up to n rows after pos: the ended tasks that follow it, then
+// the open ones.
+func (r *reporter) batch(ctx context.Context, pos reportPos, n int) ([]reportRow, error) {
+	var out []reportRow
+	if !pos.open {
+		rows, err := r.read(ctx, "", `t.ended_ms >= ? AND t.created_ms < ? AND (t.ended_ms > ? OR t.uid > ?)`, `t.ended_ms, t.uid`,
+			[]any{max(r.from, pos.ended), r.to, pos.ended, pos.uid}, n, func(row ReportRow) reportPos { return reportPos{ended: ms(row.End), uid: row.Task.UID} })
+		if err != nil || len(rows) == n {
+			return rows, err
+		}
+		out, pos = rows, reportPos{open: true}
+	}
+	// By the open tasks' index, in UID order: SQLite would otherwise sort
+	// every open task for each batch.
+	rows, err := r.read(ctx, "tasks_not_ended", `t.ended_ms IS NULL AND t.created_ms < ? AND t.uid > ?`, `t.uid`,
+		[]any{r.to, pos.uid}, n-len(out), func(row ReportRow) reportPos { return reportPos{open: true, uid: row.Task.UID} })
+	return append(out, rows...), err
+}
+
+// read returns up to limit rows matching where, in order, read by index
+// when one is named (SQLite; PostgreSQL's planner finds it); the
+// connection is back in the pool when it returns.
+func (r *reporter) read(ctx context.Context, index, where, order string, args []any, limit int, posOf func(ReportRow) reportPos) ([]reportRow, error) {
+	from := "tasks t"
+	if index != "" && !r.s.postgres {
+		from += " INDEXED BY " + index
+	}
 	query := `SELECT t.uid, t.namespace, t.name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
 		COALESCE((SELECT SUM(a.gpus * (? - a.admitted_ms)) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
-		t.borrowed, t.preempted, t.state, t.outcome FROM tasks t WHERE ` + where
+		t.borrowed, t.preempted, t.state, t.outcome FROM ` + from + ` WHERE ` + where
 	args = append([]any{r.now}, args...)
 	if r.team != "" {
 		query += ` AND t.team = ?`
@@ -119,28 +182,22 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 		query += ` AND t.team` + in
 		args = append(args, teamArgs...)
 	}
-	query += ` ORDER BY ` + order
-	if r.limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, r.limit-r.count+1)
-	}
-	rows, err := r.s.db.QueryContext(r.ctx, r.s.q(query), args...)
+	query += ` ORDER BY ` + order + ` LIMIT ?`
+	args = append(args, limit)
+	rows, err := r.s.db.QueryContext(ctx, r.s.q(query), args...)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer rows.Close()
-	var last ReportRow
+	var out []reportRow
 	for rows.Next() {
-		if r.full() {
-			return cursorOf(last), nil
-		}
 		var row ReportRow
 		var flavors, state, outcome string
 		var first, ended sql.NullInt64
 		var gpuMS, openGPUMS, borrowed int64
 		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
 			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome); err != nil {
-			return "", err
+			return nil, err
 		}
 		if flavors != "" {
 			row.InstanceTypes = strings.Split(flavors, ",")
@@ -149,14 +206,9 @@ func (r *reporter) page(where, order string, args []any, cursorOf func(ReportRow
 		row.GPUHours = gpuHours(gpuMS + openGPUMS)
 		row.Borrowed = borrowed != 0
 		row.State, row.Outcome = domain.TaskState(state), Outcome(outcome)
-		if err := r.each(row); err != nil {
-			return "", err
-		}
-		r.count++
-		last = row
-		r.lastCursor = cursorOf(row)
+		out = append(out, reportRow{ReportRow: row, pos: posOf(row)})
 	}
-	return "", rows.Err()
+	return out, rows.Err()
 }
 
 // AdmissionRate is how many tasks of a ClusterQueue (and class) Kueue

@@ -37,7 +37,7 @@ func (s *Store) Prune(ctx context.Context) (int64, error) {
 		}
 	}
 	for {
-		rows, err := s.db.QueryContext(ctx, s.q(`SELECT uid FROM tasks WHERE ended_ms < ? LIMIT ?`), horizon, pruneBatch)
+		rows, err := s.rec.QueryContext(ctx, s.q(`SELECT uid FROM tasks WHERE ended_ms < ? LIMIT ?`), horizon, pruneBatch)
 		if err != nil {
 			return total, fail(err)
 		}
@@ -77,7 +77,7 @@ func (s *Store) Prune(ctx context.Context) (int64, error) {
 	}
 	for _, stmt := range prunes {
 		for {
-			res, err := s.db.ExecContext(ctx, s.q(stmt), horizon, pruneBatch)
+			res, err := s.rec.ExecContext(ctx, s.q(stmt), horizon, pruneBatch)
 			if err != nil {
 				return total, fail(err)
 			}

@@ -43,7 +43,10 @@ type Config struct {
 // concurrent use; they return errors, never panic, when the database is
 // unreachable, full or broken.
 type Store struct {
-	db        *sql.DB
+	// db serves the pages' queries and exports; rec is the recorder's own
+	// (its writes, runs, backfill and pruning), so that readers holding
+	// every connection of db never keep the recorder from writing.
+	db, rec   *sql.DB
 	postgres  bool
 	name      string // the file, or the server and database, for messages
 	retention time.Duration
@@ -68,21 +71,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
 			return nil, fmt.Errorf("task history store %s: %w", s.name, err)
 		}
-		s.db, err = sql.Open("sqlite", sqliteDSN(cfg.Path))
-		if err == nil {
-			// One writer at a time in SQLite; a few readers beside it (WAL).
-			s.db.SetMaxOpenConns(4)
-		}
+		// One writer at a time in SQLite; a few readers beside it (WAL).
+		s.db, s.rec, err = openPools("sqlite", sqliteDSN(cfg.Path), 4, 2)
 	case DriverPostgres:
 		if cfg.DSN == "" {
 			return nil, errors.New("task history: the PostgreSQL store needs a DSN")
 		}
 		s.postgres, s.name = true, describeDSN(cfg.DSN)
-		s.db, err = sql.Open("pgx", cfg.DSN)
-		if err == nil {
-			s.db.SetMaxOpenConns(8)
-			s.db.SetConnMaxIdleTime(5 * time.Minute)
-		}
+		s.db, s.rec, err = openPools("pgx", cfg.DSN, 8, 2)
 	default:
 		return nil, fmt.Errorf("task history: unknown store driver %q (sqlite or postgres)", cfg.Driver)
 	}
@@ -90,10 +86,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("task history store %s: %w", s.name, err)
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// openPools opens the readers' pool and the recorder's, of at most readers
+// and recorder connections.
+func openPools(driver, dsn string, readers, recorder int) (db, rec *sql.DB, err error) {
+	if db, err = sql.Open(driver, dsn); err != nil {
+		return nil, nil, err
+	}
+	if rec, err = sql.Open(driver, dsn); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(readers)
+	rec.SetMaxOpenConns(recorder)
+	for _, p := range []*sql.DB{db, rec} {
+		p.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	return db, rec, nil
 }
 
 // Ping checks that the database answers.
@@ -104,7 +118,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close releases the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return errors.Join(s.db.Close(), s.rec.Close()) }
 
 // Name is the store's file, or its server and database, for messages.
 func (s *Store) Name() string { return s.name }
@@ -142,13 +156,13 @@ func describeDSN(dsn string) string {
 
 func (s *Store) migrate(ctx context.Context) error {
 	fail := func(err error) error { return fmt.Errorf("task history store %s: %w", s.name, err) }
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_ms BIGINT NOT NULL)`); err != nil {
+	if _, err := s.rec.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_ms BIGINT NOT NULL)`); err != nil {
 		if !s.postgres && isNotADatabase(err) {
 			return fail(fmt.Errorf("not a SQLite database, or a corrupt one: %w", err))
 		}
 		return fail(err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.rec.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(err)
 	}

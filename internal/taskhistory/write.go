@@ -80,7 +80,7 @@ type txn struct {
 }
 
 func (s *Store) inTx(ctx context.Context, fn func(*txn) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.rec.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -49,8 +49,9 @@ func (s Service) RollbackTeam(ctx context.Context, who cluster.Identity, team st
 		fmt.Sprintf("Revision %d cannot be applied: ", n), fmt.Sprintf("Team %s rolled back to revision %d.", team, n))
 }
 
-// ReapplyTeam writes a team's stored allocation again, setting hand edits
-// of its objects back.
+// ReapplyTeam writes again the allocation the console acts on for a team
+// (its latest saved revision), setting hand edits of its objects and of
+// its ClusterQueue's allocation annotation back.
 func (s Service) ReapplyTeam(ctx context.Context, who cluster.Identity, team string) Outcome {
 	_, stored, ok := s.Cache.Team(s.Settings, team)
 	if !ok {
@@ -111,6 +112,9 @@ func (s Service) Adoption(team string) (Adoption, Outcome) {
 		return ad, Outcome{}
 	}
 	ad.Adopted, ad.Notes = domain.AdoptTeam(rep.Team, rep.Live.ClusterQueue, shapes)
+	if rep.MembersDrifted() {
+		ad.Notes = append(ad.Notes, membersNote(rep.Saved))
+	}
 	ad.Changes = domain.DiffTeams(rep.Team, ad.Adopted)
 	if objs, err := domain.BuildTeam(s.Settings, ad.Adopted, shapes); err == nil {
 		remaining, err := domain.DriftOf(objs, rep.Live)
@@ -124,6 +128,17 @@ func (s Service) Adoption(team string) (Adoption, Outcome) {
 	ad.Problem = TeamProblem(team, ad.Adopted, shapes)
 	ad.Fingerprint = fingerprint(ad.Adopted)
 	return ad, Outcome{}
+}
+
+// membersNote says why the members on a ClusterQueue are not adopted: the
+// annotation they are in is writable by anyone who may change ClusterQueues.
+func membersNote(saved bool) string {
+	if !saved {
+		return "The team has no saved revision yet, so no member on its ClusterQueue is trusted: adopting or re-applying binds none of them. " +
+			"Add the team's members in the edit form."
+	}
+	return "Members on the ClusterQueue differ from the last saved revision. Members are never taken from the ClusterQueue, " +
+		"which anyone who may change ClusterQueues can edit: adopting or re-applying binds the saved revision's members. Change members in the edit form."
 }
 
 // fingerprint identifies an allocation, so that adopting applies exactly

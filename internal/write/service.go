@@ -216,12 +216,12 @@ func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done st
 }
 
 // checkTeamConflict compares the allocation an edit form was loaded with
-// and the one stored now (read from the apiserver, not the cache). Kueue's
-// status updates move the resourceVersion without changing the allocation:
-// they are no conflict. When there is none it returns the resourceVersion
-// to pin the apply to.
+// and the one the console acts on now (its latest saved revision, read
+// from the apiserver, not the cache). Kueue's status updates move the
+// resourceVersion without changing the allocation: they are no conflict.
+// When there is none it returns the resourceVersion to pin the apply to.
 func (s Service) checkTeamConflict(ctx context.Context, loaded Loaded, name string) (Outcome, string) {
-	live, stored, err := s.Applier.StoredTeam(ctx, s.Settings, name)
+	live, stored, err := s.Applier.TrustedTeam(ctx, s.Settings, name)
 	switch {
 	case errors.Is(err, cluster.ErrNotManaged):
 		return notFound("Team %q was deleted after you opened this form; nothing was saved.", name), ""
