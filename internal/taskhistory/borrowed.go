@@ -3,6 +3,7 @@ package taskhistory
 import (
 	"database/sql"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -32,8 +33,7 @@ type heldRow struct {
 	ended           sql.NullInt64
 	amount          Resources
 	borrowed        bool
-	namespace, name string
-	namesKnown      bool
+	namespace, name string // looked up for admissions at the same time only
 }
 
 // queueFlavor is one flavor of one ClusterQueue.
@@ -47,35 +47,28 @@ func (t *txn) endAdmissions(uid string, at int64, through bool) (int64, []queueF
 	if through {
 		began = "admitted_ms <= ?"
 	}
-	groups, err := t.groupsOf(`SELECT cluster_queue, flavor FROM admissions WHERE uid = ? AND ended_ms IS NULL AND `+began, uid, at)
+	st, err := t.stmt(`UPDATE admissions SET ended_ms = ? WHERE uid = ? AND ended_ms IS NULL AND ` + began + ` RETURNING cluster_queue, flavor`)
 	if err != nil {
 		return 0, nil, err
 	}
-	n, err := t.exec(`UPDATE admissions SET ended_ms = ? WHERE uid = ? AND ended_ms IS NULL AND `+began, at, uid, at)
-	return n, groups, err
-}
-
-func (t *txn) groupsOf(query string, args ...any) ([]queueFlavor, error) {
-	st, err := t.stmt(query)
+	rows, err := st.QueryContext(t.ctx, at, uid, at)
 	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(t.ctx, args...)
-	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer rows.Close()
+	var n int64
 	var out []queueFlavor
 	for rows.Next() {
 		var g queueFlavor
 		if err := rows.Scan(&g.clusterQueue, &g.flavor); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
+		n++
 		if !slices.Contains(out, g) {
 			out = append(out, g)
 		}
 	}
-	return out, rows.Err()
+	return n, out, rows.Err()
 }
 
 // decideBorrowed decides whether the admissions of each queue's flavor that
@@ -113,27 +106,36 @@ func (t *txn) decideBorrowed(self *taskRow, from int64, groups []queueFlavor) er
 }
 
 func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[[2]any]bool) error {
-	// Every admission that held quota at or after from: the ones to decide,
-	// and those that held quota before them.
-	st, err := t.stmt(`SELECT uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, borrowed FROM admissions
+	// In one statement: every admission that held quota at or after from
+	// (the ones to decide, and those that held quota before them), then
+	// the flavor's quotas.
+	st, err := t.stmt(`SELECT 0, uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, borrowed FROM admissions
 		WHERE cluster_queue = ? AND flavor = ? AND ended_ms IS NULL
 		UNION ALL
-		SELECT uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, borrowed FROM admissions
-		WHERE cluster_queue = ? AND flavor = ? AND ended_ms > ?`)
+		SELECT 0, uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, borrowed FROM admissions
+		WHERE cluster_queue = ? AND flavor = ? AND ended_ms > ?
+		UNION ALL
+		SELECT 1, resource, from_ms, to_ms, nominal, 0, 0, 0 FROM quotas
+		WHERE cluster_queue = ? AND flavor = ?`)
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryContext(t.ctx, g.clusterQueue, g.flavor, g.clusterQueue, g.flavor, from)
+	rows, err := st.QueryContext(t.ctx, g.clusterQueue, g.flavor, g.clusterQueue, g.flavor, from, g.clusterQueue, g.flavor)
 	if err != nil {
 		return err
 	}
 	var held []*heldRow
+	var quotas []nominalRow
 	for rows.Next() {
 		var h heldRow
-		var borrowed int64
-		if err := rows.Scan(&h.uid, &h.admitted, &h.ended, &h.amount.GPUs, &h.amount.Neuron, &h.amount.CPUMilli, &borrowed); err != nil {
+		var quota, borrowed int64
+		if err := rows.Scan(&quota, &h.uid, &h.admitted, &h.ended, &h.amount.GPUs, &h.amount.Neuron, &h.amount.CPUMilli, &borrowed); err != nil {
 			rows.Close()
 			return err
+		}
+		if quota == 1 {
+			quotas = append(quotas, nominalRow{resource: corev1.ResourceName(h.uid), from: h.admitted, to: h.ended, nominal: h.amount.GPUs})
+			continue
 		}
 		h.borrowed = borrowed != 0
 		held = append(held, &h)
@@ -142,14 +144,14 @@ func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	if err := t.namesOfTies(self, held, from); err != nil {
+		return err
+	}
 	for _, y := range held {
 		if y.admitted < from {
 			continue
 		}
-		borrows, err := t.borrows(self, g, y, held)
-		if err != nil {
-			return err
-		}
+		borrows := borrowsAt(y, held, quotas)
 		if borrows == y.borrowed {
 			continue
 		}
@@ -162,85 +164,83 @@ func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[
 	return nil
 }
 
-// borrows decides admission y of g: domain.Borrows on each resource its
-// queue has a nominal quota for when y began.
-func (t *txn) borrows(self *taskRow, g queueFlavor, y *heldRow, held []*heldRow) (bool, error) {
+// nominalRow is a nominal quota of one resource of a flavor, in force during
+// [from, to).
+type nominalRow struct {
+	resource corev1.ResourceName
+	from     int64
+	to       sql.NullInt64
+	nominal  int64
+}
+
+// namesOfTies looks up the namespace and name of the admissions that began
+// at the same time as another, at or after from: CompareAdmissions orders
+// them by name.
+func (t *txn) namesOfTies(self *taskRow, held []*heldRow, from int64) error {
+	began := map[int64]int{}
+	for _, h := range held {
+		if h.admitted >= from {
+			began[h.admitted]++
+		}
+	}
+	var uids []any
+	byUID := map[string][]*heldRow{}
+	for _, h := range held {
+		switch {
+		case began[h.admitted] < 2:
+		case self != nil && h.uid == self.uid: // its row may not be written yet
+			h.namespace, h.name = self.namespace, self.name
+		default:
+			if byUID[h.uid] == nil {
+				uids = append(uids, h.uid)
+			}
+			byUID[h.uid] = append(byUID[h.uid], h)
+		}
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(uids)), ", ")
+	rows, err := t.tx.QueryContext(t.ctx, t.s.q(`SELECT uid, namespace, name FROM tasks WHERE uid IN (`+marks+`)`), uids...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid, namespace, name string
+		if err := rows.Scan(&uid, &namespace, &name); err != nil {
+			return err
+		}
+		for _, h := range byUID[uid] {
+			h.namespace, h.name = namespace, name
+		}
+	}
+	return rows.Err()
+}
+
+// borrowsAt decides admission y: domain.Borrows on each resource its queue
+// had a nominal quota for when y began (a resource without one is not
+// assessed: Kueue admits none).
+func borrowsAt(y *heldRow, held []*heldRow, quotas []nominalRow) bool {
 	var before Resources
 	for _, x := range held {
-		if x == y || x.uid == y.uid || x.admitted > y.admitted || (x.ended.Valid && x.ended.Int64 <= y.admitted) {
+		if x == y || x.uid == y.uid || (x.ended.Valid && x.ended.Int64 <= y.admitted) ||
+			domain.CompareAdmissions(x.admitted, x.namespace, x.name, y.admitted, y.namespace, y.name) > 0 {
 			continue
-		}
-		if x.admitted == y.admitted { // the same second: by name, as the live pages order them
-			for _, h := range []*heldRow{x, y} {
-				if err := t.names(self, h); err != nil {
-					return false, err
-				}
-			}
-			if domain.CompareAdmissions(x.admitted, x.namespace, x.name, y.admitted, y.namespace, y.name) > 0 {
-				continue
-			}
 		}
 		before = before.Plus(x.amount)
 	}
-	nominal, err := t.nominalAt(g, y.admitted)
-	if err != nil {
-		return false, err
-	}
-	for r, n := range nominal {
-		if domain.Borrows(before.Of(r), y.amount.Of(r), n) {
-			return true, nil
+	for _, r := range domain.BorrowedResources {
+		// The latest quota in force when y began.
+		var nominal *nominalRow
+		for i, q := range quotas {
+			if q.resource == r && q.from <= y.admitted && (!q.to.Valid || q.to.Int64 > y.admitted) && (nominal == nil || q.from >= nominal.from) {
+				nominal = &quotas[i]
+			}
+		}
+		if nominal != nil && domain.Borrows(before.Of(r), y.amount.Of(r), nominal.nominal) {
+			return true
 		}
 	}
-	return false, nil
-}
-
-// names looks up h's task's namespace and name.
-func (t *txn) names(self *taskRow, h *heldRow) error {
-	if h.namesKnown {
-		return nil
-	}
-	h.namesKnown = true
-	if self != nil && h.uid == self.uid {
-		h.namespace, h.name = self.namespace, self.name
-		return nil
-	}
-	row, err := t.queryRow(`SELECT namespace, name FROM tasks WHERE uid = ?`, h.uid)
-	if err != nil {
-		return err
-	}
-	if err := row.Scan(&h.namespace, &h.name); err != nil && err != sql.ErrNoRows {
-		return err
-	}
-	return nil
-}
-
-// nominalAt is g's nominal quota of each borrowed resource in force at at;
-// a resource without a recorded quota is left out.
-func (t *txn) nominalAt(g queueFlavor, at int64) (map[corev1.ResourceName]int64, error) {
-	st, err := t.stmt(`SELECT resource, nominal, from_ms FROM quotas WHERE cluster_queue = ? AND flavor = ? AND from_ms <= ? AND (to_ms IS NULL OR to_ms > ?)`)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(t.ctx, g.clusterQueue, g.flavor, at, at)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[corev1.ResourceName]int64{}
-	since := map[corev1.ResourceName]int64{}
-	for rows.Next() {
-		var res string
-		var nominal, fromMS int64
-		if err := rows.Scan(&res, &nominal, &fromMS); err != nil {
-			return nil, err
-		}
-		r := corev1.ResourceName(res)
-		if !slices.Contains(domain.BorrowedResources, r) {
-			continue
-		}
-		if s, ok := since[r]; !ok || fromMS >= s { // the latest row in force
-			out[r], since[r] = nominal, fromMS
-		}
-	}
-	return out, rows.Err()
+	return false
 }
