@@ -5,6 +5,7 @@ package domain
 
 import (
 	"cmp"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -31,6 +32,34 @@ var BorrowedResources = []corev1.ResourceName{ResourceGPU, ResourceNeuron, corev
 // report's borrowed hours are the same excess over the nominal quota,
 // integrated over time.
 func Borrows(held, takes, nominal int64) bool { return takes > 0 && held+takes > nominal }
+
+// Holding is an admission holding quota on one flavor of a ClusterQueue,
+// from At until Ended (zero: still), in Unix milliseconds.
+type Holding struct {
+	At, Ended       int64
+	Namespace, Name string // the task's: at the same At, by name
+	Amount          Amount
+}
+
+// BorrowsAmong is Borrows for holding y among the other holdings of its
+// ClusterQueue's flavor (not those of y's own task): what those admitted
+// before y that still held quota when y began held, what y holds, and the
+// nominal quota in force then of each of BorrowedResources the queue has
+// one for.
+func BorrowsAmong(y Holding, others []Holding, nominal map[corev1.ResourceName]int64) bool {
+	var before Amount
+	for _, x := range others {
+		if (x.Ended == 0 || x.Ended > y.At) && CompareAdmissions(x.At, x.Namespace, x.Name, y.At, y.Namespace, y.Name) < 0 {
+			before.add(x.Amount)
+		}
+	}
+	for r, n := range nominal {
+		if slices.Contains(BorrowedResources, r) && Borrows(before.Of(r), y.Amount.Of(r), n) {
+			return true
+		}
+	}
+	return false
+}
 
 // CompareAdmissions orders admissions as Kueue made them, one at a time:
 // the earlier admission first (times in Unix milliseconds); at the same

@@ -115,3 +115,33 @@ func TestBorrowing(t *testing.T) {
 		})
 	}
 }
+
+// BorrowsAmong, the rule the task history applies to what it recorded.
+func TestBorrowsAmong(t *testing.T) {
+	gpus := func(n int64) Amount { return Amount{GPUs: n} }
+	quota := map[corev1.ResourceName]int64{ResourceGPU: 8}
+	y := Holding{At: 100, Namespace: "ns", Name: "y", Amount: gpus(8)}
+	cases := []struct {
+		name    string
+		y       Holding
+		others  []Holding
+		nominal map[corev1.ResourceName]int64
+		want    bool
+	}{
+		{"alone, within the quota", y, nil, quota, false},
+		{"alone, past the quota", Holding{At: 100, Amount: gpus(16)}, nil, quota, true},
+		{"after one still holding", y, []Holding{{At: 50, Amount: gpus(1)}}, quota, true},
+		{"after one that ended before it began", y, []Holding{{At: 50, Ended: 100, Amount: gpus(8)}}, quota, false},
+		{"before one admitted later", y, []Holding{{At: 150, Amount: gpus(8)}}, quota, false},
+		{"the same second, an earlier name", y, []Holding{{At: 100, Namespace: "ns", Name: "x", Amount: gpus(8)}}, quota, true},
+		{"the same second, a later name", y, []Holding{{At: 100, Namespace: "ns", Name: "z", Amount: gpus(8)}}, quota, false},
+		{"a resource without a quota", y, []Holding{{At: 50, Amount: gpus(8)}}, map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000}, false},
+		{"memory is not accounted", Holding{At: 100, Amount: Amount{MemoryMiB: 2048}}, nil, map[corev1.ResourceName]int64{corev1.ResourceMemory: 1024}, false},
+		{"vCPU past its quota", Holding{At: 100, Amount: Amount{CPUMilli: 1500}}, nil, map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000}, true},
+	}
+	for _, tc := range cases {
+		if got := BorrowsAmong(tc.y, tc.others, tc.nominal); got != tc.want {
+			t.Errorf("%s: borrows %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

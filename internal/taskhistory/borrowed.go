@@ -218,29 +218,27 @@ func (t *txn) namesOfTies(self *taskRow, held []*heldRow, from int64) error {
 	return rows.Err()
 }
 
-// borrowsAt decides admission y: domain.Borrows on each resource its queue
-// had a nominal quota for when y began (a resource without one is not
-// assessed: Kueue admits none).
+// borrowsAt decides admission y by domain.BorrowsAmong, with the nominal
+// quotas in force when it began.
 func borrowsAt(y *heldRow, held []*heldRow, quotas []nominalRow) bool {
-	var before Resources
+	var others []domain.Holding
 	for _, x := range held {
-		if x == y || x.uid == y.uid || (x.ended.Valid && x.ended.Int64 <= y.admitted) ||
-			domain.CompareAdmissions(x.admitted, x.namespace, x.name, y.admitted, y.namespace, y.name) > 0 {
-			continue
+		if x.uid != y.uid {
+			others = append(others, x.holding())
 		}
-		before = before.Plus(x.amount)
 	}
-	for _, r := range domain.BorrowedResources {
-		// The latest quota in force when y began.
-		var nominal *nominalRow
-		for i, q := range quotas {
-			if q.resource == r && q.from <= y.admitted && (!q.to.Valid || q.to.Int64 > y.admitted) && (nominal == nil || q.from >= nominal.from) {
-				nominal = &quotas[i]
+	nominal := map[corev1.ResourceName]int64{}
+	since := map[corev1.ResourceName]int64{}
+	for _, q := range quotas {
+		if q.from <= y.admitted && (!q.to.Valid || q.to.Int64 > y.admitted) {
+			if s, ok := since[q.resource]; !ok || q.from >= s { // the latest in force
+				nominal[q.resource], since[q.resource] = q.nominal, q.from
 			}
 		}
-		if nominal != nil && domain.Borrows(before.Of(r), y.amount.Of(r), nominal.nominal) {
-			return true
-		}
 	}
-	return false
+	return domain.BorrowsAmong(y.holding(), others, nominal)
+}
+
+func (h *heldRow) holding() domain.Holding {
+	return domain.Holding{At: h.admitted, Ended: h.ended.Int64, Namespace: h.namespace, Name: h.name, Amount: h.amount}
 }
