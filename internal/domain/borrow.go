@@ -84,12 +84,6 @@ func (a Amount) Of(r corev1.ResourceName) int64 {
 	return 0
 }
 
-// Plus is a and b added up.
-func (a Amount) Plus(b Amount) Amount {
-	a.add(b)
-	return a
-}
-
 // admissionOrder orders tasks holding quota by CompareAdmissions.
 func admissionOrder(a, b *TaskFacts) int {
 	return CompareAdmissions(a.AdmittedAt.UnixMilli(), a.Namespace, a.Name, b.AdmittedAt.UnixMilli(), b.Namespace, b.Name)
