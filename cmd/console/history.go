@@ -116,7 +116,6 @@ type historyDeps struct {
 	server   string // the apiserver's URL
 	kube     kubernetes.Interface
 	cache    *cluster.Cache
-	live     *cluster.Live
 	settings domain.Settings
 	metrics  *metrics.Console
 	log      *slog.Logger
@@ -261,7 +260,6 @@ func record(ctx context.Context, o historyOptions, d historyDeps, h *history, st
 		// The backfill reads every Workload whole: give the memory it used
 		// back to the system rather than hold it as idle heap.
 		Backfilled: debug.FreeOSMemory,
-		Borrowed:   borrowed(d.live),
 		Log:        d.log,
 	})
 	h.recorder.Store(rec)
@@ -275,15 +273,5 @@ func record(ctx context.Context, o historyOptions, d historyDeps, h *history, st
 		}, nil)
 	if err != nil {
 		d.log.Error("task history: leader election", "err", err)
-	}
-}
-
-// borrowed answers, from the live read model, whether a just admitted
-// Workload runs on borrowed quota (Kueue v0.19 does not record it).
-func borrowed(live *cluster.Live) func(*kueuev1beta2.Workload) bool {
-	return func(wl *kueuev1beta2.Workload) bool {
-		snap := live.Snapshot()
-		f := snap.Find(wl.Namespace, wl.Name)
-		return f != nil && snap.Borrowing(f)
 	}
 }

@@ -250,7 +250,7 @@ func run(o options, log *slog.Logger) error {
 	cache := cluster.NewCache(kube, kq, o.settings, log)
 	cache.OnChange(func(ev cluster.Event) { consoleMetrics.InformerEvents.WithLabelValues(ev.Kind).Inc() })
 	live := cluster.NewLive(cache, o.settings, log)
-	hist, err := startHistory(ctx, o.history, historyDeps{server: cfg.Host, kube: kube, cache: cache, live: live, settings: o.settings, metrics: consoleMetrics, log: log})
+	hist, err := startHistory(ctx, o.history, historyDeps{server: cfg.Host, kube: kube, cache: cache, settings: o.settings, metrics: consoleMetrics, log: log})
 	if err != nil {
 		return err
 	}

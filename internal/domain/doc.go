@@ -3,8 +3,9 @@
 // objects that enforce them (derivation of vCPU and memory from instance
 // shapes, ClusterQueues, LocalQueues, flavors, priority classes, member
 // bindings); the naming rules (a team's namespace and queues, and back);
-// tasks read from Workloads, their reasons in words, queue order and
-// statistics; team usage and the one lending attribution rule; drift
+// tasks read from Workloads (ReadWorkload, the one reading of a Workload),
+// their reasons in words, queue order and statistics; team usage, the one
+// borrowing rule (Borrows) and the one lending attribution rule; drift
 // between an allocation and its objects, and adopting hand edits; revision
 // diffs and the wording of changes; figures formatted for people.
 //

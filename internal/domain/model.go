@@ -289,7 +289,7 @@ func (m *Model) place(f *TaskFacts, add bool) {
 	} else if f.State == TaskPending || f.State == TaskPreempted {
 		put(m.unqueued, f, add)
 	}
-	if key, ok := groupOf(f); ok {
+	eachGroup(f, func(key groupKey) {
 		g := m.groups[key]
 		if g == nil {
 			g = newTree(inAdmissionOrder)
@@ -300,7 +300,7 @@ func (m *Model) place(f *TaskFacts, add bool) {
 		if g.Len() == 0 {
 			delete(m.groups, key)
 		}
-	}
+	})
 	switch f.State {
 	case TaskAdmitted:
 		put(m.running, f, add)
@@ -350,7 +350,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 		}
 	}
 	if m.queuesDirty {
-		m.nominal = nominalGPUs(m.clusterQueues)
+		m.nominal = nominalQuotas(m.clusterQueues)
 		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues))
 	}
 	if len(m.dirtyGroups) > 0 {
@@ -362,7 +362,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 			if !ok || g == nil {
 				continue
 			}
-			if first, ok := firstBorrowing(g, nominal); ok {
+			if first, ok := firstBorrowing(g, key, nominal); ok {
 				s.borrowing[key] = first
 			}
 		}

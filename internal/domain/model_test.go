@@ -79,39 +79,56 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 		}
 	}
 
-	// Borrowing: each ClusterQueue and GPU flavor's running tasks in
-	// admission order, those past the nominal quota.
+	// Borrowing: per ClusterQueue, flavor and resource with a nominal
+	// quota, the tasks holding quota in admission order; each borrows when
+	// what those before it hold and what it holds exceed the quota.
 	nominal := map[string]int64{}
 	for _, cq := range in.ClusterQueues {
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
-					if r.Name == ResourceGPU {
-						nominal[cq.Name+"/"+string(f.Name)] += r.NominalQuota.Value()
+					if slices.Contains(BorrowedResources, r.Name) {
+						nominal[cq.Name+"/"+string(f.Name)+"/"+string(r.Name)] += units(r.Name, r.NominalQuota)
 					}
 				}
 			}
 		}
 	}
-	groups := map[string][]*Task{}
-	for i := range sc.tasks {
-		t := &sc.tasks[i]
-		if t.State != TaskAdmitted || t.GPUs == 0 || len(t.Flavors) != 1 {
+	type holder struct {
+		task  *Task
+		takes int64
+	}
+	index := map[string]int{}
+	for i, t := range sc.tasks {
+		index[t.Namespace+"/"+t.Name] = i
+	}
+	groups := map[string][]holder{}
+	for _, wl := range in.Workloads {
+		r := ReadWorkload(wl, in.Settings)
+		if r.AdmittedAt.IsZero() || r.Finish != nil || r.ClusterQueue == "" {
 			continue
 		}
-		if key := t.ClusterQueue + "/" + t.Flavors[0]; nominal[key] > 0 || hasKey(nominal, key) {
-			groups[key] = append(groups[key], t)
+		for _, u := range r.Usage {
+			for _, res := range BorrowedResources {
+				key := r.ClusterQueue + "/" + u.Flavor + "/" + string(res)
+				if _, ok := nominal[key]; ok && u.Of(res) > 0 {
+					groups[key] = append(groups[key], holder{&sc.tasks[index[r.Namespace+"/"+r.Name]], u.Of(res)})
+				}
+			}
 		}
 	}
 	for key, g := range groups {
-		slices.SortFunc(g, order2(func(t *Task) time.Time { return t.AdmittedAt }))
-		var used int64
-		for _, t := range g {
-			if used += t.GPUs; used > nominal[key] {
-				plain := admittedPhrase(*t)
-				t.Borrowing = true
-				t.Reason = strings.Replace(t.Reason, plain, admittedPhrase(*t), 1)
+		slices.SortFunc(g, func(a, b holder) int {
+			return cmp.Or(a.task.AdmittedAt.Compare(b.task.AdmittedAt), cmp.Compare(a.task.Namespace, b.task.Namespace), cmp.Compare(a.task.Name, b.task.Name))
+		})
+		var held int64
+		for _, h := range g {
+			if held+h.takes > nominal[key] && !h.task.Borrowing {
+				plain := admittedPhrase(*h.task)
+				h.task.Borrowing = true
+				h.task.Reason = strings.Replace(h.task.Reason, plain, admittedPhrase(*h.task), 1)
 			}
+			held += h.takes
 		}
 	}
 
@@ -143,8 +160,6 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 	}
 	return sc
 }
-
-func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 // scratchListOrder is the task list's default order over shown tasks.
 func scratchListOrder(ts []Task) []string {

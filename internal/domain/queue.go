@@ -1,5 +1,5 @@
-// This file orders tasks: queued tasks as Kueue does, running tasks to
-// estimate which borrow, and the task list's sets.
+// This file orders tasks: queued tasks as Kueue does, and the task list's
+// sets.
 
 package domain
 
@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // LocalQueueKey is the key of a namespaced object (a LocalQueue, a
@@ -53,62 +51,9 @@ func (q *queue) position(f *TaskFacts) int {
 	return q.positions[f]
 }
 
-// Borrowing (Snapshot.Borrowing) is an estimate too: Kueue records
-// borrowing per ClusterQueue, not per Workload. Within each ClusterQueue
-// and GPU flavor, running tasks are taken in the order Kueue keeps them
-// when it reclaims quota (higher priority first, then earlier admission);
-// those past the queue's nominal GPU quota borrow. They are the ones Kueue
-// would preempt first when a lender reclaims its quota.
-var admissionOrder = kueueOrder(func(f *TaskFacts) time.Time { return f.AdmittedAt })
-
-func inAdmissionOrder(a, b *TaskFacts) bool { return admissionOrder(a, b) < 0 }
-
-// groupKey names the running tasks of one ClusterQueue on one GPU flavor.
-type groupKey struct{ clusterQueue, flavor string }
-
-// groupOf is the borrowing group of a task: running, with GPUs, on one flavor.
-func groupOf(f *TaskFacts) (groupKey, bool) {
-	if f.State != TaskAdmitted || f.GPUs == 0 || len(f.Flavors) != 1 {
-		return groupKey{}, false
-	}
-	return groupKey{f.ClusterQueue, f.Flavors[0]}, true
-}
-
-// firstBorrowing is the first task of a group, in admission order, past the
-// nominal quota: it and those after it borrow. It looks at no more tasks
-// than fit in the quota (each holds a GPU at least).
-func firstBorrowing(group *tree, nominal int64) (first *TaskFacts, found bool) {
-	var used int64
-	group.Ascend(func(f *TaskFacts) bool {
-		if used += f.GPUs; used > nominal {
-			first, found = f, true
-			return false
-		}
-		return true
-	})
-	return first, found
-}
-
-// nominalGPUs is each ClusterQueue's nominal GPU quota per flavor.
-func nominalGPUs(cqs map[string]*kueuev1beta2.ClusterQueue) map[groupKey]int64 {
-	nominal := map[groupKey]int64{}
-	for _, cq := range cqs {
-		for _, rg := range cq.Spec.ResourceGroups {
-			for _, f := range rg.Flavors {
-				for _, r := range f.Resources {
-					if r.Name == ResourceGPU {
-						nominal[groupKey{cq.Name, string(f.Name)}] += r.NominalQuota.Value()
-					}
-				}
-			}
-		}
-	}
-	return nominal
-}
-
-// kueueOrder is how Kueue orders Workloads: higher priority first, then the
-// earlier of a timestamp (when it queued, or was admitted), then by
-// namespace and name (Kueue breaks the last tie by UID).
+// kueueOrder is how Kueue orders Workloads in a queue: higher priority
+// first, then the earlier of a timestamp, then by namespace and name (Kueue
+// breaks the last tie by UID).
 func kueueOrder(at func(*TaskFacts) time.Time) func(a, b *TaskFacts) int {
 	return func(a, b *TaskFacts) int {
 		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {

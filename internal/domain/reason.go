@@ -143,18 +143,13 @@ func finishedReason(c *metav1.Condition) string {
 	return conditionWords(finishedWords, "Finished", c.Reason)
 }
 
-var preemptorPath = regexp.MustCompile(`preemptor path: ([^;]+)`)
-
 // preemptedReason explains a Preempted condition. Each team has its own
 // ClusterQueue, so InClusterQueue means the same team; the preemptor's team
 // is read from the "preemptor path" Kueue puts in the message, when present.
 func preemptedReason(c *metav1.Condition, s Settings) string {
 	other := "another team"
-	if m := preemptorPath.FindStringSubmatch(c.Message); m != nil {
-		path := strings.TrimSpace(m[1])
-		if team, ok := s.TeamOfClusterQueueName(path[strings.LastIndex(path, "/")+1:]); ok {
-			other = "team " + team
-		}
+	if team, ok := s.TeamOfClusterQueueName(ParsePreemptor(c.Message).ClusterQueue); ok {
+		other = "team " + team
 	}
 	return conditionWords(map[string]string{
 		kueuev1beta2.InClusterQueueReason:                "Preempted by a higher-priority task of the same team",

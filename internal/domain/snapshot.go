@@ -25,7 +25,7 @@ type Snapshot struct {
 	changes   uint64 // the model's changes when it was taken
 	tallies   map[teamAndClass]*teamClassTasks
 	queues    map[string]*queue
-	borrowing map[groupKey]*TaskFacts // each group's first task past its nominal quota
+	borrowing map[groupKey]*TaskFacts // each group's first task that borrows
 	unqueued  *tree                   // waiting, in no queue
 	running   *tree                   // newest admission first
 	finished  *tree                   // newest finish first
@@ -70,15 +70,17 @@ func (s *Snapshot) Position(f *TaskFacts) int {
 	return 0
 }
 
-// Borrowing reports whether f is a running task past its ClusterQueue's
-// nominal GPU quota.
+// Borrowing reports whether f, holding quota, borrows now: by Borrows, on
+// any of its groups, what the tasks admitted before it and still holding
+// quota hold and what it holds exceed its ClusterQueue's nominal quota.
 func (s *Snapshot) Borrowing(f *TaskFacts) bool {
-	key, ok := groupOf(f)
-	if !ok {
-		return false
-	}
-	first, ok := s.borrowing[key]
-	return ok && admissionOrder(f, first) >= 0
+	borrowing := false
+	eachGroup(f, func(key groupKey) {
+		if first, ok := s.borrowing[key]; ok && admissionOrder(f, first) >= 0 {
+			borrowing = true
+		}
+	})
+	return borrowing
 }
 
 // Find is the task of the Workload namespace/name, nil when the snapshot

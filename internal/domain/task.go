@@ -1,15 +1,12 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unique"
 
-	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -55,15 +52,15 @@ type Task struct {
 	// Queued: Kueue holds it in its ClusterQueue's pending queue (pending or
 	// preempted, active, no quota reserved). Only queued tasks get a Position.
 	Queued bool
-	// GPUs is the total nvidia.com/gpu of the task: the admitted usage
-	// (status.admission.podSetAssignments[].resourceUsage) when quota is
-	// reserved, else the sum over podSets of count × per-pod requests.
+	// GPUs is the task's nvidia.com/gpu as Kueue counts it
+	// (WorkloadReading.GPUs): the admitted usage while quota is reserved,
+	// else the pod sets' requests.
 	GPUs int64
 	// Flavors are the ResourceFlavors (instance types) the task was admitted
 	// on: those assigned to nvidia.com/gpu, or every assigned one for a task
 	// without GPUs. Sorted; empty while pending.
 	Flavors []string
-	// Borrowing: a running task past its queue's nominal GPU quota (see
+	// Borrowing: the task borrows quota now (see Borrows and
 	// Snapshot.Borrowing; TaskOf cannot know it).
 	Borrowing bool
 
@@ -105,14 +102,17 @@ type Task struct {
 // is needed. A TaskFacts is never changed once the read model holds it; a
 // change of the Workload makes a new one.
 type TaskFacts struct {
-	Namespace, Name, Team  string
-	ClusterQueue           string // as Task.ClusterQueue
-	LocalQueue, Class      string
-	Priority               int32
-	State                  TaskState
-	Deactivated, Queued    bool
-	GPUs                   int64
-	Flavors                []string
+	Namespace, Name, Team string
+	ClusterQueue          string // as Task.ClusterQueue
+	LocalQueue, Class     string
+	Priority              int32
+	State                 TaskState
+	Deactivated, Queued   bool
+	GPUs                  int64
+	Flavors               []string
+	// Usage is what the task's admission holds per flavor, while quota is
+	// reserved (WorkloadReading.Usage).
+	Usage                  []FlavorAmount
 	Created, WaitStart     time.Time
 	QueueOrder             time.Time
 	AdmittedAt, FinishedAt time.Time
@@ -129,91 +129,42 @@ type TaskFacts struct {
 	requeueAt              time.Time
 }
 
-// FactsOf reads one Workload. lowestClass is the class of tasks without a
-// priority class.
+// FactsOf reads one Workload (ReadWorkload) and keeps what the read model
+// needs. lowestClass is the class of tasks without a priority class.
 func FactsOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string) *TaskFacts {
-	conds := wl.Status.Conditions
-	t := Task{
-		Namespace:   wl.Namespace,
-		Name:        wl.Name,
-		LocalQueue:  string(wl.Spec.QueueName),
-		Class:       lowestClass,
-		Created:     wl.CreationTimestamp.Time,
-		WaitStart:   wl.CreationTimestamp.Time,
-		QueueOrder:  wl.CreationTimestamp.Time,
-		Deactivated: wl.Spec.Active != nil && !*wl.Spec.Active,
-	}
-	f := &TaskFacts{}
-	t.Team, _ = s.TeamOfNamespace(wl.Namespace)
-	if ref := wl.Spec.PriorityClassRef; ref != nil && ref.Name != "" {
-		t.Class = ref.Name
-		f.classRef = intern(ref.Name)
-	}
-	if wl.Spec.Priority != nil {
-		t.Priority = *wl.Spec.Priority
-	}
+	return ReadWorkload(wl, s).Facts(lowestClass)
+}
 
-	reserved := apimeta.IsStatusConditionTrue(conds, kueuev1beta2.WorkloadQuotaReserved)
-	admission := wl.Status.Admission
-	if !reserved {
-		admission = nil // a stale admission never counts
+// Facts is what the read model keeps of a reading. lowestClass is the
+// class of tasks without a priority class.
+func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
+	// Most strings repeat across tasks (namespaces, queues, classes,
+	// flavors, Kueue's messages): one copy of each is kept.
+	f := &TaskFacts{
+		Namespace: intern(r.Namespace), Name: r.Name, Team: intern(r.Team),
+		ClusterQueue: intern(r.ClusterQueue), LocalQueue: intern(r.LocalQueue), Class: intern(cmp.Or(r.ClassRef, lowestClass)),
+		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs,
+		Created: r.Created, WaitStart: r.WaitStart, QueueOrder: r.QueueOrder, AdmittedAt: r.AdmittedAt, FinishedAt: r.FinishedAt,
+		KueueMessage: intern(r.KueueMessage),
+		classRef:     intern(r.ClassRef), admittedIn: intern(r.ClusterQueue),
+		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
+		reasonHead: intern(r.Reason),
 	}
-	if admission != nil {
-		t.ClusterQueue = string(admission.ClusterQueue)
-		t.Flavors = admittedFlavors(admission)
+	if len(r.Flavors) > 0 {
+		f.Flavors = make([]string, len(r.Flavors))
+		for i, fl := range r.Flavors {
+			f.Flavors[i] = intern(fl)
+		}
 	}
-	t.GPUs = workloadGPUs(wl, admission)
-
-	if c := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadRequeued); c != nil {
-		t.WaitStart = c.LastTransitionTime.Time
+	if len(r.Usage) > 0 {
+		f.Usage = make([]FlavorAmount, len(r.Usage))
+		for i, u := range r.Usage {
+			f.Usage[i] = FlavorAmount{Flavor: intern(u.Flavor), Amount: u.Amount}
+		}
 	}
-	evicted := trueCondition(conds, kueuev1beta2.WorkloadEvicted)
-	if evicted != nil && (evicted.Reason == kueuev1beta2.WorkloadEvictedByPodsReadyTimeout ||
-		evicted.Reason == kueuev1beta2.WorkloadEvictedByAdmissionCheck) {
-		t.QueueOrder = evicted.LastTransitionTime.Time
-	}
-	admitted := trueCondition(conds, kueuev1beta2.WorkloadAdmitted)
-	if admitted != nil {
-		t.AdmittedAt = admitted.LastTransitionTime.Time
-	}
-	finished := trueCondition(conds, kueuev1beta2.WorkloadFinished)
-	if finished != nil {
-		t.FinishedAt = finished.LastTransitionTime.Time
-	}
-	preempted := trueCondition(conds, kueuev1beta2.WorkloadPreempted)
-
-	switch {
-	case finished != nil:
-		t.State = TaskFinished
-	case t.Deactivated:
-		t.State = TaskPending
-	case preempted != nil:
-		t.State = TaskPreempted
-	case admitted != nil:
-		t.State = TaskAdmitted
-	default:
-		t.State = TaskPending
-	}
-	t.Queued = (t.State == TaskPending || t.State == TaskPreempted) && !t.Deactivated && !reserved && t.LocalQueue != ""
-
-	// Most strings repeat across tasks (namespaces, queues, classes, Kueue's
-	// messages): one copy of each is kept.
-	f.Namespace, f.Name, f.Team, f.ClusterQueue, f.LocalQueue, f.Class = intern(t.Namespace), t.Name, intern(t.Team), intern(t.ClusterQueue), intern(t.LocalQueue), intern(t.Class)
-	for i := range t.Flavors {
-		t.Flavors[i] = intern(t.Flavors[i])
-	}
-	f.Priority, f.State, f.Deactivated, f.Queued, f.GPUs, f.Flavors = t.Priority, t.State, t.Deactivated, t.Queued, t.GPUs, t.Flavors
-	f.Created, f.WaitStart, f.QueueOrder, f.AdmittedAt, f.FinishedAt = t.Created, t.WaitStart, t.QueueOrder, t.AdmittedAt, t.FinishedAt
-	f.admitted, f.finished = admitted != nil, finished != nil
-	f.admittedIn = f.ClusterQueue
-	if past := wl.Status.AccumulatedPastExecutionTimeSeconds; past != nil && *past > 0 {
-		f.pastRun = time.Duration(*past) * time.Second
-	}
-	reason, raw, countdownAt := taskReason(wl, s, t)
-	f.reasonHead, f.KueueMessage = intern(reason), intern(raw)
-	if rs := wl.Status.RequeueState; countdownAt >= 0 && rs != nil && rs.RequeueAt != nil {
-		f.reasonHead, f.reasonTail = intern(reason[:countdownAt]), intern(reason[countdownAt:])
-		f.requeueAt = rs.RequeueAt.Time
+	if r.countdownAt >= 0 {
+		f.reasonHead, f.reasonTail = intern(r.Reason[:r.countdownAt]), intern(r.Reason[r.countdownAt:])
+		f.requeueAt = r.RequeueAt
 	}
 	return f
 }
@@ -247,7 +198,7 @@ func (f *TaskFacts) end(now time.Time) time.Time {
 }
 
 // ReasonAt says in plain words why the task is where it is, at now.
-// borrowing marks a running task that uses borrowed quota (see
+// borrowing marks a running task that borrows quota (see
 // Snapshot.Borrowing).
 func (f *TaskFacts) ReasonAt(now time.Time, borrowing bool) string {
 	head := f.reasonHead
@@ -285,88 +236,4 @@ func TaskOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string, now time.
 
 func intern(s string) string { return unique.Make(s).Value() }
 
-func trueCondition(conds []metav1.Condition, typ string) *metav1.Condition {
-	c := apimeta.FindStatusCondition(conds, typ)
-	if c == nil || c.Status != metav1.ConditionTrue {
-		return nil
-	}
-	return c
-}
-
 func nonNegative(d time.Duration) time.Duration { return max(d, 0) }
-
-// admittedFlavors are the flavors assigned to GPUs, or all assigned flavors
-// when the task uses no GPU.
-func admittedFlavors(a *kueuev1beta2.Admission) []string {
-	var gpu, all []string
-	for _, psa := range a.PodSetAssignments {
-		for r, f := range psa.Flavors {
-			all = append(all, string(f))
-			if r == ResourceGPU {
-				gpu = append(gpu, string(f))
-			}
-		}
-	}
-	if len(gpu) == 0 {
-		gpu = all
-	}
-	slices.Sort(gpu)
-	return slices.Compact(gpu)
-}
-
-// workloadGPUs totals nvidia.com/gpu over the podSets: from the admitted
-// resource usage where Kueue recorded it, else count × per-pod requests.
-func workloadGPUs(wl *kueuev1beta2.Workload, admission *kueuev1beta2.Admission) int64 {
-	var total int64
-	for _, ps := range wl.Spec.PodSets {
-		count := int64(ps.Count)
-		if admission != nil {
-			if psa := findAssignment(admission, ps.Name); psa != nil {
-				if psa.ResourceUsage != nil {
-					total += quantity(psa.ResourceUsage, ResourceGPU)
-					continue
-				}
-				if psa.Count != nil {
-					count = int64(*psa.Count)
-				}
-			}
-		}
-		total += count * podGPUs(&ps.Template.Spec)
-	}
-	return total
-}
-
-func findAssignment(a *kueuev1beta2.Admission, name kueuev1beta2.PodSetReference) *kueuev1beta2.PodSetAssignment {
-	for i := range a.PodSetAssignments {
-		if a.PodSetAssignments[i].Name == name {
-			return &a.PodSetAssignments[i]
-		}
-	}
-	return nil
-}
-
-// podGPUs is the GPUs one pod needs, as the scheduler counts them: all
-// containers (and sidecars) together, or the largest init container if that
-// is more. A limit stands in for a missing request, as Kueue does.
-func podGPUs(spec *corev1.PodSpec) int64 {
-	var regular, sidecars, initMax int64
-	for _, c := range spec.Containers {
-		regular += containerGPUs(c)
-	}
-	for _, c := range spec.InitContainers {
-		g := containerGPUs(c)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars += g
-			continue
-		}
-		initMax = max(initMax, g+sidecars)
-	}
-	return max(regular+sidecars, initMax)
-}
-
-func containerGPUs(c corev1.Container) int64 {
-	if q, ok := c.Resources.Requests[ResourceGPU]; ok {
-		return q.Value()
-	}
-	return quantity(c.Resources.Limits, ResourceGPU)
-}

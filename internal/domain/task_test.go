@@ -355,43 +355,6 @@ func TestAssignPositions(t *testing.T) {
 	}
 }
 
-func TestMarkBorrowing(t *testing.T) {
-	now := at(60)
-	wls := []*kueuev1beta2.Workload{
-		newWorkload(nlp, "old").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(),
-		newWorkload(nlp, "new").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(5), p5).Obj(),
-		newWorkload(nlp, "newest-high").Queue("lq").Priority(100).GPUs(4, 1).Created(at(0)).Admitted(at(9), p5).Obj(),
-		newWorkload(cv, "cv").Queue("lq").Priority(10).GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(),
-	}
-	queues := []*kueuev1beta2.ClusterQueue{
-		{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}, Spec: kueuev1beta2.ClusterQueueSpec{
-			ResourceGroups: []kueuev1beta2.ResourceGroup{{Flavors: []kueuev1beta2.FlavorQuotas{{Name: p5,
-				Resources: []kueuev1beta2.ResourceQuota{{Name: ResourceGPU, NominalQuota: resource.MustParse("12")}}}}}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-cv-clusterqueue"}, Spec: kueuev1beta2.ClusterQueueSpec{
-			ResourceGroups: []kueuev1beta2.ResourceGroup{{Flavors: []kueuev1beta2.FlavorQuotas{{Name: p5,
-				Resources: []kueuev1beta2.ResourceQuota{{Name: ResourceGPU, NominalQuota: resource.MustParse("8")}}}}}}}},
-	}
-	tasks := snapshotTasks(SnapshotInput{Settings: DefaultSettings, Workloads: wls, ClusterQueues: queues}, now)
-	got := map[string]string{}
-	borrowing := map[string]bool{}
-	for _, tk := range tasks {
-		got[tk.Name] = tk.Reason
-		borrowing[tk.Name] = tk.Borrowing
-	}
-	want := map[string]string{
-		"newest-high": "Admitted on flavor ml.p5.48xlarge",
-		"old":         "Admitted on flavor ml.p5.48xlarge",
-		"new":         "Admitted on flavor ml.p5.48xlarge (borrowing)",
-		"cv":          "Admitted on flavor ml.p5.48xlarge",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("reasons (-want +got):\n%s", diff)
-	}
-	if !borrowing["new"] || borrowing["old"] {
-		t.Errorf("Borrowing flags: old %v new %v", borrowing["old"], borrowing["new"])
-	}
-}
-
 // snapshotTasks builds a snapshot and shows its tasks at now.
 func snapshotTasks(in SnapshotInput, now time.Time) []Task {
 	snap := BuildSnapshot(in, now)

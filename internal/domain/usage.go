@@ -12,12 +12,13 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// Amount is a quantity of the resources the dashboards show.
+// Amount is a quantity of the resources the dashboards show: GPUs, Neuron
+// devices, vCPU in millicores, memory in MiB.
 type Amount struct {
-	GPUs      int64
-	Neuron    int64
-	CPUMilli  int64
-	MemoryMiB int64
+	GPUs      int64 `json:"gpus,omitempty"`
+	Neuron    int64 `json:"neuron,omitempty"`
+	CPUMilli  int64 `json:"cpuMilli,omitempty"`
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 }
 
 func (a *Amount) add(b Amount) {

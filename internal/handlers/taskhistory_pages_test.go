@@ -138,7 +138,7 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskh
 	live := cluster.NewLive(cache, s, log)
 	var rec *taskhistory.Recorder
 	if record != nil {
-		rec = recorderOf(cache, live, s, record)
+		rec = recorderOf(cache, s, record)
 	}
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
@@ -181,9 +181,9 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskh
 }
 
 // recorderOf wires a recorder to the cache as cmd/console/history.go does
-// (hooks, the apiserver backfill, the live model's borrowing estimate); the
-// hooks must be set before the cache starts.
-func recorderOf(cache *cluster.Cache, live *cluster.Live, s domain.Settings, st *taskhistory.Store) *taskhistory.Recorder {
+// (hooks, the apiserver backfill); the hooks must be set before the cache
+// starts.
+func recorderOf(cache *cluster.Cache, s domain.Settings, st *taskhistory.Store) *taskhistory.Recorder {
 	rec := taskhistory.NewRecorder(st, taskhistory.RecorderConfig{
 		TeamPrefix: s.NamespacePrefix,
 		Identity:   "handlers-test-" + rand.String(5),
@@ -192,11 +192,6 @@ func recorderOf(cache *cluster.Cache, live *cluster.Live, s domain.Settings, st 
 		},
 		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) { return cache.ClusterQueues.List(labels.Everything()) },
 		Synced:        cache.Synced,
-		Borrowed: func(wl *kueuev1beta2.Workload) bool {
-			snap := live.Snapshot()
-			f := snap.Find(wl.Namespace, wl.Name)
-			return f != nil && snap.Borrowing(f)
-		},
 	})
 	cache.OnWorkload(rec.Observe)
 	cache.OnChange(func(ev cluster.Event) {

@@ -37,6 +37,23 @@ func (w *ClusterQueueWrapper) Nominal(gpus int64, lendingLimit *int64) *ClusterQ
 	return w
 }
 
+// Quota adds a nominal quota of a resource on flavor (each flavor in its
+// own resource group).
+func (w *ClusterQueueWrapper) Quota(flavor string, name corev1.ResourceName, nominal string) *ClusterQueueWrapper {
+	rq := kueuev1beta2.ResourceQuota{Name: name, NominalQuota: resource.MustParse(nominal)}
+	for i := range w.Spec.ResourceGroups {
+		rg := &w.Spec.ResourceGroups[i]
+		if len(rg.Flavors) == 1 && string(rg.Flavors[0].Name) == flavor {
+			rg.CoveredResources = append(rg.CoveredResources, name)
+			rg.Flavors[0].Resources = append(rg.Flavors[0].Resources, rq)
+			return w
+		}
+	}
+	w.Spec.ResourceGroups = append(w.Spec.ResourceGroups, kueuev1beta2.ResourceGroup{CoveredResources: []corev1.ResourceName{name},
+		Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(flavor), Resources: []kueuev1beta2.ResourceQuota{rq}}}})
+	return w
+}
+
 // Usage is the GPUs its admitted Workloads hold, borrowed ones among them,
 // as Kueue reports in the queue's status.
 func (w *ClusterQueueWrapper) Usage(total, borrowed int64) *ClusterQueueWrapper {

@@ -7,6 +7,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -86,6 +88,26 @@ func (b *WorkloadWrapper) PodSet(name string, count int32, containerGPUs ...int6
 	return b
 }
 
+// PodSpec adds a pod set of count pods of spec.
+func (b *WorkloadWrapper) PodSpec(name string, count int32, spec corev1.PodSpec) *WorkloadWrapper {
+	b.Spec.PodSets = append(b.Spec.PodSets, kueuev1beta2.PodSet{Name: kueuev1beta2.PodSetReference(name), Count: count,
+		Template: corev1.PodTemplateSpec{Spec: spec}})
+	return b
+}
+
+// WithUID sets the Workload's UID (the task history keys tasks by it).
+func (b *WorkloadWrapper) WithUID(uid string) *WorkloadWrapper {
+	b.Workload.UID = types.UID(uid)
+	return b
+}
+
+// Reclaimable marks count pods of a pod set as done for good
+// (status.reclaimablePods): Kueue gives their quota back.
+func (b *WorkloadWrapper) Reclaimable(podSet string, count int32) *WorkloadWrapper {
+	b.Status.ReclaimablePods = append(b.Status.ReclaimablePods, kueuev1beta2.ReclaimablePod{Name: kueuev1beta2.PodSetReference(podSet), Count: count})
+	return b
+}
+
 // Condition sets a condition outright, transition time included.
 func (b *WorkloadWrapper) Condition(typ string, status bool, reason, msg string, t time.Time) *WorkloadWrapper {
 	s := metav1.ConditionFalse
@@ -107,22 +129,32 @@ func (b *WorkloadWrapper) Pending(reason, msg string, t time.Time) *WorkloadWrap
 // Admitted reserves quota in the namespace's team ClusterQueue on flavor and
 // admits, clearing an earlier eviction as Kueue does.
 func (b *WorkloadWrapper) Admitted(t time.Time, flavor string) *WorkloadWrapper {
+	flavors := map[string]string{}
+	for _, ps := range b.Spec.PodSets {
+		flavors[string(ps.Name)] = flavor
+	}
+	return b.AdmittedOn(t, flavors)
+}
+
+// AdmittedOn is Admitted with each pod set on its own flavor (by pod set
+// name). Each pod set's resourceUsage is what Kueue records: one pod's
+// requests as the scheduler counts them (overhead included, a limit for a
+// missing request) times its pods, every resource on the pod set's flavor.
+func (b *WorkloadWrapper) AdmittedOn(t time.Time, flavorOfPodSet map[string]string) *WorkloadWrapper {
 	team, _ := b.names.TeamOfNamespace(b.Namespace)
 	a := &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(b.names.ClusterQueue(team))}
 	for _, ps := range b.Spec.PodSets {
+		flavor := kueuev1beta2.ResourceFlavorReference(flavorOfPodSet[string(ps.Name)])
 		usage := corev1.ResourceList{}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, GPU} {
-			var total int64
-			for _, c := range ps.Template.Spec.Containers {
-				total += c.Resources.Requests.Name(r, resource.DecimalSI).Value()
-			}
-			usage[r] = *resource.NewQuantity(total*int64(ps.Count), resource.DecimalSI)
+		flavors := map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{}
+		for r, q := range podRequests(ps.Template.Spec) {
+			total := q.DeepCopy()
+			total.Mul(int64(ps.Count))
+			usage[r] = total
+			flavors[r] = flavor
 		}
 		a.PodSetAssignments = append(a.PodSetAssignments, kueuev1beta2.PodSetAssignment{
-			Name:          ps.Name,
-			Flavors:       map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{corev1.ResourceCPU: kueuev1beta2.ResourceFlavorReference(flavor), GPU: kueuev1beta2.ResourceFlavorReference(flavor)},
-			ResourceUsage: usage,
-			Count:         ptr.To(ps.Count),
+			Name: ps.Name, Flavors: flavors, ResourceUsage: usage, Count: ptr.To(ps.Count),
 		})
 	}
 	b.Status.Admission = a
@@ -133,6 +165,26 @@ func (b *WorkloadWrapper) Admitted(t time.Time, flavor string) *WorkloadWrapper 
 	}
 	b.Condition(kueuev1beta2.WorkloadQuotaReserved, true, "QuotaReserved", "Quota reserved in ClusterQueue "+string(a.ClusterQueue), t)
 	return b.Condition(kueuev1beta2.WorkloadAdmitted, true, "Admitted", "The workload is admitted", t)
+}
+
+// podRequests is one pod's requests as Kueue counts them: limits stand in
+// for missing requests (its webhook), then the scheduler's sum with
+// overhead.
+func podRequests(spec corev1.PodSpec) corev1.ResourceList {
+	spec = *spec.DeepCopy()
+	for _, cs := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
+		for i := range cs {
+			for r, q := range cs[i].Resources.Limits {
+				if _, ok := cs[i].Resources.Requests[r]; !ok {
+					if cs[i].Resources.Requests == nil {
+						cs[i].Resources.Requests = corev1.ResourceList{}
+					}
+					cs[i].Resources.Requests[r] = q
+				}
+			}
+		}
+	}
+	return resourcehelper.PodRequests(&corev1.Pod{Spec: spec}, resourcehelper.PodResourcesOptions{})
 }
 
 // Usage overrides the admitted GPU usage of a pod set (partial admission).

@@ -18,15 +18,16 @@
 //     admission rates.
 //
 // It depends on the Kubernetes and Kueue API types and on internal/domain for
-// the console's rules (TaskOf, the statistics, the lending rule LentShares,
-// team names). It must not import the web layer: no echo, no
+// the console's rules (ReadWorkload, the one reading of a Workload; the
+// statistics; the borrowing rule Borrows, which the store applies to what
+// it recorded; the lending rule LentShares; team names). It must not import the web layer: no echo, no
 // internal/handlers, no web/templates. Handlers call it; it never calls them.
 //
 // # Wiring
 //
 //	store, err := taskhistory.Open(ctx, taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: file})
 //	rec := taskhistory.NewRecorder(store, taskhistory.RecorderConfig{TeamPrefix: prefix, Identity: pod,
-//		Workloads: cache.WorkloadPages, ClusterQueues: queueLister, Synced: cache.Synced, Borrowed: estimate})
+//		Workloads: cache.WorkloadPages, ClusterQueues: queueLister, Synced: cache.Synced})
 //	cache.OnWorkload(rec.Observe)                   // every Workload the informer receives, whole
 //	cache.OnChange(...)                             // deletions: rec.DeletedUID; ClusterQueues: rec.ObserveClusterQueue
 //	go leader.Run(ctx, leaderConfig, func(ctx context.Context) { _ = rec.Run(ctx) }, nil)

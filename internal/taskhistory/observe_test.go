@@ -13,6 +13,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueuetest"
 )
 
 var t0 = time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
@@ -44,7 +45,7 @@ func TestDiffFollowsALife(t *testing.T) {
 			want := Task{UID: "uid-nlp-train", Namespace: "hyperpod-ns-nlp", Name: "train", OwnerKind: "Job", OwnerName: "train", OwnerUID: "job-train",
 				Team: "nlp", Class: "training", Priority: 100, LocalQueue: "hyperpod-ns-nlp-localqueue", Created: min_(0),
 				Requests: Resources{GPUs: 8, CPUMilli: 8000, MemoryMiB: 32768},
-				PodSets:  []PodSetRequest{{Name: "main", Count: 2, Resources: Resources{GPUs: 8, CPUMilli: 8000, MemoryMiB: 32768}}},
+				PodSets:  []PodSetRequest{{Name: "main", Count: 2, Amount: Resources{GPUs: 8, CPUMilli: 8000, MemoryMiB: 32768}}},
 				State:    domain.TaskPending, WaitStart: min_(0)}
 			if diff := cmp.Diff(want, c.Task, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("task (-want +got):\n%s", diff)
@@ -55,7 +56,7 @@ func TestDiffFollowsALife(t *testing.T) {
 			if c.Task.AdmittedAt != min_(5) || c.Task.Wait != 5*time.Minute || c.Task.ClusterQueue != "hyperpod-ns-nlp-clusterqueue" {
 				t.Errorf("admitted at %v, wait %v, queue %q", c.Task.AdmittedAt, c.Task.Wait, c.Task.ClusterQueue)
 			}
-			want := []FlavorUsage{{Flavor: "ml.p5.48xlarge", Resources: Resources{GPUs: 8, CPUMilli: 8000, MemoryMiB: 32768}}}
+			want := []FlavorUsage{{Flavor: "ml.p5.48xlarge", Amount: Resources{GPUs: 8, CPUMilli: 8000, MemoryMiB: 32768}}}
 			if diff := cmp.Diff(want, c.Events[1].Usage); diff != "" {
 				t.Errorf("admitted usage (-want +got):\n%s", diff)
 			}
@@ -158,57 +159,6 @@ func TestGone(t *testing.T) {
 	}
 }
 
-func TestParsePreemptor(t *testing.T) {
-	cases := []struct {
-		msg  string
-		want Preemptor
-	}{
-		{"Preempted to accommodate a workload (UID: 1b2c, JobUID: 9f8e) due to prioritization in the ClusterQueue; preemptor path: /pool/a-clusterqueue; preemptee path: /pool/a-clusterqueue",
-			Preemptor{UID: "1b2c", JobUID: "9f8e", ClusterQueue: "a-clusterqueue", Path: "/pool/a-clusterqueue"}},
-		{"Preempted to accommodate a workload (UID: UNKNOWN, JobUID: UNKNOWN) due to UNKNOWN; preemptor path: UNKNOWN; preemptee path: UNKNOWN",
-			Preemptor{}},
-		{"Preempted to accommodate a workload (UID: u1, JobUID: UNKNOWN) due to Fair Sharing within the cohort; preemptor path: /root/mid/b; preemptee path: /root/c",
-			Preemptor{UID: "u1", ClusterQueue: "b", Path: "/root/mid/b"}},
-		{"something else entirely", Preemptor{}},
-	}
-	for _, tc := range cases {
-		if got := parsePreemptor(tc.msg); got != tc.want {
-			t.Errorf("parsePreemptor(%q) = %+v, want %+v", tc.msg, got, tc.want)
-		}
-	}
-}
-
-// Requests count like the scheduler: init containers, sidecars, overhead,
-// and a limit where the request is missing.
-func TestRequests(t *testing.T) {
-	q := resource.MustParse
-	w := newWL("cv", "mixed", min_(0))
-	w.Spec.PodSets = []kueuev1beta2.PodSet{
-		{Name: "driver", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("1Gi")}}}},
-			InitContainers: []corev1.Container{{Name: "setup", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: q("2")}}}},
-		}}},
-		{Name: "workers", Count: 3, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{
-				Limits: corev1.ResourceList{domain.ResourceGPU: q("2"), domain.ResourceNeuron: q("1")}}}},
-			Overhead: corev1.ResourceList{corev1.ResourceCPU: q("100m")},
-		}}},
-	}
-	sets, total := requests(w.snap())
-	want := []PodSetRequest{
-		{Name: "driver", Count: 1, Resources: Resources{CPUMilli: 2000, MemoryMiB: 1024}},
-		{Name: "workers", Count: 3, Resources: Resources{GPUs: 6, Neuron: 3, CPUMilli: 300}},
-	}
-	if diff := cmp.Diff(want, sets); diff != "" {
-		t.Errorf("pod sets (-want +got):\n%s", diff)
-	}
-	if want := (Resources{GPUs: 6, Neuron: 3, CPUMilli: 2300, MemoryMiB: 1024}); total != want {
-		t.Errorf("total %+v, want %+v", total, want)
-	}
-}
-
 func TestQueueOf(t *testing.T) {
 	q := resource.MustParse
 	cq := &kueuev1beta2.ClusterQueue{
@@ -252,5 +202,113 @@ func TestDurationsAreExact(t *testing.T) {
 	}
 	if all.N != 1_000_000 || all.Avg() != 10*time.Hour {
 		t.Errorf("a million ten-hour runs: N %d, average %v", all.N, all.Avg())
+	}
+}
+
+// The live pages (the read model's tasks) and the history (observe, Diff)
+// read the same Workloads alike: with pod overhead, several pod sets on
+// several flavors, MIG slices, Neuron devices, reclaimed pods, admitted,
+// pending, preempted and finished.
+func TestLiveAndHistoryCountAlike(t *testing.T) {
+	s := domain.Settings{NamespacePrefix: teamPrefix}
+	q := resource.MustParse
+	mk := func(team, name string) *kueuetest.WorkloadWrapper {
+		return kueuetest.MakeWorkload(s, s.Namespace(team), name).WithUID("uid-" + name).Queue(s.LocalQueue(team)).Class("training").Created(min_(0))
+	}
+	workers := corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			domain.ResourceGPU: q("8"), corev1.ResourceCPU: q("96"), corev1.ResourceMemory: q("1Ti")}}}},
+		Overhead: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")},
+	}
+	launcher := corev1.PodSpec{Containers: []corev1.Container{{Name: "l", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("4Gi")}}}}}
+	migPod := corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		"nvidia.com/mig-1g.10gb": q("1"), corev1.ResourceCPU: q("1")}}}}}
+	neuronPod := corev1.PodSpec{Containers: []corev1.Container{{Name: "n", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+		domain.ResourceNeuron: q("16"), corev1.ResourceCPU: q("4")}}}}}
+	preemption := preemptionMsg("uid-urgent", "reclamation within the cohort", "hyperpod-ns-cv-clusterqueue", "hyperpod-ns-nlp-clusterqueue")
+	wls := []*kueuev1beta2.Workload{
+		mk("nlp", "pending-overhead").PodSpec("workers", 2, workers).Obj(),
+		mk("nlp", "two-flavors").PodSpec("launcher", 1, launcher).PodSpec("workers", 2, workers).
+			AdmittedOn(min_(5), map[string]string{"launcher": "ml.c5.2xlarge", "workers": "ml.p5.48xlarge"}).Obj(),
+		mk("cv", "mig").PodSpec("main", 2, migPod).Admitted(min_(6), "ml.p4d.24xlarge").Obj(),
+		mk("cv", "neuron").PodSpec("main", 2, neuronPod).Admitted(min_(7), "ml.trn1.32xlarge").Obj(),
+		mk("cv", "reclaimed").GPUs(8, 4).Admitted(min_(8), "ml.p5.48xlarge").Reclaimable("main", 1).Obj(),
+		mk("nlp", "preempted").GPUs(8, 1).Admitted(min_(9), "ml.p5.48xlarge").
+			Preempted(min_(30), kueuev1beta2.InCohortReclamationReason, preemption).Obj(),
+		mk("nlp", "finished").GPUs(2, 1).Admitted(min_(10), "ml.g5.2xlarge").Finished(min_(40), kueuev1beta2.WorkloadFinishedReasonSucceeded).Obj(),
+	}
+	now := min_(60)
+	snap := domain.BuildSnapshot(domain.SnapshotInput{Settings: s, Workloads: wls}, now)
+
+	// figures are what both sides say of a task.
+	type figures struct {
+		Team, Class                                string
+		State                                      domain.TaskState
+		GPUs                                       int64
+		Flavors                                    []string
+		Usage                                      []domain.FlavorAmount
+		Created, WaitStart, AdmittedAt, FinishedAt time.Time
+		Wait, Run                                  time.Duration
+		Preempted                                  string
+	}
+	for _, wl := range wls {
+		t.Run(wl.Name, func(t *testing.T) {
+			f := snap.Find(wl.Namespace, wl.Name)
+			if f == nil {
+				t.Fatal("not in the read model")
+			}
+			task := snap.Task(f)
+			live := figures{Team: task.Team, Class: task.Class, State: task.State, GPUs: task.GPUs, Flavors: task.Flavors, Usage: f.Usage,
+				Created: task.Created, WaitStart: task.WaitStart, AdmittedAt: task.AdmittedAt, FinishedAt: task.FinishedAt,
+				Wait: task.Wait, Run: task.Run}
+			if task.State == domain.TaskPreempted {
+				live.Preempted = task.Reason
+			}
+
+			c := observe(wl, teamPrefix, now)
+			hist := figures{Team: c.Task.Team, Class: c.Task.Class, State: c.Task.State, GPUs: c.Task.Requests.GPUs, Flavors: c.Task.Flavors,
+				Created: c.Task.Created, WaitStart: c.Task.WaitStart, AdmittedAt: c.Task.AdmittedAt, FinishedAt: c.Task.FinishedAt,
+				Wait: live.Wait, Run: c.Task.Run}
+			if !c.Task.AdmittedAt.IsZero() { // the history keeps waits that ended in an admission
+				hist.Wait = c.Task.Wait
+			}
+			for _, e := range c.Events {
+				switch e.Kind {
+				case EventAdmitted:
+					hist.GPUs, hist.Usage = 0, e.Usage
+					for _, u := range e.Usage {
+						hist.GPUs += u.GPUs
+					}
+				case EventPreempted:
+					hist.Preempted = e.ReasonWords
+				}
+			}
+			if diff := cmp.Diff(live, hist, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("live and history differ (-live +history):\n%s", diff)
+			}
+		})
+	}
+
+	// And the figures are Kueue's.
+	want := map[string][]domain.FlavorAmount{
+		"two-flavors": {{Flavor: "ml.c5.2xlarge", Amount: Resources{CPUMilli: 2000, MemoryMiB: 4096}},
+			{Flavor: "ml.p5.48xlarge", Amount: Resources{GPUs: 16, CPUMilli: 194_000, MemoryMiB: 2 * (1<<20 + 1024)}}},
+		"mig":       {{Flavor: "ml.p4d.24xlarge", Amount: Resources{CPUMilli: 2000}}},
+		"neuron":    {{Flavor: "ml.trn1.32xlarge", Amount: Resources{Neuron: 32, CPUMilli: 8000}}},
+		"reclaimed": {{Flavor: "ml.p5.48xlarge", Amount: Resources{GPUs: 24, CPUMilli: 3000}}},
+		"finished":  {{Flavor: "ml.g5.2xlarge", Amount: Resources{GPUs: 2, CPUMilli: 1000}}},
+	}
+	got := map[string][]domain.FlavorAmount{}
+	for _, wl := range wls {
+		if f := snap.Find(wl.Namespace, wl.Name); f != nil && len(f.Usage) > 0 {
+			got[wl.Name] = f.Usage
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("usage per flavor (-want +got):\n%s", diff)
+	}
+	if r := domain.ReadWorkload(wls[0], s); r.Requests != (Resources{GPUs: 16, CPUMilli: 194_000, MemoryMiB: 2 * (1<<20 + 1024)}) {
+		t.Errorf("pending with overhead: requests %+v", r.Requests)
 	}
 }

@@ -71,10 +71,7 @@ func QueueGone(cq *kueuev1beta2.ClusterQueue, teamPrefix string, at time.Time) Q
 	return q
 }
 
-func amount(name corev1.ResourceName, q resource.Quantity) int64 {
-	r := resourcesOf(corev1.ResourceList{name: q})
-	return r.GPUs + r.Neuron + r.CPUMilli + r.MemoryMiB // one of them
-}
+func amount(name corev1.ResourceName, q resource.Quantity) int64 { return domain.Units(name, q) }
 
 func limit(name corev1.ResourceName, q *resource.Quantity) *int64 {
 	if q == nil {

@@ -34,11 +34,6 @@ type RecorderConfig struct {
 	// waits for it before the backfill, which takes every recorded task
 	// missing from the list for deleted. Nil: synced.
 	Synced func() bool
-	// Borrowed estimates whether a just admitted Workload borrows quota
-	// (Kueue v0.19 does not record it): the live read model's
-	// domain.MarkBorrowing. It is called on the recorder's own goroutine.
-	// Nil: never.
-	Borrowed func(*kueuev1beta2.Workload) bool
 	// QueueSize bounds the events waiting to be written (default 10 000);
 	// beyond it the recorder drops events and records a gap. BatchSize
 	// bounds one transaction (default 500).
@@ -411,9 +406,7 @@ func (r *Recorder) write(ctx context.Context, items []item) error {
 			if r.older(it.new) {
 				continue
 			}
-			c := *it.change
-			r.markBorrowed(&c, it.new)
-			b.Changes = append(b.Changes, c)
+			b.Changes = append(b.Changes, *it.change)
 		}
 	}
 	if len(b.Changes) == 0 && len(b.Queues) == 0 && len(b.Gone) == 0 {
@@ -468,17 +461,6 @@ func (r *Recorder) older(wl *kueuev1beta2.Workload) bool {
 	}
 	rv, err := strconv.ParseUint(wl.ResourceVersion, 10, 64)
 	return err == nil && rv < listed
-}
-
-func (r *Recorder) markBorrowed(c *Change, wl *kueuev1beta2.Workload) {
-	if r.cfg.Borrowed == nil {
-		return
-	}
-	for i := range c.Events {
-		if c.Events[i].Kind == EventAdmitted {
-			c.Events[i].Borrowed = r.cfg.Borrowed(wl)
-		}
-	}
 }
 
 // backfill records every Workload and ClusterQueue of the cache as it is

@@ -257,25 +257,24 @@ func TestRecorderOverflowRecordsAGap(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	s := openSQLite(t, t.TempDir()+"/h.db")
 	cache := newCache()
-	release, held := make(chan struct{}), make(chan struct{}, 1)
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.pages, QueueSize: 8,
-		// The first admission holds the writer, as a slow store would.
-		Borrowed: func(*kueuev1beta2.Workload) bool {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			<-release
-			return false
-		}})
+	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.pages, QueueSize: 8})
 	running(t, r)
 	eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
+	// The test holds the store's only connection: the writer waits for it,
+	// as on a slow store.
+	s.db.SetMaxOpenConns(1)
+	held, err := s.db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { held.Close() }) }
+	t.Cleanup(release)
+	waits := s.db.Stats().WaitCount
 	wls := fleet(now, 60)
 	cache.set(wls[0])
-	r.Observe(wls[0]) // admitted: holds the writer
-	<-held
+	r.Observe(wls[0])
+	eventually(t, "the writer waiting for the store", func() bool { return s.db.Stats().WaitCount > waits })
 	start := time.Now()
 	for _, w := range wls[1:] {
 		cache.set(w)
@@ -287,7 +286,7 @@ func TestRecorderOverflowRecordsAGap(t *testing.T) {
 	if r.Stats().Dropped == 0 {
 		t.Fatal("nothing dropped with a queue of 8 and a blocked writer")
 	}
-	once.Do(func() { close(release) })
+	release()
 	eventually(t, "backfill after the overflow", func() bool { return r.Stats().Backfills == 2 })
 	if n := count(t, s, `SELECT COUNT(*) FROM tasks`); n != 60 {
 		t.Errorf("%d tasks recorded, want all 60 (the backfill recovers what was dropped)", n)

@@ -166,4 +166,7 @@ CREATE TABLE stats_rollup (
 `,
 	// 2: admissions by time, for the admission rates of every queue at once.
 	`CREATE INDEX events_admitted_at ON events (at_ms, cluster_queue, class) WHERE kind = 'admitted';`,
+	// 3: the admissions holding each ClusterQueue's flavor, with what they
+	// hold, to decide which borrowed (borrowed.go) from the index alone.
+	`CREATE INDEX admissions_queue ON admissions (cluster_queue, flavor, ended_ms, admitted_ms, gpus, neuron, cpu_milli, borrowed);`,
 }

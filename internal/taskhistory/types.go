@@ -8,29 +8,13 @@ import (
 
 // Resources are amounts of the resources the history follows, in the units
 // the pages show: GPUs and Neuron devices, vCPU in millicores, memory in MiB.
-type Resources struct {
-	GPUs      int64 `json:"gpus,omitempty"`
-	Neuron    int64 `json:"neuron,omitempty"`
-	CPUMilli  int64 `json:"cpuMilli,omitempty"`
-	MemoryMiB int64 `json:"memoryMiB,omitempty"`
-}
-
-func (r Resources) plus(o Resources) Resources {
-	return Resources{r.GPUs + o.GPUs, r.Neuron + o.Neuron, r.CPUMilli + o.CPUMilli, r.MemoryMiB + o.MemoryMiB}
-}
+type Resources = domain.Amount
 
 // PodSetRequest is what one pod set of a task asks for, all its pods together.
-type PodSetRequest struct {
-	Name  string `json:"name"`
-	Count int32  `json:"count"`
-	Resources
-}
+type PodSetRequest = domain.PodSetAmount
 
 // FlavorUsage is what an admission holds on one flavor (instance type).
-type FlavorUsage struct {
-	Flavor string `json:"flavor"`
-	Resources
-}
+type FlavorUsage = domain.FlavorAmount
 
 // Outcome is how a task ended.
 type Outcome string
@@ -46,7 +30,7 @@ const (
 )
 
 // Task is the recorded summary of one Workload: who it is, what it asked for,
-// and where it stands, with the times domain.TaskOf reads. It is replaced on
+// and where it stands, as domain.ReadWorkload reads it. It is replaced on
 // every change; the Events keep the sequence.
 type Task struct {
 	UID, Namespace, Name string
@@ -102,13 +86,10 @@ type Event struct {
 	At           time.Time
 	ClusterQueue string
 	// Flavors and Usage (admitted): the instance types assigned and what the
-	// admission holds on each.
+	// admission holds on each. Whether it borrowed the store decides, from
+	// what it recorded (see borrowed.go).
 	Flavors []string
 	Usage   []FlavorUsage
-	// Borrowed (admitted): whether the admission used borrowed quota. Kueue
-	// v0.19 does not record it on the Workload; the Recorder asks its
-	// Borrowed function.
-	Borrowed bool
 	// Reason and Message are the condition's. For a preemption, ReasonWords
 	// says it in plain words and Preemptor names who caused it.
 	Reason, Message string
@@ -116,15 +97,8 @@ type Event struct {
 	Preemptor       Preemptor
 }
 
-// Preemptor is the Workload that caused a preemption, as Kueue names it in
-// the Preempted condition's message. Fields Kueue reported as UNKNOWN are
-// empty.
-type Preemptor struct {
-	UID, JobUID string
-	// ClusterQueue is the last element of Path, Kueue's "preemptor path"
-	// (cohorts from the root, then the ClusterQueue).
-	ClusterQueue, Path string
-}
+// Preemptor is the Workload that caused a preemption (domain.ParsePreemptor).
+type Preemptor = domain.Preemptor
 
 // Change is what one observation of a Workload adds to its history: its new
 // summary and the events not seen before.

@@ -381,7 +381,8 @@ func eventRow(r *taskRow, e Event) []any {
 	if e.Kind == EventAdmitted {
 		class = r.class
 	}
-	return []any{r.uid, string(e.Kind), ms(e.At), queue, class, strings.Join(e.Flavors, ","), boolInt(e.Borrowed), text(e.Reason), text(e.Message)}
+	// borrowed is decided once the admission is written (borrowed.go).
+	return []any{r.uid, string(e.Kind), ms(e.At), queue, class, strings.Join(e.Flavors, ","), 0, text(e.Reason), text(e.Message)}
 }
 
 func (t *txn) upsertTask(r *taskRow) error {
@@ -399,7 +400,8 @@ func (t *txn) upsertTask(r *taskRow) error {
 // admission the recorder did not see end.
 func (t *txn) admit(r *taskRow, e Event) error {
 	at := ms(e.At)
-	if _, err := t.exec(`UPDATE admissions SET ended_ms = ? WHERE uid = ? AND ended_ms IS NULL AND admitted_ms < ?`, at, r.uid, at); err != nil {
+	_, held, err := t.endAdmissions(r.uid, at, false)
+	if err != nil {
 		return err
 	}
 	usage := e.Usage
@@ -409,16 +411,21 @@ func (t *txn) admit(r *taskRow, e Event) error {
 	for _, u := range usage {
 		if _, err := t.exec(`INSERT INTO admissions (uid, admitted_ms, flavor, cluster_queue, team, borrowed, gpus, neuron, cpu_milli, memory_mib)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			r.uid, at, u.Flavor, e.ClusterQueue, r.team, boolInt(e.Borrowed), u.GPUs, u.Neuron, u.CPUMilli, u.MemoryMiB); err != nil {
+			r.uid, at, u.Flavor, e.ClusterQueue, r.team, 0, u.GPUs, u.Neuron, u.CPUMilli, u.MemoryMiB); err != nil {
 			return err
 		}
+		held = append(held, queueFlavor{e.ClusterQueue, u.Flavor})
 	}
-	return nil
+	return t.decideBorrowed(r, at, held)
 }
 
 // closeAdmissions ends the task's open admissions that began by at.
 func (t *txn) closeAdmissions(uid string, at int64) (int64, error) {
-	return t.exec(`UPDATE admissions SET ended_ms = ? WHERE uid = ? AND ended_ms IS NULL AND admitted_ms <= ?`, at, uid, at)
+	n, held, err := t.endAdmissions(uid, at, true)
+	if err != nil {
+		return 0, err
+	}
+	return n, t.decideBorrowed(nil, at, held)
 }
 
 // preempt records a preemption: the work lost is the run since the
