@@ -80,7 +80,7 @@ func TestPreemptorOfATeamTheViewerMayNotSeeIsNotNamed(t *testing.T) {
 			ClusterQueue: s.ClusterQueue(victim), Created: now.Add(-2 * time.Hour), WaitStart: now.Add(-2 * time.Hour), State: domain.TaskPreempted}
 		_, err := st.Write(context.Background(), taskhistory.Batch{Changes: []taskhistory.Change{{Task: preemptor}, {Task: preempted, Events: []taskhistory.Event{
 			{Kind: taskhistory.EventAdmitted, At: now.Add(-time.Hour), ClusterQueue: s.ClusterQueue(victim),
-				Usage: []taskhistory.FlavorUsage{{Flavor: "ml.p5.48xlarge", Resources: taskhistory.Resources{GPUs: 2}}}},
+				Usage: []taskhistory.FlavorUsage{{Flavor: "ml.p5.48xlarge", Amount: taskhistory.Resources{GPUs: 2}}}},
 			{Kind: taskhistory.EventPreempted, At: now.Add(-10 * time.Minute), ClusterQueue: s.ClusterQueue(victim), Reason: "InCohortReclamation",
 				ReasonWords: "Preempted: " + taker + " reclaimed its lent quota", Message: msg,
 				Preemptor: taskhistory.Preemptor{UID: secretUID, JobUID: secretJob, ClusterQueue: s.ClusterQueue(taker)}},
