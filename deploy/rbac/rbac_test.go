@@ -147,8 +147,8 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			// namespace, its leader election Lease, Events.
 			{"update", "", "configmaps", rbac.Namespace, "x-history", true},
 			{"patch", "", "configmaps", rbac.Namespace, "x-history", true},
-			{"watch", "", "configmaps", rbac.Namespace, cluster.RevocationsConfigMap, true},
-			{"list", "", "configmaps", rbac.Namespace, cluster.RevocationsConfigMap, true},
+			{"watch", "", "configmaps", rbac.Namespace, cluster.SignOutsConfigMap, true},
+			{"list", "", "configmaps", rbac.Namespace, cluster.SignOutsConfigMap, true},
 			{"list", "", "configmaps", rbac.Namespace, "", false},
 			{"create", "coordination.k8s.io", "leases", rbac.Namespace, "", true},
 			{"get", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, true},
