@@ -23,10 +23,15 @@ package rbac
 import (
 	"context"
 	"embed"
+	"fmt"
 	"sort"
+	"time"
 
 	"github.com/openquota/console/internal/manifest"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -80,4 +85,25 @@ func Apply(ctx context.Context, cfg *rest.Config, fieldManager string) error {
 	}
 	a.FieldValidation = "Strict"
 	return a.Apply(ctx, objs...)
+}
+
+// AsConsole is cfg authenticating as the console's ServiceAccount instead,
+// with a token of the TokenRequest API valid for ttl (what `kubectl create
+// token` gives): the identity the console's pods run with. cfg must be allowed
+// to create tokens for it.
+func AsConsole(ctx context.Context, cfg *rest.Config, ttl time.Duration) (*rest.Config, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	seconds := int64(ttl / time.Second)
+	tr, err := kube.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token of %s/%s: %w", Namespace, ServiceAccount, err)
+	}
+	sa := rest.AnonymousClientConfig(cfg)
+	sa.BearerToken = tr.Status.Token
+	sa.QPS, sa.Burst = cfg.QPS, cfg.Burst
+	return sa, nil
 }
