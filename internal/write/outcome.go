@@ -79,7 +79,7 @@ type Loaded struct {
 }
 
 // consoleAccount is who makes every request of a change: the console's own
-// identity (its ServiceAccount in a cluster), after the user was authorized.
+// identity (its ServiceAccount in a cluster).
 const consoleAccount = "the console's own account"
 
 // notAllowed is the answer to a change the cluster does not allow the user:
@@ -91,6 +91,18 @@ func notAllowed(user, what string, denied []cluster.Permission) Outcome {
 	}
 	return Outcome{Kind: Forbidden, Message: fmt.Sprintf("You may not change %s: your account %s is not allowed to make this change in the cluster, so nothing was changed. "+
 		"Ask a platform admin for the quota-console-admin role. The cluster does not allow you to %s.", what, user, strings.Join(missing, "; "))}
+}
+
+// failedForUser is failed for a change the signed-in user was allowed to
+// make: a refusal by RBAC is then one of the console's own account, whose
+// roles are missing, not the user's.
+func failedForUser(err error, what string) Outcome {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && apierrors.IsForbidden(err) && !isWebhookDenial(status.Status().Message) && !isPolicyDenial(status.Status().Message) {
+		return Outcome{Kind: Forbidden, Message: fmt.Sprintf("The console may not change %s: its own account is not allowed to make this change in the cluster, so nothing was changed. "+
+			"Ask a cluster admin to apply the console's RBAC (deploy/rbac, or its Helm chart). The cluster said: %s.", what, status.Status().Message)}
+	}
+	return failed(err, consoleAccount, what)
 }
 
 // failed turns an error of the cluster into an Outcome, in words: who may
@@ -109,9 +121,6 @@ func failed(err error, who, what string) Outcome {
 	case isPolicyDenial(s.Message):
 		// The admission policy of deploy/rbac: the console changes only what it manages.
 		return rejected("The cluster's admission policy refused this change, so nothing was changed: " + s.Message + ".")
-	case apierrors.IsForbidden(err) && who == consoleAccount:
-		return Outcome{Kind: Forbidden, Message: fmt.Sprintf("The console may not change %s: its own account is not allowed to make this change in the cluster, so nothing was changed. "+
-			"Ask a cluster admin to apply the console's RBAC (deploy/rbac, or its Helm chart). The cluster said: %s.", what, s.Message)}
 	case apierrors.IsForbidden(err):
 		return Outcome{Kind: Forbidden, Message: fmt.Sprintf("You may not change %s: %s is not allowed to make this change in the cluster, so nothing was changed. "+
 			"Ask a platform admin for the quota-console-admin role. The cluster said: %s.", what, who, s.Message)}

@@ -50,17 +50,21 @@ func TestFailedTellsWhoMayNot(t *testing.T) {
 	if o.Kind != Forbidden || !strings.HasPrefix(o.Message, "You may not change team x: your account bob is not allowed") || !strings.Contains(o.Message, "cannot patch") {
 		t.Errorf("%v %q", o.Kind, o.Message)
 	}
-	// After the user was allowed, the console's own request refused by RBAC:
-	// its ServiceAccount lacks the console's roles.
 	console := apierrors.NewForbidden(cq, "x", errors.New(`User "system:serviceaccount:quota-console:quota-console" cannot patch resource "clusterqueues"`))
-	if o := failed(console, consoleAccount, "team x"); o.Kind != Forbidden || !strings.Contains(o.Message, "The console may not change team x") ||
+	// In auth mode none the console's account is the user's: "You may not".
+	if o := failed(console, consoleAccount, "team x"); o.Kind != Forbidden || !strings.HasPrefix(o.Message, "You may not change team x: the console's own account") {
+		t.Errorf("the console's account refused, auth mode none: %v %q", o.Kind, o.Message)
+	}
+	// After a signed-in user was allowed, the console's own request refused
+	// by RBAC: its ServiceAccount lacks the console's roles.
+	if o := failedForUser(console, "team x"); o.Kind != Forbidden || !strings.Contains(o.Message, "The console may not change team x") ||
 		!strings.Contains(o.Message, "apply the console's RBAC") {
 		t.Errorf("the console's account refused: %v %q", o.Kind, o.Message)
 	}
 	// Refused by the admission policy: the values, not the user.
 	policy := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
 		Message: `resourceflavors.kueue.x-k8s.io "ml.p5.48xlarge" is forbidden: ValidatingAdmissionPolicy 'quota-console-admin-scope' with binding 'quota-console-admin-scope' denied request: quota-console-admin may change only Kueue objects the console manages`}}
-	if o := failed(policy, consoleAccount, "team x"); o.Kind != Rejected || !strings.Contains(o.Message, "admission policy refused") ||
+	if o := failedForUser(policy, "team x"); o.Kind != Rejected || !strings.Contains(o.Message, "admission policy refused") ||
 		!strings.Contains(o.Message, "only Kueue objects the console manages") {
 		t.Errorf("refused by the admission policy: %v %q", o.Kind, o.Message)
 	}

@@ -97,6 +97,9 @@ func (s Service) run(ctx context.Context, who cluster.Identity, ch change) Outco
 			break
 		}
 		o := failed(err, consoleAccount, ch.what)
+		if who.Name != "" {
+			o = failedForUser(err, ch.what)
+		}
 		if o.Kind == Conflict && ch.conflict != nil && attempt < maxConflictRetries {
 			continue // the object moved (Kueue's status, or another admin): check again
 		}
@@ -141,7 +144,7 @@ func (s Service) authorize(ctx context.Context, a cluster.Applier, who cluster.I
 	}
 	perms, err := ch.writes(ctx, a)
 	if err != nil {
-		return failed(err, consoleAccount, ch.what)
+		return failedForUser(err, ch.what)
 	}
 	denied, err := s.Access.Authorize(ctx, who, perms)
 	if err != nil {
