@@ -457,6 +457,30 @@ func TestChartArgs(t *testing.T) {
 	}
 }
 
+// A private authority's certificate for PostgreSQL's sslmode=verify-full is
+// mounted from the DSN's Secret, next to the DSN.
+func TestChartMountsThePostgresCA(t *testing.T) {
+	for _, tc := range []struct {
+		caKey string
+		want  []corev1.KeyToPath
+	}{
+		{"", []corev1.KeyToPath{{Key: "dsn", Path: "dsn"}}},
+		{"ca.crt", []corev1.KeyToPath{{Key: "dsn", Path: "dsn"}, {Key: "ca.crt", Path: "ca.crt"}}},
+	} {
+		d := typed[appsv1.Deployment](t, render(t, "qc", "--set", "history.store=postgres", "--set", "history.postgres.existingSecret=db",
+			"--set", "history.postgres.caKey="+tc.caKey), "Deployment")
+		var got []corev1.KeyToPath
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == "history-dsn" {
+				got = v.Secret.Items
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("caKey %q: the history Secret's files (-want +got):\n%s", tc.caKey, diff)
+		}
+	}
+}
+
 // Behind the chart's Ingress with TLS the browser speaks HTTPS while the pod
 // sees plain HTTP: cookies must be Secure (and the console then sends HSTS)
 // without anyone remembering secureCookies.

@@ -6,13 +6,16 @@
 // they differ:
 //
 //   - console.yaml: the console's Namespace, ServiceAccount and minimal
-//     ClusterRole (read what the informers watch, impersonate users, token
-//     and access reviews), the Roles for its own records (ConfigMaps in its
-//     namespace, its leader election Lease, Events), with bindings;
+//     ClusterRole (read what the informers watch and Kueue's queue
+//     positions, token and access reviews; no impersonation), its binding to
+//     quota-console-admin (the changes it makes for users who may), the Roles
+//     for its own records (ConfigMaps in its namespace, its leader election
+//     Lease, Events), with bindings;
 //   - admin.yaml: ClusterRole quota-console-admin, for people who change
 //     allocations and the policy;
 //   - admin-scope.yaml: the ValidatingAdmissionPolicy that narrows the admin
-//     role to team namespaces and the team member role;
+//     role (and so the console) to what the console manages: team namespaces
+//     and their member bindings, and the Kueue objects labelled as its own;
 //   - member.yaml: ClusterRole quota-console-team-member, which the console
 //     binds the members of each team to in the team's namespace;
 //   - viewer.yaml: ClusterRole quota-console-viewer, read-only.

@@ -105,6 +105,11 @@ func proxyConsole(t *testing.T) console {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Applied again: other test binaries on the shared sandbox apply
+	// deploy/rbac too, and the console's rights are what this console tests.
+	if err := rbac.Apply(context.Background(), cfg, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
 	saCfg, err := rbac.AsConsole(context.Background(), cfg, time.Hour)
 	if err != nil {
 		t.Fatal(err)
