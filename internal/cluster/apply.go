@@ -235,12 +235,18 @@ func (a Applier) StoredTeam(ctx context.Context, s domain.Settings, team string)
 	return cq, stored, nil
 }
 
+// flavorWrite is a ResourceFlavor the console writes, and whether it exists.
+type flavorWrite struct {
+	flavor *kueueac.ResourceFlavorApplyConfiguration
+	exists bool
+}
+
 // flavorsToWrite are the team's ResourceFlavors the console writes: those
 // that do not exist yet and those it manages. A flavor someone else made (an
 // install's own, shared with other tenants) is used as it is: the console
 // never takes it over.
-func (a Applier) flavorsToWrite(ctx context.Context, flavors []*kueueac.ResourceFlavorApplyConfiguration) ([]*kueueac.ResourceFlavorApplyConfiguration, error) {
-	var out []*kueueac.ResourceFlavorApplyConfiguration
+func (a Applier) flavorsToWrite(ctx context.Context, flavors []*kueueac.ResourceFlavorApplyConfiguration) ([]flavorWrite, error) {
+	var out []flavorWrite
 	for _, rf := range flavors {
 		live, err := a.Kueue.KueueV1beta2().ResourceFlavors().Get(ctx, *rf.Name, metav1.GetOptions{})
 		switch {
@@ -250,7 +256,7 @@ func (a Applier) flavorsToWrite(ctx context.Context, flavors []*kueueac.Resource
 		case !domain.OwnsFlavor(live):
 			continue
 		}
-		out = append(out, rf)
+		out = append(out, flavorWrite{flavor: rf, exists: err == nil})
 	}
 	return out, nil
 }
@@ -282,13 +288,8 @@ func (a Applier) TeamWrites(ctx context.Context, objs domain.TeamObjects) ([]Per
 	if err != nil {
 		return nil, err
 	}
-	for _, rf := range flavors {
-		if err := add(kueue, "resourceflavors", "", *rf.Name, func() error {
-			_, err := a.Kueue.KueueV1beta2().ResourceFlavors().Get(ctx, *rf.Name, metav1.GetOptions{})
-			return err
-		}); err != nil {
-			return nil, err
-		}
+	for _, w := range flavors {
+		out = append(out, applying(kueue, "resourceflavors", "", *w.flavor.Name, w.exists)...)
 	}
 	cq := *objs.ClusterQueue.Name
 	if err := add(kueue, "clusterqueues", "", cq, func() error {
@@ -339,7 +340,8 @@ func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
 	if err != nil {
 		return err
 	}
-	for _, rf := range flavors {
+	for _, w := range flavors {
+		rf := w.flavor
 		if _, err := a.Kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, rf, opts); err != nil {
 			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
 		}
@@ -366,7 +368,8 @@ func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 		return err
 	}
 	flavors := a.Kueue.KueueV1beta2().ResourceFlavors()
-	for _, rf := range toWrite {
+	for _, w := range toWrite {
+		rf := w.flavor
 		if _, err := applyAudited(ctx, c, rf, *rf.Name, flavors.Get, flavors.Apply); err != nil {
 			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
 		}
