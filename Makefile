@@ -80,16 +80,19 @@ load: build
 	bin/console --kubeconfig $(STATE)/load/kubeconfig --prometheus-url http://127.0.0.1:17311 --listen 127.0.0.1:8090
 
 # The container image, built offline without a container engine (tools/image):
-# a static binary as the only file of one layer on an empty base. The same
-# commit gives the same digest: every time in it is IMAGE_CREATED, the commit
-# time (or $$SOURCE_DATE_EPOCH). Output in $(IMAGE_DIR): oci/ (OCI layout),
-# quota-console.tar (OCI archive: podman load -i), digest.
+# a static binary and the build machine's CA bundle (Debian's ca-certificates,
+# for TLS to PostgreSQL and Prometheus) as the only files of one layer on an
+# empty base. The same commit (and bundle) gives the same digest: every time in
+# it is IMAGE_CREATED, the commit time (or $$SOURCE_DATE_EPOCH). Output in
+# $(IMAGE_DIR): oci/ (OCI layout), quota-console.tar (OCI archive: podman load
+# -i), digest.
 IMAGE_DIR ?= bin/image
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 IMAGE_SOURCE ?= https://github.com/openquota/console
 IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE_CREATED ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null || echo 0))
+IMAGE_CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 VERSION_PKG := github.com/openquota/console/internal/version
 
 image:
@@ -97,7 +100,7 @@ image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false \
 		-ldflags "-s -w -X $(VERSION_PKG).Version=$(IMAGE_VERSION) -X $(VERSION_PKG).Revision=$(IMAGE_REVISION)" \
 		-o $(IMAGE_DIR)/quota-console ./cmd/console
-	@tool=$$(tools/build.sh image) && $$tool build -binary $(IMAGE_DIR)/quota-console -out $(IMAGE_DIR) \
+	@tool=$$(tools/build.sh image) && $$tool build -binary $(IMAGE_DIR)/quota-console -ca-bundle $(IMAGE_CA_BUNDLE) -out $(IMAGE_DIR) \
 		-version $(IMAGE_VERSION) -revision $(IMAGE_REVISION) -created $(IMAGE_CREATED) -source $(IMAGE_SOURCE) -arch $(IMAGE_ARCH)
 
 ## image-push REGISTRY=registry.example.com/team: push the image as $(REGISTRY)/quota-console:$(IMAGE_VERSION)

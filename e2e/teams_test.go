@@ -80,10 +80,12 @@ func TestCreateTeamWithBadValuesShowsFieldErrors(t *testing.T) {
 	_, err = row.Locator(`select[data-field="instanceType"]`).SelectOption(playwright.SelectOptionValues{Values: &[]string{"ml.c5.2xlarge"}})
 	must(err)
 	must(row.Locator(`input[data-field="gpus"]`).Fill("4"))
+	must(page.Locator("#groups").Fill("ml\nsystem:unauthenticated"))
 	must(page.Locator("#save").Click())
 
 	must(expect.Locator(page.Locator("#form-errors")).ToBeVisible())
 	must(expect.Locator(page.Locator(`[data-error-for="name"]`)).ToContainText("lowercase"))
+	must(expect.Locator(page.Locator(`[data-error-for="groups"]`)).ToContainText(`"system:unauthenticated" is one of Kubernetes' own names`))
 	must(expect.Locator(page.Locator(`[data-error-for="fairShareWeight"]`)).ToContainText("0 to 100"))
 	must(expect.Locator(page.Locator(`[data-error-for="quota.0.gpus"]`)).ToContainText("has no GPUs"))
 	// Values are kept as typed.

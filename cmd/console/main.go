@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +66,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", domain.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
 	fs.StringVar(&o.settings.Cohort, "cohort", domain.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
 	fs.StringVar(&o.settings.StateNamespace, "state-namespace", domain.DefaultSettings.StateNamespace, "the console's own namespace, where it keeps revision histories (installs create it; a local run creates it if needed)")
+	fs.StringVar(&o.settings.PodSecurity, "team-pod-security", domain.DefaultPodSecurity, "the Pod Security level team namespaces enforce: "+strings.Join(domain.PodSecurityLevels, " or "))
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	mode := fs.String("auth", string(auth.ModeNone), "how users sign in: none (loopback --listen only), proxy (an authenticating proxy's headers) or token (a Kubernetes bearer token, checked with a TokenReview)")
@@ -86,6 +89,9 @@ func parseFlags(args []string) (options, error) {
 	fs.Visit(func(f *flag.Flag) { o.history.pathSet = o.history.pathSet || f.Name == "history-path" })
 	if err := o.history.check(); err != nil {
 		return o, err
+	}
+	if !slices.Contains(domain.PodSecurityLevels, o.settings.PodSecurity) {
+		return o, fmt.Errorf("--team-pod-security must be %s, not %q", strings.Join(domain.PodSecurityLevels, " or "), o.settings.PodSecurity)
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("--log-format must be text or json, not %q", o.logFormat)
@@ -277,7 +283,7 @@ func run(o options, log *slog.Logger) error {
 	e := handlers.New(handlers.Deps{
 		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: cluster.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
-		Auth: authn, RESTConfig: cfg, History: hist.Get,
+		Auth: authn, History: hist.Get,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

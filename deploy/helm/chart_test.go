@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -152,7 +153,7 @@ var sharedRoles = []string{
 // consoleRBAC are the console's own RBAC objects for a release named qc in ns
 // (rbac.create), with the state in stateNS.
 func consoleRBAC(ns, stateNS string) []string {
-	out := []string{"ClusterRole qc-quota-console", "ClusterRoleBinding qc-quota-console"}
+	out := []string{"ClusterRole qc-quota-console", "ClusterRoleBinding qc-quota-console", "ClusterRoleBinding qc-quota-console-writes"}
 	for _, r := range []string{"Role", "RoleBinding"} {
 		out = append(out, r+" kueue-system/qc-quota-console-read-kueue-config", r+" "+stateNS+"/qc-quota-console-state",
 			r+" "+stateNS+"/qc-quota-console-leader-election", r+" default/qc-quota-console-events")
@@ -240,7 +241,7 @@ func TestChartDefaults(t *testing.T) {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	wantArgs := []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
+	wantArgs := []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline",
 		"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console",
 		"--leader-election-lease=qc-quota-console-leader", "--history-store=none", "--history-retention=2160h"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
@@ -342,7 +343,7 @@ func TestChartEverythingOn(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	wantArgs := []string{
 		"--listen=0.0.0.0:9090", "--log-level=debug", "--log-format=text", "--auth=proxy",
-		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cohort=research",
+		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cohort=research", "--team-pod-security=restricted",
 		"--auth-proxy-user-header=X-Auth-Request-User", "--auth-proxy-groups-header=X-Auth-Request-Groups",
 		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
 		"--secure-cookies", "--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state",
@@ -396,7 +397,7 @@ func TestChartEverythingOn(t *testing.T) {
 // default), the others only when set.
 func TestChartArgs(t *testing.T) {
 	head := func(auth string) []string {
-		return []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-"}
+		return []string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline"}
 	}
 	state := []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=qc"}
 	// tail is the lease and the history flags, last.
@@ -433,7 +434,11 @@ func TestChartArgs(t *testing.T) {
 		{"a proxy of one's own", []string{"auth.trustedProxyCIDRs={10.244.0.0/16}"},
 			join(head("token"), []string{"--trusted-proxy-cidrs=10.244.0.0/16"}, state, defaults)},
 		{"prefix and cohort", []string{"namespacePrefix=team-", "cohort=research"},
-			join([]string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research"}, state, defaults)},
+			join([]string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research",
+				"--team-pod-security=baseline"}, state, defaults)},
+		{"restricted team namespaces", []string{"teamNamespaces.podSecurity=restricted"},
+			join([]string{"--listen=:8080", "--log-level=info", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
+				"--team-pod-security=restricted"}, state, defaults)},
 		{"no session key: a random key per process", []string{"sessionKey.enabled=false"},
 			join(head("token"), []string{"--state-namespace=qc"}, defaults)},
 		{"state elsewhere", []string{"stateNamespace=console-state"},
@@ -442,7 +447,7 @@ func TestChartArgs(t *testing.T) {
 			join(head("token"), state, tail("leader"))},
 		{"postgres history", []string{"history.store=postgres", "history.postgres.existingSecret=history-db"},
 			join(head("token"), state, tail("qc-quota-console-leader", "--history-store=postgres", "--history-dsn-file=/etc/quota-console/history/dsn"))},
-		{"sqlite history on an emptyDir", []string{"history.store=sqlite", "history.sqlite.path=/data/h.db"},
+		{"sqlite history on an emptyDir", []string{"replicas=1", "history.store=sqlite", "history.sqlite.path=/data/h.db"},
 			join(head("token"), state, tail("qc-quota-console-leader", "--history-store=sqlite", "--history-path=/data/h.db"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -457,6 +462,60 @@ func TestChartArgs(t *testing.T) {
 			d := typed[appsv1.Deployment](t, render(t, "qc", args...), "Deployment")
 			if diff := cmp.Diff(tc.want, d.Spec.Template.Spec.Containers[0].Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A private authority's certificate for PostgreSQL's sslmode=verify-full is
+// mounted from the DSN's Secret, next to the DSN.
+func TestChartMountsThePostgresCA(t *testing.T) {
+	for _, tc := range []struct {
+		caKey string
+		want  []corev1.KeyToPath
+	}{
+		{"", []corev1.KeyToPath{{Key: "dsn", Path: "dsn"}}},
+		{"ca.crt", []corev1.KeyToPath{{Key: "dsn", Path: "dsn"}, {Key: "ca.crt", Path: "ca.crt"}}},
+	} {
+		d := typed[appsv1.Deployment](t, render(t, "qc", "--set", "history.store=postgres", "--set", "history.postgres.existingSecret=db",
+			"--set", "history.postgres.caKey="+tc.caKey), "Deployment")
+		var got []corev1.KeyToPath
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == "history-dsn" {
+				got = v.Secret.Items
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("caKey %q: the history Secret's files (-want +got):\n%s", tc.caKey, diff)
+		}
+	}
+}
+
+// Behind the chart's Ingress with TLS the browser speaks HTTPS while the pod
+// sees plain HTTP: cookies must be Secure (and the console then sends HSTS)
+// without anyone remembering secureCookies.
+func TestChartSecureCookiesFollowIngressTLS(t *testing.T) {
+	ingress := []string{"--set", "ingress.enabled=true"}
+	tls := []string{"--set", "ingress.tls[0].secretName=quota-console-tls", "--set", "ingress.tls[0].hosts[0]=quota-console.example.com"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"no Ingress", nil, false},
+		{"Ingress without TLS", ingress, false},
+		{"Ingress with TLS", append(append([]string{}, ingress...), tls...), true},
+		{"TLS listed but no Ingress", tls, false},
+		{"secureCookies set", []string{"--set", "secureCookies=true"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := typed[appsv1.Deployment](t, render(t, "qc", tc.args...), "Deployment")
+			got := false
+			for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+				got = got || a == "--secure-cookies"
+			}
+			if got != tc.want {
+				t.Errorf("--secure-cookies passed: %v, want %v (args %q)", got, tc.want, d.Spec.Template.Spec.Containers[0].Args)
 			}
 		})
 	}
@@ -505,20 +564,31 @@ func TestChartRBAC(t *testing.T) {
 		t.Fatalf("no %s %s rendered", kind, name)
 		return nil
 	}
-	t.Run("admin scope follows namespacePrefix", func(t *testing.T) {
-		for prefix, want := range map[string]string{"": "'hyperpod-ns-'", "team-": "'team-'"} {
+	t.Run("admin scope follows namespacePrefix, cohort and teamNamespaces.podSecurity", func(t *testing.T) {
+		for _, tc := range []struct {
+			set  []string
+			want map[string]any
+		}{
+			// The defaults are the console's own: --namespace-prefix, --cohort and --team-pod-security unset.
+			{nil, map[string]any{"prefix": "'" + domain.DefaultSettings.NamespacePrefix + "'", "cohort": "'" + domain.DefaultSettings.Cohort + "'",
+				"podSecurity": "'" + domain.DefaultPodSecurity + "'"}},
+			{[]string{"namespacePrefix=team-", "cohort=research", "teamNamespaces.podSecurity=restricted"},
+				map[string]any{"prefix": "'team-'", "cohort": "'research'", "podSecurity": "'restricted'"}},
+		} {
 			var args []string
-			if prefix != "" {
-				args = []string{"--set", "namespacePrefix=" + prefix}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
 			}
 			policy := find(render(t, "qc", args...), "ValidatingAdmissionPolicy", "quota-console-admin-scope")
 			vars, _, _ := unstructured.NestedSlice(policy.Object, "spec", "variables")
 			got := map[string]any{}
 			for _, v := range vars {
-				got[v.(map[string]any)["name"].(string)] = v.(map[string]any)["expression"]
+				if name := v.(map[string]any)["name"].(string); tc.want[name] != nil {
+					got[name] = v.(map[string]any)["expression"]
+				}
 			}
-			if got["prefix"] != want {
-				t.Errorf("namespacePrefix %q: the policy's prefix is %v, want %s", prefix, got["prefix"], want)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%v: the policy's variables (-want +got):\n%s", tc.set, diff)
 			}
 		}
 	})
@@ -580,14 +650,20 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"history store unknown", []string{"history.store=mysql"}, []string{"history", "store"}},
 		{"bad image digest", []string{"image.digest=latest"}, []string{"digest"}},
 		{"secure cookies not a boolean", []string{"secureCookies=maybe"}, []string{"secureCookies", "boolean"}},
+		{"privileged team namespaces", []string{"teamNamespaces.podSecurity=privileged"}, []string{"podSecurity"}},
 		{"proxy trusting nobody", []string{"auth.mode=proxy", "auth.proxy.cidrs=null"},
 			[]string{"auth.mode proxy needs auth.proxy.cidrs or auth.proxy.secret.existingSecret"}},
 		{"audience without token mode", []string{"auth.mode=proxy", "auth.token.audience=x"},
 			[]string{"auth.token.audience is only used with auth.mode token"}},
 		{"postgres without its Secret", []string{"history.store=postgres"},
 			[]string{"history.store postgres needs history.postgres.existingSecret"}},
-		{"sqlite claim shared by replicas", []string{"history.store=sqlite", "history.sqlite.persistence.enabled=true"},
-			[]string{"ReadWriteMany"}},
+		// SQLite is a file one process writes: two replicas would each keep
+		// their own (emptyDir) or share one on a network volume (corruption).
+		{"sqlite with two replicas", []string{"history.store=sqlite"}, []string{"replicas"}},
+		{"sqlite claim shared by replicas", []string{"history.store=sqlite", "history.sqlite.persistence.enabled=true",
+			"history.sqlite.persistence.accessModes={ReadWriteMany}"}, []string{"replicas"}},
+		{"sqlite on a ReadWriteMany claim", []string{"replicas=1", "history.store=sqlite", "history.sqlite.persistence.enabled=true",
+			"history.sqlite.persistence.accessModes={ReadWriteMany}"}, []string{"accessModes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "qc", chartDir}

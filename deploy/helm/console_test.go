@@ -176,8 +176,9 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	id := rand.String(5)
 	ns := c.namespace(t, "qc-rbac")
 	release := "rbac-" + id
-	// admin-scope lets quota-console-admin touch hyperpod-ns- namespaces only.
-	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "rbac-" + id, StateNamespace: ns}
+	// admin-scope lets quota-console-admin (and the console) touch hyperpod-ns-
+	// namespaces and the cohorts named after shared-pool only.
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: domain.DefaultSettings.Cohort + "-rbac-" + id, StateNamespace: ns}
 	addr := freeLoopbackAddr(t)
 	common := []string{"--kubeconfig", c.kubeconfig, "--namespace", ns, "--timeout", "2m"}
 	install := append([]string{"install", release, chartDir, "--set", "rbac.sharedRoles=false", "--set", "replicas=1",
@@ -255,11 +256,17 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		{"list", "", "configmaps", ns, "", true},
 		{"list", "", "configmaps", "default", "", false},
 		{"create", "", "configmaps", "default", "", false},
-		{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", false},
+		// The changes it makes for users (within the admission policy), never
+		// as anyone else.
+		{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", true},
+		{"get", "visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads", "", "x", true},
+		{"impersonate", "", "users", "", "alice", false},
+		{"impersonate", "", "groups", "", "system:masters", false},
 	} {
+		resource, subresource, _ := strings.Cut(want.resource, "/")
 		sar, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			User: saUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-			ResourceAttributes: &authzv1.ResourceAttributes{Verb: want.verb, Group: want.group, Resource: want.resource, Namespace: want.ns, Name: want.name},
+			ResourceAttributes: &authzv1.ResourceAttributes{Verb: want.verb, Group: want.group, Resource: resource, Subresource: subresource, Namespace: want.ns, Name: want.name},
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

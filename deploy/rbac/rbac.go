@@ -6,13 +6,16 @@
 // they differ:
 //
 //   - console.yaml: the console's Namespace, ServiceAccount and minimal
-//     ClusterRole (read what the informers watch, impersonate users, token
-//     and access reviews), the Roles for its own records (ConfigMaps in its
-//     namespace, its leader election Lease, Events), with bindings;
+//     ClusterRole (read what the informers watch and Kueue's queue
+//     positions, token and access reviews; no impersonation), its binding to
+//     quota-console-admin (the changes it makes for users who may), the Roles
+//     for its own records (ConfigMaps in its namespace, its leader election
+//     Lease, Events), with bindings;
 //   - admin.yaml: ClusterRole quota-console-admin, for people who change
 //     allocations and the policy;
 //   - admin-scope.yaml: the ValidatingAdmissionPolicy that narrows the admin
-//     role to team namespaces and the team member role;
+//     role (and so the console) to what the console manages: team namespaces
+//     and their member bindings, and the Kueue objects labelled as its own;
 //   - member.yaml: ClusterRole quota-console-team-member, which the console
 //     binds the members of each team to in the team's namespace;
 //   - viewer.yaml: ClusterRole quota-console-viewer, read-only.
@@ -23,10 +26,15 @@ package rbac
 import (
 	"context"
 	"embed"
+	"fmt"
 	"sort"
+	"time"
 
 	"github.com/openquota/console/internal/manifest"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -80,4 +88,25 @@ func Apply(ctx context.Context, cfg *rest.Config, fieldManager string) error {
 	}
 	a.FieldValidation = "Strict"
 	return a.Apply(ctx, objs...)
+}
+
+// AsConsole is cfg authenticating as the console's ServiceAccount instead,
+// with a token of the TokenRequest API valid for ttl (what `kubectl create
+// token` gives): the identity the console's pods run with. cfg must be allowed
+// to create tokens for it.
+func AsConsole(ctx context.Context, cfg *rest.Config, ttl time.Duration) (*rest.Config, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	seconds := int64(ttl / time.Second)
+	tr, err := kube.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token of %s/%s: %w", Namespace, ServiceAccount, err)
+	}
+	sa := rest.AnonymousClientConfig(cfg)
+	sa.BearerToken = tr.Status.Token
+	sa.QPS, sa.Burst = cfg.QPS, cfg.Burst
+	return sa, nil
 }

@@ -2,6 +2,7 @@ package rbac_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
@@ -39,7 +42,7 @@ func TestManifestsParse(t *testing.T) {
 			t.Errorf("a %s without a name", o.GetKind())
 		}
 	}
-	want := map[string]int{"ClusterRole": 4, "ServiceAccount": 1, "ClusterRoleBinding": 1, "ValidatingAdmissionPolicy": 1,
+	want := map[string]int{"ClusterRole": 4, "ServiceAccount": 1, "ClusterRoleBinding": 2, "ValidatingAdmissionPolicy": 1,
 		"ValidatingAdmissionPolicyBinding": 1}
 	for kind, n := range want {
 		if kinds[kind] != n {
@@ -108,9 +111,6 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 		for _, rule := range role.Rules {
 			for _, g := range rule.APIGroups {
 				for _, r := range rule.Resources {
-					if rule.Verbs[0] == "impersonate" && (r == "users" || r == "groups") {
-						continue // not served resources: impersonation targets
-					}
 					if g == "quota-console.openquota.dev" {
 						continue // the admin role's marker, which admin-scope.yaml asks the authorizer about
 					}
@@ -138,8 +138,13 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"list", "kueue.x-k8s.io", "clusterqueues", "", "", true},
 			{"watch", "kueue.x-k8s.io", "workloads", "", "", true},
 			{"watch", "", "nodes", "", "", true},
-			{"impersonate", "", "users", "", "alice", true},
-			{"impersonate", "", "groups", "", "ml-platform", true},
+			// It acts as nobody else.
+			{"impersonate", "", "users", "", "alice", false},
+			{"impersonate", "", "groups", "", "system:masters", false},
+			{"impersonate", "", "serviceaccounts", "kube-system", "default", false},
+			// Kueue's queue positions; which cluster this is.
+			{"get", "visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads", "", "team-clusterqueue", true},
+			{"get", "", "namespaces", "", "kube-system", true},
 			{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 			{"get", "", "configmaps", "kueue-system", "kueue-manager-config", true},
@@ -161,9 +166,14 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"patch", "", "events", "default", "", false},
 			{"create", "", "events", "kube-system", "", false},
 			{"create", "", "configmaps", "default", "", false},
-			// It changes nothing in the cluster by itself.
-			{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", false},
-			{"create", "", "namespaces", "", "", false},
+			// The changes it makes for users who may make them: what
+			// quota-console-admin may (within the admission policy), no more.
+			{"patch", "kueue.x-k8s.io", "clusterqueues", "", "", true},
+			{"create", "", "namespaces", "", "", true},
+			{"bind", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, true},
+			{"bind", rbacv1.GroupName, "clusterroles", "", "cluster-admin", false},
+			{"escalate", rbacv1.GroupName, "clusterroles", "", domain.TeamMemberRole, false},
+			{"create", "batch", "jobs", "team-ns", "", false},
 			{"get", "", "secrets", "kube-system", "", false},
 			{"get", "", "configmaps", "kueue-system", "other", false},
 			{"update", "", "configmaps", "kube-system", "aws-auth", false},
@@ -208,9 +218,10 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			groups = saGroups
 		}
 		for _, c := range checks {
+			resource, subresource, _ := strings.Cut(c.resource, "/")
 			res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 				User: user, Groups: groups,
-				ResourceAttributes: &authzv1.ResourceAttributes{Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.ns, Name: c.name},
+				ResourceAttributes: &authzv1.ResourceAttributes{Verb: c.verb, Group: c.group, Resource: resource, Subresource: subresource, Namespace: c.ns, Name: c.name},
 			}}, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -429,7 +440,7 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 		},
 		"create a team namespace": func() error {
 			_, err := as.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-new-" + rand.String(5),
-				Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.TeamLabel: "new"}}}, dry)
+				Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.TeamLabel: "new", podSecurityEnforce: domain.DefaultPodSecurity}}}, dry)
 			return err
 		},
 		"delete a team namespace": func() error { return as.CoreV1().Namespaces().Delete(ctx, team, dryDelete) },
@@ -466,5 +477,391 @@ func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
 	}
 	if _, err := as.CoreV1().ConfigMaps(rbac.Namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("viewer lists the console's revision histories: %v", err)
+	}
+}
+
+// Attacks on what the console does not manage, by a user who holds
+// quota-console-admin and nothing else: shared ResourceFlavors, other
+// ClusterQueues, priority classes and cohorts, and team namespaces and member
+// bindings turned into something else. Every request is a server-side dry run.
+// What the console itself writes for a team and the policy stays allowed.
+func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
+	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
+	id := rand.String(5)
+	user := "admin-" + id
+	bind(t, kube, user, rbac.AdminRole)
+	asCfg := rest.CopyConfig(cfg)
+	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	as, asKueue := kubernetes.NewForConfigOrDie(asCfg), kueueclient.NewForConfigOrDie(asCfg)
+	w := newWorld(t, kube, kq, id)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	dryUpdate := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
+	dryDelete := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+	controlPlane := corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	managed := map[string]string{domain.ManagedByLabel: domain.ManagedByValue}
+
+	updateFlavor := func(name string, change func(*kueuev1beta2.ResourceFlavor)) error {
+		rf, err := kq.KueueV1beta2().ResourceFlavors().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(rf)
+		_, err = asKueue.KueueV1beta2().ResourceFlavors().Update(ctx, rf, dryUpdate)
+		return err
+	}
+	newFlavor := func(change func(*kueuev1beta2.ResourceFlavor)) error {
+		name := "ml.new-" + rand.String(5)
+		rf := &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managed},
+			Spec: kueuev1beta2.ResourceFlavorSpec{NodeLabels: map[string]string{domain.InstanceTypeLabel: name}}}
+		change(rf)
+		_, err := asKueue.KueueV1beta2().ResourceFlavors().Create(ctx, rf, dry)
+		return err
+	}
+	newClusterQueue := func(change func(*kueuev1beta2.ClusterQueue)) error {
+		objs := w.teamObjects(t)
+		var cq kueuev1beta2.ClusterQueue
+		if err := viaJSON(objs.ClusterQueue, &cq); err != nil {
+			return err
+		}
+		change(&cq)
+		_, err := asKueue.KueueV1beta2().ClusterQueues().Create(ctx, &cq, dry)
+		return err
+	}
+	updateNamespace := func(change func(*corev1.Namespace)) error {
+		ns, err := kube.CoreV1().Namespaces().Get(ctx, w.teamNamespace, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(ns)
+		_, err = as.CoreV1().Namespaces().Update(ctx, ns, dryUpdate)
+		return err
+	}
+	bindMember := func(subject rbacv1.Subject) error {
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "members-" + rand.String(5), Namespace: w.teamNamespace, Labels: managed},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: domain.TeamMemberRole},
+			Subjects: []rbacv1.Subject{subject}}
+		_, err := as.RbacV1().RoleBindings(w.teamNamespace).Create(ctx, rb, dry)
+		return err
+	}
+	newTeamNamespace := func(labels map[string]string) error {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.settings.Namespace("new-" + rand.String(5)), Labels: labels}}
+		_, err := as.CoreV1().Namespaces().Create(ctx, ns, dry)
+		return err
+	}
+
+	attacks := map[string]func() error{
+		// Every tenant's pods of that instance type would move.
+		"add a control-plane toleration and node labels to a shared ResourceFlavor": func() error {
+			return updateFlavor(w.sharedFlavor, func(rf *kueuev1beta2.ResourceFlavor) {
+				rf.Spec.Tolerations = append(rf.Spec.Tolerations, controlPlane)
+				rf.Spec.NodeLabels["node-role.kubernetes.io/control-plane"] = ""
+			})
+		},
+		"label a shared ResourceFlavor as the console's": func() error {
+			return updateFlavor(w.sharedFlavor, func(rf *kueuev1beta2.ResourceFlavor) { rf.Labels = managed })
+		},
+		"delete a shared ResourceFlavor": func() error {
+			return asKueue.KueueV1beta2().ResourceFlavors().Delete(ctx, w.sharedFlavor, dryDelete)
+		},
+		"add a control-plane toleration to a ResourceFlavor of the console": func() error {
+			return updateFlavor(w.managedFlavor, func(rf *kueuev1beta2.ResourceFlavor) {
+				rf.Spec.Tolerations = append(rf.Spec.Tolerations, controlPlane)
+			})
+		},
+		"create a ResourceFlavor of the console with node taints": func() error {
+			return newFlavor(func(rf *kueuev1beta2.ResourceFlavor) {
+				rf.Spec.NodeTaints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+			})
+		},
+		"create a ResourceFlavor of the console with another node label": func() error {
+			return newFlavor(func(rf *kueuev1beta2.ResourceFlavor) {
+				rf.Spec.NodeLabels["kubernetes.io/hostname"] = "control-plane-0"
+			})
+		},
+		"create a ResourceFlavor of the console for another instance type": func() error {
+			return newFlavor(func(rf *kueuev1beta2.ResourceFlavor) { rf.Spec.NodeLabels[domain.InstanceTypeLabel] = "ml.p5.48xlarge" })
+		},
+		"create a ResourceFlavor of the console with a topology": func() error {
+			return newFlavor(func(rf *kueuev1beta2.ResourceFlavor) {
+				rf.Spec.TopologyName = ptr.To(kueuev1beta2.TopologyReference("default"))
+			})
+		},
+		"hold and drain a ClusterQueue the console does not manage": func() error {
+			cq, err := kq.KueueV1beta2().ClusterQueues().Get(ctx, w.otherClusterQueue, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
+			_, err = asKueue.KueueV1beta2().ClusterQueues().Update(ctx, cq, dryUpdate)
+			return err
+		},
+		"delete a ClusterQueue the console does not manage": func() error {
+			return asKueue.KueueV1beta2().ClusterQueues().Delete(ctx, w.otherClusterQueue, dryDelete)
+		},
+		"create a ClusterQueue of the console for every namespace": func() error {
+			return newClusterQueue(func(cq *kueuev1beta2.ClusterQueue) { cq.Spec.NamespaceSelector = &metav1.LabelSelector{} })
+		},
+		"create a ClusterQueue of the console for kube-system": func() error {
+			return newClusterQueue(func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}}
+			})
+		},
+		"create a ClusterQueue of the console in a cohort it does not manage": func() error {
+			return newClusterQueue(func(cq *kueuev1beta2.ClusterQueue) { cq.Spec.CohortName = kueuev1beta2.CohortReference(w.otherCohort) })
+		},
+		"change a WorkloadPriorityClass the console does not manage": func() error {
+			wpc, err := kq.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, w.otherPriorityClass, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			wpc.Value = 1_000_000
+			_, err = asKueue.KueueV1beta2().WorkloadPriorityClasses().Update(ctx, wpc, dryUpdate)
+			return err
+		},
+		"delete a WorkloadPriorityClass the console does not manage": func() error {
+			return asKueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, w.otherPriorityClass, dryDelete)
+		},
+		"put a Cohort the console does not manage under another": func() error {
+			c, err := kq.KueueV1beta2().Cohorts().Get(ctx, w.otherCohort, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c.Spec.ParentName = kueuev1beta2.CohortReference(w.settings.Cohort)
+			_, err = asKueue.KueueV1beta2().Cohorts().Update(ctx, c, dryUpdate)
+			return err
+		},
+		"delete a Cohort the console does not manage": func() error {
+			return asKueue.KueueV1beta2().Cohorts().Delete(ctx, w.otherCohort, dryDelete)
+		},
+		"point a team's LocalQueue at a ClusterQueue the console does not manage": func() error {
+			lq := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "borrowed", Namespace: w.teamNamespace, Labels: managed},
+				Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(w.otherClusterQueue)}}
+			_, err := asKueue.KueueV1beta2().LocalQueues(w.teamNamespace).Create(ctx, lq, dry)
+			return err
+		},
+		// The team member role creates Jobs: bound to everyone, anyone runs pods.
+		"bind the team member role to system:unauthenticated": func() error {
+			return bindMember(rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:unauthenticated"})
+		},
+		"bind the team member role to system:serviceaccounts": func() error {
+			return bindMember(rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts"})
+		},
+		"bind the team member role to a ServiceAccount": func() error {
+			return bindMember(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "kube-system"})
+		},
+		"bind the team member role to a system: user": func() error {
+			return bindMember(rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:kube-scheduler"})
+		},
+		// A finalizer keeps a deleted team's namespace forever; an owner
+		// reference lets the garbage collector delete it with another object.
+		"set a finalizer on a team namespace": func() error {
+			return updateNamespace(func(ns *corev1.Namespace) { ns.Finalizers = append(ns.Finalizers, "example.com/keep") })
+		},
+		"set an owner reference on a team namespace": func() error {
+			return updateNamespace(func(ns *corev1.Namespace) {
+				ns.OwnerReferences = append(ns.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "6b1c7d1e-0000-4000-8000-000000000001"})
+			})
+		},
+		"remove a team namespace's Pod Security label": func() error {
+			return updateNamespace(func(ns *corev1.Namespace) { delete(ns.Labels, podSecurityEnforce) })
+		},
+		"create a team namespace without Pod Security": func() error {
+			return newTeamNamespace(managed)
+		},
+		"create a privileged team namespace": func() error {
+			return newTeamNamespace(map[string]string{domain.ManagedByLabel: domain.ManagedByValue, podSecurityEnforce: "privileged"})
+		},
+	}
+	for name, attack := range attacks {
+		err := attack()
+		if err == nil {
+			t.Errorf("%s: the apiserver allowed it", name)
+			continue
+		}
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("%s: refused, but not by RBAC or admission: %v", name, err)
+		}
+		t.Logf("%s: refused: %v", name, err)
+	}
+
+	// What the console writes for a team and for the policy, the admin may
+	// write (server-side apply, as the console does).
+	objs := w.teamObjects(t)
+	apply := metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+	allowed := map[string]func() error{
+		"apply the team's namespace": func() error {
+			_, err := as.CoreV1().Namespaces().Apply(ctx, objs.Namespace, apply)
+			return err
+		},
+		"create a team namespace": func() error {
+			return newTeamNamespace(map[string]string{domain.ManagedByLabel: domain.ManagedByValue, podSecurityEnforce: "baseline"})
+		},
+		"apply a ResourceFlavor of the console": func() error {
+			_, err := asKueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor("ml.new-"+id), apply)
+			return err
+		},
+		"apply the team's ClusterQueue": func() error {
+			_, err := asKueue.KueueV1beta2().ClusterQueues().Apply(ctx, objs.ClusterQueue, apply)
+			return err
+		},
+		"apply the team's LocalQueue": func() error {
+			_, err := asKueue.KueueV1beta2().LocalQueues(w.teamNamespace).Apply(ctx, objs.LocalQueue, apply)
+			return err
+		},
+		"apply the team's member binding": func() error {
+			_, err := as.RbacV1().RoleBindings(w.teamNamespace).Apply(ctx, objs.Members, apply)
+			return err
+		},
+		"apply the policy's priority classes and cohort": func() error {
+			for _, wpc := range domain.BuildPriorityClasses(w.settings, w.policy) {
+				if _, err := asKueue.KueueV1beta2().WorkloadPriorityClasses().Apply(ctx, wpc, apply); err != nil {
+					return err
+				}
+			}
+			cohort, err := domain.BuildCohort(w.settings, w.policy)
+			if err != nil {
+				return err
+			}
+			_, err = asKueue.KueueV1beta2().Cohorts().Apply(ctx, cohort, apply)
+			return err
+		},
+		"delete a ResourceFlavor of the console": func() error {
+			return asKueue.KueueV1beta2().ResourceFlavors().Delete(ctx, w.managedFlavor, dryDelete)
+		},
+		"delete the team's namespace": func() error { return as.CoreV1().Namespaces().Delete(ctx, w.teamNamespace, dryDelete) },
+	}
+	for name, do := range allowed {
+		if err := do(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// podSecurityEnforce is the Pod Security admission's label of a namespace's level.
+const podSecurityEnforce = "pod-security.kubernetes.io/enforce"
+
+// world is what TestAdminRoleChangesOnlyWhatTheConsoleManages aims at, made
+// by the sandbox's admin with names of its own: a team namespace as the
+// console makes it, a ResourceFlavor of the console, and a ResourceFlavor,
+// ClusterQueue, priority class and cohort someone else made.
+type world struct {
+	settings                              domain.Settings
+	team, teamNamespace                   string
+	policy                                domain.Policy
+	sharedFlavor, managedFlavor           string
+	otherClusterQueue, otherPriorityClass string
+	otherCohort                           string
+}
+
+func newWorld(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface, id string) *world {
+	t.Helper()
+	ctx := context.Background()
+	// The console's cohorts are the chart's (shared-pool) and those named after it.
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: domain.DefaultSettings.Cohort + "-" + id}
+	w := &world{settings: s, team: "t", teamNamespace: s.Namespace("t"),
+		policy:       domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare, Classes: []domain.PriorityClass{{Name: "esc-" + id, Weight: 10}}},
+		sharedFlavor: "shared-" + id, managedFlavor: "ml.managed-" + id,
+		otherClusterQueue: "other-" + id, otherPriorityClass: "other-" + id, otherCohort: "other-" + id}
+	create := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("creating %s: %v", what, err)
+		}
+	}
+	objs := w.teamObjects(t)
+	_, err := kube.CoreV1().Namespaces().Apply(ctx, objs.Namespace, metav1.ApplyOptions{FieldManager: "quota-console-tests"})
+	create("the team namespace", err)
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Namespaces().Delete(context.Background(), w.teamNamespace, metav1.DeleteOptions{})
+	})
+
+	flavors := kq.KueueV1beta2().ResourceFlavors()
+	_, err = flavors.Create(ctx, &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: w.sharedFlavor},
+		Spec: kueuev1beta2.ResourceFlavorSpec{NodeLabels: map[string]string{domain.InstanceTypeLabel: "ml.c5.2xlarge"}}}, metav1.CreateOptions{})
+	create("a shared ResourceFlavor", err)
+	_, err = flavors.Apply(ctx, domain.FlavorFor(w.managedFlavor), metav1.ApplyOptions{FieldManager: "quota-console-tests"})
+	create("a ResourceFlavor of the console", err)
+	_, err = kq.KueueV1beta2().ClusterQueues().Create(ctx, &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: w.otherClusterQueue},
+		Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}}, metav1.CreateOptions{})
+	create("a ClusterQueue", err)
+	_, err = kq.KueueV1beta2().WorkloadPriorityClasses().Create(ctx, &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: w.otherPriorityClass},
+		Value: 10}, metav1.CreateOptions{})
+	create("a WorkloadPriorityClass", err)
+	_, err = kq.KueueV1beta2().Cohorts().Create(ctx, &kueuev1beta2.Cohort{ObjectMeta: metav1.ObjectMeta{Name: w.otherCohort}}, metav1.CreateOptions{})
+	create("a Cohort", err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = flavors.Delete(ctx, w.sharedFlavor, metav1.DeleteOptions{})
+		_ = flavors.Delete(ctx, w.managedFlavor, metav1.DeleteOptions{})
+		_ = kq.KueueV1beta2().ClusterQueues().Delete(ctx, w.otherClusterQueue, metav1.DeleteOptions{})
+		_ = kq.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, w.otherPriorityClass, metav1.DeleteOptions{})
+		_ = kq.KueueV1beta2().Cohorts().Delete(ctx, w.otherCohort, metav1.DeleteOptions{})
+	})
+	return w
+}
+
+// teamObjects are the objects the console builds for the world's team.
+func (w *world) teamObjects(t *testing.T) domain.TeamObjects {
+	t.Helper()
+	gpus := int64(2)
+	objs, err := domain.BuildTeam(w.settings, domain.Team{Name: w.team, Enabled: true, Preemption: domain.PreemptNever, Lending: domain.DontLend,
+		Members: []domain.Member{{Kind: "User", Name: "alice"}, {Kind: "Group", Name: "ml"}},
+		Quota:   []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: &gpus}}}, domain.LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func viaJSON(from, to any) error {
+	data, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, to)
+}
+
+// The console's ServiceAccount acts as nobody else: with its token one could
+// otherwise impersonate system:masters, any user or any ServiceAccount, and
+// hold cluster-admin. Attempts are server-side dry runs.
+func TestConsoleServiceAccountCannotImpersonate(t *testing.T) {
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
+	saCfg, err := rbac.AsConsole(ctx, cfg, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantAll := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "taken-over-" + rand.String(5)},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}}
+	for name, as := range map[string]rest.ImpersonationConfig{
+		"group system:masters":                   {UserName: "mallory", Groups: []string{"system:masters"}},
+		"a user":                                 {UserName: "alice@example.com"},
+		"a ServiceAccount of kube-system":        {UserName: "system:serviceaccount:kube-system:clusterrole-aggregation-controller"},
+		"a user with the groups of the platform": {UserName: "alice@example.com", Groups: []string{"platform-admins"}},
+	} {
+		c := rest.CopyConfig(saCfg)
+		c.Impersonate = as
+		_, err := kubernetes.NewForConfigOrDie(c).RbacV1().ClusterRoleBindings().Create(ctx, grantAll, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case err == nil:
+			t.Errorf("as %s: the console's ServiceAccount made a ClusterRoleBinding to cluster-admin", name)
+		case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cannot impersonate"):
+			t.Errorf("as %s: %v, want a refused impersonation", name, err)
+		}
 	}
 }

@@ -19,26 +19,25 @@ var (
 	mayEditPolicy = Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses"}
 )
 
-// fakeSSAR answers SelfSubjectAccessReviews: only "admin" may do anything.
-// The user is what the test's clientFor says the client acts as.
-func fakeSSAR(calls *atomic.Int32, user string, fail bool) kubernetes.Interface {
+// fakeSAR answers SubjectAccessReviews: only "admin" may do anything.
+func fakeSAR(calls *atomic.Int32, fail *bool) kubernetes.Interface {
 	client := k8sfake.NewClientset()
-	client.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		calls.Add(1)
-		if fail {
+		if *fail {
 			return true, nil, errors.New("connection refused")
 		}
-		r := action.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview).DeepCopy()
-		r.Status.Allowed = user == "admin"
+		r := action.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
+		r.Status.Allowed = r.Spec.User == "admin"
 		return true, r, nil
 	})
 	return client
 }
 
-func TestAccessAsksAsTheUserAndRemembers(t *testing.T) {
+func TestAccessAsksAboutTheUserAndRemembers(t *testing.T) {
 	var calls atomic.Int32
 	fail := false
-	a := NewAccess(func(id Identity) (kubernetes.Interface, error) { return fakeSSAR(&calls, id.Name, fail), nil })
+	a := NewAccess(fakeSAR(&calls, &fail))
 	now := time.Now()
 	a.now = func() time.Time { return now }
 	ctx := context.Background()
@@ -56,15 +55,18 @@ func TestAccessAsksAsTheUserAndRemembers(t *testing.T) {
 	if calls.Load() != 2 {
 		t.Errorf("%d reviews, want 2 (answers cached per user)", calls.Load())
 	}
-	// Another permission, or the same name in other groups, is another question.
+	// Another permission, or the same name in other groups, with another UID
+	// or other extras, is another question.
 	a.Allowed(ctx, viewer, mayEditPolicy)
 	a.Allowed(ctx, Identity{Name: "viewer", Groups: []string{"platform"}}, mayEditTeams)
-	if calls.Load() != 4 {
-		t.Errorf("%d reviews, want 4", calls.Load())
+	a.Allowed(ctx, Identity{Name: "viewer", Groups: []string{"ml"}, UID: "u-2"}, mayEditTeams)
+	a.Allowed(ctx, Identity{Name: "viewer", Groups: []string{"ml"}, Extra: map[string][]string{"scopes": {"all"}}}, mayEditTeams)
+	if calls.Load() != 6 {
+		t.Errorf("%d reviews, want 6", calls.Load())
 	}
 	now = now.Add(AccessTTL)
 	a.Allowed(ctx, viewer, mayEditTeams)
-	if calls.Load() != 5 {
+	if calls.Load() != 7 {
 		t.Errorf("answer not refreshed after %v", AccessTTL)
 	}
 	// When the cluster cannot answer: unknown (the form stays enabled), asked again soon.

@@ -12,12 +12,14 @@ import (
 
 	"github.com/openquota/console/internal/domain"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
@@ -38,16 +40,17 @@ const (
 )
 
 // Applier is the one path by which the console writes to the cluster:
-// server-side apply with the console's field manager. Applying the same
-// objects again after any failure converges on the same result. Every write
-// carries audit annotations, and every change of a team or of the policy is
-// recorded as a revision (see history.go) and announced as a Kubernetes Event.
+// server-side apply with the console's field manager, with the console's own
+// identity (its ServiceAccount, which the admission policy of deploy/rbac
+// confines to what the console manages). Whether the signed-in user may make
+// a change is asked before, with the permissions TeamWrites, PolicyWrites and
+// DeleteTeamWrites list. Applying the same objects again after any failure
+// converges on the same result. Every write carries audit annotations, and
+// every change of a team or of the policy is recorded as a revision (see
+// history.go) and announced as a Kubernetes Event.
 type Applier struct {
 	Kube  kubernetes.Interface
 	Kueue kueueclient.Interface
-	// Records writes what the console records itself, with its own identity:
-	// revision histories and Events. nil means Kube.
-	Records kubernetes.Interface
 	// Log receives failures that do not fail a change (Events are best
 	// effort); nil discards them.
 	Log *slog.Logger
@@ -61,20 +64,9 @@ func applyOptions() metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}
 }
 
-func (a Applier) records() kubernetes.Interface {
-	if a.Records != nil {
-		return a.Records
-	}
-	return a.Kube
-}
-
-// As returns an Applier that changes the cluster with the given clients (a
-// user's, by impersonation) and records revisions and Events with a's own.
-func (a Applier) As(kube kubernetes.Interface, kq kueueclient.Interface) Applier {
-	a.Records = a.records()
-	a.Kube, a.Kueue = kube, kq
-	return a
-}
+// records writes what the console records itself: revision histories and
+// Events, which no user may write.
+func (a Applier) records() kubernetes.Interface { return a.Kube }
 
 func (a Applier) log() *slog.Logger {
 	if a.Log == nil {
@@ -243,13 +235,113 @@ func (a Applier) StoredTeam(ctx context.Context, s domain.Settings, team string)
 	return cq, stored, nil
 }
 
+// flavorWrite is a ResourceFlavor the console writes, and whether it exists.
+type flavorWrite struct {
+	flavor *kueueac.ResourceFlavorApplyConfiguration
+	exists bool
+}
+
+// flavorsToWrite are the team's ResourceFlavors the console writes: those
+// that do not exist yet and those it manages. A flavor someone else made (an
+// install's own, shared with other tenants) is used as it is: the console
+// never takes it over.
+func (a Applier) flavorsToWrite(ctx context.Context, flavors []*kueueac.ResourceFlavorApplyConfiguration) ([]flavorWrite, error) {
+	var out []flavorWrite
+	for _, rf := range flavors {
+		live, err := a.Kueue.KueueV1beta2().ResourceFlavors().Get(ctx, *rf.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
+		case !domain.OwnsFlavor(live):
+			continue
+		}
+		out = append(out, flavorWrite{flavor: rf, exists: err == nil})
+	}
+	return out, nil
+}
+
+// TeamWrites are the requests ApplyTeam makes of the apiserver for objs, as
+// permissions: server-side apply of each object (patch, and create for one
+// that does not exist yet), and binding the team member role. The console's
+// own records (revision history, Event) are not among them: no user writes
+// those.
+func (a Applier) TeamWrites(ctx context.Context, objs domain.TeamObjects) ([]Permission, error) {
+	var out []Permission
+	add := func(group, resource, namespace, name string, get func() error) error {
+		err := get()
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s %s: %w", resource, name, err)
+		}
+		out = append(out, applying(group, resource, namespace, name, err == nil)...)
+		return nil
+	}
+	kueue := kueuev1beta2.SchemeGroupVersion.Group
+	ns := *objs.Namespace.Name
+	if err := add("", "namespaces", "", ns, func() error {
+		_, err := a.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	flavors, err := a.flavorsToWrite(ctx, objs.Flavors)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range flavors {
+		out = append(out, applying(kueue, "resourceflavors", "", *w.flavor.Name, w.exists)...)
+	}
+	cq := *objs.ClusterQueue.Name
+	if err := add(kueue, "clusterqueues", "", cq, func() error {
+		_, err := a.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, cq, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	lq := objs.LocalQueue
+	if err := add(kueue, "localqueues", *lq.Namespace, *lq.Name, func() error {
+		_, err := a.Kueue.KueueV1beta2().LocalQueues(*lq.Namespace).Get(ctx, *lq.Name, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if rb := objs.Members; rb != nil {
+		if err := add(rbacv1.GroupName, "rolebindings", *rb.Namespace, *rb.Name, func() error {
+			_, err := a.Kube.RbacV1().RoleBindings(*rb.Namespace).Get(ctx, *rb.Name, metav1.GetOptions{})
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		// What Kubernetes asks of whoever binds a role they do not hold themselves.
+		out = append(out, Permission{Verb: "bind", Group: rbacv1.GroupName, Resource: "clusterroles", Name: *rb.RoleRef.Name})
+	}
+	return out, nil
+}
+
+// applying is what a server-side apply of an object takes: patch, and
+// create when the object does not exist yet.
+func applying(group, resource, namespace, name string, exists bool) []Permission {
+	patch := Permission{Verb: "patch", Group: group, Resource: resource, Namespace: namespace, Name: name}
+	if exists {
+		return []Permission{patch}
+	}
+	create := patch
+	create.Verb = "create"
+	return []Permission{create, patch}
+}
+
 // CheckTeam asks the apiserver, with Kueue's webhooks, to validate the team's
 // ClusterQueue and flavors without writing anything (a dry run), so that a
 // rejected allocation leaves nothing half-written.
 func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
 	opts := applyOptions()
 	opts.DryRun = []string{metav1.DryRunAll}
-	for _, rf := range objs.Flavors {
+	flavors, err := a.flavorsToWrite(ctx, objs.Flavors)
+	if err != nil {
+		return err
+	}
+	for _, w := range flavors {
+		rf := w.flavor
 		if _, err := a.Kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, rf, opts); err != nil {
 			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
 		}
@@ -271,8 +363,13 @@ func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 	if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
 		return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
 	}
+	toWrite, err := a.flavorsToWrite(ctx, objs.Flavors)
+	if err != nil {
+		return err
+	}
 	flavors := a.Kueue.KueueV1beta2().ResourceFlavors()
-	for _, rf := range objs.Flavors {
+	for _, w := range toWrite {
+		rf := w.flavor
 		if _, err := applyAudited(ctx, c, rf, *rf.Name, flavors.Get, flavors.Apply); err != nil {
 			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
 		}
@@ -313,6 +410,65 @@ func (a Applier) CheckPolicy(ctx context.Context, s domain.Settings, p domain.Po
 		return fmt.Errorf("cohort %s: %w", s.Cohort, err)
 	}
 	return nil
+}
+
+// PolicyWrites are the requests ApplyPolicy makes of the apiserver for p, as
+// permissions: server-side apply of each priority class and of the cohort
+// (patch, and create for one that does not exist yet), and deleting the
+// classes of this policy it no longer lists.
+func (a Applier) PolicyWrites(ctx context.Context, s domain.Settings, p domain.Policy) ([]Permission, error) {
+	kueue := kueuev1beta2.SchemeGroupVersion.Group
+	var out []Permission
+	for _, wpc := range domain.BuildPriorityClasses(s, p) {
+		_, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, *wpc.Name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("priority class %s: %w", *wpc.Name, err)
+		}
+		out = append(out, applying(kueue, "workloadpriorityclasses", "", *wpc.Name, err == nil)...)
+	}
+	removed, err := a.removedPriorityClasses(ctx, s, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range removed {
+		out = append(out, Permission{Verb: "delete", Group: kueue, Resource: "workloadpriorityclasses", Name: name})
+	}
+	_, err = a.Kueue.KueueV1beta2().Cohorts().Get(ctx, s.Cohort, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("cohort %s: %w", s.Cohort, err)
+	}
+	return append(out, applying(kueue, "cohorts", "", s.Cohort, err == nil)...), nil
+}
+
+// removedPriorityClasses are the classes of this console's policy
+// (Settings.OwnsPriorityClass) that p no longer lists.
+func (a Applier) removedPriorityClasses(ctx context.Context, s domain.Settings, p domain.Policy) ([]string, error) {
+	keep := map[string]bool{}
+	for _, pc := range p.Classes {
+		keep[pc.Name] = true
+	}
+	managed, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{LabelSelector: domain.ManagedByLabel + "=" + domain.ManagedByValue})
+	if err != nil {
+		return nil, fmt.Errorf("priority classes: %w", err)
+	}
+	var out []string
+	for _, wpc := range managed.Items {
+		if !keep[wpc.Name] && s.OwnsPriorityClass(&wpc) {
+			out = append(out, wpc.Name)
+		}
+	}
+	return out, nil
+}
+
+// DeleteTeamWrites are the requests DeleteTeam makes of the apiserver, as
+// permissions: deleting the team's LocalQueue, ClusterQueue and namespace.
+func DeleteTeamWrites(s domain.Settings, team string) []Permission {
+	kueue := kueuev1beta2.SchemeGroupVersion.Group
+	return []Permission{
+		{Verb: "delete", Group: kueue, Resource: "localqueues", Namespace: s.Namespace(team), Name: s.LocalQueue(team)},
+		{Verb: "delete", Group: kueue, Resource: "clusterqueues", Name: s.ClusterQueue(team)},
+		{Verb: "delete", Resource: "namespaces", Name: s.Namespace(team)},
+	}
 }
 
 // CheckDeleteTeam dry-runs the deletion of a team's objects.
@@ -376,21 +532,14 @@ func (a Applier) ApplyPolicy(ctx context.Context, s domain.Settings, p domain.Po
 	if err := a.applyPriorityClasses(ctx, c, s, p); err != nil {
 		return err
 	}
-	keep := map[string]bool{}
-	for _, pc := range p.Classes {
-		keep[pc.Name] = true
-	}
-	managed, err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{LabelSelector: domain.ManagedByLabel + "=" + domain.ManagedByValue})
+	removed, err := a.removedPriorityClasses(ctx, s, p)
 	if err != nil {
-		return fmt.Errorf("priority classes: %w", err)
+		return err
 	}
-	for _, wpc := range managed.Items {
-		if keep[wpc.Name] || !s.OwnsPriorityClass(&wpc) {
-			continue
-		}
-		err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, wpc.Name, metav1.DeleteOptions{})
+	for _, name := range removed {
+		err := a.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing priority class %s: %w", wpc.Name, err)
+			return fmt.Errorf("removing priority class %s: %w", name, err)
 		}
 		c.changed = c.changed || err == nil
 	}

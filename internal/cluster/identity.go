@@ -1,15 +1,16 @@
 package cluster
 
 import (
-	"errors"
-
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
-// Identity is whom the cluster is asked as: a signed-in user, by
-// impersonation, or the console itself when Name is empty.
+// Identity is whom a change or a permission check is for: a signed-in user
+// as the cluster's authenticator (a TokenReview) or the proxy named them, or
+// the console itself when Name is empty. The console never acts as anyone
+// else: it asks the cluster what the user may do (SubjectAccessReviews, see
+// Access) and makes the changes with its own identity.
 type Identity struct {
 	Name   string
 	Groups []string
@@ -17,47 +18,10 @@ type Identity struct {
 	Extra  map[string][]string
 }
 
-// Clients are the console's own clients, and build clients that act as a
-// user (Kubernetes impersonation) from its configuration.
+// Clients are the console's own clients.
 type Clients struct {
 	Kube  kubernetes.Interface
 	Kueue kueueclient.Interface
-	// Config is the console's own client configuration; without it the
-	// console cannot act as anyone else.
-	Config *rest.Config
-}
-
-// As returns clients that act as id; the console's own for the console.
-// They share the console's connections: client-go caches transports by TLS
-// configuration.
-func (c Clients) As(id Identity) (kubernetes.Interface, kueueclient.Interface, error) {
-	if id.Name == "" {
-		return c.Kube, c.Kueue, nil
-	}
-	if c.Config == nil {
-		return nil, nil, errors.New("the console's client configuration is needed to act as a signed-in user")
-	}
-	cfg := rest.CopyConfig(c.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: id.Name, Groups: id.Groups}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	kq, err := kueueclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return kube, kq, nil
-}
-
-// Applier is the console's Applier acting as id: it changes the cluster as
-// id and records revisions and Events as the console.
-func (c Clients) Applier(base Applier, id Identity) (Applier, error) {
-	kube, kq, err := c.As(id)
-	if err != nil {
-		return Applier{}, err
-	}
-	return base.As(kube, kq), nil
 }
 
 // NewClients makes the console's own clients from its configuration.
@@ -70,5 +34,5 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 	if err != nil {
 		return Clients{}, err
 	}
-	return Clients{Kube: kube, Kueue: kq, Config: cfg}, nil
+	return Clients{Kube: kube, Kueue: kq}, nil
 }

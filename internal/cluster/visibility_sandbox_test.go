@@ -10,8 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // Positions are Kueue's own: a team with room for one 2-GPU job admits the
@@ -20,6 +24,46 @@ import (
 func TestPositionsFromKueuesVisibilityAPI(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
+	want := queueThree(t, c, s)
+	p := cluster.NewPositions(c.kueue, time.Second)
+	if got, ok := p.Known(context.Background(), s.ClusterQueue("queued")); ok {
+		t.Fatalf("positions before any answer: %v", got)
+	}
+	wantPositions(t, p, s.ClusterQueue("queued"), want)
+}
+
+// The console installed with its chart reads the positions with its
+// ServiceAccount's token: the RBAC the chart gives it (deploy/rbac, rendered
+// from the chart) must let it, or every install silently falls back to its
+// own queue order.
+func TestPositionsWithTheChartsServiceAccount(t *testing.T) {
+	c := clients(t)
+	s := isolated(t)
+	want := queueThree(t, c, s)
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
+	saCfg, err := rbac.AsConsole(ctx, cfg, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asConsole := kueueclient.NewForConfigOrDie(saCfg)
+	if _, err := asConsole.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, s.ClusterQueue("queued"), metav1.GetOptions{}); err != nil {
+		t.Errorf("the visibility API as the console's ServiceAccount: %v", err)
+	}
+	wantPositions(t, cluster.NewPositions(asConsole, time.Second), s.ClusterQueue("queued"), want)
+}
+
+// queueThree makes team "queued" with room for one 2-GPU job, admits one and
+// queues three more, a second apart; it returns the places Kueue gives the
+// waiting ones, by domain.LocalQueueKey.
+func queueThree(t *testing.T, c testClients, s domain.Settings) map[string]int {
+	t.Helper()
 	gpus := int64(2)
 	applyTeam(t, c, s, domain.Team{Name: "queued", Enabled: true, Preemption: domain.PreemptNever, Lending: domain.DontLend,
 		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: &gpus}}})
@@ -54,14 +98,15 @@ func TestPositionsFromKueuesVisibilityAPI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the waiting jobs' Workloads: %v (%v)", err, want)
 	}
+	return want
+}
 
-	p := cluster.NewPositions(c.kueue, time.Second)
-	if got, ok := p.Known(ctx, s.ClusterQueue("queued")); ok {
-		t.Fatalf("positions before any answer: %v", got)
-	}
+// wantPositions waits until p knows the places in want.
+func wantPositions(t *testing.T, p *cluster.Positions, clusterQueue string, want map[string]int) {
+	t.Helper()
 	var got map[string]int
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got, _ = p.Known(ctx, s.ClusterQueue("queued"))
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, _ = p.Known(ctx, clusterQueue)
 		return cmp.Equal(want, got), nil
 	})
 	if err != nil {

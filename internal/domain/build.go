@@ -140,7 +140,8 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		nsAnnotations["quota-console.openquota.dev/description"] = t.Description
 	}
 	return TeamObjects{
-		Namespace:    corev1ac.Namespace(ns).WithLabels(labels).WithAnnotations(nsAnnotations),
+		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithLabels(map[string]string{PodSecurityEnforceLabel: s.TeamPodSecurity()}).
+			WithAnnotations(nsAnnotations),
 		Flavors:      rfs,
 		ClusterQueue: cq,
 		Members:      MemberBinding(s, t),
@@ -157,6 +158,18 @@ func FlavorFor(instanceType string) *kueueac.ResourceFlavorApplyConfiguration {
 	return kueueac.ResourceFlavor(instanceType).
 		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
 		WithSpec(kueueac.ResourceFlavorSpec().WithNodeLabels(map[string]string{InstanceTypeLabel: instanceType}))
+}
+
+// SystemNamePrefix starts the users and groups Kubernetes itself
+// authenticates (system:unauthenticated, system:serviceaccounts,
+// system:serviceaccount:<ns>:<name>, its components): never team members.
+const SystemNamePrefix = "system:"
+
+// OwnsFlavor reports whether the console manages a ResourceFlavor. One it does
+// not (an install's own, shared with other tenants) is used as it is, never
+// written.
+func OwnsFlavor(rf *kueuev1beta2.ResourceFlavor) bool {
+	return rf.Labels[ManagedByLabel] == ManagedByValue
 }
 
 // TeamMemberRole is the ClusterRole the console binds team members to in

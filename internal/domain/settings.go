@@ -24,6 +24,29 @@ type Settings struct {
 	// StateNamespace is the console's own namespace, where it keeps revision
 	// histories; "" means DefaultStateNamespace.
 	StateNamespace string
+	// PodSecurity is the Pod Security level team namespaces enforce (see
+	// PodSecurityLevels); "" means DefaultPodSecurity.
+	PodSecurity string
+}
+
+// PodSecurityEnforceLabel is the Pod Security admission's label of the level
+// a namespace enforces.
+const PodSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+
+// DefaultPodSecurity is the level of team namespaces unless set otherwise:
+// members' Jobs run without host access or privileges.
+const DefaultPodSecurity = "baseline"
+
+// PodSecurityLevels are the levels a team namespace may enforce; never
+// "privileged", which would let members' pods take over their nodes.
+var PodSecurityLevels = []string{"baseline", "restricted"}
+
+// TeamPodSecurity is the Pod Security level of team namespaces.
+func (s Settings) TeamPodSecurity() string {
+	if s.PodSecurity == "" {
+		return DefaultPodSecurity
+	}
+	return s.PodSecurity
 }
 
 // DefaultStateNamespace is the console's own namespace unless set otherwise.

@@ -139,6 +139,30 @@ func TestBuildTeamGoldenCase(t *testing.T) {
 	}
 }
 
+// A team namespace enforces the console's Pod Security level, so members'
+// Jobs never run privileged whatever the cluster's default; its other labels
+// are the console's own.
+func TestTeamNamespaceEnforcesPodSecurity(t *testing.T) {
+	team := Team{Name: "nlp", Enabled: true, Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](8)}}}
+	for _, tc := range []struct {
+		level, want string
+	}{{"", "baseline"}, {"restricted", "restricted"}} {
+		s := DefaultSettings
+		s.PodSecurity = tc.level
+		objs, err := BuildTeam(s, team, LookupShape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{ManagedByLabel: ManagedByValue, TeamLabel: "nlp", PodSecurityEnforceLabel: tc.want}
+		if diff := cmp.Diff(want, objs.Namespace.Labels); diff != "" {
+			t.Errorf("level %q: namespace labels (-want +got):\n%s", tc.level, diff)
+		}
+		if _, ok := objs.LocalQueue.Labels[PodSecurityEnforceLabel]; ok {
+			t.Errorf("the LocalQueue carries the namespace's Pod Security label")
+		}
+	}
+}
+
 func TestBuildTeamLendingAndActivation(t *testing.T) {
 	base := Team{Name: "t", Enabled: true, Preemption: PreemptNever, BorrowLimitPercent: 50,
 		Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)}}}

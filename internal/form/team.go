@@ -304,6 +304,10 @@ func parseMembers(text, kind, field string, errs *Errors) []domain.Member {
 			errs.Add(field, fmt.Sprintf("%q is not a valid %s name (at most %d printable characters).", truncate(name, 40), strings.ToLower(kind), maxMemberName))
 			continue
 		}
+		if strings.HasPrefix(name, domain.SystemNamePrefix) {
+			errs.Add(field, fmt.Sprintf("%q is one of Kubernetes' own names (system:…), which stand for every user, every ServiceAccount or a cluster component; add people and their groups only.", truncate(name, 60)))
+			continue
+		}
 		out = append(out, domain.Member{Kind: kind, Name: name})
 	}
 	return out

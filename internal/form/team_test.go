@@ -73,6 +73,10 @@ func TestTeamFormErrors(t *testing.T) {
 		{"duplicate type", func(v url.Values) { v.Set("quota.1.instanceType", "ml.g6.12xlarge"); v.Set("quota.1.gpus", "1") }, "quota.1.instanceType", "already has a row"},
 		{"control character in member", func(v url.Values) { v.Set("users", "al\x00ice") }, "users", "not a valid user"},
 		{"invalid UTF-8 in member", func(v url.Values) { v.Set("users", "al\xffice") }, "users", "not a valid user"},
+		// Kubernetes' own groups and users: everyone, every ServiceAccount, a component.
+		{"system group as member", func(v url.Values) { v.Set("groups", "ml\nsystem:unauthenticated") }, "groups", "system:unauthenticated"},
+		{"every ServiceAccount as member", func(v url.Values) { v.Set("groups", "system:serviceaccounts") }, "groups", "Kubernetes' own"},
+		{"a ServiceAccount as member", func(v url.Values) { v.Set("users", "system:serviceaccount:kube-system:default") }, "users", "Kubernetes' own"},
 		{"invalid UTF-8 in description", func(v url.Values) { v.Set("description", "ok \xff\xfe bad") }, "description", "not valid UTF-8"},
 		{"no quota rows", func(v url.Values) { v.Del("quota.0.instanceType"); v.Del("quota.0.gpus"); v.Del("quota.0.vcpu") }, "quota", "at least one instance type"},
 		{"absurd instance count", func(v url.Values) { v.Del("quota.0.gpus"); v.Set("quota.0.count", "10001") }, "quota.0.count", "0 to 10000"},

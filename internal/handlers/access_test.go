@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
@@ -34,25 +35,33 @@ import (
 // proxy mode impersonates the user the proxy headers name; RBAC bindings
 // made here give that user the roles of deploy/rbac.
 
-var installRBAC sync.Once
+var (
+	installRBAC    sync.Once
+	installRBACErr error
+)
+
+// consoleRBAC installs deploy/rbac once per test binary.
+func consoleRBAC(t *testing.T) {
+	t.Helper()
+	installRBAC.Do(func() {
+		cfg, err := sandboxtest.Env(t).RESTConfig()
+		if err != nil {
+			installRBACErr = err
+			return
+		}
+		installRBACErr = rbac.Apply(context.Background(), cfg, "quota-console-tests")
+	})
+	if installRBACErr != nil {
+		t.Fatalf("installing deploy/rbac: %v", installRBACErr)
+	}
+}
 
 // bindUser binds a fresh user name "<prefix>-<random>" to a ClusterRole of
 // deploy/rbac (installed on first use) until the test ends; role "" binds
 // nothing.
 func bindUser(t *testing.T, kube kubernetes.Interface, prefix, role string) string {
 	t.Helper()
-	var err error
-	installRBAC.Do(func() {
-		cfg, cerr := sandboxtest.Env(t).RESTConfig()
-		if cerr != nil {
-			err = cerr
-			return
-		}
-		err = rbac.Apply(context.Background(), cfg, "quota-console-tests")
-	})
-	if err != nil {
-		t.Fatalf("installing deploy/rbac: %v", err)
-	}
+	consoleRBAC(t)
 	user := prefix + "-" + rand.String(5)
 	if role == "" {
 		return user
@@ -70,7 +79,7 @@ func bindUser(t *testing.T, kube kubernetes.Interface, prefix, role string) stri
 	})
 	// The binding takes a moment to reach the apiserver's authorizer; the
 	// console would remember a "no" for half a minute.
-	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			User: user, ResourceAttributes: &authzv1.ResourceAttributes{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues"}}}, metav1.CreateOptions{})
 		return err == nil && res.Status.Allowed, nil
@@ -84,10 +93,24 @@ func bindUser(t *testing.T, kube kubernetes.Interface, prefix, role string) stri
 const proxySecret = "test-proxy-secret-0123456789"
 
 // proxyConsole is a console on the sandbox in auth mode proxy, trusting
-// loopback and the shared secret.
+// loopback and the shared secret. As an installed console does, it asks about
+// its users and makes their changes with the ServiceAccount of deploy/rbac
+// (a token of the TokenRequest API): a change goes through when the user may
+// make it, with the console's own rights, within the admission policy. The
+// test's own clients (c.kube, c.kueue) are the sandbox admin's.
 func proxyConsole(t *testing.T) console {
 	t.Helper()
+	consoleRBAC(t)
 	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Applied again: other test binaries on the shared sandbox apply
+	// deploy/rbac too, and the console's rights are what this console tests.
+	if err := rbac.Apply(context.Background(), cfg, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
+	saCfg, err := rbac.AsConsole(context.Background(), cfg, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +118,10 @@ func proxyConsole(t *testing.T) console {
 	a := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
 		UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret),
 	}}
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
+	c := newConsoleWith(t, nil, func(d *handlers.Deps) {
+		d.Auth = a
+		d.Applier = cluster.Applier{Kube: kubernetes.NewForConfigOrDie(saCfg), Kueue: kueueclient.NewForConfigOrDie(saCfg)}
+	})
 	t.Cleanup(func() { cleanupTeams(c) })
 	return c
 }
@@ -215,13 +241,16 @@ func mustNotContain(t *testing.T, what, body string, unwanted ...string) {
 }
 
 // A viewer sees the pages with every form disabled and a note why; what they
-// post anyway is refused by Kubernetes and answered with 403 "You may not
-// change". An admin's changes, made as the admin (impersonation), go
-// through with the console's field manager.
+// post anyway is refused (the cluster says they may not) and answered with 403
+// "You may not change". An admin who holds quota-console-admin and nothing
+// else creates, edits, rolls back and deletes a team and saves and rolls back
+// the policy, all made by the console's ServiceAccount, within the admission
+// policy, with the console's field manager and the admin as the actor.
 func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 	c := proxyConsole(t)
 	ctx := context.Background()
-	admin := c.as(t, bindUser(t, c.kube, "admin", rbac.AdminRole), "platform")
+	adminName := bindUser(t, c.kube, "admin", rbac.AdminRole)
+	admin := c.as(t, adminName, "platform")
 	viewerName := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
 	viewer := c.as(t, viewerName, "ml")
 	nobody := c.as(t, bindUser(t, c.kube, "nobody", ""))
@@ -301,7 +330,8 @@ func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 	}
 	mustContain(t, "viewer's refused policy", body, "You may not change the cluster policy")
 
-	// The admin edits and deletes.
+	// The admin edits, rolls back and deletes; the objects carry the admin as
+	// the one who changed them, and the namespace its Pod Security level.
 	_, _ = admin.get("/teams/shared/edit")
 	edit := teamForm("shared", "6")
 	if code, _, body := admin.post("/teams/shared", edit); code != http.StatusSeeOther {
@@ -310,6 +340,49 @@ func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 	if nominal, _ := gpuQuota(c.clusterQueue(t, "shared")); nominal.Value() != 6 {
 		t.Errorf("admin's edit: nominal %s, want 6", &nominal)
 	}
+	if by := c.clusterQueue(t, "shared").Annotations[cluster.ChangedByAnnotation]; by != adminName {
+		t.Errorf("the edit was recorded as made by %q, want %q", by, adminName)
+	}
+	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, c.settings.Namespace("shared"), metav1.GetOptions{})
+	if err != nil || ns.Labels[domain.PodSecurityEnforceLabel] != domain.DefaultPodSecurity {
+		t.Errorf("the team namespace's Pod Security label: %v (%v)", ns.Labels, err)
+	}
+	_, _ = admin.get("/teams/shared/history")
+	if code, _, body := admin.post("/teams/shared/history/1/rollback", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("admin rollback: %d\n%s", code, body)
+	}
+	if nominal, _ := gpuQuota(c.clusterQueue(t, "shared")); nominal.Value() != 4 {
+		t.Errorf("admin's rollback: nominal %s, want 4", &nominal)
+	}
+
+	// The admin saves the policy twice and rolls it back.
+	classes := []string{"urgent-" + rand.String(4), "batch-" + rand.String(4)}
+	t.Cleanup(func() {
+		for _, n := range classes {
+			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), n, metav1.DeleteOptions{})
+		}
+	})
+	for _, policy := range []url.Values{
+		{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"}, "class.0.name": {classes[0]}, "class.0.weight": {"80"}},
+		{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"}, "class.0.name": {classes[1]}, "class.0.weight": {"20"}},
+	} {
+		_, _ = admin.get("/policy")
+		if code, location, body := admin.post("/policy", policy); code != http.StatusSeeOther {
+			t.Fatalf("admin policy save: %d %q\n%s", code, location, body)
+		}
+	}
+	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, classes[0], metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("priority class %s, dropped from the policy: %v", classes[0], err)
+	}
+	_, _ = admin.get("/policy/history")
+	if code, _, body := admin.post("/policy/history/1/rollback", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("admin policy rollback: %d\n%s", code, body)
+	}
+	wpc, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, classes[0], metav1.GetOptions{})
+	if err != nil || wpc.Value != 80 || wpc.Labels[domain.CohortLabel] != c.settings.Cohort {
+		t.Errorf("after the policy rollback, priority class %s: %+v (%v)", classes[0], wpc, err)
+	}
+
 	_, _ = admin.get("/teams/shared/delete")
 	if code, location, body := admin.post("/teams/shared/delete", url.Values{}); code != http.StatusSeeOther || location != "/teams?deleted=shared" {
 		t.Errorf("admin delete: %d %q\n%s", code, location, body)
@@ -497,7 +570,7 @@ func TestTokenSignInAgainstSandbox(t *testing.T) {
 	}
 	a := &auth.Authenticator{Mode: auth.ModeToken, Tokens: auth.KubeTokenReviewer{Client: kubernetes.NewForConfigOrDie(cfg)},
 		Sessions: auth.NewSessions(auth.RandomKeys(), auth.SessionTTL, nil)}
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
+	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth = a })
 	t.Cleanup(func() { cleanupTeams(c) })
 	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}
 

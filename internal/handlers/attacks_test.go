@@ -309,7 +309,7 @@ func TestTokenSessionEndsWithTheTokenAgainstSandbox(t *testing.T) {
 	keys := auth.RandomKeys()
 	a := &auth.Authenticator{Mode: auth.ModeToken, Keys: keys, Sessions: auth.NewSessions(keys, auth.SessionTTL, nil),
 		Tokens: auth.KubeTokenReviewer{Client: kube, Audiences: []string{"quota-console"}}}
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
+	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth = a })
 	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}
 	b.get(auth.SignInPath)
 	if code, _, body := b.post(auth.SignInPath, url.Values{"token": {token()}}); code != http.StatusUnauthorized {
@@ -372,7 +372,6 @@ func TestLiveStreamsAreCapped(t *testing.T) {
 		trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
 		d.Auth = &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{UserHeader: auth.DefaultUserHeader,
 			GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted}}
-		d.RESTConfig, _ = sandboxtest.Env(t).RESTConfig()
 		d.StreamLimits = handlers.StreamLimits{PerUser: 2, Total: 3}
 	})
 	viewer := bindUser(t, c.kube, "viewer", rbac.ViewerRole)

@@ -18,7 +18,6 @@ import (
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/taskhistory"
-	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // memberConsole is a console in proxy mode on the sandbox, reading history
@@ -27,10 +26,6 @@ import (
 func memberConsole(t *testing.T, st *taskhistory.Store, member string, teams ...string) *historyConsole {
 	t.Helper()
 	s := historySettings()
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
 	proxy := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
 		UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret)}}
@@ -38,7 +33,7 @@ func memberConsole(t *testing.T, st *taskhistory.Store, member string, teams ...
 	if st != nil {
 		history = storeFunc(st)
 	}
-	hc := startHistoryConsole(t, s, history, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = proxy, cfg })
+	hc := startHistoryConsole(t, s, history, nil, func(d *handlers.Deps) { d.Auth = proxy })
 	t.Cleanup(func() { cleanupTeams(hc.console) })
 	admin := hc.as(t, bindUser(t, hc.kube, "admin", rbac.AdminRole), "platform")
 	admin.get("/teams/new")

@@ -23,7 +23,6 @@ import (
 	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // auditConsole is a console on the sandbox whose teams are deleted when the
@@ -39,15 +38,11 @@ func auditConsole(t *testing.T, adjust func(*handlers.Deps)) console {
 // proxy's headers, writes impersonate them, forms need the CSRF token.
 func auditProxyConsole(t *testing.T) console {
 	t.Helper()
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
 	a := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
 		UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret),
 	}}
-	return auditConsole(t, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
+	return auditConsole(t, func(d *handlers.Deps) { d.Auth = a })
 }
 
 func (c console) get(t *testing.T, path string) (int, string) {

@@ -11,8 +11,9 @@ import (
 	"github.com/openquota/console/internal/cluster"
 )
 
-// Reading needs a right the cluster grants, asked as the user
-// (SelfSubjectAccessReviews, cached like the forms' checks):
+// Reading needs a right the cluster grants, asked about the user
+// (SubjectAccessReviews with their name, groups, UID and extras, cached like
+// the forms' checks):
 //   - platform viewers, who may list ClusterQueues, see everything;
 //   - a team member, who may list Workloads in the team's namespace, sees
 //     that team's pages and the cluster's totals;

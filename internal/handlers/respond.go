@@ -10,9 +10,9 @@ import (
 	"github.com/openquota/console/internal/write"
 )
 
-// identity is whom the request's changes and access checks are made as:
-// the signed-in user (by impersonation), or the console itself in auth
-// mode none. Handlers resolve it once per request.
+// identity is whom the request's changes and access checks are for: the
+// signed-in user, as the authenticator named them, or the console itself in
+// auth mode none. Handlers resolve it once per request.
 func (d Deps) identity(c echo.Context) cluster.Identity {
 	if !d.Auth.Impersonates() {
 		return cluster.Identity{}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/metrics"
 )
@@ -21,7 +19,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // bare is the console's HTTP server without a cluster: enough for what
 // happens before a page's handler runs.
 func bare(a *auth.Authenticator) http.Handler {
-	return atLoopback(New(Deps{Metrics: metrics.NewConsole(), Log: discard, Auth: a, RESTConfig: &rest.Config{Host: "http://127.0.0.1:1"}}))
+	return atLoopback(New(Deps{Metrics: metrics.NewConsole(), Log: discard, Auth: a}))
 }
 
 // atLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,

@@ -23,7 +23,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/rest"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/cluster"
@@ -52,12 +51,10 @@ type Deps struct {
 	KueueConfigMap cluster.ConfigMapRef
 	// Auth decides who each request comes from. nil is auth mode none: no
 	// sign-in, writes with the console's own identity (cmd/console allows
-	// it only on loopback addresses).
+	// it only on loopback addresses). In proxy and token mode the cluster is
+	// asked what the signed-in user may see and change (SubjectAccessReviews
+	// about them); the console makes the changes with its own identity.
 	Auth *auth.Authenticator
-	// RESTConfig is the console's own client configuration. In proxy and
-	// token mode every write and permission check goes through a copy of it
-	// that impersonates the signed-in user; it is required then.
-	RESTConfig *rest.Config
 
 	// History is the task history store, or why there is none (off, or
 	// unreachable); nil: off.
@@ -71,8 +68,8 @@ type Deps struct {
 	// DefaultExportLimits.
 	ExportLimits ExportLimits
 
-	// Made by New: the write path, the users' permissions (asked as them and
-	// remembered), the open live update streams.
+	// Made by New: the write path, the users' permissions (asked about them
+	// and remembered), the open live update streams.
 	writes   write.Service
 	access   *cluster.Access
 	streams  *streamGate
@@ -121,15 +118,11 @@ var DefaultKueueConfigMap = cluster.ConfigMapRef{Namespace: "kueue-system", Name
 // page needs a user (d.Auth); every state-changing request must pass the
 // CSRF check.
 func New(d Deps) *echo.Echo {
-	if d.Auth.Impersonates() && d.RESTConfig == nil {
-		panic("handlers.New: Deps.RESTConfig is required in auth mode " + string(d.Auth.ModeOf()))
-	}
 	if d.Auth == nil {
 		d.Auth = &auth.Authenticator{Mode: auth.ModeNone}
 	}
-	clients := cluster.Clients{Kube: d.Applier.Kube, Kueue: d.Applier.Kueue, Config: d.RESTConfig}
-	d.access = cluster.NewAccessFor(clients)
-	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Clients: clients, Log: d.Log}
+	d.access = cluster.NewAccess(d.Applier.Kube)
+	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Access: d.access, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
 	d.exports, d.summaries = newExportGate(d.ExportLimits), make(chan struct{}, summaryConcurrency)
 	d.historyWarnings = &warnings{}

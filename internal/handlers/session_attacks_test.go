@@ -35,7 +35,7 @@ func tokenConsole(t *testing.T, ttl time.Duration) (console, *browser) {
 	keys := auth.RandomKeys()
 	a := &auth.Authenticator{Mode: auth.ModeToken, Keys: keys, Sessions: auth.NewSessions(keys, ttl, nil),
 		Tokens: auth.KubeTokenReviewer{Client: kubernetes.NewForConfigOrDie(cfg)}}
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth, d.RESTConfig = a, cfg })
+	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth = a })
 	t.Cleanup(func() { cleanupTeams(c) })
 	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}
 	b.get(auth.SignInPath)

@@ -660,15 +660,11 @@ func waitAllowed(t *testing.T, kube kubernetes.Interface, user, namespace string
 func TestPreemptionHistoryPage(t *testing.T) {
 	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
 		s := historySettings()
-		cfg, err := sandboxtest.Env(t).RESTConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
 		trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
 		proxy := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
 			UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret)}}
 		st := hs.open(t)
-		hc := startHistoryConsole(t, s, storeFunc(st), st, func(d *handlers.Deps) { d.Auth, d.RESTConfig = proxy, cfg })
+		hc := startHistoryConsole(t, s, storeFunc(st), st, func(d *handlers.Deps) { d.Auth = proxy })
 		t.Cleanup(func() { cleanupTeams(hc.console) })
 
 		id := rand.String(4)

@@ -57,7 +57,9 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	}
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
+	// admin-scope.yaml allows quota-console-admin (and the console's
+	// ServiceAccount) hyperpod-ns- namespaces and cohorts named after shared-pool only.
+	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: domain.DefaultSettings.Cohort + "-" + id}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

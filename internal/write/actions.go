@@ -19,7 +19,10 @@ func (s Service) DeleteTeam(ctx context.Context, who cluster.Identity, team stri
 		return notFound("There is no team %q managed by this console.", team)
 	}
 	return s.run(ctx, who, change{
-		what:   "team " + team,
+		what: "team " + team,
+		writes: func(context.Context, cluster.Applier) ([]cluster.Permission, error) {
+			return cluster.DeleteTeamWrites(s.Settings, team), nil
+		},
 		dryRun: func(ctx context.Context, a cluster.Applier) error { return a.CheckDeleteTeam(ctx, s.Settings, team) },
 		apply:  func(ctx context.Context, a cluster.Applier) error { return a.DeleteTeam(ctx, s.Settings, team) },
 		shows: func() bool {
@@ -229,6 +232,9 @@ func (s Service) applyPolicy(ctx context.Context, who cluster.Identity, p domain
 				return rejected(problem + msg)
 			}
 			return Outcome{}
+		},
+		writes: func(ctx context.Context, a cluster.Applier) ([]cluster.Permission, error) {
+			return a.PolicyWrites(ctx, s.Settings, p)
 		},
 		dryRun: func(ctx context.Context, a cluster.Applier) error { return a.CheckPolicy(ctx, s.Settings, p) },
 		apply:  func(ctx context.Context, a cluster.Applier) error { return a.ApplyPolicy(ctx, s.Settings, p) },

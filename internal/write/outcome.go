@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/form"
 )
@@ -77,9 +78,36 @@ type Loaded struct {
 	Allocation      domain.Team
 }
 
+// consoleAccount is who makes every request of a change: the console's own
+// identity (its ServiceAccount in a cluster).
+const consoleAccount = "the console's own account"
+
+// notAllowed is the answer to a change the cluster does not allow the user:
+// what they may not do, request by request.
+func notAllowed(user, what string, denied []cluster.Permission) Outcome {
+	missing := make([]string, len(denied))
+	for i, p := range denied {
+		missing[i] = p.String()
+	}
+	return Outcome{Kind: Forbidden, Message: fmt.Sprintf("You may not change %s: your account %s is not allowed to make this change in the cluster, so nothing was changed. "+
+		"Ask a platform admin for the quota-console-admin role. The cluster does not allow you to %s.", what, user, strings.Join(missing, "; "))}
+}
+
+// failedForUser is failed for a change the signed-in user was allowed to
+// make: a refusal by RBAC is then one of the console's own account, whose
+// roles are missing, not the user's.
+func failedForUser(err error, what string) Outcome {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && apierrors.IsForbidden(err) && !isWebhookDenial(status.Status().Message) && !isPolicyDenial(status.Status().Message) {
+		return Outcome{Kind: Forbidden, Message: fmt.Sprintf("The console may not change %s: its own account is not allowed to make this change in the cluster, so nothing was changed. "+
+			"Ask a cluster admin to apply the console's RBAC (deploy/rbac, or its Helm chart). The cluster said: %s.", what, status.Status().Message)}
+	}
+	return failed(err, consoleAccount, what)
+}
+
 // failed turns an error of the cluster into an Outcome, in words: who may
-// not do what, what Kueue refused, or that the cluster did not answer. The
-// raw error goes to the log only.
+// not do what, what Kueue or the admission policy refused, or that the
+// cluster did not answer. The raw error goes to the log only.
 func failed(err error, who, what string) Outcome {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
@@ -90,9 +118,9 @@ func failed(err error, who, what string) Outcome {
 	case isWebhookDenial(s.Message):
 		// Kueue's validating webhooks answer 403 too: a refusal of the values, not of the user.
 		return rejected("Kueue refused this allocation, so nothing was changed: " + s.Message + ".")
-	case apierrors.IsForbidden(err) && strings.Contains(s.Message, "cannot impersonate"):
-		return Outcome{Kind: Forbidden, Message: "The console is not allowed to act on your behalf (Kubernetes impersonation), so nothing was changed. " +
-			"Ask a cluster admin to apply the console's RBAC from deploy/rbac. The cluster said: " + s.Message + "."}
+	case isPolicyDenial(s.Message):
+		// The admission policy of deploy/rbac: the console changes only what it manages.
+		return rejected("The cluster's admission policy refused this change, so nothing was changed: " + s.Message + ".")
 	case apierrors.IsForbidden(err):
 		return Outcome{Kind: Forbidden, Message: fmt.Sprintf("You may not change %s: %s is not allowed to make this change in the cluster, so nothing was changed. "+
 			"Ask a platform admin for the quota-console-admin role. The cluster said: %s.", what, who, s.Message)}
@@ -123,6 +151,12 @@ func failed(err error, who, what string) Outcome {
 		return Outcome{Kind: Unavailable, Message: "The cluster could not be reached properly (it answered " + s.Message + "), so nothing was changed. Try again in a moment."}
 	}
 	return rejected(fmt.Sprintf("The cluster refused the change: %s.", s.Message))
+}
+
+// isPolicyDenial tells a ValidatingAdmissionPolicy's refusal (403 as well)
+// from a refusal by RBAC.
+func isPolicyDenial(message string) bool {
+	return strings.Contains(message, "ValidatingAdmissionPolicy") && strings.Contains(message, "denied request")
 }
 
 // isWebhookDenial tells an admission webhook's refusal (which Kubernetes also

@@ -6,10 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/openquota/console/internal/cluster"
 )
 
 func TestFailedSaysWhyInWords(t *testing.T) {
@@ -47,12 +50,39 @@ func TestFailedTellsWhoMayNot(t *testing.T) {
 	if o.Kind != Forbidden || !strings.HasPrefix(o.Message, "You may not change team x: your account bob is not allowed") || !strings.Contains(o.Message, "cannot patch") {
 		t.Errorf("%v %q", o.Kind, o.Message)
 	}
-	impersonation := apierrors.NewForbidden(schema.GroupResource{Resource: "users"}, "bob",
-		errors.New(`User "system:serviceaccount:quota-console:quota-console" cannot impersonate resource "users"`))
-	if o := failed(impersonation, "your account bob", "team x"); o.Kind != Forbidden || !strings.Contains(o.Message, "The console is not allowed to act on your behalf") {
-		t.Errorf("impersonation refused: %v %q", o.Kind, o.Message)
+	console := apierrors.NewForbidden(cq, "x", errors.New(`User "system:serviceaccount:quota-console:quota-console" cannot patch resource "clusterqueues"`))
+	// In auth mode none the console's account is the user's: "You may not".
+	if o := failed(console, consoleAccount, "team x"); o.Kind != Forbidden || !strings.HasPrefix(o.Message, "You may not change team x: the console's own account") {
+		t.Errorf("the console's account refused, auth mode none: %v %q", o.Kind, o.Message)
+	}
+	// After a signed-in user was allowed, the console's own request refused
+	// by RBAC: its ServiceAccount lacks the console's roles.
+	if o := failedForUser(console, "team x"); o.Kind != Forbidden || !strings.Contains(o.Message, "The console may not change team x") ||
+		!strings.Contains(o.Message, "apply the console's RBAC") {
+		t.Errorf("the console's account refused: %v %q", o.Kind, o.Message)
+	}
+	// Refused by the admission policy: the values, not the user.
+	policy := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+		Message: `resourceflavors.kueue.x-k8s.io "ml.p5.48xlarge" is forbidden: ValidatingAdmissionPolicy 'quota-console-admin-scope' with binding 'quota-console-admin-scope' denied request: quota-console-admin may change only Kueue objects the console manages`}}
+	if o := failedForUser(policy, "team x"); o.Kind != Rejected || !strings.Contains(o.Message, "admission policy refused") ||
+		!strings.Contains(o.Message, "only Kueue objects the console manages") {
+		t.Errorf("refused by the admission policy: %v %q", o.Kind, o.Message)
 	}
 	if o := failed(errors.New("forbidden"), "your account bob", "team x"); o.Kind == Forbidden {
 		t.Error("a plain error taken for a Forbidden status")
+	}
+}
+
+func TestNotAllowedNamesEveryMissingRight(t *testing.T) {
+	o := notAllowed("bob", "team x", []cluster.Permission{
+		{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", Name: "hyperpod-ns-x-clusterqueue"},
+		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: "hyperpod-ns-x", Name: "quota-console-team-member"},
+	})
+	want := "You may not change team x: your account bob is not allowed to make this change in the cluster, so nothing was changed. " +
+		"Ask a platform admin for the quota-console-admin role. The cluster does not allow you to " +
+		"patch clusterqueues.kueue.x-k8s.io hyperpod-ns-x-clusterqueue; " +
+		"create rolebindings.rbac.authorization.k8s.io quota-console-team-member in namespace hyperpod-ns-x."
+	if diff := cmp.Diff(want, o.Message); diff != "" || o.Kind != Forbidden {
+		t.Errorf("kind %v, message (-want +got):\n%s", o.Kind, diff)
 	}
 }

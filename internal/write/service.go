@@ -2,9 +2,13 @@
 // calls a Service method, which runs the same steps in the same order:
 //
 //	validate (the form's validation, also for a revision or adopted edits)
+//	→ authorize (SubjectAccessReviews: may the signed-in user make each
+//	  request of the change? Kubernetes RBAC decides)
 //	→ conflict check (has someone else changed it since the form was loaded?)
-//	→ dry run (Kueue's webhooks judge the objects before anything is written)
-//	→ apply as the signed-in user (Kubernetes RBAC decides)
+//	→ dry run (Kueue's webhooks and the admission policy judge the objects
+//	  before anything is written)
+//	→ apply with the console's own identity, which holds only what the
+//	  console writes and which the admission policy confines to what it manages
 //	→ revision and Event (recorded by the console itself, see cluster.Applier)
 //	→ wait until the console's own read model shows the change,
 //
@@ -16,6 +20,7 @@ package write
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,10 +36,10 @@ type Service struct {
 	Settings domain.Settings
 	Cache    *cluster.Cache
 	Live     *cluster.Live
-	// Applier is the console's own; the Service acts as each user through
-	// Clients (impersonation).
+	// Applier writes with the console's own identity, after Access has
+	// answered that the user may make every request of the change.
 	Applier cluster.Applier
-	Clients cluster.Clients
+	Access  *cluster.Access
 	Log     *slog.Logger
 	// Patience is how long a change waits for the read model (default 3 s);
 	// a slower cluster still gets the change, the next page just shows it
@@ -52,6 +57,9 @@ type change struct {
 	what string
 	// validate is the first step; a non-Saved Outcome stops the change.
 	validate func() Outcome
+	// writes are the requests apply will make, which the user must be
+	// allowed to make themselves.
+	writes func(ctx context.Context, a cluster.Applier) ([]cluster.Permission, error)
 	// conflict checks concurrent changes with a's reads; it may pin the
 	// apply to the version it checked.
 	conflict func(ctx context.Context, a cluster.Applier) Outcome
@@ -70,10 +78,9 @@ func (s Service) run(ctx context.Context, who cluster.Identity, ch change) Outco
 			return o
 		}
 	}
-	a, err := s.Clients.Applier(s.Applier, who)
-	if err != nil {
-		s.Log.Error("acting as the user", "user", who.Name, "err", err)
-		return Outcome{Kind: Unavailable, Message: "The console cannot act on your behalf right now, so nothing was changed."}
+	a := s.Applier
+	if o := s.authorize(ctx, a, who, ch); o.Kind != Saved {
+		return o
 	}
 	ctx = cluster.WithActor(ctx, who.Name)
 	for attempt := 1; ; attempt++ {
@@ -89,7 +96,10 @@ func (s Service) run(ctx context.Context, who cluster.Identity, ch change) Outco
 		if err == nil {
 			break
 		}
-		o := failed(err, whoWords(who), ch.what)
+		o := failed(err, consoleAccount, ch.what)
+		if who.Name != "" {
+			o = failedForUser(err, ch.what)
+		}
 		if o.Kind == Conflict && ch.conflict != nil && attempt < maxConflictRetries {
 			continue // the object moved (Kueue's status, or another admin): check again
 		}
@@ -121,11 +131,31 @@ func (s Service) waitFor(ctx context.Context, shows func() bool) {
 	})
 }
 
-func whoWords(who cluster.Identity) string {
+// authorize asks the cluster whether the user may make every request of the
+// change; the console makes them only then. The console itself (auth mode
+// none, on loopback) asks nobody: the cluster judges its own requests.
+func (s Service) authorize(ctx context.Context, a cluster.Applier, who cluster.Identity, ch change) Outcome {
 	if who.Name == "" {
-		return "the console's own account"
+		return Outcome{}
 	}
-	return "your account " + who.Name
+	if ch.writes == nil || s.Access == nil {
+		s.Log.Error("a change without its permissions", "what", ch.what, "user", who.Name)
+		return Outcome{Kind: Unavailable, Message: "The console could not check whether you may make this change, so nothing was changed."}
+	}
+	perms, err := ch.writes(ctx, a)
+	if err != nil {
+		return failedForUser(err, ch.what)
+	}
+	denied, err := s.Access.Authorize(ctx, who, perms)
+	if err != nil {
+		s.Log.Info("change not checked", "what", ch.what, "user", who.Name, "err", err)
+		return Outcome{Kind: Unavailable, Message: "The cluster could not say whether you may make this change, so nothing was changed. Try again in a moment."}
+	}
+	if len(denied) > 0 {
+		s.Log.Info("change not allowed", "what", ch.what, "user", who.Name, "denied", fmt.Sprint(denied))
+		return notAllowed(who.Name, ch.what, denied)
+	}
+	return Outcome{}
 }
 
 // TeamSave is a team form as posted.
@@ -199,6 +229,12 @@ func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done st
 			return buildErr
 		}
 		return a.CheckTeam(ctx, objs)
+	}
+	tr.writes = func(ctx context.Context, a cluster.Applier) ([]cluster.Permission, error) {
+		if buildErr != nil {
+			return nil, buildErr
+		}
+		return a.TeamWrites(ctx, objs)
 	}
 	tr.apply = func(ctx context.Context, a cluster.Applier) error { return a.ApplyTeam(ctx, objs) }
 	tr.shows = func() bool {

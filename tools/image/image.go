@@ -36,10 +36,14 @@ const (
 
 // Spec is what goes into the console's image. Everything that could differ
 // between two builds of one commit is fixed here, so the digest depends only
-// on these fields and the binary's bytes.
+// on these fields and the bytes of the binary and the CA bundle.
 type Spec struct {
-	Binary   string    // the static console binary
-	Path     string    // its path in the image, e.g. /quota-console
+	Binary string // the static console binary
+	Path   string // its path in the image, e.g. /quota-console
+	// CABundle is the PEM bundle of the certificate authorities the console
+	// trusts (Debian's ca-certificates: /etc/ssl/certs/ca-certificates.crt),
+	// copied to CABundlePath.
+	CABundle string
 	Title    string    // org.opencontainers.image.title
 	Version  string    // git describe
 	Revision string    // commit hash
@@ -51,7 +55,7 @@ type Spec struct {
 func (s Spec) check() error {
 	var missing []string
 	for _, f := range []struct{ name, value string }{
-		{"binary", s.Binary}, {"path", s.Path}, {"title", s.Title}, {"version", s.Version},
+		{"binary", s.Binary}, {"path", s.Path}, {"ca-bundle", s.CABundle}, {"title", s.Title}, {"version", s.Version},
 		{"revision", s.Revision}, {"source", s.Source}, {"arch", s.Arch},
 	} {
 		if f.value == "" {
@@ -78,8 +82,13 @@ func (s Spec) Labels() map[string]string {
 	}
 }
 
-// Build makes the image: one layer holding only the binary, on an empty base
-// (no shell, no libc, no package manager).
+// CABundlePath is where the image keeps the CA bundle: the first file Go's
+// crypto/x509 reads on Linux (and OpenSSL's default), so TLS to PostgreSQL
+// (sslmode=verify-full), Prometheus or an apiserver verifies with it.
+const CABundlePath = "/etc/ssl/certs/ca-certificates.crt"
+
+// Build makes the image: one layer holding only the binary and the CA
+// bundle, on an empty base (no shell, no libc, no package manager).
 func Build(s Spec) (v1.Image, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -88,8 +97,17 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	bundle, err := os.ReadFile(s.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(bundle, []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, fmt.Errorf("ca-bundle %s holds no PEM certificate", s.CABundle)
+	}
 	created := s.Created.UTC().Truncate(time.Second)
-	layerTar, err := singleFileTar(strings.TrimPrefix(s.Path, "/"), bin, created)
+	layerTar, err := layerOf(created,
+		layerFile{name: strings.TrimPrefix(CABundlePath, "/"), data: bundle, mode: 0o644},
+		layerFile{name: strings.TrimPrefix(s.Path, "/"), data: bin, mode: 0o755})
 	if err != nil {
 		return nil, err
 	}
@@ -128,20 +146,42 @@ func Build(s Spec) (v1.Image, error) {
 	return mutate.Annotations(img, s.Labels()).(v1.Image), nil
 }
 
-// singleFileTar is a layer with one root-owned, read-only-for-others file:
-// fixed owner, mode and time, and no folder entries or extended headers that
-// would carry the build machine's details.
-func singleFileTar(name string, data []byte, mtime time.Time) ([]byte, error) {
+// layerFile is a root-owned file of the layer.
+type layerFile struct {
+	name string // without the leading /
+	data []byte
+	mode int64
+}
+
+// layerOf is a layer with the given files, in name order, each preceded by
+// its folders: root-owned, fixed modes and time, and no extended headers
+// that would carry the build machine's details.
+func layerOf(mtime time.Time, files ...layerFile) ([]byte, error) {
+	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{
-		Typeflag: tar.TypeReg, Name: name, Size: int64(len(data)), Mode: 0o755,
-		ModTime: mtime, Format: tar.FormatUSTAR,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, err
+	folders := map[string]bool{}
+	for _, f := range files {
+		parts := strings.Split(f.name, "/")
+		for i := 1; i < len(parts); i++ {
+			dir := strings.Join(parts[:i], "/") + "/"
+			if folders[dir] {
+				continue
+			}
+			folders[dir] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: mtime, Format: tar.FormatUSTAR}); err != nil {
+				return nil, err
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{
+			Typeflag: tar.TypeReg, Name: f.name, Size: int64(len(f.data)), Mode: f.mode,
+			ModTime: mtime, Format: tar.FormatUSTAR,
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

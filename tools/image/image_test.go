@@ -29,16 +29,24 @@ import (
 
 var commitTime = time.Date(2026, 7, 1, 12, 30, 45, 0, time.UTC)
 
-// testSpec builds an image of a stand-in binary; the image builder does not
-// care what the bytes are.
+// testCABundle stands in for Debian's bundle: the builder only checks that it
+// holds PEM certificates.
+const testCABundle = "-----BEGIN CERTIFICATE-----\nMIIBstand-in\n-----END CERTIFICATE-----\n"
+
+// testSpec builds an image of a stand-in binary and CA bundle; the image
+// builder does not care what the bytes are.
 func testSpec(t *testing.T) Spec {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "console")
+	dir := t.TempDir()
+	bin, bundle := filepath.Join(dir, "console"), filepath.Join(dir, "ca-certificates.crt")
 	if err := os.WriteFile(bin, []byte("\x7fELF stand-in console binary"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(bundle, []byte(testCABundle), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return Spec{
-		Binary: bin, Path: "/quota-console", Title: "quota-console", Version: "v1.2.0-3-gabc1234",
+		Binary: bin, Path: "/quota-console", CABundle: bundle, Title: "quota-console", Version: "v1.2.0-3-gabc1234",
 		Revision: "abc1234abc1234abc1234abc1234abc1234abc12", Source: "https://example.com/quota-console",
 		Created: commitTime, Arch: "amd64",
 	}
@@ -92,8 +100,9 @@ func TestImageConfigAndManifest(t *testing.T) {
 	}
 }
 
-// The layer holds the binary and nothing else, with fixed owner, mode and time.
-func TestLayerHoldsOnlyTheBinary(t *testing.T) {
+// The layer holds the binary and the CA bundle (with its folders) and nothing
+// else, with fixed owner, mode and time.
+func TestLayerHoldsOnlyTheBinaryAndTheCABundle(t *testing.T) {
 	s := testSpec(t)
 	img, err := Build(s)
 	if err != nil {
@@ -133,7 +142,13 @@ func TestLayerHoldsOnlyTheBinary(t *testing.T) {
 		got = append(got, entry{h.Name, h.Mode, h.Uid, h.Gid, h.Uname, h.ModTime.UTC(), h.PAXRecords, string(content)})
 	}
 	bin, _ := os.ReadFile(s.Binary)
-	want := []entry{{Name: "quota-console", Mode: 0o755, ModTime: commitTime, Content: string(bin)}}
+	want := []entry{
+		{Name: "etc/", Mode: 0o755, ModTime: commitTime},
+		{Name: "etc/ssl/", Mode: 0o755, ModTime: commitTime},
+		{Name: "etc/ssl/certs/", Mode: 0o755, ModTime: commitTime},
+		{Name: "etc/ssl/certs/ca-certificates.crt", Mode: 0o644, ModTime: commitTime, Content: testCABundle},
+		{Name: "quota-console", Mode: 0o755, ModTime: commitTime, Content: string(bin)},
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layer entries (-want +got):\n%s", diff)
 	}
@@ -160,7 +175,11 @@ func TestDigestDependsOnlyOnInputs(t *testing.T) {
 	if err := os.WriteFile(otherBinary.Binary, []byte("another binary"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	changes := map[string]Spec{"binary": otherBinary}
+	otherBundle := testSpec(t)
+	if err := os.WriteFile(otherBundle.CABundle, []byte(testCABundle+testCABundle), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string]Spec{"binary": otherBinary, "CA bundle": otherBundle}
 	for field, change := range map[string]func(*Spec){
 		"version":  func(s *Spec) { s.Version = "v1.3.0" },
 		"revision": func(s *Spec) { s.Revision = "def567" },
@@ -192,6 +211,8 @@ func TestBuildRejectsIncompleteSpecs(t *testing.T) {
 		{"no revision or source", func(s *Spec) { s.Revision, s.Source = "", "" }, "missing revision, source"},
 		{"nested path", func(s *Spec) { s.Path = "/usr/bin/quota-console" }, "want a file in the root folder"},
 		{"missing binary", func(s *Spec) { s.Binary = "/nonexistent/console" }, "no such file"},
+		{"no CA bundle", func(s *Spec) { s.CABundle = "" }, "missing ca-bundle"},
+		{"CA bundle without certificates", func(s *Spec) { s.CABundle = s.Binary }, "holds no PEM certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testSpec(t)
@@ -212,7 +233,7 @@ func TestBuildCommandOutputsAreReproducible(t *testing.T) {
 	for range 2 {
 		out := t.TempDir()
 		var stdout bytes.Buffer
-		err := run(context.Background(), []string{"build", "-binary", s.Binary, "-out", out, "-version", s.Version,
+		err := run(context.Background(), []string{"build", "-binary", s.Binary, "-ca-bundle", s.CABundle, "-out", out, "-version", s.Version,
 			"-revision", s.Revision, "-source", s.Source, "-created", "1782909045", "-arch", "amd64"}, &stdout)
 		if err != nil {
 			t.Fatal(err)

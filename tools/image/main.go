@@ -1,7 +1,7 @@
 // Command image builds the console's OCI image without a container engine,
 // and pushes it. `make image` and `make image-push` run it:
 //
-//	image build -binary bin/image/quota-console -out bin/image -version v1.2.0 -revision <sha> -created <unix> -source <url>
+//	image build -binary bin/image/quota-console -ca-bundle /etc/ssl/certs/ca-certificates.crt -out bin/image -version v1.2.0 -revision <sha> -created <unix> -source <url>
 //	image push -layout bin/image/oci -to registry.example.com/quota-console
 //
 // build writes an OCI layout (<out>/oci), an OCI archive of it for
@@ -61,6 +61,7 @@ func build(args []string, stdout io.Writer) error {
 	created := fs.String("created", "", "image creation time, Unix seconds (the commit time, so that rebuilds are identical)")
 	fs.StringVar(&s.Binary, "binary", "", "the static console binary")
 	fs.StringVar(&s.Path, "path", "/quota-console", "the binary's path in the image (the entrypoint)")
+	fs.StringVar(&s.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of the certificate authorities to trust (Debian's ca-certificates), copied to "+CABundlePath)
 	fs.StringVar(&s.Title, "title", "quota-console", "image title and name")
 	fs.StringVar(&s.Version, "version", "", "version (git describe)")
 	fs.StringVar(&s.Revision, "revision", "", "revision (commit hash)")

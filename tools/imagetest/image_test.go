@@ -1,7 +1,8 @@
 // Package imagetest tests the console's container image as `make image`
-// builds it: what is in it (read with the standard library alone, not with the
-// builder's own library), that the binary in it runs, that one commit gives
-// one digest, and that podman runs it against the test sandbox.
+// builds it: what is in it, the binary and the CA bundle (read with the
+// standard library alone, not with the builder's own library), that the
+// binary in it runs, that one commit gives one digest, and that podman runs
+// it against the test sandbox.
 package imagetest
 
 import (
@@ -9,9 +10,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"crypto/x509"
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -221,6 +224,28 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// file is the content of a regular file of the image's layer; nil when
+// there is none of that name.
+func (img *image) file(t *testing.T, name string) []byte {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(img.layer(t)))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == name && h.Typeflag == tar.TypeReg {
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+	}
+}
+
 type file struct {
 	Name     string
 	Type     byte
@@ -229,8 +254,8 @@ type file struct {
 	ModTime  time.Time
 }
 
-// layerFiles lists the only layer's entries and returns the binary's bytes.
-func (img *image) layerFiles(t *testing.T) ([]file, []byte) {
+// layer is the only layer, uncompressed, checked against its diff id.
+func (img *image) layer(t *testing.T) []byte {
 	t.Helper()
 	if len(img.manifest.Layers) != 1 || len(img.config.RootFS.DiffIDs) != 1 {
 		t.Fatalf("%d layers, %d diff ids: want one", len(img.manifest.Layers), len(img.config.RootFS.DiffIDs))
@@ -250,6 +275,13 @@ func (img *image) layerFiles(t *testing.T) ([]file, []byte) {
 	if got := "sha256:" + sha256Hex(layer); got != img.config.RootFS.DiffIDs[0] {
 		t.Errorf("layer diff id %s, config says %s", got, img.config.RootFS.DiffIDs[0])
 	}
+	return layer
+}
+
+// layerFiles lists the only layer's entries and returns the binary's bytes.
+func (img *image) layerFiles(t *testing.T) ([]file, []byte) {
+	t.Helper()
+	layer := img.layer(t)
 	var files []file
 	var binary []byte
 	tr := tar.NewReader(bytes.NewReader(layer))
@@ -302,12 +334,18 @@ func TestImageConfig(t *testing.T) {
 	}
 }
 
-// The image holds the binary and nothing else: no shell, no busybox, no
-// folders, owned by root and read-only for the user it runs as.
-func TestImageHoldsOnlyTheBinary(t *testing.T) {
+// The image holds the binary and the CA bundle and nothing else: no shell, no
+// busybox, owned by root and read-only for the user it runs as.
+func TestImageHoldsOnlyTheBinaryAndTheCABundle(t *testing.T) {
 	img, c := builtImage(t)
 	files, binary := img.layerFiles(t)
-	want := []file{{Name: "quota-console", Type: tar.TypeReg, Mode: 0o755, ModTime: c.time}}
+	want := []file{
+		{Name: "etc/", Type: tar.TypeDir, Mode: 0o755, ModTime: c.time},
+		{Name: "etc/ssl/", Type: tar.TypeDir, Mode: 0o755, ModTime: c.time},
+		{Name: "etc/ssl/certs/", Type: tar.TypeDir, Mode: 0o755, ModTime: c.time},
+		{Name: "etc/ssl/certs/ca-certificates.crt", Type: tar.TypeReg, Mode: 0o644, ModTime: c.time},
+		{Name: "quota-console", Type: tar.TypeReg, Mode: 0o755, ModTime: c.time},
+	}
 	if diff := cmp.Diff(want, files); diff != "" {
 		t.Errorf("files in the image (-want +got):\n%s", diff)
 	}
@@ -328,6 +366,38 @@ func TestImageHoldsOnlyTheBinary(t *testing.T) {
 	}
 	if exe.Section(".debug_info") != nil || exe.Section(".symtab") != nil {
 		t.Error("the binary has debug information or a symbol table (want -s -w)")
+	}
+}
+
+// The image trusts the public certificate authorities: the console verifies
+// the TLS certificates of PostgreSQL (sslmode=verify-full), Prometheus and
+// an apiserver outside the cluster with the bundle Go reads first,
+// /etc/ssl/certs/ca-certificates.crt, the build machine's Debian bundle.
+func TestImageTrustsPublicCertificateAuthorities(t *testing.T) {
+	img, _ := builtImage(t)
+	bundle := img.file(t, "etc/ssl/certs/ca-certificates.crt")
+	if bundle == nil {
+		t.Fatal("the image has no /etc/ssl/certs/ca-certificates.crt")
+	}
+	want, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bundle, want) {
+		t.Errorf("the image's CA bundle (%d bytes) is not the build machine's (%d bytes)", len(bundle), len(want))
+	}
+	n := 0
+	for rest := bundle; ; n++ {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			t.Errorf("certificate %d of the bundle: %v", n+1, err)
+		}
+	}
+	if n < 50 {
+		t.Errorf("the bundle holds %d certificates, want the public authorities (over 100 in Debian's)", n)
 	}
 }
 

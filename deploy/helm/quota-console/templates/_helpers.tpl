@@ -100,6 +100,7 @@ when their value is set, so the defaults run with today's console.
 {{- with .Values.cohort }}
 - {{ printf "--cohort=%s" . | quote }}
 {{- end }}
+- {{ printf "--team-pod-security=%s" .Values.teamNamespaces.podSecurity | quote }}
 {{- if eq .Values.auth.mode "proxy" }}
 - {{ printf "--auth-proxy-user-header=%s" .Values.auth.proxy.userHeader | quote }}
 - {{ printf "--auth-proxy-groups-header=%s" .Values.auth.proxy.groupsHeader | quote }}
@@ -114,7 +115,7 @@ when their value is set, so the defaults run with today's console.
 {{- with (include "quota-console.trustedProxies" . | fromJsonArray) }}
 - {{ printf "--trusted-proxy-cidrs=%s" (join "," .) | quote }}
 {{- end }}
-{{- if .Values.secureCookies }}
+{{- if or .Values.secureCookies (and .Values.ingress.enabled .Values.ingress.tls) }}
 - "--secure-cookies"
 {{- end }}
 {{- if .Values.sessionKey.enabled }}
@@ -150,8 +151,5 @@ when their value is set, so the defaults run with today's console.
 {{- end }}
 {{- if and (eq .Values.history.store "postgres") (not .Values.history.postgres.existingSecret) }}
 {{- fail "history.store postgres needs history.postgres.existingSecret, a Secret with the DSN" }}
-{{- end }}
-{{- if and (eq .Values.history.store "sqlite") .Values.history.sqlite.persistence.enabled (gt (int .Values.replicas) 1) (not (has "ReadWriteMany" .Values.history.sqlite.persistence.accessModes)) }}
-{{- fail "history.sqlite.persistence with more than one replica needs a ReadWriteMany volume (or use history.store postgres)" }}
 {{- end }}
 {{- end }}
