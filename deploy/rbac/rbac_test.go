@@ -154,7 +154,10 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			{"patch", "", "configmaps", rbac.Namespace, "x-history", true},
 			{"watch", "", "configmaps", rbac.Namespace, cluster.SignOutsConfigMap, true},
 			{"list", "", "configmaps", rbac.Namespace, cluster.SignOutsConfigMap, true},
-			{"list", "", "configmaps", rbac.Namespace, "", false},
+			// The teams' revision histories are followed by an informer.
+			{"list", "", "configmaps", rbac.Namespace, "", true},
+			{"watch", "", "configmaps", rbac.Namespace, "", true},
+			{"list", "", "configmaps", "default", "", false},
 			{"create", "coordination.k8s.io", "leases", rbac.Namespace, "", true},
 			{"get", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, true},
 			{"update", "coordination.k8s.io", "leases", rbac.Namespace, rbac.LeaderLease, true},

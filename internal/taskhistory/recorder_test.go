@@ -260,21 +260,21 @@ func TestRecorderOverflowRecordsAGap(t *testing.T) {
 	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.pages, QueueSize: 8})
 	running(t, r)
 	eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
-	// The test holds the store's only connection: the writer waits for it,
+	// The test holds the recorder's only connection: the writer waits for it,
 	// as on a slow store.
-	s.db.SetMaxOpenConns(1)
-	held, err := s.db.Conn(context.Background())
+	s.rec.SetMaxOpenConns(1)
+	held, err := s.rec.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
 	release := func() { once.Do(func() { held.Close() }) }
 	t.Cleanup(release)
-	waits := s.db.Stats().WaitCount
+	waits := s.rec.Stats().WaitCount
 	wls := fleet(now, 60)
 	cache.set(wls[0])
 	r.Observe(wls[0])
-	eventually(t, "the writer waiting for the store", func() bool { return s.db.Stats().WaitCount > waits })
+	eventually(t, "the writer waiting for the store", func() bool { return s.rec.Stats().WaitCount > waits })
 	start := time.Now()
 	for _, w := range wls[1:] {
 		cache.set(w)

@@ -112,8 +112,10 @@ when their value is set, so the defaults run with today's console.
 {{- with .Values.auth.token.audience }}
 - {{ printf "--auth-token-audience=%s" . | quote }}
 {{- end }}
+{{- if eq .Values.auth.mode "token" }}
 {{- with (include "quota-console.trustedProxies" . | fromJsonArray) }}
 - {{ printf "--trusted-proxy-cidrs=%s" (join "," .) | quote }}
+{{- end }}
 {{- end }}
 {{- if or .Values.secureCookies (and .Values.ingress.enabled .Values.ingress.tls) }}
 - "--secure-cookies"
