@@ -20,8 +20,8 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // cspWatch collects the Content-Security-Policy violations a page reports.
@@ -83,7 +83,7 @@ func TestProxySignInViewerIsReadOnly(t *testing.T) {
 		})
 	}
 	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "auth-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
-	t.Cleanup(func() { _ = (cluster.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "guarded") })
+	t.Cleanup(func() { _ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "guarded") })
 
 	secret := "e2e-proxy-secret-" + rand.String(16)
 	secretFile := filepath.Join(t.TempDir(), "proxy-secret")

@@ -20,8 +20,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // hostileText would run script wherever a page put it in as markup.
@@ -142,7 +142,7 @@ func TestHostileClusterStringsStayText(t *testing.T) {
 		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](2)}}}
 	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	must(err)
-	a := cluster.Applier{Kube: kube, Kueue: kq}
+	a := kueue.Applier{Kube: kube, Kueue: kq}
 	must(a.ApplyTeam(ctx, objs))
 	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, team.Name) })
 

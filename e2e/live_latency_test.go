@@ -16,8 +16,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // pendingCounter is a script that, in the page, records each time the
@@ -63,7 +63,7 @@ func TestLiveUpdatesReachTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := cluster.Applier{Kube: kube, Kueue: kq}
+	a := kueue.Applier{Kube: kube, Kueue: kq}
 	if err := a.ApplyTeam(ctx, objs); err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // Jobs submitted to Kueue show up on the Team usage and Tasks pages without
@@ -43,7 +43,7 @@ func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 		Preemption: domain.PreemptLowerPriority, Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](8)}}}
 	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	must(err)
-	a := cluster.Applier{Kube: kube, Kueue: kq}
+	a := kueue.Applier{Kube: kube, Kueue: kq}
 	must(a.ApplyTeam(ctx, objs))
 	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, "live") })
 

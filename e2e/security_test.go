@@ -20,8 +20,8 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox"
 )
 
@@ -140,7 +140,7 @@ document.getElementById("f").submit();
 // refused; the team stays.
 func TestFormsFromOtherSitesCannotDeleteATeam(t *testing.T) {
 	env, kube, kq, s := securitySetup(t, "csrf")
-	t.Cleanup(func() { _ = (cluster.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "victim") })
+	t.Cleanup(func() { _ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "victim") })
 	base := proxyConsole(t, env, s)
 	admin := bindRole(t, kube, "admin", rbac.AdminRole)
 	page := asUser(t, admin)
@@ -190,7 +190,7 @@ func TestTeamMemberSeesOnlyTheirTeam(t *testing.T) {
 	env, kube, kq, s := securitySetup(t, "member")
 	t.Cleanup(func() {
 		for _, team := range []string{"ours", "theirs"} {
-			_ = (cluster.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, team)
+			_ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, team)
 		}
 	})
 	base := proxyConsole(t, env, s)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // DemoPolicy is the demo's cluster policy: task ranking with four classes.
@@ -67,7 +67,7 @@ func (in *instance) seedDemo(ctx context.Context, _ pki) error {
 	if err := rbac.Apply(ctx, cfg, "quota-console-sandbox"); err != nil {
 		return err
 	}
-	a := cluster.Applier{Kube: kube, Kueue: kq}
+	a := kueue.Applier{Kube: kube, Kueue: kq}
 	if err := a.ApplyPolicy(ctx, domain.DefaultSettings, DemoPolicy); err != nil {
 		return err
 	}

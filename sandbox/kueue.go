@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/manifest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +57,7 @@ func (in *instance) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.NewClients(cfg)
+	c, err := kueue.NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/leader"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
@@ -115,7 +115,7 @@ func (h *history) set(s *taskhistory.Store, err error) {
 type historyDeps struct {
 	server   string // the apiserver's URL
 	kube     kubernetes.Interface
-	cache    *cluster.Cache
+	cache    *kueue.Cache
 	settings domain.Settings
 	metrics  *metrics.Console
 	log      *slog.Logger
@@ -207,19 +207,19 @@ func startHistory(ctx context.Context, o historyOptions, d historyDeps) (*histor
 }
 
 // hooks feed the recorder, once there is one, from the cache's informers.
-func hooks(c *cluster.Cache, h *history) {
+func hooks(c *kueue.Cache, h *history) {
 	c.OnWorkload(func(wl *kueuev1beta2.Workload) {
 		if r := h.recorder.Load(); r != nil {
 			r.Observe(wl)
 		}
 	})
-	c.OnChange(func(ev cluster.Event) {
+	c.OnChange(func(ev kueue.Event) {
 		r := h.recorder.Load()
 		if r == nil {
 			return
 		}
 		switch o := ev.Object.(type) {
-		case *cluster.WorkloadTask:
+		case *kueue.WorkloadTask:
 			if ev.Deleted {
 				at := time.Now()
 				if o.DeletionTimestamp != nil && o.DeletionTimestamp.Time.Before(at) {
@@ -264,7 +264,7 @@ func record(ctx context.Context, o historyOptions, d historyDeps, h *history, st
 	})
 	h.recorder.Store(rec)
 	// A local run may have no state namespace yet: the Lease lives there.
-	cluster.EnsureNamespace(ctx, d.kube, d.settings.StateNamespace, d.log)
+	kueue.EnsureNamespace(ctx, d.kube, d.settings.StateNamespace, d.log)
 	err := leader.Run(ctx, leader.Config{Client: d.kube, Namespace: d.settings.StateNamespace, Name: o.lease, Identity: identity, Log: d.log},
 		func(ctx context.Context) {
 			h.leading.Store(true)

@@ -26,9 +26,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/version"
 )
@@ -161,7 +161,7 @@ func authenticator(ctx context.Context, o options, kube kubernetes.Interface, se
 		a.Tokens = auth.KubeTokenReviewer{Client: kube, Audiences: o.tokenAudiences}
 		// Sign-outs are kept in the cluster, so they end the session on
 		// every replica.
-		signedOut := cluster.NewSignOuts(kube, o.settings.State(), auth.DefaultMaxSignOuts, auth.SessionTTL)
+		signedOut := kueue.NewSignOuts(kube, o.settings.State(), auth.DefaultMaxSignOuts, auth.SessionTTL)
 		signedOut.Start(ctx)
 		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, signedOut)
 	}
@@ -243,7 +243,7 @@ func run(o options, log *slog.Logger) error {
 	// A team save makes about 16 requests (apply, dry run, history, event):
 	// client-go's default of 5/s would add a second to every save.
 	cfg.QPS, cfg.Burst = 50, 100
-	clients, err := cluster.NewClients(cfg)
+	clients, err := kueue.NewClients(cfg)
 	if err != nil {
 		return err
 	}
@@ -253,9 +253,9 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	consoleMetrics := metrics.NewConsole()
-	cache := cluster.NewCache(kube, kq, o.settings, log)
-	cache.OnChange(func(ev cluster.Event) { consoleMetrics.InformerEvents.WithLabelValues(ev.Kind).Inc() })
-	live := cluster.NewLive(cache, o.settings, log)
+	cache := kueue.NewCache(kube, kq, o.settings, log)
+	cache.OnChange(func(ev kueue.Event) { consoleMetrics.InformerEvents.WithLabelValues(ev.Kind).Inc() })
+	live := kueue.NewLive(cache, o.settings, log)
 	hist, err := startHistory(ctx, o.history, historyDeps{server: cfg.Host, kube: kube, cache: cache, settings: o.settings, metrics: consoleMetrics, log: log})
 	if err != nil {
 		return err
@@ -281,7 +281,7 @@ func run(o options, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	e := handlers.New(handlers.Deps{
-		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: cluster.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
+		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: kueue.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
 		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
 		Auth: authn, History: hist.Get,
 	})

@@ -28,8 +28,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 func main() {
@@ -49,7 +49,7 @@ func main() {
 	cfg.QPS, cfg.Burst = 1000, 2000
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	a := cluster.Applier{Kube: kube, Kueue: kq}
+	a := kueue.Applier{Kube: kube, Kueue: kq}
 	s := domain.DefaultSettings
 
 	start := time.Now()

@@ -35,8 +35,8 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
-	consolecluster "github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	consolekueue "github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -208,7 +208,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	saKube := kubernetes.NewForConfigOrDie(saCfg)
-	signedOut := consolecluster.NewSignOuts(saKube, ns, 10, time.Hour)
+	signedOut := consolekueue.NewSignOuts(saKube, ns, 10, time.Hour)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	signedOut.Start(watchCtx)
@@ -222,7 +222,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	}
 	// An informer falls back to listing when it may not watch: ask for the
 	// watch itself, of that one ConfigMap and of all.
-	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + consolecluster.SignOutsConfigMap}
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + consolekueue.SignOutsConfigMap}
 	if w, err := saKube.CoreV1().ConfigMaps(ns).Watch(ctx, byName); err != nil {
 		t.Errorf("watching the sign-out list as the console: %v", err)
 	} else {
@@ -278,7 +278,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 
 	viewer, admin := bindClusterRole(t, c, "viewer-"+id, rbac.ViewerRole), bindClusterRole(t, c, "admin-"+id, rbac.AdminRole)
 	kq := kueueclient.NewForConfigOrDie(c.cfg)
-	applier := consolecluster.Applier{Kube: c.kube, Kueue: kq}
+	applier := consolekueue.Applier{Kube: c.kube, Kueue: kq}
 	for _, team := range []string{"made", "refused"} {
 		t.Cleanup(func() { _ = applier.DeleteTeam(context.Background(), s, team) })
 	}

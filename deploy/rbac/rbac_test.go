@@ -25,8 +25,8 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -152,8 +152,8 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 			// namespace, its leader election Lease, Events.
 			{"update", "", "configmaps", rbac.Namespace, "x-history", true},
 			{"patch", "", "configmaps", rbac.Namespace, "x-history", true},
-			{"watch", "", "configmaps", rbac.Namespace, cluster.SignOutsConfigMap, true},
-			{"list", "", "configmaps", rbac.Namespace, cluster.SignOutsConfigMap, true},
+			{"watch", "", "configmaps", rbac.Namespace, kueue.SignOutsConfigMap, true},
+			{"list", "", "configmaps", rbac.Namespace, kueue.SignOutsConfigMap, true},
 			// The teams' revision histories are followed by an informer.
 			{"list", "", "configmaps", rbac.Namespace, "", true},
 			{"watch", "", "configmaps", rbac.Namespace, "", true},
@@ -239,7 +239,7 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	saCfg := rest.CopyConfig(cfg)
 	saCfg.Impersonate = rest.ImpersonationConfig{UserName: sa, Groups: saGroups}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), domain.DefaultSettings, log)
+	cache := kueue.NewCache(kubernetes.NewForConfigOrDie(saCfg), kueueclient.NewForConfigOrDie(saCfg), domain.DefaultSettings, log)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cache.Start(cctx)

@@ -99,7 +99,7 @@ func From(c echo.Context) User {
 }
 
 // set records u in the echo context and in the request's context, where
-// templates and the apply path (cluster.WithActor) find it.
+// templates and the apply path (kueue.WithActor) find it.
 func set(c echo.Context, u User) {
 	c.Set(echoKey, u)
 	c.SetRequest(c.Request().WithContext(WithUser(c.Request().Context(), u)))

@@ -24,9 +24,9 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -120,7 +120,7 @@ func proxyConsole(t *testing.T) console {
 	}}
 	c := newConsoleWith(t, nil, func(d *handlers.Deps) {
 		d.Auth = a
-		d.Applier = cluster.Applier{Kube: kubernetes.NewForConfigOrDie(saCfg), Kueue: kueueclient.NewForConfigOrDie(saCfg)}
+		d.Applier = kueue.Applier{Kube: kubernetes.NewForConfigOrDie(saCfg), Kueue: kueueclient.NewForConfigOrDie(saCfg)}
 	})
 	t.Cleanup(func() { cleanupTeams(c) })
 	return c
@@ -133,7 +133,7 @@ func cleanupTeams(c console) {
 	if err != nil {
 		return
 	}
-	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
 	for _, cq := range list.Items {
 		if t, ok := domain.TeamFromClusterQueue(&cq); ok && cq.Name == c.settings.ClusterQueue(t.Name) {
 			_ = a.DeleteTeam(ctx, c.settings, t.Name)
@@ -340,7 +340,7 @@ func TestViewerSeesReadOnlyFormsAndMayNotChange(t *testing.T) {
 	if nominal, _ := gpuQuota(c.clusterQueue(t, "shared")); nominal.Value() != 6 {
 		t.Errorf("admin's edit: nominal %s, want 6", &nominal)
 	}
-	if by := c.clusterQueue(t, "shared").Annotations[cluster.ChangedByAnnotation]; by != adminName {
+	if by := c.clusterQueue(t, "shared").Annotations[kueue.ChangedByAnnotation]; by != adminName {
 		t.Errorf("the edit was recorded as made by %q, want %q", by, adminName)
 	}
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, c.settings.Namespace("shared"), metav1.GetOptions{})

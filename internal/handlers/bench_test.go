@@ -11,9 +11,9 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/metrics"
 )
@@ -22,8 +22,8 @@ import (
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), domain.DefaultSettings, log)
-	live := cluster.NewLive(cache, domain.DefaultSettings, log)
+	cache := kueue.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), domain.DefaultSettings, log)
+	live := kueue.NewLive(cache, domain.DefaultSettings, log)
 	now := time.Now()
 	live.Publish(domain.BuildSnapshot(inputOf(domain.DefaultSettings, kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, 50_000, now)), now))
 	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: domain.DefaultSettings, Metrics: metrics.NewConsole(), Log: log}))

@@ -27,7 +27,7 @@ const (
 	rateTTL    = time.Minute
 )
 
-// positionReader reads Kueue's queue positions (*cluster.Positions).
+// positionReader reads Kueue's queue positions (*kueue.Positions).
 type positionReader interface {
 	Known(ctx context.Context, clusterQueue string) (map[string]int, bool)
 }

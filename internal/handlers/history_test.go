@@ -20,9 +20,9 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // auditConsole is a console on the sandbox whose teams are deleted when the
@@ -116,9 +116,9 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	if nominal, borrowing := gpuQuota(cq); nominal.Value() != 4 || borrowing.Value() != 2 || *cq.Spec.StopPolicy != kueuev1beta2.None {
 		t.Errorf("after rollback: nominal %s, borrowing %s, stopPolicy %s; want 4, 2, None", &nominal, &borrowing, *cq.Spec.StopPolicy)
 	}
-	if cq.Annotations[cluster.CreatedByAnnotation] != adminName || cq.Annotations[cluster.ChangedByAnnotation] != adminName {
-		t.Errorf("ClusterQueue audit: created by %q, changed by %q; want %s", cq.Annotations[cluster.CreatedByAnnotation],
-			cq.Annotations[cluster.ChangedByAnnotation], adminName)
+	if cq.Annotations[kueue.CreatedByAnnotation] != adminName || cq.Annotations[kueue.ChangedByAnnotation] != adminName {
+		t.Errorf("ClusterQueue audit: created by %q, changed by %q; want %s", cq.Annotations[kueue.CreatedByAnnotation],
+			cq.Annotations[kueue.ChangedByAnnotation], adminName)
 	}
 	_, body = admin.get(location)
 	mustContain(t, "history after the rollback", body, `id="flash"`, "rolled back to revision 1", `data-rev="3"`,
@@ -243,7 +243,7 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 	// sign-in here) and why.
 	_, body = c.get(t, "/teams/drifty/history")
 	mustContain(t, "history", body, `data-rev="3"`, "adopted hand edits of the ClusterQueue",
-		"re-applied the allocation over hand edits", "No change to the allocation.", cluster.SystemActor)
+		"re-applied the allocation over hand edits", "No change to the allocation.", kueue.SystemActor)
 }
 
 // The policy history page: diffs, hand edits of the priority classes with

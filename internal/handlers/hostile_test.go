@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // hostilePayloads are strings that would run script if a page printed them
@@ -220,7 +220,7 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 	ctx := context.Background()
 	const team = "xss"
 	t.Cleanup(func() {
-		_ = cluster.Applier{Kube: c.kube, Kueue: c.kueue}.DeleteTeam(context.Background(), c.settings, team)
+		_ = kueue.Applier{Kube: c.kube, Kueue: c.kueue}.DeleteTeam(context.Background(), c.settings, team)
 	})
 
 	description := strings.Join(hostilePayloads, " ")
@@ -478,7 +478,7 @@ func TestHostileFormBodiesAreRefused(t *testing.T) {
 	ctx := context.Background()
 	id := rand.String(4)
 	t.Cleanup(func() {
-		a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
+		a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
 		for _, team := range []string{"json-team", "good-" + id} {
 			_ = a.DeleteTeam(context.Background(), c.settings, team)
 		}

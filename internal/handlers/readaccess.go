@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // Reading needs a right the cluster grants, asked about the user
@@ -22,10 +22,10 @@ import (
 // In auth mode none the console shows everything: it runs on loopback for
 // the one person at the machine.
 
-var mayListClusterQueues = cluster.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "list ClusterQueues"}
+var mayListClusterQueues = kueue.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "list ClusterQueues"}
 
-func mayListWorkloads(namespace string) cluster.Permission {
-	return cluster.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "workloads", Namespace: namespace, What: "list Workloads in " + namespace}
+func mayListWorkloads(namespace string) kueue.Permission {
+	return kueue.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "workloads", Namespace: namespace, What: "list Workloads in " + namespace}
 }
 
 // scope is what a user may see.

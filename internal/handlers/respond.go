@@ -6,19 +6,19 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/write"
 )
 
 // identity is whom the request's changes and access checks are for: the
 // signed-in user, as the authenticator named them, or the console itself in
 // auth mode none. Handlers resolve it once per request.
-func (d Deps) identity(c echo.Context) cluster.Identity {
+func (d Deps) identity(c echo.Context) kueue.Identity {
 	if !d.Auth.Impersonates() {
-		return cluster.Identity{}
+		return kueue.Identity{}
 	}
 	u := auth.From(c)
-	return cluster.Identity{Name: u.Name, Groups: u.Groups, UID: u.UID, Extra: u.Extra}
+	return kueue.Identity{Name: u.Name, Groups: u.Groups, UID: u.UID, Extra: u.Extra}
 }
 
 // respond answers a change: after a save, a redirect to next with the

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -121,14 +121,14 @@ func (d Deps) renderSignIn(c echo.Context, status int, next, msg, notice string)
 
 // What the forms need the user to be allowed; they are read-only otherwise.
 var (
-	mayEditTeams   = cluster.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "change ClusterQueues"}
-	mayDeleteTeams = cluster.Permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "delete ClusterQueues"}
-	mayEditPolicy  = cluster.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses", What: "change WorkloadPriorityClasses"}
+	mayEditTeams   = kueue.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "change ClusterQueues"}
+	mayDeleteTeams = kueue.Permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "delete ClusterQueues"}
+	mayEditPolicy  = kueue.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses", What: "change WorkloadPriorityClasses"}
 )
 
 // readOnly says why the user may not use a form, or "" when they may (or
 // when the cluster could not say: then it decides on save).
-func (d Deps) readOnly(c echo.Context, p cluster.Permission) string {
+func (d Deps) readOnly(c echo.Context, p kueue.Permission) string {
 	id := d.identity(c)
 	allowed, known := d.access.Allowed(c.Request().Context(), id, p)
 	if allowed || !known {

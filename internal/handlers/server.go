@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
@@ -37,18 +37,18 @@ import (
 
 // Deps are what the handlers read from and write to.
 type Deps struct {
-	Cache   *cluster.Cache
-	Live    *cluster.Live
+	Cache   *kueue.Cache
+	Live    *kueue.Live
 	Prom    PromReader    // nil without --prometheus-url
 	Reports UsageReporter // nil without --prometheus-url
 	// Streams ends live update streams when the server shuts down.
 	Streams  context.Context
-	Applier  cluster.Applier
+	Applier  kueue.Applier
 	Settings domain.Settings
 	Metrics  *metrics.Console
 	Log      *slog.Logger
 	// KueueConfigMap is where Kueue's installation keeps its configuration.
-	KueueConfigMap cluster.ConfigMapRef
+	KueueConfigMap kueue.ConfigMapRef
 	// Auth decides who each request comes from. nil is auth mode none: no
 	// sign-in, writes with the console's own identity (cmd/console allows
 	// it only on loopback addresses). In proxy and token mode the cluster is
@@ -71,7 +71,7 @@ type Deps struct {
 	// Made by New: the write path, the users' permissions (asked about them
 	// and remembered), the open live update streams.
 	writes   write.Service
-	access   *cluster.Access
+	access   *kueue.Access
 	streams  *streamGate
 	renderer *liveRenderer
 	hub      *liveHub
@@ -110,7 +110,7 @@ type UsageReporter interface {
 
 // DefaultKueueConfigMap is where Kueue's manifests and Helm chart keep its
 // configuration.
-var DefaultKueueConfigMap = cluster.ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
+var DefaultKueueConfigMap = kueue.ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
 
 // New builds the console's HTTP server. Every answer carries security headers
 // (CSP, nosniff, no framing); request bodies are limited to MaxBodyBytes;
@@ -121,7 +121,7 @@ func New(d Deps) *echo.Echo {
 	if d.Auth == nil {
 		d.Auth = &auth.Authenticator{Mode: auth.ModeNone}
 	}
-	d.access = cluster.NewAccess(d.Applier.Kube)
+	d.access = kueue.NewAccess(d.Applier.Kube)
 	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Access: d.access, Log: d.Log}
 	d.streams = newStreamGate(d.StreamLimits)
 	d.exports, d.summaries = newExportGate(d.ExportLimits), make(chan struct{}, summaryConcurrency)
@@ -138,7 +138,7 @@ func New(d Deps) *echo.Echo {
 	d.teamPreempted = &memo.Memo[preemptedBy]{TTL: historyTTL, FailureTTL: historyTTL}
 	d.usageSummaries = &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: historyTTL, Max: 64}
 	if d.Applier.Kueue != nil {
-		d.positions = cluster.NewPositions(d.Applier.Kueue, 15*time.Second)
+		d.positions = kueue.NewPositions(d.Applier.Kueue, 15*time.Second)
 	}
 	d.renderer = newLiveRenderer()
 	d.hub = newLiveHub(d)

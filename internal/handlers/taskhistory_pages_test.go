@@ -36,9 +36,9 @@ import (
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/sandbox"
@@ -134,8 +134,8 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskh
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // also when the start fails
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(kube, kq, s, log)
-	live := cluster.NewLive(cache, s, log)
+	cache := kueue.NewCache(kube, kq, s, log)
+	live := kueue.NewLive(cache, s, log)
 	var rec *taskhistory.Recorder
 	if record != nil {
 		rec = recorderOf(cache, s, record)
@@ -162,7 +162,7 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskh
 	} else {
 		close(recorded)
 	}
-	deps := handlers.Deps{Cache: cache, Live: live, Applier: cluster.Applier{Kube: kube, Kueue: kq}, Settings: s,
+	deps := handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
 		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx, History: history}
 	if adjust != nil {
 		adjust(&deps)
@@ -183,7 +183,7 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskh
 // recorderOf wires a recorder to the cache as cmd/console/history.go does
 // (hooks, the apiserver backfill); the hooks must be set before the cache
 // starts.
-func recorderOf(cache *cluster.Cache, s domain.Settings, st *taskhistory.Store) *taskhistory.Recorder {
+func recorderOf(cache *kueue.Cache, s domain.Settings, st *taskhistory.Store) *taskhistory.Recorder {
 	rec := taskhistory.NewRecorder(st, taskhistory.RecorderConfig{
 		TeamPrefix: s.NamespacePrefix,
 		Identity:   "handlers-test-" + rand.String(5),
@@ -194,9 +194,9 @@ func recorderOf(cache *cluster.Cache, s domain.Settings, st *taskhistory.Store) 
 		Synced:        cache.Synced,
 	})
 	cache.OnWorkload(rec.Observe)
-	cache.OnChange(func(ev cluster.Event) {
+	cache.OnChange(func(ev kueue.Event) {
 		switch o := ev.Object.(type) {
-		case *cluster.WorkloadTask:
+		case *kueue.WorkloadTask:
 			if ev.Deleted {
 				at := time.Now()
 				if o.DeletionTimestamp != nil && o.DeletionTimestamp.Time.Before(at) {

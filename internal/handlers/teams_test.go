@@ -20,9 +20,9 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -33,8 +33,8 @@ type console struct {
 	settings domain.Settings
 	kube     kubernetes.Interface
 	kueue    kueueclient.Interface
-	live     *cluster.Live
-	cache    *cluster.Cache
+	live     *kueue.Live
+	cache    *kueue.Cache
 	// cookies the console set, sent back as a browser does (flash messages).
 	cookies map[string]*http.Cookie
 }
@@ -63,8 +63,8 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(kube, kq, s, log)
-	live := cluster.NewLive(cache, s, log)
+	cache := kueue.NewCache(kube, kq, s, log)
+	live := kueue.NewLive(cache, s, log)
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
@@ -72,7 +72,7 @@ func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps fu
 		t.Fatalf("cache not ready: %v", cache.Ready())
 	}
 	go live.Run(ctx)
-	deps := handlers.Deps{Cache: cache, Live: live, Applier: cluster.Applier{Kube: kube, Kueue: kq}, Settings: s,
+	deps := handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
 		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx}
 	if adjustDeps != nil {
 		adjustDeps(&deps)

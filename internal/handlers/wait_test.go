@@ -18,9 +18,9 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
@@ -91,8 +91,8 @@ func TestEstimatedWaitCountsTasksOfEveryClass(t *testing.T) {
 		objs.Classes = append(objs.Classes, &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: c}, Value: int32(90 - 30*i)})
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := cluster.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), s, log)
-	live := cluster.NewLive(cache, s, log)
+	cache := kueue.NewCache(k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), s, log)
+	live := kueue.NewLive(cache, s, log)
 	live.Publish(domain.BuildSnapshot(inputOf(s, objs), now))
 	h := atLoopback(handlers.New(handlers.Deps{Cache: cache, Live: live, Settings: s, Metrics: metrics.NewConsole(), Log: log,
 		History: func() (*taskhistory.Store, error) { return store, nil }}))

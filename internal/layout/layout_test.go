@@ -17,10 +17,10 @@ const module = "github.com/openquota/console/"
 // forbidden lists, per package, the console's packages it must not depend
 // on, directly or through others.
 var forbidden = map[string][]string{
-	"internal/domain":  {module + "internal/cluster", module + "internal/handlers", module + "internal/write", module + "internal/form", module + "web"},
-	"internal/form":    {module + "internal/cluster", module + "internal/handlers", module + "internal/write", module + "web"},
-	"internal/cluster": {module + "internal/handlers", module + "internal/write", module + "web"},
-	"internal/write":   {module + "internal/handlers", module + "web"},
+	"internal/domain": {module + "internal/kueue", module + "internal/handlers", module + "internal/write", module + "internal/form", module + "web"},
+	"internal/form":   {module + "internal/kueue", module + "internal/handlers", module + "internal/write", module + "web"},
+	"internal/kueue":  {module + "internal/handlers", module + "internal/write", module + "web"},
+	"internal/write":  {module + "internal/handlers", module + "web"},
 	// Templates get view models only.
 	"web/templates": {module + "internal/"},
 	// A utility: nothing of the console.
@@ -37,8 +37,8 @@ var forbiddenDirect = map[string][]string{
 		"sigs.k8s.io/kueue/client-go/informers", "sigs.k8s.io/kueue/client-go/listers", "github.com/labstack/echo", "github.com/a-h/templ"},
 	"internal/form": {"k8s.io/client-go", "github.com/labstack/echo", "github.com/a-h/templ"},
 	// The cluster side and the write path know nothing of HTTP or pages.
-	"internal/cluster": {"github.com/labstack/echo", "github.com/a-h/templ"},
-	"internal/write":   {"github.com/labstack/echo", "github.com/a-h/templ"},
+	"internal/kueue": {"github.com/labstack/echo", "github.com/a-h/templ"},
+	"internal/write": {"github.com/labstack/echo", "github.com/a-h/templ"},
 	// Handlers reach the cluster only through the cluster and write
 	// packages, never with clients or apiserver calls of their own (the
 	// client configuration they are given is passed on).

@@ -23,8 +23,8 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -333,7 +333,7 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := (cluster.Applier{Kube: kube, Kueue: kq}).ApplyTeam(ctx, objs); err != nil {
+		if err := (kueue.Applier{Kube: kube, Kueue: kq}).ApplyTeam(ctx, objs); err != nil {
 			t.Fatalf("apply team %s: %v", team.Name, err)
 		}
 		t.Cleanup(func() {

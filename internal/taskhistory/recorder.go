@@ -24,7 +24,7 @@ type RecorderConfig struct {
 	Identity string
 	// Workloads lists every Workload a page at a time, for the backfill at
 	// start and after an overflow: the console's cache keeps only each
-	// Workload's task, so this asks the apiserver (cluster.Cache.
+	// Workload's task, so this asks the apiserver (kueue.Cache.
 	// WorkloadPages). It is the recorder's only LIST: once per leadership,
 	// and again only after its queue overflowed.
 	Workloads func(ctx context.Context, page func([]*kueuev1beta2.Workload) error) error

@@ -8,23 +8,23 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/form"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // DeleteTeam removes a team's objects (its shared flavors stay).
-func (s Service) DeleteTeam(ctx context.Context, who cluster.Identity, team string) Outcome {
+func (s Service) DeleteTeam(ctx context.Context, who kueue.Identity, team string) Outcome {
 	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
 		return notFound("There is no team %q managed by this console.", team)
 	}
 	return s.run(ctx, who, change{
 		what: "team " + team,
-		writes: func(context.Context, cluster.Applier) ([]cluster.Permission, error) {
-			return cluster.DeleteTeamWrites(s.Settings, team), nil
+		writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) {
+			return kueue.DeleteTeamWrites(s.Settings, team), nil
 		},
-		dryRun: func(ctx context.Context, a cluster.Applier) error { return a.CheckDeleteTeam(ctx, s.Settings, team) },
-		apply:  func(ctx context.Context, a cluster.Applier) error { return a.DeleteTeam(ctx, s.Settings, team) },
+		dryRun: func(ctx context.Context, a kueue.Applier) error { return a.CheckDeleteTeam(ctx, s.Settings, team) },
+		apply:  func(ctx context.Context, a kueue.Applier) error { return a.DeleteTeam(ctx, s.Settings, team) },
 		shows: func() bool {
 			cq, err := s.Cache.ClusterQueues.Get(s.Settings.ClusterQueue(team))
 			return err != nil || cq.DeletionTimestamp != nil
@@ -36,7 +36,7 @@ func (s Service) DeleteTeam(ctx context.Context, who cluster.Identity, team stri
 // RollbackTeam applies an earlier revision of a team again; it is recorded
 // as a new revision with action rollback. The revision is validated as a
 // saved form is: one that does not pass cannot be applied.
-func (s Service) RollbackTeam(ctx context.Context, who cluster.Identity, team string, n int) Outcome {
+func (s Service) RollbackTeam(ctx context.Context, who kueue.Identity, team string, n int) Outcome {
 	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
 		return notFound("There is no team %q managed by this console.", team)
 	}
@@ -48,26 +48,26 @@ func (s Service) RollbackTeam(ctx context.Context, who cluster.Identity, team st
 	if !ok {
 		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.HistoryLimit)
 	}
-	return s.applyTeam(cluster.WithRollback(ctx, n), who, team, rev.Allocation,
+	return s.applyTeam(kueue.WithRollback(ctx, n), who, team, rev.Allocation,
 		fmt.Sprintf("Revision %d cannot be applied: ", n), fmt.Sprintf("Team %s rolled back to revision %d.", team, n))
 }
 
 // ReapplyTeam writes again the allocation the console acts on for a team
 // (its latest saved revision), setting hand edits of its objects and of
 // its ClusterQueue's allocation annotation back.
-func (s Service) ReapplyTeam(ctx context.Context, who cluster.Identity, team string) Outcome {
+func (s Service) ReapplyTeam(ctx context.Context, who kueue.Identity, team string) Outcome {
 	_, stored, ok := s.Cache.Team(s.Settings, team)
 	if !ok {
 		return notFound("There is no team %q managed by this console.", team)
 	}
-	return s.applyTeam(cluster.WithNote(ctx, "re-applied the allocation over hand edits"), who, team, stored,
+	return s.applyTeam(kueue.WithNote(ctx, "re-applied the allocation over hand edits"), who, team, stored,
 		"The stored allocation cannot be applied: ", "The allocation of team "+team+" was re-applied.")
 }
 
 // AdoptTeam makes the allocation that a hand-edited ClusterQueue gives the
 // team's allocation. fingerprint is that of the adoption the page showed
 // (Adoption): if the objects changed since, nothing is adopted.
-func (s Service) AdoptTeam(ctx context.Context, who cluster.Identity, team, fingerprint string) Outcome {
+func (s Service) AdoptTeam(ctx context.Context, who kueue.Identity, team, fingerprint string) Outcome {
 	ad, o := s.Adoption(team)
 	if o.Kind != Saved {
 		return o
@@ -79,7 +79,7 @@ func (s Service) AdoptTeam(ctx context.Context, who cluster.Identity, team, fing
 		return Outcome{Kind: Conflict,
 			Message: "The team's objects changed since the page was loaded, so nothing was adopted: review the hand edits below and adopt them again."}
 	}
-	return s.applyTeam(cluster.WithNote(ctx, "adopted hand edits of the ClusterQueue"), who, team, ad.Adopted,
+	return s.applyTeam(kueue.WithNote(ctx, "adopted hand edits of the ClusterQueue"), who, team, ad.Adopted,
 		"The hand edits cannot be adopted as they are, because ", "The hand edits were adopted into the allocation of team "+team+".")
 }
 
@@ -155,7 +155,7 @@ func fingerprint(t domain.Team) string {
 // applyTeam is the write path for an allocation the console already holds
 // (a revision, the stored one, an adopted one): it is validated as a form
 // would be (problem prefixes why it is not), built, dry-run and applied.
-func (s Service) applyTeam(ctx context.Context, who cluster.Identity, team string, t domain.Team, problem, done string) Outcome {
+func (s Service) applyTeam(ctx context.Context, who kueue.Identity, team string, t domain.Team, problem, done string) Outcome {
 	shapes, _ := s.Cache.Fleet()
 	tr := s.teamChange(t, shapes, done)
 	tr.validate = func() Outcome {
@@ -195,7 +195,7 @@ func fieldsProblem(errs form.Errors) string {
 }
 
 // SavePolicy writes the cluster policy.
-func (s Service) SavePolicy(ctx context.Context, who cluster.Identity, f form.Policy) Outcome {
+func (s Service) SavePolicy(ctx context.Context, who kueue.Identity, f form.Policy) Outcome {
 	p, errs := f.Validate()
 	if errs.Any() {
 		return rejectedFields(errs)
@@ -204,7 +204,7 @@ func (s Service) SavePolicy(ctx context.Context, who cluster.Identity, f form.Po
 }
 
 // RollbackPolicy applies an earlier revision of the policy again.
-func (s Service) RollbackPolicy(ctx context.Context, who cluster.Identity, n int) Outcome {
+func (s Service) RollbackPolicy(ctx context.Context, who kueue.Identity, n int) Outcome {
 	revs, err := s.Applier.PolicyHistory(ctx, s.Settings)
 	if err != nil {
 		return failed(err, "the console", "the revision history of the policy")
@@ -213,18 +213,18 @@ func (s Service) RollbackPolicy(ctx context.Context, who cluster.Identity, n int
 	if !ok {
 		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.HistoryLimit)
 	}
-	return s.applyPolicy(cluster.WithRollback(ctx, n), who, rev.Allocation, fmt.Sprintf("Revision %d cannot be applied: ", n),
+	return s.applyPolicy(kueue.WithRollback(ctx, n), who, rev.Allocation, fmt.Sprintf("Revision %d cannot be applied: ", n),
 		fmt.Sprintf("Cluster policy rolled back to revision %d.", n))
 }
 
 // ReapplyPolicy writes the stored policy again over hand edits of its
 // priority classes.
-func (s Service) ReapplyPolicy(ctx context.Context, who cluster.Identity) Outcome {
-	return s.applyPolicy(cluster.WithNote(ctx, "re-applied over hand edits of the priority classes"), who, s.Cache.Policy(s.Settings),
+func (s Service) ReapplyPolicy(ctx context.Context, who kueue.Identity) Outcome {
+	return s.applyPolicy(kueue.WithNote(ctx, "re-applied over hand edits of the priority classes"), who, s.Cache.Policy(s.Settings),
 		"The stored policy cannot be applied: ", "The stored cluster policy was re-applied.")
 }
 
-func (s Service) applyPolicy(ctx context.Context, who cluster.Identity, p domain.Policy, problem, done string) Outcome {
+func (s Service) applyPolicy(ctx context.Context, who kueue.Identity, p domain.Policy, problem, done string) Outcome {
 	return s.run(ctx, who, change{
 		what: "the cluster policy",
 		validate: func() Outcome {
@@ -233,11 +233,11 @@ func (s Service) applyPolicy(ctx context.Context, who cluster.Identity, p domain
 			}
 			return Outcome{}
 		},
-		writes: func(ctx context.Context, a cluster.Applier) ([]cluster.Permission, error) {
+		writes: func(ctx context.Context, a kueue.Applier) ([]kueue.Permission, error) {
 			return a.PolicyWrites(ctx, s.Settings, p)
 		},
-		dryRun: func(ctx context.Context, a cluster.Applier) error { return a.CheckPolicy(ctx, s.Settings, p) },
-		apply:  func(ctx context.Context, a cluster.Applier) error { return a.ApplyPolicy(ctx, s.Settings, p) },
+		dryRun: func(ctx context.Context, a kueue.Applier) error { return a.CheckPolicy(ctx, s.Settings, p) },
+		apply:  func(ctx context.Context, a kueue.Applier) error { return a.ApplyPolicy(ctx, s.Settings, p) },
 		shows: func() bool {
 			if !domain.SameAllocation(s.Cache.Policy(s.Settings), p) {
 				return false

@@ -15,7 +15,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // authorizer is a cluster whose authorizer allows what allow says, and keeps
@@ -27,7 +27,7 @@ type authorizer struct {
 	fail    bool
 }
 
-func (z *authorizer) access(allow func(authzv1.SubjectAccessReviewSpec) bool) *cluster.Access {
+func (z *authorizer) access(allow func(authzv1.SubjectAccessReviewSpec) bool) *kueue.Access {
 	client := k8sfake.NewClientset()
 	client.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		r := action.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
@@ -46,28 +46,28 @@ func (z *authorizer) access(allow func(authzv1.SubjectAccessReviewSpec) bool) *c
 		z.selfs++
 		return true, nil, errors.New("the console itself is not asked about")
 	})
-	return cluster.NewAccess(client)
+	return kueue.NewAccess(client)
 }
 
 // Before the console writes, the cluster is asked about the signed-in user,
 // with every part of their identity, once per request the change makes; one
 // denied request refuses the whole change and names what is missing.
 func TestChangesAreAuthorizedForTheUserFirst(t *testing.T) {
-	perms := []cluster.Permission{
+	perms := []kueue.Permission{
 		{Verb: "create", Resource: "namespaces", Name: "hyperpod-ns-x"},
 		{Verb: "patch", Resource: "namespaces", Name: "hyperpod-ns-x"},
 		{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", Name: "hyperpod-ns-x-clusterqueue"},
 		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "quota-console-team-member"},
 	}
-	ch := change{what: "team x", writes: func(context.Context, cluster.Applier) ([]cluster.Permission, error) { return perms, nil }}
-	bob := cluster.Identity{Name: "bob", Groups: []string{"ml", "system:authenticated"}, UID: "u-1",
+	ch := change{what: "team x", writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) { return perms, nil }}
+	bob := kueue.Identity{Name: "bob", Groups: []string{"ml", "system:authenticated"}, UID: "u-1",
 		Extra: map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=1"}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
 
 	var z authorizer
 	s := Service{Access: z.access(func(r authzv1.SubjectAccessReviewSpec) bool { return r.ResourceAttributes.Resource != "clusterroles" }), Log: log}
-	o := s.authorize(ctx, cluster.Applier{}, bob, ch)
+	o := s.authorize(ctx, kueue.Applier{}, bob, ch)
 	if o.Kind != Forbidden || !strings.Contains(o.Message, "You may not change team x: your account bob") ||
 		!strings.HasSuffix(o.Message, "The cluster does not allow you to bind clusterroles.rbac.authorization.k8s.io quota-console-team-member.") {
 		t.Errorf("%v %q", o.Kind, o.Message)
@@ -87,7 +87,7 @@ func TestChangesAreAuthorizedForTheUserFirst(t *testing.T) {
 	s.Access = z.access(func(authzv1.SubjectAccessReviewSpec) bool { return true })
 	z.reviews = nil
 	for range 2 {
-		if o := s.authorize(ctx, cluster.Applier{}, bob, ch); o.Kind != Saved {
+		if o := s.authorize(ctx, kueue.Applier{}, bob, ch); o.Kind != Saved {
 			t.Errorf("allowed: %v %q", o.Kind, o.Message)
 		}
 	}
@@ -97,17 +97,17 @@ func TestChangesAreAuthorizedForTheUserFirst(t *testing.T) {
 
 	// The cluster cannot answer: nothing is changed.
 	z.fail = true
-	if o := s.authorize(ctx, cluster.Applier{}, bob, ch); o.Kind != Unavailable {
+	if o := s.authorize(ctx, kueue.Applier{}, bob, ch); o.Kind != Unavailable {
 		t.Errorf("reviews failing: %v %q", o.Kind, o.Message)
 	}
 	// A change that does not say what it writes is never made for a user.
 	z.fail = false
-	if o := s.authorize(ctx, cluster.Applier{}, bob, change{what: "team x"}); o.Kind != Unavailable {
+	if o := s.authorize(ctx, kueue.Applier{}, bob, change{what: "team x"}); o.Kind != Unavailable {
 		t.Errorf("a change without permissions: %v %q", o.Kind, o.Message)
 	}
 	// The console itself (auth mode none) asks nobody.
 	z.reviews = nil
-	if o := s.authorize(ctx, cluster.Applier{}, cluster.Identity{}, ch); o.Kind != Saved || len(z.reviews) != 0 || z.selfs != 0 {
+	if o := s.authorize(ctx, kueue.Applier{}, kueue.Identity{}, ch); o.Kind != Saved || len(z.reviews) != 0 || z.selfs != 0 {
 		t.Errorf("the console's own change: %v, %d reviews", o.Kind, len(z.reviews)+z.selfs)
 	}
 }

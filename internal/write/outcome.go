@@ -8,9 +8,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/form"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // Kind is how a change ended.
@@ -84,7 +84,7 @@ const consoleAccount = "the console's own account"
 
 // notAllowed is the answer to a change the cluster does not allow the user:
 // what they may not do, request by request.
-func notAllowed(user, what string, denied []cluster.Permission) Outcome {
+func notAllowed(user, what string, denied []kueue.Permission) Outcome {
 	missing := make([]string, len(denied))
 	for i, p := range denied {
 		missing[i] = p.String()

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 )
 
 func TestFailedSaysWhyInWords(t *testing.T) {
@@ -74,7 +74,7 @@ func TestFailedTellsWhoMayNot(t *testing.T) {
 }
 
 func TestNotAllowedNamesEveryMissingRight(t *testing.T) {
-	o := notAllowed("bob", "team x", []cluster.Permission{
+	o := notAllowed("bob", "team x", []kueue.Permission{
 		{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", Name: "hyperpod-ns-x-clusterqueue"},
 		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: "hyperpod-ns-x", Name: "quota-console-team-member"},
 	})

@@ -9,7 +9,7 @@
 //	  before anything is written)
 //	→ apply with the console's own identity, which holds only what the
 //	  console writes and which the admission policy confines to what it manages
-//	→ revision and Event (recorded by the console itself, see cluster.Applier)
+//	→ revision and Event (recorded by the console itself, see kueue.Applier)
 //	→ wait until the console's own read model shows the change,
 //
 // and ends with an Outcome that one helper in the handlers answers with.
@@ -26,20 +26,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/form"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // Service makes the console's changes.
 type Service struct {
 	Settings domain.Settings
-	Cache    *cluster.Cache
-	Live     *cluster.Live
+	Cache    *kueue.Cache
+	Live     *kueue.Live
 	// Applier writes with the console's own identity, after Access has
 	// answered that the user may make every request of the change.
-	Applier cluster.Applier
-	Access  *cluster.Access
+	Applier kueue.Applier
+	Access  *kueue.Access
 	Log     *slog.Logger
 	// Patience is how long a change waits for the read model (default 3 s);
 	// a slower cluster still gets the change, the next page just shows it
@@ -59,12 +59,12 @@ type change struct {
 	validate func() Outcome
 	// writes are the requests apply will make, which the user must be
 	// allowed to make themselves.
-	writes func(ctx context.Context, a cluster.Applier) ([]cluster.Permission, error)
+	writes func(ctx context.Context, a kueue.Applier) ([]kueue.Permission, error)
 	// conflict checks concurrent changes with a's reads; it may pin the
 	// apply to the version it checked.
-	conflict func(ctx context.Context, a cluster.Applier) Outcome
-	dryRun   func(ctx context.Context, a cluster.Applier) error
-	apply    func(ctx context.Context, a cluster.Applier) error
+	conflict func(ctx context.Context, a kueue.Applier) Outcome
+	dryRun   func(ctx context.Context, a kueue.Applier) error
+	apply    func(ctx context.Context, a kueue.Applier) error
 	// shows reports whether the cache shows the change.
 	shows func() bool
 	// done is the message of a saved change.
@@ -72,7 +72,7 @@ type change struct {
 }
 
 // run is the write path.
-func (s Service) run(ctx context.Context, who cluster.Identity, ch change) Outcome {
+func (s Service) run(ctx context.Context, who kueue.Identity, ch change) Outcome {
 	if ch.validate != nil {
 		if o := ch.validate(); o.Kind != Saved {
 			return o
@@ -82,7 +82,7 @@ func (s Service) run(ctx context.Context, who cluster.Identity, ch change) Outco
 	if o := s.authorize(ctx, a, who, ch); o.Kind != Saved {
 		return o
 	}
-	ctx = cluster.WithActor(ctx, who.Name)
+	ctx = kueue.WithActor(ctx, who.Name)
 	for attempt := 1; ; attempt++ {
 		if ch.conflict != nil {
 			if o := ch.conflict(ctx, a); o.Kind != Saved {
@@ -134,7 +134,7 @@ func (s Service) waitFor(ctx context.Context, shows func() bool) {
 // authorize asks the cluster whether the user may make every request of the
 // change; the console makes them only then. The console itself (auth mode
 // none, on loopback) asks nobody: the cluster judges its own requests.
-func (s Service) authorize(ctx context.Context, a cluster.Applier, who cluster.Identity, ch change) Outcome {
+func (s Service) authorize(ctx context.Context, a kueue.Applier, who kueue.Identity, ch change) Outcome {
 	if who.Name == "" {
 		return Outcome{}
 	}
@@ -169,7 +169,7 @@ type TeamSave struct {
 }
 
 // SaveTeam creates or changes a team.
-func (s Service) SaveTeam(ctx context.Context, who cluster.Identity, req TeamSave) Outcome {
+func (s Service) SaveTeam(ctx context.Context, who kueue.Identity, req TeamSave) Outcome {
 	shapes, _ := s.Cache.Fleet()
 	var team domain.Team
 	validate := func() Outcome {
@@ -201,7 +201,7 @@ func (s Service) SaveTeam(ctx context.Context, who cluster.Identity, req TeamSav
 	tr := s.teamChange(team, shapes, "Team "+team.Name+" saved.")
 	if req.Loaded != nil {
 		loaded := *req.Loaded
-		tr.conflict = func(ctx context.Context, a cluster.Applier) Outcome {
+		tr.conflict = func(ctx context.Context, a kueue.Applier) Outcome {
 			o, rv := s.checkTeamConflict(ctx, loaded, team.Name)
 			if o.Kind == Saved {
 				tr.pin(rv)
@@ -224,19 +224,19 @@ type teamRun struct {
 func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done string) *teamRun {
 	objs, buildErr := domain.BuildTeam(s.Settings, team, shapes)
 	tr := &teamRun{change: change{what: "team " + team.Name, done: done}}
-	tr.dryRun = func(ctx context.Context, a cluster.Applier) error {
+	tr.dryRun = func(ctx context.Context, a kueue.Applier) error {
 		if buildErr != nil {
 			return buildErr
 		}
 		return a.CheckTeam(ctx, objs)
 	}
-	tr.writes = func(ctx context.Context, a cluster.Applier) ([]cluster.Permission, error) {
+	tr.writes = func(ctx context.Context, a kueue.Applier) ([]kueue.Permission, error) {
 		if buildErr != nil {
 			return nil, buildErr
 		}
 		return a.TeamWrites(ctx, objs)
 	}
-	tr.apply = func(ctx context.Context, a cluster.Applier) error { return a.ApplyTeam(ctx, objs) }
+	tr.apply = func(ctx context.Context, a kueue.Applier) error { return a.ApplyTeam(ctx, objs) }
 	tr.shows = func() bool {
 		_, got, ok := s.Cache.Team(s.Settings, team.Name)
 		if !ok || !domain.SameAllocation(got, team) {
@@ -259,7 +259,7 @@ func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done st
 func (s Service) checkTeamConflict(ctx context.Context, loaded Loaded, name string) (Outcome, string) {
 	live, stored, err := s.Applier.TrustedTeam(ctx, s.Settings, name)
 	switch {
-	case errors.Is(err, cluster.ErrNotManaged):
+	case errors.Is(err, kueue.ErrNotManaged):
 		return notFound("Team %q was deleted after you opened this form; nothing was saved.", name), ""
 	case err != nil:
 		return failed(err, "", "team "+name), ""

@@ -1,4 +1,4 @@
-package cluster
+package kueue
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/cluster"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -32,8 +32,8 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	replica := func() *cluster.SignOuts {
-		r := cluster.NewSignOuts(c.kube, ns, 4, time.Hour)
+	replica := func() *kueue.SignOuts {
+		r := kueue.NewSignOuts(c.kube, ns, 4, time.Hour)
 		r.Start(ctx)
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return r.Synced(), nil
@@ -52,7 +52,7 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 	if got := a.SignedOutAt("acct-1"); !got.Equal(now) {
 		t.Errorf("the replica that signed out reads %v, want %v", got, now)
 	}
-	seen := func(r *cluster.SignOuts, account string, at time.Time) bool {
+	seen := func(r *kueue.SignOuts, account string, at time.Time) bool {
 		return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 			return r.SignedOutAt(account).Equal(at), nil
 		}) == nil
@@ -88,7 +88,7 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 	}
 	var data map[string]string
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, cluster.SignOutsConfigMap, metav1.GetOptions{})
+		cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, kueue.SignOutsConfigMap, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -120,7 +120,7 @@ func TestSignOutCannotBeFlushedAgainstSandbox(t *testing.T) {
 	const max = 5
 	keys := auth.RandomKeys()
 	replica := func() *auth.Sessions {
-		r := cluster.NewSignOuts(c.kube, ns, max, auth.SessionTTL)
+		r := kueue.NewSignOuts(c.kube, ns, max, auth.SessionTTL)
 		r.Start(ctx)
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return r.Synced(), nil
@@ -182,7 +182,7 @@ func TestSignOutCannotBeFlushedAgainstSandbox(t *testing.T) {
 // A sign-out's time with the list holding n other accounts: one small
 // patch, but the apiserver rewrites the whole list, so it grows with n.
 //
-//	go test -run '^$' -bench BenchmarkSignOut -benchtime 9x ./internal/cluster/
+//	go test -run '^$' -bench BenchmarkSignOut -benchtime 9x ./internal/kueue/
 func BenchmarkSignOut(b *testing.B) {
 	cfg, err := sandboxtest.Env(b).RESTConfig()
 	if err != nil {
@@ -195,7 +195,7 @@ func BenchmarkSignOut(b *testing.B) {
 			defer cancel()
 			ns := "bench-signout-" + rand.String(5)
 			defer func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
-			s := cluster.NewSignOuts(kube, ns, 2*n+1, auth.SessionTTL)
+			s := kueue.NewSignOuts(kube, ns, 2*n+1, auth.SessionTTL)
 			at := time.Now()
 			if err := s.SignOut(ctx, "other-0", at); err != nil { // makes the namespace and the list
 				b.Fatal(err)
@@ -205,7 +205,7 @@ func BenchmarkSignOut(b *testing.B) {
 				data[fmt.Sprintf("other-%d", i)] = strconv.FormatInt(at.UnixMilli(), 10)
 			}
 			patch, _ := json.Marshal(map[string]any{"data": data})
-			if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, cluster.SignOutsConfigMap, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, kueue.SignOutsConfigMap, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			s.Start(ctx)

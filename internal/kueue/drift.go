@@ -1,4 +1,4 @@
-package cluster
+package kueue
 
 import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

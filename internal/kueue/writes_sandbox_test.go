@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // What a team save will ask of the apiserver, as permissions the user must
@@ -50,17 +50,17 @@ func TestTeamWritesAreTheRequestsOfTheSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
 	ns := s.Namespace("writes")
-	kueue, rbac := "kueue.x-k8s.io", "rbac.authorization.k8s.io"
-	both := func(group, resource, namespace, name string) []cluster.Permission {
-		return []cluster.Permission{{Verb: "create", Group: group, Resource: resource, Namespace: namespace, Name: name},
+	kueueGroup, rbac := "kueue.x-k8s.io", "rbac.authorization.k8s.io"
+	both := func(group, resource, namespace, name string) []kueue.Permission {
+		return []kueue.Permission{{Verb: "create", Group: group, Resource: resource, Namespace: namespace, Name: name},
 			{Verb: "patch", Group: group, Resource: resource, Namespace: namespace, Name: name}}
 	}
-	bind := cluster.Permission{Verb: "bind", Group: rbac, Resource: "clusterroles", Name: domain.TeamMemberRole}
-	var want []cluster.Permission
-	for _, p := range [][]cluster.Permission{both("", "namespaces", "", ns), both(kueue, "resourceflavors", "", own),
-		both(kueue, "clusterqueues", "", s.ClusterQueue("writes")), both(kueue, "localqueues", ns, s.LocalQueue("writes")),
+	bind := kueue.Permission{Verb: "bind", Group: rbac, Resource: "clusterroles", Name: domain.TeamMemberRole}
+	var want []kueue.Permission
+	for _, p := range [][]kueue.Permission{both("", "namespaces", "", ns), both(kueueGroup, "resourceflavors", "", own),
+		both(kueueGroup, "clusterqueues", "", s.ClusterQueue("writes")), both(kueueGroup, "localqueues", ns, s.LocalQueue("writes")),
 		both(rbac, "rolebindings", ns, domain.TeamMemberRole), {bind}} {
 		want = append(want, p...)
 	}
@@ -76,7 +76,7 @@ func TestTeamWritesAreTheRequestsOfTheSave(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, "writes") })
-	var patches []cluster.Permission
+	var patches []kueue.Permission
 	for _, p := range want {
 		if p.Verb != "create" {
 			patches = append(patches, p)
@@ -93,7 +93,7 @@ func TestTeamWritesAreTheRequestsOfTheSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if domain.OwnsFlavor(rf) || !cmp.Equal(rf.Spec.Tolerations, []corev1.Toleration{toleration}) || rf.Annotations[cluster.ChangedByAnnotation] != "" {
+	if domain.OwnsFlavor(rf) || !cmp.Equal(rf.Spec.Tolerations, []corev1.Toleration{toleration}) || rf.Annotations[kueue.ChangedByAnnotation] != "" {
 		t.Errorf("the shared flavor was written: labels %v, tolerations %v, annotations %v", rf.Labels, rf.Spec.Tolerations, rf.Annotations)
 	}
 	if rf, err := c.kueue.KueueV1beta2().ResourceFlavors().Get(ctx, own, metav1.GetOptions{}); err != nil || !domain.OwnsFlavor(rf) {
@@ -113,7 +113,7 @@ func TestPolicyWritesAreTheRequestsOfTheSave(t *testing.T) {
 	ctx := context.Background()
 	id := rand.String(5)
 	kept, dropped, other := "kept-"+id, "dropped-"+id, "other-"+id
-	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
 	policy := domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare,
 		Classes: []domain.PriorityClass{{Name: kept, Weight: 50}, {Name: dropped, Weight: 10}}}
 	if err := a.ApplyPolicy(ctx, s, policy); err != nil {
@@ -138,13 +138,13 @@ func TestPolicyWritesAreTheRequestsOfTheSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const kueue = "kueue.x-k8s.io"
-	want := []cluster.Permission{
-		{Verb: "patch", Group: kueue, Resource: "workloadpriorityclasses", Name: kept},
-		{Verb: "create", Group: kueue, Resource: "workloadpriorityclasses", Name: fresh},
-		{Verb: "patch", Group: kueue, Resource: "workloadpriorityclasses", Name: fresh},
-		{Verb: "delete", Group: kueue, Resource: "workloadpriorityclasses", Name: dropped},
-		{Verb: "patch", Group: kueue, Resource: "cohorts", Name: s.Cohort},
+	const kueueGroup = "kueue.x-k8s.io"
+	want := []kueue.Permission{
+		{Verb: "patch", Group: kueueGroup, Resource: "workloadpriorityclasses", Name: kept},
+		{Verb: "create", Group: kueueGroup, Resource: "workloadpriorityclasses", Name: fresh},
+		{Verb: "patch", Group: kueueGroup, Resource: "workloadpriorityclasses", Name: fresh},
+		{Verb: "delete", Group: kueueGroup, Resource: "workloadpriorityclasses", Name: dropped},
+		{Verb: "patch", Group: kueueGroup, Resource: "cohorts", Name: s.Cohort},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the policy's writes (-want +got):\n%s", diff)

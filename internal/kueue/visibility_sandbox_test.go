@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -25,7 +25,7 @@ func TestPositionsFromKueuesVisibilityAPI(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	want := queueThree(t, c, s)
-	p := cluster.NewPositions(c.kueue, time.Second)
+	p := kueue.NewPositions(c.kueue, time.Second)
 	if got, ok := p.Known(context.Background(), s.ClusterQueue("queued")); ok {
 		t.Fatalf("positions before any answer: %v", got)
 	}
@@ -56,7 +56,7 @@ func TestPositionsWithTheChartsServiceAccount(t *testing.T) {
 	if _, err := asConsole.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, s.ClusterQueue("queued"), metav1.GetOptions{}); err != nil {
 		t.Errorf("the visibility API as the console's ServiceAccount: %v", err)
 	}
-	wantPositions(t, cluster.NewPositions(asConsole, time.Second), s.ClusterQueue("queued"), want)
+	wantPositions(t, kueue.NewPositions(asConsole, time.Second), s.ClusterQueue("queued"), want)
 }
 
 // queueThree makes team "queued" with room for one 2-GPU job, admits one and
@@ -102,7 +102,7 @@ func queueThree(t *testing.T, c testClients, s domain.Settings) map[string]int {
 }
 
 // wantPositions waits until p knows the places in want.
-func wantPositions(t *testing.T, p *cluster.Positions, clusterQueue string, want map[string]int) {
+func wantPositions(t *testing.T, p *kueue.Positions, clusterQueue string, want map[string]int) {
 	t.Helper()
 	var got map[string]int
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {

@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -46,10 +46,10 @@ func (c *clock) advance(d time.Duration) {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-func as(user string) context.Context { return cluster.WithActor(context.Background(), user) }
+func as(user string) context.Context { return kueue.WithActor(context.Background(), user) }
 
 // applyAs builds and applies a team as user and registers its cleanup.
-func applyAs(t *testing.T, a cluster.Applier, s domain.Settings, user string, team domain.Team) {
+func applyAs(t *testing.T, a kueue.Applier, s domain.Settings, user string, team domain.Team) {
 	t.Helper()
 	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
 	if err != nil {
@@ -64,7 +64,7 @@ func applyAs(t *testing.T, a cluster.Applier, s domain.Settings, user string, te
 	cleanupTeam(t, a, s, team.Name)
 }
 
-func cleanupTeam(t *testing.T, a cluster.Applier, s domain.Settings, team string) {
+func cleanupTeam(t *testing.T, a kueue.Applier, s domain.Settings, team string) {
 	t.Cleanup(func() { _ = a.DeleteTeam(context.Background(), s, team) })
 }
 
@@ -72,7 +72,7 @@ type audit struct{ createdBy, createdAt, changedBy, changedAt string }
 
 func auditOf(m metav1.Object) audit {
 	a := m.GetAnnotations()
-	return audit{a[cluster.CreatedByAnnotation], a[cluster.CreatedAtAnnotation], a[cluster.ChangedByAnnotation], a[cluster.ChangedAtAnnotation]}
+	return audit{a[kueue.CreatedByAnnotation], a[kueue.CreatedAtAnnotation], a[kueue.ChangedByAnnotation], a[kueue.ChangedAtAnnotation]}
 }
 
 // teamObjects reads a team's objects straight from the apiserver.
@@ -126,7 +126,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()
-	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
 	v1 := domain.Team{Name: "audited", Enabled: true, FairShareWeight: 10, Preemption: domain.PreemptLowerPriority,
 		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Members: []domain.Member{{Kind: "User", Name: "dev"}},
 		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)}}}
@@ -188,11 +188,11 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ApplyTeam(cluster.WithRollback(as("carol"), 1), objs); err != nil {
+	if err := a.ApplyTeam(kueue.WithRollback(as("carol"), 1), objs); err != nil {
 		t.Fatal(err)
 	}
 	// A retried rollback (say the response was lost) records nothing more.
-	if err := a.ApplyTeam(cluster.WithRollback(as("carol"), 1), objs); err != nil {
+	if err := a.ApplyTeam(kueue.WithRollback(as("carol"), 1), objs); err != nil {
 		t.Fatal(err)
 	}
 
@@ -201,7 +201,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restarted := cluster.Applier{Kube: kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)), Kueue: kueueclient.NewForConfigOrDie(cfg)}
+	restarted := kueue.Applier{Kube: kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)), Kueue: kueueclient.NewForConfigOrDie(cfg)}
 	hist, err = restarted.TeamHistory(context.Background(), s, "audited")
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func gpuQuotaOf(t *testing.T, c testClients, s domain.Settings, team string) (no
 func TestTeamHistoryKeepsTheLast50(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
 	team := domain.Team{Name: "busy", Enabled: true, Lending: domain.DontLend, Preemption: domain.PreemptNever,
 		Quota: []domain.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: ptr.To[int64](1)}}}
 	cleanupTeam(t, a, s, team.Name)
@@ -305,7 +305,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()
-	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
 	id := rand.String(4)
 	high, low := "high-"+id, "low-"+id
 	ctx := context.Background()
@@ -365,7 +365,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 	}
 
 	// Rollback restores the removed class and records revision 3.
-	if err := a.ApplyPolicy(cluster.WithRollback(as("carol"), 1), s, hist[1].Allocation); err != nil {
+	if err := a.ApplyPolicy(kueue.WithRollback(as("carol"), 1), s, hist[1].Allocation); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, low, metav1.GetOptions{}); err != nil {

@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/kueuetest"
 )
 
@@ -101,7 +101,7 @@ func BenchmarkFullTaskList(b *testing.B) {
 }
 
 // TestMemoryPerWorkload reports what the console keeps per Workload: what the
-// informer cache holds (cluster.WorkloadTask) and the read model. It is a
+// informer cache holds (kueue.WorkloadTask) and the read model. It is a
 // measurement, with a bound that catches a return of whole objects.
 func TestMemoryPerWorkload(t *testing.T) {
 	if testing.Short() {
@@ -111,10 +111,10 @@ func TestMemoryPerWorkload(t *testing.T) {
 	now := time.Now()
 	o := kueuetest.Cluster(domain.DefaultSettings, domain.DefaultSettings.Cohort, 200, n, now)
 	before := heap()
-	kept := make([]*cluster.WorkloadTask, 0, n)
+	kept := make([]*kueue.WorkloadTask, 0, n)
 	m := domain.NewModel(domain.DefaultSettings)
 	for _, wl := range o.Workloads {
-		w := &cluster.WorkloadTask{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: "123456"},
+		w := &kueue.WorkloadTask{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: "123456"},
 			Task: domain.FactsOf(wl, domain.DefaultSettings, "")}
 		kept = append(kept, w)
 		m.SetTask(w.Task)

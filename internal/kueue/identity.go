@@ -1,4 +1,4 @@
-package cluster
+package kueue
 
 import (
 	"k8s.io/client-go/kubernetes"

@@ -1,4 +1,4 @@
-package cluster
+package kueue
 
 import (
 	"context"
@@ -123,7 +123,7 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 // replayed.
 func (c *Cache) OnChange(fn func(Event)) {
 	if c.started.Load() {
-		panic("cluster.Cache.OnChange after Start: the listener would miss the events before it")
+		panic("kueue.Cache.OnChange after Start: the listener would miss the events before it")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -138,7 +138,7 @@ func (c *Cache) OnChange(fn func(Event)) {
 // must be registered before Start.
 func (c *Cache) OnWorkload(fn func(*kueuev1beta2.Workload)) {
 	if c.started.Load() {
-		panic("cluster.Cache.OnWorkload after Start: the listener would miss the Workloads before it")
+		panic("kueue.Cache.OnWorkload after Start: the listener would miss the Workloads before it")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

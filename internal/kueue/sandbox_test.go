@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -52,7 +52,7 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 	c := clients(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := cluster.NewCache(c.kube, c.kueue, domain.DefaultSettings, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := kueue.NewCache(c.kube, c.kueue, domain.DefaultSettings, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
@@ -96,7 +96,7 @@ func applyTeam(t *testing.T, c testClients, s domain.Settings, team domain.Team)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (cluster.Applier{Kube: c.kube, Kueue: c.kueue}).ApplyTeam(context.Background(), objs); err != nil {
+	if err := (kueue.Applier{Kube: c.kube, Kueue: c.kueue}).ApplyTeam(context.Background(), objs); err != nil {
 		t.Fatalf("apply team %s: %v", team.Name, err)
 	}
 	t.Cleanup(func() {

@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 )
 
 // A kubectl edit of a managed ClusterQueue shows as drift from the informer
@@ -22,10 +22,10 @@ import (
 func TestTeamDriftFromTheCache(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	a := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := cluster.NewCache(c.kube, c.kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := kueue.NewCache(c.kube, c.kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
@@ -83,7 +83,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ApplyTeam(cluster.WithNote(as("bob"), "re-applied over hand edits"), objs); err != nil {
+	if err := a.ApplyTeam(kueue.WithNote(as("bob"), "re-applied over hand edits"), objs); err != nil {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{})

@@ -1,4 +1,4 @@
-package cluster_test
+package kueue_test
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/internal/cluster"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -80,7 +80,7 @@ func newFlakyAPIServer(t *testing.T) *flakyAPIServer {
 }
 
 // applier is an Applier whose requests go through the proxy.
-func (f *flakyAPIServer) applier(t *testing.T) cluster.Applier {
+func (f *flakyAPIServer) applier(t *testing.T) kueue.Applier {
 	t.Helper()
 	cfg, err := sandboxtest.Env(t).RESTConfig()
 	if err != nil {
@@ -88,7 +88,7 @@ func (f *flakyAPIServer) applier(t *testing.T) cluster.Applier {
 	}
 	cfg.Host = f.srv.URL
 	cfg.TLSClientConfig = rest.TLSClientConfig{Insecure: true}
-	return cluster.Applier{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg)}
+	return kueue.Applier{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg)}
 }
 
 // reset makes the apiserver go down at request number downFrom (0: never)
@@ -240,7 +240,7 @@ func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Tea
 		}
 		audited("RoleBinding", rb)
 	}
-	hist, err := cluster.Applier{Kube: c.kube, Kueue: c.kueue}.TeamHistory(ctx, s, team.Name)
+	hist, err := kueue.Applier{Kube: c.kube, Kueue: c.kueue}.TeamHistory(ctx, s, team.Name)
 	switch {
 	case err != nil:
 		problems = append(problems, "history: "+err.Error())
@@ -260,7 +260,7 @@ func TestApplyTeamConvergesAfterTheAPIServerFailsMidway(t *testing.T) {
 	s := isolated(t)
 	flaky := newFlakyAPIServer(t)
 	faulty := flaky.applier(t)
-	healthy := cluster.Applier{Kube: c.kube, Kueue: c.kueue}
+	healthy := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
 	ctx := as("alice")
 
 	// A clean create through the proxy shows the requests one apply makes.
