@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -30,22 +31,33 @@ func (f reportFilter) query(extra ...string) string {
 		"team", f.Team, "resource", f.Resource, "after", f.After}, extra...)...)
 }
 
-// usageReport shows (or exports) the usage per team and day for a date
-// range: from the task history (per instance type, and per task) or from
+// reportPage is the usage report, from the task history or from
 // Prometheus.
-func (d Deps) usageReport(c echo.Context) error {
+type reportPage struct {
+	frame
+	model      ReadModel
+	history    usageHistory
+	prometheus usageReports
+	exports    *exportGate
+	summaries  *usageSummaries
+}
+
+// show shows (or exports) the usage per team and day for a date range:
+// from the task history (per instance type, and per task) or from
+// Prometheus.
+func (p reportPage) show(c echo.Context) error {
 	q := c.QueryParams()
 	f := reportFilter{Source: q.Get("source"), From: q.Get("from"), To: q.Get("to"), Team: q.Get("team"),
 		Resource: q.Get("resource"), After: q.Get("after")}
 	if f.Source != sourceHistory && f.Source != sourcePrometheus {
 		f.Source = sourcePrometheus
-		if store, err := d.historyStore(); store != nil && err == nil {
+		if p.history.Available() == nil {
 			f.Source = sourceHistory
 		}
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	view := templates.ReportView{
-		Page: templates.Page{Title: "Usage report", Active: "reports", Problem: d.problem()},
+		Page: templates.Page{Title: "Usage report", Active: "reports", Problem: p.problem()},
 		From: f.From, To: f.To, Source: f.Source,
 	}
 	if view.From == "" {
@@ -76,17 +88,17 @@ func (d Deps) usageReport(c echo.Context) error {
 		return render(c, http.StatusUnprocessableEntity, templates.Report(view))
 	}
 	if f.Source == sourceHistory {
-		return d.historyReport(c, f, view, from, to.AddDate(0, 0, 1))
+		return p.historyReport(c, f, view, from, to.AddDate(0, 0, 1))
 	}
-	var rows []metrics.UsageRow
-	var err error
-	if d.Reports == nil {
+	rows, err := p.prometheus.UsageReport(c.Request().Context(), p.settings, from, to)
+	switch {
+	case errors.Is(err, errNoPrometheus):
 		view.Unavailable = "The usage report needs Prometheus: start the console with --prometheus-url."
-	} else if rows, err = d.Reports.UsageReport(c.Request().Context(), d.Settings, from, to); err != nil {
-		d.Log.Warn("usage report", "err", err)
+	case err != nil:
+		p.log.Warn("usage report", "err", err)
 		view.Unavailable = "Prometheus is unavailable, so the usage report cannot be computed now."
 	}
-	if visible, _ := d.scopeOf(c); !visible.all {
+	if visible, _ := p.scopeOf(c); !visible.all {
 		mine := make([]metrics.UsageRow, 0, len(rows)) // rows may be shared with other requests
 		for _, r := range rows {
 			if visible.sees(r.Team) {

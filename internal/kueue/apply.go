@@ -484,7 +484,7 @@ func (a Applier) DeleteTeam(ctx context.Context, s domain.Settings, team string)
 	if err := a.deleteTeam(ctx, s, team, nil); err != nil {
 		return err
 	}
-	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
+	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamRevisionsName(s, team), metav1.DeleteOptions{})); err != nil {
 		return fmt.Errorf("revision history: %w", err)
 	}
 	return nil

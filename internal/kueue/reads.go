@@ -60,8 +60,8 @@ type storedTeam struct {
 func (c *Cache) trusted(s domain.Settings, cq *kueuev1beta2.ClusterQueue) (t domain.Team, saved, ok bool) {
 	name := domain.ManagedTeam(cq)
 	var history *corev1.ConfigMap
-	if name != "" && c.TeamHistories != nil {
-		history, _ = c.TeamHistories.Get(domain.TeamHistoryName(s, name))
+	if name != "" && c.LatestTeamRevisions != nil {
+		history, _ = c.LatestTeamRevisions.Get(domain.TeamRevisionsName(s, name))
 	}
 	key := storedTeam{generation: cq.Generation, raw: cq.Annotations[domain.AllocationAnnotation], label: name}
 	if history != nil {

@@ -1,4 +1,4 @@
-package handlers_test
+package app_test
 
 import (
 	"bufio"
@@ -29,6 +29,7 @@ import (
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -44,17 +45,17 @@ func TestFormFromAnotherSiteCannotDeleteATeam(t *testing.T) {
 	c := proxyConsole(t)
 	adminName := bindUser(t, c.kube, "admin", rbac.AdminRole)
 	admin := c.as(t, adminName, "platform")
-	admin.get("/teams/new")
-	if code, _, body := admin.post("/teams", teamForm("victim", "1")); code != http.StatusSeeOther {
+	admin.Get("/teams/new")
+	if code, _, body := admin.Post("/teams", webtest.TeamForm("victim", "1")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%s", code, body)
 	}
 	for _, site := range []string{"same-site", "cross-site"} {
 		attacker := c.as(t, adminName, "platform") // the admin's identity, none of the page's cookies
-		attacker.cookies["_csrf"] = &http.Cookie{Name: "_csrf", Value: "t"}
-		attacker.cookies["quota_console_browser"] = &http.Cookie{Name: "quota_console_browser", Value: strings.Repeat("t", 24)}
-		attacker.headers["Sec-Fetch-Site"] = site
-		attacker.headers["Origin"] = "http://x.apps.example.com"
-		code, _, body := attacker.post("/teams/victim/delete", url.Values{"_csrf": {"t"}})
+		attacker.Cookies["_csrf"] = &http.Cookie{Name: "_csrf", Value: "t"}
+		attacker.Cookies["quota_console_browser"] = &http.Cookie{Name: "quota_console_browser", Value: strings.Repeat("t", 24)}
+		attacker.Headers["Sec-Fetch-Site"] = site
+		attacker.Headers["Origin"] = "http://x.apps.example.com"
+		code, _, body := attacker.Post("/teams/victim/delete", url.Values{"_csrf": {"t"}})
 		if code != http.StatusForbidden {
 			t.Errorf("%s form: %d, want 403\n%.300s", site, code, body)
 		}
@@ -104,7 +105,7 @@ func TestConsoleWithoutSignInRefusesForeignHosts(t *testing.T) {
 			t.Errorf("GET %s with Host attacker.example: %d, want 421", path, rec.Code)
 		}
 	}
-	r := httptest.NewRequest(http.MethodPost, "/teams", strings.NewReader(teamForm("rebound", "1").Encode()))
+	r := httptest.NewRequest(http.MethodPost, "/teams", strings.NewReader(webtest.TeamForm("rebound", "1").Encode()))
 	r.Host = "attacker.example:8080"
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r.Header.Set("Sec-Fetch-Site", "same-origin") // to the browser, attacker.example is the page's own origin
@@ -124,11 +125,11 @@ func TestPlantedOrInvalidRevisionsCannotBeRolledBackTo(t *testing.T) {
 	c := auditProxyConsole(t)
 	ctx := context.Background()
 	admin := c.as(t, bindUser(t, c.kube, "admin", rbac.AdminRole), "platform")
-	admin.get("/teams/new")
-	if code, _, body := admin.post("/teams", teamForm("planted", "2")); code != http.StatusSeeOther {
+	admin.Get("/teams/new")
+	if code, _, body := admin.Post("/teams", webtest.TeamForm("planted", "2")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%.300s", code, body)
 	}
-	ns, history := c.settings.Namespace("planted"), domain.TeamHistoryName(c.settings, "planted")
+	ns, history := c.settings.Namespace("planted"), domain.TeamRevisionsName(c.settings, "planted")
 	editor := bindUser(t, c.kube, "editor", "")
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "editor", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
@@ -169,8 +170,8 @@ func TestPlantedOrInvalidRevisionsCannotBeRolledBackTo(t *testing.T) {
 	if _, err := asEditor.CoreV1().ConfigMaps(c.settings.State()).Create(ctx, planted, metav1.CreateOptions{}); err == nil {
 		t.Error("the team's editor wrote a ConfigMap in the console's own namespace")
 	}
-	admin.get("/teams/planted/history")
-	code, _, body := admin.post("/teams/planted/history/7/rollback", url.Values{})
+	admin.Get("/teams/planted/history")
+	code, _, body := admin.Post("/teams/planted/history/7/rollback", url.Values{})
 	if code != http.StatusNotFound {
 		t.Errorf("rollback to the planted revision: %d, want 404\n%.300s", code, body)
 	}
@@ -205,10 +206,10 @@ func TestPlantedOrInvalidRevisionsCannotBeRolledBackTo(t *testing.T) {
 	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, body = admin.get("/teams/planted/history")
-	mustContain(t, "history with an invalid revision", body, `data-col="invalid"`, "does not pass the form&#39;s validation")
-	mustNotContain(t, "history with an invalid revision", body, `action="/teams/planted/history/1/rollback"`)
-	code, _, body = admin.post("/teams/planted/history/1/rollback", url.Values{})
+	_, body = admin.Get("/teams/planted/history")
+	webtest.MustContain(t, "history with an invalid revision", body, `data-col="invalid"`, "does not pass the form&#39;s validation")
+	webtest.MustNotContain(t, "history with an invalid revision", body, `action="/teams/planted/history/1/rollback"`)
+	code, _, body = admin.Post("/teams/planted/history/1/rollback", url.Values{})
 	if code != http.StatusUnprocessableEntity {
 		t.Errorf("rollback to an invalid revision: %d, want 422\n%.300s", code, body)
 	}
@@ -223,20 +224,20 @@ func TestPagesNeedAReadRightTheClusterGrants(t *testing.T) {
 	c := proxyConsole(t)
 	admin := c.as(t, bindUser(t, c.kube, "admin", rbac.AdminRole), "platform")
 	memberName := "member-" + rand.String(5)
-	admin.get("/teams/new")
+	admin.Get("/teams/new")
 	for team, members := range map[string]string{"alpha": memberName, "beta": "someone-else"} {
-		f := teamForm(team, "1")
+		f := webtest.TeamForm(team, "1")
 		f.Set("users", members)
 		f.Set("groups", "")
 		f.Set("description", "secret plans of "+team)
-		if code, _, body := admin.post("/teams", f); code != http.StatusSeeOther {
+		if code, _, body := admin.Post("/teams", f); code != http.StatusSeeOther {
 			t.Fatalf("create %s: %d\n%.300s", team, code, body)
 		}
 	}
 	c.submit(t, "alpha", "alpha-job", 1)
 	c.submit(t, "beta", "beta-job", 1)
 	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, body := admin.get("/tasks?state=all")
+		_, body := admin.Get("/tasks?state=all")
 		return strings.Contains(body, "alpha-job") && strings.Contains(body, "beta-job"), nil
 	}); err != nil {
 		t.Fatal("the tasks never showed on the admin's Tasks page")
@@ -244,40 +245,40 @@ func TestPagesNeedAReadRightTheClusterGrants(t *testing.T) {
 
 	nobody := c.as(t, bindUser(t, c.kube, "nobody", ""))
 	for _, path := range []string{"/", "/usage", "/tasks", "/teams", "/policy", "/usage/alpha", "/teams/beta/history", "/tasks?format=csv&table=tasks"} {
-		code, body := nobody.get(path)
+		code, body := nobody.Get(path)
 		if code != http.StatusForbidden {
 			t.Errorf("nobody GET %s: %d, want 403", path, code)
 		}
-		mustNotContain(t, "nobody's "+path, body, "alpha-job", "beta-job", "secret plans")
-		mustContain(t, "nobody's "+path, body, "list on ClusterQueues", "list on Workloads")
+		webtest.MustNotContain(t, "nobody's "+path, body, "alpha-job", "beta-job", "secret plans")
+		webtest.MustContain(t, "nobody's "+path, body, "list on ClusterQueues", "list on Workloads")
 	}
 
 	member := c.as(t, memberName)
-	code, body := member.get("/usage/alpha")
+	code, body := member.Get("/usage/alpha")
 	if code != http.StatusOK {
 		t.Errorf("member GET /usage/alpha: %d", code)
 	}
-	mustContain(t, "member's /usage/alpha", body, "Team alpha")
+	webtest.MustContain(t, "member's /usage/alpha", body, "Team alpha")
 	for _, path := range []string{"/usage/beta", "/teams/beta/edit", "/teams/beta/history", "/teams/beta/drift"} {
-		code, body = member.get(path)
+		code, body = member.Get(path)
 		if code != http.StatusForbidden {
 			t.Errorf("member of alpha GET %s: %d, want 403", path, code)
 		}
-		mustContain(t, "member's "+path, body, `may not see team "beta"`, `list on Workloads in namespace "`+c.settings.Namespace("beta")+`"`)
+		webtest.MustContain(t, "member's "+path, body, `may not see team "beta"`, `list on Workloads in namespace "`+c.settings.Namespace("beta")+`"`)
 	}
 	for _, path := range []string{"/tasks?state=all", "/tasks?format=csv&table=tasks&state=all", "/usage", "/teams"} {
-		code, body = member.get(path)
+		code, body = member.Get(path)
 		if code != http.StatusOK {
 			t.Errorf("member GET %s: %d", path, code)
 		}
-		mustNotContain(t, "member's "+path, body, "beta-job", ">beta<")
+		webtest.MustNotContain(t, "member's "+path, body, "beta-job", ">beta<")
 	}
-	_, body = member.get("/tasks?state=all")
-	mustContain(t, "member's tasks", body, "alpha-job")
+	_, body = member.Get("/tasks?state=all")
+	webtest.MustContain(t, "member's tasks", body, "alpha-job")
 
 	viewer := c.as(t, bindUser(t, c.kube, "viewer", rbac.ViewerRole))
-	_, body = viewer.get("/tasks?state=all")
-	mustContain(t, "viewer's tasks", body, "alpha-job", "beta-job")
+	_, body = viewer.Get("/tasks?state=all")
+	webtest.MustContain(t, "viewer's tasks", body, "alpha-job", "beta-job")
 }
 
 // A 10-minute service account token signed in for 8 hours; a token issued
@@ -309,17 +310,17 @@ func TestTokenSessionEndsWithTheTokenAgainstSandbox(t *testing.T) {
 	keys := auth.RandomKeys()
 	a := &auth.Authenticator{Mode: auth.ModeToken, Keys: keys, Sessions: auth.NewSessions(keys, auth.SessionTTL, nil),
 		Tokens: auth.KubeTokenReviewer{Client: kube, Audiences: []string{"quota-console"}}}
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth = a })
-	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}
-	b.get(auth.SignInPath)
-	if code, _, body := b.post(auth.SignInPath, url.Values{"token": {token()}}); code != http.StatusUnauthorized {
+	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Auth = a })
+	b := &browser{T: t, H: c.h, Remote: "127.0.0.1:40000", Headers: map[string]string{"Accept": "text/html"}, Cookies: map[string]*http.Cookie{}}
+	b.Get(auth.SignInPath)
+	if code, _, body := b.Post(auth.SignInPath, url.Values{"token": {token()}}); code != http.StatusUnauthorized {
 		t.Errorf("a token for the apiserver's audience: %d, want 401\n%.300s", code, body)
 	}
 	started := time.Now()
-	if code, _, body := b.post(auth.SignInPath, url.Values{"token": {token("quota-console")}}); code != http.StatusSeeOther {
+	if code, _, body := b.Post(auth.SignInPath, url.Values{"token": {token("quota-console")}}); code != http.StatusSeeOther {
 		t.Fatalf("a token for the console's audience: %d\n%.300s", code, body)
 	}
-	ck := b.cookies[auth.SessionCookie]
+	ck := b.Cookies[auth.SessionCookie]
 	if ck == nil {
 		t.Fatal("no session cookie")
 	}
@@ -368,11 +369,11 @@ func TestServerDropsSlowClients(t *testing.T) {
 // Every open live update stream holds a connection and a goroutine: one
 // user opening hundreds of them, or many users, exhausted the console.
 func TestLiveStreamsAreCapped(t *testing.T) {
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) {
+	c := newConsoleWith(t, nil, func(d *handlers.Config) {
 		trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
 		d.Auth = &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{UserHeader: auth.DefaultUserHeader,
 			GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted}}
-		d.StreamLimits = handlers.StreamLimits{PerUser: 2, Total: 3}
+		d.Limits.Streams = handlers.StreamLimits{PerUser: 2, Total: 3}
 	})
 	viewer := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
 	other := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
@@ -411,16 +412,16 @@ func TestFlashMessagesAreNotTakenFromTheURL(t *testing.T) {
 	t.Cleanup(func() { cleanupTeams(c) })
 	for _, q := range []string{"deleted", "saved"} {
 		_, body := c.get(t, "/teams?"+q+"="+url.QueryEscape("Pwned: call +1 555 0100"))
-		mustNotContain(t, "/teams?"+q, body, "Pwned", "555")
+		webtest.MustNotContain(t, "/teams?"+q, body, "Pwned", "555")
 	}
 	_, body := c.get(t, "/policy?saved=1")
-	mustNotContain(t, "/policy?saved=1", body, "Policy saved.")
-	if code, location, _ := c.post(t, "/teams", teamForm("flashed", "1")); code != http.StatusSeeOther {
+	webtest.MustNotContain(t, "/policy?saved=1", body, "Policy saved.")
+	if code, location, _ := c.post(t, "/teams", webtest.TeamForm("flashed", "1")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d", code)
 	} else {
 		_, body = c.get(t, location)
-		mustContain(t, "the page after a save", body, "Team flashed saved.")
+		webtest.MustContain(t, "the page after a save", body, "Team flashed saved.")
 		_, body = c.get(t, location)
-		mustNotContain(t, "the page loaded again", body, "Team flashed saved.")
+		webtest.MustNotContain(t, "the page loaded again", body, "Team flashed saved.")
 	}
 }
