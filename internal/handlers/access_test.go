@@ -1,0 +1,154 @@
+package handlers_test
+
+import (
+	"html"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openquota/console/internal/taskhistory"
+	"github.com/openquota/console/internal/webtest"
+)
+
+// Reading needs a right the cluster grants (asked about the user): a
+// platform viewer sees every team, a team member their team's pages and the
+// cluster's totals, anyone else a 403 that names the missing right; and
+// when the cluster cannot say, nothing is shown.
+func TestPagesNeedAReadRightTheClusterGrants(t *testing.T) {
+	f := newFixture(t, 3, 60).withProxy()
+	f.access.grant("viewer", listClusterQueues)
+	f.access.grant("member", listWorkloads(f.settings.Namespace("team-001")))
+	h := f.handler()
+
+	nobody := user(t, h, "nobody")
+	for _, path := range []string{"/", "/usage", "/tasks", "/teams", "/policy", "/usage/team-001", "/teams/team-002/history", "/tasks?format=csv&table=tasks"} {
+		code, body := nobody.Get(path)
+		if code != http.StatusForbidden {
+			t.Errorf("nobody GET %s: %d, want 403", path, code)
+		}
+		webtest.MustNotContain(t, "nobody's "+path, body, "job-0000", "team-001")
+		webtest.MustContain(t, "nobody's "+path, body, "list on ClusterQueues", "list on Workloads")
+	}
+
+	member := user(t, h, "member")
+	if code, body := member.Get("/usage/team-001"); code != http.StatusOK || !strings.Contains(body, "Team team-001") {
+		t.Errorf("member GET /usage/team-001: %d", code)
+	}
+	for _, path := range []string{"/usage/team-002", "/teams/team-002/edit", "/teams/team-002/history", "/teams/team-002/drift"} {
+		code, body := member.Get(path)
+		if code != http.StatusForbidden {
+			t.Errorf("member of team-001 GET %s: %d, want 403", path, code)
+		}
+		webtest.MustContain(t, "member's "+path, body, `may not see team "team-002"`,
+			`list on Workloads in namespace "`+f.settings.Namespace("team-002")+`"`)
+	}
+	for _, path := range []string{"/tasks?state=all", "/tasks?format=csv&table=tasks&state=all", "/usage", "/teams"} {
+		code, body := member.Get(path)
+		if code != http.StatusOK {
+			t.Errorf("member GET %s: %d", path, code)
+		}
+		webtest.MustContain(t, "member's "+path, body, "team-001")
+		webtest.MustNotContain(t, "member's "+path, body, "team-002", "team-000")
+	}
+
+	viewer := user(t, h, "viewer")
+	_, body := viewer.Get("/tasks?state=all")
+	webtest.MustContain(t, "viewer's tasks", body, "team-000", "team-001", "team-002")
+
+	f.access.unknown = true
+	if code, body := viewer.Get("/teams"); code != http.StatusServiceUnavailable || !strings.Contains(body, "could not say what you may see") {
+		t.Errorf("GET /teams while the cluster cannot answer access reviews: %d\n%.200s", code, body)
+	}
+}
+
+// The 403 page named the team of the request's path as it came: a link
+// with a team name of kilobytes (or with quotes and line breaks) put all of
+// it on the page twice. It is quoted and shortened now.
+func TestForbiddenTeamNameIsQuotedAndShort(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("member", listWorkloads(f.settings.Namespace("team-001")))
+	long := strings.Repeat("evil", 1000)
+	code, body := user(t, f.handler(), "member").Get("/usage/" + long)
+	if code != http.StatusForbidden {
+		t.Fatalf("GET /usage/<4000 characters> as a member of another team = %d, want 403", code)
+	}
+	if strings.Contains(body, strings.Repeat("evil", 20)) {
+		t.Errorf("the 403 page repeats the team name of the path at length (%d bytes)", len(body))
+	}
+	webtest.MustContain(t, "the 403 page", html.UnescapeString(body), `"evilevil`, `…"`)
+}
+
+// A member of team A opened /preemptions: a preemption of A's task by a
+// task of team B, which they may not see, named B's task (namespace, name,
+// UID) on the page, in the CSV and in Kueue's message (the preemptor's UID
+// and JobUID). They see B's team and class only; a platform viewer still
+// sees the task.
+func TestPreemptorOfATeamTheViewerMayNotSeeIsNotNamed(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s := f.settings
+	victim, taker := "team-000", "team-001"
+	f.access.grant("member", listWorkloads(s.Namespace(victim)))
+	f.access.grant("viewer", listClusterQueues)
+	secretName, secretUID, secretJob := "urgent-secret", "uid-secret", "job-secret"
+	f.cfg.TaskHistory = &taskHistory{preemptions: []taskhistory.Preemption{{
+		At:   time.Now().Add(-10 * time.Minute),
+		Task: taskhistory.TaskRef{UID: "uid-victim", Namespace: s.Namespace(victim), Name: "big", Team: victim, Class: "low"}, GPUs: 2,
+		Preemptor: taskhistory.TaskRef{UID: secretUID, Namespace: s.Namespace(taker), Name: secretName, Team: taker, Class: "high"},
+		Reason:    "InCohortReclamation", ReasonWords: "Preempted: " + taker + " reclaimed its lent quota",
+		Message: "Preempted to accommodate a workload (UID: " + secretUID + ", JobUID: " + secretJob + ") due to reclamation within the cohort",
+	}}}
+	h := f.handler()
+
+	member := user(t, h, "member")
+	code, page := member.Get("/preemptions")
+	row, ok := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[s.Namespace(victim)+"/big"]
+	if code != http.StatusOK || !ok {
+		t.Fatalf("the member does not see the preemption of their own team's task: %d\n%.800s", code, page)
+	}
+	webtest.MustNotContain(t, "the member's /preemptions", page, secretName, secretUID, secretJob)
+	if !strings.Contains(strings.Join(row, "|"), taker+"|high") {
+		t.Errorf("the member's row does not name the preemptor's team and class: %q", row)
+	}
+	code, body := member.Get("/preemptions?format=csv")
+	header, rows := webtest.ReadCSV(t, "the member's preemptions CSV", code, body)
+	webtest.MustNotContain(t, "the member's preemptions CSV", body, secretName, secretUID, secretJob)
+	got := webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Task"] })["big"]
+	if got["Preemptor team"] != taker || got["Preemptor class"] != "high" {
+		t.Errorf("the member's CSV names preemptor team %q, class %q; want %s, high", got["Preemptor team"], got["Preemptor class"], taker)
+	}
+
+	viewer := user(t, h, "viewer")
+	_, page = viewer.Get("/preemptions")
+	webtest.MustContain(t, "a viewer's /preemptions", page, secretName)
+	_, body = viewer.Get("/preemptions?format=csv")
+	webtest.MustContain(t, "a viewer's preemptions CSV", body, secretName, secretUID)
+}
+
+// A viewer sees the forms with every field disabled and a note why; an
+// admin sees them enabled; the console in auth mode none asks nobody.
+func TestFormsAreReadOnlyWithoutTheRightToChange(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("viewer", listClusterQueues)
+	f.access.grant("admin", listClusterQueues, editTeams, deleteTeams, editPolicy)
+	h := f.handler()
+	forms := map[string]string{
+		"/teams/team-001/edit":   "may not change ClusterQueues",
+		"/teams/new":             "may not change ClusterQueues",
+		"/teams/team-001/delete": "may not delete ClusterQueues",
+		"/policy":                "may not change WorkloadPriorityClasses",
+	}
+	viewer, admin := user(t, h, "viewer"), user(t, h, "admin")
+	for path, why := range forms {
+		code, body := viewer.Get(path)
+		if code != http.StatusOK {
+			t.Errorf("viewer GET %s: %d", path, code)
+		}
+		webtest.MustContain(t, "viewer's "+path, body, `id="read-only-note"`, "Your account viewer "+why, " disabled")
+		_, body = admin.Get(path)
+		webtest.MustContain(t, "admin's "+path, body, `id="signed-in-user"`)
+		webtest.MustNotContain(t, "admin's "+path, body, `id="read-only-note"`, "<fieldset disabled")
+	}
+	_, body := viewer.Get("/teams/team-001/edit")
+	webtest.MustContain(t, "viewer's edit form", body, "<fieldset disabled", `id="save" disabled`)
+}
