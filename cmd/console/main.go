@@ -2,6 +2,10 @@
 // flags, signs users in (package auth), has package app build and wire the
 // console's parts, serves them, and shuts down gracefully, closing the task
 // history's store last.
+//
+// It imports the console's own packages, and none of the test helpers or
+// measuring tools (internal/kueuetest, internal/webtest, internal/testenv,
+// internal/loopback, sandbox, deploy).
 package main
 
 import (

@@ -16,6 +16,10 @@
 //     reach each page that must show it;
 //
 // then prints one table and writes it to bin/loadtest.json and .md.
+//
+// It talks to the console's binary and to the cluster, never to an in-process
+// console: it must not import the console's web side (internal/app,
+// internal/handlers, web), its write path, task history or sign-in.
 package main
 
 import (

@@ -33,7 +33,9 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 		busy = append(busy, webtest.Watch(t, srv.URL, "/usage/team-001", shown, nil))
 	}
 	quiet := webtest.Watch(t, srv.URL, "/usage/team-000", shown, nil)
-	renders := func() float64 { return webtest.MetricValue(t, srv.Config.Handler, "quota_console_live_render_duration_seconds_count") }
+	renders := func() float64 {
+		return webtest.MetricValue(t, srv.Config.Handler, "quota_console_live_render_duration_seconds_count")
+	}
 	before, versionBefore := renders(), f.model.Snapshot().Version
 
 	// A task of team-001 waits: its page changes, team-000's does not.
