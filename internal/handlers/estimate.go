@@ -21,24 +21,24 @@ const rateTTL = time.Minute
 // admissionRates are every ClusterQueue's and class's admissions over
 // taskhistory.RateWindow, shared for rateTTL.
 type admissionRates struct {
-	history taskStatistics
-	rates   *memo.Memo[taskhistory.AdmissionRates]
+	taskHistory taskStatistics
+	rates       *memo.Memo[taskhistory.AdmissionRates]
 }
 
 func newAdmissionRates(h taskStatistics) *admissionRates {
-	return &admissionRates{history: h, rates: &memo.Memo[taskhistory.AdmissionRates]{TTL: rateTTL, FailureTTL: taskHistoryTTL}}
+	return &admissionRates{taskHistory: h, rates: &memo.Memo[taskhistory.AdmissionRates]{TTL: rateTTL, FailureTTL: taskHistoryTTL}}
 }
 
 // at are the rates of the window that ends at now; ok is false without
 // a task history.
 func (a *admissionRates) at(ctx context.Context, now time.Time) (taskhistory.AdmissionRates, bool) {
-	if a.history.Available() != nil {
+	if a.taskHistory.Available() != nil {
 		return taskhistory.AdmissionRates{}, false
 	}
 	r, err := a.rates.Get(ctx, "", func(ctx context.Context) (taskhistory.AdmissionRates, error) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		return a.history.AdmissionRates(ctx, taskhistory.LiveWindow(now.Add(-taskhistory.RateWindow), now))
+		return a.taskHistory.AdmissionRates(ctx, taskhistory.LiveWindow(now.Add(-taskhistory.RateWindow), now))
 	})
 	return r, err == nil
 }

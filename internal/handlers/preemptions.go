@@ -62,8 +62,8 @@ func (f preemptionFilter) storeQuery(visible scope, now time.Time) taskhistory.P
 // preemptionsPage is the preemption history, from the task history.
 type preemptionsPage struct {
 	frame
-	model   ReadModel
-	history interface {
+	model       ReadModel
+	taskHistory interface {
 		taskhistoryAvailability
 		preemptionHistory
 	}
@@ -77,7 +77,7 @@ func (p preemptionsPage) show(c echo.Context) error {
 	visible, _ := p.scopeOf(c)
 	now := time.Now()
 	pq := f.storeQuery(visible, now)
-	err := p.history.Available()
+	err := p.taskHistory.Available()
 	if _, ok := csvTable(c); ok {
 		if err != nil {
 			return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
@@ -99,7 +99,7 @@ func (p preemptionsPage) show(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
 	defer cancel()
-	page, err := p.history.Preemptions(ctx, pq)
+	page, err := p.taskHistory.Preemptions(ctx, pq)
 	if err != nil {
 		view.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Preemptions(view))
@@ -180,7 +180,7 @@ func taskName(t taskhistory.TaskRef) string {
 func (p preemptionsPage) preemptionsCSV(c echo.Context, pq taskhistory.PreemptionQuery, visible scope) error {
 	pq.Limit, pq.After = 1000, ""
 	ctx := c.Request().Context()
-	first, err := p.history.Preemptions(ctx, pq)
+	first, err := p.taskHistory.Preemptions(ctx, pq)
 	if err != nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 	}
@@ -207,7 +207,7 @@ func (p preemptionsPage) preemptionsCSV(c echo.Context, pq taskhistory.Preemptio
 			return s.Close()
 		}
 		pq.After = page.Next
-		if page, err = p.history.Preemptions(ctx, pq); err != nil {
+		if page, err = p.taskHistory.Preemptions(ctx, pq); err != nil {
 			return err // the header is sent: the download ends short
 		}
 	}

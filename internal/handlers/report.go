@@ -17,8 +17,8 @@ const dateLayout = "2006-01-02"
 // Report sources: the task history (the default when the console has
 // one) and Prometheus.
 const (
-	sourceHistory    = "history"
-	sourcePrometheus = "prometheus"
+	sourceTaskHistory = "history"
+	sourcePrometheus  = "prometheus"
 )
 
 // reportFilter is the usage report's query, as typed in its URL.
@@ -35,11 +35,11 @@ func (f reportFilter) query(extra ...string) string {
 // Prometheus.
 type reportPage struct {
 	frame
-	model      ReadModel
-	history    usageHistory
-	prometheus usageReports
-	exports    *exportGate
-	summaries  *usageSummaries
+	model       ReadModel
+	taskHistory usageHistory
+	prometheus  usageReports
+	exports     *exportGate
+	summaries   *usageSummaries
 }
 
 // show shows (or exports) the usage per team and day for a date range:
@@ -49,10 +49,10 @@ func (p reportPage) show(c echo.Context) error {
 	q := c.QueryParams()
 	f := reportFilter{Source: q.Get("source"), From: q.Get("from"), To: q.Get("to"), Team: q.Get("team"),
 		Resource: q.Get("resource"), After: q.Get("after")}
-	if f.Source != sourceHistory && f.Source != sourcePrometheus {
+	if f.Source != sourceTaskHistory && f.Source != sourcePrometheus {
 		f.Source = sourcePrometheus
-		if p.history.Available() == nil {
-			f.Source = sourceHistory
+		if p.taskHistory.Available() == nil {
+			f.Source = sourceTaskHistory
 		}
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
@@ -78,7 +78,7 @@ func (p reportPage) show(c echo.Context) error {
 	case to.Sub(from) > 366*24*time.Hour:
 		view.ToError = "Choose at most a year."
 	}
-	for _, s := range []struct{ key, label string }{{sourceHistory, "From the task history"}, {sourcePrometheus, "From Prometheus"}} {
+	for _, s := range []struct{ key, label string }{{sourceTaskHistory, "From the task history"}, {sourcePrometheus, "From Prometheus"}} {
 		g := f
 		g.Source, g.After = s.key, ""
 		view.Sources = append(view.Sources, templates.ResourceChoice{Key: s.key, Label: s.label, Href: g.query(), Current: s.key == f.Source})
@@ -87,8 +87,8 @@ func (p reportPage) show(c echo.Context) error {
 	if view.FromError != "" || view.ToError != "" {
 		return render(c, http.StatusUnprocessableEntity, templates.Report(view))
 	}
-	if f.Source == sourceHistory {
-		return p.historyReport(c, f, view, from, to.AddDate(0, 0, 1))
+	if f.Source == sourceTaskHistory {
+		return p.taskHistoryReport(c, f, view, from, to.AddDate(0, 0, 1))
 	}
 	rows, err := p.prometheus.UsageReport(c.Request().Context(), p.settings, from, to)
 	switch {

@@ -291,8 +291,8 @@ func New(cfg Config) *echo.Echo {
 	live.register("/tasks", tasks.parts)
 	live.register("/usage", usage.usageParts)
 	live.register("/usage/:team", usage.teamUsageParts)
-	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, history: history, exports: exports}
-	report := reportPage{frame: f, model: cfg.ReadModel, history: history, prometheus: prom, exports: exports, summaries: newSummaries(history)}
+	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
+	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history)}
 	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}

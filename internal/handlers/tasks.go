@@ -229,7 +229,7 @@ func (p tasksPage) parts(ctx context.Context, v liveView, snap *domain.Snapshot)
 		return err
 	}
 	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes",
-		HistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
+		TaskHistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
 	for _, s := range statistics.byClass {
 		row := statsRow(f, "", s)
 		if statistics.history {

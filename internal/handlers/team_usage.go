@@ -59,7 +59,7 @@ type preemptedBy struct {
 // teamPreemptions are the team pages' preemption counts, each shared for
 // taskHistoryTTL.
 type teamPreemptions struct {
-	history interface {
+	taskHistory interface {
 		taskhistoryAvailability
 		teamPreemptionCounts
 	}
@@ -67,13 +67,13 @@ type teamPreemptions struct {
 }
 
 func newTeamPreemptions(h TaskHistory) *teamPreemptions {
-	return &teamPreemptions{history: h, counted: &memo.Memo[preemptedBy]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}}
+	return &teamPreemptions{taskHistory: h, counted: &memo.Memo[preemptedBy]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}}
 }
 
 // of says how often the team's tasks were preempted in the last 7 days,
 // and by which teams; nil when the console has no task history at all.
 func (tp *teamPreemptions) of(ctx context.Context, f frame, team string) *templates.TeamPreemptions {
-	err := tp.history.Available()
+	err := tp.taskHistory.Available()
 	if errors.Is(err, errTaskHistoryOff) {
 		return nil
 	}
@@ -87,7 +87,7 @@ func (tp *teamPreemptions) of(ctx context.Context, f frame, team string) *templa
 	counted, err := tp.counted.Get(ctx, team, func(ctx context.Context) (preemptedBy, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		by, gaps, err := tp.history.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
+		by, gaps, err := tp.taskHistory.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
 		return preemptedBy{by, gaps}, err
 	})
 	by, gaps := counted.by, counted.gaps

@@ -57,7 +57,7 @@ type Cache struct {
 	mu        sync.Mutex
 	listeners []func(Event)
 	workloads []func(*kueuev1beta2.Workload)
-	stored    storedTeams
+	stored    trustedTeams
 }
 
 // Event is one change of a watched object.

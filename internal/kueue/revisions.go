@@ -150,7 +150,7 @@ func recordRevision[T any](ctx context.Context, kube kubernetes.Interface, ns, n
 }
 
 // recordTeam records the revision of a team apply run and announces it.
-func (a Applier) recordTeam(ctx context.Context, c *change, objs domain.TeamObjects, cq written[*kueuev1beta2.ClusterQueue]) error {
+func (a Applier) recordTeam(ctx context.Context, c *applyRun, objs domain.TeamObjects, cq written[*kueuev1beta2.ClusterQueue]) error {
 	if objs.ClusterQueue.ObjectMetaApplyConfiguration == nil {
 		return nil
 	}
@@ -182,7 +182,7 @@ func (a Applier) recordTeam(ctx context.Context, c *change, objs domain.TeamObje
 }
 
 // recordPolicy records the revision of a policy apply run and announces it.
-func (a Applier) recordPolicy(ctx context.Context, c *change, s domain.Settings, p domain.Policy, cohort written[*kueuev1beta2.Cohort]) error {
+func (a Applier) recordPolicy(ctx context.Context, c *applyRun, s domain.Settings, p domain.Policy, cohort written[*kueuev1beta2.Cohort]) error {
 	hadPolicy := cohort.existed() && cohort.before.Annotations[domain.PolicyAnnotation] != ""
 	facts := c.facts(ctx)
 	labels := map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.RevisionsLabel: "policy"}
@@ -202,7 +202,7 @@ func (a Applier) recordPolicy(ctx context.Context, c *change, s domain.Settings,
 }
 
 // facts are what an apply run tells the revision it records.
-func (c *change) facts(ctx context.Context) domain.RevisionFacts {
+func (c *applyRun) facts(ctx context.Context) domain.RevisionFacts {
 	in := intentFrom(ctx)
 	return domain.RevisionFacts{By: c.by, At: c.at, Changed: c.changed, RollbackTo: in.rollbackTo, Note: in.note}
 }

@@ -75,13 +75,13 @@ func auditOf(m metav1.Object) audit {
 	return audit{a[kueue.CreatedByAnnotation], a[kueue.CreatedAtAnnotation], a[kueue.ChangedByAnnotation], a[kueue.ChangedAtAnnotation]}
 }
 
-// teamObjects reads a team's objects straight from the apiserver.
-type liveTeam struct {
+// teamObjectsRead are a team's objects as read straight from the apiserver.
+type teamObjectsRead struct {
 	ns, cq, lq, rb metav1.Object
 	rvs            map[string]string
 }
 
-func readTeam(t *testing.T, c testClients, s domain.Settings, team string) liveTeam {
+func readTeam(t *testing.T, c testClients, s domain.Settings, team string) teamObjectsRead {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
@@ -100,7 +100,7 @@ func readTeam(t *testing.T, c testClients, s domain.Settings, team string) liveT
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := liveTeam{ns: ns, cq: cq, lq: lq, rb: rb, rvs: map[string]string{}}
+	l := teamObjectsRead{ns: ns, cq: cq, lq: lq, rb: rb, rvs: map[string]string{}}
 	for name, o := range map[string]metav1.Object{"Namespace": ns, "LocalQueue": lq, "RoleBinding": rb} {
 		l.rvs[name] = o.GetResourceVersion()
 	}

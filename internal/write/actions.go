@@ -18,7 +18,7 @@ func (s Service) DeleteTeam(ctx context.Context, who kueue.Identity, team string
 	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
 		return notFound("There is no team %q managed by this console.", team)
 	}
-	return s.run(ctx, who, change{
+	return s.run(ctx, who, plan{
 		what: "team " + team,
 		writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) {
 			return kueue.DeleteTeamWrites(s.Settings, team), nil
@@ -164,7 +164,7 @@ func (s Service) applyTeam(ctx context.Context, who kueue.Identity, team string,
 		}
 		return Outcome{}
 	}
-	return s.run(ctx, who, tr.change)
+	return s.run(ctx, who, tr.plan)
 }
 
 // TeamProblem says why a recorded allocation of team cannot be applied: it
@@ -225,7 +225,7 @@ func (s Service) ReapplyPolicy(ctx context.Context, who kueue.Identity) Outcome 
 }
 
 func (s Service) applyPolicy(ctx context.Context, who kueue.Identity, p domain.Policy, problem, done string) Outcome {
-	return s.run(ctx, who, change{
+	return s.run(ctx, who, plan{
 		what: "the cluster policy",
 		validate: func() Outcome {
 			if msg := PolicyProblem(p); msg != "" {

@@ -220,7 +220,7 @@ func Report(v ReportView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.TaskHistory != nil {
-				templ_7745c5c3_Err = historyReport(*v.TaskHistory).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = taskHistoryReport(*v.TaskHistory).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -425,7 +425,7 @@ func prometheusReport(v ReportView) templ.Component {
 	})
 }
 
-func historyReport(h TaskHistoryReport) templ.Component {
+func taskHistoryReport(h TaskHistoryReport) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -78,11 +78,11 @@ type TaskStatsPart struct {
 	WithTeam bool
 	Rows     []StatsRow
 	Teams    []LivePart
-	// HistoryNote says why the figures leave out tasks gone from the
+	// TaskHistoryNote says why the figures leave out tasks gone from the
 	// cluster (no task history); Gaps are the window's periods without a
 	// record.
-	HistoryNote string
-	Gaps        []string
+	TaskHistoryNote string
+	Gaps            []string
 	// WithWait adds the estimated wait column (by class, with history).
 	WithWait bool
 }
@@ -548,7 +548,7 @@ func TaskStats(v TaskStatsPart) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = TaskHistoryNotes(v.HistoryNote, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = TaskHistoryNotes(v.TaskHistoryNote, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

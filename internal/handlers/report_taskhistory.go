@@ -20,8 +20,8 @@ import (
 // reportPageSize is how many tasks a page of the per-task report lists.
 const reportPageSize = 50
 
-// historyResources are the resources of the history's usage summary.
-var historyResources = []struct {
+// summaryResources are the resources of the history's usage summary.
+var summaryResources = []struct {
 	key, label, unit string
 	of               func(taskhistory.UsageRow) taskhistory.ResourceHours
 }{
@@ -30,10 +30,10 @@ var historyResources = []struct {
 	{"vcpu", "vCPU", "vCPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.VCPU }},
 }
 
-// historyReport shows (or exports) the usage summary per team, instance
+// taskHistoryReport shows (or exports) the usage summary per team, instance
 // type and UTC day, and the per-task report, from the task history, for
 // the days [from, to).
-func (p reportPage) historyReport(c echo.Context, f reportFilter, view templates.ReportView, from, to time.Time) error {
+func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templates.ReportView, from, to time.Time) error {
 	snap := p.model.Snapshot()
 	visible, _ := p.scopeOf(c)
 	days := taskhistory.Window{From: from, To: to}
@@ -44,8 +44,8 @@ func (p reportPage) historyReport(c echo.Context, f reportFilter, view templates
 	window := taskhistory.Window{From: from, To: to}
 	h := &templates.TaskHistoryReport{}
 	view.TaskHistory = h
-	res := historyResources[0]
-	for _, r := range historyResources {
+	res := summaryResources[0]
+	for _, r := range summaryResources {
 		if r.key == f.Resource {
 			res = r
 		}
@@ -69,7 +69,7 @@ func (p reportPage) historyReport(c echo.Context, f reportFilter, view templates
 		return team == "" || t == team
 	}
 
-	err := p.history.Available()
+	err := p.taskHistory.Available()
 	table, isCSV := csvTable(c)
 	if err != nil {
 		if isCSV {
@@ -115,7 +115,7 @@ func (p reportPage) historyReport(c echo.Context, f reportFilter, view templates
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
 
 	rq.Limit, rq.After = reportPageSize, f.After
-	next, _, err := p.history.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
+	next, _, err := p.taskHistory.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
 		h.Tasks = append(h.Tasks, taskReportRow(r))
 		return nil
 	})
@@ -147,7 +147,7 @@ const reportTTL = 30 * time.Second
 // later). Each window asked for is one more summary to compute: at most
 // summaryConcurrency are computed at once, whoever asks.
 type usageSummaries struct {
-	history interface {
+	taskHistory interface {
 		UsageSummary(ctx context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error)
 	}
 	shared *memo.Memo[*taskhistory.UsageSummary]
@@ -155,7 +155,7 @@ type usageSummaries struct {
 }
 
 func newSummaries(h usageHistory) *usageSummaries {
-	return &usageSummaries{history: h, slots: make(summarySlots, summaryConcurrency),
+	return &usageSummaries{taskHistory: h, slots: make(summarySlots, summaryConcurrency),
 		shared: &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 64}}
 }
 
@@ -173,7 +173,7 @@ func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*task
 		if now := time.Now(); w.To.After(now) {
 			w.To = now
 		}
-		return u.history.UsageSummary(ctx, w)
+		return u.taskHistory.UsageSummary(ctx, w)
 	})
 }
 
@@ -288,7 +288,7 @@ func outcomeLabel(r taskhistory.ReportRow) string {
 // does.
 func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
 	header := []string{"Day (UTC)", "Team", "Instance type"}
-	for _, r := range historyResources {
+	for _, r := range summaryResources {
 		for _, what := range []string{"allocated", "used", "borrowed", "lent"} {
 			header = append(header, fmt.Sprintf("%s %s (h)", r.unit, what))
 		}
@@ -301,7 +301,7 @@ func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow
 	}
 	for _, r := range rows {
 		cells := []string{r.Day.Format(dateLayout), r.Team, r.InstanceType}
-		for _, res := range historyResources {
+		for _, res := range summaryResources {
 			h := res.of(r)
 			cells = append(cells, domain.FormatHours(h.Allocated), domain.FormatHours(h.Used), domain.FormatHours(h.Borrowed), domain.FormatHours(h.Lent))
 		}
@@ -334,7 +334,7 @@ func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) er
 		}
 		return t.UTC().Format(time.RFC3339)
 	}
-	_, _, err := p.history.TaskReport(c.Request().Context(), rq, func(r taskhistory.ReportRow) error {
+	_, _, err := p.taskHistory.TaskReport(c.Request().Context(), rq, func(r taskhistory.ReportRow) error {
 		if err := start(); err != nil {
 			return err
 		}
