@@ -5,6 +5,10 @@
 // Every process is started detached and recorded by PID in the instance's state
 // folder, so the sandbox outlives the command (or test) that started it and a
 // later Up is a no-op. Down stops only the processes recorded there.
+//
+// It must not import the console's web side (internal/app, internal/handlers,
+// web), its write path, task history or sign-in: tests drive those against
+// it.
 package sandbox
 
 import (

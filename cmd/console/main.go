@@ -1,4 +1,11 @@
-// Command console serves the GPU quota governance console.
+// Command console serves the GPU quota governance console: it reads its
+// flags, signs users in (package auth), has package app build and wire the
+// console's parts, serves them, and shuts down gracefully, closing the task
+// history's store last.
+//
+// It imports the console's own packages, and none of the test helpers or
+// measuring tools (internal/kueuetest, internal/webtest, internal/testenv,
+// internal/loopback, sandbox, deploy).
 package main
 
 import (
@@ -25,11 +32,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/openquota/console/internal/app"
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/version"
 )
 
@@ -161,9 +168,9 @@ func authenticator(ctx context.Context, o options, kube kubernetes.Interface, se
 		a.Tokens = auth.KubeTokenReviewer{Client: kube, Audiences: o.tokenAudiences}
 		// Sign-outs are kept in the cluster, so they end the session on
 		// every replica.
-		signedOut := kueue.NewSignOuts(kube, o.settings.State(), auth.DefaultMaxSignOuts, auth.SessionTTL)
+		signedOut := kueue.NewSignOuts(kube, o.settings.State(), auth.DefaultMaxSignOuts, auth.SignOutExpiry(auth.SessionTTL))
 		signedOut.Start(ctx)
-		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, signedOut)
+		a.Sessions = auth.NewSessions(a.Keys, auth.SessionTTL, auth.Replicated(signedOut, auth.DefaultMaxSignOuts, auth.SessionTTL))
 	}
 	return a, nil
 }
@@ -240,57 +247,39 @@ func run(o options, log *slog.Logger) error {
 		return fmt.Errorf("kubernetes config: %w", err)
 	}
 	cfg.UserAgent = "quota-console"
-	// A team save makes about 16 requests (apply, dry run, history, event):
-	// client-go's default of 5/s would add a second to every save.
+	// A team save makes about 16 requests (apply, dry run, revisions,
+	// event): client-go's default of 5/s would add a second to every save.
 	cfg.QPS, cfg.Burst = 50, 100
 	clients, err := kueue.NewClients(cfg)
 	if err != nil {
 		return err
 	}
-	kube, kq := clients.Kube, clients.Kueue
-	authn, err := authenticator(ctx, o, kube, cfg.Host, log)
+	authn, err := authenticator(ctx, o, clients.Kube, cfg.Host, log)
 	if err != nil {
 		return err
 	}
-	consoleMetrics := metrics.NewConsole()
-	cache := kueue.NewCache(kube, kq, o.settings, log)
-	cache.OnChange(func(ev kueue.Event) { consoleMetrics.InformerEvents.WithLabelValues(ev.Kind).Inc() })
-	live := kueue.NewLive(cache, o.settings, log)
-	hist, err := startHistory(ctx, o.history, historyDeps{server: cfg.Host, kube: kube, cache: cache, settings: o.settings, metrics: consoleMetrics, log: log})
+	history, err := o.history.config()
 	if err != nil {
 		return err
 	}
-	cache.Start(ctx)
-
-	var prom handlers.PromReader
-	var reports handlers.UsageReporter
-	if o.prometheusURL != "" {
-		p, err := metrics.NewProm(o.prometheusURL)
-		if err != nil {
-			return fmt.Errorf("--prometheus-url: %w", err)
+	// The console's parts run until ctx ends; live update streams end with
+	// it too, or Shutdown would wait for them until its timeout.
+	console, err := app.New(ctx, app.Config{Settings: o.settings, Clients: clients, Server: cfg.Host, PrometheusURL: o.prometheusURL,
+		Auth: authn, TaskHistory: history, Log: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stop() // the recorder's last batch, then the store
+		if err := console.Close(); err != nil {
+			log.Warn("closing the task history store", "err", err)
 		}
-		// Every viewer and live update reads the same figures: ask
-		// Prometheus at most every 30 seconds for each.
-		cached := metrics.NewCached(p, 30*time.Second)
-		prom, reports = cached, cached
-	}
-	go live.Run(ctx)
-
-	// Live update streams end when the server shuts down, or Shutdown would
-	// wait for them until its timeout.
-	streams, endStreams := context.WithCancel(context.Background())
-	defer endStreams()
-	e := handlers.New(handlers.Deps{
-		Cache: cache, Live: live, Prom: prom, Reports: reports, Applier: kueue.Applier{Kube: kube, Kueue: kq, Log: log}, Settings: o.settings,
-		Metrics: consoleMetrics, Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: streams,
-		Auth: authn, History: hist.Get,
-	})
+	}()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
-	srv := handlers.NewHTTPServer(e, handlers.DefaultTimeouts)
-	srv.RegisterOnShutdown(endStreams)
+	srv := handlers.NewHTTPServer(console.Handler(), handlers.DefaultTimeouts)
 	log.Info("console listening", "url", "http://"+ln.Addr().String(), "kubernetes", cfg.Host, "prometheus", o.prometheusURL, "auth", o.authMode)
 	if o.authMode == auth.ModeToken && !o.secureCookies && !auth.IsLoopback(o.listen) {
 		log.Warn("--auth token on plain HTTP: serve the console behind TLS and set --secure-cookies, or session cookies travel in clear text")
@@ -306,7 +295,7 @@ func run(o options, log *slog.Logger) error {
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Shutdown waits for in-flight requests; live streams end with the context.
+	// Shutdown waits for in-flight requests; live streams end with ctx.
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

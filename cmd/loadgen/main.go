@@ -7,6 +7,10 @@
 // Teams are written through the console's apply path; Workloads are created
 // directly (no Jobs, so no pods), spread over the teams and four priority
 // classes. Kueue admits what fits the quotas and queues the rest.
+//
+// It talks to the console's binary and to the cluster, never to an in-process
+// console: it must not import the console's web side (internal/app,
+// internal/handlers, web), its write path, task history or sign-in.
 package main
 
 import (

@@ -51,9 +51,9 @@ func fill(ctx context.Context, bin, kubeconfig string, teams, workloads int) err
 	return nil
 }
 
-// team is a team as the load data lays it out: a namespace and the
+// teamQueue is a team as the load data lays it out: a namespace and the
 // LocalQueue its Workloads go to.
-type team struct{ Name, Namespace, LocalQueue string }
+type teamQueue struct{ Name, Namespace, LocalQueue string }
 
 // cluster is the tool's client of the sandbox.
 type cluster struct {
@@ -89,20 +89,20 @@ func (c *cluster) countWorkloads(ctx context.Context) (int, error) {
 }
 
 // teams lists the teams with a LocalQueue in a team namespace, by name.
-func (c *cluster) teams(ctx context.Context) ([]team, error) {
+func (c *cluster) teams(ctx context.Context) ([]teamQueue, error) {
 	lqs, err := c.kq.KueueV1beta2().LocalQueues("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing LocalQueues: %w", err)
 	}
 	seen := map[string]bool{}
-	var out []team
+	var out []teamQueue
 	for _, lq := range lqs.Items {
 		name, ok := strings.CutPrefix(lq.Namespace, c.prefix)
 		if !ok || name == "" || seen[name] {
 			continue
 		}
 		seen[name] = true
-		out = append(out, team{Name: name, Namespace: lq.Namespace, LocalQueue: lq.Name})
+		out = append(out, teamQueue{Name: name, Namespace: lq.Namespace, LocalQueue: lq.Name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -151,7 +151,7 @@ func (c *cluster) deleteProbes(ctx context.Context) (int, error) {
 }
 
 // createProbe creates one probe Workload in t.
-func (c *cluster) createProbe(ctx context.Context, t team, name string) error {
+func (c *cluster) createProbe(ctx context.Context, t teamQueue, name string) error {
 	priority := int32(probePriority)
 	wl := &kueuev1beta2.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{probeLabel: "true"}},
@@ -196,7 +196,7 @@ const maxCreatesInFlight = 32
 
 // run creates probes at rate per second for d (or until ctx ends) and
 // returns those it created, in the order they were sent.
-func (p *prober) run(ctx context.Context, teams []team, rate float64, d time.Duration) []probe {
+func (p *prober) run(ctx context.Context, teams []teamQueue, rate float64, d time.Duration) []probe {
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	end := time.After(d)
@@ -211,7 +211,7 @@ func (p *prober) run(ctx context.Context, teams []team, rate float64, d time.Dur
 			name := fmt.Sprintf("probe-%s-%05d", p.runID, p.seq)
 			p.mu.Unlock()
 			wg.Add(1)
-			go func(t team) {
+			go func(t teamQueue) {
 				defer wg.Done()
 				defer func() { <-slots }()
 				sent := time.Now()

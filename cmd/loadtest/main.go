@@ -16,6 +16,10 @@
 //     reach each page that must show it;
 //
 // then prints one table and writes it to bin/loadtest.json and .md.
+//
+// It talks to the console's binary and to the cluster, never to an in-process
+// console: it must not import the console's web side (internal/app,
+// internal/handlers, web), its write path, task history or sign-in.
 package main
 
 import (
@@ -140,8 +144,8 @@ type runner struct {
 	res        *result
 	env        sandboxEnv
 	cl         *cluster
-	teams      []team
-	probeTeams []team // where probes go; the team pages the watchers watch
+	teams      []teamQueue
+	probeTeams []teamQueue // where probes go; the team pages the watchers watch
 	con        *console
 	pid        string
 	client     *http.Client
@@ -384,7 +388,7 @@ func (r *runner) measureWatchers(ctx context.Context) error {
 
 // runWatchers holds the watchers open while probes are created, then
 // collects when each page showed each probe.
-func runWatchers(ctx context.Context, o options, client *http.Client, con *console, pr *prober, probeTeams []team) (*watchResult, error) {
+func runWatchers(ctx context.Context, o options, client *http.Client, con *console, pr *prober, probeTeams []teamQueue) (*watchResult, error) {
 	names := make([]string, len(probeTeams))
 	for i, t := range probeTeams {
 		names[i] = t.Name
@@ -451,9 +455,9 @@ func runWatchers(ctx context.Context, o options, client *http.Client, con *conso
 }
 
 // spread picks n teams evenly from the list.
-func spread(teams []team, n int) []team {
+func spread(teams []teamQueue, n int) []teamQueue {
 	n = min(n, len(teams))
-	out := make([]team, n)
+	out := make([]teamQueue, n)
 	for i := range out {
 		out[i] = teams[i*len(teams)/n]
 	}

@@ -26,7 +26,7 @@ var pagesUnderLoad = []pageSpec{
 }
 
 // expand fills in the i-th request's team.
-func (p pageSpec) expand(teams []team, i int) string {
+func (p pageSpec) expand(teams []teamQueue, i int) string {
 	if !strings.Contains(p.Path, "<team>") || len(teams) == 0 {
 		return p.Path
 	}
@@ -94,7 +94,7 @@ func scrape(ctx context.Context, client *http.Client, base string) (routeHistogr
 // again as soon as it has the previous answer, until d has passed; requests
 // in flight then finish and count. Throughput is requests over the time
 // until the last answer.
-func drivePage(ctx context.Context, client *http.Client, base string, p pageSpec, teams []team, clients int, d time.Duration) pageResult {
+func drivePage(ctx context.Context, client *http.Client, base string, p pageSpec, teams []teamQueue, clients int, d time.Duration) pageResult {
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex

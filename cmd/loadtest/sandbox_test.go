@@ -64,7 +64,7 @@ func TestWatchersFollowTheConsole(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
 	pr := &prober{c: cl, runID: id}
-	wr, err := runWatchers(ctx, o, client, con, pr, []team{tm})
+	wr, err := runWatchers(ctx, o, client, con, pr, []teamQueue{tm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestWatchersFollowTheConsole(t *testing.T) {
 // createTeam makes a team the way the load data lays one out: a namespace
 // with a LocalQueue feeding its own ClusterQueue (with no quota: nothing in
 // it is ever admitted).
-func createTeam(t *testing.T, env *sandbox.Env, name string) team {
+func createTeam(t *testing.T, env *sandbox.Env, name string) teamQueue {
 	t.Helper()
 	cfg, err := env.RESTConfig()
 	if err != nil {
@@ -142,7 +142,7 @@ func createTeam(t *testing.T, env *sandbox.Env, name string) team {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	tm := team{Name: name, Namespace: "hyperpod-ns-" + name, LocalQueue: "hyperpod-ns-" + name + "-localqueue"}
+	tm := teamQueue{Name: name, Namespace: "hyperpod-ns-" + name, LocalQueue: "hyperpod-ns-" + name + "-localqueue"}
 	cqName := tm.Namespace + "-clusterqueue"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tm.Namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

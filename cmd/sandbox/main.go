@@ -4,6 +4,10 @@
 //	sandbox up [--instance demo|test]     start (idempotent) and print the env as JSON
 //	sandbox down [--instance demo|test]   stop the processes the instance started
 //	sandbox status [--instance demo|test] exit 0 when running and healthy
+//
+// It talks to the console's binary and to the cluster, never to an in-process
+// console: it must not import the console's web side (internal/app,
+// internal/handlers, web), its write path, task history or sign-in.
 package main
 
 import (

@@ -16,6 +16,10 @@
 // then prints one summary and writes it to bin/waitcheck.md and .json. It
 // deletes its Jobs, stops its console, and stops the sandbox only if it
 // started it.
+//
+// It talks to the console's binary and to the cluster, never to an in-process
+// console: it must not import the console's web side (internal/app,
+// internal/handlers, web), its write path, task history or sign-in.
 package main
 
 import (

@@ -35,6 +35,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	consolekueue "github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/sandbox"
@@ -208,7 +209,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	saKube := kubernetes.NewForConfigOrDie(saCfg)
-	signedOut := consolekueue.NewSignOuts(saKube, ns, 10, time.Hour)
+	signedOut := consolekueue.NewSignOuts(saKube, ns, 10, auth.SignOutExpiry(time.Hour))
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	signedOut.Start(watchCtx)
@@ -231,7 +232,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	// The teams' revision histories, by label: members and allocations come
 	// from them (RBAC cannot narrow a list to a label: the state namespace's
 	// ConfigMaps are the console's own).
-	histories := metav1.ListOptions{LabelSelector: domain.HistoryLabel + "=team"}
+	histories := metav1.ListOptions{LabelSelector: domain.RevisionsLabel + "=team"}
 	if w, err := saKube.CoreV1().ConfigMaps(ns).Watch(ctx, histories); err != nil {
 		t.Errorf("watching the teams' revision histories as the console: %v", err)
 	} else {
@@ -321,7 +322,7 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		t.Errorf("the admin's team: %v", err)
 	}
 	// The console's own records of the change, written with its identity.
-	if _, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, domain.TeamHistoryName(s, "made"), metav1.GetOptions{}); err != nil {
+	if _, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, domain.TeamRevisionsName(s, "made"), metav1.GetOptions{}); err != nil {
 		t.Errorf("the team's revision history: %v", err)
 	}
 	events, err := c.kube.CoreV1().Events(domain.EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + s.ClusterQueue("made")})

@@ -21,6 +21,8 @@
 //   - viewer.yaml: ClusterRole quota-console-viewer, read-only.
 //
 // `kubectl apply -f deploy/rbac/` installs the same.
+//
+// Of the console it imports internal/manifest only.
 package rbac
 
 import (

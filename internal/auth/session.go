@@ -262,6 +262,38 @@ func (m *MemorySignOuts) pruneLocked() {
 	}
 }
 
+// Replicated are sign-outs kept in shared, which every replica reads, and
+// in this process too, so that a sign-out holds here at once, before shared
+// is read back.
+func Replicated(shared SignOuts, max int, ttl time.Duration) SignOuts {
+	return replicated{local: NewMemorySignOuts(max, ttl), shared: shared}
+}
+
+type replicated struct {
+	local  *MemorySignOuts
+	shared SignOuts
+}
+
+func (r replicated) SignOut(ctx context.Context, account string, at time.Time) error {
+	_ = r.local.SignOut(ctx, account, at)
+	return r.shared.SignOut(ctx, account, at)
+}
+
+func (r replicated) SignedOutAt(account string) time.Time {
+	at := r.local.SignedOutAt(account)
+	if shared := r.shared.SignedOutAt(account); shared.After(at) {
+		at = shared
+	}
+	return at
+}
+
+func (r replicated) Full() bool { return r.local.Full() || r.shared.Full() }
+
+// SignOutExpiry is SignOutExpired for sessions that last ttl.
+func SignOutExpiry(ttl time.Duration) func(at, now time.Time) bool {
+	return func(at, now time.Time) bool { return SignOutExpired(at, now, ttl) }
+}
+
 // SignOutExpired reports whether a sign-out at at can be forgotten at now:
 // every session it ended has expired by itself.
 func SignOutExpired(at, now time.Time, ttl time.Duration) bool {

@@ -63,8 +63,8 @@ type TeamObjects struct {
 	ClusterQueue *kueueac.ClusterQueueApplyConfiguration
 	LocalQueue   *kueueac.LocalQueueApplyConfiguration
 	Members      *rbacv1ac.RoleBindingApplyConfiguration
-	// History is where the team's revisions are recorded.
-	History types.NamespacedName
+	// Revisions is where the team's revisions are recorded.
+	Revisions types.NamespacedName
 }
 
 // ShapeLookup resolves an instance type to its shape (catalog merged with live nodes).
@@ -145,7 +145,7 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		Flavors:      rfs,
 		ClusterQueue: cq,
 		Members:      MemberBinding(s, t),
-		History:      types.NamespacedName{Namespace: s.State(), Name: TeamHistoryName(s, t.Name)},
+		Revisions:    types.NamespacedName{Namespace: s.State(), Name: TeamRevisionsName(s, t.Name)},
 		LocalQueue: kueueac.LocalQueue(s.LocalQueue(t.Name), ns).
 			WithLabels(labels).
 			WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueuev1beta2.ClusterQueueReference(s.ClusterQueue(t.Name)))),

@@ -23,24 +23,24 @@ import (
 //   - the policy's history is the ConfigMap <cohort>-policy-history.
 //
 // Each data key rev-000123 holds one revision as JSON. Only the newest
-// HistoryLimit revisions are kept (fewer if they would not fit in a ConfigMap).
+// RevisionLimit revisions are kept (fewer if they would not fit in a ConfigMap).
 const (
-	HistoryLimit = 50
-	// HistoryLabel marks history ConfigMaps: "team" or "policy".
-	HistoryLabel = "quota-console.openquota.dev/history"
+	RevisionLimit = 50
+	// RevisionsLabel marks history ConfigMaps: "team" or "policy".
+	RevisionsLabel = "quota-console.openquota.dev/history"
 
 	historySuffix       = "-history"
 	policyHistorySuffix = "-policy-history"
 	revisionKeyPrefix   = "rev-"
 	// ConfigMaps hold at most 1 MiB; keep room for metadata.
-	maxHistoryBytes = 900 << 10
+	maxRevisionsBytes = 900 << 10
 )
 
-// TeamHistoryName is the ConfigMap holding a team's revisions, in Settings.State().
-func TeamHistoryName(s Settings, team string) string { return s.ClusterQueue(team) + historySuffix }
+// TeamRevisionsName is the ConfigMap holding a team's revisions, in Settings.State().
+func TeamRevisionsName(s Settings, team string) string { return s.ClusterQueue(team) + historySuffix }
 
-// PolicyHistoryName is the ConfigMap holding the policy's revisions, in Settings.State().
-func PolicyHistoryName(s Settings) string { return s.Cohort + policyHistorySuffix }
+// PolicyRevisionsName is the ConfigMap holding the policy's revisions, in Settings.State().
+func PolicyRevisionsName(s Settings) string { return s.Cohort + policyHistorySuffix }
 
 // Action is what a revision did.
 type Action string
@@ -100,10 +100,10 @@ func DecodeRevisions[T any](data map[string]string) []Revision[T] {
 }
 
 // EncodeRevisions writes revisions (oldest first) as ConfigMap data, keeping
-// the newest HistoryLimit that fit in maxHistoryBytes (always the newest one).
+// the newest RevisionLimit that fit in maxRevisionsBytes (always the newest one).
 func EncodeRevisions[T any](revs []Revision[T]) (map[string]string, error) {
-	if len(revs) > HistoryLimit {
-		revs = revs[len(revs)-HistoryLimit:]
+	if len(revs) > RevisionLimit {
+		revs = revs[len(revs)-RevisionLimit:]
 	}
 	encoded := make([]string, len(revs))
 	size := 0
@@ -116,7 +116,7 @@ func EncodeRevisions[T any](revs []Revision[T]) (map[string]string, error) {
 		size += len(b) + len(revisionKey(r.Revision))
 	}
 	first := 0
-	for size > maxHistoryBytes && first < len(revs)-1 {
+	for size > maxRevisionsBytes && first < len(revs)-1 {
 		size -= len(encoded[first]) + len(revisionKey(revs[first].Revision))
 		first++
 	}

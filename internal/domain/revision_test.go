@@ -143,7 +143,7 @@ func TestEncodeRevisionsKeepsTheNewest(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := DecodeRevisions[Team](data)
-	if len(back) != HistoryLimit || back[0].Revision != 8 || back[len(back)-1].Revision != 57 {
+	if len(back) != RevisionLimit || back[0].Revision != 8 || back[len(back)-1].Revision != 57 {
 		t.Fatalf("kept %d revisions, %d to %d; want 50, 8 to 57", len(back), back[0].Revision, back[len(back)-1].Revision)
 	}
 	if _, ok := data["rev-000057"]; !ok {
@@ -169,7 +169,7 @@ func TestEncodeRevisionsKeepsTheNewest(t *testing.T) {
 		size += len(k) + len(v)
 	}
 	back = DecodeRevisions[Team](data)
-	if size > maxHistoryBytes || back[len(back)-1].Revision != 20 || len(back) >= 20 {
+	if size > maxRevisionsBytes || back[len(back)-1].Revision != 20 || len(back) >= 20 {
 		t.Errorf("%d revisions in %d bytes, newest %d", len(back), size, back[len(back)-1].Revision)
 	}
 

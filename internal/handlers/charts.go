@@ -41,16 +41,3 @@ func chart(id, title, unit string, yMax float64, unavailable string, series ...m
 	}
 	return m
 }
-
-const promDown = "Prometheus is unavailable: this chart comes back when it answers."
-
-func (d Deps) promNote(err error) string {
-	switch {
-	case d.Prom == nil:
-		return "Charts need Prometheus: start the console with --prometheus-url."
-	case err != nil:
-		d.Log.Warn("prometheus", "err", err)
-		return promDown
-	}
-	return ""
-}

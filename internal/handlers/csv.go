@@ -63,8 +63,8 @@ func csvResponse(c echo.Context, filename string) *echo.Response {
 // cachedCSV answers a small table that depends only on the snapshot and
 // the view (key): written once per snapshot, then sent as it is to every
 // request for it.
-func (d Deps) cachedCSV(c echo.Context, key string, snap *domain.Snapshot, filename string, header []string, rows func(*csvStream) error) error {
-	e, err := d.renderer.once("csv\x00"+key, snap.Version, func(e *rendering) error {
+func (l *liveViews) cachedCSV(c echo.Context, key string, snap *domain.Snapshot, filename string, header []string, rows func(*csvStream) error) error {
+	e, err := l.renderer.once("csv\x00"+key, snap.Version, func(e *rendering) error {
 		var b bytes.Buffer
 		s := &csvStream{w: csv.NewWriter(&b)}
 		if err := s.Row(header...); err != nil {

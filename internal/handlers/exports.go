@@ -63,10 +63,10 @@ func (g *exportGate) enter(user string) (leave func(), refusal string) {
 	}, ""
 }
 
-// historyExport runs export, a CSV export of the task history, within the
-// export limits: beyond them it answers 429 and why.
-func (d Deps) historyExport(c echo.Context, export func() error) error {
-	leave, refusal := d.exports.enter(auth.From(c).Name)
+// run runs export, a CSV export of the task history, within the export
+// limits: beyond them it answers 429 and why.
+func (g *exportGate) run(c echo.Context, export func() error) error {
+	leave, refusal := g.enter(auth.From(c).Name)
 	if refusal != "" {
 		return echo.NewHTTPError(http.StatusTooManyRequests, refusal)
 	}
@@ -79,12 +79,15 @@ func (d Deps) historyExport(c echo.Context, export func() error) error {
 // a new one.
 const summaryConcurrency = 2
 
-// summarySlot waits for one of the summaries' slots (or the end of ctx) and
-// returns its release.
-func (d Deps) summarySlot(ctx context.Context) (release func(), err error) {
+// summarySlots are the slots of the usage summaries computed at once.
+type summarySlots chan struct{}
+
+// take waits for one of the slots (or the end of ctx) and returns its
+// release.
+func (s summarySlots) take(ctx context.Context) (release func(), err error) {
 	select {
-	case d.summaries <- struct{}{}:
-		return func() { <-d.summaries }, nil
+	case s <- struct{}{}:
+		return func() { <-s }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

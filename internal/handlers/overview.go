@@ -6,24 +6,25 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
 )
 
-func (d Deps) overview(c echo.Context) error {
-	nodes, err := d.Cache.Nodes.List(labels.Everything())
+// overviewPage is the cluster's page: its capacity and queues, and
+// Prometheus's utilization charts.
+type overviewPage struct {
+	frame
+	overview ClusterOverview
+	charts   clusterCharts
+}
+
+func (p overviewPage) show(c echo.Context) error {
+	ov, err := p.overview.Overview()
 	if err != nil {
 		return err
 	}
-	queues, err := d.Cache.ClusterQueues.List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	ov := domain.BuildOverview(d.Settings, nodes, queues)
-	visible, _ := d.scopeOf(c)
+	visible, _ := p.scopeOf(c)
 	var shown []domain.QueueQuota // capacity is the cluster's; queues are the teams'
 	for _, q := range ov.Queues {
 		if visible.sees(q.Team) {
@@ -38,7 +39,7 @@ func (d Deps) overview(c echo.Context) error {
 	}
 	rangeName, r := chartRange(c, time.Now())
 	view := templates.OverviewView{
-		Page:         templates.Page{Title: "Cluster overview", Active: "overview", Problem: d.problem()},
+		Page:         templates.Page{Title: "Cluster overview", Active: "overview", Problem: p.problem()},
 		Total:        instanceRow(ov.Total),
 		Ranges:       rangeChoices("/?", rangeName),
 		CSVInstances: csvHref(c, "instance-types"),
@@ -50,11 +51,8 @@ func (d Deps) overview(c echo.Context) error {
 	for _, q := range shown {
 		view.Queues = append(view.Queues, templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped})
 	}
-	var charts metrics.Charts
-	if d.Prom != nil {
-		charts, err = d.Prom.ClusterUtilization(c.Request().Context(), r, float64(ov.Total.VCPU))
-	}
-	unavailable := d.promNote(err)
+	charts, err := p.charts.ClusterUtilization(c.Request().Context(), r, float64(ov.Total.VCPU))
+	unavailable := p.chartNote(err)
 	view.Charts = []templates.ChartModel{
 		chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization),
 		chart("gpu-mem", "GPU memory in use", "%", 100, unavailable, charts.GPUMemory),

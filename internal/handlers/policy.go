@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -13,42 +12,34 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func (d Deps) showPolicy(c echo.Context) error {
-	return d.renderPolicy(c, http.StatusOK, form.FromPolicy(d.Cache.Policy(d.Settings)), write.Outcome{Message: auth.TakeFlashOf(c)})
+// policyPage is the cluster policy's form.
+type policyPage struct {
+	frame
+	policy Policy
+	writes policyWrites
 }
 
-func (d Deps) savePolicy(c echo.Context) error {
+func (p policyPage) show(c echo.Context) error {
+	return p.render(c, http.StatusOK, form.FromPolicy(p.policy.Policy()), write.Outcome{Message: auth.TakeFlashOf(c)})
+}
+
+func (p policyPage) save(c echo.Context) error {
 	values, err := c.FormParams()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
 	f := form.ParsePolicy(values)
-	out := d.writes.SavePolicy(c.Request().Context(), d.identity(c), f)
-	return respond(c, out, "/policy?saved=1", func(status int) error { return d.renderPolicy(c, status, f, out) })
+	out := p.writes.SavePolicy(c.Request().Context(), p.identity(c), f)
+	return respond(c, out, "/policy?saved=1", func(status int) error { return p.render(c, status, f, out) })
 }
 
-// kueueFairSharing says whether Kueue's controller shares idle compute
-// fairly; ok is false when the console cannot tell (then it warns about
-// nothing). Kueue's configuration changes with a Kueue restart: it is read
-// again at most every 30 seconds.
-func (d Deps) kueueFairSharing(ctx context.Context) (enabled, ok bool) {
-	enabled, err := d.fairSharing.Get(ctx, "", func(ctx context.Context) (bool, error) {
-		return d.Applier.KueueFairSharing(ctx, d.KueueConfigMap)
-	})
-	if err != nil {
-		d.Log.Debug("reading Kueue's configuration", "configmap", d.KueueConfigMap.Namespace+"/"+d.KueueConfigMap.Name, "err", err)
-		return false, false
-	}
-	return enabled, true
-}
-
-// renderPolicy shows the policy form; out is the outcome of a save (or a
-// flash message when it is Saved).
-func (d Deps) renderPolicy(c echo.Context, status int, f form.Policy, out write.Outcome) error {
+// render shows the policy form; out is the outcome of a save (or a flash
+// message when it is Saved).
+func (p policyPage) render(c echo.Context, status int, f form.Policy, out write.Outcome) error {
 	view := templates.PolicyView{
-		Page:   templates.Page{Title: "Cluster policy", Active: "policy", Problem: d.problem()},
+		Page:   templates.Page{Title: "Cluster policy", Active: "policy", Problem: p.problem()},
 		Form:   templates.PolicyFields{Prioritization: f.Prioritization, IdleAllocation: f.IdleAllocation},
-		Errors: fieldErrors(out.Fields), ReadOnly: d.readOnly(c, mayEditPolicy),
+		Errors: fieldErrors(out.Fields), ReadOnly: p.readOnly(c, mayEditPolicy),
 	}
 	if out.Kind == write.Saved {
 		view.Flash = out.Message
@@ -61,9 +52,12 @@ func (d Deps) renderPolicy(c echo.Context, status int, f form.Policy, out write.
 	for len(view.Rows) < form.MaxPriorityClasses {
 		view.Rows = append(view.Rows, templates.ClassFields{})
 	}
-	// Warn against what is stored (not what was typed and refused).
-	if enabled, ok := d.kueueFairSharing(c.Request().Context()); ok {
-		view.Mismatch = domain.FairSharingMismatch(d.Cache.Policy(d.Settings), enabled)
+	// Warn against what is stored (not what was typed and refused); when
+	// Kueue's configuration cannot be read, warn about nothing.
+	if enabled, err := p.policy.KueueFairSharing(c.Request().Context()); err == nil {
+		view.Mismatch = domain.FairSharingMismatch(p.policy.Policy(), enabled)
+	} else {
+		p.log.Debug("reading Kueue's configuration", "err", err)
 	}
 	return render(c, status, templates.Policy(view))
 }

@@ -59,22 +59,33 @@ func (f preemptionFilter) storeQuery(visible scope, now time.Time) taskhistory.P
 	return pq
 }
 
-// preemptions shows (or exports) the preemption history.
-func (d Deps) preemptions(c echo.Context) error {
-	snap := d.Live.Snapshot()
+// preemptionsPage is the preemption history, from the task history.
+type preemptionsPage struct {
+	frame
+	model       ReadModel
+	taskHistory interface {
+		taskhistoryAvailability
+		preemptionHistory
+	}
+	exports *exportGate
+}
+
+// show shows (or exports) the preemption history.
+func (p preemptionsPage) show(c echo.Context) error {
+	snap := p.model.Snapshot()
 	f := parsePreemptionFilter(c.QueryParams())
-	visible, _ := d.scopeOf(c)
+	visible, _ := p.scopeOf(c)
 	now := time.Now()
 	pq := f.storeQuery(visible, now)
-	store, err := d.historyStore()
+	err := p.taskHistory.Available()
 	if _, ok := csvTable(c); ok {
 		if err != nil {
-			return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
+			return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 		}
-		return d.historyExport(c, func() error { return d.preemptionsCSV(c, store, pq, visible) })
+		return p.exports.run(c, func() error { return p.preemptionsCSV(c, pq, visible) })
 	}
 	view := templates.PreemptionsView{
-		Page: templates.Page{Title: "Preemptions", Active: "preemptions", Problem: d.problem()},
+		Page: templates.Page{Title: "Preemptions", Active: "preemptions", Problem: p.problem()},
 		CSV:  f.query("format", "csv", "after", ""),
 	}
 	for _, w := range taskWindows {
@@ -83,14 +94,14 @@ func (d Deps) preemptions(c echo.Context) error {
 	view.Teams = teamChoices(snap, visible, f.Team)
 	view.Classes = classChoices(snap, f.Class)
 	if err != nil {
-		view.Unavailable = d.historyNote(err)
+		view.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Preemptions(view))
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
 	defer cancel()
-	page, err := store.Preemptions(ctx, pq)
+	page, err := p.taskHistory.Preemptions(ctx, pq)
 	if err != nil {
-		view.Unavailable = d.historyNote(err)
+		view.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Preemptions(view))
 	}
 	view.Gaps = gapNotes(page.Gaps)
@@ -106,8 +117,8 @@ func (d Deps) preemptions(c echo.Context) error {
 	if page.Next != "" {
 		view.Next = f.query("after", page.Next)
 	}
-	for _, p := range page.Preemptions {
-		view.Rows = append(view.Rows, preemptionRow(p, visible))
+	for _, pr := range page.Preemptions {
+		view.Rows = append(view.Rows, preemptionRow(pr, visible))
 	}
 	return render(c, http.StatusOK, templates.Preemptions(view))
 }
@@ -134,7 +145,7 @@ const preemptorNotShown = "another team's task"
 func preemptionRow(p taskhistory.Preemption, visible scope) templates.PreemptionRow {
 	p, shown := shownTo(p, visible)
 	r := templates.PreemptionRow{
-		When: historyTime(p.At), Task: taskName(p.Task), Team: p.Task.Team, Class: p.Task.Class, GPUs: strconv.FormatInt(p.GPUs, 10),
+		When: recordedTime(p.At), Task: taskName(p.Task), Team: p.Task.Team, Class: p.Task.Class, GPUs: strconv.FormatInt(p.GPUs, 10),
 		Preemptor: taskName(p.Preemptor), PreemptorTeam: p.Preemptor.Team, PreemptorClass: p.Preemptor.Class,
 		Reason: p.ReasonWords, Message: p.Message, Lost: "unknown",
 	}
@@ -166,12 +177,12 @@ func taskName(t taskhistory.TaskRef) string {
 
 // preemptionsCSV streams every preemption of the query, page by page, as
 // the viewer may see them.
-func (d Deps) preemptionsCSV(c echo.Context, store *taskhistory.Store, pq taskhistory.PreemptionQuery, visible scope) error {
+func (p preemptionsPage) preemptionsCSV(c echo.Context, pq taskhistory.PreemptionQuery, visible scope) error {
 	pq.Limit, pq.After = 1000, ""
 	ctx := c.Request().Context()
-	first, err := store.Preemptions(ctx, pq)
+	first, err := p.taskHistory.Preemptions(ctx, pq)
 	if err != nil {
-		return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
+		return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 	}
 	s, err := startCSV(c, "preemptions.csv", "When (UTC)", "Namespace", "Task", "Team", "Priority class", "GPUs (count)",
 		"Preemptor namespace", "Preemptor task", "Preemptor UID", "Preemptor team", "Preemptor class", "Reason", "Kueue reason",
@@ -180,15 +191,15 @@ func (d Deps) preemptionsCSV(c echo.Context, store *taskhistory.Store, pq taskhi
 		return err
 	}
 	for page := first; ; {
-		for _, p := range page.Preemptions {
-			p, _ = shownTo(p, visible)
+		for _, pr := range page.Preemptions {
+			pr, _ = shownTo(pr, visible)
 			lost := ""
-			if p.LostKnown {
-				lost = domain.FormatHours(p.GPUHoursLost)
+			if pr.LostKnown {
+				lost = domain.FormatHours(pr.GPUHoursLost)
 			}
-			if err := s.Row(p.At.UTC().Format(time.RFC3339), p.Task.Namespace, p.Task.Name, p.Task.Team, p.Task.Class, strconv.FormatInt(p.GPUs, 10),
-				p.Preemptor.Namespace, p.Preemptor.Name, p.Preemptor.UID, p.Preemptor.Team, p.Preemptor.Class, p.ReasonWords, p.Reason,
-				lost, p.Message); err != nil {
+			if err := s.Row(pr.At.UTC().Format(time.RFC3339), pr.Task.Namespace, pr.Task.Name, pr.Task.Team, pr.Task.Class, strconv.FormatInt(pr.GPUs, 10),
+				pr.Preemptor.Namespace, pr.Preemptor.Name, pr.Preemptor.UID, pr.Preemptor.Team, pr.Preemptor.Class, pr.ReasonWords, pr.Reason,
+				lost, pr.Message); err != nil {
 				return err
 			}
 		}
@@ -196,7 +207,7 @@ func (d Deps) preemptionsCSV(c echo.Context, store *taskhistory.Store, pq taskhi
 			return s.Close()
 		}
 		pq.After = page.Next
-		if page, err = store.Preemptions(ctx, pq); err != nil {
+		if page, err = p.taskHistory.Preemptions(ctx, pq); err != nil {
 			return err // the header is sent: the download ends short
 		}
 	}

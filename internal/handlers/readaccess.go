@@ -44,21 +44,21 @@ const echoScopeKey = "handlers.scope"
 
 // scopeOf is the request's scope; known is false when the cluster could not
 // answer the reviews.
-func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
+func (f frame) scopeOf(c echo.Context) (s scope, known bool) {
 	if cached, ok := c.Get(echoScopeKey).(scope); ok {
 		return cached, true
 	}
-	if !d.Auth.Impersonates() {
+	if !f.auth.Impersonates() {
 		return scope{all: true}, true
 	}
-	ctx, id := c.Request().Context(), d.identity(c)
-	all, known := d.access.Allowed(ctx, id, mayListClusterQueues)
+	ctx, id := c.Request().Context(), f.identity(c)
+	all, known := f.allowed(ctx, id, mayListClusterQueues)
 	if !known {
 		return scope{}, false
 	}
 	s = scope{all: all, teams: map[string]bool{}}
-	if !all {
-		stored := d.Cache.Teams(d.Settings)
+	if !all && f.teams != nil {
+		stored := f.teams.Teams()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, reviewConcurrency)
@@ -67,7 +67,7 @@ func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
 			sem <- struct{}{}
 			go func(team string) {
 				defer func() { <-sem; wg.Done() }()
-				if ok, _ := d.access.Allowed(ctx, id, mayListWorkloads(d.Settings.Namespace(team))); ok {
+				if ok, _ := f.allowed(ctx, id, mayListWorkloads(f.settings.Namespace(team))); ok {
 					mu.Lock()
 					s.teams[team] = true
 					mu.Unlock()
@@ -82,13 +82,13 @@ func (d Deps) scopeOf(c echo.Context) (s scope, known bool) {
 
 // readAccess refuses requests for pages the user may not see: any page
 // needs a scope, a team's pages (routes with :team) need that team.
-func (d Deps) readAccess() echo.MiddlewareFunc {
+func (f frame) readAccess() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if isPublic(c) || c.Path() == auth.SignOutPath {
 				return next(c)
 			}
-			s, known := d.scopeOf(c)
+			s, known := f.scopeOf(c)
 			who := "Your account " + auth.From(c).Name
 			switch {
 			case !known:
@@ -103,7 +103,7 @@ func (d Deps) readAccess() echo.MiddlewareFunc {
 			if team := c.Param("team"); team != "" && !s.sees(team) {
 				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
 					"%s may not see team %s. It needs list on Workloads in namespace %s (members of team %s) or list on ClusterQueues (platform viewers). "+
-						"Ask a platform admin to add you to the team.", who, quoteName(team), quoteName(d.Settings.Namespace(team)), quoteName(team)))
+						"Ask a platform admin to add you to the team.", who, quoteName(team), quoteName(f.settings.Namespace(team)), quoteName(team)))
 			}
 			return next(c)
 		}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -16,8 +17,8 @@ const dateLayout = "2006-01-02"
 // Report sources: the task history (the default when the console has
 // one) and Prometheus.
 const (
-	sourceHistory    = "history"
-	sourcePrometheus = "prometheus"
+	sourceTaskHistory = "history"
+	sourcePrometheus  = "prometheus"
 )
 
 // reportFilter is the usage report's query, as typed in its URL.
@@ -30,22 +31,33 @@ func (f reportFilter) query(extra ...string) string {
 		"team", f.Team, "resource", f.Resource, "after", f.After}, extra...)...)
 }
 
-// usageReport shows (or exports) the usage per team and day for a date
-// range: from the task history (per instance type, and per task) or from
+// reportPage is the usage report, from the task history or from
 // Prometheus.
-func (d Deps) usageReport(c echo.Context) error {
+type reportPage struct {
+	frame
+	model       ReadModel
+	taskHistory usageHistory
+	prometheus  usageReports
+	exports     *exportGate
+	summaries   *usageSummaries
+}
+
+// show shows (or exports) the usage per team and day for a date range:
+// from the task history (per instance type, and per task) or from
+// Prometheus.
+func (p reportPage) show(c echo.Context) error {
 	q := c.QueryParams()
 	f := reportFilter{Source: q.Get("source"), From: q.Get("from"), To: q.Get("to"), Team: q.Get("team"),
 		Resource: q.Get("resource"), After: q.Get("after")}
-	if f.Source != sourceHistory && f.Source != sourcePrometheus {
+	if f.Source != sourceTaskHistory && f.Source != sourcePrometheus {
 		f.Source = sourcePrometheus
-		if store, err := d.historyStore(); store != nil && err == nil {
-			f.Source = sourceHistory
+		if p.taskHistory.Available() == nil {
+			f.Source = sourceTaskHistory
 		}
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	view := templates.ReportView{
-		Page: templates.Page{Title: "Usage report", Active: "reports", Problem: d.problem()},
+		Page: templates.Page{Title: "Usage report", Active: "reports", Problem: p.problem()},
 		From: f.From, To: f.To, Source: f.Source,
 	}
 	if view.From == "" {
@@ -66,7 +78,7 @@ func (d Deps) usageReport(c echo.Context) error {
 	case to.Sub(from) > 366*24*time.Hour:
 		view.ToError = "Choose at most a year."
 	}
-	for _, s := range []struct{ key, label string }{{sourceHistory, "From the task history"}, {sourcePrometheus, "From Prometheus"}} {
+	for _, s := range []struct{ key, label string }{{sourceTaskHistory, "From the task history"}, {sourcePrometheus, "From Prometheus"}} {
 		g := f
 		g.Source, g.After = s.key, ""
 		view.Sources = append(view.Sources, templates.ResourceChoice{Key: s.key, Label: s.label, Href: g.query(), Current: s.key == f.Source})
@@ -75,18 +87,18 @@ func (d Deps) usageReport(c echo.Context) error {
 	if view.FromError != "" || view.ToError != "" {
 		return render(c, http.StatusUnprocessableEntity, templates.Report(view))
 	}
-	if f.Source == sourceHistory {
-		return d.historyReport(c, f, view, from, to.AddDate(0, 0, 1))
+	if f.Source == sourceTaskHistory {
+		return p.taskHistoryReport(c, f, view, from, to.AddDate(0, 0, 1))
 	}
-	var rows []metrics.UsageRow
-	var err error
-	if d.Reports == nil {
+	rows, err := p.prometheus.UsageReport(c.Request().Context(), p.settings, from, to)
+	switch {
+	case errors.Is(err, errNoPrometheus):
 		view.Unavailable = "The usage report needs Prometheus: start the console with --prometheus-url."
-	} else if rows, err = d.Reports.UsageReport(c.Request().Context(), d.Settings, from, to); err != nil {
-		d.Log.Warn("usage report", "err", err)
+	case err != nil:
+		p.log.Warn("usage report", "err", err)
 		view.Unavailable = "Prometheus is unavailable, so the usage report cannot be computed now."
 	}
-	if visible, _ := d.scopeOf(c); !visible.all {
+	if visible, _ := p.scopeOf(c); !visible.all {
 		mine := make([]metrics.UsageRow, 0, len(rows)) // rows may be shared with other requests
 		for _, r := range rows {
 			if visible.sees(r.Team) {

@@ -6,20 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/write"
 )
-
-// identity is whom the request's changes and access checks are for: the
-// signed-in user, as the authenticator named them, or the console itself in
-// auth mode none. Handlers resolve it once per request.
-func (d Deps) identity(c echo.Context) kueue.Identity {
-	if !d.Auth.Impersonates() {
-		return kueue.Identity{}
-	}
-	u := auth.From(c)
-	return kueue.Identity{Name: u.Name, Groups: u.Groups, UID: u.UID, Extra: u.Extra}
-}
 
 // respond answers a change: after a save, a redirect to next with the
 // change's message; after anything else, the page again (rerender) with the

@@ -55,8 +55,6 @@ func isProbeOrStatic(c echo.Context) bool {
 	return strings.HasPrefix(p, "/static/")
 }
 
-func (d Deps) secure(r *http.Request) bool { return d.Auth.Secure(r) }
-
 // viewerContext is the request context with what the page frame and forms
 // need: the auth mode, the signed-in user and the CSRF token.
 func viewerContext(c echo.Context) context.Context {
@@ -67,43 +65,43 @@ func viewerContext(c echo.Context) context.Context {
 }
 
 // signInRoutes serve the token mode's sign-in and sign-out.
-func (d Deps) signInRoutes(e *echo.Echo) {
+func signInRoutes(e *echo.Echo, f frame) {
 	e.GET(auth.SignInPath, func(c echo.Context) error {
 		if auth.From(c).SignedIn() {
 			return c.Redirect(http.StatusSeeOther, auth.SafeNext(c.QueryParam("next")))
 		}
-		return d.renderSignIn(c, http.StatusOK, auth.SafeNext(c.QueryParam("next")), "", auth.TakeFlashOf(c))
+		return renderSignIn(c, http.StatusOK, auth.SafeNext(c.QueryParam("next")), "", auth.TakeFlashOf(c))
 	})
 	e.POST(auth.SignInPath, func(c echo.Context) error {
 		next := auth.SafeNext(c.FormValue("next"))
-		u, err := d.Auth.SignIn(c, c.FormValue("token"))
+		u, err := f.auth.SignIn(c, c.FormValue("token"))
 		switch {
 		case errors.Is(err, auth.ErrTooManySignIns):
 			c.Response().Header().Set("Retry-After", "10")
-			return d.renderSignIn(c, http.StatusTooManyRequests, next, "Too many sign-in attempts from your address: wait a few seconds and try again.", "")
+			return renderSignIn(c, http.StatusTooManyRequests, next, "Too many sign-in attempts from your address: wait a few seconds and try again.", "")
 		case errors.Is(err, auth.ErrTooManyAccountSignIns):
 			c.Response().Header().Set("Retry-After", "60")
-			return d.renderSignIn(c, http.StatusTooManyRequests, next, "This account signed in too many times in a short while: wait a minute and try again.", "")
+			return renderSignIn(c, http.StatusTooManyRequests, next, "This account signed in too many times in a short while: wait a minute and try again.", "")
 		case errors.Is(err, auth.ErrSignOutsFull):
-			d.Log.Warn("sign-in refused: the list of signed-out accounts is full", "user", u.Name)
+			f.log.Warn("sign-in refused: the list of signed-out accounts is full", "user", u.Name)
 			c.Response().Header().Set("Retry-After", "600")
-			return d.renderSignIn(c, http.StatusServiceUnavailable, next, "The console is not taking new sign-ins right now: it keeps every sign-out until the signed-out sessions would have ended, "+
+			return renderSignIn(c, http.StatusServiceUnavailable, next, "The console is not taking new sign-ins right now: it keeps every sign-out until the signed-out sessions would have ended, "+
 				"and that list is full. Try again later, or ask a platform admin.", "")
 		case errors.Is(err, auth.ErrSessionTooLarge):
-			return d.renderSignIn(c, http.StatusUnprocessableEntity, next, "Your account has too many groups or attributes for the console to keep in a session cookie. Ask a platform admin to run the console with --auth proxy.", "")
+			return renderSignIn(c, http.StatusUnprocessableEntity, next, "Your account has too many groups or attributes for the console to keep in a session cookie. Ask a platform admin to run the console with --auth proxy.", "")
 		case errors.Is(err, auth.ErrTokenRejected):
-			return d.renderSignIn(c, http.StatusUnauthorized, next, "The cluster did not accept this token: it is unknown, expired or revoked. Nothing was kept.", "")
+			return renderSignIn(c, http.StatusUnauthorized, next, "The cluster did not accept this token: it is unknown, expired or revoked. Nothing was kept.", "")
 		case err != nil:
-			d.Log.Error("sign-in", "err", err)
-			return d.renderSignIn(c, http.StatusBadGateway, next, "The cluster could not check the token right now; try again in a moment.", "")
+			f.log.Error("sign-in", "err", err)
+			return renderSignIn(c, http.StatusBadGateway, next, "The cluster could not check the token right now; try again in a moment.", "")
 		}
-		d.Log.Info("signed in", "user", u.Name, "groups", u.Groups)
+		f.log.Info("signed in", "user", u.Name, "groups", u.Groups)
 		return c.Redirect(http.StatusSeeOther, next)
 	})
 	e.POST(auth.SignOutPath, func(c echo.Context) error {
 		who := auth.From(c).Name
-		if err := d.Auth.SignOut(c); err != nil {
-			d.Log.Error("sign-out: the sign-out could not be recorded for every replica", "user", who, "err", err)
+		if err := f.auth.SignOut(c); err != nil {
+			f.log.Error("sign-out: the sign-out could not be recorded for every replica", "user", who, "err", err)
 			auth.SetFlashOf(c, "Signed out here, but the console could not record the sign-out for its other replicas: "+
 				"your sessions in other browsers may still work. Sign in and out again, or ask a platform admin.")
 		} else if who != "" {
@@ -113,7 +111,7 @@ func (d Deps) signInRoutes(e *echo.Echo) {
 	})
 }
 
-func (d Deps) renderSignIn(c echo.Context, status int, next, msg, notice string) error {
+func renderSignIn(c echo.Context, status int, next, msg, notice string) error {
 	return render(c, status, templates.SignIn(templates.SignInView{
 		Page: templates.Page{Title: "Sign in", Active: ""}, Next: next, Error: msg, Notice: notice,
 	}))
@@ -128,9 +126,9 @@ var (
 
 // readOnly says why the user may not use a form, or "" when they may (or
 // when the cluster could not say: then it decides on save).
-func (d Deps) readOnly(c echo.Context, p kueue.Permission) string {
-	id := d.identity(c)
-	allowed, known := d.access.Allowed(c.Request().Context(), id, p)
+func (f frame) readOnly(c echo.Context, p kueue.Permission) string {
+	id := f.identity(c)
+	allowed, known := f.allowed(c.Request().Context(), id, p)
 	if allowed || !known {
 		return ""
 	}

@@ -1,9 +1,7 @@
-package handlers
+package handlers_test
 
 import (
 	"crypto/tls"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,26 +9,14 @@ import (
 	"time"
 
 	"github.com/openquota/console/internal/auth"
-	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/webtest"
 )
-
-var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // bare is the console's HTTP server without a cluster: enough for what
 // happens before a page's handler runs.
 func bare(a *auth.Authenticator) http.Handler {
-	return atLoopback(New(Deps{Metrics: metrics.NewConsole(), Log: discard, Auth: a}))
-}
-
-// atLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,
-// as a client of a console on loopback does.
-func atLoopback(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Host == "example.com" {
-			r.Host = "127.0.0.1:8080"
-		}
-		h.ServeHTTP(w, r)
-	})
+	return webtest.AtLoopback(handlers.New(handlers.Config{Auth: a}))
 }
 
 func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
@@ -68,11 +54,11 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 
 func TestRequestBodyLimit(t *testing.T) {
 	e := bare(&auth.Authenticator{Mode: auth.ModeNone})
-	big := strings.NewReader("name=" + strings.Repeat("x", MaxBodyBytes+1))
+	big := strings.NewReader("name=" + strings.Repeat("x", handlers.MaxBodyBytes+1))
 	r := httptest.NewRequest(http.MethodPost, "/teams", big)
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if rec := serve(e, r); rec.Code != http.StatusRequestEntityTooLarge {
-		t.Errorf("POST of %d bytes: %d, want 413", MaxBodyBytes+6, rec.Code)
+		t.Errorf("POST of %d bytes: %d, want 413", handlers.MaxBodyBytes+6, rec.Code)
 	}
 }
 

@@ -1,11 +1,17 @@
 // Package handlers holds the console's HTTP server: routes, middleware
-// (security headers, sign-in, CSRF, read access, metrics) and one file per
-// page or action. A page reads the read model and the caches (package
-// cluster) and renders a view model (package templates); a change parses its
-// form, calls the write path (package write) and answers its outcome with
-// respond. Handlers never call the apiserver themselves: they must not import
-// client-go's clientsets or tools, Kueue's client-go, or apimachinery's error
-// and wait helpers.
+// (security headers, sign-in, CSRF, read access, request metrics) and one
+// file per page or action. A page reads what it shows through the two or
+// three small interfaces of its page type (a read model snapshot, the
+// teams, the task history's queries, Prometheus) and renders a view model
+// (package templates); a change parses its form, calls the write path
+// (package write, behind the Writes interface) and answers its outcome
+// with respond. The console's parts are built and wired by package app;
+// tests give the pages in-memory fakes of the same interfaces.
+//
+// Handlers never call the apiserver, the task history's database or
+// Prometheus themselves: they must not import client-go's clientsets or
+// tools, Kueue's client-go, apimachinery's error and wait helpers, or
+// database drivers, and not the console's app package.
 package handlers
 
 import (
@@ -23,11 +29,12 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/form"
 	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/write"
@@ -35,159 +42,310 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-// Deps are what the handlers read from and write to.
-type Deps struct {
-	Cache   *kueue.Cache
-	Live    *kueue.Live
-	Prom    PromReader    // nil without --prometheus-url
-	Reports UsageReporter // nil without --prometheus-url
-	// Streams ends live update streams when the server shuts down.
-	Streams  context.Context
-	Applier  kueue.Applier
+// Config is what the pages read from and write to, each source as one
+// small interface; package app gives them the console's real parts.
+type Config struct {
 	Settings domain.Settings
-	Metrics  *metrics.Console
 	Log      *slog.Logger
-	// KueueConfigMap is where Kueue's installation keeps its configuration.
-	KueueConfigMap kueue.ConfigMapRef
+	Metrics  *metrics.Console
 	// Auth decides who each request comes from. nil is auth mode none: no
 	// sign-in, writes with the console's own identity (cmd/console allows
 	// it only on loopback addresses). In proxy and token mode the cluster is
-	// asked what the signed-in user may see and change (SubjectAccessReviews
-	// about them); the console makes the changes with its own identity.
-	Auth *auth.Authenticator
+	// asked what the signed-in user may see and change; the console makes
+	// the changes with its own identity.
+	Auth   *auth.Authenticator
+	Limits Limits
+	// Shutdown ends live update streams when the server shuts down.
+	Shutdown context.Context
 
-	// History is the task history store, or why there is none (off, or
-	// unreachable); nil: off.
-	History func() (*taskhistory.Store, error)
-
-	// StreamLimits cap live update streams; zero is DefaultStreamLimits.
-	StreamLimits StreamLimits
-	// StreamLifetime ends every live stream after this long.
-	StreamLifetime time.Duration
-	// ExportLimits cap the task history's CSV exports; zero is
-	// DefaultExportLimits.
-	ExportLimits ExportLimits
-
-	// Made by New: the write path, the users' permissions (asked about them
-	// and remembered), the open live update streams.
-	writes   write.Service
-	access   *kueue.Access
-	streams  *streamGate
-	renderer *liveRenderer
-	hub      *liveHub
-	// Reads that many requests share and that may be a few seconds old.
-	fairSharing *memo.Memo[bool]
-	drifted     *memo.Memo[map[string]bool]
-	// The task history's answers, shared for historyTTL.
-	historyFacts *memo.Memo[*taskhistory.WindowStats]
-	// usageSummaries are the usage report's, shared for reportTTL.
-	usageSummaries *memo.Memo[*taskhistory.UsageSummary]
-	// teamPreempted are the team pages' preemption counts, shared for
-	// historyTTL.
-	teamPreempted *memo.Memo[preemptedBy]
-	rates         *memo.Memo[taskhistory.AdmissionRates]
-	// positions are Kueue's own queue positions; nil without a client.
-	positions positionReader
-	// exports count the task history's running CSV exports; summaries are
-	// the slots of the usage summaries computed at once.
-	exports   *exportGate
-	summaries chan struct{}
-	// historyWarnings keep a failing task history from flooding the log.
-	historyWarnings *warnings
+	Health    Health
+	ReadModel ReadModel
+	Overview  ClusterOverview
+	Teams     Teams
+	Policy    Policy
+	Revisions Revisions
+	Access    Access
+	Writes    Writes
+	// TaskHistory is nil when the console has none at all; otherwise its
+	// queries answer, or say why they cannot.
+	TaskHistory TaskHistory
+	// Prometheus is nil without --prometheus-url.
+	Prometheus Prometheus
+	// Positions are Kueue's own queue positions; nil without them.
+	Positions QueuePositions
 }
 
-// PromReader is what the pages read from Prometheus (*metrics.Prom).
-type PromReader interface {
-	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
+// Limits bound what one request or user may hold; zero values are the
+// defaults.
+type Limits struct {
+	// Streams cap live update streams.
+	Streams StreamLimits
+	// StreamLifetime ends every live stream after this long.
+	StreamLifetime time.Duration
+	// Exports cap the task history's CSV exports.
+	Exports ExportLimits
+}
+
+// Health says whether the cluster's figures are complete and current
+// (kueue.Cache).
+type Health interface {
+	// Ready is nil once the caches hold the whole cluster, else why not.
+	Ready() error
+	// Reachable says whether the apiserver answers, and since when it has
+	// not.
+	Reachable() (bool, time.Time)
+}
+
+// ReadModel is the live read model the dashboards show (kueue.Live).
+type ReadModel interface {
+	Snapshot() *domain.Snapshot
+	// Subscribe tells of every new snapshot version until its stop is
+	// called.
+	Subscribe() (versions <-chan uint64, stop func())
+}
+
+// ClusterOverview is the cluster's capacity by instance type and its
+// ClusterQueues.
+type ClusterOverview interface {
+	Overview() (domain.Overview, error)
+}
+
+// teamList is the teams the console manages, as the cache holds them.
+type teamList interface {
+	Teams() []domain.StoredTeam
+}
+
+// fleet is the instance shapes and how many instances of each type can
+// take tasks.
+type fleet interface {
+	Fleet() (domain.ShapeLookup, map[string]int)
+}
+
+// teamLookup finds one managed team.
+type teamLookup interface {
+	// Team is a managed team with the allocation the console acts on; ok
+	// is false when there is none.
+	Team(name string) (cq *kueuev1beta2.ClusterQueue, team domain.Team, ok bool)
+}
+
+// Teams are the teams the console manages (the cache, through app).
+type Teams interface {
+	teamList
+	teamLookup
+	fleet
+	// DriftedTeams names the teams whose Kueue objects were changed by hand.
+	DriftedTeams() map[string]bool
+}
+
+// Policy is the stored cluster policy and what Kueue makes of it.
+type Policy interface {
+	Policy() domain.Policy
+	// PolicyDrift is how the priority classes differ from the stored policy.
+	PolicyDrift() ([]domain.Drift, error)
+	// KueueFairSharing says whether Kueue's controller shares idle compute
+	// fairly (its configuration, read at most every 30 seconds).
+	KueueFairSharing(ctx context.Context) (bool, error)
+}
+
+// Revisions are the revisions admins saved, newest first.
+type Revisions interface {
+	TeamRevisions(ctx context.Context, team string) ([]domain.TeamRevision, error)
+	PolicyRevisions(ctx context.Context) ([]domain.PolicyRevision, error)
+}
+
+// Access answers whether a user may do something (kueue.Access:
+// SubjectAccessReviews about them, remembered a while); known is false
+// when the cluster could not say.
+type Access interface {
+	Allowed(ctx context.Context, id kueue.Identity, p kueue.Permission) (allowed, known bool)
+}
+
+// Writes are the changes the forms make (write.Service, the one write
+// path).
+type Writes interface {
+	teamWrites
+	revisionWrites
+	driftWrites
+	policyWrites
+}
+
+type teamWrites interface {
+	SaveTeam(ctx context.Context, who kueue.Identity, req write.TeamSave) write.Outcome
+	DeleteTeam(ctx context.Context, who kueue.Identity, team string) write.Outcome
+}
+
+type revisionWrites interface {
+	RollbackTeam(ctx context.Context, who kueue.Identity, team string, revision int) write.Outcome
+	RollbackPolicy(ctx context.Context, who kueue.Identity, revision int) write.Outcome
+	ReapplyPolicy(ctx context.Context, who kueue.Identity) write.Outcome
+}
+
+type driftWrites interface {
+	Adoption(team string) (write.Adoption, write.Outcome)
+	ReapplyTeam(ctx context.Context, who kueue.Identity, team string) write.Outcome
+	AdoptTeam(ctx context.Context, who kueue.Identity, team, fingerprint string) write.Outcome
+}
+
+type policyWrites interface {
+	SavePolicy(ctx context.Context, who kueue.Identity, f form.Policy) write.Outcome
+}
+
+// TaskHistory is the task history's queries (taskhistory.Store, through
+// app). Each answers an error when there is no store to ask, and
+// Available says so without asking.
+type TaskHistory interface {
+	taskhistoryAvailability
+	taskStatistics
+	preemptionHistory
+	teamPreemptionCounts
+	usageHistory
+}
+
+type taskhistoryAvailability interface {
+	// Available is nil when there is a store to ask, else why there is none.
+	Available() error
+}
+
+type taskStatistics interface {
+	taskhistoryAvailability
+	TaskStats(ctx context.Context, w taskhistory.Window) (*taskhistory.WindowStats, error)
+	AdmissionRates(ctx context.Context, w taskhistory.Window) (taskhistory.AdmissionRates, error)
+}
+
+type preemptionHistory interface {
+	Preemptions(ctx context.Context, q taskhistory.PreemptionQuery) (*taskhistory.PreemptionPage, error)
+}
+
+type teamPreemptionCounts interface {
+	PreemptionsByTeam(ctx context.Context, w taskhistory.Window, team string) ([]taskhistory.PreemptedBy, []taskhistory.Period, error)
+}
+
+type usageHistory interface {
+	taskhistoryAvailability
+	UsageSummary(ctx context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error)
+	TaskReport(ctx context.Context, q taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (next string, gaps []taskhistory.Period, err error)
+}
+
+// Prometheus is what the pages read from Prometheus (metrics.Cached).
+type Prometheus interface {
+	clusterCharts
+	teamUtilization
+	teamCharts
+	usageReports
+}
+
+type clusterCharts interface {
 	ClusterUtilization(ctx context.Context, r metrics.Range, vcpuCapacity float64) (metrics.Charts, error)
+}
+
+type teamUtilization interface {
+	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
+}
+
+type teamCharts interface {
 	TeamSeries(ctx context.Context, s domain.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
 }
 
-// UsageReporter computes the usage report (*metrics.Prom).
-type UsageReporter interface {
+type usageReports interface {
 	UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]metrics.UsageRow, error)
 }
 
-// DefaultKueueConfigMap is where Kueue's manifests and Helm chart keep its
-// configuration.
-var DefaultKueueConfigMap = kueue.ConfigMapRef{Namespace: "kueue-system", Name: "kueue-manager-config", Key: "controller_manager_config.yaml"}
+// QueuePositions are Kueue's own queue positions (kueue.Positions, from its
+// visibility API): the position of each pending Workload of a ClusterQueue
+// by LocalQueue key; ok is false when Kueue did not answer.
+type QueuePositions interface {
+	Known(ctx context.Context, clusterQueue string) (positions map[string]int, ok bool)
+}
 
 // New builds the console's HTTP server. Every answer carries security headers
 // (CSP, nosniff, no framing); request bodies are limited to MaxBodyBytes;
 // every route except /healthz, /readyz, /metrics, /static and the sign-in
-// page needs a user (d.Auth); every state-changing request must pass the
+// page needs a user (cfg.Auth); every state-changing request must pass the
 // CSRF check.
-func New(d Deps) *echo.Echo {
-	if d.Auth == nil {
-		d.Auth = &auth.Authenticator{Mode: auth.ModeNone}
+func New(cfg Config) *echo.Echo {
+	if cfg.Auth == nil {
+		cfg.Auth = &auth.Authenticator{Mode: auth.ModeNone}
 	}
-	d.access = kueue.NewAccess(d.Applier.Kube)
-	d.writes = write.Service{Settings: d.Settings, Cache: d.Cache, Live: d.Live, Applier: d.Applier, Access: d.access, Log: d.Log}
-	d.streams = newStreamGate(d.StreamLimits)
-	d.exports, d.summaries = newExportGate(d.ExportLimits), make(chan struct{}, summaryConcurrency)
-	d.historyWarnings = &warnings{}
-	if d.Live != nil && d.Metrics != nil {
-		d.Live.SetObserver(func(kind string, took time.Duration) {
-			d.Metrics.ReadModelUpdate.WithLabelValues(kind).Observe(took.Seconds())
-		})
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewConsole()
 	}
-	d.fairSharing = &memo.Memo[bool]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}
-	d.drifted = &memo.Memo[map[string]bool]{TTL: 5 * time.Second, FailureTTL: 5 * time.Second}
-	d.historyFacts = &memo.Memo[*taskhistory.WindowStats]{TTL: historyTTL, FailureTTL: historyTTL}
-	d.rates = &memo.Memo[taskhistory.AdmissionRates]{TTL: rateTTL, FailureTTL: historyTTL}
-	d.teamPreempted = &memo.Memo[preemptedBy]{TTL: historyTTL, FailureTTL: historyTTL}
-	d.usageSummaries = &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: historyTTL, Max: 64}
-	if d.Applier.Kueue != nil {
-		d.positions = kueue.NewPositions(d.Applier.Kueue, 15*time.Second)
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	d.renderer = newLiveRenderer()
-	d.hub = newLiveHub(d)
+	f := frame{settings: cfg.Settings, log: cfg.Log, auth: cfg.Auth, access: cfg.Access, teams: cfg.Teams,
+		health: cfg.Health, warnings: &warnings{}}
+	live := newLiveViews(cfg.ReadModel, cfg.Metrics, cfg.Log)
+	var history TaskHistory = noTaskHistory{}
+	if cfg.TaskHistory != nil {
+		history = cfg.TaskHistory
+	}
+	var prom Prometheus = noPrometheus{}
+	if cfg.Prometheus != nil {
+		prom = cfg.Prometheus
+	}
+	exports := newExportGate(cfg.Limits.Exports)
+
+	overview := overviewPage{frame: f, overview: cfg.Overview, charts: prom}
+	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, util: prom, charts: prom, preemptions: newTeamPreemptions(history)}
+	tasks := newTasksPage(f, cfg.ReadModel, live, history, cfg.Positions)
+	live.register("/tasks", tasks.parts)
+	live.register("/usage", usage.usageParts)
+	live.register("/usage/:team", usage.teamUsageParts)
+	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
+	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history)}
+	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes}
+	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
+	drift := driftPages{frame: f, writes: cfg.Writes}
+	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
+	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime,
+		shutdown: cfg.Shutdown, metrics: cfg.Metrics}
+
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler(d.Log)
+	e.HTTPErrorHandler = errorHandler(cfg.Log)
 	e.Use(middleware.Recover())
-	e.Use(d.Metrics.Middleware())
-	e.Use(requestLogger(d.Log))
-	e.Use(securityHeaders(d.secure))
+	e.Use(requestMetrics(cfg.Metrics))
+	e.Use(requestLogger(cfg.Log))
+	e.Use(securityHeaders(cfg.Auth.Secure))
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)))
 	e.Use(writeDeadline(DefaultTimeouts.Write))
-	e.Use(d.Auth.Middleware(isPublic))
-	e.Use(d.Auth.CSRF(isProbeOrStatic))
-	e.Use(d.readAccess())
+	e.Use(cfg.Auth.Middleware(isPublic))
+	e.Use(cfg.Auth.CSRF(isProbeOrStatic))
+	e.Use(f.readAccess())
 
-	if d.Auth.ModeOf() == auth.ModeToken {
-		d.signInRoutes(e)
+	if cfg.Auth.ModeOf() == auth.ModeToken {
+		signInRoutes(e, f)
 	}
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	e.GET("/readyz", d.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
+	e.GET("/readyz", f.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
 	e.StaticFS("/static", static.FS)
 
-	e.GET("/", d.overview)
-	e.GET("/policy", d.showPolicy)
-	e.POST("/policy", d.savePolicy)
-	e.GET("/usage", d.usage)
-	e.GET("/usage/:team", d.teamUsage)
-	e.GET("/tasks", d.tasks)
-	e.GET("/reports/usage", d.usageReport)
-	e.GET("/preemptions", d.preemptions)
-	e.GET("/events", d.events)
-	e.GET("/teams", d.teams)
-	e.GET("/teams/new", d.newTeam)
-	e.POST("/teams", d.createTeam)
-	e.GET("/teams/derive", d.deriveQuota)
-	e.GET("/teams/:team/edit", d.editTeam)
-	e.POST("/teams/:team", d.updateTeam)
-	e.GET("/teams/:team/delete", d.confirmDeleteTeam)
-	e.POST("/teams/:team/delete", d.deleteTeam)
-	e.GET("/teams/:team/history", d.teamHistory)
-	e.POST("/teams/:team/history/:rev/rollback", d.rollbackTeam)
-	e.GET("/teams/:team/drift", d.teamDrift)
-	e.POST("/teams/:team/drift/reapply", d.reapplyTeam)
-	e.POST("/teams/:team/drift/adopt", d.adoptTeam)
-	e.GET("/policy/history", d.policyHistory)
-	e.POST("/policy/history/:rev/rollback", d.rollbackPolicy)
-	e.POST("/policy/drift/reapply", d.reapplyPolicy)
+	e.GET("/", overview.show)
+	e.GET("/policy", policy.show)
+	e.POST("/policy", policy.save)
+	e.GET("/usage", usage.usage)
+	e.GET("/usage/:team", usage.teamUsage)
+	e.GET("/tasks", tasks.show)
+	e.GET("/reports/usage", report.show)
+	e.GET("/preemptions", preemptions.show)
+	e.GET("/events", streams.serve)
+	e.GET("/teams", teams.list)
+	e.GET("/teams/new", teams.newTeam)
+	e.POST("/teams", teams.createTeam)
+	e.GET("/teams/derive", teams.deriveQuota)
+	e.GET("/teams/:team/edit", teams.editTeam)
+	e.POST("/teams/:team", teams.updateTeam)
+	e.GET("/teams/:team/delete", teams.confirmDelete)
+	e.POST("/teams/:team/delete", teams.deleteTeam)
+	e.GET("/teams/:team/history", revisions.teamRevisions)
+	e.POST("/teams/:team/history/:rev/rollback", revisions.rollbackTeam)
+	e.GET("/teams/:team/drift", drift.show)
+	e.POST("/teams/:team/drift/reapply", drift.reapply)
+	e.POST("/teams/:team/drift/adopt", drift.adopt)
+	e.GET("/policy/history", revisions.policyRevisions)
+	e.POST("/policy/history/:rev/rollback", revisions.rollbackPolicy)
+	e.POST("/policy/drift/reapply", revisions.reapplyPolicy)
 	return e
 }
 
@@ -199,13 +357,6 @@ func teamURL(team, page string) string {
 		u += "/" + page
 	}
 	return u
-}
-
-func (d Deps) readyz(c echo.Context) error {
-	if err := d.Cache.Ready(); err != nil {
-		return c.String(http.StatusServiceUnavailable, err.Error())
-	}
-	return c.String(http.StatusOK, "ok")
 }
 
 // render writes a templ component with the given status.
@@ -228,18 +379,6 @@ func render(c echo.Context, status int, component templ.Component) error {
 }
 
 var pageBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
-
-// problem explains, in words, why live data is missing, incomplete or old.
-func (d Deps) problem() string {
-	if err := d.Cache.Ready(); err != nil {
-		return "Live data is incomplete: " + err.Error() + "."
-	}
-	if ok, since := d.Cache.Reachable(); !ok {
-		return fmt.Sprintf("The cluster has not answered since %s: the figures are as they were then (%s old).",
-			since.Format(time.TimeOnly), time.Since(since).Round(time.Second))
-	}
-	return ""
-}
 
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{

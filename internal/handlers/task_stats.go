@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,24 +10,10 @@ import (
 	"github.com/openquota/console/internal/taskhistory"
 )
 
-// historyTTL is how long the task history's answers are shared: every view
-// and snapshot of a page within it reads the same, so a snapshot rendered
-// per change never queries the store itself.
-const historyTTL = 5 * time.Second
-
-// historyStore is the task history store, or why there is none
-// (errHistoryOff when the console runs without one): never nil and nil, so
-// that every page built on the history says why it has none.
-func (d Deps) historyStore() (*taskhistory.Store, error) {
-	if d.History == nil {
-		return nil, errHistoryOff
-	}
-	store, err := d.History()
-	if store == nil && err == nil {
-		err = errHistoryOff
-	}
-	return store, err
-}
+// taskHistoryTTL is how long the task history's answers are shared: every
+// view and snapshot of a page within it reads the same, so a snapshot
+// rendered per change never queries the store itself.
+const taskHistoryTTL = 5 * time.Second
 
 // taskStats are the Tasks page's statistics for a view: the completed
 // facts of the task history merged with what still runs or waits, or the
@@ -46,17 +31,17 @@ type taskStats struct {
 
 // windowFacts are the task history's completed facts of the window that
 // ends at now, shared for historyTTL per window.
-func (d Deps) windowFacts(ctx context.Context, store *taskhistory.Store, key string, window time.Duration, now time.Time) (*taskhistory.WindowStats, error) {
-	return d.historyFacts.Get(ctx, key, func(ctx context.Context) (*taskhistory.WindowStats, error) {
+func (p tasksPage) windowFacts(ctx context.Context, key string, window time.Duration, now time.Time) (*taskhistory.WindowStats, error) {
+	return p.facts.Get(ctx, key, func(ctx context.Context) (*taskhistory.WindowStats, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return store.TaskStats(ctx, taskhistory.LiveWindow(now.Add(-window), now))
+		return p.stats.TaskStats(ctx, taskhistory.LiveWindow(now.Add(-window), now))
 	})
 }
 
 // taskStatistics computes the statistics of f for a viewer (by team too,
 // when byTeam).
-func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, snap *domain.Snapshot, byTeam bool) taskStats {
+func (p tasksPage) taskStatistics(ctx context.Context, f taskFilter, visible scope, snap *domain.Snapshot, byTeam bool) taskStats {
 	sel := f.selection(visible)
 	classes := snap.Classes
 	if f.Class != "" {
@@ -64,16 +49,16 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 	}
 	window, now := f.window(), snap.Taken
 	var st taskStats
-	store, err := d.historyStore()
+	err := p.stats.Available()
 	var hist *taskhistory.WindowStats
 	// Not before the first snapshot (the caches are syncing): its time is
 	// zero, a window to share with no snapshot that follows.
-	if store != nil && !now.IsZero() {
-		hist, err = d.windowFacts(ctx, store, f.Window, window, now)
+	if err == nil && !now.IsZero() {
+		hist, err = p.windowFacts(ctx, f.Window, window, now)
 	}
 	if hist == nil {
 		if err != nil {
-			st.note = d.historyNote(err) + " The figures cover only the tasks that still exist in the cluster."
+			st.note = p.taskHistoryNote(err) + " The figures cover only the tasks that still exist in the cluster."
 		}
 		st.byClass = snap.StatsByClass(sel, classes, window, now)
 		if byTeam {
@@ -98,30 +83,12 @@ func (d Deps) taskStatistics(ctx context.Context, f taskFilter, visible scope, s
 
 // selectedQueue is the ClusterQueue of the one team a filter shows ("":
 // several teams, every queue).
-func (d Deps) selectedQueue(f taskFilter, visible scope) string {
+func (p tasksPage) selectedQueue(f taskFilter, visible scope) string {
 	sel := f.selection(visible)
 	if len(sel.Teams) == 1 {
-		return d.Settings.ClusterQueue(sel.Teams[0])
+		return p.settings.ClusterQueue(sel.Teams[0])
 	}
 	return ""
-}
-
-// errHistoryOff is why pages built on the task history are empty when the
-// console runs without one.
-var errHistoryOff = errors.New("the console runs without a task history")
-
-// historyNote says, on a page, why it shows no history: that the console
-// runs without one, or, in a plain sentence, that it cannot be read now.
-// The error itself (the database's address, its driver's words) goes to
-// the log, never to a page every viewer may open.
-func (d Deps) historyNote(err error) string {
-	if errors.Is(err, errHistoryOff) {
-		return "The task history is unavailable: " + errHistoryOff.Error() + "."
-	}
-	if d.historyWarnings.due(err.Error(), time.Now()) {
-		d.Log.Warn("the task history is unavailable", "err", err)
-	}
-	return "The task history is unavailable right now."
 }
 
 // warnings remembers when each message was last logged, so that pages
@@ -186,10 +153,11 @@ func gapNotes(gaps []taskhistory.Period) []string {
 			break
 		}
 		out = append(out, fmt.Sprintf("No record from %s to %s: the figures leave that time out (no recorder ran, or it lost events).",
-			historyTime(g.From), historyTime(g.To)))
+			recordedTime(g.From), recordedTime(g.To)))
 	}
 	return out
 }
 
-// historyTime shows a recorded time in UTC, to the minute.
-func historyTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+// recordedTime shows a time the task history recorded, in UTC, to the
+// minute.
+func recordedTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }

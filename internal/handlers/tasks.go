@@ -15,6 +15,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/memo"
+	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -137,32 +139,51 @@ func visibleTeams(snap *domain.Snapshot, visible scope) []string {
 	return teams
 }
 
-func (d Deps) tasks(c echo.Context) error {
-	snap := d.Live.Snapshot()
+// tasksPage is the Tasks page: statistics by class and by team and class,
+// and the task list with estimated waits.
+type tasksPage struct {
+	frame
+	model ReadModel
+	live  *liveViews
+	// stats are the task history's completed facts and admission rates,
+	// shared a while (facts, rates); positions are Kueue's own queue order.
+	stats     taskStatistics
+	facts     *memo.Memo[*taskhistory.WindowStats]
+	rates     *admissionRates
+	positions QueuePositions
+}
+
+func newTasksPage(f frame, model ReadModel, live *liveViews, stats taskStatistics, positions QueuePositions) tasksPage {
+	return tasksPage{frame: f, model: model, live: live, stats: stats, positions: positions,
+		facts: &memo.Memo[*taskhistory.WindowStats]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}, rates: newAdmissionRates(stats)}
+}
+
+func (p tasksPage) show(c echo.Context) error {
+	snap := p.model.Snapshot()
 	f := parseTaskFilter(c.QueryParams())
-	visible, _ := d.scopeOf(c)
+	visible, _ := p.scopeOf(c)
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
 	if table, ok := csvTable(c); ok {
 		ctx := c.Request().Context()
 		switch table {
 		case "classes":
-			return d.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class.csv", statsHeader, func(s *csvStream) error {
-				return statsRows(s, d.taskStatistics(ctx, f, visible, snap, false).byClass)
+			return p.live.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class.csv", statsHeader, func(s *csvStream) error {
+				return statsRows(s, p.taskStatistics(ctx, f, visible, snap, false).byClass)
 			})
 		case "breakdown":
-			return d.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
-				return breakdownRows(s, d.taskStatistics(ctx, f, visible, snap, true).byTeam)
+			return p.live.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
+				return breakdownRows(s, p.taskStatistics(ctx, f, visible, snap, true).byTeam)
 			})
 		}
-		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), d.waitEstimates(c.Request().Context(), snap))
+		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), p.waitEstimates(c.Request().Context(), snap))
 	}
 
-	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
+	parts, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}
 	page := templates.TasksView{
-		Page:   templates.Page{Title: "Tasks", Active: "tasks", Problem: d.problem(), Snapshot: snap.Version},
+		Page:   templates.Page{Title: "Tasks", Active: "tasks", Problem: p.problem(), Snapshot: snap.Version},
 		Search: f.Search,
 		Live:   parts,
 		AsOf:   snap.Taken.Format(time.TimeOnly),
@@ -195,9 +216,9 @@ func (d Deps) tasks(c echo.Context) error {
 
 // tasksParts renders the Tasks page's live parts: the statistics by class and (without a team filter) by team and class, and
 // the page of the task list.
-func (d Deps) tasksParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+func (p tasksPage) parts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
 	f := parseTaskFilter(v.query)
-	statistics := d.taskStatistics(ctx, f, v.scope, snap, f.Team == "")
+	statistics := p.taskStatistics(ctx, f, v.scope, snap, f.Team == "")
 	csv := func(table string) string {
 		return f.query("format", "csv", "table", table, "page", "")
 	}
@@ -208,11 +229,11 @@ func (d Deps) tasksParts(ctx context.Context, v liveView, snap *domain.Snapshot)
 		return err
 	}
 	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes",
-		HistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
+		TaskHistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
 	for _, s := range statistics.byClass {
 		row := statsRow(f, "", s)
 		if statistics.history {
-			row.EstWait, row.EstBasis = d.classWait(ctx, s, d.selectedQueue(f, v.scope), snap.Taken)
+			row.EstWait, row.EstBasis = p.classWait(ctx, s, p.selectedQueue(f, v.scope), snap.Taken)
 		}
 		stats.Rows = append(stats.Rows, row)
 	}
@@ -237,26 +258,26 @@ func (d Deps) tasksParts(ctx context.Context, v liveView, snap *domain.Snapshot)
 			if tc.Team == "" {
 				id = "team-class-stats-outside-teams"
 			}
-			p, err := part(id, templates.StatsRows(rows, true))
+			row, err := part(id, templates.StatsRows(rows, true))
 			if err != nil {
 				return nil, err
 			}
-			p.Team = tc.Team
-			teams = append(teams, p)
+			row.Team = tc.Team
+			teams = append(teams, row)
 		}
 		// Present even without rows, so that live updates have where to
 		// put the first.
-		p, err := partWithRows("team-class-stats-live", teams, func(rows []templates.LivePart) templ.Component {
+		part, err := partWithRows("team-class-stats-live", teams, func(rows []templates.LivePart) templ.Component {
 			b := breakdown
 			b.Teams = rows
 			return templates.TaskStats(b)
 		})
-		parts = append(parts, p)
+		parts = append(parts, part)
 		if err != nil {
 			return nil, err
 		}
 	}
-	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks"), d.waitEstimates(ctx, snap)))); err != nil {
+	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks"), p.waitEstimates(ctx, snap)))); err != nil {
 		return nil, err
 	}
 	return parts, nil

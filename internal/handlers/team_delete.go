@@ -10,35 +10,35 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func (d Deps) confirmDeleteTeam(c echo.Context) error {
-	if _, _, ok := d.Cache.Team(d.Settings, c.Param("team")); !ok {
+func (p teamPages) confirmDelete(c echo.Context) error {
+	if _, _, ok := p.teams.Team(c.Param("team")); !ok {
 		return noTeam(c.Param("team"))
 	}
-	return d.renderDelete(c, http.StatusOK, c.Param("team"), "")
+	return p.renderDelete(c, http.StatusOK, c.Param("team"), "")
 }
 
-func (d Deps) deleteTeam(c echo.Context) error {
+func (p teamPages) deleteTeam(c echo.Context) error {
 	team := c.Param("team")
-	out := d.writes.DeleteTeam(c.Request().Context(), d.identity(c), team)
+	out := p.writes.DeleteTeam(c.Request().Context(), p.identity(c), team)
 	return respond(c, out, "/teams?deleted="+url.QueryEscape(team), func(status int) error {
-		return d.renderDelete(c, status, team, out.Message)
+		return p.renderDelete(c, status, team, out.Message)
 	})
 }
 
-func (d Deps) renderDelete(c echo.Context, status int, team, applyErr string) error {
-	ns := d.Settings.Namespace(team)
-	snap := d.Live.Snapshot()
+func (p teamPages) renderDelete(c echo.Context, status int, team, applyErr string) error {
+	ns := p.settings.Namespace(team)
+	snap := p.model.Snapshot()
 	var tasks []templates.TaskLine
 	for _, f := range snap.Tasks(domain.TaskQuery{Selection: domain.Selection{Teams: []string{team}}, Sort: "name"}) {
 		t := snap.Task(f)
 		tasks = append(tasks, templates.TaskLine{Name: t.Name, State: stateLabel(&t), GPUs: t.GPUs})
 	}
 	return render(c, status, templates.TeamDelete(templates.TeamDeleteView{
-		Page:       templates.Page{Title: "Delete team " + team, Active: "teams", Problem: d.problem()},
+		Page:       templates.Page{Title: "Delete team " + team, Active: "teams", Problem: p.problem()},
 		Team:       team,
 		Namespace:  ns,
 		Tasks:      tasks,
 		ApplyError: applyErr,
-		ReadOnly:   d.readOnly(c, mayDeleteTeams),
+		ReadOnly:   p.readOnly(c, mayDeleteTeams),
 	}))
 }

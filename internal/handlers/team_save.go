@@ -15,22 +15,22 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func (d Deps) newTeam(c echo.Context) error {
-	return d.renderTeamForm(c, http.StatusOK, teamFormState{form: form.NewTeam()})
+func (p teamPages) newTeam(c echo.Context) error {
+	return p.renderTeamForm(c, http.StatusOK, teamFormState{form: form.NewTeam()})
 }
 
-func (d Deps) editTeam(c echo.Context) error {
-	cq, team, ok := d.Cache.Team(d.Settings, c.Param("team"))
+func (p teamPages) editTeam(c echo.Context) error {
+	cq, team, ok := p.teams.Team(c.Param("team"))
 	if !ok {
 		return noTeam(c.Param("team"))
 	}
-	return d.renderTeamForm(c, http.StatusOK, teamFormState{form: form.FromTeam(team), editing: true,
+	return p.renderTeamForm(c, http.StatusOK, teamFormState{form: form.FromTeam(team), editing: true,
 		loaded: &write.Loaded{ResourceVersion: cq.ResourceVersion, Allocation: team}})
 }
 
-func (d Deps) createTeam(c echo.Context) error { return d.saveTeam(c, false) }
+func (p teamPages) createTeam(c echo.Context) error { return p.saveTeam(c, false) }
 
-func (d Deps) updateTeam(c echo.Context) error { return d.saveTeam(c, true) }
+func (p teamPages) updateTeam(c echo.Context) error { return p.saveTeam(c, true) }
 
 func noTeam(name string) error {
 	return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %s managed by this console.", quoteName(name)))
@@ -47,7 +47,7 @@ type teamFormState struct {
 }
 
 // saveTeam is parse → save → answer.
-func (d Deps) saveTeam(c echo.Context, editing bool) error {
+func (p teamPages) saveTeam(c echo.Context, editing bool) error {
 	values, err := c.FormParams()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
@@ -65,29 +65,29 @@ func (d Deps) saveTeam(c echo.Context, editing bool) error {
 			req.Loaded = &write.Loaded{ResourceVersion: values.Get("resourceVersion"), Allocation: t}
 		}
 	}
-	out := d.writes.SaveTeam(c.Request().Context(), d.identity(c), req)
+	out := p.writes.SaveTeam(c.Request().Context(), p.identity(c), req)
 	return respond(c, out, "/teams?saved="+url.QueryEscape(req.Form.Name), func(status int) error {
 		st := teamFormState{form: req.Form, editing: editing, loaded: req.Loaded, outcome: out}
 		if out.Current != nil {
 			st.loaded = out.Current
 		}
-		return d.renderTeamForm(c, status, st)
+		return p.renderTeamForm(c, status, st)
 	})
 }
 
-func (d Deps) renderTeamForm(c echo.Context, status int, st teamFormState) error {
-	shapes, available := d.Cache.Fleet()
+func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) error {
+	shapes, available := p.teams.Fleet()
 	f := st.form
 	view := templates.TeamFormView{
-		Page:            templates.Page{Title: "Create team allocation", Active: "teams", Problem: d.problem()},
+		Page:            templates.Page{Title: "Create team allocation", Active: "teams", Problem: p.problem()},
 		Form:            teamFields(f),
 		Errors:          fieldErrors(st.outcome.Fields),
 		Editing:         st.editing,
 		Action:          "/teams",
-		NamespacePrefix: d.Settings.NamespacePrefix,
+		NamespacePrefix: p.settings.NamespacePrefix,
 		MaxRows:         form.MaxQuotaRows,
 		Conflict:        st.outcome.Changes,
-		ReadOnly:        d.readOnly(c, mayEditTeams),
+		ReadOnly:        p.readOnly(c, mayEditTeams),
 	}
 	if len(st.outcome.Changes) == 0 {
 		view.ApplyError = st.outcome.Message
@@ -177,12 +177,12 @@ type derivedQuota struct {
 	MemoryGiB string `json:"memoryGiB"`
 }
 
-func (d Deps) deriveQuota(c echo.Context) error {
+func (p teamPages) deriveQuota(c echo.Context) error {
 	row := form.QuotaRow{
 		InstanceType: c.QueryParam("instanceType"), Count: c.QueryParam("count"), GPUs: c.QueryParam("gpus"),
 		Neuron: c.QueryParam("neuron"), VCPU: c.QueryParam("vcpu"), MemoryGiB: c.QueryParam("memoryGiB"),
 	}
-	shapes, available := d.Cache.Fleet()
+	shapes, available := p.teams.Fleet()
 	in := row.Lenient()
 	out := derivedQuota{}
 	out.Derived, out.Warning = describeQuota(in, shapes, available)

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,43 +12,40 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/web/templates"
 )
 
-func (d Deps) teamUsage(c echo.Context) error {
-	snap := d.Live.Snapshot()
+func (p usagePages) teamUsage(c echo.Context) error {
+	snap := p.model.Snapshot()
 	name := c.Param("team")
 	if _, found := teamRow(snap, name); !found {
 		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q.", name))
 	}
-	visible, _ := d.scopeOf(c)
+	visible, _ := p.scopeOf(c)
 	view, _ := viewOf("/usage/"+url.PathEscape(name), visible)
-	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
+	parts, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}
 	links := usageRowOf(domain.TeamUsage{Team: name}, resourceOf("gpu"), nil, false)
 	rangeName, r := chartRange(c, time.Now())
 	page := templates.TeamUsageView{
-		Page:        templates.Page{Title: "Team " + name, Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
+		Page:        templates.Page{Title: "Team " + name, Active: "usage", Problem: p.problem(), Snapshot: snap.Version},
 		RunningLink: links.RunningLink, PendingLink: links.PendingLink,
 		Live:   parts,
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
 		Edit:   teamURL(name, "edit"),
 	}
-	var tc metrics.TeamCharts
-	if d.Prom != nil {
-		tc, err = d.Prom.TeamSeries(c.Request().Context(), d.Settings, name, r)
-	}
-	unavailable := d.promNote(err)
+	tc, err := p.charts.TeamSeries(c.Request().Context(), p.settings, name, r)
+	unavailable := p.chartNote(err)
 	page.Charts = []templates.ChartModel{
 		chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse),
 		chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed),
 		chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization),
 	}
-	page.Preemptions = d.teamPreemptions(c.Request().Context(), name)
+	page.Preemptions = p.preemptions.of(c.Request().Context(), p.frame, name)
 	return render(c, http.StatusOK, templates.TeamUsage(page))
 }
 
@@ -58,29 +56,43 @@ type preemptedBy struct {
 	gaps []taskhistory.Period
 }
 
-// teamPreemptions says how often the team's tasks were preempted in the
-// last 7 days, and by which teams; nil without a task history.
-func (d Deps) teamPreemptions(ctx context.Context, team string) *templates.TeamPreemptions {
-	if d.History == nil {
+// teamPreemptions are the team pages' preemption counts, each shared for
+// taskHistoryTTL.
+type teamPreemptions struct {
+	taskHistory interface {
+		taskhistoryAvailability
+		teamPreemptionCounts
+	}
+	counted *memo.Memo[preemptedBy]
+}
+
+func newTeamPreemptions(h TaskHistory) *teamPreemptions {
+	return &teamPreemptions{taskHistory: h, counted: &memo.Memo[preemptedBy]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}}
+}
+
+// of says how often the team's tasks were preempted in the last 7 days,
+// and by which teams; nil when the console has no task history at all.
+func (tp *teamPreemptions) of(ctx context.Context, f frame, team string) *templates.TeamPreemptions {
+	err := tp.taskHistory.Available()
+	if errors.Is(err, errTaskHistoryOff) {
 		return nil
 	}
 	v := &templates.TeamPreemptions{Title: "Preempted in the last 7 days",
 		Link: preemptionFilter{Window: "7d", Team: team}.query()}
-	store, err := d.historyStore()
 	if err != nil {
-		v.Unavailable = d.historyNote(err)
+		v.Unavailable = f.taskHistoryNote(err)
 		return v
 	}
 	now := time.Now()
-	counted, err := d.teamPreempted.Get(ctx, team, func(ctx context.Context) (preemptedBy, error) {
+	counted, err := tp.counted.Get(ctx, team, func(ctx context.Context) (preemptedBy, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		by, gaps, err := store.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
+		by, gaps, err := tp.taskHistory.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
 		return preemptedBy{by, gaps}, err
 	})
 	by, gaps := counted.by, counted.gaps
 	if err != nil {
-		v.Unavailable = d.historyNote(err)
+		v.Unavailable = f.taskHistoryNote(err)
 		return v
 	}
 	v.Gaps = gapNotes(gaps)
@@ -116,17 +128,17 @@ func teamRow(snap *domain.Snapshot, team string) (domain.TeamUsage, bool) {
 }
 
 // teamUsageParts renders a team's usage now.
-func (d Deps) teamUsageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+func (p usagePages) teamUsageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
 	u, found := teamRow(snap, v.team)
 	if !found {
-		p, err := part("team-live", templates.Message("Team "+v.team+" no longer exists."))
-		return []templates.LivePart{p}, err
+		gone, err := part("team-live", templates.Message("Team "+v.team+" no longer exists."))
+		return []templates.LivePart{gone}, err
 	}
-	util, note := d.hardwareUtil(ctx)
+	util, note := p.hardwareUtil(ctx)
 	row := usageRowOf(u, resourceOf("gpu"), util, false)
 	if _, ok := util[u.Team]; !ok && note != "" {
 		row.HardwareUtil = "unavailable"
 	}
-	p, err := part("team-live", templates.TeamSummary(row))
-	return []templates.LivePart{p}, err
+	summary, err := part("team-live", templates.TeamSummary(row))
+	return []templates.LivePart{summary}, err
 }

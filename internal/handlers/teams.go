@@ -11,10 +11,18 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func (d Deps) teams(c echo.Context) error {
-	stored := d.Cache.Teams(d.Settings)
-	shapes, available := d.Cache.Fleet()
-	visible, _ := d.scopeOf(c)
+// teamPages are the team allocations: the list, the form, and deletion.
+type teamPages struct {
+	frame
+	teams  Teams
+	model  ReadModel // the tasks a deletion stops
+	writes teamWrites
+}
+
+func (p teamPages) list(c echo.Context) error {
+	stored := p.teams.Teams()
+	shapes, available := p.teams.Fleet()
+	visible, _ := p.scopeOf(c)
 	var all []domain.Team // the per-type totals are the cluster's
 	var shown []domain.StoredTeam
 	for _, st := range stored {
@@ -28,19 +36,19 @@ func (d Deps) teams(c echo.Context) error {
 	case ok && table == "by-type":
 		return byTypeCSV(c, byType)
 	case ok:
-		return teamsCSV(c, d.Settings, shown, shapes)
+		return teamsCSV(c, p.settings, shown, shapes)
 	}
 	view := templates.TeamsView{
-		Page:      templates.Page{Title: "Team allocations", Active: "teams", Problem: d.problem()},
+		Page:      templates.Page{Title: "Team allocations", Active: "teams", Problem: p.problem()},
 		Flash:     auth.TakeFlashOf(c),
 		CSVTeams:  csvHref(c, ""),
 		CSVByType: csvHref(c, "by-type"),
 	}
-	drifted := d.driftedTeams(c.Request().Context())
+	drifted := p.teams.DriftedTeams()
 	for _, st := range shown {
 		total := domain.TeamTotal(st.Team, shapes)
 		view.Teams = append(view.Teams, templates.TeamRow{
-			Name: st.Name, Namespace: d.Settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
+			Name: st.Name, Namespace: p.settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
 			Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
 			Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
 			GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -53,35 +54,47 @@ func tasksLink(params ...string) string {
 	return "/tasks?" + q.Encode()
 }
 
+// usagePages are the team usage dashboard and each team's usage page.
+type usagePages struct {
+	frame
+	model ReadModel
+	live  *liveViews
+	// util and charts are Prometheus's figures; preemptions the task
+	// history's counts for a team's page.
+	util        teamUtilization
+	charts      teamCharts
+	preemptions *teamPreemptions
+}
+
 // hardwareUtil asks Prometheus for each team's GPU utilization; the note says
 // why there is none.
-func (d Deps) hardwareUtil(ctx context.Context) (map[string]float64, string) {
-	if d.Prom == nil {
+func (p usagePages) hardwareUtil(ctx context.Context) (map[string]float64, string) {
+	util, err := p.util.TeamGPUUtilization(ctx, p.settings.NamespacePrefix)
+	switch {
+	case errors.Is(err, errNoPrometheus):
 		return nil, "Hardware utilization needs Prometheus: start the console with --prometheus-url."
-	}
-	util, err := d.Prom.TeamGPUUtilization(ctx, d.Settings.NamespacePrefix)
-	if err != nil {
-		d.Log.Warn("prometheus", "err", err)
+	case err != nil:
+		p.log.Warn("prometheus", "err", err)
 		return nil, "Prometheus is unavailable, so hardware utilization is not shown; everything else comes from Kubernetes."
 	}
 	return util, ""
 }
 
-func (d Deps) usage(c echo.Context) error {
-	snap := d.Live.Snapshot()
+func (p usagePages) usage(c echo.Context) error {
+	snap := p.model.Snapshot()
 	res := resourceOf(c.QueryParam("resource"))
-	visible, _ := d.scopeOf(c)
+	visible, _ := p.scopeOf(c)
 	if _, ok := csvTable(c); ok {
-		util, _ := d.hardwareUtil(c.Request().Context())
+		util, _ := p.hardwareUtil(c.Request().Context())
 		return usageCSV(c, res, visibleRows(snap, visible), domain.Totals(snap.Teams), util)
 	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
-	parts, err := d.renderer.render(d, c.Request().Context(), view, snap)
+	parts, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}
 	page := templates.UsageView{
-		Page:    templates.Page{Title: "Team usage", Active: "usage", Problem: d.problem(), Snapshot: snap.Version},
+		Page:    templates.Page{Title: "Team usage", Active: "usage", Problem: p.problem(), Snapshot: snap.Version},
 		CSVHref: csvHref(c, "", "resource"),
 		Live:    parts,
 		AsOf:    snap.Taken.Format(time.TimeOnly),
@@ -105,9 +118,9 @@ func visibleRows(snap *domain.Snapshot, visible scope) []domain.TeamUsage {
 
 // usageParts renders the usage table: every team the viewer may see, and
 // the cluster's totals.
-func (d Deps) usageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+func (p usagePages) usageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
 	res := resourceOf(v.query.Get("resource"))
-	util, note := d.hardwareUtil(ctx)
+	util, note := p.hardwareUtil(ctx)
 	var rows []templates.LivePart
 	for _, u := range visibleRows(snap, v.scope) {
 		row, err := part("usage-queue-"+u.ClusterQueue, templates.UsageRowCells(usageRowOf(u, res, util, false), false))

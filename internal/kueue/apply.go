@@ -75,14 +75,14 @@ func (a Applier) log() *slog.Logger {
 	return a.Log
 }
 
-// change is one apply run: who, when, and whether it changed anything.
-type change struct {
+// applyRun is one apply: who, when, and whether it changed anything.
+type applyRun struct {
 	by      string
 	at      time.Time
 	changed bool
 }
 
-func (a Applier) begin(ctx context.Context) *change {
+func (a Applier) begin(ctx context.Context) *applyRun {
 	now := time.Now
 	if a.Now != nil {
 		now = a.Now
@@ -91,15 +91,15 @@ func (a Applier) begin(ctx context.Context) *change {
 	if by == "" {
 		by = SystemActor
 	}
-	return &change{by: by, at: now().UTC().Truncate(time.Second)}
+	return &applyRun{by: by, at: now().UTC().Truncate(time.Second)}
 }
 
-func (c *change) stamp() string { return c.at.Format(time.RFC3339) }
+func (c *applyRun) stamp() string { return c.at.Format(time.RFC3339) }
 
 // annotations are the audit annotations of an object: live is the object as
 // it is (nil when it does not exist yet); changing says whether this write
 // changes it (else the last change's who and when stay).
-func (c *change) annotations(live metav1.Object, changing bool) map[string]string {
+func (c *applyRun) annotations(live metav1.Object, changing bool) map[string]string {
 	m := map[string]string{
 		CreatedByAnnotation: c.by, CreatedAtAnnotation: c.stamp(),
 		ChangedByAnnotation: c.by, ChangedAtAnnotation: c.stamp(),
@@ -146,7 +146,7 @@ func (w written[T]) existed() bool { return !reflect.ValueOf(w.before).IsNil() }
 // with the last change's annotations tells whether the apply would change
 // anything, and only then is it written, as changed now by c's user. desired
 // itself is not modified.
-func applyAudited[T object, AC annotatable[AC]](ctx context.Context, c *change, desired AC, name string,
+func applyAudited[T object, AC annotatable[AC]](ctx context.Context, c *applyRun, desired AC, name string,
 	get func(context.Context, string, metav1.GetOptions) (T, error),
 	apply func(context.Context, AC, metav1.ApplyOptions) (T, error),
 ) (written[T], error) {
@@ -484,7 +484,7 @@ func (a Applier) DeleteTeam(ctx context.Context, s domain.Settings, team string)
 	if err := a.deleteTeam(ctx, s, team, nil); err != nil {
 		return err
 	}
-	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamHistoryName(s, team), metav1.DeleteOptions{})); err != nil {
+	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamRevisionsName(s, team), metav1.DeleteOptions{})); err != nil {
 		return fmt.Errorf("revision history: %w", err)
 	}
 	return nil
@@ -512,7 +512,7 @@ func (a Applier) deleteTeam(ctx context.Context, s domain.Settings, team string,
 	return nil
 }
 
-func (a Applier) applyPriorityClasses(ctx context.Context, c *change, s domain.Settings, p domain.Policy) error {
+func (a Applier) applyPriorityClasses(ctx context.Context, c *applyRun, s domain.Settings, p domain.Policy) error {
 	wpcs := a.Kueue.KueueV1beta2().WorkloadPriorityClasses()
 	for _, wpc := range domain.BuildPriorityClasses(s, p) {
 		if _, err := applyAudited(ctx, c, wpc, *wpc.Name, wpcs.Get, wpcs.Apply); err != nil {

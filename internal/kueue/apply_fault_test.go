@@ -178,7 +178,7 @@ func teamParts(t *testing.T, c testClients, s domain.Settings, team string) []st
 	check("LocalQueue", err)
 	_, err = c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	check("RoleBinding", err)
-	_, err = c.kube.CoreV1().ConfigMaps(s.State()).Get(ctx, domain.TeamHistoryName(s, team), metav1.GetOptions{})
+	_, err = c.kube.CoreV1().ConfigMaps(s.State()).Get(ctx, domain.TeamRevisionsName(s, team), metav1.GetOptions{})
 	check("history", err)
 	return have
 }
@@ -240,7 +240,7 @@ func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Tea
 		}
 		audited("RoleBinding", rb)
 	}
-	hist, err := kueue.Applier{Kube: c.kube, Kueue: c.kueue}.TeamHistory(ctx, s, team.Name)
+	hist, err := kueue.Applier{Kube: c.kube, Kueue: c.kueue}.TeamRevisions(ctx, s, team.Name)
 	switch {
 	case err != nil:
 		problems = append(problems, "history: "+err.Error())

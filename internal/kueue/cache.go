@@ -36,9 +36,9 @@ type Cache struct {
 	ResourceFlavors         kueuelisters.ResourceFlavorLister
 	WorkloadPriorityClasses kueuelisters.WorkloadPriorityClassLister
 	Cohorts                 kueuelisters.CohortLister
-	// TeamHistories are the teams' revision histories (ConfigMaps in the
+	// LatestTeamRevisions are the teams' revision histories (ConfigMaps in the
 	// state namespace), each with its newest revision only.
-	TeamHistories corelisters.ConfigMapNamespaceLister
+	LatestTeamRevisions corelisters.ConfigMapNamespaceLister
 
 	kube   kubernetes.Interface
 	kueue  kueueclient.Interface
@@ -57,7 +57,7 @@ type Cache struct {
 	mu        sync.Mutex
 	listeners []func(Event)
 	workloads []func(*kueuev1beta2.Workload)
-	stored    storedTeams
+	stored    trustedTeams
 }
 
 // Event is one change of a watched object.
@@ -97,9 +97,9 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 	// The teams' members and allocations come from the console's own
 	// revisions, not from the ClusterQueues, which more people may change.
 	c.state = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.State()),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = domain.HistoryLabel + "=team" }),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = domain.RevisionsLabel + "=team" }),
 		informers.WithTransform(newestRevisionOnly))
-	c.TeamHistories = c.state.Core().V1().ConfigMaps().Lister().ConfigMaps(s.State())
+	c.LatestTeamRevisions = c.state.Core().V1().ConfigMaps().Lister().ConfigMaps(s.State())
 	c.Nodes = c.core.Core().V1().Nodes().Lister()
 	v := c.queues.Kueue().V1beta2()
 	c.ClusterQueues = v.ClusterQueues().Lister()

@@ -7,6 +7,7 @@
 // them). Every request is made with the console's own identity.
 //
 // What the objects mean is the domain's business; this package moves them.
-// It must not import echo, templ, or the console's write, handlers and web
-// packages.
+// Of the console it imports only domain and memo: not echo, templ, nor the
+// console's auth, write, handlers, app and web packages (what it needs of
+// them, such as when a sign-out expires, it is given).
 package kueue

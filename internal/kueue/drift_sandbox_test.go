@@ -87,7 +87,7 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{})
-	hist, err := a.TeamHistory(ctx, s, "edited")
+	hist, err := a.TeamRevisions(ctx, s, "edited")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,16 +37,16 @@ func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
 	return out
 }
 
-// storedTeams remembers each team's trusted allocation until its
+// trustedTeams remembers each team's trusted allocation until its
 // ClusterQueue or its history changes: Kueue updates queue status all the
 // time, but the teams list would otherwise decode every allocation on every
 // request.
-type storedTeams struct {
+type trustedTeams struct {
 	mu     sync.Mutex
-	byName map[string]storedTeam
+	byName map[string]trustedEntry
 }
 
-type storedTeam struct {
+type trustedEntry struct {
 	generation int64
 	raw        string // the allocation annotation it was read with
 	label      string // the team label
@@ -60,10 +60,10 @@ type storedTeam struct {
 func (c *Cache) trusted(s domain.Settings, cq *kueuev1beta2.ClusterQueue) (t domain.Team, saved, ok bool) {
 	name := domain.ManagedTeam(cq)
 	var history *corev1.ConfigMap
-	if name != "" && c.TeamHistories != nil {
-		history, _ = c.TeamHistories.Get(domain.TeamHistoryName(s, name))
+	if name != "" && c.LatestTeamRevisions != nil {
+		history, _ = c.LatestTeamRevisions.Get(domain.TeamRevisionsName(s, name))
 	}
-	key := storedTeam{generation: cq.Generation, raw: cq.Annotations[domain.AllocationAnnotation], label: name}
+	key := trustedEntry{generation: cq.Generation, raw: cq.Annotations[domain.AllocationAnnotation], label: name}
 	if history != nil {
 		key.history = history.ResourceVersion
 	}
@@ -80,7 +80,7 @@ func (c *Cache) trusted(s domain.Settings, cq *kueuev1beta2.ClusterQueue) (t dom
 	}
 	key.team, key.saved, key.ok = domain.TrustedTeam(cq, latest)
 	if st.byName == nil || len(st.byName) > 10000 {
-		st.byName = map[string]storedTeam{}
+		st.byName = map[string]trustedEntry{}
 	}
 	st.byName[cq.Name] = key
 	return key.team, key.saved, key.ok

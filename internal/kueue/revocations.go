@@ -18,13 +18,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/openquota/console/internal/auth"
 )
 
 // SignOutsConfigMap is the ConfigMap, in the console's state namespace, that
 // lists when accounts signed out: one key per account (a keyed hash of the
-// user name, see auth.Sessions) → unix milliseconds.
+// user name, made by the sessions' owner) → unix milliseconds.
 const SignOutsConfigMap = "quota-console-signed-out"
 
 // maxPrunedAtOnce bounds the expired entries one prune removes.
@@ -35,17 +33,17 @@ var jsonPointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // SignOuts are the accounts' sign-outs, kept in a ConfigMap that every
 // replica watches: signing out on one replica ends the account's sessions
-// on all of them (auth.SignOuts). A sign-out writes its own key with a
-// merge patch, never the whole list, and entries older than the session TTL
-// are removed, each only if it is still the one read.
+// on all of them, once they read it. A sign-out writes its own key with a
+// merge patch, never the whole list, and expired entries are removed, each
+// only if it is still the one read. Which entries expire is the sessions'
+// rule, given as expired.
 type SignOuts struct {
 	kube      kubernetes.Interface
 	namespace string
 	max       int
-	ttl       time.Duration
+	expired   func(at, now time.Time) bool
 	now       func() time.Time
 
-	own    *auth.MemorySignOuts // this replica's, effective at once
 	mu     sync.RWMutex
 	listed map[string]listedSignOut // as the ConfigMap says
 	synced atomic.Bool
@@ -58,11 +56,11 @@ type listedSignOut struct {
 	value string
 }
 
-// NewSignOuts keeps the sign-outs of at most max accounts, each for ttl, in
-// namespace.
-func NewSignOuts(kube kubernetes.Interface, namespace string, max int, ttl time.Duration) *SignOuts {
-	return &SignOuts{kube: kube, namespace: namespace, max: max, ttl: ttl, now: time.Now,
-		own: auth.NewMemorySignOuts(max, ttl), listed: map[string]listedSignOut{}}
+// NewSignOuts keeps the sign-outs of at most max accounts in namespace,
+// each until expired says so.
+func NewSignOuts(kube kubernetes.Interface, namespace string, max int, expired func(at, now time.Time) bool) *SignOuts {
+	return &SignOuts{kube: kube, namespace: namespace, max: max, expired: expired, now: time.Now,
+		listed: map[string]listedSignOut{}}
 }
 
 // Start watches the ConfigMap until ctx ends.
@@ -110,23 +108,17 @@ func parseSignOuts(cm *corev1.ConfigMap) map[string]listedSignOut {
 	return out
 }
 
-// SignedOutAt implements auth.SignOuts.
+// SignedOutAt is when account last signed out, as the list says (zero if
+// it did not).
 func (s *SignOuts) SignedOutAt(account string) time.Time {
-	at := s.own.SignedOutAt(account)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if listed := s.listed[account].at; listed.After(at) {
-		at = listed
-	}
-	return at
+	return s.listed[account].at
 }
 
-// Full implements auth.SignOuts: the list holds max accounts whose entries
-// have not expired.
+// Full reports whether the list holds max accounts whose entries have not
+// expired.
 func (s *SignOuts) Full() bool {
-	if s.own.Full() {
-		return true
-	}
 	now := s.now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -135,17 +127,15 @@ func (s *SignOuts) Full() bool {
 	}
 	live := 0
 	for _, e := range s.listed {
-		if !auth.SignOutExpired(e.at, now, s.ttl) {
+		if !s.expired(e.at, now) {
 			live++
 		}
 	}
 	return live >= s.max
 }
 
-// SignOut implements auth.SignOuts: at once on this replica, and through
-// the ConfigMap on the others.
+// SignOut records that account signed out at at, for every replica.
 func (s *SignOuts) SignOut(ctx context.Context, account string, at time.Time) error {
-	_ = s.own.SignOut(ctx, account, at)
 	value := strconv.FormatInt(at.UnixMilli(), 10)
 	patch, err := json.Marshal(map[string]any{"data": map[string]string{account: value}})
 	if err != nil {
@@ -189,7 +179,7 @@ func (s *SignOuts) prune(ctx context.Context) {
 		if len(ops) >= 2*maxPrunedAtOnce {
 			break
 		}
-		if auth.SignOutExpired(e.at, now, s.ttl) {
+		if s.expired(e.at, now) {
 			path := "/data/" + jsonPointerEscaper.Replace(account)
 			ops = append(ops,
 				map[string]string{"op": "test", "path": path, "value": e.value},

@@ -32,15 +32,17 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	replica := func() *kueue.SignOuts {
-		r := kueue.NewSignOuts(c.kube, ns, 4, time.Hour)
+	// A replica's sign-outs as cmd/console wires them: the list, and this
+	// process's own in front of it.
+	replica := func() auth.SignOuts {
+		r := kueue.NewSignOuts(c.kube, ns, 4, auth.SignOutExpiry(time.Hour))
 		r.Start(ctx)
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return r.Synced(), nil
 		}); err != nil {
 			t.Fatal("the sign-out list was never read")
 		}
-		return r
+		return auth.Replicated(r, 4, time.Hour)
 	}
 	a, b := replica(), replica()
 	now := time.Now().Truncate(time.Millisecond)
@@ -52,7 +54,7 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 	if got := a.SignedOutAt("acct-1"); !got.Equal(now) {
 		t.Errorf("the replica that signed out reads %v, want %v", got, now)
 	}
-	seen := func(r *kueue.SignOuts, account string, at time.Time) bool {
+	seen := func(r auth.SignOuts, account string, at time.Time) bool {
 		return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 			return r.SignedOutAt(account).Equal(at), nil
 		}) == nil
@@ -120,14 +122,14 @@ func TestSignOutCannotBeFlushedAgainstSandbox(t *testing.T) {
 	const max = 5
 	keys := auth.RandomKeys()
 	replica := func() *auth.Sessions {
-		r := kueue.NewSignOuts(c.kube, ns, max, auth.SessionTTL)
+		r := kueue.NewSignOuts(c.kube, ns, max, auth.SignOutExpiry(auth.SessionTTL))
 		r.Start(ctx)
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return r.Synced(), nil
 		}); err != nil {
 			t.Fatal("the sign-out list was never read")
 		}
-		return auth.NewSessions(keys, auth.SessionTTL, r)
+		return auth.NewSessions(keys, auth.SessionTTL, auth.Replicated(r, max, auth.SessionTTL))
 	}
 	here := replica()
 	// The victim's token expires in an hour: their session ends before the flood's.
@@ -195,7 +197,7 @@ func BenchmarkSignOut(b *testing.B) {
 			defer cancel()
 			ns := "bench-signout-" + rand.String(5)
 			defer func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
-			s := kueue.NewSignOuts(kube, ns, 2*n+1, auth.SessionTTL)
+			s := kueue.NewSignOuts(kube, ns, 2*n+1, auth.SignOutExpiry(auth.SessionTTL))
 			at := time.Now()
 			if err := s.SignOut(ctx, "other-0", at); err != nil { // makes the namespace and the list
 				b.Fatal(err)

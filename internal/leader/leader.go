@@ -5,6 +5,8 @@
 //
 // The console's ServiceAccount needs, in that namespace: leases get, create
 // and update (coordination.k8s.io).
+//
+// It imports nothing of the console.
 package leader
 
 import (

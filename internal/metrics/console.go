@@ -1,15 +1,15 @@
 // Package metrics holds the console's own Prometheus metrics and, for the
-// dashboards, the queries it sends to the cluster's Prometheus. It must not
-// import the console's cluster, write, handlers and web packages.
+// dashboards, the queries it sends to the cluster's Prometheus. It knows
+// nothing of HTTP servers (the request metrics' middleware lives with the
+// handlers): it must not import echo or templ, nor the console's kueue,
+// write, handlers, app and web packages.
 package metrics
 
 import (
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -107,35 +107,12 @@ func NewConsole() *Console {
 	return c
 }
 
-// Middleware counts and times requests by route template and method. Every
-// label comes from a fixed set (the registered routes, the standard methods,
-// status codes), "other" standing for anything else, so that requests, which
-// anyone can send before signing in, cannot create series without bound.
-func (c *Console) Middleware() echo.MiddlewareFunc {
-	var once sync.Once
-	routes := map[string]bool{}
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(ctx echo.Context) error {
-			once.Do(func() {
-				for _, r := range ctx.Echo().Routes() {
-					routes[r.Path] = true
-				}
-			})
-			start := time.Now()
-			err := next(ctx)
-			status := ctx.Response().Status
-			if he, ok := err.(*echo.HTTPError); ok {
-				status = he.Code
-			}
-			route := ctx.Path()
-			if !routes[route] {
-				route = "other"
-			}
-			c.requests.WithLabelValues(route, methodLabel(ctx.Request().Method), statusLabel(status)).Inc()
-			c.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
-			return err
-		}
-	}
+// ObserveRequest counts and times one request of route. The method and
+// status become labels only from a fixed set ("other" for anything else):
+// a request's method is whatever its sender wrote.
+func (c *Console) ObserveRequest(route, method string, status int, took time.Duration) {
+	c.requests.WithLabelValues(route, methodLabel(method), statusLabel(status)).Inc()
+	c.duration.WithLabelValues(route).Observe(took.Seconds())
 }
 
 func methodLabel(m string) string {

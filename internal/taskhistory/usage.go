@@ -176,7 +176,7 @@ func (s *Store) loadAdmissions(ctx context.Context, sw *sweep) error {
 // queueKey is one ClusterQueue's flavor and resource.
 type queueKey struct{ cq, flavor, resource string }
 
-// queueState is a queueKey's quota and use between two changes.
+// queueState is a queueKey's quota and use between two steps.
 type queueState struct {
 	key           queueKey
 	team, cohort  string
@@ -208,8 +208,8 @@ type group struct {
 	last     int64
 }
 
-// change is a step of a queue's quota or use at an instant.
-type change struct {
+// quotaStep is a step of a queue's quota or use at an instant.
+type quotaStep struct {
 	at int64
 	st *queueState
 	// quota: a quota row begins (+1) or ends (-1); else used += delta.
@@ -221,13 +221,13 @@ type change struct {
 }
 
 // sweep integrates the piecewise constant quota and use of every queue
-// over time, cut at changes, UTC days and the edges of the covered spans.
+// over time, cut at its steps, UTC days and the edges of the covered spans.
 type sweep struct {
 	start, end int64
 	covered    []span
 	states     map[queueKey]*queueState
 	groups     map[string]*group
-	changes    []change
+	steps      []quotaStep
 	acc        map[usageKey]*UsageRow
 }
 
@@ -256,9 +256,9 @@ func (sw *sweep) quota(k queueKey, from, to int64, nominal, lendingLimit float64
 		return
 	}
 	st := sw.state(k, team, cohort)
-	sw.changes = append(sw.changes,
-		change{at: from, st: st, quota: 1, nominal: nominal, lendingLimit: lendingLimit, team: team, cohort: cohort},
-		change{at: to, st: st, quota: -1})
+	sw.steps = append(sw.steps,
+		quotaStep{at: from, st: st, quota: 1, nominal: nominal, lendingLimit: lendingLimit, team: team, cohort: cohort},
+		quotaStep{at: to, st: st, quota: -1})
 }
 
 // use adds an admission's amount held over [from, to).
@@ -267,7 +267,7 @@ func (sw *sweep) use(k queueKey, from, to int64, amount float64, team, cohort st
 		return
 	}
 	st := sw.state(k, team, cohort)
-	sw.changes = append(sw.changes, change{at: from, st: st, delta: amount}, change{at: to, st: st, delta: -amount})
+	sw.steps = append(sw.steps, quotaStep{at: from, st: st, delta: amount}, quotaStep{at: to, st: st, delta: -amount})
 }
 
 func (sw *sweep) groupOf(st *queueState) *group {
@@ -308,7 +308,7 @@ func (sw *sweep) leave(st *queueState) {
 	}
 }
 
-// run applies the changes in time order and returns the rows.
+// run applies the steps in time order and returns the rows.
 func (sw *sweep) run() []UsageRow {
 	for _, st := range sw.states {
 		sw.join(st)
@@ -323,10 +323,10 @@ func (sw *sweep) run() []UsageRow {
 	slices.Sort(cuts)
 	// At one instant, ends before beginnings: a quota replaced by another
 	// is never counted twice.
-	slices.SortStableFunc(sw.changes, func(a, b change) int {
+	slices.SortStableFunc(sw.steps, func(a, b quotaStep) int {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.quota, b.quota), cmp.Compare(a.delta, b.delta))
 	})
-	for _, c := range sw.changes {
+	for _, c := range sw.steps {
 		for len(cuts) > 0 && cuts[0] <= c.at {
 			for _, g := range sw.groups {
 				sw.flush(g, cuts[0])

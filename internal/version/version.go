@@ -2,6 +2,8 @@
 // revision, stamped at link time by `make image`
 // (-ldflags "-X github.com/openquota/console/internal/version.Version=..."),
 // else taken from the Go toolchain's record of the source tree.
+//
+// It imports nothing of the console.
 package version
 
 import (

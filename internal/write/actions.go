@@ -18,7 +18,7 @@ func (s Service) DeleteTeam(ctx context.Context, who kueue.Identity, team string
 	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
 		return notFound("There is no team %q managed by this console.", team)
 	}
-	return s.run(ctx, who, change{
+	return s.run(ctx, who, plan{
 		what: "team " + team,
 		writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) {
 			return kueue.DeleteTeamWrites(s.Settings, team), nil
@@ -40,13 +40,13 @@ func (s Service) RollbackTeam(ctx context.Context, who kueue.Identity, team stri
 	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
 		return notFound("There is no team %q managed by this console.", team)
 	}
-	revs, err := s.Applier.TeamHistory(ctx, s.Settings, team)
+	revs, err := s.Applier.TeamRevisions(ctx, s.Settings, team)
 	if err != nil {
 		return failed(err, "the console", "the revision history of team "+team)
 	}
 	rev, ok := domain.FindRevision(revs, n)
 	if !ok {
-		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.HistoryLimit)
+		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.RevisionLimit)
 	}
 	return s.applyTeam(kueue.WithRollback(ctx, n), who, team, rev.Allocation,
 		fmt.Sprintf("Revision %d cannot be applied: ", n), fmt.Sprintf("Team %s rolled back to revision %d.", team, n))
@@ -164,7 +164,7 @@ func (s Service) applyTeam(ctx context.Context, who kueue.Identity, team string,
 		}
 		return Outcome{}
 	}
-	return s.run(ctx, who, tr.change)
+	return s.run(ctx, who, tr.plan)
 }
 
 // TeamProblem says why a recorded allocation of team cannot be applied: it
@@ -205,13 +205,13 @@ func (s Service) SavePolicy(ctx context.Context, who kueue.Identity, f form.Poli
 
 // RollbackPolicy applies an earlier revision of the policy again.
 func (s Service) RollbackPolicy(ctx context.Context, who kueue.Identity, n int) Outcome {
-	revs, err := s.Applier.PolicyHistory(ctx, s.Settings)
+	revs, err := s.Applier.PolicyRevisions(ctx, s.Settings)
 	if err != nil {
 		return failed(err, "the console", "the revision history of the policy")
 	}
 	rev, ok := domain.FindRevision(revs, n)
 	if !ok {
-		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.HistoryLimit)
+		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.RevisionLimit)
 	}
 	return s.applyPolicy(kueue.WithRollback(ctx, n), who, rev.Allocation, fmt.Sprintf("Revision %d cannot be applied: ", n),
 		fmt.Sprintf("Cluster policy rolled back to revision %d.", n))
@@ -225,7 +225,7 @@ func (s Service) ReapplyPolicy(ctx context.Context, who kueue.Identity) Outcome 
 }
 
 func (s Service) applyPolicy(ctx context.Context, who kueue.Identity, p domain.Policy, problem, done string) Outcome {
-	return s.run(ctx, who, change{
+	return s.run(ctx, who, plan{
 		what: "the cluster policy",
 		validate: func() Outcome {
 			if msg := PolicyProblem(p); msg != "" {

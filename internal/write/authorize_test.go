@@ -59,7 +59,7 @@ func TestChangesAreAuthorizedForTheUserFirst(t *testing.T) {
 		{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", Name: "hyperpod-ns-x-clusterqueue"},
 		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "quota-console-team-member"},
 	}
-	ch := change{what: "team x", writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) { return perms, nil }}
+	ch := plan{what: "team x", writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) { return perms, nil }}
 	bob := kueue.Identity{Name: "bob", Groups: []string{"ml", "system:authenticated"}, UID: "u-1",
 		Extra: map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=1"}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -102,7 +102,7 @@ func TestChangesAreAuthorizedForTheUserFirst(t *testing.T) {
 	}
 	// A change that does not say what it writes is never made for a user.
 	z.fail = false
-	if o := s.authorize(ctx, kueue.Applier{}, bob, change{what: "team x"}); o.Kind != Unavailable {
+	if o := s.authorize(ctx, kueue.Applier{}, bob, plan{what: "team x"}); o.Kind != Unavailable {
 		t.Errorf("a change without permissions: %v %q", o.Kind, o.Message)
 	}
 	// The console itself (auth mode none) asks nobody.

@@ -172,8 +172,8 @@ func upperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// HistoryProblem explains why a revision history could not be read.
-func HistoryProblem(s domain.Settings, err error) string {
+// RevisionsProblem explains why a revision history could not be read.
+func RevisionsProblem(s domain.Settings, err error) string {
 	if apierrors.IsForbidden(err) {
 		return "The console may not read its revision histories (ConfigMaps in its namespace " + s.State() +
 			"), so they are not shown. Ask a cluster admin to apply the console's RBAC from deploy/rbac."

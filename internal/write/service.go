@@ -51,8 +51,8 @@ type Service struct {
 // Kueue's status updates moved the object's resourceVersion under it.
 const maxConflictRetries = 3
 
-// change is one run of the write path.
-type change struct {
+// plan is one change as the write path runs it: its steps.
+type plan struct {
 	// what the change is about, for messages: "team nlp", "the cluster policy".
 	what string
 	// validate is the first step; a non-Saved Outcome stops the change.
@@ -72,7 +72,7 @@ type change struct {
 }
 
 // run is the write path.
-func (s Service) run(ctx context.Context, who kueue.Identity, ch change) Outcome {
+func (s Service) run(ctx context.Context, who kueue.Identity, ch plan) Outcome {
 	if ch.validate != nil {
 		if o := ch.validate(); o.Kind != Saved {
 			return o
@@ -134,7 +134,7 @@ func (s Service) waitFor(ctx context.Context, shows func() bool) {
 // authorize asks the cluster whether the user may make every request of the
 // change; the console makes them only then. The console itself (auth mode
 // none, on loopback) asks nobody: the cluster judges its own requests.
-func (s Service) authorize(ctx context.Context, a kueue.Applier, who kueue.Identity, ch change) Outcome {
+func (s Service) authorize(ctx context.Context, a kueue.Applier, who kueue.Identity, ch plan) Outcome {
 	if who.Name == "" {
 		return Outcome{}
 	}
@@ -209,21 +209,21 @@ func (s Service) SaveTeam(ctx context.Context, who kueue.Identity, req TeamSave)
 			return o
 		}
 	}
-	return s.run(ctx, who, tr.change)
+	return s.run(ctx, who, tr.plan)
 }
 
-// teamRun is a change of a team.
-type teamRun struct {
-	change
+// teamPlan is the plan of a change of a team.
+type teamPlan struct {
+	plan
 	// pin makes the apply fail with a conflict if the ClusterQueue is no
 	// longer at resourceVersion rv.
 	pin func(rv string)
 }
 
 // teamChange applies a validated allocation.
-func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done string) *teamRun {
+func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done string) *teamPlan {
 	objs, buildErr := domain.BuildTeam(s.Settings, team, shapes)
-	tr := &teamRun{change: change{what: "team " + team.Name, done: done}}
+	tr := &teamPlan{plan: plan{what: "team " + team.Name, done: done}}
 	tr.dryRun = func(ctx context.Context, a kueue.Applier) error {
 		if buildErr != nil {
 			return buildErr

@@ -1,6 +1,9 @@
 // Package sandboxtest gives tests the running test sandbox, starting it first
 // if needed. Tests never start sandbox processes themselves: they run the
 // sandbox command, which records every process it starts.
+//
+// Like package sandbox, it must not import the console's web side, write
+// path, task history or sign-in.
 package sandboxtest
 
 import (

@@ -94,7 +94,7 @@ func Preemptions(v PreemptionsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = HistoryNotes(v.Unavailable, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = TaskHistoryNotes(v.Unavailable, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -422,7 +422,7 @@ func TeamPreemptionsSection(v TeamPreemptions) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = HistoryNotes(v.Unavailable, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = TaskHistoryNotes(v.Unavailable, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

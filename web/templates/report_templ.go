@@ -16,7 +16,7 @@ type ReportRow struct {
 }
 
 // ReportView is the usage report page's model: the report from the task
-// history (History) or from Prometheus (Rows).
+// history (TaskHistory) or from Prometheus (Rows).
 type ReportView struct {
 	Page
 	Source             string // "history" or "prometheus"
@@ -26,12 +26,12 @@ type ReportView struct {
 	Rows               []ReportRow
 	Unavailable        string
 	CSVHref            string
-	History            *HistoryReport
+	TaskHistory        *TaskHistoryReport
 }
 
-// HistoryReport is the report from the task history: the usage summary in
+// TaskHistoryReport is the report from the task history: the usage summary in
 // one resource, and a page of the per-task report.
-type HistoryReport struct {
+type TaskHistoryReport struct {
 	Unavailable string
 	Resources   []ResourceChoice
 	Teams       []Choice
@@ -41,7 +41,7 @@ type HistoryReport struct {
 	UpTo, UpToAt string
 	// Missing says which days lack part of their record.
 	Missing    []string
-	Rows       []HistoryUsageRow
+	Rows       []UsageSummaryRow
 	SummaryCSV string
 
 	TasksUnavailable      string
@@ -51,8 +51,8 @@ type HistoryReport struct {
 	TasksNext, TasksFirst string
 }
 
-// HistoryUsageRow is one team's hours on one instance type and UTC day.
-type HistoryUsageRow struct {
+// UsageSummaryRow is one team's hours on one instance type and UTC day.
+type UsageSummaryRow struct {
 	Day, Team, InstanceType         string
 	Allocated, Used, Borrowed, Lent string
 	Incomplete                      bool // the day lacks part of its record
@@ -165,12 +165,12 @@ func Report(v ReportView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.History != nil {
-				templ_7745c5c3_Err = filterSelect("team", "Team", v.History.Teams).Render(ctx, templ_7745c5c3_Buffer)
+			if v.TaskHistory != nil {
+				templ_7745c5c3_Err = filterSelect("team", "Team", v.TaskHistory.Teams).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				for _, r := range v.History.Resources {
+				for _, r := range v.TaskHistory.Resources {
 					if r.Current {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<input type=\"hidden\" name=\"resource\" value=\"")
 						if templ_7745c5c3_Err != nil {
@@ -196,7 +196,7 @@ func Report(v ReportView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.History == nil {
+			if v.TaskHistory == nil {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<a class=\"export\" href=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -219,8 +219,8 @@ func Report(v ReportView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.History != nil {
-				templ_7745c5c3_Err = historyReport(*v.History).Render(ctx, templ_7745c5c3_Buffer)
+			if v.TaskHistory != nil {
+				templ_7745c5c3_Err = taskHistoryReport(*v.TaskHistory).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -425,7 +425,7 @@ func prometheusReport(v ReportView) templ.Component {
 	})
 }
 
-func historyReport(h HistoryReport) templ.Component {
+func taskHistoryReport(h TaskHistoryReport) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

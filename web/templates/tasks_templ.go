@@ -78,11 +78,11 @@ type TaskStatsPart struct {
 	WithTeam bool
 	Rows     []StatsRow
 	Teams    []LivePart
-	// HistoryNote says why the figures leave out tasks gone from the
+	// TaskHistoryNote says why the figures leave out tasks gone from the
 	// cluster (no task history); Gaps are the window's periods without a
 	// record.
-	HistoryNote string
-	Gaps        []string
+	TaskHistoryNote string
+	Gaps            []string
 	// WithWait adds the estimated wait column (by class, with history).
 	WithWait bool
 }
@@ -398,9 +398,9 @@ func Tasks(v TasksView) templ.Component {
 	})
 }
 
-// HistoryNotes say that the task history is unavailable, or which periods
+// TaskHistoryNotes say that the task history is unavailable, or which periods
 // of a window it has no record of.
-func HistoryNotes(unavailable string, gaps []string) templ.Component {
+func TaskHistoryNotes(unavailable string, gaps []string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -548,7 +548,7 @@ func TaskStats(v TaskStatsPart) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = HistoryNotes(v.HistoryNote, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = TaskHistoryNotes(v.TaskHistoryNote, v.Gaps).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -46,8 +46,8 @@ func WithNote(ctx context.Context, note string) context.Context {
 
 // TeamHistory returns a team's recorded revisions, newest first; none when
 // nothing was recorded yet.
-func (a Applier) TeamHistory(ctx context.Context, s domain.Settings, team string) ([]domain.TeamRevision, error) {
-	return readHistory[domain.Team](ctx, a.records(), s.State(), domain.TeamHistoryName(s, team))
+func (a Applier) TeamRevisions(ctx context.Context, s domain.Settings, team string) ([]domain.TeamRevision, error) {
+	return readRevisions[domain.Team](ctx, a.records(), s.State(), domain.TeamRevisionsName(s, team))
 }
 
 // TrustedTeam reads a team's ClusterQueue and its history from the
@@ -62,7 +62,7 @@ func (a Applier) TrustedTeam(ctx context.Context, s domain.Settings, team string
 	if err != nil {
 		return nil, domain.Team{}, err
 	}
-	revs, err := a.TeamHistory(ctx, s, team)
+	revs, err := a.TeamRevisions(ctx, s, team)
 	if err != nil {
 		return nil, domain.Team{}, err
 	}
@@ -78,11 +78,11 @@ func (a Applier) TrustedTeam(ctx context.Context, s domain.Settings, team string
 }
 
 // PolicyHistory returns the policy's recorded revisions, newest first.
-func (a Applier) PolicyHistory(ctx context.Context, s domain.Settings) ([]domain.PolicyRevision, error) {
-	return readHistory[domain.Policy](ctx, a.records(), s.State(), domain.PolicyHistoryName(s))
+func (a Applier) PolicyRevisions(ctx context.Context, s domain.Settings) ([]domain.PolicyRevision, error) {
+	return readRevisions[domain.Policy](ctx, a.records(), s.State(), domain.PolicyRevisionsName(s))
 }
 
-func readHistory[T any](ctx context.Context, kube kubernetes.Interface, ns, name string) ([]domain.Revision[T], error) {
+func readRevisions[T any](ctx context.Context, kube kubernetes.Interface, ns, name string) ([]domain.Revision[T], error) {
 	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -150,7 +150,7 @@ func recordRevision[T any](ctx context.Context, kube kubernetes.Interface, ns, n
 }
 
 // recordTeam records the revision of a team apply run and announces it.
-func (a Applier) recordTeam(ctx context.Context, c *change, objs domain.TeamObjects, cq written[*kueuev1beta2.ClusterQueue]) error {
+func (a Applier) recordTeam(ctx context.Context, c *applyRun, objs domain.TeamObjects, cq written[*kueuev1beta2.ClusterQueue]) error {
 	if objs.ClusterQueue.ObjectMetaApplyConfiguration == nil {
 		return nil
 	}
@@ -165,8 +165,8 @@ func (a Applier) recordTeam(ctx context.Context, c *change, objs domain.TeamObje
 	// revision yet is a create whose revision a failure kept from being recorded.
 	byConsole := cq.existed() && cq.before.Annotations[CreatedByAnnotation] != "" && cq.before.Annotations[CreatedByAnnotation] != UnknownCreator
 	facts := c.facts(ctx)
-	labels := map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.TeamLabel: team.Name, domain.HistoryLabel: "team"}
-	rev, prev, recorded, err := recordRevision(ctx, a.records(), objs.History.Namespace, objs.History.Name, labels,
+	labels := map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.TeamLabel: team.Name, domain.RevisionsLabel: "team"}
+	rev, prev, recorded, err := recordRevision(ctx, a.records(), objs.Revisions.Namespace, objs.Revisions.Name, labels,
 		func(last *domain.TeamRevision) (domain.TeamRevision, bool) {
 			f := facts
 			f.Created = !cq.existed() || (last == nil && byConsole)
@@ -182,11 +182,11 @@ func (a Applier) recordTeam(ctx context.Context, c *change, objs domain.TeamObje
 }
 
 // recordPolicy records the revision of a policy apply run and announces it.
-func (a Applier) recordPolicy(ctx context.Context, c *change, s domain.Settings, p domain.Policy, cohort written[*kueuev1beta2.Cohort]) error {
+func (a Applier) recordPolicy(ctx context.Context, c *applyRun, s domain.Settings, p domain.Policy, cohort written[*kueuev1beta2.Cohort]) error {
 	hadPolicy := cohort.existed() && cohort.before.Annotations[domain.PolicyAnnotation] != ""
 	facts := c.facts(ctx)
-	labels := map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.HistoryLabel: "policy"}
-	rev, prev, recorded, err := recordRevision(ctx, a.records(), s.State(), domain.PolicyHistoryName(s), labels,
+	labels := map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.RevisionsLabel: "policy"}
+	rev, prev, recorded, err := recordRevision(ctx, a.records(), s.State(), domain.PolicyRevisionsName(s), labels,
 		func(last *domain.PolicyRevision) (domain.PolicyRevision, bool) {
 			f := facts
 			f.Created = last == nil && !hadPolicy
@@ -202,7 +202,7 @@ func (a Applier) recordPolicy(ctx context.Context, c *change, s domain.Settings,
 }
 
 // facts are what an apply run tells the revision it records.
-func (c *change) facts(ctx context.Context) domain.RevisionFacts {
+func (c *applyRun) facts(ctx context.Context) domain.RevisionFacts {
 	in := intentFrom(ctx)
 	return domain.RevisionFacts{By: c.by, At: c.at, Changed: c.changed, RollbackTo: in.rollbackTo, Note: in.note}
 }

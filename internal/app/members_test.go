@@ -1,4 +1,4 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -123,7 +124,7 @@ func showsDrift(t *testing.T, c console, team string) string {
 func TestMembersPlantedOnTheClusterQueueAreNotBound(t *testing.T) {
 	c := auditConsole(t, nil)
 	team := "planted-" + rand.String(4)
-	if code, _, body := c.post(t, "/teams", teamForm(team, "2")); code != http.StatusSeeOther {
+	if code, _, body := c.post(t, "/teams", webtest.TeamForm(team, "2")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%.500s", code, body)
 	}
 	patcher := clusterQueuePatcher(t, c)
@@ -135,7 +136,7 @@ func TestMembersPlantedOnTheClusterQueueAreNotBound(t *testing.T) {
 		t.Errorf("the admin's edit form shows the member planted on the ClusterQueue (%s)", mallory)
 	}
 	body := showsDrift(t, c, team)
-	mustContain(t, "drift page", body, "Members on the ClusterQueue differ from the last saved revision", mallory)
+	webtest.MustContain(t, "drift page", body, "Members on the ClusterQueue differ from the last saved revision", mallory)
 
 	code, _, body := c.post(t, "/teams/"+team+"/drift/reapply", url.Values{})
 	if code != http.StatusSeeOther {
@@ -150,15 +151,15 @@ func TestMembersPlantedOnTheClusterQueueAreNotBound(t *testing.T) {
 
 	// A team recorded before revisions existed: its history is gone.
 	legacy := "legacy-" + rand.String(4)
-	if code, _, body := c.post(t, "/teams", teamForm(legacy, "2")); code != http.StatusSeeOther {
+	if code, _, body := c.post(t, "/teams", webtest.TeamForm(legacy, "2")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%.500s", code, body)
 	}
-	if err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(context.Background(), domain.TeamHistoryName(c.settings, legacy), metav1.DeleteOptions{}); err != nil {
+	if err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(context.Background(), domain.TeamRevisionsName(c.settings, legacy), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	plantMember(t, c, patcher, legacy, domain.Member{Kind: "User", Name: mallory})
 	body = showsDrift(t, c, legacy)
-	mustContain(t, "drift page of a team without revisions", body, "no saved revision", mallory)
+	webtest.MustContain(t, "drift page of a team without revisions", body, "no saved revision", mallory)
 	if _, form := c.get(t, "/teams/"+legacy+"/edit"); strings.Contains(form, mallory) {
 		t.Errorf("the edit form of a team without revisions shows the member planted on the ClusterQueue (%s)", mallory)
 	}

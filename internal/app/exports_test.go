@@ -1,4 +1,4 @@
-package handlers_test
+package app_test
 
 import (
 	"bufio"
@@ -107,7 +107,7 @@ func TestStalledCSVDownloadsStarveNothing(t *testing.T) {
 	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
 		s := historySettings()
 		st := hs.open(t)
-		hc := startHistoryConsole(t, s, storeFunc(st), nil, nil)
+		hc := startHistoryConsole(t, s, storeHistory(st), nil, nil)
 		team := "export-" + rand.String(4)
 		fillReport(t, st, s, team, 3000)
 

@@ -14,40 +14,53 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-func (d Deps) teamHistory(c echo.Context) error {
-	team := c.Param("team")
-	if _, _, ok := d.Cache.Team(d.Settings, team); !ok {
-		return noTeam(team)
+// revisionPages are the revisions admins saved, of a team and of the
+// policy, with rollbacks (and the policy's re-apply over hand edits).
+type revisionPages struct {
+	frame
+	teams interface {
+		teamLookup
+		fleet
 	}
-	return d.renderTeamHistory(c, http.StatusOK, team, auth.TakeFlashOf(c), "")
+	revisions Revisions
+	policy    Policy
+	writes    revisionWrites
 }
 
-func (d Deps) renderTeamHistory(c echo.Context, status int, team, flash, applyErr string) error {
-	view := templates.HistoryView{
-		Page:       templates.Page{Title: "History of team " + team, Active: "teams", Problem: d.problem()},
+func (p revisionPages) teamRevisions(c echo.Context) error {
+	team := c.Param("team")
+	if _, _, ok := p.teams.Team(team); !ok {
+		return noTeam(team)
+	}
+	return p.renderTeamRevisions(c, http.StatusOK, team, auth.TakeFlashOf(c), "")
+}
+
+func (p revisionPages) renderTeamRevisions(c echo.Context, status int, team, flash, applyErr string) error {
+	view := templates.RevisionsView{
+		Page:       templates.Page{Title: "History of team " + team, Active: "teams", Problem: p.problem()},
 		Flash:      flash,
 		ApplyError: applyErr,
 		Links: []templates.Link{{Href: "/teams", Label: "All teams"}, {Href: teamURL(team, "edit"), Label: "Edit", ID: "edit-link"},
 			{Href: teamURL(team, "drift"), Label: "Drift", ID: "drift-link"}},
 		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console; deleting the team deletes them.",
-			domain.HistoryLimit, d.Settings.State(), domain.TeamHistoryName(d.Settings, team)),
-		ReadOnly: d.readOnly(c, mayEditTeams),
+			domain.RevisionLimit, p.settings.State(), domain.TeamRevisionsName(p.settings, team)),
+		ReadOnly: p.readOnly(c, mayEditTeams),
 	}
-	revs, err := d.Applier.TeamHistory(c.Request().Context(), d.Settings, team)
+	revs, err := p.revisions.TeamRevisions(c.Request().Context(), team)
 	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
+		view.ApplyError = joinProblems(view.ApplyError, p.revisionsReadError(err))
 	}
-	shapes, _ := d.Cache.Fleet()
+	shapes, _ := p.teams.Fleet()
 	view.Revisions = revisionRows(revs, domain.DiffTeams, domain.DescribeTeam, func(t domain.Team) string {
 		return write.TeamProblem(team, t, shapes)
 	}, teamURL(team, "history"))
-	return render(c, status, templates.History(view))
+	return render(c, status, templates.Revisions(view))
 }
 
-// historyReadError explains why the history could not be read.
-func (d Deps) historyReadError(err error) string {
-	d.Log.Error("reading history", "err", err)
-	return write.HistoryProblem(d.Settings, err)
+// revisionsReadError explains why the revisions could not be read.
+func (p revisionPages) revisionsReadError(err error) string {
+	p.log.Error("reading revisions", "err", err)
+	return write.RevisionsProblem(p.settings, err)
 }
 
 func joinProblems(a, b string) string {
@@ -96,64 +109,64 @@ func revisionParam(c echo.Context) (int, error) {
 
 // rollbackTeam applies an earlier revision's allocation through the write
 // path, which records it as a new revision with action rollback.
-func (d Deps) rollbackTeam(c echo.Context) error {
+func (p revisionPages) rollbackTeam(c echo.Context) error {
 	team := c.Param("team")
 	n, err := revisionParam(c)
 	if err != nil {
 		return err
 	}
-	out := d.writes.RollbackTeam(c.Request().Context(), d.identity(c), team, n)
+	out := p.writes.RollbackTeam(c.Request().Context(), p.identity(c), team, n)
 	return respond(c, out, fmt.Sprintf("%s?rolledback=%d", teamURL(team, "history"), n), func(status int) error {
-		return d.renderTeamHistory(c, status, team, "", out.Message)
+		return p.renderTeamRevisions(c, status, team, "", out.Message)
 	})
 }
 
-func (d Deps) policyHistory(c echo.Context) error {
-	return d.renderPolicyHistory(c, http.StatusOK, auth.TakeFlashOf(c), "")
+func (p revisionPages) policyRevisions(c echo.Context) error {
+	return p.renderPolicyRevisions(c, http.StatusOK, auth.TakeFlashOf(c), "")
 }
 
-func (d Deps) renderPolicyHistory(c echo.Context, status int, flash, applyErr string) error {
-	view := templates.HistoryView{
-		Page:       templates.Page{Title: "History of the cluster policy", Active: "policy", Problem: d.problem()},
+func (p revisionPages) renderPolicyRevisions(c echo.Context, status int, flash, applyErr string) error {
+	view := templates.RevisionsView{
+		Page:       templates.Page{Title: "History of the cluster policy", Active: "policy", Problem: p.problem()},
 		Flash:      flash,
 		ApplyError: applyErr,
 		Links:      []templates.Link{{Href: "/policy", Label: "Cluster policy", ID: "policy-link"}},
 		Storage: fmt.Sprintf("The last %d revisions are kept in the ConfigMap %s/%s, in the console's own namespace, so they outlive the console.",
-			domain.HistoryLimit, d.Settings.State(), domain.PolicyHistoryName(d.Settings)),
+			domain.RevisionLimit, p.settings.State(), domain.PolicyRevisionsName(p.settings)),
 		DriftReapply: "/policy/drift/reapply",
-		ReadOnly:     d.readOnly(c, mayEditPolicy),
+		ReadOnly:     p.readOnly(c, mayEditPolicy),
 	}
-	revs, err := d.Applier.PolicyHistory(c.Request().Context(), d.Settings)
+	revs, err := p.revisions.PolicyRevisions(c.Request().Context())
 	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, d.historyReadError(err))
+		view.ApplyError = joinProblems(view.ApplyError, p.revisionsReadError(err))
 	}
 	view.Revisions = revisionRows(revs, domain.DiffPolicies, domain.DescribePolicy, write.PolicyProblem, "/policy/history")
-	drift, err := d.Cache.PolicyDrift(d.Settings, d.Cache.Policy(d.Settings))
+	drift, err := p.policy.PolicyDrift()
 	if err != nil {
 		return err
 	}
 	for _, dr := range drift {
 		view.Drift = append(view.Drift, dr.String())
 	}
-	return render(c, status, templates.History(view))
+	return render(c, status, templates.Revisions(view))
 }
 
-func (d Deps) rollbackPolicy(c echo.Context) error {
+func (p revisionPages) rollbackPolicy(c echo.Context) error {
 	n, err := revisionParam(c)
 	if err != nil {
 		return err
 	}
-	out := d.writes.RollbackPolicy(c.Request().Context(), d.identity(c), n)
+	out := p.writes.RollbackPolicy(c.Request().Context(), p.identity(c), n)
 	return respond(c, out, fmt.Sprintf("/policy/history?rolledback=%d", n), func(status int) error {
-		return d.renderPolicyHistory(c, status, "", out.Message)
+		return p.renderPolicyRevisions(c, status, "", out.Message)
 	})
 }
 
 // reapplyPolicy writes the stored policy again over hand edits of its
 // priority classes.
-func (d Deps) reapplyPolicy(c echo.Context) error {
-	out := d.writes.ReapplyPolicy(c.Request().Context(), d.identity(c))
+func (p revisionPages) reapplyPolicy(c echo.Context) error {
+	out := p.writes.ReapplyPolicy(c.Request().Context(), p.identity(c))
 	return respond(c, out, "/policy/history?reapplied=1", func(status int) error {
-		return d.renderPolicyHistory(c, status, "", out.Message)
+		return p.renderPolicyRevisions(c, status, "", out.Message)
 	})
 }

@@ -1,4 +1,4 @@
-package handlers_test
+package app_test
 
 import (
 	"crypto/tls"
@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -78,11 +79,11 @@ func TestEveryFormAnswersAnOutcomeTheSameWay(t *testing.T) {
 
 	// What the forms act on, made while the cluster answers.
 	for _, team := range []string{"subject", "drifting"} {
-		if code, _, body := c.post(t, "/teams", teamForm(team, "2")); code != 303 {
+		if code, _, body := c.post(t, "/teams", webtest.TeamForm(team, "2")); code != 303 {
 			t.Fatalf("create %s: %d\n%.300s", team, code, body)
 		}
 	}
-	if code, _, body := c.post(t, "/teams/subject", teamForm("subject", "4")); code != 303 { // revision 2
+	if code, _, body := c.post(t, "/teams/subject", webtest.TeamForm("subject", "4")); code != 303 { // revision 2
 		t.Fatalf("edit: %d\n%.300s", code, body)
 	}
 	policy := url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FirstComeFirstServe"},
@@ -95,15 +96,15 @@ func TestEveryFormAnswersAnOutcomeTheSameWay(t *testing.T) {
 		t.Fatalf("policy again: %d\n%.300s", code, body)
 	}
 	c.handEdit(t, "drifting", gpusAndHold)
-	fingerprint := hidden(t, c.eventually(t, "/teams/drifting/drift", `name="adopt"`), "adopt")
+	fingerprint := webtest.Hidden(t, c.eventually(t, "/teams/drifting/drift", `name="adopt"`), "adopt")
 
 	forms := map[string]func() (int, string){
 		"create team": func() (int, string) {
-			code, _, body := c.post(t, "/teams", teamForm("newcomer", "1"))
+			code, _, body := c.post(t, "/teams", webtest.TeamForm("newcomer", "1"))
 			return code, body
 		},
 		"edit team": func() (int, string) {
-			code, _, body := c.post(t, "/teams/subject", teamForm("subject", "6"))
+			code, _, body := c.post(t, "/teams/subject", webtest.TeamForm("subject", "6"))
 			return code, body
 		},
 		"delete team": func() (int, string) {

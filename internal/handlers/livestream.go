@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/metrics"
 )
 
 // StreamLimits cap the live update streams open at once, per user and in
@@ -77,8 +79,19 @@ const scopeRecheck = 5 * time.Second
 // signed in (the session neither expired nor signed out) and may still see
 // what the view shows; otherwise, and after its lifetime, it ends, and the
 // page's reconnection passes the checks of a new request.
-func (d Deps) events(c echo.Context) error {
-	visible, _ := d.scopeOf(c)
+// liveStreams serve the live update streams of the pages' views.
+type liveStreams struct {
+	frame
+	live     *liveViews
+	gate     *streamGate
+	lifetime time.Duration
+	// shutdown ends every stream when the server shuts down.
+	shutdown context.Context
+	metrics  *metrics.Console
+}
+
+func (s liveStreams) serve(c echo.Context) error {
+	visible, _ := s.scopeOf(c)
 	view, ok := viewOf(c.QueryParam("view"), visible)
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "This page has no live parts: view must name the Tasks or a Team usage page.")
@@ -88,21 +101,21 @@ func (d Deps) events(c echo.Context) error {
 	}
 	shown, _ := strconv.ParseUint(c.QueryParam("v"), 10, 64)
 	who := auth.From(c).Name
-	if who == "" && d.Auth.ModeOf() != auth.ModeNone {
-		who = "address " + d.Auth.ClientAddress(c.Request())
+	if who == "" && s.auth.ModeOf() != auth.ModeNone {
+		who = "address " + s.auth.ClientAddress(c.Request())
 	}
-	leave, ok := d.streams.enter(who)
+	leave, ok := s.gate.enter(who)
 	if !ok {
 		c.Response().Header().Set("Retry-After", "30")
 		return echo.NewHTTPError(http.StatusServiceUnavailable,
 			"Too many live update streams are open (per user or in total); the page refreshes itself every 30 seconds instead.")
 	}
 	defer leave()
-	watcher, err := d.hub.join(c.Request().Context(), view, shown)
+	watcher, err := s.live.hub.join(c.Request().Context(), view, shown)
 	if err != nil {
 		return err
 	}
-	defer d.hub.leave(view, watcher)
+	defer s.live.hub.leave(view, watcher)
 
 	res := c.Response()
 	rc := http.NewResponseController(res.Writer)
@@ -126,14 +139,14 @@ func (d Deps) events(c echo.Context) error {
 	}
 	heartbeat := time.NewTicker(15 * time.Second)
 	defer heartbeat.Stop()
-	end := time.NewTimer(d.streamEnd(c))
+	end := time.NewTimer(s.streamEnd(c))
 	defer end.Stop()
 	done := c.Request().Context().Done()
 	var shutdown <-chan struct{}
-	if d.Streams != nil {
-		shutdown = d.Streams.Done()
+	if s.shutdown != nil {
+		shutdown = s.shutdown.Done()
 	}
-	entitled := d.streamEntitlement(c, view)
+	entitled := s.streamEntitlement(c, view)
 	for {
 		var err error
 		select {
@@ -149,8 +162,8 @@ func (d Deps) events(c echo.Context) error {
 			}
 			if data := watcher.take(); data != nil {
 				err = write([]byte("event: fragments\ndata: "), data, []byte("\n\n"))
-				if d.Metrics != nil && err == nil {
-					d.Metrics.LiveEvents.Inc()
+				if err == nil {
+					s.metrics.LiveEvents.Inc()
 				}
 			}
 		case <-heartbeat.C:
@@ -167,12 +180,12 @@ func (d Deps) events(c echo.Context) error {
 
 // streamEnd is how long c's stream may last: its lifetime, or until the
 // session expires if that is sooner.
-func (d Deps) streamEnd(c echo.Context) time.Duration {
-	life := d.StreamLifetime
+func (s liveStreams) streamEnd(c echo.Context) time.Duration {
+	life := s.lifetime
 	if life <= 0 {
 		life = DefaultStreamLifetime
 	}
-	if expires := d.Auth.SessionExpires(c); !expires.IsZero() && time.Until(expires) < life {
+	if expires := s.auth.SessionExpires(c); !expires.IsZero() && time.Until(expires) < life {
 		life = time.Until(expires)
 	}
 	return life
@@ -182,10 +195,10 @@ func (d Deps) streamEnd(c echo.Context) time.Duration {
 // sign-in holds (asked each time) and the scope is the one the view was
 // made for (asked at most every scopeRecheck). A scope that changed ends
 // the stream, so that the page reconnects into the view of its new scope.
-func (d Deps) streamEntitlement(c echo.Context, view liveView) func() bool {
+func (s liveStreams) streamEntitlement(c echo.Context, view liveView) func() bool {
 	checked := time.Now()
 	return func() bool {
-		if !d.Auth.Current(c) {
+		if !s.auth.Current(c) {
 			return false
 		}
 		if time.Since(checked) < scopeRecheck {
@@ -193,7 +206,7 @@ func (d Deps) streamEntitlement(c echo.Context, view liveView) func() bool {
 		}
 		checked = time.Now()
 		c.Set(echoScopeKey, nil) // ask again, not the request's first answer
-		now, known := d.scopeOf(c)
+		now, known := s.scopeOf(c)
 		return known && now.key() == view.scope.key()
 	}
 }

@@ -1,59 +1,17 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
-	"encoding/csv"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/webtest"
 )
-
-func (c console) submit(t *testing.T, team, name string, gpus int64) {
-	t.Helper()
-	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
-		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kueue.x-k8s.io/queue-name": c.settings.LocalQueue(team)}},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}},
-		}}},
-	}
-	if _, err := c.kube.BatchV1().Jobs(c.settings.Namespace(team)).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (c console) csv(t *testing.T, path string) map[string]map[string]string {
-	t.Helper()
-	code, body := get(t, c.h, path)
-	if code != 200 {
-		t.Fatalf("GET %s = %d", path, code)
-	}
-	records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
-	if err != nil {
-		t.Fatalf("GET %s: not CSV: %v", path, err)
-	}
-	out := map[string]map[string]string{}
-	for _, rec := range records[1:] {
-		row := map[string]string{}
-		for i, h := range records[0] {
-			row[h] = rec[i]
-		}
-		out[rec[0]+"/"+rec[1]] = row
-	}
-	return out
-}
 
 // The usage dashboard's figures match what Kueue reports on the ClusterQueues.
 func TestUsageAndTasksMatchKueue(t *testing.T) {
@@ -63,7 +21,7 @@ func TestUsageAndTasksMatchKueue(t *testing.T) {
 		if team == "borrower" {
 			gpus = "2"
 		}
-		if code, _, body := c.post(t, "/teams", teamForm(team, gpus)); code != 303 {
+		if code, _, body := c.post(t, "/teams", webtest.TeamForm(team, gpus)); code != 303 {
 			t.Fatalf("create %s: %d\n%s", team, code, body)
 		}
 		t.Cleanup(func() { c.post(t, "/teams/"+team+"/delete", url.Values{}) })
@@ -107,7 +65,7 @@ func TestUsageAndTasksMatchKueue(t *testing.T) {
 	}
 
 	// Delete asks first, listing the team's running and pending tasks.
-	if code, body := get(t, c.h, "/teams/borrower/delete"); code != 200 || !strings.Contains(body, "3 tasks</strong> will be stopped") ||
+	if code, body := webtest.Get(t, c.h, "/teams/borrower/delete"); code != 200 || !strings.Contains(body, "3 tasks</strong> will be stopped") ||
 		!strings.Contains(body, "-too-big-") || !strings.Contains(body, "<td>Pending</td>") || !strings.Contains(body, "<td>Running</td>") {
 		t.Errorf("delete confirmation does not list the 3 tasks with their states: %d", code)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -41,19 +43,38 @@ func (v liveView) key() string {
 	return v.route + "\x00" + v.team + "\x00" + v.query.Encode() + "\x00" + v.scope.key()
 }
 
-// livePage is a page with live parts.
-type livePage struct {
-	// params are the query parameters the parts depend on, with their
-	// defaults: a view keeps only these, so equal views are equal keys.
-	params map[string]string
-	parts  func(d Deps, ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error)
+// liveParams are, for each page with live parts, the query parameters the
+// parts depend on, with their defaults: a view keeps only these, so equal
+// views are equal keys.
+var liveParams = map[string]map[string]string{
+	"/tasks":       taskParams,
+	"/usage":       {"resource": "gpu"},
+	"/usage/:team": nil,
 }
 
-var livePages = map[string]livePage{
-	"/tasks":       {params: taskParams, parts: Deps.tasksParts},
-	"/usage":       {params: map[string]string{"resource": "gpu"}, parts: Deps.usageParts},
-	"/usage/:team": {parts: Deps.teamUsageParts},
+// partsFunc renders a view's live parts at a snapshot.
+type partsFunc func(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error)
+
+// liveViews render the pages' live parts, once per snapshot and view, and
+// push the changed ones to the views' watchers.
+type liveViews struct {
+	model   ReadModel
+	metrics *metrics.Console
+	log     *slog.Logger
+	// parts are the pages' renderings by route; registered before serving.
+	parts    map[string]partsFunc
+	renderer *liveRenderer
+	hub      *liveHub
 }
+
+func newLiveViews(model ReadModel, m *metrics.Console, log *slog.Logger) *liveViews {
+	v := &liveViews{model: model, metrics: m, log: log, parts: map[string]partsFunc{}, renderer: newLiveRenderer()}
+	v.hub = &liveHub{views: v, watched: map[string]*watchedView{}}
+	return v
+}
+
+// register has route's live parts rendered by parts.
+func (l *liveViews) register(route string, parts partsFunc) { l.parts[route] = parts }
 
 // viewOf is the live view of a page address ("/tasks?team=nlp"), for
 // scope; ok is false for a page without live parts.
@@ -66,11 +87,11 @@ func viewOf(address string, s scope) (v liveView, ok bool) {
 	if team, found := strings.CutPrefix(u.Path, "/usage/"); found && team != "" && !strings.Contains(team, "/") {
 		v.route, v.team = "/usage/:team", team
 	}
-	page, ok := livePages[v.route]
+	params, ok := liveParams[v.route]
 	if !ok {
 		return liveView{}, false
 	}
-	v.query, v.scope = canonicalQuery(u.Query(), page.params), s
+	v.query, v.scope = canonicalQuery(u.Query(), params), s
 	return v, true
 }
 
@@ -149,18 +170,16 @@ const maxRenderedViews = 512
 func newLiveRenderer() *liveRenderer { return &liveRenderer{entries: map[string]*rendering{}} }
 
 // render gives v's parts at snap, rendering them if no one has yet.
-func (r *liveRenderer) render(d Deps, ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
-	e, err := r.once(v.key(), snap.Version, func(e *rendering) error {
+func (l *liveViews) render(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+	e, err := l.renderer.once(v.key(), snap.Version, func(e *rendering) error {
 		start := time.Now()
 		var err error
-		e.parts, err = renderParts(d, ctx, v, snap)
-		if d.Metrics != nil {
-			d.Metrics.LiveRender.Observe(time.Since(start).Seconds())
-		}
+		e.parts, err = l.renderParts(ctx, v, snap)
+		l.metrics.LiveRender.Observe(time.Since(start).Seconds())
 		return err
 	})
 	if e == nil { // a newer rendering exists: this request has an older snapshot
-		return renderParts(d, ctx, v, snap)
+		return l.renderParts(ctx, v, snap)
 	}
 	return e.parts, err
 }
@@ -193,13 +212,13 @@ func (r *liveRenderer) once(key string, version uint64, build func(*rendering) e
 
 // renderParts renders v's parts; a panic becomes an error, so that no
 // request or watcher waits for a rendering that never ends.
-func renderParts(d Deps, ctx context.Context, v liveView, snap *domain.Snapshot) (parts []templates.LivePart, err error) {
+func (l *liveViews) renderParts(ctx context.Context, v liveView, snap *domain.Snapshot) (parts []templates.LivePart, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("rendering %s: %v", v.route, p)
 		}
 	}()
-	return livePages[v.route].parts(d, ctx, v, snap)
+	return l.parts[v.route](ctx, v, snap)
 }
 
 func (r *liveRenderer) evictLocked() {
@@ -216,10 +235,10 @@ func (r *liveRenderer) evictLocked() {
 // liveHub pushes the parts that changed to the watchers of each view, once
 // per snapshot: a watcher whose view did not change receives nothing.
 type liveHub struct {
-	d Deps
+	views *liveViews
 
 	mu       sync.Mutex
-	views    map[string]*watchedView
+	watched  map[string]*watchedView
 	watchers int
 	stop     context.CancelFunc // ends the loop when the last watcher leaves
 }
@@ -283,12 +302,10 @@ type pendingPart struct {
 	html json.RawMessage
 }
 
-func newLiveHub(d Deps) *liveHub { return &liveHub{d: d, views: map[string]*watchedView{}} }
-
 // join adds a watcher of v whose page shows the snapshot version shown.
 func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatcher, error) {
-	snap := h.d.Live.Snapshot()
-	parts, err := h.d.renderer.render(h.d, ctx, v, snap)
+	snap := h.views.model.Snapshot()
+	parts, err := h.views.render(ctx, v, snap)
 	if err != nil {
 		return nil, err
 	}
@@ -296,16 +313,14 @@ func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatc
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	key := v.key()
-	wv := h.views[key]
+	wv := h.watched[key]
 	if wv == nil {
 		wv = &watchedView{view: v, watchers: map[*liveWatcher]struct{}{}, parts: parts}
-		h.views[key] = wv
+		h.watched[key] = wv
 	}
 	wv.watchers[w] = struct{}{}
 	h.watchers++
-	if h.d.Metrics != nil {
-		h.d.Metrics.LiveWatchers.Set(float64(h.watchers))
-	}
+	h.views.metrics.LiveWatchers.Set(float64(h.watchers))
 	if shown < snap.Version { // the page is older than what the view shows now
 		w.offer(snap, changes(nil, wv.parts))
 	}
@@ -322,16 +337,14 @@ func (h *liveHub) leave(v liveView, w *liveWatcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	key := v.key()
-	if wv := h.views[key]; wv != nil {
+	if wv := h.watched[key]; wv != nil {
 		delete(wv.watchers, w)
 		if len(wv.watchers) == 0 {
-			delete(h.views, key)
+			delete(h.watched, key)
 		}
 	}
 	h.watchers--
-	if h.d.Metrics != nil {
-		h.d.Metrics.LiveWatchers.Set(float64(h.watchers))
-	}
+	h.views.metrics.LiveWatchers.Set(float64(h.watchers))
 	if h.watchers == 0 && h.stop != nil {
 		h.stop()
 		h.stop = nil
@@ -339,7 +352,7 @@ func (h *liveHub) leave(v liveView, w *liveWatcher) {
 }
 
 func (h *liveHub) run(ctx context.Context) {
-	versions, unsubscribe := h.d.Live.Subscribe()
+	versions, unsubscribe := h.views.model.Subscribe()
 	defer unsubscribe()
 	for {
 		select {
@@ -354,10 +367,10 @@ func (h *liveHub) run(ctx context.Context) {
 // push renders every watched view at the current snapshot and offers the
 // changed parts to its watchers.
 func (h *liveHub) push(ctx context.Context) {
-	snap := h.d.Live.Snapshot()
+	snap := h.views.model.Snapshot()
 	h.mu.Lock()
-	views := make([]*watchedView, 0, len(h.views))
-	for _, wv := range h.views {
+	views := make([]*watchedView, 0, len(h.watched))
+	for _, wv := range h.watched {
 		views = append(views, wv)
 	}
 	h.mu.Unlock()
@@ -365,9 +378,9 @@ func (h *liveHub) push(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		parts, err := h.d.renderer.render(h.d, ctx, wv.view, snap)
+		parts, err := h.views.render(ctx, wv.view, snap)
 		if err != nil {
-			h.d.Log.Warn("rendering a live view", "route", wv.view.route, "err", err)
+			h.views.log.Warn("rendering a live view", "route", wv.view.route, "err", err)
 			continue
 		}
 		h.mu.Lock()
@@ -377,9 +390,7 @@ func (h *liveHub) push(ctx context.Context) {
 			for w := range wv.watchers {
 				w.offer(snap, changed)
 			}
-			if h.d.Metrics != nil {
-				h.d.Metrics.LiveFragments.Add(float64(len(changed) * len(wv.watchers)))
-			}
+			h.views.metrics.LiveFragments.Add(float64(len(changed) * len(wv.watchers)))
 		}
 		h.mu.Unlock()
 	}

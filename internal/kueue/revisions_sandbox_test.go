@@ -75,13 +75,13 @@ func auditOf(m metav1.Object) audit {
 	return audit{a[kueue.CreatedByAnnotation], a[kueue.CreatedAtAnnotation], a[kueue.ChangedByAnnotation], a[kueue.ChangedAtAnnotation]}
 }
 
-// teamObjects reads a team's objects straight from the apiserver.
-type liveTeam struct {
+// teamObjectsRead are a team's objects as read straight from the apiserver.
+type teamObjectsRead struct {
 	ns, cq, lq, rb metav1.Object
 	rvs            map[string]string
 }
 
-func readTeam(t *testing.T, c testClients, s domain.Settings, team string) liveTeam {
+func readTeam(t *testing.T, c testClients, s domain.Settings, team string) teamObjectsRead {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
@@ -100,7 +100,7 @@ func readTeam(t *testing.T, c testClients, s domain.Settings, team string) liveT
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := liveTeam{ns: ns, cq: cq, lq: lq, rb: rb, rvs: map[string]string{}}
+	l := teamObjectsRead{ns: ns, cq: cq, lq: lq, rb: rb, rvs: map[string]string{}}
 	for name, o := range map[string]metav1.Object{"Namespace": ns, "LocalQueue": lq, "RoleBinding": rb} {
 		l.rvs[name] = o.GetResourceVersion()
 	}
@@ -176,7 +176,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 
 	// Rollback to revision 1 by carol, through the normal apply path.
 	clk.advance(time.Hour)
-	hist, err := a.TeamHistory(context.Background(), s, "audited")
+	hist, err := a.TeamRevisions(context.Background(), s, "audited")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := kueue.Applier{Kube: kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)), Kueue: kueueclient.NewForConfigOrDie(cfg)}
-	hist, err = restarted.TeamHistory(context.Background(), s, "audited")
+	hist, err = restarted.TeamRevisions(context.Background(), s, "audited")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
 	if nominal, _ := gpuQuotaOf(t, c, s, "audited"); nominal != 4 {
 		t.Errorf("after the rollback the ClusterQueue has %d GPUs, want 4", nominal)
 	}
-	cm, err := c.kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), domain.TeamHistoryName(s, "audited"), metav1.GetOptions{})
+	cm, err := c.kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), domain.TeamRevisionsName(s, "audited"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,13 +287,13 @@ func TestTeamHistoryKeepsTheLast50(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hist, err := a.TeamHistory(context.Background(), s, "busy")
+	hist, err := a.TeamRevisions(context.Background(), s, "busy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hist) != domain.HistoryLimit || hist[0].Revision != saves || hist[len(hist)-1].Revision != saves-domain.HistoryLimit+1 {
+	if len(hist) != domain.RevisionLimit || hist[0].Revision != saves || hist[len(hist)-1].Revision != saves-domain.RevisionLimit+1 {
 		t.Fatalf("%d revisions kept, newest %d, oldest %d; want %d, %d, %d",
-			len(hist), hist[0].Revision, hist[len(hist)-1].Revision, domain.HistoryLimit, saves, saves-domain.HistoryLimit+1)
+			len(hist), hist[0].Revision, hist[len(hist)-1].Revision, domain.RevisionLimit, saves, saves-domain.RevisionLimit+1)
 	}
 	if hist[0].Allocation.FairShareWeight != saves {
 		t.Errorf("newest revision has weight %d", hist[0].Allocation.FairShareWeight)
@@ -314,7 +314,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
 		_ = c.kueue.KueueV1beta2().Cohorts().Delete(ctx, s.Cohort, metav1.DeleteOptions{})
-		_ = c.kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.PolicyHistoryName(s), metav1.DeleteOptions{})
+		_ = c.kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.PolicyRevisionsName(s), metav1.DeleteOptions{})
 	})
 	p1 := domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare,
 		Classes: []domain.PriorityClass{{Name: high, Weight: 80}, {Name: low, Weight: 20}}}
@@ -352,7 +352,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 		t.Errorf("state namespace %s: %v", s.State(), err)
 	}
 
-	hist, err := a.PolicyHistory(ctx, s)
+	hist, err := a.PolicyRevisions(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestPolicyAuditAndHistory(t *testing.T) {
 	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, low, metav1.GetOptions{}); err != nil {
 		t.Errorf("rollback did not restore %s: %v", low, err)
 	}
-	hist, err = a.PolicyHistory(ctx, s)
+	hist, err = a.PolicyRevisions(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}

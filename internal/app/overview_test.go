@@ -1,11 +1,10 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,36 +15,33 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
+	"github.com/openquota/console/internal/app"
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
-func newServer(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface, wantReady bool) http.Handler {
+// newServer is the console of clients with the default settings and no
+// task history; wantReady waits for its caches.
+func newServer(t *testing.T, clients kueue.Clients, wantReady bool) http.Handler {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kube, kq, domain.DefaultSettings, log)
-	cache.Start(ctx)
+	a, err := app.New(ctx, app.Config{Settings: domain.DefaultSettings, Clients: clients,
+		TaskHistory: app.TaskHistoryConfig{Driver: app.TaskHistoryOff}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if wantReady {
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return cache.Ready() == nil, nil
+			return a.Cache.Ready() == nil, nil
 		}); err != nil {
-			t.Fatalf("cache not ready: %v", cache.Ready())
+			t.Fatalf("cache not ready: %v", a.Cache.Ready())
 		}
 	}
-	return atLoopback(handlers.New(handlers.Deps{Cache: cache, Metrics: metrics.NewConsole(), Log: log}))
-}
-
-func get(t *testing.T, h http.Handler, path string) (int, string) {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-	return rec.Code, rec.Body.String()
+	return webtest.AtLoopback(a.Handler())
 }
 
 func TestOverviewAgainstSandbox(t *testing.T) {
@@ -53,8 +49,8 @@ func TestOverviewAgainstSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newServer(t, kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg), true)
-	code, body := get(t, h, "/")
+	h := newServer(t, kueue.Clients{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg)}, true)
+	code, body := webtest.Get(t, h, "/")
 	if code != http.StatusOK {
 		t.Fatalf("GET / = %d\n%s", code, body)
 	}
@@ -66,10 +62,10 @@ func TestOverviewAgainstSandbox(t *testing.T) {
 	if strings.Contains(body, `id="problem"`) {
 		t.Errorf("overview reports a problem with a healthy sandbox")
 	}
-	if code, _ := get(t, h, "/readyz"); code != http.StatusOK {
+	if code, _ := webtest.Get(t, h, "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz = %d", code)
 	}
-	code, body = get(t, h, "/metrics")
+	code, body = webtest.Get(t, h, "/metrics")
 	if code != http.StatusOK || !strings.Contains(body, `quota_console_http_requests_total{code="200",method="GET",route="/"}`) {
 		t.Errorf("/metrics = %d, lacks the request counter for /", code)
 	}
@@ -78,11 +74,11 @@ func TestOverviewAgainstSandbox(t *testing.T) {
 // A cluster without Kueue's v1beta2 API: the page still renders and says which
 // Kueue is needed; readiness says the same.
 func TestOverviewWithoutKueue(t *testing.T) {
-	h := newServer(t, k8sfake.NewClientset(), kueuefake.NewSimpleClientset(), false)
+	h := newServer(t, kueue.Clients{Kube: k8sfake.NewClientset(), Kueue: kueuefake.NewSimpleClientset()}, false)
 	var body string
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		var code int
-		code, body = get(t, h, "/")
+		code, body = webtest.Get(t, h, "/")
 		return code == http.StatusOK && strings.Contains(body, "does not serve the Kueue API"), nil
 	})
 	if err != nil {
@@ -91,7 +87,7 @@ func TestOverviewWithoutKueue(t *testing.T) {
 	if !strings.Contains(body, "v1beta2") {
 		t.Errorf("the explanation does not name the API version needed")
 	}
-	code, text := get(t, h, "/readyz")
+	code, text := webtest.Get(t, h, "/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(text, "Kueue") {
 		t.Errorf("/readyz = %d %q, want 503 naming Kueue", code, text)
 	}

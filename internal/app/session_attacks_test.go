@@ -1,4 +1,4 @@
-package handlers_test
+package app_test
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -35,33 +36,24 @@ func tokenConsole(t *testing.T, ttl time.Duration) (console, *browser) {
 	keys := auth.RandomKeys()
 	a := &auth.Authenticator{Mode: auth.ModeToken, Keys: keys, Sessions: auth.NewSessions(keys, ttl, nil),
 		Tokens: auth.KubeTokenReviewer{Client: kubernetes.NewForConfigOrDie(cfg)}}
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Auth = a })
+	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Auth = a })
 	t.Cleanup(func() { cleanupTeams(c) })
-	b := &browser{t: t, h: c.h, remote: "127.0.0.1:40000", headers: map[string]string{"Accept": "text/html"}, cookies: map[string]*http.Cookie{}}
-	b.get(auth.SignInPath)
-	if code, _, body := b.post(auth.SignInPath, url.Values{"token": {env.Token}}); code != http.StatusSeeOther {
+	b := &browser{T: t, H: c.h, Remote: "127.0.0.1:40000", Headers: map[string]string{"Accept": "text/html"}, Cookies: map[string]*http.Cookie{}}
+	b.Get(auth.SignInPath)
+	if code, _, body := b.Post(auth.SignInPath, url.Values{"token": {env.Token}}); code != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d\n%.300s", code, body)
 	}
-	b.get("/teams/new")
-	if code, _, body := b.post("/teams", teamForm("streamed", "1")); code != http.StatusSeeOther {
+	b.Get("/teams/new")
+	if code, _, body := b.Post("/teams", webtest.TeamForm("streamed", "1")); code != http.StatusSeeOther {
 		t.Fatalf("create the team: %d\n%.300s", code, body)
 	}
 	return c, b
 }
 
-// cookieHeader is the browser's cookies as a request header.
-func (b *browser) cookieHeader() map[string]string {
-	var parts []string
-	for _, ck := range b.cookies {
-		parts = append(parts, ck.Name+"="+ck.Value)
-	}
-	return map[string]string{"Cookie": strings.Join(parts, "; ")}
-}
-
 // afterwards submits a task to team every few seconds and reads the
 // stream until it ends or within passes; it returns the names of the
 // submitted tasks the stream showed, and whether it ended.
-func afterwards(t *testing.T, c console, team, prefix string, events <-chan pushed, within time.Duration) (shown []string, ended bool) {
+func afterwards(t *testing.T, c console, team, prefix string, events <-chan webtest.Pushed, within time.Duration) (shown []string, ended bool) {
 	t.Helper()
 	var submitted []string
 	deadline := time.After(within)
@@ -98,9 +90,9 @@ func TestLiveStreamEndsAtSignOut(t *testing.T) {
 	c, b := tokenConsole(t, auth.SessionTTL)
 	srv := httptest.NewServer(c.h)
 	t.Cleanup(srv.Close)
-	events := watchWith(t, srv, "/tasks?state=all", 0, b.cookieHeader())
-	b.get("/tasks")
-	if code, location, _ := b.post(auth.SignOutPath, url.Values{}); code != http.StatusSeeOther || location != auth.SignInPath {
+	events := webtest.Watch(t, srv.URL, "/tasks?state=all", 0, b.CookieHeader())
+	b.Get("/tasks")
+	if code, location, _ := b.Post(auth.SignOutPath, url.Values{}); code != http.StatusSeeOther || location != auth.SignInPath {
 		t.Fatalf("sign-out: %d %q", code, location)
 	}
 	shown, ended := afterwards(t, c, "streamed", "after-sign-out", events, 15*time.Second)
@@ -115,7 +107,7 @@ func TestLiveStreamEndsWhenTheSessionExpires(t *testing.T) {
 	c, b := tokenConsole(t, ttl)
 	srv := httptest.NewServer(c.h)
 	t.Cleanup(srv.Close)
-	events := watchWith(t, srv, "/tasks?state=all", 0, b.cookieHeader())
+	events := webtest.Watch(t, srv.URL, "/tasks?state=all", 0, b.CookieHeader())
 	// Drain what the stream sends until the session has expired.
 	for expired := time.After(time.Until(started.Add(ttl + time.Second))); ; {
 		select {
@@ -125,7 +117,7 @@ func TestLiveStreamEndsWhenTheSessionExpires(t *testing.T) {
 		}
 		break
 	}
-	if code, _ := b.get("/tasks"); code != http.StatusSeeOther {
+	if code, _ := b.Get("/tasks"); code != http.StatusSeeOther {
 		t.Fatalf("the session still works after its %v: %d", ttl, code)
 	}
 	shown, ended := afterwards(t, c, "streamed", "after-expiry", events, 15*time.Second)
@@ -139,23 +131,23 @@ func TestLiveStreamEndsWhenTheViewerLosesTheTeam(t *testing.T) {
 	// The team's admin may do anything: what is tested is its member's stream.
 	admin := c.as(t, bindUser(t, c.kube, "admin", "cluster-admin"), "platform")
 	member := "member-" + rand.String(5)
-	admin.get("/teams/new")
-	f := teamForm("alpha", "1")
+	admin.Get("/teams/new")
+	f := webtest.TeamForm("alpha", "1")
 	f.Set("users", member)
 	f.Set("groups", "")
-	if code, _, body := admin.post("/teams", f); code != http.StatusSeeOther {
+	if code, _, body := admin.Post("/teams", f); code != http.StatusSeeOther {
 		t.Fatalf("create alpha: %d\n%.300s", code, body)
 	}
 	srv := httptest.NewServer(c.h)
 	t.Cleanup(srv.Close)
-	events := watchWith(t, srv, "/tasks?state=all", 0, map[string]string{auth.DefaultUserHeader: member})
+	events := webtest.Watch(t, srv.URL, "/tasks?state=all", 0, map[string]string{auth.DefaultUserHeader: member})
 	if shown, _ := afterwards(t, c, "alpha", "while-member", events, 10*time.Second); len(shown) == 0 {
 		t.Fatal("the member's stream never showed the team's tasks")
 	}
 
-	admin.get("/teams/alpha/edit")
+	admin.Get("/teams/alpha/edit")
 	f.Set("users", "someone-else")
-	if code, _, body := admin.post("/teams/alpha", f); code != http.StatusSeeOther {
+	if code, _, body := admin.Post("/teams/alpha", f); code != http.StatusSeeOther {
 		t.Fatalf("remove the member: %d\n%.300s", code, body)
 	}
 	// The access checks remember an answer for 30 seconds: the stream must
@@ -183,10 +175,10 @@ func TestLiveStreamEndsWhenTheViewerLosesTheTeam(t *testing.T) {
 // A stream ends after a bounded lifetime; the page reconnects through the
 // sign-in and read checks.
 func TestLiveStreamsEndAfterTheirLifetime(t *testing.T) {
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.StreamLifetime = 2 * time.Second })
+	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Limits.StreamLifetime = 2 * time.Second })
 	srv := httptest.NewServer(c.h)
 	t.Cleanup(srv.Close)
-	events := watch(t, srv, "/tasks", 0)
+	events := webtest.Watch(t, srv.URL, "/tasks", 0, nil)
 	limit := time.After(15 * time.Second)
 	for {
 		select {

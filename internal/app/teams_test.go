@@ -1,138 +1,27 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/metrics"
-	"github.com/openquota/console/sandbox/sandboxtest"
+	"github.com/openquota/console/internal/webtest"
 )
-
-// console is a console on the test sandbox with its own prefix and cohort.
-type console struct {
-	h        http.Handler
-	settings domain.Settings
-	kube     kubernetes.Interface
-	kueue    kueueclient.Interface
-	live     *kueue.Live
-	cache    *kueue.Cache
-	// cookies the console set, sent back as a browser does (flash messages).
-	cookies map[string]*http.Cookie
-}
-
-func newConsole(t *testing.T) console {
-	t.Helper()
-	return newConsoleWith(t, nil, nil)
-}
-
-// newConsoleWith lets a test change the client config (e.g. to go through a
-// proxy) and the handler dependencies (e.g. a Prometheus that is down).
-func newConsoleWith(t *testing.T, adjustConfig func(*rest.Config), adjustDeps func(*handlers.Deps)) console {
-	t.Helper()
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if adjustConfig != nil {
-		adjustConfig(cfg)
-	}
-	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
-	id := rand.String(5)
-	// admin-scope.yaml allows quota-console-admin (and the console's
-	// ServiceAccount) hyperpod-ns- namespaces and cohorts named after shared-pool only.
-	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: domain.DefaultSettings.Cohort + "-" + id}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kube, kq, s, log)
-	live := kueue.NewLive(cache, s, log)
-	cache.Start(ctx)
-	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cache.Ready() == nil, nil
-	}); err != nil {
-		t.Fatalf("cache not ready: %v", cache.Ready())
-	}
-	go live.Run(ctx)
-	deps := handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
-		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx}
-	if adjustDeps != nil {
-		adjustDeps(&deps)
-	}
-	h := atLoopback(handlers.New(deps))
-	return console{h: h, settings: s, kube: kube, kueue: kq, live: live, cache: cache, cookies: map[string]*http.Cookie{}}
-}
-
-func (c console) post(t *testing.T, path string, form url.Values) (int, string, string) {
-	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Sec-Fetch-Site", "same-origin") // as the console's own page
-	rec := c.serve(req)
-	return rec.Code, rec.Header().Get("Location"), rec.Body.String()
-}
-
-// serve sends a request with the cookies the console set so far, and keeps
-// the ones it sets now.
-func (c console) serve(r *http.Request) *httptest.ResponseRecorder {
-	for _, ck := range c.cookies {
-		r.AddCookie(ck)
-	}
-	rec := httptest.NewRecorder()
-	c.h.ServeHTTP(rec, r)
-	for _, ck := range rec.Result().Cookies() {
-		if ck.MaxAge < 0 {
-			delete(c.cookies, ck.Name)
-		} else {
-			c.cookies[ck.Name] = ck
-		}
-	}
-	return rec
-}
-
-func (c console) clusterQueue(t *testing.T, team string) *kueuev1beta2.ClusterQueue {
-	t.Helper()
-	cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), c.settings.ClusterQueue(team), metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("ClusterQueue of %s: %v", team, err)
-	}
-	return cq
-}
-
-func teamForm(name, gpus string) url.Values {
-	return url.Values{"name": {name}, "enabled": {"true"}, "fairShareWeight": {"10"}, "preemption": {"LowerPriority"},
-		"lending": {"LendAndBorrow"}, "borrowLimit": {"50"}, "users": {"alice"}, "groups": {"ml"},
-		"quota.0.instanceType": {"ml.p5.48xlarge"}, "quota.0.gpus": {gpus}}
-}
-
-func gpuQuota(cq *kueuev1beta2.ClusterQueue) (nominal, borrowing resource.Quantity) {
-	r := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
-	return r.NominalQuota, *r.BorrowingLimit
-}
 
 func TestTeamCreateEditDeleteAgainstSandbox(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 
-	code, location, body := c.post(t, "/teams", teamForm("research", "4"))
+	code, location, body := c.post(t, "/teams", webtest.TeamForm("research", "4"))
 	if code != http.StatusSeeOther || location != "/teams?saved=research" {
 		t.Fatalf("create: %d %q\n%s", code, location, body)
 	}
@@ -158,13 +47,13 @@ func TestTeamCreateEditDeleteAgainstSandbox(t *testing.T) {
 	}
 
 	// The same name again is refused next to the field, and nothing changes.
-	code, _, body = c.post(t, "/teams", teamForm("research", "8"))
+	code, _, body = c.post(t, "/teams", webtest.TeamForm("research", "8"))
 	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "already exists") {
 		t.Errorf("duplicate create: %d, body lacks the field error", code)
 	}
 
 	// Edit: 6 GPUs, disabled. The posted name cannot rename the team.
-	edit := teamForm("renamed", "6")
+	edit := webtest.TeamForm("renamed", "6")
 	edit.Set("enabled", "false")
 	code, location, body = c.post(t, "/teams/research", edit)
 	if code != http.StatusSeeOther || location != "/teams?saved=research" {
@@ -179,7 +68,7 @@ func TestTeamCreateEditDeleteAgainstSandbox(t *testing.T) {
 	}
 
 	// Bad input writes nothing.
-	bad := teamForm("research", "-3")
+	bad := webtest.TeamForm("research", "-3")
 	code, _, _ = c.post(t, "/teams/research", bad)
 	if code != http.StatusUnprocessableEntity {
 		t.Errorf("bad edit: %d, want 422", code)
@@ -258,23 +147,12 @@ func TestPolicyAgainstSandbox(t *testing.T) {
 		t.Fatalf("save: %d\n%s", code, body)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		_, body := get(t, c.h, "/policy")
+		_, body := webtest.Get(t, c.h, "/policy")
 		return strings.Contains(body, `id="fair-sharing-warning"`), nil
 	})
 	if err != nil {
 		t.Errorf("no warning that Kueue's fair sharing overrides first-come-first-serve")
 	}
-}
-
-// atLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,
-// as a client of a console on loopback does.
-func atLoopback(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Host == "example.com" {
-			r.Host = "127.0.0.1:8080"
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // A ClusterQueue the console does not manage, with the name a new team's
@@ -300,7 +178,7 @@ func TestTeamCreateRefusesAQueueItDoesNotManage(t *testing.T) {
 		t.Fatal("the console's cache never saw the ClusterQueue")
 	}
 
-	code, _, body := c.post(t, "/teams", teamForm("platform", "4"))
+	code, _, body := c.post(t, "/teams", webtest.TeamForm("platform", "4"))
 	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "not managed by this console") {
 		t.Errorf("create over a foreign ClusterQueue: %d, want 422 with the field error\n%s", code, body)
 	}

@@ -1,33 +1,30 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/webtest"
 )
 
 // auditConsole is a console on the sandbox whose teams are deleted when the
 // test ends.
-func auditConsole(t *testing.T, adjust func(*handlers.Deps)) console {
+func auditConsole(t *testing.T, adjust func(*handlers.Config)) console {
 	t.Helper()
 	c := newConsoleWith(t, nil, adjust)
 	t.Cleanup(func() { cleanupTeams(c) })
@@ -38,32 +35,8 @@ func auditConsole(t *testing.T, adjust func(*handlers.Deps)) console {
 // proxy's headers, writes impersonate them, forms need the CSRF token.
 func auditProxyConsole(t *testing.T) console {
 	t.Helper()
-	trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
-	a := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
-		UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret),
-	}}
-	return auditConsole(t, func(d *handlers.Deps) { d.Auth = a })
-}
-
-func (c console) get(t *testing.T, path string) (int, string) {
-	t.Helper()
-	rec := c.serve(httptest.NewRequest(http.MethodGet, path, nil))
-	return rec.Code, rec.Body.String()
-}
-
-// eventually polls a page until it contains want (the informers catch up
-// within milliseconds; the deadline is generous).
-func (c console) eventually(t *testing.T, path, want string) string {
-	t.Helper()
-	var body string
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, body = c.get(t, path)
-		return strings.Contains(body, want), nil
-	})
-	if err != nil {
-		t.Fatalf("GET %s never showed %q:\n%s", path, want, body)
-	}
-	return body
+	a := proxyAuth()
+	return auditConsole(t, func(d *handlers.Config) { d.Auth = a })
 }
 
 // History, diff and one-click rollback, as a signed-in admin behind the
@@ -75,40 +48,40 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	adminName := bindUser(t, c.kube, "admin", rbac.AdminRole)
 	admin := c.as(t, adminName, "platform")
 
-	_, _ = admin.get("/teams/new")
-	if code, location, body := admin.post("/teams", teamForm("hist", "4")); code != http.StatusSeeOther || location != "/teams?saved=hist" {
+	_, _ = admin.Get("/teams/new")
+	if code, location, body := admin.Post("/teams", webtest.TeamForm("hist", "4")); code != http.StatusSeeOther || location != "/teams?saved=hist" {
 		t.Fatalf("create: %d %q\n%s", code, location, body)
 	}
-	_, _ = admin.get("/teams/hist/edit")
-	edit := teamForm("hist", "6")
+	_, _ = admin.Get("/teams/hist/edit")
+	edit := webtest.TeamForm("hist", "6")
 	edit.Set("enabled", "false")
 	edit.Set("borrowLimit", "100")
-	if code, _, body := admin.post("/teams/hist", edit); code != http.StatusSeeOther {
+	if code, _, body := admin.Post("/teams/hist", edit); code != http.StatusSeeOther {
 		t.Fatalf("edit: %d\n%s", code, body)
 	}
 
-	code, body := admin.get("/teams/hist/history")
+	code, body := admin.Get("/teams/hist/history")
 	if code != http.StatusOK {
 		t.Fatalf("GET history: %d\n%s", code, body)
 	}
-	mustContain(t, "history", body, `data-rev="2"`, `data-rev="1"`, adminName,
+	webtest.MustContain(t, "history", body, `data-rev="2"`, `data-rev="1"`, adminName,
 		"quota ml.p5.48xlarge GPUs 4 → 6", "borrow limit 50 % → 100 %", "Enabled → Disabled",
 		`action="/teams/hist/history/1/rollback"`, "Roll back to 1")
-	mustNotContain(t, "history", body, `action="/teams/hist/history/2/rollback"`) // the current revision
-	if token := hidden(t, body, "_csrf"); token == "" {
+	webtest.MustNotContain(t, "history", body, `action="/teams/hist/history/2/rollback"`) // the current revision
+	if token := webtest.Hidden(t, body, "_csrf"); token == "" {
 		t.Errorf("the rollback form's _csrf field is empty")
 	}
 
 	// A post without the page's token is refused and changes nothing.
-	if code, _, _ := admin.post("/teams/hist/history/1/rollback", url.Values{"_csrf": {"forged"}}); code != http.StatusForbidden {
+	if code, _, _ := admin.Post("/teams/hist/history/1/rollback", url.Values{"_csrf": {"forged"}}); code != http.StatusForbidden {
 		t.Errorf("rollback with a forged CSRF token: %d, want 403", code)
 	}
 	if nominal, _ := gpuQuota(c.clusterQueue(t, "hist")); nominal.Value() != 6 {
 		t.Fatalf("a refused rollback changed the quota to %s", &nominal)
 	}
 
-	_, _ = admin.get("/teams/hist/history")
-	code, location, body := admin.post("/teams/hist/history/1/rollback", url.Values{})
+	_, _ = admin.Get("/teams/hist/history")
+	code, location, body := admin.Post("/teams/hist/history/1/rollback", url.Values{})
 	if code != http.StatusSeeOther || location != "/teams/hist/history?rolledback=1" {
 		t.Fatalf("rollback: %d %q\n%s", code, location, body)
 	}
@@ -120,11 +93,11 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 		t.Errorf("ClusterQueue audit: created by %q, changed by %q; want %s", cq.Annotations[kueue.CreatedByAnnotation],
 			cq.Annotations[kueue.ChangedByAnnotation], adminName)
 	}
-	_, body = admin.get(location)
-	mustContain(t, "history after the rollback", body, `id="flash"`, "rolled back to revision 1", `data-rev="3"`,
+	_, body = admin.Get(location)
+	webtest.MustContain(t, "history after the rollback", body, `id="flash"`, "rolled back to revision 1", `data-rev="3"`,
 		"rollback to revision 1", "quota ml.p5.48xlarge GPUs 6 → 4", "Disabled → Enabled")
-	_, body = admin.get("/teams")
-	mustContain(t, "teams list", body, `data-team="hist"`)
+	_, body = admin.Get("/teams")
+	webtest.MustContain(t, "teams list", body, `data-team="hist"`)
 
 	events, err := c.kube.CoreV1().Events(domain.EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + cq.Name})
 	if err != nil {
@@ -144,26 +117,26 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	// get ConfigMaps, why not), and may not roll back.
 	viewerName := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
 	viewer := c.as(t, viewerName)
-	code, body = viewer.get("/teams/hist/history")
+	code, body = viewer.Get("/teams/hist/history")
 	if code != http.StatusOK {
 		t.Errorf("viewer GET history: %d", code)
 	}
-	mustContain(t, "viewer's history", body, `id="read-only-note"`, "may not change ClusterQueues")
+	webtest.MustContain(t, "viewer's history", body, `id="read-only-note"`, "may not change ClusterQueues")
 	if !strings.Contains(body, "may not read the revision history") {
-		mustContain(t, "viewer's history", body, `data-rev="3"`)
+		webtest.MustContain(t, "viewer's history", body, `data-rev="3"`)
 	}
-	mustNotContain(t, "viewer's history", body, "Roll back to")
-	if code, _, _ := viewer.post("/teams/hist/history/1/rollback", url.Values{}); code != http.StatusForbidden {
+	webtest.MustNotContain(t, "viewer's history", body, "Roll back to")
+	if code, _, _ := viewer.Post("/teams/hist/history/1/rollback", url.Values{}); code != http.StatusForbidden {
 		t.Errorf("viewer rollback: %d, want 403", code)
 	}
-	if code, _ := admin.get("/teams/hist/history/7/rollback"); code != http.StatusMethodNotAllowed && code != http.StatusNotFound {
+	if code, _ := admin.Get("/teams/hist/history/7/rollback"); code != http.StatusMethodNotAllowed && code != http.StatusNotFound {
 		t.Errorf("GET of a rollback: %d", code)
 	}
-	_, _ = admin.get("/teams/hist/history")
-	if code, _, _ := admin.post("/teams/hist/history/99/rollback", url.Values{}); code != http.StatusNotFound {
+	_, _ = admin.Get("/teams/hist/history")
+	if code, _, _ := admin.Post("/teams/hist/history/99/rollback", url.Values{}); code != http.StatusNotFound {
 		t.Errorf("rollback to a revision that does not exist: %d, want 404", code)
 	}
-	if code, _ := admin.get("/teams/nosuchteam/history"); code != http.StatusNotFound {
+	if code, _ := admin.Get("/teams/nosuchteam/history"); code != http.StatusNotFound {
 		t.Errorf("history of a team that does not exist: %d, want 404", code)
 	}
 }
@@ -188,14 +161,14 @@ func gpusAndHold(cq *kueuev1beta2.ClusterQueue) {
 // path, so the stored allocation and the objects agree again.
 func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 	c := auditConsole(t, nil)
-	if code, _, body := c.post(t, "/teams", teamForm("drifty", "4")); code != http.StatusSeeOther {
+	if code, _, body := c.post(t, "/teams", webtest.TeamForm("drifty", "4")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%s", code, body)
 	}
 	c.eventually(t, "/teams/drifty/drift", `id="no-drift"`)
 
 	c.handEdit(t, "drifty", gpusAndHold)
 	body := c.eventually(t, "/teams/drifty/drift", `id="drift"`)
-	mustContain(t, "drift page", body,
+	webtest.MustContain(t, "drift page", body,
 		"GPUs quota on ml.p5.48xlarge", `<td data-col="want">4</td>`, `<td data-col="got">6</td>`,
 		"Disabled (stopPolicy Hold)", "Someone changed 2 of the fields",
 		// what adopting would do to the allocation
@@ -214,12 +187,12 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 		t.Errorf("after re-apply: %s GPUs, stopPolicy %s", &nominal, *cq.Spec.StopPolicy)
 	}
 	_, body = c.get(t, location)
-	mustContain(t, "drift page after re-apply", body, `id="no-drift"`, "was re-applied")
+	webtest.MustContain(t, "drift page after re-apply", body, `id="no-drift"`, "was re-applied")
 
 	// Adopt: the allocation takes the 6 GPUs (vCPU stays 96) and Disabled.
 	c.handEdit(t, "drifty", gpusAndHold)
 	body = c.eventually(t, "/teams/drifty/drift", `id="drift"`)
-	fp := hidden(t, body, "adopt")
+	fp := webtest.Hidden(t, body, "adopt")
 	if code, _, body := c.post(t, "/teams/drifty/drift/adopt", url.Values{"adopt": {"stale"}}); code != http.StatusConflict ||
 		!strings.Contains(body, "changed since the page was loaded") {
 		t.Errorf("adopt with a stale preview: %d", code)
@@ -237,12 +210,12 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 		t.Errorf("after adopt: %s GPUs, stopPolicy %s", &nominal, *cq.Spec.StopPolicy)
 	}
 	_, body = c.get(t, location)
-	mustContain(t, "drift page after adopt", body, `id="no-drift"`, "were adopted")
+	webtest.MustContain(t, "drift page after adopt", body, `id="no-drift"`, "were adopted")
 
 	// Both show in the history, with who (the console's own account: no
 	// sign-in here) and why.
 	_, body = c.get(t, "/teams/drifty/history")
-	mustContain(t, "history", body, `data-rev="3"`, "adopted hand edits of the ClusterQueue",
+	webtest.MustContain(t, "history", body, `data-rev="3"`, "adopted hand edits of the ClusterQueue",
 		"re-applied the allocation over hand edits", "No change to the allocation.", kueue.SystemActor)
 }
 
@@ -257,7 +230,7 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 		for _, n := range []string{high, low} {
 			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
-		_ = c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(ctx, domain.PolicyHistoryName(c.settings), metav1.DeleteOptions{})
+		_ = c.kube.CoreV1().ConfigMaps(c.settings.State()).Delete(ctx, domain.PolicyRevisionsName(c.settings), metav1.DeleteOptions{})
 	})
 	ranking := url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"},
 		"class.0.name": {high}, "class.0.weight": {"80"}, "class.1.name": {low}, "class.1.weight": {"20"}}
@@ -272,9 +245,9 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /policy/history: %d\n%s", code, body)
 	}
-	mustContain(t, "policy history", body, `data-rev="2"`, "prioritization task ranking → first come, first served",
+	webtest.MustContain(t, "policy history", body, `data-rev="2"`, "prioritization task ranking → first come, first served",
 		fmt.Sprintf("priority class %s removed (was weight 20)", low), `action="/policy/history/1/rollback"`,
-		c.settings.State()+"/"+domain.PolicyHistoryName(c.settings))
+		c.settings.State()+"/"+domain.PolicyRevisionsName(c.settings))
 
 	// Someone sets a priority class's value by hand.
 	wpc, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, high, metav1.GetOptions{})
@@ -308,9 +281,9 @@ func TestPolicyHistoryAgainstSandbox(t *testing.T) {
 		t.Errorf("after rollback: %s = %d, %s = %d; want 80 and 20", high, value(high), low, value(low))
 	}
 	_, body = c.get(t, location)
-	mustContain(t, "policy history after rollback", body, `data-rev="4"`, "rollback to revision 1",
+	webtest.MustContain(t, "policy history after rollback", body, `data-rev="4"`, "rollback to revision 1",
 		"re-applied over hand edits of the priority classes", "rolled back to revision 1")
-	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, domain.PolicyHistoryName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, domain.PolicyRevisionsName(c.settings), metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		t.Errorf("no policy history ConfigMap")
 	}
 }

@@ -1,4 +1,4 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
@@ -14,10 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/app"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/taskhistory"
+	"github.com/openquota/console/internal/webtest"
 )
 
 // memberConsole is a console in proxy mode on the sandbox, reading history
@@ -26,25 +27,23 @@ import (
 func memberConsole(t *testing.T, st *taskhistory.Store, member string, teams ...string) *historyConsole {
 	t.Helper()
 	s := historySettings()
-	trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
-	proxy := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
-		UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret)}}
-	var history func() (*taskhistory.Store, error)
+	proxy := proxyAuth()
+	var history handlers.TaskHistory
 	if st != nil {
-		history = storeFunc(st)
+		history = storeHistory(st)
 	}
-	hc := startHistoryConsole(t, s, history, nil, func(d *handlers.Deps) { d.Auth = proxy })
+	hc := startHistoryConsole(t, s, history, nil, func(d *handlers.Config) { d.Auth = proxy })
 	t.Cleanup(func() { cleanupTeams(hc.console) })
 	admin := hc.as(t, bindUser(t, hc.kube, "admin", rbac.AdminRole), "platform")
-	admin.get("/teams/new")
+	admin.Get("/teams/new")
 	for i, team := range teams {
-		f := teamForm(team, "2")
+		f := webtest.TeamForm(team, "2")
 		f.Set("users", "")
 		if i == 0 {
 			f.Set("users", member)
 		}
 		f.Set("groups", "")
-		if code, _, body := admin.post("/teams", f); code != http.StatusSeeOther {
+		if code, _, body := admin.Post("/teams", f); code != http.StatusSeeOther {
 			t.Fatalf("create %s: %d\n%.500s", team, code, body)
 		}
 	}
@@ -63,7 +62,7 @@ func TestPreemptorOfATeamTheViewerMayNotSeeIsNotNamed(t *testing.T) {
 		id := rand.String(4)
 		victim, taker, member := "victim-"+id, "taker-"+id, "member-"+rand.String(5)
 		hc := memberConsole(t, st, member, victim, taker)
-		s := hc.deps.Settings
+		s := hc.settings
 
 		now := time.Now().UTC().Truncate(time.Second)
 		secretName, secretUID, secretJob := "urgent-secret-"+id, "uid-secret-"+id, "job-secret-"+id
@@ -86,20 +85,20 @@ func TestPreemptorOfATeamTheViewerMayNotSeeIsNotNamed(t *testing.T) {
 		victimKey := preempted.Namespace + "/" + preempted.Name
 
 		b := hc.as(t, member)
-		code, page := b.get("/preemptions")
-		row, ok := htmlRows(t, page, "preemptions", byAttr("data-task"))[victimKey]
+		code, page := b.Get("/preemptions")
+		row, ok := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[victimKey]
 		if code != http.StatusOK || !ok {
 			t.Fatalf("the member does not see the preemption of their own team's task: %d\n%.800s", code, page)
 		}
-		mustNotContain(t, "the member's /preemptions", page, secretName, secretUID, secretJob)
+		webtest.MustNotContain(t, "the member's /preemptions", page, secretName, secretUID, secretJob)
 		if !strings.Contains(strings.Join(row, "|"), taker+"|high") {
 			t.Errorf("the member's row does not name the preemptor's team and class: %q", row)
 		}
-		code, body := b.get("/preemptions?format=csv")
+		code, body := b.Get("/preemptions?format=csv")
 		if code != http.StatusOK {
 			t.Fatalf("the member's CSV: %d\n%.500s", code, body)
 		}
-		mustNotContain(t, "the member's preemptions CSV", body, secretName, secretUID, secretJob)
+		webtest.MustNotContain(t, "the member's preemptions CSV", body, secretName, secretUID, secretJob)
 		records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 		if err != nil || len(records) != 2 {
 			t.Fatalf("the member's CSV: %v\n%s", err, body)
@@ -114,10 +113,10 @@ func TestPreemptorOfATeamTheViewerMayNotSeeIsNotNamed(t *testing.T) {
 
 		// A platform viewer sees the preemptor task.
 		viewer := hc.as(t, bindUser(t, hc.kube, "viewer", rbac.ViewerRole))
-		_, page = viewer.get("/preemptions")
-		mustContain(t, "a viewer's /preemptions", page, secretName)
-		_, body = viewer.get("/preemptions?format=csv")
-		mustContain(t, "a viewer's preemptions CSV", body, secretName, secretUID)
+		_, page = viewer.Get("/preemptions")
+		webtest.MustContain(t, "a viewer's /preemptions", page, secretName)
+		_, body = viewer.Get("/preemptions?format=csv")
+		webtest.MustContain(t, "a viewer's preemptions CSV", body, secretName, secretUID)
 	})
 }
 
@@ -129,14 +128,14 @@ func TestForbiddenTeamNameIsQuotedAndShort(t *testing.T) {
 	member := "member-" + rand.String(5)
 	hc := memberConsole(t, nil, member, "mine-"+id)
 	long := strings.Repeat("evil", 1000)
-	code, body := hc.as(t, member).get("/usage/" + long)
+	code, body := hc.as(t, member).Get("/usage/" + long)
 	if code != http.StatusForbidden {
 		t.Fatalf("GET /usage/<4000 characters> as a member of another team = %d, want 403", code)
 	}
 	if strings.Contains(body, strings.Repeat("evil", 20)) {
 		t.Errorf("the 403 page repeats the team name of the path at length (%d bytes)", len(body))
 	}
-	mustContain(t, "the 403 page", html.UnescapeString(body), `"evilevil`, `…"`)
+	webtest.MustContain(t, "the 403 page", html.UnescapeString(body), `"evilevil`, `…"`)
 }
 
 // A task history that cannot be read put its error on every page built on
@@ -146,14 +145,14 @@ func TestForbiddenTeamNameIsQuotedAndShort(t *testing.T) {
 func TestHistoryErrorsAreLoggedNotShown(t *testing.T) {
 	s := historySettings()
 	secret := "task history store postgres://db.internal.example:5432/quota_console: failed to connect to `user=console database=quota_console`: dial tcp 10.1.2.3:5432: connect: connection refused"
-	hc := startHistoryConsole(t, s, func() (*taskhistory.Store, error) { return nil, errors.New(secret) }, nil, nil)
+	hc := startHistoryConsole(t, s, app.NewTaskHistory(nil, errors.New(secret)), nil, nil)
 	t.Cleanup(func() { cleanupTeams(hc.console) })
 	team := "dsn-" + rand.String(4)
-	createTeam(t, hc.console, teamForm(team, "2"))
+	createTeam(t, hc.console, webtest.TeamForm(team, "2"))
 	for _, path := range []string{"/tasks", "/preemptions", "/preemptions?format=csv", "/reports/usage?source=history",
 		"/reports/usage?source=history&format=csv&table=summary", "/reports/usage?source=history&format=csv&table=tasks", "/usage/" + team} {
 		_, body := hc.get(t, path)
-		mustNotContain(t, path, body, "db.internal.example", "10.1.2.3", "user=console", "dial tcp")
-		mustContain(t, path, body, "The task history is unavailable right now.")
+		webtest.MustNotContain(t, path, body, "db.internal.example", "10.1.2.3", "user=console", "dial tcp")
+		webtest.MustContain(t, path, body, "The task history is unavailable right now.")
 	}
 }

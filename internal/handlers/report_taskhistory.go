@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/web/templates"
 )
@@ -19,8 +20,8 @@ import (
 // reportPageSize is how many tasks a page of the per-task report lists.
 const reportPageSize = 50
 
-// historyResources are the resources of the history's usage summary.
-var historyResources = []struct {
+// summaryResources are the resources of the history's usage summary.
+var summaryResources = []struct {
 	key, label, unit string
 	of               func(taskhistory.UsageRow) taskhistory.ResourceHours
 }{
@@ -29,22 +30,22 @@ var historyResources = []struct {
 	{"vcpu", "vCPU", "vCPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.VCPU }},
 }
 
-// historyReport shows (or exports) the usage summary per team, instance
+// taskHistoryReport shows (or exports) the usage summary per team, instance
 // type and UTC day, and the per-task report, from the task history, for
 // the days [from, to).
-func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.ReportView, from, to time.Time) error {
-	snap := d.Live.Snapshot()
-	visible, _ := d.scopeOf(c)
+func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templates.ReportView, from, to time.Time) error {
+	snap := p.model.Snapshot()
+	visible, _ := p.scopeOf(c)
 	days := taskhistory.Window{From: from, To: to}
 	now := time.Now()
 	if to.After(now) {
 		to = now
 	}
 	window := taskhistory.Window{From: from, To: to}
-	h := &templates.HistoryReport{}
-	view.History = h
-	res := historyResources[0]
-	for _, r := range historyResources {
+	h := &templates.TaskHistoryReport{}
+	view.TaskHistory = h
+	res := summaryResources[0]
+	for _, r := range summaryResources {
 		if r.key == f.Resource {
 			res = r
 		}
@@ -68,33 +69,33 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 		return team == "" || t == team
 	}
 
-	store, err := d.historyStore()
+	err := p.taskHistory.Available()
 	table, isCSV := csvTable(c)
 	if err != nil {
 		if isCSV {
-			return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
+			return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 		}
-		h.Unavailable = d.historyNote(err)
+		h.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 30*time.Second)
 	defer cancel()
 	rq := taskhistory.ReportQuery{Window: window, Team: team, Teams: teams}
 	if isCSV && table == "tasks" {
-		return d.historyExport(c, func() error { return d.taskReportCSV(c, store, rq) })
+		return p.exports.run(c, func() error { return p.taskReportCSV(c, rq) })
 	}
 	if isCSV {
-		return d.historyExport(c, func() error {
-			sum, err := d.usageSummary(ctx, store, days)
+		return p.exports.run(c, func() error {
+			sum, err := p.summaries.of(ctx, days)
 			if err != nil {
-				return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
+				return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 			}
 			return usageSummaryCSV(c, sum.UpTo, visibleUsage(sum, sees), incompleteDays(sum))
 		})
 	}
-	sum, err := d.usageSummary(ctx, store, days)
+	sum, err := p.summaries.of(ctx, days)
 	if err != nil {
-		h.Unavailable = d.historyNote(err)
+		h.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 	h.UpTo = "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC."
@@ -106,7 +107,7 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 		if hours == (taskhistory.ResourceHours{}) {
 			continue
 		}
-		h.Rows = append(h.Rows, templates.HistoryUsageRow{Day: r.Day.Format(dateLayout), Team: r.Team, InstanceType: r.InstanceType,
+		h.Rows = append(h.Rows, templates.UsageSummaryRow{Day: r.Day.Format(dateLayout), Team: r.Team, InstanceType: r.InstanceType,
 			Allocated: domain.FormatHours(hours.Allocated), Used: domain.FormatHours(hours.Used),
 			Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]})
 	}
@@ -114,12 +115,12 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
 
 	rq.Limit, rq.After = reportPageSize, f.After
-	next, _, err := store.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
+	next, _, err := p.taskHistory.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
 		h.Tasks = append(h.Tasks, taskReportRow(r))
 		return nil
 	})
 	if err != nil {
-		h.TasksUnavailable = d.historyNote(err)
+		h.TasksUnavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 	switch {
@@ -141,15 +142,29 @@ func (d Deps) historyReport(c echo.Context, f reportFilter, view templates.Repor
 // per day, and many viewers (and their CSVs) ask for the same days.
 const reportTTL = 30 * time.Second
 
-// usageSummary is the summary of the days asked for, shared by the page
-// and its CSV (a window that ends now is the same report a moment later).
-// Each window asked for is one more summary to compute: at most
+// usageSummaries are the usage summaries of the days asked for, shared by
+// the page and its CSV (a window that ends now is the same report a moment
+// later). Each window asked for is one more summary to compute: at most
 // summaryConcurrency are computed at once, whoever asks.
-func (d Deps) usageSummary(ctx context.Context, store *taskhistory.Store, days taskhistory.Window) (*taskhistory.UsageSummary, error) {
-	return d.usageSummaries.Recent(ctx, days.From.String()+"\x00"+days.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+type usageSummaries struct {
+	taskHistory interface {
+		UsageSummary(ctx context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error)
+	}
+	shared *memo.Memo[*taskhistory.UsageSummary]
+	slots  summarySlots
+}
+
+func newSummaries(h usageHistory) *usageSummaries {
+	return &usageSummaries{taskHistory: h, slots: make(summarySlots, summaryConcurrency),
+		shared: &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 64}}
+}
+
+// of is the summary of days.
+func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*taskhistory.UsageSummary, error) {
+	return u.shared.Recent(ctx, days.From.String()+"\x00"+days.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		release, err := d.summarySlot(ctx)
+		release, err := u.slots.take(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("waiting for other usage summaries: %w", err)
 		}
@@ -158,7 +173,7 @@ func (d Deps) usageSummary(ctx context.Context, store *taskhistory.Store, days t
 		if now := time.Now(); w.To.After(now) {
 			w.To = now
 		}
-		return store.UsageSummary(ctx, w)
+		return u.taskHistory.UsageSummary(ctx, w)
 	})
 }
 
@@ -243,10 +258,10 @@ func taskReportRow(r taskhistory.ReportRow) templates.TaskReportRow {
 		InstanceType: strings.Join(r.InstanceTypes, ", "), Start: "—", End: "—", GPUHours: domain.FormatHours(r.GPUHours),
 		Borrowed: "no", Preempted: strconv.Itoa(r.TimesPreempted), Outcome: outcomeLabel(r)}
 	if !r.Start.IsZero() {
-		row.Start = historyTime(r.Start)
+		row.Start = recordedTime(r.Start)
 	}
 	if !r.End.IsZero() {
-		row.End = historyTime(r.End)
+		row.End = recordedTime(r.End)
 	}
 	if r.Borrowed {
 		row.Borrowed = "yes"
@@ -273,7 +288,7 @@ func outcomeLabel(r taskhistory.ReportRow) string {
 // does.
 func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
 	header := []string{"Day (UTC)", "Team", "Instance type"}
-	for _, r := range historyResources {
+	for _, r := range summaryResources {
 		for _, what := range []string{"allocated", "used", "borrowed", "lent"} {
 			header = append(header, fmt.Sprintf("%s %s (h)", r.unit, what))
 		}
@@ -286,7 +301,7 @@ func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow
 	}
 	for _, r := range rows {
 		cells := []string{r.Day.Format(dateLayout), r.Team, r.InstanceType}
-		for _, res := range historyResources {
+		for _, res := range summaryResources {
 			h := res.of(r)
 			cells = append(cells, domain.FormatHours(h.Allocated), domain.FormatHours(h.Used), domain.FormatHours(h.Borrowed), domain.FormatHours(h.Lent))
 		}
@@ -302,7 +317,7 @@ func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow
 // reads them (holding no connection while it writes). The answer starts
 // with the first row (or the end): a store that fails before it gets 503
 // and a plain sentence, not an empty table.
-func (d Deps) taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhistory.ReportQuery) error {
+func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) error {
 	var s *csvStream
 	start := func() error {
 		if s != nil {
@@ -319,7 +334,7 @@ func (d Deps) taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhis
 		}
 		return t.UTC().Format(time.RFC3339)
 	}
-	_, _, err := store.TaskReport(c.Request().Context(), rq, func(r taskhistory.ReportRow) error {
+	_, _, err := p.taskHistory.TaskReport(c.Request().Context(), rq, func(r taskhistory.ReportRow) error {
 		if err := start(); err != nil {
 			return err
 		}
@@ -328,7 +343,7 @@ func (d Deps) taskReportCSV(c echo.Context, store *taskhistory.Store, rq taskhis
 	})
 	switch {
 	case err != nil && s == nil:
-		return echo.NewHTTPError(http.StatusServiceUnavailable, d.historyNote(err))
+		return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 	case err != nil:
 		return err // the header is sent: the download ends short
 	}

@@ -1,4 +1,4 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -27,14 +28,14 @@ func TestPagesAnswerWithPrometheusDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newConsoleWith(t, nil, func(d *handlers.Deps) { d.Prom, d.Reports = down, down })
-	if code, _, body := c.post(t, "/teams", teamForm("promdown", "2")); code != http.StatusSeeOther {
+	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Prometheus = down })
+	if code, _, body := c.post(t, "/teams", webtest.TeamForm("promdown", "2")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%s", code, body)
 	}
 	t.Cleanup(func() { c.post(t, "/teams/promdown/delete", url.Values{}) })
 	var body string
 	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, body = get(t, c.h, "/usage")
+		_, body = webtest.Get(t, c.h, "/usage")
 		return strings.Contains(body, `data-team="promdown"`), nil
 	})
 	pages := map[string]string{
@@ -48,7 +49,7 @@ func TestPagesAnswerWithPrometheusDown(t *testing.T) {
 		"/teams/promdown/edit": `value="promdown"`,
 	}
 	for path, want := range pages {
-		code, body := get(t, c.h, path)
+		code, body := webtest.Get(t, c.h, path)
 		if code != http.StatusOK {
 			t.Errorf("GET %s = %d with Prometheus down", path, code)
 			continue
@@ -57,7 +58,7 @@ func TestPagesAnswerWithPrometheusDown(t *testing.T) {
 			t.Errorf("GET %s lacks %q", path, want)
 		}
 	}
-	if _, body := get(t, c.h, "/usage"); !strings.Contains(body, `data-team="promdown"`) {
+	if _, body := webtest.Get(t, c.h, "/usage"); !strings.Contains(body, `data-team="promdown"`) {
 		t.Errorf("/usage lost the Kubernetes data while Prometheus is down")
 	}
 }
@@ -87,12 +88,12 @@ func TestPagesShowLastKnownDataWhenAPIServerIsUnreachable(t *testing.T) {
 		cfg.Host = srv.URL
 		cfg.TLSClientConfig = rest.TLSClientConfig{Insecure: true}
 	}, nil)
-	if code, _, body := c.post(t, "/teams", teamForm("cutoff", "2")); code != http.StatusSeeOther {
+	if code, _, body := c.post(t, "/teams", webtest.TeamForm("cutoff", "2")); code != http.StatusSeeOther {
 		t.Fatalf("create: %d\n%s", code, body)
 	}
 	defer c.post(t, "/teams/cutoff/delete", url.Values{})
 	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, body := get(t, c.h, "/usage")
+		_, body := webtest.Get(t, c.h, "/usage")
 		return strings.Contains(body, `data-team="cutoff"`), nil
 	})
 
@@ -101,7 +102,7 @@ func TestPagesShowLastKnownDataWhenAPIServerIsUnreachable(t *testing.T) {
 	var body string
 	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		var code int
-		code, body = get(t, c.h, "/usage")
+		code, body = webtest.Get(t, c.h, "/usage")
 		return code == http.StatusOK && strings.Contains(body, "has not answered since"), nil
 	})
 	cut.Store(false)

@@ -1,13 +1,10 @@
-package handlers_test
+package app_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -25,29 +22,25 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
-	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/app"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
-	"github.com/openquota/console/sandbox"
-	"github.com/openquota/console/sandbox/sandboxtest"
+	"github.com/openquota/console/internal/testenv"
+	"github.com/openquota/console/internal/webtest"
 )
 
 // The pages built on the task history, through the HTTP handlers, against
-// the sandbox: a recorder wired as cmd/console/history.go wires it (hooks on
-// the console's cache, Recorder.Run) writes to a real store, SQLite in a
+// the sandbox: the app records as it does in production (hooks on its
+// cache, Recorder.Run under its own Lease) to a real store, SQLite in a
 // temporary file and a fresh database on the sandbox's PostgreSQL, and the
 // same case runs on both.
 
@@ -75,41 +68,14 @@ func forEachHistoryStore(t *testing.T, fn func(t *testing.T, hs historyStore)) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		fn(t, historyStore{cfg: taskhistory.Config{Driver: taskhistory.DriverPostgres, DSN: freshPostgres(t)}})
+		fn(t, historyStore{cfg: taskhistory.Config{Driver: taskhistory.DriverPostgres, DSN: testenv.FreshPostgres(t)}})
 	})
-}
-
-// freshPostgres creates a database on the sandbox's PostgreSQL server and
-// returns its DSN; the database is dropped when the test ends.
-func freshPostgres(t *testing.T) string {
-	t.Helper()
-	admin := sandboxtest.Env(t).PostgresDSN
-	db, err := sql.Open("pgx", admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "hp_" + rand.String(10)
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-		db.Close()
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 // historyConsole is a console on the sandbox whose pages read a task
 // history; close stops it (its recorder's run ended in the store).
 type historyConsole struct {
 	console
-	deps  handlers.Deps
 	close func()
 }
 
@@ -120,113 +86,74 @@ func historySettings() domain.Settings {
 	return domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id}
 }
 
-// startHistoryConsole starts a console (cache, live read model, handlers)
-// with settings s whose pages read history. With record, a recorder writes
-// to it as cmd/console does: fed by the cache's hooks, backfilled from the
-// apiserver, running until stop (or the test's end).
-func startHistoryConsole(t *testing.T, s domain.Settings, history func() (*taskhistory.Store, error), record *taskhistory.Store, adjust func(*handlers.Deps)) *historyConsole {
+// startHistoryConsole starts a console with settings s whose pages read
+// history (nil: none). With record, the app records to it as cmd/console's
+// does: fed by the cache's hooks, backfilled from the apiserver, while it
+// holds a Lease of its own, until close (or the test's end).
+func startHistoryConsole(t *testing.T, s domain.Settings, history handlers.TaskHistory, record *taskhistory.Store, pages func(*handlers.Config)) *historyConsole {
 	t.Helper()
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // also when the start fails
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := kueue.NewCache(kube, kq, s, log)
-	live := kueue.NewLive(cache, s, log)
-	var rec *taskhistory.Recorder
+	th := app.TaskHistoryConfig{Driver: app.TaskHistoryOff}
 	if record != nil {
-		rec = recorderOf(cache, s, record)
+		th = app.TaskHistoryConfig{Store: record, Lease: "test-" + rand.String(8), Identity: "app-test-" + rand.String(5)}
 	}
-	cache.Start(ctx)
-	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cache.Ready() == nil, nil
-	}); err != nil {
-		t.Fatalf("cache not ready: %v", cache.Ready())
-	}
-	go live.Run(ctx)
-	recorded := make(chan struct{})
-	recCtx, stopRec := context.WithCancel(ctx)
-	if rec != nil {
-		go func() {
-			defer close(recorded)
-			_ = rec.Run(recCtx)
-		}()
-		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return rec.Stats().Backfills >= 1, nil
+	c := startConsole(t, setup{settings: s, history: th, pages: func(p *handlers.Config) {
+		p.TaskHistory = history
+		if pages != nil {
+			pages(p)
+		}
+	}})
+	if record != nil {
+		t.Cleanup(func() {
+			_ = c.kube.CoordinationV1().Leases(s.State()).Delete(context.Background(), th.Lease, metav1.DeleteOptions{})
+		})
+		if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			rec := c.app.TaskHistory.Recorder()
+			return rec != nil && rec.Stats().Backfills >= 1, nil
 		}); err != nil {
 			t.Fatal("the recorder's backfill never ended")
 		}
-	} else {
-		close(recorded)
-	}
-	deps := handlers.Deps{Cache: cache, Live: live, Applier: kueue.Applier{Kube: kube, Kueue: kq}, Settings: s,
-		Metrics: metrics.NewConsole(), Log: log, KueueConfigMap: handlers.DefaultKueueConfigMap, Streams: ctx, History: history}
-	if adjust != nil {
-		adjust(&deps)
 	}
 	var once sync.Once
-	hc := &historyConsole{deps: deps, close: func() {
+	hc := &historyConsole{console: c, close: func() {
 		once.Do(func() {
-			stopRec()
-			<-recorded // the run is ended in the store
-			cancel()
+			c.stop()
+			_ = c.app.Close() // the run is ended in the store
 		})
 	}}
-	hc.console = console{h: atLoopback(handlers.New(deps)), settings: s, kube: kube, kueue: kq, live: live, cache: cache, cookies: map[string]*http.Cookie{}}
 	t.Cleanup(hc.close)
 	return hc
 }
 
-// recorderOf wires a recorder to the cache as cmd/console/history.go does
-// (hooks, the apiserver backfill); the hooks must be set before the cache
-// starts.
-func recorderOf(cache *kueue.Cache, s domain.Settings, st *taskhistory.Store) *taskhistory.Recorder {
-	rec := taskhistory.NewRecorder(st, taskhistory.RecorderConfig{
-		TeamPrefix: s.NamespacePrefix,
-		Identity:   "handlers-test-" + rand.String(5),
-		Workloads: func(ctx context.Context, page func([]*kueuev1beta2.Workload) error) error {
-			return cache.WorkloadPages(ctx, 500, page)
-		},
-		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) { return cache.ClusterQueues.List(labels.Everything()) },
-		Synced:        cache.Synced,
-	})
-	cache.OnWorkload(rec.Observe)
-	cache.OnChange(func(ev kueue.Event) {
-		switch o := ev.Object.(type) {
-		case *kueue.WorkloadTask:
-			if ev.Deleted {
-				at := time.Now()
-				if o.DeletionTimestamp != nil && o.DeletionTimestamp.Time.Before(at) {
-					at = o.DeletionTimestamp.Time
-				}
-				rec.DeletedUID(string(o.UID), at)
-			}
-		case *kueuev1beta2.ClusterQueue:
-			if ev.Deleted {
-				rec.ClusterQueueDeleted(o)
-			} else {
-				rec.ObserveClusterQueue(nil, o)
-			}
-		}
-	})
-	return rec
+// storeHistory is the task history of an open store.
+func storeHistory(st *taskhistory.Store) handlers.TaskHistory { return app.NewTaskHistory(st, nil) }
+
+// historyJob submits a suspended Job to the team's queue: pods pods of gpus
+// GPUs and one vCPU each, of class ("" for none); runFor > 0 makes its pods
+// complete after that long.
+func (c console) historyJob(t *testing.T, team, name, class string, pods int32, gpus int64, runFor time.Duration) *batchv1.Job {
+	t.Helper()
+	return testenv.Submit(t, c.kube, testenv.Job{Namespace: c.settings.Namespace(team), LocalQueue: c.settings.LocalQueue(team),
+		Name: name, Class: class, Pods: pods, GPUs: gpus, RunFor: runFor})
 }
 
-// with is another console on the same cache and read model whose
-// dependencies adjust changes (e.g. another History).
-func (hc *historyConsole) with(adjust func(*handlers.Deps)) console {
-	d := hc.deps
-	adjust(&d)
-	c := hc.console
-	c.h, c.cookies = atLoopback(handlers.New(d)), map[string]*http.Cookie{}
-	return c
+// workloadOf waits for the Job's Workload to meet cond and returns it.
+func (c console) workloadOf(t *testing.T, j *batchv1.Job, what string, cond func(*kueuev1beta2.Workload) bool) *kueuev1beta2.Workload {
+	t.Helper()
+	return testenv.WorkloadOf(t, c.kueue, j, what, cond)
 }
 
-func storeFunc(st *taskhistory.Store) func() (*taskhistory.Store, error) {
-	return func() (*taskhistory.Store, error) { return st, nil }
+// csvTable reads a CSV answer: its header and rows.
+func csvTable(t *testing.T, c console, path string) (header []string, rows [][]string) {
+	t.Helper()
+	code, body := c.get(t, path)
+	return webtest.ReadCSV(t, path, code, body)
+}
+
+// csvRecords are a CSV answer's rows as maps by column, keyed by key.
+func csvRecords(t *testing.T, c console, path string, key func(map[string]string) string) map[string]map[string]string {
+	t.Helper()
+	header, rows := csvTable(t, c, path)
+	return webtest.CSVRecords(header, rows, key)
 }
 
 func (c console) priorityClass(t *testing.T, name string, value int32) {
@@ -238,58 +165,6 @@ func (c console) priorityClass(t *testing.T, name string, value int32) {
 	t.Cleanup(func() {
 		_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-}
-
-// historyJob submits a suspended Job to the team's queue: pods pods of gpus
-// GPUs and one vCPU each, of class ("" for none); runFor > 0 makes its pods
-// complete after that long.
-func (c console) historyJob(t *testing.T, team, name, class string, pods int32, gpus int64, runFor time.Duration) *batchv1.Job {
-	t.Helper()
-	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
-		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.settings.Namespace(team),
-			Labels: map[string]string{"kueue.x-k8s.io/queue-name": c.settings.LocalQueue(team)}},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Parallelism: ptr.To(pods), Completions: ptr.To(pods), Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
-		}},
-	}
-	if class != "" {
-		j.Labels["kueue.x-k8s.io/priority-class"] = class
-	}
-	if runFor > 0 {
-		j.Spec.Template.Annotations[sandbox.PodCompleteDelay] = runFor.String()
-	}
-	j, err := c.kube.BatchV1().Jobs(j.Namespace).Create(context.Background(), j, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
-
-// workloadOf waits for the Job's Workload to meet cond and returns it.
-func (c console) workloadOf(t *testing.T, j *batchv1.Job, what string, cond func(*kueuev1beta2.Workload) bool) *kueuev1beta2.Workload {
-	t.Helper()
-	var found *kueuev1beta2.Workload
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		wls, err := c.kueue.KueueV1beta2().Workloads(j.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for i := range wls.Items {
-			if w := &wls.Items[i]; metav1.IsControlledBy(w, j) && cond(w) {
-				found = w
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("%s/%s never %s", j.Namespace, j.Name, what)
-	}
-	return found
 }
 
 // bareWorkload queues a Workload of its own (no Job) of pods pods, each
@@ -354,10 +229,6 @@ func (c console) finishWorkload(t *testing.T, team, name, reason string) *kueuev
 	return done
 }
 
-func condTrue(typ string) func(*kueuev1beta2.Workload) bool {
-	return func(w *kueuev1beta2.Workload) bool { return apimeta.IsStatusConditionTrue(w.Status.Conditions, typ) }
-}
-
 // since is when a condition last turned true (zero: it is not true).
 func since(w *kueuev1beta2.Workload, typ string) time.Time {
 	if c := apimeta.FindStatusCondition(w.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
@@ -392,85 +263,6 @@ func overlap(a, b, c, d time.Time) time.Duration {
 }
 
 func hours(v float64) string { return fmt.Sprintf("%.2f", v) }
-
-// csvTable reads a CSV answer: its header and rows.
-func csvTable(t *testing.T, c console, path string) (header []string, rows [][]string) {
-	t.Helper()
-	code, body := c.get(t, path)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s = %d\n%.500s", path, code, body)
-	}
-	records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
-	if err != nil || len(records) == 0 {
-		t.Fatalf("GET %s: not CSV (%v):\n%.500s", path, err, body)
-	}
-	return records[0], records[1:]
-}
-
-// csvRecords are a CSV answer's rows as maps by column, keyed by key.
-func csvRecords(t *testing.T, c console, path string, key func(map[string]string) string) map[string]map[string]string {
-	t.Helper()
-	header, rows := csvTable(t, c, path)
-	out := map[string]map[string]string{}
-	for _, r := range rows {
-		m := map[string]string{}
-		for i, h := range header {
-			m[h] = r[i]
-		}
-		if k := key(m); k != "" {
-			out[k] = m
-		}
-	}
-	return out
-}
-
-// htmlRows are the rows of a page's table tableID, as their cells' text,
-// keyed by key of the row (rows keyed "" are left out).
-func htmlRows(t *testing.T, body, tableID string, key func(*html.Node) string) map[string][]string {
-	t.Helper()
-	doc, err := html.Parse(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]string{}
-	table := findNode(doc, func(n *html.Node) bool { return n.Data == "table" && attr(n, "id") == tableID })
-	if table == nil {
-		return out
-	}
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == "tr" {
-			if k := key(n); k != "" {
-				var cells []string
-				for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-					if ch.Type == html.ElementNode && (ch.Data == "td" || ch.Data == "th") {
-						cells = append(cells, strings.Join(strings.Fields(nodeText(ch)), " "))
-					}
-				}
-				out[k] = cells
-			}
-			return
-		}
-		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-			walk(ch)
-		}
-	}
-	walk(table)
-	return out
-}
-
-func attr(n *html.Node, name string) string {
-	for _, a := range n.Attr {
-		if a.Key == name {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func byAttr(name string) func(*html.Node) string {
-	return func(n *html.Node) string { return attr(n, name) }
-}
 
 // converge polls get until done accepts what it returns (the informers,
 // the recorder's batches and the pages' 5 s caches catch up within
@@ -528,15 +320,15 @@ func statsFigures(t *testing.T, c console, window, team, class string) taskStats
 	if code != http.StatusOK {
 		t.Fatalf("GET %s = %d", filtered, code)
 	}
-	f.ClassPage = htmlRows(t, body, "class-stats", byAttr("data-class"))[class]
+	f.ClassPage = webtest.HTMLRows(t, body, "class-stats", webtest.ByAttr("data-class"))[class]
 	f.Note = strings.Contains(body, "The task history is unavailable")
 	code, body = c.get(t, "/tasks?window="+window)
 	if code != http.StatusOK {
 		t.Fatalf("GET /tasks = %d", code)
 	}
-	f.BreakdownPage = htmlRows(t, body, "team-class-stats", func(n *html.Node) string {
-		if attr(n, "data-team") == team {
-			return attr(n, "data-class")
+	f.BreakdownPage = webtest.HTMLRows(t, body, "team-class-stats", func(n *html.Node) string {
+		if webtest.Attr(n, "data-team") == team {
+			return webtest.Attr(n, "data-class")
 		}
 		return ""
 	})[class]
@@ -555,13 +347,13 @@ func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
 		s := historySettings()
 		team, class := "stats-"+rand.String(4), "hist-"+rand.String(5)
 		st := hs.open(t)
-		hc := startHistoryConsole(t, s, storeFunc(st), st, nil)
+		hc := startHistoryConsole(t, s, storeHistory(st), st, nil)
 		t.Cleanup(func() { cleanupTeams(hc.console) })
 		hc.priorityClass(t, class, 77)
-		createTeam(t, hc.console, teamForm(team, "8"))
+		createTeam(t, hc.console, webtest.TeamForm(team, "8"))
 
 		j := hc.historyJob(t, team, "quick", class, 1, 2, 2*time.Second)
-		wl := hc.workloadOf(t, j, "finished", condTrue(kueuev1beta2.WorkloadFinished))
+		wl := hc.workloadOf(t, j, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
 		admitted, finished := since(wl, kueuev1beta2.WorkloadAdmitted), since(wl, kueuev1beta2.WorkloadFinished)
 		waitFrom := wl.CreationTimestamp.Time
 		if r := since(wl, kueuev1beta2.WorkloadRequeued); !r.IsZero() {
@@ -613,7 +405,7 @@ func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		st2 := hs.open(t)
-		restarted := startHistoryConsole(t, s, storeFunc(st2), st2, nil)
+		restarted := startHistoryConsole(t, s, storeHistory(st2), st2, nil)
 		after := converge(t, "the same statistics after the restart", func() taskStatsFigures { return figures(restarted.console) },
 			func(f taskStatsFigures) bool { return cmp.Equal(before, f) })
 		if diff := cmp.Diff(before, after); diff != "" {
@@ -622,7 +414,7 @@ func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
 
 		// The same console without the history: the task is gone from the
 		// figures, which therefore came from the history.
-		liveOnly := figures(restarted.with(func(d *handlers.Deps) { d.History = nil }))
+		liveOnly := figures(restarted.with(func(d *handlers.Config) { d.TaskHistory = nil }))
 		if !liveOnly.Note {
 			t.Errorf("the Tasks page without history does not say so")
 		}
@@ -660,11 +452,9 @@ func waitAllowed(t *testing.T, kube kubernetes.Interface, user, namespace string
 func TestPreemptionHistoryPage(t *testing.T) {
 	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
 		s := historySettings()
-		trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
-		proxy := &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{
-			UserHeader: auth.DefaultUserHeader, GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted, Secret: []byte(proxySecret)}}
+		proxy := proxyAuth()
 		st := hs.open(t)
-		hc := startHistoryConsole(t, s, storeFunc(st), st, func(d *handlers.Deps) { d.Auth = proxy })
+		hc := startHistoryConsole(t, s, storeHistory(st), st, func(d *handlers.Config) { d.Auth = proxy })
 		t.Cleanup(func() { cleanupTeams(hc.console) })
 
 		id := rand.String(4)
@@ -674,27 +464,27 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		hc.priorityClass(t, high, 1000)
 		victimMember, otherMember := "member-"+rand.String(5), "member-"+rand.String(5)
 		admin := hc.as(t, bindUser(t, hc.kube, "admin", rbac.AdminRole), "platform")
-		admin.get("/teams/new")
+		admin.Get("/teams/new")
 		for _, tm := range []struct{ name, gpus, borrow, member string }{
 			{victim, "8", "100", victimMember}, {taker, "8", "50", ""}, {other, "1", "50", otherMember},
 		} {
-			f := teamForm(tm.name, tm.gpus)
+			f := webtest.TeamForm(tm.name, tm.gpus)
 			f.Set("borrowLimit", tm.borrow)
 			f.Set("users", tm.member)
 			f.Set("groups", "")
-			if code, _, body := admin.post("/teams", f); code != http.StatusSeeOther {
+			if code, _, body := admin.Post("/teams", f); code != http.StatusSeeOther {
 				t.Fatalf("create %s: %d\n%.500s", tm.name, code, body)
 			}
 		}
 
 		// The borrower runs 16 GPUs on 8 of its own: 8 borrowed from the lender.
 		victimJob := hc.historyJob(t, victim, "big", low, 2, 8, 0)
-		admittedWL := hc.workloadOf(t, victimJob, "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		admittedWL := hc.workloadOf(t, victimJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		admittedAt := since(admittedWL, kueuev1beta2.WorkloadAdmitted)
 		time.Sleep(3 * time.Second) // some work to lose
 		urgentJob := hc.historyJob(t, taker, "urgent", high, 1, 8, 0)
-		preempted := hc.workloadOf(t, victimJob, "preempted", condTrue(kueuev1beta2.WorkloadPreempted))
-		urgent := hc.workloadOf(t, urgentJob, "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		preempted := hc.workloadOf(t, victimJob, "preempted", testenv.CondTrue(kueuev1beta2.WorkloadPreempted))
+		urgent := hc.workloadOf(t, urgentJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		cond := apimeta.FindStatusCondition(preempted.Status.Conditions, kueuev1beta2.WorkloadPreempted)
 		victimGPUs, _ := gpusOf(preempted)
 		lost := hours(float64(victimGPUs) * cond.LastTransitionTime.Sub(admittedAt).Hours())
@@ -708,7 +498,7 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		}
 		victimKey := preempted.Namespace + "/" + preempted.Name
 		preemptionsCSV := func(b *browser, query string) map[string]map[string]string {
-			code, body := b.get("/preemptions?format=csv" + query)
+			code, body := b.Get("/preemptions?format=csv" + query)
 			if code != http.StatusOK {
 				t.Fatalf("GET /preemptions CSV%s = %d\n%.500s", query, code, body)
 			}
@@ -741,8 +531,8 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		}
 
 		// The page, with its filters, as the admin.
-		_, page := admin.get("/preemptions")
-		row := htmlRows(t, page, "preemptions", byAttr("data-task"))[victimKey]
+		_, page := admin.Get("/preemptions")
+		row := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[victimKey]
 		wantRow := []string{historyMinute(cond.LastTransitionTime.Time), victimKey, victim, low, fmt.Sprint(victimGPUs),
 			urgent.Namespace + "/" + urgent.Name, taker, high, reasonWords, lost}
 		if diff := cmp.Diff(wantRow, row); diff != "" {
@@ -755,8 +545,8 @@ func TestPreemptionHistoryPage(t *testing.T) {
 			{"window=1h", true}, {"window=90d", true}, {"team=" + victim, true}, {"team=" + taker, false},
 			{"class=" + low, true}, {"class=" + high, false}, {"team=" + victim + "&class=" + low + "&window=24h", true},
 		} {
-			_, page := admin.get("/preemptions?" + tc.query)
-			_, onPage := htmlRows(t, page, "preemptions", byAttr("data-task"))[victimKey]
+			_, page := admin.Get("/preemptions?" + tc.query)
+			_, onPage := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[victimKey]
 			_, inCSV := preemptionsCSV(admin, "&"+tc.query)[victimKey]
 			if onPage != tc.shown || inCSV != tc.shown {
 				t.Errorf("/preemptions?%s: on the page %v, in the CSV %v; want %v", tc.query, onPage, inCSV, tc.shown)
@@ -764,16 +554,16 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		}
 
 		// The preempted team's usage page counts it by the preempting team.
-		code, usage := admin.get("/usage/" + victim)
+		code, usage := admin.Get("/usage/" + victim)
 		if code != http.StatusOK {
 			t.Fatalf("GET /usage/%s = %d", victim, code)
 		}
-		if diff := cmp.Diff(map[string][]string{taker: {taker, "1", lost}}, htmlRows(t, usage, "preempted-by", byAttr("data-team"))); diff != "" {
+		if diff := cmp.Diff(map[string][]string{taker: {taker, "1", lost}}, webtest.HTMLRows(t, usage, "preempted-by", webtest.ByAttr("data-team"))); diff != "" {
 			t.Errorf("preempted-by table of %s (-want +page):\n%s", victim, diff)
 		}
-		mustContain(t, "usage page of "+victim, usage, "preempted once, losing "+lost+" GPU-hours")
-		_, usage = admin.get("/usage/" + taker)
-		mustContain(t, "usage page of "+taker, usage, "were not preempted in the last 7 days")
+		webtest.MustContain(t, "usage page of "+victim, usage, "preempted once, losing "+lost+" GPU-hours")
+		_, usage = admin.Get("/usage/" + taker)
+		webtest.MustContain(t, "usage page of "+taker, usage, "were not preempted in the last 7 days")
 
 		// Members see their own teams' preemptions only.
 		waitAllowed(t, hc.kube, victimMember, s.Namespace(victim))
@@ -789,21 +579,21 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		} {
 			b := hc.as(t, tc.user)
 			for _, query := range []string{"", "?team=" + victim, "?window=30d"} {
-				code, page := b.get("/preemptions" + query)
+				code, page := b.Get("/preemptions" + query)
 				if code != http.StatusOK {
 					t.Errorf("%s: GET /preemptions%s = %d", tc.who, query, code)
 				}
-				_, onPage := htmlRows(t, page, "preemptions", byAttr("data-task"))[victimKey]
+				_, onPage := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[victimKey]
 				csvQuery := "&" + strings.TrimPrefix(query, "?")
 				_, inCSV := preemptionsCSV(b, csvQuery)[victimKey]
 				if onPage != tc.sees || inCSV != tc.sees {
 					t.Errorf("%s: /preemptions%s shows the preemption on the page %v, in the CSV %v; want %v", tc.who, query, onPage, inCSV, tc.sees)
 				}
 				if !tc.sees {
-					mustNotContain(t, tc.who+"'s /preemptions"+query, page, preempted.Name, urgent.Name)
+					webtest.MustNotContain(t, tc.who+"'s /preemptions"+query, page, preempted.Name, urgent.Name)
 				}
 			}
-			if code, _ := b.get("/usage/" + victim); code != tc.usage {
+			if code, _ := b.Get("/usage/" + victim); code != tc.usage {
 				t.Errorf("%s: GET /usage/%s = %d, want %d", tc.who, victim, code, tc.usage)
 			}
 		}
@@ -823,7 +613,7 @@ func TestHistoryPagesWithoutAStore(t *testing.T) {
 	base := startHistoryConsole(t, s, nil, nil, nil)
 	t.Cleanup(func() { cleanupTeams(base.console) })
 	team := "nohist-" + rand.String(4)
-	createTeam(t, base.console, teamForm(team, "2"))
+	createTeam(t, base.console, webtest.TeamForm(team, "2"))
 
 	type page struct {
 		path string
@@ -872,21 +662,19 @@ func TestHistoryPagesWithoutAStore(t *testing.T) {
 		// The usage page has no history section at all then.
 		pages := append([]page(nil), unavailable[:len(unavailable)-1]...)
 		pages = append(pages, page{"/usage/" + team, http.StatusOK, false})
-		check(t, base.with(func(d *handlers.Deps) { d.History = nil }), pages)
+		check(t, base.with(func(d *handlers.Config) { d.TaskHistory = nil }), pages)
 	})
 	t.Run("unreachable", func(t *testing.T) {
-		down := func() (*taskhistory.Store, error) {
-			return nil, errors.New("the task history store is unreachable: dial tcp 127.0.0.1:1: connect: connection refused")
-		}
-		c := base.with(func(d *handlers.Deps) { d.History = down })
+		down := app.NewTaskHistory(nil, errors.New("the task history store is unreachable: dial tcp 127.0.0.1:1: connect: connection refused"))
+		c := base.with(func(d *handlers.Config) { d.TaskHistory = down })
 		check(t, c, unavailable)
 		_, body := c.get(t, "/tasks")
-		mustContain(t, "Tasks page", body, "The task history is unavailable right now.", "The figures cover only the tasks that still exist in the cluster.")
-		mustNotContain(t, "Tasks page", body, "connection refused") // logged, not shown
+		webtest.MustContain(t, "Tasks page", body, "The task history is unavailable right now.", "The figures cover only the tasks that still exist in the cluster.")
+		webtest.MustNotContain(t, "Tasks page", body, "connection refused") // logged, not shown
 	})
 	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
 		st := hs.open(t)
-		c := base.with(func(d *handlers.Deps) { d.History = storeFunc(st) })
+		c := base.with(func(d *handlers.Config) { d.TaskHistory = storeHistory(st) })
 		// While it answers: no note, and the CSVs are tables.
 		var answering []page
 		for _, p := range unavailable {
@@ -916,27 +704,27 @@ func TestUsageReportPages(t *testing.T) {
 		s := historySettings()
 		st := hs.open(t)
 		recording := time.Now()
-		hc := startHistoryConsole(t, s, storeFunc(st), st, nil)
+		hc := startHistoryConsole(t, s, storeHistory(st), st, nil)
 		t.Cleanup(func() { cleanupTeams(hc.console) })
 		team, class := "report-"+rand.String(4), "rep-"+rand.String(5)
 		hc.priorityClass(t, class, 50)
-		createTeam(t, hc.console, teamForm(team, "384"))
+		createTeam(t, hc.console, webtest.TeamForm(team, "384"))
 
 		// Two tasks of their own Workloads (Kueue admits them on quota; the
 		// test finishes them), one Job that KWOK runs to completion.
 		hc.bareWorkload(t, team, "wide", 32, 8, 24)
 		hc.bareWorkload(t, team, "narrow", 8, 8, 4)
 		job := hc.historyJob(t, team, "small", class, 1, 2, 2*time.Second)
-		wide := hc.workload(t, team, "wide", "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
-		hc.workload(t, team, "narrow", "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		wide := hc.workload(t, team, "wide", "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
+		hc.workload(t, team, "narrow", "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		time.Sleep(3 * time.Second) // some use to count
 		hc.finishWorkload(t, team, "narrow", kueuev1beta2.WorkloadFinishedReasonFailed)
 		time.Sleep(3 * time.Second)
 		hc.finishWorkload(t, team, "wide", kueuev1beta2.WorkloadFinishedReasonSucceeded)
-		small := hc.workloadOf(t, job, "finished", condTrue(kueuev1beta2.WorkloadFinished))
+		small := hc.workloadOf(t, job, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
 		var tasks []*kueuev1beta2.Workload
 		for _, name := range []string{"wide", "narrow"} {
-			tasks = append(tasks, hc.workload(t, team, name, "finished", condTrue(kueuev1beta2.WorkloadFinished)))
+			tasks = append(tasks, hc.workload(t, team, name, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished)))
 		}
 		tasks = append(tasks, small)
 
@@ -985,7 +773,7 @@ func TestUsageReportPages(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("GET %s = %d", report, code)
 		}
-		pageTasks := htmlRows(t, body, "task-report", byAttr("data-task"))
+		pageTasks := webtest.HTMLRows(t, body, "task-report", webtest.ByAttr("data-task"))
 		for key, w := range wantTasks {
 			row := pageTasks[key]
 			if len(row) != 10 || row[0] != key || row[1] != team || row[6] != w["GPU-hours (h)"] || row[9] != w["Outcome"] {
@@ -1060,20 +848,20 @@ func TestUsageReportPages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			upTo := findNode(doc, func(n *html.Node) bool { return nodeAttr(n, "id") == "summary-up-to" })
+			upTo := webtest.FindNode(doc, func(n *html.Node) bool { return webtest.Attr(n, "id") == "summary-up-to" })
 			if upTo == nil {
 				t.Fatalf("the %s summary does not say up to when its figures run", tc.unit)
 			}
-			asked, err := time.Parse(time.RFC3339Nano, nodeAttr(upTo, "data-at"))
+			asked, err := time.Parse(time.RFC3339Nano, webtest.Attr(upTo, "data-at"))
 			if err != nil {
 				t.Fatalf("summary-up-to data-at: %v", err)
 			}
 			answered := asked
-			rows := htmlRows(t, body, "history-usage", func(n *html.Node) string {
-				if attr(n, "data-team") == "" {
+			rows := webtest.HTMLRows(t, body, "history-usage", func(n *html.Node) string {
+				if webtest.Attr(n, "data-team") == "" {
 					return "" // the header
 				}
-				return attr(n, "data-team") + "|" + attr(n, "data-day")
+				return webtest.Attr(n, "data-team") + "|" + webtest.Attr(n, "data-day")
 			})
 			if len(rows) != len(want) {
 				t.Errorf("%s summary on the page has %d rows, want %d: %v", tc.unit, len(rows), len(want), rows)

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/memo"
+)
+
+// clusterReads are what the pages read of the cluster, with the console's
+// settings: the cache's objects (never an apiserver request), and the
+// revisions and Kueue's configuration through the apply path's reads.
+// Reads that many requests share are remembered a few seconds.
+type clusterReads struct {
+	cache    *kueue.Cache
+	applier  kueue.Applier
+	settings domain.Settings
+	kueueCM  kueue.ConfigMapRef
+
+	drifted     *memo.Memo[map[string]bool]
+	fairSharing *memo.Memo[bool]
+}
+
+func newClusterReads(cache *kueue.Cache, a kueue.Applier, s domain.Settings, kueueCM kueue.ConfigMapRef) *clusterReads {
+	return &clusterReads{cache: cache, applier: a, settings: s, kueueCM: kueueCM,
+		drifted:     &memo.Memo[map[string]bool]{TTL: 5 * time.Second, FailureTTL: 5 * time.Second},
+		fairSharing: &memo.Memo[bool]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}}
+}
+
+// Overview is the cluster's capacity by instance type and its queues.
+func (r *clusterReads) Overview() (domain.Overview, error) {
+	nodes, err := r.cache.Nodes.List(labels.Everything())
+	if err != nil {
+		return domain.Overview{}, err
+	}
+	queues, err := r.cache.ClusterQueues.List(labels.Everything())
+	if err != nil {
+		return domain.Overview{}, err
+	}
+	return domain.BuildOverview(r.settings, nodes, queues), nil
+}
+
+func (r *clusterReads) Teams() []domain.StoredTeam { return r.cache.Teams(r.settings) }
+
+func (r *clusterReads) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
+	return r.cache.Team(r.settings, name)
+}
+
+func (r *clusterReads) Fleet() (domain.ShapeLookup, map[string]int) { return r.cache.Fleet() }
+
+// DriftedTeams compares every team's objects, which takes a while at
+// hundreds of teams: the answer is shared for a few seconds (a team's own
+// drift page compares it afresh).
+func (r *clusterReads) DriftedTeams() map[string]bool {
+	drifted, _ := r.drifted.Get(context.Background(), "", func(context.Context) (map[string]bool, error) {
+		shapes, _ := r.cache.Fleet()
+		return r.cache.DriftedTeams(r.settings, shapes), nil
+	})
+	return drifted
+}
+
+func (r *clusterReads) Policy() domain.Policy { return r.cache.Policy(r.settings) }
+
+func (r *clusterReads) PolicyDrift() ([]domain.Drift, error) {
+	return r.cache.PolicyDrift(r.settings, r.cache.Policy(r.settings))
+}
+
+// KueueFairSharing reads Kueue's configuration, which changes with a Kueue
+// restart: at most every 30 seconds.
+func (r *clusterReads) KueueFairSharing(ctx context.Context) (bool, error) {
+	return r.fairSharing.Get(ctx, "", func(ctx context.Context) (bool, error) {
+		return r.applier.KueueFairSharing(ctx, r.kueueCM)
+	})
+}
+
+func (r *clusterReads) TeamRevisions(ctx context.Context, team string) ([]domain.TeamRevision, error) {
+	return r.applier.TeamRevisions(ctx, r.settings, team)
+}
+
+func (r *clusterReads) PolicyRevisions(ctx context.Context) ([]domain.PolicyRevision, error) {
+	return r.applier.PolicyRevisions(ctx, r.settings)
+}

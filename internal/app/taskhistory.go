@@ -1,0 +1,356 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/leader"
+	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/taskhistory"
+)
+
+// TaskHistoryConfig says where the task history is kept and how its
+// recorder is elected.
+type TaskHistoryConfig struct {
+	// Driver is taskhistory.DriverSQLite, taskhistory.DriverPostgres or
+	// TaskHistoryOff.
+	Driver string
+	// Path is the SQLite file; "" is a file per cluster under the user's
+	// cache folder.
+	Path string
+	// DSN is the PostgreSQL connection string.
+	DSN       string
+	Retention time.Duration
+	// Lease (in the state namespace) elects the one replica that records;
+	// Identity is this replica's name in it.
+	Lease, Identity string
+	// Store, when set, is an open store to read and record to instead
+	// (its opener closes it).
+	Store *taskhistory.Store
+}
+
+// TaskHistoryOff is the Driver of a console without a task history.
+const TaskHistoryOff = "none"
+
+// DefaultLease is the Lease the console's RBAC (deploy/rbac, the chart)
+// lets it hold.
+const DefaultLease = "quota-console-leader"
+
+// TaskHistory is the task history as the pages see it: the store's
+// queries, or why there is none (off, or not reachable yet). A PostgreSQL
+// store that does not answer at start is opened later, in the background.
+type TaskHistory struct {
+	mu    sync.RWMutex
+	store *taskhistory.Store
+	err   error
+	// owned: the store was opened here, and is closed here.
+	owned bool
+
+	recorder atomic.Pointer[taskhistory.Recorder]
+	leading  atomic.Bool
+	// recorded is closed when the recorder and its Lease have stopped
+	// (nil: none was started).
+	recorded chan struct{}
+}
+
+// NewTaskHistory is the task history of store, or, without one, none, for
+// the reason err.
+func NewTaskHistory(store *taskhistory.Store, err error) *TaskHistory {
+	if store == nil && err == nil {
+		err = errors.New("the console runs without a task history")
+	}
+	return &TaskHistory{store: store, err: err}
+}
+
+// Store is the store, or why there is none.
+func (h *TaskHistory) Store() (*taskhistory.Store, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.store, h.err
+}
+
+// Recorder is the recorder, once the store is open (nil before, and
+// without one).
+func (h *TaskHistory) Recorder() *taskhistory.Recorder { return h.recorder.Load() }
+
+func (h *TaskHistory) set(s *taskhistory.Store, err error) {
+	h.mu.Lock()
+	h.store, h.err = s, err
+	h.mu.Unlock()
+}
+
+// close waits for the recorder to stop (it ends with the context its App
+// was started with) and closes a store opened here.
+func (h *TaskHistory) close() error {
+	if h.recorded != nil {
+		select {
+		case <-h.recorded:
+		case <-time.After(15 * time.Second):
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store == nil || !h.owned {
+		return nil
+	}
+	err := h.store.Close()
+	h.store, h.err = nil, errors.New("the task history store is closed")
+	return err
+}
+
+// Available is nil when there is a store to ask.
+func (h *TaskHistory) Available() error {
+	_, err := h.Store()
+	return err
+}
+
+// The queries the pages make, each of the store as it is now.
+
+func (h *TaskHistory) TaskStats(ctx context.Context, w taskhistory.Window) (*taskhistory.WindowStats, error) {
+	s, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	return s.TaskStats(ctx, w)
+}
+
+func (h *TaskHistory) AdmissionRates(ctx context.Context, w taskhistory.Window) (taskhistory.AdmissionRates, error) {
+	s, err := h.Store()
+	if err != nil {
+		return taskhistory.AdmissionRates{}, err
+	}
+	return s.AdmissionRates(ctx, w)
+}
+
+func (h *TaskHistory) Preemptions(ctx context.Context, q taskhistory.PreemptionQuery) (*taskhistory.PreemptionPage, error) {
+	s, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	return s.Preemptions(ctx, q)
+}
+
+func (h *TaskHistory) PreemptionsByTeam(ctx context.Context, w taskhistory.Window, team string) ([]taskhistory.PreemptedBy, []taskhistory.Period, error) {
+	s, err := h.Store()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.PreemptionsByTeam(ctx, w, team)
+}
+
+func (h *TaskHistory) UsageSummary(ctx context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error) {
+	s, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	return s.UsageSummary(ctx, w)
+}
+
+func (h *TaskHistory) TaskReport(ctx context.Context, q taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (string, []taskhistory.Period, error) {
+	s, err := h.Store()
+	if err != nil {
+		return "", nil, err
+	}
+	return s.TaskReport(ctx, q, each)
+}
+
+// recording is what the recorder follows and where it keeps its Lease.
+type recording struct {
+	server   string // the apiserver's URL
+	kube     kubernetes.Interface
+	cache    *kueue.Cache
+	settings domain.Settings
+	metrics  *metrics.Console
+	log      *slog.Logger
+}
+
+// retryOpen is how often an unreachable PostgreSQL store is tried again.
+const retryOpen = 30 * time.Second
+
+// startTaskHistory opens the store and, once it is open, campaigns for the
+// Lease and records while holding it. It registers the cache hooks, so it
+// runs before the cache starts. A SQLite file that cannot be opened (not a
+// database, a newer schema) stops the start; an unreachable PostgreSQL does
+// not.
+func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*TaskHistory, error) {
+	h := &TaskHistory{}
+	r.metrics.RegisterHistory(h.leading.Load, func() metrics.HistoryStats {
+		if rec := h.recorder.Load(); rec != nil {
+			st := rec.Stats()
+			return metrics.HistoryStats{Written: st.Written, Dropped: st.Dropped, WriteErrors: st.WriteErrors}
+		}
+		return metrics.HistoryStats{}
+	})
+	if o.Lease == "" {
+		o.Lease = DefaultLease
+	}
+	if o.Store != nil {
+		h.set(o.Store, nil)
+		hooks(r.cache, h)
+		h.recorded = make(chan struct{})
+		go record(ctx, o, r, h, o.Store)
+		return h, nil
+	}
+	if o.Driver == TaskHistoryOff || o.Driver == "" {
+		h.set(nil, errors.New("history is off (--history-store none)"))
+		return h, nil
+	}
+	if o.Driver == taskhistory.DriverSQLite && o.Path == "" {
+		o.Path = defaultTaskHistoryPath(r.server)
+		// The default file lives under the user's cache folder, which a
+		// container without a home (the image) lacks: run without history
+		// rather than not at all. A path given by flag must work.
+		if o.Path == "" {
+			h.set(nil, errors.New("history is off: no user cache folder for its file; set --history-path"))
+			r.log.Warn("task history off: no user cache folder for its file; set --history-path")
+			return h, nil
+		}
+		if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
+			h.set(nil, fmt.Errorf("history is off: no folder for %s (%v); set --history-path", o.Path, err))
+			r.log.Warn("task history off: the default file's folder cannot be created; set --history-path", "path", o.Path, "err", err)
+			return h, nil
+		}
+	}
+	hooks(r.cache, h)
+	cfg := taskhistory.Config{Driver: o.Driver, Path: o.Path, DSN: o.DSN, Retention: o.Retention}
+	open := func() (*taskhistory.Store, error) {
+		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		return taskhistory.Open(octx, cfg)
+	}
+	h.owned = true
+	h.recorded = make(chan struct{})
+	store, err := open()
+	switch {
+	case err == nil:
+		h.set(store, nil)
+		r.log.Info("task history", "store", store.Name(), "retention", o.Retention)
+		go record(ctx, o, r, h, store)
+	case o.Driver == taskhistory.DriverSQLite:
+		return nil, err
+	default:
+		h.set(nil, fmt.Errorf("the task history store is unreachable: %w", err))
+		r.log.Warn("task history store unreachable; starting without history and retrying every 30 s", "err", err)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					close(h.recorded)
+					return
+				case <-time.After(retryOpen):
+				}
+				store, err := open()
+				if err != nil {
+					h.set(nil, fmt.Errorf("the task history store is unreachable: %w", err))
+					r.log.Debug("task history store still unreachable", "err", err)
+					continue
+				}
+				h.set(store, nil)
+				r.log.Info("task history store reachable", "store", store.Name())
+				record(ctx, o, r, h, store)
+				return
+			}
+		}()
+	}
+	return h, nil
+}
+
+// defaultTaskHistoryPath is a file under the user's cache folder named
+// after the cluster's apiserver: a console pointed at another cluster keeps
+// another history.
+func defaultTaskHistoryPath(server string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, strings.TrimPrefix(strings.TrimPrefix(server, "https://"), "http://"))
+	return filepath.Join(dir, "quota-console", "history-"+name+".db")
+}
+
+// hooks feed the recorder, once there is one, from the cache's informers.
+func hooks(c *kueue.Cache, h *TaskHistory) {
+	c.OnWorkload(func(wl *kueuev1beta2.Workload) {
+		if r := h.recorder.Load(); r != nil {
+			r.Observe(wl)
+		}
+	})
+	c.OnChange(func(ev kueue.Event) {
+		r := h.recorder.Load()
+		if r == nil {
+			return
+		}
+		switch o := ev.Object.(type) {
+		case *kueue.WorkloadTask:
+			if ev.Deleted {
+				at := time.Now()
+				if o.DeletionTimestamp != nil && o.DeletionTimestamp.Time.Before(at) {
+					at = o.DeletionTimestamp.Time
+				}
+				r.DeletedUID(string(o.UID), at)
+			}
+		case *kueuev1beta2.ClusterQueue:
+			if ev.Deleted {
+				r.ClusterQueueDeleted(o)
+			} else {
+				r.ObserveClusterQueue(nil, o)
+			}
+		}
+	})
+}
+
+// record runs the recorder while this replica holds the Lease, until ctx
+// ends; then it closes h.recorded.
+func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistory, store *taskhistory.Store) {
+	defer close(h.recorded)
+	identity := o.Identity
+	if identity == "" {
+		identity = leader.DefaultIdentity()
+	}
+	rec := taskhistory.NewRecorder(store, taskhistory.RecorderConfig{
+		TeamPrefix: r.settings.NamespacePrefix,
+		Identity:   identity,
+		Workloads: func(ctx context.Context, page func([]*kueuev1beta2.Workload) error) error {
+			return r.cache.WorkloadPages(ctx, 500, page)
+		},
+		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) {
+			return r.cache.ClusterQueues.List(labels.Everything())
+		},
+		Synced: r.cache.Synced,
+		// The backfill reads every Workload whole: give the memory it used
+		// back to the system rather than hold it as idle heap.
+		Backfilled: debug.FreeOSMemory,
+		Log:        r.log,
+	})
+	h.recorder.Store(rec)
+	// A local run may have no state namespace yet: the Lease lives there.
+	kueue.EnsureNamespace(ctx, r.kube, r.settings.StateNamespace, r.log)
+	err := leader.Run(ctx, leader.Config{Client: r.kube, Namespace: r.settings.StateNamespace, Name: o.Lease, Identity: identity, Log: r.log},
+		func(ctx context.Context) {
+			h.leading.Store(true)
+			defer h.leading.Store(false)
+			_ = rec.Run(ctx)
+		}, nil)
+	if err != nil {
+		r.log.Error("task history: leader election", "err", err)
+	}
+}

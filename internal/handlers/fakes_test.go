@@ -1,0 +1,384 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/form"
+	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/kueuetest"
+	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/taskhistory"
+	"github.com/openquota/console/internal/webtest"
+	"github.com/openquota/console/internal/write"
+)
+
+// The pages' tests run on in-memory fakes of the interfaces the handlers
+// use (this file); the integration tests of package app run the same pages
+// on the sandbox.
+
+// readModel is a read model whose snapshots the test publishes.
+type readModel struct {
+	mu   sync.Mutex
+	snap *domain.Snapshot
+	subs map[chan uint64]struct{}
+}
+
+func newReadModel(snap *domain.Snapshot) *readModel {
+	m := &readModel{subs: map[chan uint64]struct{}{}}
+	m.publish(snap)
+	return m
+}
+
+func (m *readModel) Snapshot() *domain.Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.snap
+}
+
+func (m *readModel) Subscribe() (<-chan uint64, func()) {
+	ch := make(chan uint64, 1)
+	m.mu.Lock()
+	m.subs[ch] = struct{}{}
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.subs, ch)
+		m.mu.Unlock()
+	}
+}
+
+// publish makes snap the next version and tells the subscribers.
+func (m *readModel) publish(snap *domain.Snapshot) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snap != nil {
+		snap.Version = m.snap.Version + 1
+	} else {
+		snap.Version = 1
+	}
+	m.snap = snap
+	for ch := range m.subs {
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- snap.Version
+	}
+}
+
+// cluster is what the pages read of the cluster: health, capacity, the
+// managed teams, the policy and the revisions.
+type cluster struct {
+	mu        sync.Mutex
+	ready     error
+	reachable bool
+	since     time.Time
+	overview  domain.Overview
+	teams     []domain.StoredTeam
+	available map[string]int
+	drifted   map[string]bool
+	policy    domain.Policy
+	drift     []domain.Drift
+	// fairSharing is Kueue's setting, or why it cannot be read.
+	fairSharing    bool
+	fairSharingErr error
+	teamRevisions  map[string][]domain.TeamRevision
+	policyRevs     []domain.PolicyRevision
+	revisionsErr   error
+}
+
+func (c *cluster) Ready() error { return c.ready }
+func (c *cluster) Reachable() (bool, time.Time) {
+	return c.reachable, c.since
+}
+func (c *cluster) Overview() (domain.Overview, error) { return c.overview, nil }
+func (c *cluster) Teams() []domain.StoredTeam {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]domain.StoredTeam(nil), c.teams...)
+}
+func (c *cluster) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
+	for _, t := range c.Teams() {
+		if t.Name == name {
+			return t.ClusterQueue, t.Team, true
+		}
+	}
+	return nil, domain.Team{}, false
+}
+func (c *cluster) Fleet() (domain.ShapeLookup, map[string]int) {
+	return domain.LookupShape, c.available
+}
+func (c *cluster) DriftedTeams() map[string]bool        { return c.drifted }
+func (c *cluster) Policy() domain.Policy                { return c.policy }
+func (c *cluster) PolicyDrift() ([]domain.Drift, error) { return c.drift, nil }
+func (c *cluster) KueueFairSharing(context.Context) (bool, error) {
+	return c.fairSharing, c.fairSharingErr
+}
+func (c *cluster) TeamRevisions(_ context.Context, team string) ([]domain.TeamRevision, error) {
+	return c.teamRevisions[team], c.revisionsErr
+}
+func (c *cluster) PolicyRevisions(context.Context) ([]domain.PolicyRevision, error) {
+	return c.policyRevs, c.revisionsErr
+}
+
+// addTeam makes team one the console manages.
+func (c *cluster) addTeam(s domain.Settings, t domain.Team) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.teams = append(c.teams, domain.StoredTeam{Team: t, ClusterQueue: kueuetest.MakeClusterQueue(s.ClusterQueue(t.Name)).Obj()})
+}
+
+// access answers what each user may do: the permissions they hold, by
+// user name ("" is the console itself); unknown users may do nothing.
+type access struct {
+	mu      sync.Mutex
+	allowed map[string][]kueue.Permission
+	// unknown: the cluster does not answer.
+	unknown bool
+}
+
+func (a *access) Allowed(_ context.Context, id kueue.Identity, p kueue.Permission) (bool, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.unknown {
+		return false, false
+	}
+	for _, held := range a.allowed[id.Name] {
+		if held.Verb == p.Verb && held.Group == p.Group && held.Resource == p.Resource && (held.Namespace == "" || held.Namespace == p.Namespace) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// grant lets user do perms.
+func (a *access) grant(user string, perms ...kueue.Permission) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.allowed == nil {
+		a.allowed = map[string][]kueue.Permission{}
+	}
+	a.allowed[user] = append(a.allowed[user], perms...)
+}
+
+// The rights of the roles, as the pages ask for them.
+var (
+	listClusterQueues = kueue.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues"}
+	editTeams         = kueue.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues"}
+	deleteTeams       = kueue.Permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "clusterqueues"}
+	editPolicy        = kueue.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses"}
+)
+
+func listWorkloads(namespace string) kueue.Permission {
+	return kueue.Permission{Verb: "list", Group: "kueue.x-k8s.io", Resource: "workloads", Namespace: namespace}
+}
+
+// writes is the write path: it records each change asked for, by whom,
+// and answers outcome (Saved with a message by default).
+type writes struct {
+	mu      sync.Mutex
+	calls   []string
+	outcome *write.Outcome
+}
+
+func (w *writes) answer(call string, who kueue.Identity) write.Outcome {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, call+" by "+who.Name)
+	if w.outcome != nil {
+		return *w.outcome
+	}
+	return write.Outcome{Kind: write.Saved, Message: call + " done."}
+}
+
+func (w *writes) made() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.calls...)
+}
+
+func (w *writes) SaveTeam(_ context.Context, who kueue.Identity, req write.TeamSave) write.Outcome {
+	return w.answer("save team "+req.Form.Name, who)
+}
+func (w *writes) DeleteTeam(_ context.Context, who kueue.Identity, team string) write.Outcome {
+	return w.answer("delete team "+team, who)
+}
+func (w *writes) RollbackTeam(_ context.Context, who kueue.Identity, team string, _ int) write.Outcome {
+	return w.answer("roll back team "+team, who)
+}
+func (w *writes) RollbackPolicy(_ context.Context, who kueue.Identity, _ int) write.Outcome {
+	return w.answer("roll back the policy", who)
+}
+func (w *writes) ReapplyPolicy(_ context.Context, who kueue.Identity) write.Outcome {
+	return w.answer("re-apply the policy", who)
+}
+func (w *writes) Adoption(string) (write.Adoption, write.Outcome) {
+	return write.Adoption{}, write.Outcome{}
+}
+func (w *writes) ReapplyTeam(_ context.Context, who kueue.Identity, team string) write.Outcome {
+	return w.answer("re-apply team "+team, who)
+}
+func (w *writes) AdoptTeam(_ context.Context, who kueue.Identity, team, _ string) write.Outcome {
+	return w.answer("adopt team "+team, who)
+}
+func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.Policy) write.Outcome {
+	return w.answer("save the policy", who)
+}
+
+// taskHistory answers the pages' queries from memory, or fails with err.
+type taskHistory struct {
+	err         error
+	stats       taskhistory.WindowStats
+	rates       taskhistory.AdmissionRates
+	preemptions []taskhistory.Preemption
+	byTeam      []taskhistory.PreemptedBy
+	summary     taskhistory.UsageSummary
+	report      []taskhistory.ReportRow
+}
+
+func (h *taskHistory) Available() error { return h.err }
+func (h *taskHistory) TaskStats(context.Context, taskhistory.Window) (*taskhistory.WindowStats, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	st := h.stats
+	return &st, nil
+}
+func (h *taskHistory) AdmissionRates(context.Context, taskhistory.Window) (taskhistory.AdmissionRates, error) {
+	return h.rates, h.err
+}
+func (h *taskHistory) Preemptions(_ context.Context, q taskhistory.PreemptionQuery) (*taskhistory.PreemptionPage, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	page := &taskhistory.PreemptionPage{}
+	for _, p := range h.preemptions {
+		if (q.Team == "" || p.Task.Team == q.Team) && (q.Teams == nil || contains(q.Teams, p.Task.Team)) {
+			page.Preemptions = append(page.Preemptions, p)
+		}
+	}
+	page.Total = int64(len(page.Preemptions))
+	return page, nil
+}
+func (h *taskHistory) PreemptionsByTeam(context.Context, taskhistory.Window, string) ([]taskhistory.PreemptedBy, []taskhistory.Period, error) {
+	return h.byTeam, nil, h.err
+}
+func (h *taskHistory) UsageSummary(context.Context, taskhistory.Window) (*taskhistory.UsageSummary, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	s := h.summary
+	return &s, nil
+}
+func (h *taskHistory) TaskReport(_ context.Context, _ taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (string, []taskhistory.Period, error) {
+	if h.err != nil {
+		return "", nil, h.err
+	}
+	for _, r := range h.report {
+		if err := each(r); err != nil {
+			return "", nil, err
+		}
+	}
+	return "", nil, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// positions are Kueue's own queue positions, by ClusterQueue.
+type positions map[string]map[string]int
+
+func (p positions) Known(_ context.Context, clusterQueue string) (map[string]int, bool) {
+	pos, ok := p[clusterQueue]
+	return pos, ok
+}
+
+// prometheus answers its figures, or fails with err.
+type prometheus struct {
+	err  error
+	util map[string]float64
+}
+
+func (p prometheus) ClusterUtilization(context.Context, metrics.Range, float64) (metrics.Charts, error) {
+	return metrics.Charts{}, p.err
+}
+func (p prometheus) TeamGPUUtilization(context.Context, string) (map[string]float64, error) {
+	return p.util, p.err
+}
+func (p prometheus) TeamSeries(context.Context, domain.Settings, string, metrics.Range) (metrics.TeamCharts, error) {
+	return metrics.TeamCharts{}, p.err
+}
+func (p prometheus) UsageReport(context.Context, domain.Settings, time.Time, time.Time) ([]metrics.UsageRow, error) {
+	return nil, p.err
+}
+
+// fixture is a console on fakes: a synthetic cluster of teams and
+// Workloads, every team managed, no sign-in; a test changes what it needs
+// before handler.
+type fixture struct {
+	settings domain.Settings
+	cfg      handlers.Config
+	model    *readModel
+	cluster  *cluster
+	access   *access
+	writes   *writes
+}
+
+// newFixture is a console on a synthetic cluster of teams teams and
+// workloads Workloads (see kueuetest.Cluster).
+func newFixture(t testing.TB, teams, workloads int) *fixture {
+	t.Helper()
+	s := domain.DefaultSettings
+	now := time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, teams, workloads, now)
+	f := &fixture{settings: s, model: newReadModel(snapshotOf(s, objs, now)), cluster: &cluster{reachable: true,
+		available: map[string]int{"ml.p5.48xlarge": 4}}, access: &access{}, writes: &writes{}}
+	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
+	for _, cq := range objs.ClusterQueues {
+		team := s.TeamOfClusterQueue(cq)
+		f.cluster.addTeam(s, domain.Team{Name: team, Enabled: true, FairShareWeight: 10, Preemption: domain.PreemptLowerPriority,
+			Lending: domain.LendAndBorrow, BorrowLimitPercent: 50})
+	}
+	f.cfg = handlers.Config{Settings: s, Shutdown: context.Background(),
+		Health: f.cluster, ReadModel: f.model, Overview: f.cluster, Teams: f.cluster, Policy: f.cluster, Revisions: f.cluster,
+		Access: f.access, Writes: f.writes}
+	return f
+}
+
+// snapshotOf is the read model's snapshot of a synthetic cluster.
+func snapshotOf(s domain.Settings, o kueuetest.Objects, now time.Time) *domain.Snapshot {
+	return domain.BuildSnapshot(domain.SnapshotInput{Settings: s, ClusterQueues: o.ClusterQueues, LocalQueues: o.LocalQueues,
+		Workloads: o.Workloads, Classes: o.Classes}, now)
+}
+
+// handler is the console's HTTP handler on the fixture, addressed on
+// loopback.
+func (f *fixture) handler() http.Handler { return webtest.AtLoopback(handlers.New(f.cfg)) }
+
+// withProxy signs users in by the proxy's headers from loopback.
+func (f *fixture) withProxy() *fixture {
+	trusted, _ := auth.ParseCIDRs(auth.DefaultProxyCIDRs)
+	f.cfg.Auth = &auth.Authenticator{Mode: auth.ModeProxy, Proxy: auth.Proxy{UserHeader: auth.DefaultUserHeader,
+		GroupsHeader: auth.DefaultGroupsHeader, Trusted: trusted}}
+	return f
+}
+
+// user is the browser of a user behind the proxy.
+func user(t testing.TB, h http.Handler, name string) *webtest.Browser {
+	return webtest.NewBrowser(t, h, map[string]string{auth.DefaultUserHeader: name})
+}

@@ -1,0 +1,236 @@
+// Package testenv prepares the test sandbox for a test and cleans up after
+// it: a fresh PostgreSQL database, the console's RBAC and users bound to
+// its roles, Jobs and Workloads in a team's queue, and waiting for what
+// Kueue makes of them. Everything it creates has a unique name and is
+// removed when the test ends.
+//
+// It is for tests only; it may import the console's deploy and sandbox
+// packages, and the clients, but none of the console's own packages beyond
+// them.
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	authzv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/sandbox"
+	"github.com/openquota/console/sandbox/sandboxtest"
+)
+
+// FreshPostgres creates a database on the sandbox's PostgreSQL server and
+// returns its DSN; the database is dropped when the test ends.
+func FreshPostgres(t testing.TB) string {
+	t.Helper()
+	return FreshPostgresOn(t, sandboxtest.Env(t).PostgresDSN)
+}
+
+// FreshPostgresOn creates a database on the server of admin (a DSN that
+// may create databases) and returns its DSN; it is dropped when the test
+// ends.
+func FreshPostgresOn(t testing.TB, admin string) string {
+	t.Helper()
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "hp_" + rand.String(10)
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		db.Close()
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+var (
+	installRBAC    sync.Once
+	installRBACErr error
+)
+
+// ConsoleRBAC installs deploy/rbac on the sandbox, once per test binary.
+func ConsoleRBAC(t testing.TB) {
+	t.Helper()
+	installRBAC.Do(func() {
+		cfg, err := sandboxtest.Env(t).RESTConfig()
+		if err != nil {
+			installRBACErr = err
+			return
+		}
+		installRBACErr = rbac.Apply(context.Background(), cfg, "quota-console-tests")
+	})
+	if installRBACErr != nil {
+		t.Fatalf("installing deploy/rbac: %v", installRBACErr)
+	}
+}
+
+// BindUser binds user to ClusterRole role until the test ends, and waits
+// until the apiserver's authorizer knows it (it sees a new binding a moment
+// later, and a console asked before would remember a "no" for half a
+// minute): until the role's first rule holds for the user.
+func BindUser(t testing.TB, kube kubernetes.Interface, user, role string) {
+	t.Helper()
+	ctx := context.Background()
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-" + user + "-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+	})
+	cr, err := kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+	if err != nil || len(cr.Rules) == 0 {
+		t.Fatalf("ClusterRole %s: %v", role, err)
+	}
+	rule := cr.Rules[0]
+	attrs := &authzv1.ResourceAttributes{Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]}
+	if len(rule.ResourceNames) > 0 {
+		attrs.Name = rule.ResourceNames[0]
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: attrs,
+		}}, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the binding of %s to %s never took effect", user, role)
+	}
+}
+
+// Job is a suspended batch Job for a team's queue: Pods pods (1 when 0) of
+// GPUs GPUs, one vCPU and 1 GiB each, of priority Class ("" for none);
+// RunFor > 0 makes its pods complete after that long.
+type Job struct {
+	Namespace, LocalQueue, Name, Class string
+	Pods                               int32
+	GPUs                               int64
+	RunFor                             time.Duration
+}
+
+// Submit creates the Job; Kueue makes its Workload.
+func Submit(t testing.TB, kube kubernetes.Interface, j Job) *batchv1.Job {
+	t.Helper()
+	res := corev1.ResourceList{sandbox.ResourceGPU: *resource.NewQuantity(j.GPUs, resource.DecimalSI),
+		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	pods := max(j.Pods, 1)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: map[string]string{"kueue.x-k8s.io/queue-name": j.LocalQueue}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Parallelism: ptr.To(pods), Completions: ptr.To(pods), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
+		}},
+	}
+	if j.Class != "" {
+		job.Labels["kueue.x-k8s.io/priority-class"] = j.Class
+	}
+	if j.RunFor > 0 {
+		job.Spec.Template.Annotations[sandbox.PodCompleteDelay] = j.RunFor.String()
+	}
+	job, err := kube.BatchV1().Jobs(j.Namespace).Create(context.Background(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// WorkloadOf waits (up to a minute) for the Job's Workload to meet cond and
+// returns it.
+func WorkloadOf(t testing.TB, kq kueueclient.Interface, j *batchv1.Job, what string, cond func(*kueuev1beta2.Workload) bool) *kueuev1beta2.Workload {
+	t.Helper()
+	var found *kueuev1beta2.Workload
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		wls, err := kq.KueueV1beta2().Workloads(j.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i := range wls.Items {
+			if w := &wls.Items[i]; metav1.IsControlledBy(w, j) && cond(w) {
+				found = w
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s never %s", j.Namespace, j.Name, what)
+	}
+	return found
+}
+
+// CondTrue is a Workload's condition typ being true.
+func CondTrue(typ string) func(*kueuev1beta2.Workload) bool {
+	return func(w *kueuev1beta2.Workload) bool { return apimeta.IsStatusConditionTrue(w.Status.Conditions, typ) }
+}
+
+// FinishedWorkload creates a Workload (no Job) in namespace ns on
+// LocalQueue lq and marks it Finished with message, which may be hostile:
+// Kueue leaves a finished Workload's status alone, so the message stays
+// what the test set (as a Kueue-integrated controller could set it). It is
+// deleted when the test ends.
+func FinishedWorkload(t testing.TB, kq kueueclient.Interface, ns, lq, name, message string) {
+	t.Helper()
+	ctx := context.Background()
+	wls := kq.KueueV1beta2().Workloads(ns)
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	wl := &kueuev1beta2.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kueuev1beta2.WorkloadSpec{
+			QueueName: kueuev1beta2.LocalQueueName(lq),
+			PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res}}},
+			}}}},
+		},
+	}
+	if _, err := wls.Create(ctx, wl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Workload %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = wls.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := wls.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: kueuev1beta2.WorkloadFinished,
+			Status: metav1.ConditionTrue, Reason: kueuev1beta2.WorkloadFinishedReasonSucceeded, Message: message})
+		_, err = wls.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("finishing Workload %s: %v", name, err)
+	}
+}
