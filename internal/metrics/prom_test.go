@@ -251,10 +251,22 @@ func isolated() domain.Settings {
 	return domain.Settings{NamespacePrefix: "t" + id + "-", Cohort: "cohort-" + id}
 }
 
+// poll retries cond until it holds; an error is retried too (a query that
+// timed out while the machine is busy is not a wrong answer) and reported
+// when time runs out.
 func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last error: %v)", what, err, last)
 	}
 }
 
