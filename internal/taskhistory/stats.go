@@ -52,9 +52,6 @@ func DurationsOf(n int64, sum, longest time.Duration) Durations {
 	return Durations{N: n, Max: max(longest, 0), sumMS: int64(sum / time.Millisecond), sumNS: int64(sum % time.Millisecond)}
 }
 
-// SumMilliseconds is the sum, to the millisecond (rounded down).
-func (d Durations) SumMilliseconds() int64 { return d.sumMS }
-
 // Avg is the average, rounded down to the nanosecond like kueue's; 0 when
 // nothing was counted.
 func (d Durations) Avg() time.Duration {
