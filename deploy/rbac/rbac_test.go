@@ -27,6 +27,7 @@ import (
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -124,8 +125,8 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 
 	id := rand.String(5)
 	viewer, admin := "viewer-"+id, "admin-"+id
-	bind(t, kube, viewer, rbac.ViewerRole)
-	bind(t, kube, admin, rbac.AdminRole)
+	testenv.BindUser(t, kube, viewer, rbac.ViewerRole)
+	testenv.BindUser(t, kube, admin, rbac.AdminRole)
 	sa := "system:serviceaccount:" + rbac.Namespace + ":" + rbac.ServiceAccount
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + rbac.Namespace, "system:authenticated"}
 
@@ -250,37 +251,6 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	}
 }
 
-func bind(t *testing.T, kube kubernetes.Interface, user, role string) {
-	t.Helper()
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-	})
-	// The apiserver's authorizer sees a new binding a moment later (its
-	// informer): wait until the role's first rule holds for the user.
-	rule := clusterRole(t, role).Rules[0]
-	attrs := &authzv1.ResourceAttributes{Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]}
-	if len(rule.ResourceNames) > 0 {
-		attrs.Name = rule.ResourceNames[0]
-	}
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: attrs,
-		}}, metav1.CreateOptions{})
-		return err == nil && res.Status.Allowed, nil
-	})
-	if err != nil {
-		t.Fatalf("the binding of %s to %s never took effect", user, role)
-	}
-}
-
 func clusterRole(t *testing.T, name string) *rbacv1.ClusterRole {
 	t.Helper()
 	objs, err := rbac.Objects()
@@ -338,7 +308,7 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 	}
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	user := "admin-" + rand.String(5)
-	bind(t, kube, user, rbac.AdminRole)
+	testenv.BindUser(t, kube, user, rbac.AdminRole)
 	asCfg := rest.CopyConfig(cfg)
 	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	as := kubernetes.NewForConfigOrDie(asCfg)
@@ -468,7 +438,7 @@ func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
 	}
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	user := "viewer-" + rand.String(5)
-	bind(t, kube, user, rbac.ViewerRole)
+	testenv.BindUser(t, kube, user, rbac.ViewerRole)
 	asCfg := rest.CopyConfig(cfg)
 	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	as := kubernetes.NewForConfigOrDie(asCfg)
@@ -500,7 +470,7 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
 	user := "admin-" + id
-	bind(t, kube, user, rbac.AdminRole)
+	testenv.BindUser(t, kube, user, rbac.AdminRole)
 	asCfg := rest.CopyConfig(cfg)
 	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	as, asKueue := kubernetes.NewForConfigOrDie(asCfg), kueueclient.NewForConfigOrDie(asCfg)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +22,7 @@ import (
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/sandbox"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -102,58 +101,6 @@ func (c sandboxClients) priorityClass(t *testing.T, name string, value int32) {
 	})
 }
 
-// job submits a suspended Job of one pod holding gpus GPUs to the team's
-// queue; runFor > 0 makes its pod complete after that long.
-func (c sandboxClients) job(t *testing.T, s domain.Settings, team, name, class string, gpus int64, runFor time.Duration) *batchv1.Job {
-	t.Helper()
-	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
-		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace(team), Labels: map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue(team)}},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
-		}},
-	}
-	if class != "" {
-		j.Labels["kueue.x-k8s.io/priority-class"] = class
-	}
-	if runFor > 0 {
-		j.Spec.Template.Annotations[sandbox.PodCompleteDelay] = runFor.String()
-	}
-	j, err := c.kube.BatchV1().Jobs(j.Namespace).Create(context.Background(), j, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
-
-// workloadOf waits for the Job's Workload to meet cond and returns it.
-func (c sandboxClients) workloadOf(t *testing.T, j *batchv1.Job, what string, cond func(*kueuev1beta2.Workload) bool) *kueuev1beta2.Workload {
-	t.Helper()
-	var found *kueuev1beta2.Workload
-	eventually(t, j.Name+": "+what, func() bool {
-		wls, err := c.kueue.KueueV1beta2().Workloads(j.Namespace).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for i := range wls.Items {
-			w := &wls.Items[i]
-			if metav1.IsControlledBy(w, j) && cond(w) {
-				found = w
-				return true
-			}
-		}
-		return false
-	})
-	return found
-}
-
-func condTrue(typ string) func(*kueuev1beta2.Workload) bool {
-	return func(w *kueuev1beta2.Workload) bool { return apimeta.IsStatusConditionTrue(w.Status.Conditions, typ) }
-}
-
 // recorderOn runs a recorder fed by real informers on the sandbox, as the
 // console wires it, until stop is called.
 func recorderOn(t *testing.T, c sandboxClients, st *Store, s domain.Settings) (*Recorder, func()) {
@@ -206,8 +153,8 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 		c.team(t, s, "vision", 8)
 		_, stop := recorderOn(t, c, st, s)
 
-		j := c.job(t, s, "vision", "quick", "", 2, 2*time.Second)
-		wl := c.workloadOf(t, j, "finished", condTrue(kueuev1beta2.WorkloadFinished))
+		j := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("vision"), LocalQueue: s.LocalQueue("vision"), Name: "quick", GPUs: 2, RunFor: 2 * time.Second})
+		wl := testenv.WorkloadOf(t, c.kueue, j, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
 		uid := string(wl.UID)
 		eventually(t, "the finish recorded", func() bool {
 			return count(t, st, `SELECT COUNT(*) FROM tasks WHERE uid = ? AND outcome = 'succeeded'`, uid) == 1
@@ -282,14 +229,14 @@ func TestSandboxPreemptionIsRecorded(t *testing.T) {
 		_, stop := recorderOn(t, c, st, s)
 		defer stop()
 
-		victimJob := c.job(t, s, "speech", "long", low, 8, 0)
-		admitted := c.workloadOf(t, victimJob, "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		victimJob := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "long", Class: low, GPUs: 8})
+		admitted := testenv.WorkloadOf(t, c.kueue, victimJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		admittedAt := apimeta.FindStatusCondition(admitted.Status.Conditions, kueuev1beta2.WorkloadAdmitted).LastTransitionTime.Time
 		time.Sleep(2 * time.Second) // some work to lose
 
-		urgentJob := c.job(t, s, "speech", "urgent", high, 8, 0)
-		preempted := c.workloadOf(t, victimJob, "preempted", condTrue(kueuev1beta2.WorkloadPreempted))
-		urgent := c.workloadOf(t, urgentJob, "created", func(*kueuev1beta2.Workload) bool { return true })
+		urgentJob := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "urgent", Class: high, GPUs: 8})
+		preempted := testenv.WorkloadOf(t, c.kueue, victimJob, "preempted", testenv.CondTrue(kueuev1beta2.WorkloadPreempted))
+		urgent := testenv.WorkloadOf(t, c.kueue, urgentJob, "created", func(*kueuev1beta2.Workload) bool { return true })
 		preemptedAt := apimeta.FindStatusCondition(preempted.Status.Conditions, kueuev1beta2.WorkloadPreempted).LastTransitionTime.Time
 
 		var page *PreemptionPage
