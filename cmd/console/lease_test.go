@@ -40,8 +40,8 @@ func TestDefaultLeaseIsTheOneTheRBACGrants(t *testing.T) {
 	if len(granted) == 0 {
 		t.Fatalf("no Role in namespace %s of deploy/rbac lets the console get and update a Lease", rbac.Namespace)
 	}
-	if !slices.Contains(granted, o.history.lease) {
-		t.Errorf("--leader-election-lease defaults to %q, but deploy/rbac lets the console renew only %q", o.history.lease, granted)
+	if !slices.Contains(granted, o.taskHistory.lease) {
+		t.Errorf("--leader-election-lease defaults to %q, but deploy/rbac lets the console renew only %q", o.taskHistory.lease, granted)
 	}
 	if o.settings.StateNamespace != rbac.Namespace {
 		t.Errorf("--state-namespace defaults to %q, but deploy/rbac grants the Lease in %q", o.settings.StateNamespace, rbac.Namespace)

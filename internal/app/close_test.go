@@ -20,7 +20,7 @@ import (
 func TestStoppedAppClosesItsTaskHistoryStore(t *testing.T) {
 	s := ownSettings()
 	lease := "test-close-" + rand.String(8)
-	c := startConsole(t, setup{settings: s, history: app.TaskHistoryConfig{Driver: taskhistory.DriverSQLite,
+	c := startConsole(t, setup{settings: s, taskHistory: app.TaskHistoryConfig{Driver: taskhistory.DriverSQLite,
 		Path: filepath.Join(t.TempDir(), "history.db"), Lease: lease, Identity: "app-test-" + rand.String(5)}})
 	t.Cleanup(func() {
 		_ = c.kube.CoordinationV1().Leases(s.State()).Delete(context.Background(), lease, metav1.DeleteOptions{})

@@ -189,12 +189,12 @@ const retryOpen = 30 * time.Second
 // not.
 func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*TaskHistory, error) {
 	h := &TaskHistory{}
-	r.metrics.RegisterHistory(h.leading.Load, func() metrics.HistoryStats {
+	r.metrics.RegisterTaskHistory(h.leading.Load, func() metrics.TaskHistoryStats {
 		if rec := h.recorder.Load(); rec != nil {
 			st := rec.Stats()
-			return metrics.HistoryStats{Written: st.Written, Dropped: st.Dropped, WriteErrors: st.WriteErrors}
+			return metrics.TaskHistoryStats{Written: st.Written, Dropped: st.Dropped, WriteErrors: st.WriteErrors}
 		}
-		return metrics.HistoryStats{}
+		return metrics.TaskHistoryStats{}
 	})
 	if o.Lease == "" {
 		o.Lease = DefaultLease

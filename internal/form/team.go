@@ -88,8 +88,8 @@ func (r QuotaRow) empty() bool {
 	return r.InstanceType == "" && r.Count == "" && r.GPUs == "" && r.Neuron == "" && r.VCPU == "" && r.MemoryGiB == ""
 }
 
-// Team is the team allocation form as typed.
-type Team struct {
+// TeamForm is the team allocation form as typed.
+type TeamForm struct {
 	Name            string
 	Description     string
 	Enabled         string // "true" or "false"
@@ -102,16 +102,16 @@ type Team struct {
 	Quota           []QuotaRow
 }
 
-// NewTeam is an empty form with the documented defaults.
-func NewTeam() Team {
-	return Team{Enabled: "true", FairShareWeight: "0", Preemption: string(domain.PreemptLowerPriority),
+// NewTeamForm is an empty form with the documented defaults.
+func NewTeamForm() TeamForm {
+	return TeamForm{Enabled: "true", FairShareWeight: "0", Preemption: string(domain.PreemptLowerPriority),
 		Lending: string(domain.LendAndBorrow), BorrowLimit: DefaultBorrow, Quota: []QuotaRow{{}}}
 }
 
 // ParseTeam reads a posted form. Quota rows come as quota.N.field; blank rows
 // are dropped.
-func ParseTeam(v url.Values) Team {
-	t := Team{
+func ParseTeam(v url.Values) TeamForm {
+	t := TeamForm{
 		Name:            strings.TrimSpace(v.Get("name")),
 		Description:     strings.TrimSpace(v.Get("description")),
 		Enabled:         v.Get("enabled"),
@@ -140,8 +140,8 @@ func ParseTeam(v url.Values) Team {
 }
 
 // FromTeam fills the form from a stored allocation (the edit form).
-func FromTeam(t domain.Team) Team {
-	f := Team{
+func FromTeam(t domain.Team) TeamForm {
+	f := TeamForm{
 		Name: t.Name, Description: t.Description, Enabled: strconv.FormatBool(t.Enabled),
 		FairShareWeight: strconv.FormatInt(t.FairShareWeight, 10), Preemption: string(t.Preemption),
 		Lending: string(t.Lending), BorrowLimit: strconv.FormatInt(t.BorrowLimitPercent, 10),
@@ -174,7 +174,7 @@ func FromTeam(t domain.Team) Team {
 // Validate checks the form and converts it. shapes resolves instance types
 // (catalog merged with live nodes). On any error the Team is incomplete and
 // must not be written.
-func (f Team) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
+func (f TeamForm) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	var errs Errors
 	t := domain.Team{Name: f.Name, Description: f.Description}
 
