@@ -80,7 +80,7 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 	f := st.form
 	view := templates.TeamFormView{
 		Page:            templates.Page{Title: "Create team allocation", Active: "teams", Problem: p.problem()},
-		Form:            teamFields(f),
+		Form:            templates.TeamFields(f.TeamFields),
 		Errors:          fieldErrors(st.outcome.Fields),
 		Editing:         st.editing,
 		Action:          "/teams",
@@ -116,11 +116,6 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		view.Rows = append(view.Rows, templates.QuotaRowView{Index: i, Row: templates.QuotaFields(r), Derived: derived, Warning: warning})
 	}
 	return render(c, status, templates.TeamForm(view))
-}
-
-func teamFields(f form.TeamForm) templates.TeamFields {
-	return templates.TeamFields{Name: f.Name, Description: f.Description, Enabled: f.Enabled, Users: f.Users, Groups: f.Groups,
-		FairShareWeight: f.FairShareWeight, Preemption: f.Preemption, Lending: f.Lending, BorrowLimit: f.BorrowLimit}
 }
 
 func fieldErrors(errs form.Errors) templates.FieldErrors {
