@@ -68,15 +68,6 @@ type TaskHistory struct {
 	recorded chan struct{}
 }
 
-// NewTaskHistory is the task history of store, or, without one, none, for
-// the reason err.
-func NewTaskHistory(store *taskhistory.Store, err error) *TaskHistory {
-	if store == nil && err == nil {
-		err = errors.New("the console runs without a task history")
-	}
-	return &TaskHistory{store: store, err: err}
-}
-
 // Store is the store, or why there is none.
 func (h *TaskHistory) Store() (*taskhistory.Store, error) {
 	h.mu.RLock()
