@@ -251,6 +251,25 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	}
 }
 
+// roleHolder installs deploy/rbac and binds a new user, named prefix and a
+// random suffix, to role: admin is the sandbox admin's config, as the same
+// impersonating that user (who holds role and nothing else).
+func roleHolder(t *testing.T, prefix, role string) (admin, as *rest.Config, user string) {
+	t.Helper()
+	admin, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rbac.Apply(context.Background(), admin, "quota-console-tests"); err != nil {
+		t.Fatal(err)
+	}
+	user = prefix + "-" + rand.String(5)
+	testenv.BindUser(t, kubernetes.NewForConfigOrDie(admin), user, role)
+	as = rest.CopyConfig(admin)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	return admin, as, user
+}
+
 func clusterRole(t *testing.T, name string) *rbacv1.ClusterRole {
 	t.Helper()
 	objs, err := rbac.Objects()
@@ -298,20 +317,9 @@ func grants(role *rbacv1.ClusterRole, verb, group, resource, name string) bool {
 // reached beyond the teams (to cluster-admin, in the end). Every request is a
 // server-side dry run, so an attack that succeeds changes nothing.
 func TestAdminRoleCannotEscalate(t *testing.T) {
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	user := "admin-" + rand.String(5)
-	testenv.BindUser(t, kube, user, rbac.AdminRole)
-	asCfg := rest.CopyConfig(cfg)
-	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	as := kubernetes.NewForConfigOrDie(asCfg)
+	cfg, asCfg, user := roleHolder(t, "admin", rbac.AdminRole)
+	kube, as := kubernetes.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(asCfg)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	dryUpdate := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
 	dryDelete := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
@@ -428,19 +436,8 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 // The viewer role (which the README once bound to everyone) reads no
 // ConfigMaps and no RoleBindings of the cluster.
 func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	user := "viewer-" + rand.String(5)
-	testenv.BindUser(t, kube, user, rbac.ViewerRole)
-	asCfg := rest.CopyConfig(cfg)
-	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	_, asCfg, _ := roleHolder(t, "viewer", rbac.ViewerRole)
 	as := kubernetes.NewForConfigOrDie(asCfg)
 	if _, err := as.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("viewer reads a kube-system ConfigMap: %v", err)
@@ -459,20 +456,10 @@ func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
 // bindings turned into something else. Every request is a server-side dry run.
 // What the console itself writes for a team and the policy stays allowed.
 func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
+	cfg, asCfg, _ := roleHolder(t, "admin", rbac.AdminRole)
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	user := "admin-" + id
-	testenv.BindUser(t, kube, user, rbac.AdminRole)
-	asCfg := rest.CopyConfig(cfg)
-	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	as, asKueue := kubernetes.NewForConfigOrDie(asCfg), kueueclient.NewForConfigOrDie(asCfg)
 	w := newWorld(t, kube, kq, id)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
