@@ -156,17 +156,6 @@ func csvRecords(t *testing.T, c console, path string, key func(map[string]string
 	return webtest.CSVRecords(header, rows, key)
 }
 
-func (c console) priorityClass(t *testing.T, name string, value int32) {
-	t.Helper()
-	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Create(context.Background(), wpc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-}
-
 // bareWorkload queues a Workload of its own (no Job) of pods pods, each
 // with gpus GPUs and cpu vCPUs: Kueue admits it on quota alone, and it
 // runs until finishWorkload.
@@ -349,7 +338,7 @@ func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
 		st := hs.open(t)
 		hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), st, nil)
 		t.Cleanup(func() { cleanupTeams(hc.console) })
-		hc.priorityClass(t, class, 77)
+		testenv.PriorityClass(t, hc.kueue, class, 77)
 		createTeam(t, hc.console, webtest.TeamForm(team, "8"))
 
 		j := hc.taskJob(t, team, "quick", class, 1, 2, 2*time.Second)
@@ -460,8 +449,8 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		id := rand.String(4)
 		victim, taker, other := "borrower-"+id, "lender-"+id, "other-"+id
 		low, high := "low-"+rand.String(5), "high-"+rand.String(5)
-		hc.priorityClass(t, low, 10)
-		hc.priorityClass(t, high, 1000)
+		testenv.PriorityClass(t, hc.kueue, low, 10)
+		testenv.PriorityClass(t, hc.kueue, high, 1000)
 		victimMember, otherMember := "member-"+rand.String(5), "member-"+rand.String(5)
 		admin := hc.as(t, bindUser(t, hc.kube, "admin", rbac.AdminRole), "platform")
 		admin.Get("/teams/new")
@@ -707,7 +696,7 @@ func TestUsageReportPages(t *testing.T) {
 		hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), st, nil)
 		t.Cleanup(func() { cleanupTeams(hc.console) })
 		team, class := "report-"+rand.String(4), "rep-"+rand.String(5)
-		hc.priorityClass(t, class, 50)
+		testenv.PriorityClass(t, hc.kueue, class, 50)
 		createTeam(t, hc.console, webtest.TeamForm(team, "384"))
 
 		// Two tasks of their own Workloads (Kueue admits them on quota; the

@@ -90,17 +90,6 @@ func (c sandboxClients) team(t *testing.T, s domain.Settings, name string, gpus 
 	})
 }
 
-func (c sandboxClients) priorityClass(t *testing.T, name string, value int32) {
-	t.Helper()
-	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Create(context.Background(), wpc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-}
-
 // recorderOn runs a recorder fed by real informers on the sandbox, as the
 // console wires it, until stop is called.
 func recorderOn(t *testing.T, c sandboxClients, st *Store, s domain.Settings) (*Recorder, func()) {
@@ -223,8 +212,8 @@ func TestSandboxPreemptionIsRecorded(t *testing.T) {
 		id := rand.String(5)
 		s := domain.Settings{NamespacePrefix: "th" + id + "-", Cohort: "cohort-" + id}
 		low, high := "th-low-"+id, "th-high-"+id
-		c.priorityClass(t, low, 10)
-		c.priorityClass(t, high, 1000)
+		testenv.PriorityClass(t, c.kueue, low, 10)
+		testenv.PriorityClass(t, c.kueue, high, 1000)
 		c.team(t, s, "speech", 8)
 		_, stop := recorderOn(t, c, st, s)
 		defer stop()
