@@ -1,7 +1,7 @@
 // Package testenv prepares the test sandbox for a test and cleans up after
 // it: a fresh PostgreSQL database, the console's RBAC and users bound to
-// its roles, priority classes, Jobs and Workloads in a team's queue, and waiting for what
-// Kueue makes of them. Everything it creates has a unique name and is
+// its roles, priority classes, Jobs and Workloads in a team's queue, and
+// waiting for what Kueue makes of them. Everything it creates has a unique name and is
 // removed when the test ends.
 //
 // It is for tests only; it may import the console's deploy and sandbox
