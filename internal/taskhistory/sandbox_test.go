@@ -169,7 +169,7 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 			return TeamClassStats(hist, ongoing, []string{"vision"}, []string{"none"}, "none")[:1]
 		}
 		before := statsOf([]*kueuev1beta2.Workload{wl})
-		if diff := cmp.Diff(domain.StatsByTeamAndClass([]domain.Task{domain.TaskOf(wl, s, "none", now)}, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
+		if diff := cmp.Diff(domain.StatsByTeamAndClass([]domain.Task{domain.FactsOf(wl, s, "none").At(now, 0, false)}, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
 			t.Errorf("while the Job exists, history + live differ from kueue (-kueue +merged):\n%s", diff)
 		}
 		if got := before[0].Classes[0]; got.RunSamples != 1 || got.WaitSamples != 1 || got.LongestRun <= 0 {

@@ -21,7 +21,7 @@ type Durations struct {
 	sumMS, sumNS int64
 }
 
-// Add counts one duration (negative ones count as zero, as in domain.TaskOf).
+// Add counts one duration (negative ones count as zero, as in domain.FactsOf).
 func (d *Durations) Add(x time.Duration) {
 	x = max(x, 0)
 	d.N++
