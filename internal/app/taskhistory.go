@@ -334,8 +334,8 @@ func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistor
 	})
 	h.recorder.Store(rec)
 	// A local run may have no state namespace yet: the Lease lives there.
-	kueue.EnsureNamespace(ctx, r.kube, r.settings.StateNamespace, r.log)
-	err := leader.Run(ctx, leader.Config{Client: r.kube, Namespace: r.settings.StateNamespace, Name: o.Lease, Identity: identity, Log: r.log},
+	kueue.EnsureNamespace(ctx, r.kube, r.settings.State(), r.log)
+	err := leader.Run(ctx, leader.Config{Client: r.kube, Namespace: r.settings.State(), Name: o.Lease, Identity: identity, Log: r.log},
 		func(ctx context.Context) {
 			h.leading.Store(true)
 			defer h.leading.Store(false)
