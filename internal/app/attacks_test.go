@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -340,21 +339,7 @@ func TestLiveStreamsAreCapped(t *testing.T) {
 	other := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
 	srv := httptest.NewServer(c.h)
 	t.Cleanup(srv.Close)
-	open := func(user string) int {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events?view=%2Ftasks", nil)
-		req.Header.Set(auth.DefaultUserHeader, user)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.StatusCode != http.StatusOK {
-			res.Body.Close()
-			return res.StatusCode
-		}
-		t.Cleanup(func() { res.Body.Close() })
-		_, _ = bufio.NewReader(res.Body).ReadString('\n') // the stream is open
-		return res.StatusCode
-	}
+	open := func(user string) int { return webtest.OpenStream(t, srv.URL, "/tasks", auth.DefaultUserHeader, user) }
 	for i, want := range []int{200, 200, 503} {
 		if got := open(viewer); got != want {
 			t.Errorf("stream %d of one user: %d, want %d", i+1, got, want)
