@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +21,7 @@ import (
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 )
 
 // cspWatch collects the Content-Security-Policy violations a page reports.
@@ -69,19 +69,8 @@ func TestProxySignInViewerIsReadOnly(t *testing.T) {
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
 	admin, viewer := "admin-"+id, "viewer-"+id
-	for user, role := range map[string]string{admin: rbac.AdminRole, viewer: rbac.ViewerRole} {
-		crb := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		}
-		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-		})
-	}
+	testenv.BindUser(t, kube, admin, rbac.AdminRole)
+	testenv.BindUser(t, kube, viewer, rbac.ViewerRole)
 	s := domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "auth-" + id} // admin-scope.yaml allows quota-console-admin hyperpod-ns- namespaces only
 	t.Cleanup(func() { _ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, "guarded") })
 

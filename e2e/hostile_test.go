@@ -9,19 +9,14 @@ import (
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
-	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 )
 
 // hostileText would run script wherever a page put it in as markup.
@@ -71,44 +66,6 @@ func (w *hostileWatch) check(t *testing.T, where string) {
 	w.events = nil
 }
 
-// finishWorkload creates a Workload in the team namespace and marks it
-// Finished with message: Kueue leaves the status of a finished Workload
-// alone, so the message stays the one set here (as a Kueue-integrated
-// controller could set it).
-func finishWorkload(t *testing.T, kq kueueclient.Interface, ns, lq, name, message string) {
-	t.Helper()
-	ctx := context.Background()
-	wls := kq.KueueV1beta2().Workloads(ns)
-	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-	wl := &kueuev1beta2.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: kueuev1beta2.WorkloadSpec{
-			QueueName: kueuev1beta2.LocalQueueName(lq),
-			PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res}}},
-			}}}},
-		},
-	}
-	if _, err := wls.Create(ctx, wl, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Workload %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = wls.Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := wls.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: kueuev1beta2.WorkloadFinished,
-			Status: metav1.ConditionTrue, Reason: kueuev1beta2.WorkloadFinishedReasonSucceeded, Message: message})
-		_, err = wls.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("finishing Workload %s: %v", name, err)
-	}
-}
-
 // Script payloads that reach the console from the cluster (a team's stored
 // description and members, Workload condition messages) show as text: no
 // dialog opens, nothing is blocked by the CSP, no element is injected.
@@ -151,7 +108,7 @@ func TestHostileClusterStringsStayText(t *testing.T) {
 	for i, h := range hostileText[:len(hostileText)-1] {
 		name := fmt.Sprintf("hostile-%d", i)
 		messages[name] = h
-		finishWorkload(t, kq, ns, lq, name, h)
+		testenv.FinishedWorkload(t, kq, ns, lq, name, h)
 	}
 
 	page := newPage(t)
@@ -168,7 +125,7 @@ func TestHostileClusterStringsStayText(t *testing.T) {
 	// A new hostile Workload arrives while the page is open: the live update
 	// swaps the table in place, and its message still stays text.
 	late := hostileText[len(hostileText)-1] + ` <img src=x onerror=alert("live")>`
-	finishWorkload(t, kq, ns, lq, "hostile-live", late)
+	testenv.FinishedWorkload(t, kq, ns, lq, "hostile-live", late)
 	must(expect.Locator(page.Locator(fmt.Sprintf(`#task-list tr[data-task="%s/hostile-live"] .why`, ns))).ToHaveAttribute("title", late))
 	screenshot(t, page, "hostile-tasks")
 	checkNoInjection(t, page, "/tasks")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -25,6 +24,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the task history's PostgreSQL driver
 
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/testenv"
 )
 
 // roundRobin is one address in front of several replicas, as a Service is:
@@ -217,30 +217,6 @@ func leaderGauge(r *replica) (float64, bool) {
 	return 0, false
 }
 
-// freshDatabase makes a database on the sandbox's PostgreSQL for one test.
-func freshDatabase(t *testing.T, admin string) string {
-	t.Helper()
-	db, err := sql.Open("pgx", admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "e2e_" + strings.ReplaceAll(krand.String(8), "-", "")
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-		db.Close()
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
 // Two replicas sharing a PostgreSQL task history elect one recorder through
 // a Lease; when it is killed (no chance to release the Lease), the other
 // takes over. How long it took is logged: the Lease's timings bound it to
@@ -259,7 +235,7 @@ func TestAKilledLeaderIsReplaced(t *testing.T) {
 	state := "qc-lease-" + id
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), state, metav1.DeleteOptions{}) })
 	dsnFile := filepath.Join(t.TempDir(), "dsn")
-	if err := os.WriteFile(dsnFile, []byte(freshDatabase(t, env.PostgresDSN)), 0o600); err != nil {
+	if err := os.WriteFile(dsnFile, []byte(testenv.FreshPostgresOn(t, env.PostgresDSN)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--state-namespace", state, "--namespace-prefix", "k" + id + "-", "--cohort", "lease-" + id,

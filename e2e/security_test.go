@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/playwright-community/playwright-go"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +21,7 @@ import (
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox"
 )
 
@@ -48,17 +48,7 @@ func proxyConsole(t *testing.T, env *sandbox.Env, s domain.Settings) (base strin
 func bindRole(t *testing.T, kube kubernetes.Interface, prefix, role string) string {
 	t.Helper()
 	user := prefix + "-" + rand.String(5)
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-	})
+	testenv.BindUser(t, kube, user, role)
 	return user
 }
 

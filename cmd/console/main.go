@@ -58,7 +58,7 @@ type options struct {
 	sessionKeyFile    string
 	tokenAudiences    []string
 
-	history historyOptions
+	taskHistory taskHistoryOptions
 
 	version bool
 }
@@ -85,7 +85,7 @@ func parseFlags(args []string) (options, error) {
 	trustedProxies := fs.String("trusted-proxy-cidrs", "", "comma-separated addresses (CIDRs) of proxies in front of the console (an Ingress controller's pods) whose X-Forwarded-For names the client, for the sign-in limits per client address; empty: the TCP peer is the client")
 	audiences := fs.String("auth-token-audience", "", "--auth token: comma-separated audiences a token must be issued for (default: the apiserver's own)")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
-	o.history.register(fs)
+	o.taskHistory.register(fs)
 	fs.BoolVar(&o.version, "version", false, "print the version and revision, then exit")
 	if err := fs.Parse(args); err != nil || o.version {
 		return o, err
@@ -93,8 +93,8 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	fs.Visit(func(f *flag.Flag) { o.history.pathSet = o.history.pathSet || f.Name == "history-path" })
-	if err := o.history.check(); err != nil {
+	fs.Visit(func(f *flag.Flag) { o.taskHistory.pathSet = o.taskHistory.pathSet || f.Name == "history-path" })
+	if err := o.taskHistory.check(); err != nil {
 		return o, err
 	}
 	if !slices.Contains(domain.PodSecurityLevels, o.settings.PodSecurity) {
@@ -258,7 +258,7 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	history, err := o.history.config()
+	history, err := o.taskHistory.config()
 	if err != nil {
 		return err
 	}

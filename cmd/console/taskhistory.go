@@ -13,8 +13,8 @@ import (
 	"github.com/openquota/console/internal/taskhistory"
 )
 
-// historyOptions are the task history's flags.
-type historyOptions struct {
+// taskHistoryOptions are the task history's flags.
+type taskHistoryOptions struct {
 	store     string // sqlite, postgres or none
 	path      string
 	dsnFile   string
@@ -24,7 +24,7 @@ type historyOptions struct {
 	pathSet bool
 }
 
-func (h *historyOptions) register(fs *flag.FlagSet) {
+func (h *taskHistoryOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.store, "history-store", taskhistory.DriverSQLite, "where the task history is kept: sqlite (a file, --history-path), postgres (a server, --history-dsn-file; for several replicas) or none")
 	fs.StringVar(&h.path, "history-path", "", "--history-store sqlite: the database file (default: one per cluster under the user's cache folder)")
 	fs.StringVar(&h.dsnFile, "history-dsn-file", "", "--history-store postgres: file holding the PostgreSQL connection string (e.g. a mounted Secret)")
@@ -32,7 +32,7 @@ func (h *historyOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.lease, "leader-election-lease", app.DefaultLease, "the Lease (in --state-namespace) that elects the one replica recording the task history")
 }
 
-func (h *historyOptions) check() error {
+func (h *taskHistoryOptions) check() error {
 	switch h.store {
 	case taskhistory.DriverSQLite:
 		if h.pathSet && h.path == "" {
@@ -59,7 +59,7 @@ func (h *historyOptions) check() error {
 // from its file, and this replica's name in the Lease (the pod's name, which
 // the chart sets in POD_NAME; elsewhere the host name and a random suffix,
 // so that two processes on one machine are two candidates).
-func (h historyOptions) config() (app.TaskHistoryConfig, error) {
+func (h taskHistoryOptions) config() (app.TaskHistoryConfig, error) {
 	c := app.TaskHistoryConfig{Driver: h.store, Path: h.path, Retention: h.retention, Lease: h.lease, Identity: os.Getenv("POD_NAME")}
 	if c.Identity == "" {
 		c.Identity = leader.DefaultIdentity()

@@ -93,10 +93,6 @@ func (a *admissions) observe(obj any) {
 	a.record(r)
 }
 
-func (a *admissions) add(key string, at time.Time) {
-	a.record(admission{Key: key, At: at})
-}
-
 func (a *admissions) record(r admission) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -182,3 +182,8 @@ func TestWhatIf(t *testing.T) {
 		}
 	}
 }
+
+// add records an admission of key at at, as observe does for a Workload.
+func (a *admissions) add(key string, at time.Time) {
+	a.record(admission{Key: key, At: at})
+}

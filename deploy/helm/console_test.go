@@ -25,7 +25,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -38,6 +37,7 @@ import (
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	consolekueue "github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -277,7 +277,9 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		}
 	}
 
-	viewer, admin := bindClusterRole(t, c, "viewer-"+id, rbac.ViewerRole), bindClusterRole(t, c, "admin-"+id, rbac.AdminRole)
+	viewer, admin := "viewer-"+id, "admin-"+id
+	testenv.BindUser(t, c.kube, viewer, rbac.ViewerRole)
+	testenv.BindUser(t, c.kube, admin, rbac.AdminRole)
 	kq := kueueclient.NewForConfigOrDie(c.cfg)
 	applier := consolekueue.Applier{Kube: c.kube, Kueue: kq}
 	for _, team := range []string{"made", "refused"} {
@@ -410,34 +412,6 @@ func serviceAccountKubeconfig(t *testing.T, c *testCluster, ns, sa string) strin
 		t.Fatal(err)
 	}
 	return path
-}
-
-func bindClusterRole(t *testing.T, c *testCluster, user, role string) string {
-	t.Helper()
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "chart-test-" + user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-	})
-	// The apiserver's authorizer sees a new binding a moment later: wait
-	// until the user may list ClusterQueues, as both roles grant.
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		res, err := c.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: user, Groups: []string{"system:authenticated"},
-			ResourceAttributes: &authzv1.ResourceAttributes{Verb: "list", Group: "kueue.x-k8s.io", Resource: "clusterqueues"},
-		}}, metav1.CreateOptions{})
-		return err == nil && res.Status.Allowed, nil
-	})
-	if err != nil {
-		t.Fatalf("the binding of %s to %s never took effect", user, role)
-	}
-	return user
 }
 
 func freeLoopbackAddr(t *testing.T) string {

@@ -42,10 +42,8 @@ import (
 
 // Names of the ClusterRoles people are bound to.
 const (
-	AdminRole   = "quota-console-admin"
-	ViewerRole  = "quota-console-viewer"
-	MemberRole  = "quota-console-team-member"
-	ConsoleRole = "quota-console"
+	AdminRole  = "quota-console-admin"
+	ViewerRole = "quota-console-viewer"
 	// ServiceAccount and Namespace of the console's own identity.
 	ServiceAccount = "quota-console"
 	Namespace      = "quota-console"

@@ -27,6 +27,7 @@ import (
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -124,8 +125,8 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 
 	id := rand.String(5)
 	viewer, admin := "viewer-"+id, "admin-"+id
-	bind(t, kube, viewer, rbac.ViewerRole)
-	bind(t, kube, admin, rbac.AdminRole)
+	testenv.BindUser(t, kube, viewer, rbac.ViewerRole)
+	testenv.BindUser(t, kube, admin, rbac.AdminRole)
 	sa := "system:serviceaccount:" + rbac.Namespace + ":" + rbac.ServiceAccount
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + rbac.Namespace, "system:authenticated"}
 
@@ -250,35 +251,23 @@ func TestManifestsApplyAndGrantWhatTheyShould(t *testing.T) {
 	}
 }
 
-func bind(t *testing.T, kube kubernetes.Interface, user, role string) {
+// roleHolder installs deploy/rbac and binds a new user, named prefix and a
+// random suffix, to role: admin is the sandbox admin's config, as the same
+// impersonating that user (who holds role and nothing else).
+func roleHolder(t *testing.T, prefix, role string) (admin, as *rest.Config, user string) {
 	t.Helper()
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil {
+	admin, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-	})
-	// The apiserver's authorizer sees a new binding a moment later (its
-	// informer): wait until the role's first rule holds for the user.
-	rule := clusterRole(t, role).Rules[0]
-	attrs := &authzv1.ResourceAttributes{Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]}
-	if len(rule.ResourceNames) > 0 {
-		attrs.Name = rule.ResourceNames[0]
+	if err := rbac.Apply(context.Background(), admin, "quota-console-tests"); err != nil {
+		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: attrs,
-		}}, metav1.CreateOptions{})
-		return err == nil && res.Status.Allowed, nil
-	})
-	if err != nil {
-		t.Fatalf("the binding of %s to %s never took effect", user, role)
-	}
+	user = prefix + "-" + rand.String(5)
+	testenv.BindUser(t, kubernetes.NewForConfigOrDie(admin), user, role)
+	as = rest.CopyConfig(admin)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	return admin, as, user
 }
 
 func clusterRole(t *testing.T, name string) *rbacv1.ClusterRole {
@@ -328,20 +317,9 @@ func grants(role *rbacv1.ClusterRole, verb, group, resource, name string) bool {
 // reached beyond the teams (to cluster-admin, in the end). Every request is a
 // server-side dry run, so an attack that succeeds changes nothing.
 func TestAdminRoleCannotEscalate(t *testing.T) {
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	user := "admin-" + rand.String(5)
-	bind(t, kube, user, rbac.AdminRole)
-	asCfg := rest.CopyConfig(cfg)
-	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	as := kubernetes.NewForConfigOrDie(asCfg)
+	cfg, asCfg, user := roleHolder(t, "admin", rbac.AdminRole)
+	kube, as := kubernetes.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(asCfg)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	dryUpdate := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
 	dryDelete := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
@@ -458,19 +436,8 @@ func TestAdminRoleCannotEscalate(t *testing.T) {
 // The viewer role (which the README once bound to everyone) reads no
 // ConfigMaps and no RoleBindings of the cluster.
 func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	user := "viewer-" + rand.String(5)
-	bind(t, kube, user, rbac.ViewerRole)
-	asCfg := rest.CopyConfig(cfg)
-	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	_, asCfg, _ := roleHolder(t, "viewer", rbac.ViewerRole)
 	as := kubernetes.NewForConfigOrDie(asCfg)
 	if _, err := as.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("viewer reads a kube-system ConfigMap: %v", err)
@@ -489,20 +456,10 @@ func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
 // bindings turned into something else. Every request is a server-side dry run.
 // What the console itself writes for a team and the policy stays allowed.
 func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
+	cfg, asCfg, _ := roleHolder(t, "admin", rbac.AdminRole)
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
-	user := "admin-" + id
-	bind(t, kube, user, rbac.AdminRole)
-	asCfg := rest.CopyConfig(cfg)
-	asCfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	as, asKueue := kubernetes.NewForConfigOrDie(asCfg), kueueclient.NewForConfigOrDie(asCfg)
 	w := newWorld(t, kube, kq, id)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}

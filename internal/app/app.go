@@ -117,10 +117,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	return a, nil
 }
 
-// Pages are what the pages are built on; a test may change some before
-// handlers.New.
-func (a *App) Pages() handlers.Config { return a.pages }
-
 // Handler serves the console's pages.
 func (a *App) Handler() http.Handler { return handlers.New(a.pages) }
 

@@ -1,12 +1,9 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -329,43 +326,6 @@ func TestTokenSessionEndsWithTheTokenAgainstSandbox(t *testing.T) {
 	}
 }
 
-// Slow clients held connections forever: headers sent a byte at a time, a
-// body that never ends.
-func TestServerDropsSlowClients(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusOK)
-	})
-	srv := handlers.NewHTTPServer(h, handlers.Timeouts{ReadHeader: 300 * time.Millisecond, Read: 600 * time.Millisecond, Idle: time.Second, Write: time.Second})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	slow := func(name string, send func(net.Conn)) {
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		start := time.Now()
-		send(conn)
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err = bufio.NewReader(conn).ReadString('\n')
-		for err == nil {
-			_, err = bufio.NewReader(conn).ReadString('\n')
-		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("%s: the connection stayed open %v", name, d.Round(100*time.Millisecond))
-		}
-	}
-	slow("headers never finished", func(c net.Conn) { _, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n")) })
-	slow("body never finished", func(c net.Conn) {
-		_, _ = c.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc"))
-	})
-}
-
 // Every open live update stream holds a connection and a goroutine: one
 // user opening hundreds of them, or many users, exhausted the console.
 func TestLiveStreamsAreCapped(t *testing.T) {
@@ -379,21 +339,7 @@ func TestLiveStreamsAreCapped(t *testing.T) {
 	other := bindUser(t, c.kube, "viewer", rbac.ViewerRole)
 	srv := httptest.NewServer(c.h)
 	t.Cleanup(srv.Close)
-	open := func(user string) int {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events?view=%2Ftasks", nil)
-		req.Header.Set(auth.DefaultUserHeader, user)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.StatusCode != http.StatusOK {
-			res.Body.Close()
-			return res.StatusCode
-		}
-		t.Cleanup(func() { res.Body.Close() })
-		_, _ = bufio.NewReader(res.Body).ReadString('\n') // the stream is open
-		return res.StatusCode
-	}
+	open := func(user string) int { return webtest.OpenStream(t, srv.URL, "/tasks", auth.DefaultUserHeader, user) }
 	for i, want := range []int{200, 200, 503} {
 		if got := open(viewer); got != want {
 			t.Errorf("stream %d of one user: %d, want %d", i+1, got, want)

@@ -64,9 +64,9 @@ type setup struct {
 	config func(*rest.Config)
 	// consoleAs is the console's own identity when it is not the test's
 	// (the ServiceAccount of deploy/rbac).
-	consoleAs *rest.Config
-	settings  domain.Settings
-	history   app.TaskHistoryConfig
+	consoleAs   *rest.Config
+	settings    domain.Settings
+	taskHistory app.TaskHistoryConfig
 	// pages changes what the pages are built on (the sign-in, the
 	// limits, a Prometheus that is down, the task history they read).
 	pages func(*handlers.Config)
@@ -112,12 +112,12 @@ func startConsole(t *testing.T, s setup) console {
 	if s.settings == (domain.Settings{}) {
 		s.settings = ownSettings()
 	}
-	if s.history.Driver == "" && s.history.Store == nil {
-		s.history.Driver = app.TaskHistoryOff
+	if s.taskHistory.Driver == "" && s.taskHistory.Store == nil {
+		s.taskHistory.Driver = app.TaskHistoryOff
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	a, err := app.New(ctx, app.Config{Settings: s.settings, Clients: clients, Server: cfg.Host, TaskHistory: s.history,
+	a, err := app.New(ctx, app.Config{Settings: s.settings, Clients: clients, Server: cfg.Host, TaskHistory: s.taskHistory,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -24,15 +24,15 @@ import (
 // memberConsole is a console in proxy mode on the sandbox, reading history
 // from st, with two teams an admin created: the first has member as its
 // one user, the second no member.
-func memberConsole(t *testing.T, st *taskhistory.Store, member string, teams ...string) *historyConsole {
+func memberConsole(t *testing.T, st *taskhistory.Store, member string, teams ...string) *taskHistoryConsole {
 	t.Helper()
-	s := historySettings()
+	s := taskHistorySettings()
 	proxy := proxyAuth()
 	var history handlers.TaskHistory
 	if st != nil {
-		history = storeHistory(st)
+		history = storeTaskHistory(st)
 	}
-	hc := startHistoryConsole(t, s, history, nil, func(d *handlers.Config) { d.Auth = proxy })
+	hc := startTaskHistoryConsole(t, s, history, nil, func(d *handlers.Config) { d.Auth = proxy })
 	t.Cleanup(func() { cleanupTeams(hc.console) })
 	admin := hc.as(t, bindUser(t, hc.kube, "admin", rbac.AdminRole), "platform")
 	admin.Get("/teams/new")
@@ -57,7 +57,7 @@ func memberConsole(t *testing.T, st *taskhistory.Store, member string, teams ...
 // and JobUID). They now see B's team and class only; a platform viewer
 // still sees the task.
 func TestPreemptorOfATeamTheViewerMayNotSeeIsNotNamed(t *testing.T) {
-	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
+	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
 		st := hs.open(t)
 		id := rand.String(4)
 		victim, taker, member := "victim-"+id, "taker-"+id, "member-"+rand.String(5)
@@ -142,10 +142,10 @@ func TestForbiddenTeamNameIsQuotedAndShort(t *testing.T) {
 // it, for every viewer: the database server's name and address, its user
 // and driver. The pages now say the history is unavailable in a plain
 // sentence, and the error goes to the log.
-func TestHistoryErrorsAreLoggedNotShown(t *testing.T) {
-	s := historySettings()
+func TestTaskHistoryErrorsStayInTheLog(t *testing.T) {
+	s := taskHistorySettings()
 	secret := "task history store postgres://db.internal.example:5432/quota_console: failed to connect to `user=console database=quota_console`: dial tcp 10.1.2.3:5432: connect: connection refused"
-	hc := startHistoryConsole(t, s, app.NewTaskHistory(nil, errors.New(secret)), nil, nil)
+	hc := startTaskHistoryConsole(t, s, app.NewTaskHistory(nil, errors.New(secret)), nil, nil)
 	t.Cleanup(func() { cleanupTeams(hc.console) })
 	team := "dsn-" + rand.String(4)
 	createTeam(t, hc.console, webtest.TeamForm(team, "2"))

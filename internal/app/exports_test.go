@@ -104,10 +104,10 @@ func fillReport(t *testing.T, st *taskhistory.Store, s domain.Settings, team str
 // exports hold no connection while they wait for the client, and one user
 // may run only a few exports at once (the others get 429 and a sentence).
 func TestStalledCSVDownloadsStarveNothing(t *testing.T) {
-	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
-		s := historySettings()
+	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
+		s := taskHistorySettings()
 		st := hs.open(t)
-		hc := startHistoryConsole(t, s, storeHistory(st), nil, nil)
+		hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), nil, nil)
 		team := "export-" + rand.String(4)
 		fillReport(t, st, s, team, 3000)
 

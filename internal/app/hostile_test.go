@@ -118,22 +118,7 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 	}
 
 	// HTML: every page, including ones that reflect the URL's values.
-	q := url.QueryEscape
-	pages := []string{
-		"/", "/teams", "/teams/" + team + "/edit", "/teams/" + team + "/delete", "/teams/new",
-		"/usage", "/usage/" + team, "/tasks", "/tasks?state=all", "/tasks?team=" + team + "&state=all", "/policy",
-		"/reports/usage",
-	}
-	for _, p := range webtest.HostilePayloads {
-		pages = append(pages,
-			"/teams?saved="+q(p), "/teams?deleted="+q(p), "/policy?saved="+q(p),
-			"/tasks?team="+q(p)+"&class="+q(p)+"&state="+q(p)+"&window="+q(p)+"&borrowing="+q(p),
-			"/usage?resource="+q(p), "/usage/"+team+"?range="+q(p),
-			"/reports/usage?from="+q(p)+"&to="+q(p),
-			"/teams/derive?instanceType="+q(p)+"&gpus="+q(p),
-			"/usage/"+url.PathEscape(p), "/teams/"+url.PathEscape(p)+"/edit")
-	}
-	for _, path := range pages {
+	for _, path := range webtest.HostilePages(team) {
 		rec := c.request(t, http.MethodGet, path, "", "")
 		if rec.Code >= 500 {
 			t.Errorf("GET %s: %d\n%s", path, rec.Code, rec.Body.String())

@@ -45,7 +45,7 @@ func (r *clusterReads) Overview() (domain.Overview, error) {
 	return domain.BuildOverview(r.settings, nodes, queues), nil
 }
 
-func (r *clusterReads) Teams() []domain.StoredTeam { return r.cache.Teams(r.settings) }
+func (r *clusterReads) Teams() []domain.TeamState { return r.cache.Teams(r.settings) }
 
 func (r *clusterReads) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
 	return r.cache.Team(r.settings, name)

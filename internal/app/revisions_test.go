@@ -42,7 +42,7 @@ func auditProxyConsole(t *testing.T) console {
 // History, diff and one-click rollback, as a signed-in admin behind the
 // proxy: every form carries the CSRF token, every write is made as the admin
 // and names them in the audit annotations, the revisions and the Events.
-func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
+func TestTeamRevisionsAndRollbackAgainstSandbox(t *testing.T) {
 	c := auditProxyConsole(t)
 	ctx := context.Background()
 	adminName := bindUser(t, c.kube, "admin", rbac.AdminRole)
@@ -62,7 +62,7 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 
 	code, body := admin.Get("/teams/hist/history")
 	if code != http.StatusOK {
-		t.Fatalf("GET history: %d\n%s", code, body)
+		t.Fatalf("GET the revisions: %d\n%s", code, body)
 	}
 	webtest.MustContain(t, "history", body, `data-rev="2"`, `data-rev="1"`, adminName,
 		"quota ml.p5.48xlarge GPUs 4 → 6", "borrow limit 50 % → 100 %", "Enabled → Disabled",
@@ -119,7 +119,7 @@ func TestTeamHistoryAndRollbackAgainstSandbox(t *testing.T) {
 	viewer := c.as(t, viewerName)
 	code, body = viewer.Get("/teams/hist/history")
 	if code != http.StatusOK {
-		t.Errorf("viewer GET history: %d", code)
+		t.Errorf("viewer GET the revisions: %d", code)
 	}
 	webtest.MustContain(t, "viewer's history", body, `id="read-only-note"`, "may not change ClusterQueues")
 	if !strings.Contains(body, "may not read the revision history") {
@@ -221,7 +221,7 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 
 // The policy history page: diffs, hand edits of the priority classes with
 // re-apply, and rollback.
-func TestPolicyHistoryAgainstSandbox(t *testing.T) {
+func TestPolicyRevisionsAgainstSandbox(t *testing.T) {
 	c := auditConsole(t, nil)
 	ctx := context.Background()
 	id := rand.String(4)

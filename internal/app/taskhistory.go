@@ -68,15 +68,6 @@ type TaskHistory struct {
 	recorded chan struct{}
 }
 
-// NewTaskHistory is the task history of store, or, without one, none, for
-// the reason err.
-func NewTaskHistory(store *taskhistory.Store, err error) *TaskHistory {
-	if store == nil && err == nil {
-		err = errors.New("the console runs without a task history")
-	}
-	return &TaskHistory{store: store, err: err}
-}
-
 // Store is the store, or why there is none.
 func (h *TaskHistory) Store() (*taskhistory.Store, error) {
 	h.mu.RLock()
@@ -189,12 +180,12 @@ const retryOpen = 30 * time.Second
 // not.
 func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*TaskHistory, error) {
 	h := &TaskHistory{}
-	r.metrics.RegisterHistory(h.leading.Load, func() metrics.HistoryStats {
+	r.metrics.RegisterTaskHistory(h.leading.Load, func() metrics.TaskHistoryStats {
 		if rec := h.recorder.Load(); rec != nil {
 			st := rec.Stats()
-			return metrics.HistoryStats{Written: st.Written, Dropped: st.Dropped, WriteErrors: st.WriteErrors}
+			return metrics.TaskHistoryStats{Written: st.Written, Dropped: st.Dropped, WriteErrors: st.WriteErrors}
 		}
-		return metrics.HistoryStats{}
+		return metrics.TaskHistoryStats{}
 	})
 	if o.Lease == "" {
 		o.Lease = DefaultLease
@@ -343,8 +334,8 @@ func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistor
 	})
 	h.recorder.Store(rec)
 	// A local run may have no state namespace yet: the Lease lives there.
-	kueue.EnsureNamespace(ctx, r.kube, r.settings.StateNamespace, r.log)
-	err := leader.Run(ctx, leader.Config{Client: r.kube, Namespace: r.settings.StateNamespace, Name: o.Lease, Identity: identity, Log: r.log},
+	kueue.EnsureNamespace(ctx, r.kube, r.settings.State(), r.log)
+	err := leader.Run(ctx, leader.Config{Client: r.kube, Namespace: r.settings.State(), Name: o.Lease, Identity: identity, Log: r.log},
 		func(ctx context.Context) {
 			h.leading.Store(true)
 			defer h.leading.Store(false)

@@ -44,12 +44,12 @@ import (
 // temporary file and a fresh database on the sandbox's PostgreSQL, and the
 // same case runs on both.
 
-// historyStore is where one subtest's task history lives.
-type historyStore struct{ cfg taskhistory.Config }
+// taskHistoryStore is where one subtest's task history lives.
+type taskHistoryStore struct{ cfg taskhistory.Config }
 
 // open opens the store (again, for a restart); it is closed when the test
 // ends.
-func (hs historyStore) open(t *testing.T) *taskhistory.Store {
+func (hs taskHistoryStore) open(t *testing.T) *taskhistory.Store {
 	t.Helper()
 	st, err := taskhistory.Open(context.Background(), hs.cfg)
 	if err != nil {
@@ -59,44 +59,44 @@ func (hs historyStore) open(t *testing.T) *taskhistory.Store {
 	return st
 }
 
-// forEachHistoryStore runs fn, in parallel, on a SQLite file and on a
+// forEachTaskHistoryStore runs fn, in parallel, on a SQLite file and on a
 // fresh PostgreSQL database of the sandbox (dropped when the test ends).
-func forEachHistoryStore(t *testing.T, fn func(t *testing.T, hs historyStore)) {
+func forEachTaskHistoryStore(t *testing.T, fn func(t *testing.T, hs taskHistoryStore)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		fn(t, historyStore{cfg: taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: filepath.Join(t.TempDir(), "history.db")}})
+		fn(t, taskHistoryStore{cfg: taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: filepath.Join(t.TempDir(), "history.db")}})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		fn(t, historyStore{cfg: taskhistory.Config{Driver: taskhistory.DriverPostgres, DSN: testenv.FreshPostgres(t)}})
+		fn(t, taskHistoryStore{cfg: taskhistory.Config{Driver: taskhistory.DriverPostgres, DSN: testenv.FreshPostgres(t)}})
 	})
 }
 
-// historyConsole is a console on the sandbox whose pages read a task
+// taskHistoryConsole is a console on the sandbox whose pages read a task
 // history; close stops it (its recorder's run ended in the store).
-type historyConsole struct {
+type taskHistoryConsole struct {
 	console
 	close func()
 }
 
-// historySettings are a console's own prefix and cohort (admin-scope.yaml
+// taskHistorySettings are a console's own prefix and cohort (admin-scope.yaml
 // lets admins write hyperpod-ns- namespaces only).
-func historySettings() domain.Settings {
+func taskHistorySettings() domain.Settings {
 	id := rand.String(5)
 	return domain.Settings{NamespacePrefix: "hyperpod-ns-" + id + "-", Cohort: "cohort-" + id}
 }
 
-// startHistoryConsole starts a console with settings s whose pages read
+// startTaskHistoryConsole starts a console with settings s whose pages read
 // history (nil: none). With record, the app records to it as cmd/console's
 // does: fed by the cache's hooks, backfilled from the apiserver, while it
 // holds a Lease of its own, until close (or the test's end).
-func startHistoryConsole(t *testing.T, s domain.Settings, history handlers.TaskHistory, record *taskhistory.Store, pages func(*handlers.Config)) *historyConsole {
+func startTaskHistoryConsole(t *testing.T, s domain.Settings, history handlers.TaskHistory, record *taskhistory.Store, pages func(*handlers.Config)) *taskHistoryConsole {
 	t.Helper()
 	th := app.TaskHistoryConfig{Driver: app.TaskHistoryOff}
 	if record != nil {
 		th = app.TaskHistoryConfig{Store: record, Lease: "test-" + rand.String(8), Identity: "app-test-" + rand.String(5)}
 	}
-	c := startConsole(t, setup{settings: s, history: th, pages: func(p *handlers.Config) {
+	c := startConsole(t, setup{settings: s, taskHistory: th, pages: func(p *handlers.Config) {
 		p.TaskHistory = history
 		if pages != nil {
 			pages(p)
@@ -114,7 +114,7 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history handlers.TaskH
 		}
 	}
 	var once sync.Once
-	hc := &historyConsole{console: c, close: func() {
+	hc := &taskHistoryConsole{console: c, close: func() {
 		once.Do(func() {
 			c.stop()
 			_ = c.app.Close() // the run is ended in the store
@@ -124,13 +124,13 @@ func startHistoryConsole(t *testing.T, s domain.Settings, history handlers.TaskH
 	return hc
 }
 
-// storeHistory is the task history of an open store.
-func storeHistory(st *taskhistory.Store) handlers.TaskHistory { return app.NewTaskHistory(st, nil) }
+// storeTaskHistory is the task history of an open store.
+func storeTaskHistory(st *taskhistory.Store) handlers.TaskHistory { return app.NewTaskHistory(st, nil) }
 
-// historyJob submits a suspended Job to the team's queue: pods pods of gpus
+// taskJob submits a suspended Job to the team's queue: pods pods of gpus
 // GPUs and one vCPU each, of class ("" for none); runFor > 0 makes its pods
 // complete after that long.
-func (c console) historyJob(t *testing.T, team, name, class string, pods int32, gpus int64, runFor time.Duration) *batchv1.Job {
+func (c console) taskJob(t *testing.T, team, name, class string, pods int32, gpus int64, runFor time.Duration) *batchv1.Job {
 	t.Helper()
 	return testenv.Submit(t, c.kube, testenv.Job{Namespace: c.settings.Namespace(team), LocalQueue: c.settings.LocalQueue(team),
 		Name: name, Class: class, Pods: pods, GPUs: gpus, RunFor: runFor})
@@ -154,17 +154,6 @@ func csvRecords(t *testing.T, c console, path string, key func(map[string]string
 	t.Helper()
 	header, rows := csvTable(t, c, path)
 	return webtest.CSVRecords(header, rows, key)
-}
-
-func (c console) priorityClass(t *testing.T, name string, value int32) {
-	t.Helper()
-	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Create(context.Background(), wpc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
 }
 
 // bareWorkload queues a Workload of its own (no Job) of pods pods, each
@@ -343,16 +332,16 @@ func secondsOf(d time.Duration) string { return fmt.Sprint(int64(d.Round(time.Se
 // on the page and in the CSVs. Without the history they are gone, so they
 // come from it.
 func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
-	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
-		s := historySettings()
+	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
+		s := taskHistorySettings()
 		team, class := "stats-"+rand.String(4), "hist-"+rand.String(5)
 		st := hs.open(t)
-		hc := startHistoryConsole(t, s, storeHistory(st), st, nil)
+		hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), st, nil)
 		t.Cleanup(func() { cleanupTeams(hc.console) })
-		hc.priorityClass(t, class, 77)
+		testenv.PriorityClass(t, hc.kueue, class, 77)
 		createTeam(t, hc.console, webtest.TeamForm(team, "8"))
 
-		j := hc.historyJob(t, team, "quick", class, 1, 2, 2*time.Second)
+		j := hc.taskJob(t, team, "quick", class, 1, 2, 2*time.Second)
 		wl := hc.workloadOf(t, j, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
 		admitted, finished := since(wl, kueuev1beta2.WorkloadAdmitted), since(wl, kueuev1beta2.WorkloadFinished)
 		waitFrom := wl.CreationTimestamp.Time
@@ -405,7 +394,7 @@ func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		st2 := hs.open(t)
-		restarted := startHistoryConsole(t, s, storeHistory(st2), st2, nil)
+		restarted := startTaskHistoryConsole(t, s, storeTaskHistory(st2), st2, nil)
 		after := converge(t, "the same statistics after the restart", func() taskStatsFigures { return figures(restarted.console) },
 			func(f taskStatsFigures) bool { return cmp.Equal(before, f) })
 		if diff := cmp.Diff(before, after); diff != "" {
@@ -450,18 +439,18 @@ func waitAllowed(t *testing.T, kube kubernetes.Interface, user, namespace string
 // preempting team. A member of the preempted team sees it; a member of
 // another team does not.
 func TestPreemptionHistoryPage(t *testing.T) {
-	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
-		s := historySettings()
+	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
+		s := taskHistorySettings()
 		proxy := proxyAuth()
 		st := hs.open(t)
-		hc := startHistoryConsole(t, s, storeHistory(st), st, func(d *handlers.Config) { d.Auth = proxy })
+		hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), st, func(d *handlers.Config) { d.Auth = proxy })
 		t.Cleanup(func() { cleanupTeams(hc.console) })
 
 		id := rand.String(4)
 		victim, taker, other := "borrower-"+id, "lender-"+id, "other-"+id
 		low, high := "low-"+rand.String(5), "high-"+rand.String(5)
-		hc.priorityClass(t, low, 10)
-		hc.priorityClass(t, high, 1000)
+		testenv.PriorityClass(t, hc.kueue, low, 10)
+		testenv.PriorityClass(t, hc.kueue, high, 1000)
 		victimMember, otherMember := "member-"+rand.String(5), "member-"+rand.String(5)
 		admin := hc.as(t, bindUser(t, hc.kube, "admin", rbac.AdminRole), "platform")
 		admin.Get("/teams/new")
@@ -478,11 +467,11 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		}
 
 		// The borrower runs 16 GPUs on 8 of its own: 8 borrowed from the lender.
-		victimJob := hc.historyJob(t, victim, "big", low, 2, 8, 0)
+		victimJob := hc.taskJob(t, victim, "big", low, 2, 8, 0)
 		admittedWL := hc.workloadOf(t, victimJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		admittedAt := since(admittedWL, kueuev1beta2.WorkloadAdmitted)
 		time.Sleep(3 * time.Second) // some work to lose
-		urgentJob := hc.historyJob(t, taker, "urgent", high, 1, 8, 0)
+		urgentJob := hc.taskJob(t, taker, "urgent", high, 1, 8, 0)
 		preempted := hc.workloadOf(t, victimJob, "preempted", testenv.CondTrue(kueuev1beta2.WorkloadPreempted))
 		urgent := hc.workloadOf(t, urgentJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		cond := apimeta.FindStatusCondition(preempted.Status.Conditions, kueuev1beta2.WorkloadPreempted)
@@ -533,7 +522,7 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		// The page, with its filters, as the admin.
 		_, page := admin.Get("/preemptions")
 		row := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[victimKey]
-		wantRow := []string{historyMinute(cond.LastTransitionTime.Time), victimKey, victim, low, fmt.Sprint(victimGPUs),
+		wantRow := []string{recordedMinute(cond.LastTransitionTime.Time), victimKey, victim, low, fmt.Sprint(victimGPUs),
 			urgent.Namespace + "/" + urgent.Name, taker, high, reasonWords, lost}
 		if diff := cmp.Diff(wantRow, row); diff != "" {
 			t.Errorf("the preemption on /preemptions (-want +page):\n%s", diff)
@@ -600,17 +589,17 @@ func TestPreemptionHistoryPage(t *testing.T) {
 	})
 }
 
-// historyMinute is how the pages show a recorded time.
-func historyMinute(at time.Time) string { return at.UTC().Format("2006-01-02 15:04 UTC") }
+// recordedMinute is how the pages show a recorded time.
+func recordedMinute(at time.Time) string { return at.UTC().Format("2006-01-02 15:04 UTC") }
 
 // Without a task history (none, a store that does not answer, a store
 // closed while the console runs), every page built on it answers: HTML
 // pages 200 and say the history is unavailable; the Tasks page's CSVs
 // fall back to the live figures; the CSVs that only the history can fill
 // answer 503 with the same words rather than an empty table.
-func TestHistoryPagesWithoutAStore(t *testing.T) {
-	s := historySettings()
-	base := startHistoryConsole(t, s, nil, nil, nil)
+func TestTaskHistoryPagesWhenTheStoreCloses(t *testing.T) {
+	s := taskHistorySettings()
+	base := startTaskHistoryConsole(t, s, nil, nil, nil)
 	t.Cleanup(func() { cleanupTeams(base.console) })
 	team := "nohist-" + rand.String(4)
 	createTeam(t, base.console, webtest.TeamForm(team, "2"))
@@ -672,9 +661,9 @@ func TestHistoryPagesWithoutAStore(t *testing.T) {
 		webtest.MustContain(t, "Tasks page", body, "The task history is unavailable right now.", "The figures cover only the tasks that still exist in the cluster.")
 		webtest.MustNotContain(t, "Tasks page", body, "connection refused") // logged, not shown
 	})
-	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
+	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
 		st := hs.open(t)
-		c := base.with(func(d *handlers.Config) { d.TaskHistory = storeHistory(st) })
+		c := base.with(func(d *handlers.Config) { d.TaskHistory = storeTaskHistory(st) })
 		// While it answers: no note, and the CSVs are tables.
 		var answering []page
 		for _, p := range unavailable {
@@ -700,21 +689,21 @@ func TestHistoryPagesWithoutAStore(t *testing.T) {
 // test computes from the Workloads it ran: GPUs (and vCPUs) × admission to
 // finish.
 func TestUsageReportPages(t *testing.T) {
-	forEachHistoryStore(t, func(t *testing.T, hs historyStore) {
-		s := historySettings()
+	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
+		s := taskHistorySettings()
 		st := hs.open(t)
 		recording := time.Now()
-		hc := startHistoryConsole(t, s, storeHistory(st), st, nil)
+		hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), st, nil)
 		t.Cleanup(func() { cleanupTeams(hc.console) })
 		team, class := "report-"+rand.String(4), "rep-"+rand.String(5)
-		hc.priorityClass(t, class, 50)
+		testenv.PriorityClass(t, hc.kueue, class, 50)
 		createTeam(t, hc.console, webtest.TeamForm(team, "384"))
 
 		// Two tasks of their own Workloads (Kueue admits them on quota; the
 		// test finishes them), one Job that KWOK runs to completion.
 		hc.bareWorkload(t, team, "wide", 32, 8, 24)
 		hc.bareWorkload(t, team, "narrow", 8, 8, 4)
-		job := hc.historyJob(t, team, "small", class, 1, 2, 2*time.Second)
+		job := hc.taskJob(t, team, "small", class, 1, 2, 2*time.Second)
 		wide := hc.workload(t, team, "wide", "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		hc.workload(t, team, "narrow", "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		time.Sleep(3 * time.Second) // some use to count

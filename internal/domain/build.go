@@ -136,8 +136,10 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 				WithFlavors(flavors...)))
 
 	nsAnnotations := map[string]string{}
-	if t.Description != "" {
-		nsAnnotations["quota-console.openquota.dev/description"] = t.Description
+	for _, text := range TeamTexts {
+		if v := *text.Of(&t); v != "" {
+			nsAnnotations[text.Annotation] = v
+		}
 	}
 	return TeamObjects{
 		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithLabels(map[string]string{PodSecurityEnforceLabel: s.TeamPodSecurity()}).

@@ -17,8 +17,10 @@ func DiffTeams(before, after Team) []string {
 	if before.Enabled != after.Enabled {
 		out = append(out, enabledWord(before.Enabled)+" → "+enabledWord(after.Enabled))
 	}
-	if before.Description != after.Description {
-		out = append(out, fmt.Sprintf("description %s → %s", quoteOrNone(before.Description), quoteOrNone(after.Description)))
+	for _, text := range TeamTexts {
+		if b, a := *text.Of(&before), *text.Of(&after); b != a {
+			out = append(out, fmt.Sprintf("%s %s → %s", text.Words, quoteOrNone(b), quoteOrNone(a)))
+		}
 	}
 	if before.FairShareWeight != after.FairShareWeight {
 		out = append(out, fmt.Sprintf("fair-share weight %d → %d", before.FairShareWeight, after.FairShareWeight))

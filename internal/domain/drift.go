@@ -33,9 +33,9 @@ func (d Drift) String() string {
 	return fmt.Sprintf("%s: %s is %s in the cluster, the allocation says %s", d.Object, d.Field, d.Got, d.Want)
 }
 
-// TeamLive is a team's objects as the cluster has them; nil (or absent from
+// LiveTeamObjects is a team's objects as the cluster has them; nil (or absent from
 // Flavors) when missing.
-type TeamLive struct {
+type LiveTeamObjects struct {
 	ClusterQueue *kueuev1beta2.ClusterQueue
 	LocalQueue   *kueuev1beta2.LocalQueue
 	Flavors      map[string]*kueuev1beta2.ResourceFlavor
@@ -47,7 +47,7 @@ type TeamLive struct {
 // labels. Fields Kueue defaults when they are left out compare as their
 // default; fields the console does not set (admission checks, taints …) are
 // not drift.
-func DriftOf(want TeamObjects, live TeamLive) ([]Drift, error) {
+func DriftOf(want TeamObjects, live LiveTeamObjects) ([]Drift, error) {
 	var out []Drift
 	var cq kueuev1beta2.ClusterQueue
 	if err := viaJSON(want.ClusterQueue, &cq); err != nil {
@@ -385,7 +385,7 @@ func membersWord(ms []Member) string {
 type DriftReport struct {
 	Team        Team
 	Saved       bool
-	Live        TeamLive
+	Live        LiveTeamObjects
 	Differences []Drift
 }
 

@@ -15,9 +15,9 @@ var driftSettings = Settings{NamespacePrefix: "hp-", Cohort: "pool"}
 
 // liveOf is what the cluster holds right after applying objs: the built
 // objects as API types, with what Kueue defaults filled in.
-func liveOf(t *testing.T, objs TeamObjects) TeamLive {
+func liveOf(t *testing.T, objs TeamObjects) LiveTeamObjects {
 	t.Helper()
-	live := TeamLive{ClusterQueue: &kueuev1beta2.ClusterQueue{}, LocalQueue: &kueuev1beta2.LocalQueue{},
+	live := LiveTeamObjects{ClusterQueue: &kueuev1beta2.ClusterQueue{}, LocalQueue: &kueuev1beta2.LocalQueue{},
 		Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
 	if err := viaJSON(objs.ClusterQueue, live.ClusterQueue); err != nil {
 		t.Fatal(err)
@@ -77,50 +77,50 @@ func TestDriftOf(t *testing.T) {
 	const cq, lq, p5 = "ClusterQueue hp-research-clusterqueue", "LocalQueue hp-research/hp-research-localqueue", "ml.p5.48xlarge"
 	cases := []struct {
 		name string
-		edit func(*TeamLive)
+		edit func(*LiveTeamObjects)
 		want []Drift
 	}{
-		{"as applied, with Kueue's defaults", func(*TeamLive) {}, nil},
-		{"same values written differently", func(l *TeamLive) {
+		{"as applied, with Kueue's defaults", func(*LiveTeamObjects) {}, nil},
+		{"same values written differently", func(l *LiveTeamObjects) {
 			resourceOf(l.ClusterQueue, p5, corev1.ResourceCPU).NominalQuota = resource.MustParse("96000m")
 			resourceOf(l.ClusterQueue, p5, corev1.ResourceMemory).NominalQuota = resource.MustParse("1048576Mi")
 			l.ClusterQueue.Spec.FairSharing.Weight = ptr.To(resource.MustParse("10"))
 		}, nil},
-		{"GPUs raised by hand", func(l *TeamLive) {
+		{"GPUs raised by hand", func(l *LiveTeamObjects) {
 			resourceOf(l.ClusterQueue, p5, ResourceGPU).NominalQuota = resource.MustParse("6")
 		}, []Drift{{Object: cq, Field: "GPUs quota on ml.p5.48xlarge", Want: "4", Got: "6"}}},
-		{"stopped by hand", func(l *TeamLive) { l.ClusterQueue.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold) },
+		{"stopped by hand", func(l *LiveTeamObjects) { l.ClusterQueue.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold) },
 			[]Drift{{Object: cq, Field: "status", Want: "Enabled (stopPolicy None)", Got: "Disabled (stopPolicy Hold)"}}},
-		{"borrowing limit removed, weight dropped to the default", func(l *TeamLive) {
+		{"borrowing limit removed, weight dropped to the default", func(l *LiveTeamObjects) {
 			resourceOf(l.ClusterQueue, p5, ResourceGPU).BorrowingLimit = nil
 			l.ClusterQueue.Spec.FairSharing = nil
 		}, []Drift{
 			{Object: cq, Field: "fair-share weight", Want: "10", Got: "1"},
 			{Object: cq, Field: "GPUs borrowing limit on ml.p5.48xlarge", Want: "2", Got: "unlimited"},
 		}},
-		{"another cohort and preemption", func(l *TeamLive) {
+		{"another cohort and preemption", func(l *LiveTeamObjects) {
 			l.ClusterQueue.Spec.CohortName = "elsewhere"
 			l.ClusterQueue.Spec.Preemption.WithinClusterQueue = kueuev1beta2.PreemptionPolicyNever
 		}, []Drift{
 			{Object: cq, Field: "cohort", Want: "pool", Got: "elsewhere"},
 			{Object: cq, Field: "preemption within the team (withinClusterQueue)", Want: "LowerPriority", Got: "Never"},
 		}},
-		{"a flavor added by hand", func(l *TeamLive) {
+		{"a flavor added by hand", func(l *LiveTeamObjects) {
 			g := &l.ClusterQueue.Spec.ResourceGroups[0]
 			g.Flavors = append(g.Flavors, kueuev1beta2.FlavorQuotas{Name: "ml.g5.2xlarge", Resources: []kueuev1beta2.ResourceQuota{
 				{Name: ResourceGPU, NominalQuota: resource.MustParse("2")}, {Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("16")}}})
 		}, []Drift{{Object: cq, Field: "quota on ml.g5.2xlarge", Got: "2 GPUs, 16 vCPU"}}},
-		{"local queue deleted", func(l *TeamLive) { l.LocalQueue = nil },
+		{"local queue deleted", func(l *LiveTeamObjects) { l.LocalQueue = nil },
 			[]Drift{{Object: lq, Field: "the LocalQueue", Want: "present"}}},
-		{"local queue pointed elsewhere", func(l *TeamLive) { l.LocalQueue.Spec.ClusterQueue = "other" },
+		{"local queue pointed elsewhere", func(l *LiveTeamObjects) { l.LocalQueue.Spec.ClusterQueue = "other" },
 			[]Drift{{Object: lq, Field: "the ClusterQueue it feeds", Want: "hp-research-clusterqueue", Got: "other"}}},
-		{"flavor deleted", func(l *TeamLive) { delete(l.Flavors, p5) },
+		{"flavor deleted", func(l *LiveTeamObjects) { delete(l.Flavors, p5) },
 			[]Drift{{Object: "ResourceFlavor ml.p5.48xlarge", Field: "the ResourceFlavor", Want: "present"}}},
-		{"flavor node label edited, taint added", func(l *TeamLive) {
+		{"flavor node label edited, taint added", func(l *LiveTeamObjects) {
 			l.Flavors[p5].Spec.NodeLabels[InstanceTypeLabel] = "ml.p4d.24xlarge"
 			l.Flavors[p5].Spec.NodeTaints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}, []Drift{{Object: "ResourceFlavor ml.p5.48xlarge", Field: "node label " + InstanceTypeLabel, Want: p5, Got: "ml.p4d.24xlarge"}}},
-		{"cluster queue deleted", func(l *TeamLive) { l.ClusterQueue = nil },
+		{"cluster queue deleted", func(l *LiveTeamObjects) { l.ClusterQueue = nil },
 			[]Drift{{Object: cq, Field: "the ClusterQueue", Want: "present"}}},
 	}
 	for _, tc := range cases {
@@ -171,26 +171,28 @@ func TestDriftWords(t *testing.T) {
 func TestAdoptTeam(t *testing.T) {
 	const p5 = "ml.p5.48xlarge"
 	const keptPercent = "Borrowing limits do not all follow one percentage: the allocation keeps its 50 % for all."
-	setAll := func(l *TeamLive, fn func(*kueuev1beta2.ResourceQuota)) { forEachResource(l.ClusterQueue, fn) }
+	setAll := func(l *LiveTeamObjects, fn func(*kueuev1beta2.ResourceQuota)) { forEachResource(l.ClusterQueue, fn) }
 	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
 	cases := []struct {
 		name string
-		edit func(*TeamLive)
+		edit func(*LiveTeamObjects)
 		want func(*Team)
 		// what applying the adopted allocation still sets back
 		remaining []string
 		notes     []string
 	}{
-		{"nothing edited", func(*TeamLive) {}, func(*Team) {}, nil, nil},
+		{"nothing edited", func(*LiveTeamObjects) {}, func(*Team) {}, nil, nil},
 		{"GPUs raised alone: vCPU stays, memory follows vCPU, EFA follows GPUs",
-			func(l *TeamLive) { resourceOf(l.ClusterQueue, p5, ResourceGPU).NominalQuota = resource.MustParse("6") },
+			func(l *LiveTeamObjects) {
+				resourceOf(l.ClusterQueue, p5, ResourceGPU).NominalQuota = resource.MustParse("6")
+			},
 			func(t *Team) {
 				t.Quota[0] = QuotaInput{InstanceType: p5, GPUs: ptr.To[int64](6), VCPU: ptr.To[int64](96)}
 			},
 			[]string{"GPUs borrowing limit on ml.p5.48xlarge", "EFA quota on ml.p5.48xlarge", "EFA borrowing limit on ml.p5.48xlarge"},
 			[]string{keptPercent, "EFA quota on ml.p5.48xlarge follows the GPUs (24), not the 16 set by hand."}},
 		{"the whole quota scaled consistently",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				for r, v := range map[corev1.ResourceName][2]string{ResourceGPU: {"6", "3"}, corev1.ResourceCPU: {"144", "72"},
 					corev1.ResourceMemory: {"1536Gi", "768Gi"}, ResourceEFA: {"24", "12"}} {
 					rq := resourceOf(l.ClusterQueue, p5, r)
@@ -199,13 +201,13 @@ func TestAdoptTeam(t *testing.T) {
 			},
 			func(t *Team) { t.Quota[0] = QuotaInput{InstanceType: p5, GPUs: ptr.To[int64](6)} }, nil, nil},
 		{"memory set by hand",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				resourceOf(l.ClusterQueue, p5, corev1.ResourceMemory).NominalQuota = resource.MustParse("300Gi")
 			},
 			func(t *Team) { t.Quota[0].MemoryGiB = ptr.To[int64](300) },
 			[]string{"memory borrowing limit on ml.p5.48xlarge"}, []string{keptPercent}},
 		{"stopped, weight and preemption changed",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				l.ClusterQueue.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
 				l.ClusterQueue.Spec.FairSharing.Weight = q("25")
 				l.ClusterQueue.Spec.Preemption.WithinClusterQueue = kueuev1beta2.PreemptionPolicyNever
@@ -213,17 +215,17 @@ func TestAdoptTeam(t *testing.T) {
 			},
 			func(t *Team) { t.Enabled, t.FairShareWeight, t.Preemption = false, 25, PreemptNever }, nil, nil},
 		{"borrowing limits doubled on every resource",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				setAll(l, func(r *kueuev1beta2.ResourceQuota) { r.BorrowingLimit = ptr.To(r.NominalQuota.DeepCopy()) })
 			},
 			func(t *Team) { t.BorrowLimitPercent = 100 }, nil, nil},
 		{"no more lending",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				setAll(l, func(r *kueuev1beta2.ResourceQuota) { r.BorrowingLimit, r.LendingLimit = q("0"), q("0") })
 			},
 			func(t *Team) { t.Lending = DontLend }, nil, nil},
 		{"borrowing limits that no one percentage explains: the stored one stays",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				resourceOf(l.ClusterQueue, p5, ResourceGPU).BorrowingLimit = q("4")
 				resourceOf(l.ClusterQueue, p5, corev1.ResourceCPU).BorrowingLimit = q("10")
 			},
@@ -231,7 +233,7 @@ func TestAdoptTeam(t *testing.T) {
 			[]string{"GPUs borrowing limit on ml.p5.48xlarge", "vCPU borrowing limit on ml.p5.48xlarge"},
 			[]string{keptPercent}},
 		{"borrowing limits that neither one nor the stored percentage explains: the GPUs' wins",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				limits := map[corev1.ResourceName]string{ResourceGPU: "4", corev1.ResourceCPU: "10", corev1.ResourceMemory: "100Gi", ResourceEFA: "1"}
 				setAll(l, func(r *kueuev1beta2.ResourceQuota) {
 					if v, ok := limits[r.Name]; ok {
@@ -243,10 +245,10 @@ func TestAdoptTeam(t *testing.T) {
 			[]string{"vCPU borrowing limit on ml.p5.48xlarge", "memory borrowing limit on ml.p5.48xlarge", "EFA borrowing limit on ml.p5.48xlarge"},
 			[]string{"Borrowing limits do not all follow one percentage: adopted 100 % (from the GPUs, or the first resource) for all."}},
 		{"another cohort cannot be adopted",
-			func(l *TeamLive) { l.ClusterQueue.Spec.CohortName = "elsewhere" },
+			func(l *LiveTeamObjects) { l.ClusterQueue.Spec.CohortName = "elsewhere" },
 			func(*Team) {}, []string{"cohort"}, nil},
 		{"an unknown instance type is left out",
-			func(l *TeamLive) {
+			func(l *LiveTeamObjects) {
 				g := &l.ClusterQueue.Spec.ResourceGroups[0]
 				g.Flavors = append(g.Flavors, kueuev1beta2.FlavorQuotas{Name: "custom-type", Resources: []kueuev1beta2.ResourceQuota{
 					{Name: ResourceGPU, NominalQuota: resource.MustParse("1"), BorrowingLimit: q("0")}}})

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Revision history. Every change of a team or of the cluster policy through
+// Revisions. Every change of a team or of the cluster policy through
 // the Applier is recorded as a revision in a ConfigMap, in the cluster, so it
 // survives console restarts and every console replica sees it. The
 // ConfigMaps live in the console's own namespace (Settings.State), which
@@ -18,29 +18,31 @@ import (
 // after the user's change went through, so "by" and "at" are the console's
 // word.
 //
-//   - a team's history is the ConfigMap <clusterqueue-name>-history; deleting
-//     the team deletes it;
-//   - the policy's history is the ConfigMap <cohort>-policy-history.
+//   - a team's revisions are the ConfigMap <clusterqueue-name>-history;
+//     deleting the team deletes it;
+//   - the policy's revisions are the ConfigMap <cohort>-policy-history.
 //
 // Each data key rev-000123 holds one revision as JSON. Only the newest
 // RevisionLimit revisions are kept (fewer if they would not fit in a ConfigMap).
 const (
 	RevisionLimit = 50
-	// RevisionsLabel marks history ConfigMaps: "team" or "policy".
+	// RevisionsLabel marks the revisions ConfigMaps: "team" or "policy".
 	RevisionsLabel = "quota-console.openquota.dev/history"
 
-	historySuffix       = "-history"
-	policyHistorySuffix = "-policy-history"
-	revisionKeyPrefix   = "rev-"
+	teamRevisionsSuffix   = "-history"
+	policyRevisionsSuffix = "-policy-history"
+	revisionKeyPrefix     = "rev-"
 	// ConfigMaps hold at most 1 MiB; keep room for metadata.
 	maxRevisionsBytes = 900 << 10
 )
 
 // TeamRevisionsName is the ConfigMap holding a team's revisions, in Settings.State().
-func TeamRevisionsName(s Settings, team string) string { return s.ClusterQueue(team) + historySuffix }
+func TeamRevisionsName(s Settings, team string) string {
+	return s.ClusterQueue(team) + teamRevisionsSuffix
+}
 
 // PolicyRevisionsName is the ConfigMap holding the policy's revisions, in Settings.State().
-func PolicyRevisionsName(s Settings) string { return s.Cohort + policyHistorySuffix }
+func PolicyRevisionsName(s Settings) string { return s.Cohort + policyRevisionsSuffix }
 
 // Action is what a revision did.
 type Action string
@@ -81,7 +83,7 @@ func FindRevision[T any](revs []Revision[T], n int) (Revision[T], bool) {
 
 func revisionKey(n int) string { return fmt.Sprintf("%s%06d", revisionKeyPrefix, n) }
 
-// DecodeRevisions reads a history ConfigMap's data, oldest first. Entries
+// DecodeRevisions reads a revisions ConfigMap's data, oldest first. Entries
 // that do not decode (edited by hand) are skipped.
 func DecodeRevisions[T any](data map[string]string) []Revision[T] {
 	var out []Revision[T]

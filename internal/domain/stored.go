@@ -7,9 +7,9 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// StoredTeam is a team the console manages: the allocation it acts on
+// TeamState is a team the console manages: the allocation it acts on
 // (TrustedTeam) and its ClusterQueue.
-type StoredTeam struct {
+type TeamState struct {
 	Team
 	ClusterQueue *kueuev1beta2.ClusterQueue
 }
@@ -65,7 +65,7 @@ func TrustedTeam(cq *kueuev1beta2.ClusterQueue, latest *TeamRevision) (t Team, s
 	return t, false, true
 }
 
-// LatestRevisionData keeps, of a history ConfigMap's data, the newest
+// LatestRevisionData keeps, of a revisions ConfigMap's data, the newest
 // revision's entry only: all a team's current allocation needs.
 func LatestRevisionData(data map[string]string) map[string]string {
 	newest := ""
@@ -80,7 +80,7 @@ func LatestRevisionData(data map[string]string) map[string]string {
 	return map[string]string{newest: data[newest]}
 }
 
-// LatestRevision is the newest revision of a history ConfigMap's data (nil
+// LatestRevision is the newest revision of a revisions ConfigMap's data (nil
 // when none decodes).
 func LatestRevision[T any](data map[string]string) *Revision[T] {
 	revs := DecodeRevisions[T](data)

@@ -75,7 +75,7 @@ func TestTrustedTeam(t *testing.T) {
 			if diff := cmp.Diff(tc.wantDiffers, AllocationDrift(tc.cq, got, saved)); diff != "" {
 				t.Errorf("allocation drift (-want +got):\n%s", diff)
 			}
-			rep := DriftReport{Team: got, Saved: saved, Live: TeamLive{ClusterQueue: tc.cq}}
+			rep := DriftReport{Team: got, Saved: saved, Live: LiveTeamObjects{ClusterQueue: tc.cq}}
 			membersDiffer := len(tc.wantDiffers) > 0 && tc.wantDiffers[0].Field == "members in the allocation annotation"
 			if rep.MembersDrifted() != membersDiffer {
 				t.Errorf("MembersDrifted() = %v, want %v", rep.MembersDrifted(), membersDiffer)

@@ -61,7 +61,7 @@ type Task struct {
 	// without GPUs. Sorted; empty while pending.
 	Flavors []string
 	// Borrowing: the task borrows quota now (see Borrows and
-	// Snapshot.Borrowing; TaskOf cannot know it).
+	// Snapshot.Borrowing; FactsOf cannot know it).
 	Borrowing bool
 
 	Created time.Time
@@ -226,12 +226,6 @@ func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 		Reason: f.ReasonAt(now, borrowing), KueueMessage: f.KueueMessage,
 		Position: position,
 	}
-}
-
-// TaskOf reads one Workload at now, before queue positions and borrowing
-// are known. lowestClass is the class of tasks without a priority class.
-func TaskOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string, now time.Time) Task {
-	return FactsOf(wl, s, lowestClass).At(now, 0, false)
 }
 
 func intern(s string) string { return unique.Make(s).Value() }

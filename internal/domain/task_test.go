@@ -36,6 +36,12 @@ func preemptionMsg(reason, preemptorCQ string) string {
 
 const gpuShortMsg = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 4 more needed"
 
+// TaskOf reads one Workload at now, before queue positions and borrowing
+// are known. lowestClass is the class of tasks without a priority class.
+func TaskOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string, now time.Time) Task {
+	return FactsOf(wl, s, lowestClass).At(now, 0, false)
+}
+
 func TestTaskOf(t *testing.T) {
 	nlpCQ := "hyperpod-ns-nlp-clusterqueue"
 	reclaimMsg := preemptionMsg("reclamation within the cohort", "hyperpod-ns-cv-clusterqueue")

@@ -33,6 +33,23 @@ type Team struct {
 	Quota              []QuotaInput `json:"quota"`
 }
 
+// TeamText is a free-text field of a team, stated once: the form field it
+// is typed in, its length limit, the annotation of the team namespace that
+// carries it into the cluster, and its name in a revision's diff.
+type TeamText struct {
+	Key        string // the form field
+	Words      string // in sentences and revision diffs
+	Max        int    // characters
+	Annotation string // on the team namespace
+	Of         func(*Team) *string
+}
+
+// TeamTexts are the team's free-text fields.
+var TeamTexts = []TeamText{
+	{Key: "description", Words: "description", Max: 1024, Annotation: "quota-console.openquota.dev/description",
+		Of: func(t *Team) *string { return &t.Description }},
+}
+
 // Quota is a resolved quota for one instance type.
 type Quota struct {
 	GPUs      int64

@@ -14,7 +14,7 @@ import (
 )
 
 // A team field lives in about nine places (domain, builder, form, template,
-// drift and adopt, history, teams table and CSV). This test changes each
+// drift and adopt, revisions, teams table and CSV). This test changes each
 // field of a team in turn and follows it through what can lose it: the form
 // (edit form → save), the Kueue objects (build → read back), adopting hand
 // edits (objects → allocation), and the revision diff. A field added to
@@ -26,7 +26,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 		Members: []domain.Member{{Kind: "User", Name: "alice"}},
 		Quota:   []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)}},
 	}
-	type change struct {
+	type fieldEdit struct {
 		field string
 		set   func(*domain.Team)
 		// onClusterQueue: the field is stated on the ClusterQueue, so adopting
@@ -37,7 +37,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 	quota := func(set func(*domain.QuotaInput)) func(*domain.Team) {
 		return func(t *domain.Team) { set(&t.Quota[0]) }
 	}
-	changes := []change{
+	edits := []fieldEdit{
 		{"Description", func(t *domain.Team) { t.Description = "inference" }, false},
 		{"Enabled", func(t *domain.Team) { t.Enabled = false }, true},
 		{"Members", func(t *domain.Team) { t.Members = append(t.Members, domain.Member{Kind: "Group", Name: "ml"}) }, false},
@@ -55,7 +55,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 		{"Quota.MemoryGiB", quota(func(q *domain.QuotaInput) { q.MemoryGiB = ptr.To[int64](700) }), true},
 	}
 	covered := map[string]bool{"Name": true} // the name is the team's identity: it never changes
-	for _, c := range changes {
+	for _, c := range edits {
 		covered[c.field] = true
 	}
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(domain.Team{})) {
@@ -71,7 +71,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 
 	s := domain.DefaultSettings
 	shapes := domain.ShapeLookup(domain.LookupShape)
-	for _, c := range changes {
+	for _, c := range edits {
 		t.Run(c.field, func(t *testing.T) {
 			want := base
 			want.Members = append([]domain.Member(nil), base.Members...)
@@ -108,7 +108,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if drift, err := domain.DriftOf(adoptedObjs, domain.TeamLive{ClusterQueue: cq, LocalQueue: localQueue(t, objs), Flavors: flavors(t, objs)}); err != nil || len(drift) > 0 {
+				if drift, err := domain.DriftOf(adoptedObjs, domain.LiveTeamObjects{ClusterQueue: cq, LocalQueue: localQueue(t, objs), Flavors: flavors(t, objs)}); err != nil || len(drift) > 0 {
 					t.Errorf("adopting the edited ClusterQueue leaves drift %v (%v)", drift, err)
 				}
 			} else if diff := cmp.Diff(base, adopted, cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "Quota" }, cmp.Ignore())); diff != "" {

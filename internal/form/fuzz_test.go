@@ -66,7 +66,7 @@ func checkFieldErrors(t *testing.T, errs Errors, re *regexp.Regexp, rows int) {
 }
 
 // teamValues is what the browser posts for a form.
-func teamValues(f Team) url.Values {
+func teamValues(f TeamForm) url.Values {
 	v := url.Values{"name": {f.Name}, "description": {f.Description}, "enabled": {f.Enabled}, "users": {f.Users},
 		"groups": {f.Groups}, "fairShareWeight": {f.FairShareWeight}, "preemption": {f.Preemption},
 		"lending": {f.Lending}, "borrowLimit": {f.BorrowLimit}}

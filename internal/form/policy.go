@@ -15,16 +15,16 @@ const MaxPriorityClasses = 10
 // ClassRow is one priority class as typed.
 type ClassRow struct{ Name, Weight string }
 
-// Policy is the cluster policy form as typed.
-type Policy struct {
+// PolicyForm is the cluster policy form as typed.
+type PolicyForm struct {
 	Prioritization string
 	IdleAllocation string
 	Classes        []ClassRow
 }
 
 // ParsePolicy reads a posted policy form; blank class rows are dropped.
-func ParsePolicy(v url.Values) Policy {
-	p := Policy{Prioritization: v.Get("prioritization"), IdleAllocation: v.Get("idleAllocation")}
+func ParsePolicy(v url.Values) PolicyForm {
+	p := PolicyForm{Prioritization: v.Get("prioritization"), IdleAllocation: v.Get("idleAllocation")}
 	for i := 0; i < MaxPriorityClasses*2; i++ {
 		row := ClassRow{
 			Name:   strings.TrimSpace(v.Get(fmt.Sprintf("class.%d.name", i))),
@@ -38,8 +38,8 @@ func ParsePolicy(v url.Values) Policy {
 }
 
 // FromPolicy fills the form from the stored policy.
-func FromPolicy(p domain.Policy) Policy {
-	f := Policy{Prioritization: string(p.Prioritization), IdleAllocation: string(p.IdleAllocation)}
+func FromPolicy(p domain.Policy) PolicyForm {
+	f := PolicyForm{Prioritization: string(p.Prioritization), IdleAllocation: string(p.IdleAllocation)}
 	for _, c := range p.Classes {
 		f.Classes = append(f.Classes, ClassRow{Name: c.Name, Weight: strconv.Itoa(int(c.Weight))})
 	}
@@ -47,7 +47,7 @@ func FromPolicy(p domain.Policy) Policy {
 }
 
 // Validate checks the form and converts it.
-func (f Policy) Validate() (domain.Policy, Errors) {
+func (f PolicyForm) Validate() (domain.Policy, Errors) {
 	var errs Errors
 	var p domain.Policy
 	p.Prioritization = oneOf(&errs, "prioritization", f.Prioritization, "Choose first-come-first-serve or task ranking.",

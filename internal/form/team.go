@@ -22,7 +22,6 @@ import (
 // Limits of a team allocation.
 const (
 	MaxTeamName     = 40
-	MaxDescription  = 1024
 	MaxQuotaRows    = 15
 	MaxMembers      = 100
 	MaxBorrowPct    = 500
@@ -88,8 +87,15 @@ func (r QuotaRow) empty() bool {
 	return r.InstanceType == "" && r.Count == "" && r.GPUs == "" && r.Neuron == "" && r.VCPU == "" && r.MemoryGiB == ""
 }
 
-// Team is the team allocation form as typed.
-type Team struct {
+// TeamForm is the team allocation form as typed.
+type TeamForm struct {
+	TeamFields
+	Quota []QuotaRow
+}
+
+// TeamFields are the form's values but its quota rows: the shape of the
+// page's view model (templates.TeamFields), which is converted from it.
+type TeamFields struct {
 	Name            string
 	Description     string
 	Enabled         string // "true" or "false"
@@ -99,21 +105,28 @@ type Team struct {
 	Preemption      string
 	Lending         string
 	BorrowLimit     string
-	Quota           []QuotaRow
 }
 
-// NewTeam is an empty form with the documented defaults.
-func NewTeam() Team {
-	return Team{Enabled: "true", FairShareWeight: "0", Preemption: string(domain.PreemptLowerPriority),
-		Lending: string(domain.LendAndBorrow), BorrowLimit: DefaultBorrow, Quota: []QuotaRow{{}}}
+// text is the field holding one of domain.TeamTexts.
+func (f *TeamFields) text(key string) *string {
+	switch key {
+	case "description":
+		return &f.Description
+	}
+	panic("form: no field for the team text " + key)
+}
+
+// NewTeamForm is an empty form with the documented defaults.
+func NewTeamForm() TeamForm {
+	return TeamForm{TeamFields: TeamFields{Enabled: "true", FairShareWeight: "0", Preemption: string(domain.PreemptLowerPriority),
+		Lending: string(domain.LendAndBorrow), BorrowLimit: DefaultBorrow}, Quota: []QuotaRow{{}}}
 }
 
 // ParseTeam reads a posted form. Quota rows come as quota.N.field; blank rows
 // are dropped.
-func ParseTeam(v url.Values) Team {
-	t := Team{
+func ParseTeam(v url.Values) TeamForm {
+	t := TeamForm{TeamFields: TeamFields{
 		Name:            strings.TrimSpace(v.Get("name")),
-		Description:     strings.TrimSpace(v.Get("description")),
 		Enabled:         v.Get("enabled"),
 		Users:           v.Get("users"),
 		Groups:          v.Get("groups"),
@@ -121,6 +134,9 @@ func ParseTeam(v url.Values) Team {
 		Preemption:      v.Get("preemption"),
 		Lending:         v.Get("lending"),
 		BorrowLimit:     strings.TrimSpace(v.Get("borrowLimit")),
+	}}
+	for _, text := range domain.TeamTexts {
+		*t.text(text.Key) = strings.TrimSpace(v.Get(text.Key))
 	}
 	for i := 0; i < MaxQuotaRows*2; i++ {
 		p := fmt.Sprintf("quota.%d.", i)
@@ -140,11 +156,14 @@ func ParseTeam(v url.Values) Team {
 }
 
 // FromTeam fills the form from a stored allocation (the edit form).
-func FromTeam(t domain.Team) Team {
-	f := Team{
-		Name: t.Name, Description: t.Description, Enabled: strconv.FormatBool(t.Enabled),
+func FromTeam(t domain.Team) TeamForm {
+	f := TeamForm{TeamFields: TeamFields{
+		Name: t.Name, Enabled: strconv.FormatBool(t.Enabled),
 		FairShareWeight: strconv.FormatInt(t.FairShareWeight, 10), Preemption: string(t.Preemption),
 		Lending: string(t.Lending), BorrowLimit: strconv.FormatInt(t.BorrowLimitPercent, 10),
+	}}
+	for _, text := range domain.TeamTexts {
+		*f.text(text.Key) = *text.Of(&t)
 	}
 	var users, groups []string
 	for _, m := range t.Members {
@@ -174,9 +193,9 @@ func FromTeam(t domain.Team) Team {
 // Validate checks the form and converts it. shapes resolves instance types
 // (catalog merged with live nodes). On any error the Team is incomplete and
 // must not be written.
-func (f Team) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
+func (f TeamForm) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	var errs Errors
-	t := domain.Team{Name: f.Name, Description: f.Description}
+	t := domain.Team{Name: f.Name}
 
 	switch {
 	case f.Name == "":
@@ -186,10 +205,15 @@ func (f Team) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	case !dnsLabel.MatchString(f.Name):
 		errs.Add("name", "Use lowercase letters, digits and '-', starting and ending with a letter or digit.")
 	}
-	if !utf8.ValidString(f.Description) {
-		errs.Add("description", "The description contains bytes that are not valid UTF-8 text.")
-	} else if n := len([]rune(f.Description)); n > MaxDescription {
-		errs.Add("description", fmt.Sprintf("Use at most %d characters (this has %d).", MaxDescription, n))
+	for _, text := range domain.TeamTexts {
+		v := *f.text(text.Key)
+		if !utf8.ValidString(v) {
+			errs.Add(text.Key, fmt.Sprintf("The %s contains bytes that are not valid UTF-8 text.", text.Words))
+		} else if n := len([]rune(v)); n > text.Max {
+			errs.Add(text.Key, fmt.Sprintf("Use at most %d characters (this has %d).", text.Max, n))
+		} else {
+			*text.Of(&t) = v
+		}
 	}
 	switch f.Enabled {
 	case "true", "false":

@@ -117,25 +117,6 @@ func TestServerDropsSlowClients(t *testing.T) {
 	})
 }
 
-// open asks for a live stream of /tasks as user; it returns the status,
-// and on 200 keeps the stream open until the test ends.
-func openStream(t *testing.T, srv *httptest.Server, user string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events?view=%2Ftasks", nil)
-	req.Header.Set(auth.DefaultUserHeader, user)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK {
-		res.Body.Close()
-		return res.StatusCode
-	}
-	t.Cleanup(func() { res.Body.Close() })
-	_, _ = bufio.NewReader(res.Body).ReadString('\n') // the stream is open
-	return res.StatusCode
-}
-
 // Every open live update stream holds a connection and a goroutine: one
 // user opening hundreds of them, or many users, exhausted the console.
 func TestLiveStreamsAreCapped(t *testing.T) {
@@ -146,12 +127,12 @@ func TestLiveStreamsAreCapped(t *testing.T) {
 	srv := httptest.NewServer(f.handler())
 	t.Cleanup(srv.Close)
 	for i, want := range []int{200, 200, 503} {
-		if got := openStream(t, srv, "viewer"); got != want {
+		if got := webtest.OpenStream(t, srv.URL, "/tasks", auth.DefaultUserHeader, "viewer"); got != want {
 			t.Errorf("stream %d of one user: %d, want %d", i+1, got, want)
 		}
 	}
 	for i, want := range []int{200, 503} {
-		if got := openStream(t, srv, "other"); got != want {
+		if got := webtest.OpenStream(t, srv.URL, "/tasks", auth.DefaultUserHeader, "other"); got != want {
 			t.Errorf("stream %d of another user (total cap 3): %d, want %d", i+1, got, want)
 		}
 	}

@@ -83,7 +83,7 @@ type cluster struct {
 	reachable bool
 	since     time.Time
 	overview  domain.Overview
-	teams     []domain.StoredTeam
+	teams     []domain.TeamState
 	available map[string]int
 	drifted   map[string]bool
 	policy    domain.Policy
@@ -101,10 +101,10 @@ func (c *cluster) Reachable() (bool, time.Time) {
 	return c.reachable, c.since
 }
 func (c *cluster) Overview() (domain.Overview, error) { return c.overview, nil }
-func (c *cluster) Teams() []domain.StoredTeam {
+func (c *cluster) Teams() []domain.TeamState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]domain.StoredTeam(nil), c.teams...)
+	return append([]domain.TeamState(nil), c.teams...)
 }
 func (c *cluster) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
 	for _, t := range c.Teams() {
@@ -134,7 +134,7 @@ func (c *cluster) PolicyRevisions(context.Context) ([]domain.PolicyRevision, err
 func (c *cluster) addTeam(s domain.Settings, t domain.Team) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.teams = append(c.teams, domain.StoredTeam{Team: t, ClusterQueue: kueuetest.MakeClusterQueue(s.ClusterQueue(t.Name)).Obj()})
+	c.teams = append(c.teams, domain.TeamState{Team: t, ClusterQueue: kueuetest.MakeClusterQueue(s.ClusterQueue(t.Name)).Obj()})
 }
 
 // access answers what each user may do: the permissions they hold, by
@@ -230,7 +230,7 @@ func (w *writes) ReapplyTeam(_ context.Context, who kueue.Identity, team string)
 func (w *writes) AdoptTeam(_ context.Context, who kueue.Identity, team, _ string) write.Outcome {
 	return w.answer("adopt team "+team, who)
 }
-func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.Policy) write.Outcome {
+func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.PolicyForm) write.Outcome {
 	return w.answer("save the policy", who)
 }
 

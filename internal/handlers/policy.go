@@ -35,7 +35,7 @@ func (p policyPage) save(c echo.Context) error {
 
 // render shows the policy form; out is the outcome of a save (or a flash
 // message when it is Saved).
-func (p policyPage) render(c echo.Context, status int, f form.Policy, out write.Outcome) error {
+func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out write.Outcome) error {
 	view := templates.PolicyView{
 		Page:   templates.Page{Title: "Cluster policy", Active: "policy", Problem: p.problem()},
 		Form:   templates.PolicyFields{Prioritization: f.Prioritization, IdleAllocation: f.IdleAllocation},

@@ -112,7 +112,7 @@ type ClusterOverview interface {
 
 // teamList is the teams the console manages, as the cache holds them.
 type teamList interface {
-	Teams() []domain.StoredTeam
+	Teams() []domain.TeamState
 }
 
 // fleet is the instance shapes and how many instances of each type can
@@ -187,7 +187,7 @@ type driftWrites interface {
 }
 
 type policyWrites interface {
-	SavePolicy(ctx context.Context, who kueue.Identity, f form.Policy) write.Outcome
+	SavePolicy(ctx context.Context, who kueue.Identity, f form.PolicyForm) write.Outcome
 }
 
 // TaskHistory is the task history's queries (taskhistory.Store, through

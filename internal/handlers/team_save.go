@@ -16,7 +16,7 @@ import (
 )
 
 func (p teamPages) newTeam(c echo.Context) error {
-	return p.renderTeamForm(c, http.StatusOK, teamFormState{form: form.NewTeam()})
+	return p.renderTeamForm(c, http.StatusOK, teamFormState{form: form.NewTeamForm()})
 }
 
 func (p teamPages) editTeam(c echo.Context) error {
@@ -38,7 +38,7 @@ func noTeam(name string) error {
 
 // teamFormState is the team form as it is shown (again).
 type teamFormState struct {
-	form    form.Team
+	form    form.TeamForm
 	editing bool
 	// loaded is the version the edit form was loaded with; after a
 	// conflict, the current one.
@@ -80,7 +80,7 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 	f := st.form
 	view := templates.TeamFormView{
 		Page:            templates.Page{Title: "Create team allocation", Active: "teams", Problem: p.problem()},
-		Form:            teamFields(f),
+		Form:            templates.TeamFields(f.TeamFields),
 		Errors:          fieldErrors(st.outcome.Fields),
 		Editing:         st.editing,
 		Action:          "/teams",
@@ -116,11 +116,6 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		view.Rows = append(view.Rows, templates.QuotaRowView{Index: i, Row: templates.QuotaFields(r), Derived: derived, Warning: warning})
 	}
 	return render(c, status, templates.TeamForm(view))
-}
-
-func teamFields(f form.Team) templates.TeamFields {
-	return templates.TeamFields{Name: f.Name, Description: f.Description, Enabled: f.Enabled, Users: f.Users, Groups: f.Groups,
-		FairShareWeight: f.FairShareWeight, Preemption: f.Preemption, Lending: f.Lending, BorrowLimit: f.BorrowLimit}
 }
 
 func fieldErrors(errs form.Errors) templates.FieldErrors {

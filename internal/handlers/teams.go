@@ -24,7 +24,7 @@ func (p teamPages) list(c echo.Context) error {
 	shapes, available := p.teams.Fleet()
 	visible, _ := p.scopeOf(c)
 	var all []domain.Team // the per-type totals are the cluster's
-	var shown []domain.StoredTeam
+	var shown []domain.TeamState
 	for _, st := range stored {
 		all = append(all, st.Team)
 		if visible.sees(st.Name) {
@@ -78,7 +78,7 @@ func lendingLabel(t domain.Team) string {
 	return string(t.Lending)
 }
 
-func teamsCSV(c echo.Context, s domain.Settings, teams []domain.StoredTeam, shapes domain.ShapeLookup) error {
+func teamsCSV(c echo.Context, s domain.Settings, teams []domain.TeamState, shapes domain.ShapeLookup) error {
 	w, err := startCSV(c, "team-allocations.csv", "Team", "Namespace", "Enabled", "GPUs (count)", "Neuron devices (count)",
 		"vCPU (count)", "Memory (GiB)", "Fair-share weight", "Lending", "Preemption")
 	if err != nil {

@@ -47,7 +47,7 @@ const (
 // DeleteTeamWrites list. Applying the same objects again after any failure
 // converges on the same result. Every write carries audit annotations, and
 // every change of a team or of the policy is recorded as a revision (see
-// history.go) and announced as a Kubernetes Event.
+// revisions.go) and announced as a Kubernetes Event.
 type Applier struct {
 	Kube  kubernetes.Interface
 	Kueue kueueclient.Interface
@@ -217,24 +217,6 @@ func sameObject[T object](a, b T) bool {
 // ClusterQueue, or it is not the console's).
 var ErrNotManaged = errors.New("not a team managed by this console")
 
-// StoredTeam reads a team's ClusterQueue and the allocation stored on it
-// from the apiserver, not the cache: the version a conflict check compares
-// with.
-func (a Applier) StoredTeam(ctx context.Context, s domain.Settings, team string) (*kueuev1beta2.ClusterQueue, domain.Team, error) {
-	cq, err := a.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, domain.Team{}, ErrNotManaged
-	}
-	if err != nil {
-		return nil, domain.Team{}, err
-	}
-	stored, ok := domain.TeamFromClusterQueue(cq)
-	if !ok {
-		return nil, domain.Team{}, ErrNotManaged
-	}
-	return cq, stored, nil
-}
-
 // flavorWrite is a ResourceFlavor the console writes, and whether it exists.
 type flavorWrite struct {
 	flavor *kueueac.ResourceFlavorApplyConfiguration
@@ -353,7 +335,7 @@ func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
 }
 
 // ApplyTeam writes a team's objects in dependency order, then records the
-// change as a revision of the team's history and announces it with an Event
+// change as a revision of the team and announces it with an Event
 // on the ClusterQueue. A failure at any point leaves what was written in
 // place; applying the same objects again finishes the job, including the
 // revision. Re-applying an unchanged team writes nothing.
@@ -525,7 +507,7 @@ func (a Applier) applyPriorityClasses(ctx context.Context, c *applyRun, s domain
 // ApplyPolicy writes the priority classes, removes the classes of this
 // policy (Settings.OwnsPriorityClass) that it no longer lists, records the
 // policy on the cohort, then records the change
-// as a revision of the policy history and announces it with an Event on the
+// as a revision of the policy and announces it with an Event on the
 // cohort. Every step is idempotent, so a retry after a failure converges.
 func (a Applier) ApplyPolicy(ctx context.Context, s domain.Settings, p domain.Policy) error {
 	c := a.begin(ctx)

@@ -189,7 +189,7 @@ func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Tea
 	t.Helper()
 	ctx := context.Background()
 	var problems []string
-	live := domain.TeamLive{Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
+	live := domain.LiveTeamObjects{Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
 	audited := func(kind string, m metav1.Object) {
 		if a := auditOf(m); a.createdBy != user || a.changedBy != user || a.createdAt == "" || a.changedAt == "" {
 			problems = append(problems, fmt.Sprintf("%s audit %+v", kind, a))

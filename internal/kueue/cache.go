@@ -298,7 +298,7 @@ func (c *Cache) Ready() error {
 	return nil
 }
 
-// newestRevisionOnly keeps of a team's history ConfigMap its newest revision:
+// newestRevisionOnly keeps of a team's revisions ConfigMap its newest revision:
 // the cache holds one revision per team, not fifty.
 func newestRevisionOnly(obj any) (any, error) {
 	if cm, ok := obj.(*corev1.ConfigMap); ok {

@@ -21,7 +21,7 @@ func (c *Cache) TeamDrift(s domain.Settings, team string, shapes domain.ShapeLoo
 	if err != nil {
 		return domain.DriftReport{}, true, err
 	}
-	live := domain.TeamLive{ClusterQueue: cq, Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
+	live := domain.LiveTeamObjects{ClusterQueue: cq, Flavors: map[string]*kueuev1beta2.ResourceFlavor{}}
 	if lq, err := c.LocalQueues.LocalQueues(s.Namespace(team)).Get(s.LocalQueue(team)); err == nil {
 		live.LocalQueue = lq
 	} else if !apierrors.IsNotFound(err) {

@@ -22,15 +22,15 @@ import (
 // prefix; not those being deleted), by name, each with the allocation the
 // console acts on (domain.TrustedTeam: its latest saved revision). The
 // teams are shared with other callers: do not change them.
-func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
+func (c *Cache) Teams(s domain.Settings) []domain.TeamState {
 	all, _ := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
-	var out []domain.StoredTeam
+	var out []domain.TeamState
 	for _, cq := range all {
 		if cq.DeletionTimestamp != nil {
 			continue // being deleted: Kueue holds it until its workloads are gone
 		}
 		if t, _, ok := c.trusted(s, cq); ok && cq.Name == s.ClusterQueue(t.Name) {
-			out = append(out, domain.StoredTeam{Team: t, ClusterQueue: cq})
+			out = append(out, domain.TeamState{Team: t, ClusterQueue: cq})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -38,7 +38,7 @@ func (c *Cache) Teams(s domain.Settings) []domain.StoredTeam {
 }
 
 // trustedTeams remembers each team's trusted allocation until its
-// ClusterQueue or its history changes: Kueue updates queue status all the
+// ClusterQueue or its revisions change: Kueue updates queue status all the
 // time, but the teams list would otherwise decode every allocation on every
 // request.
 type trustedTeams struct {
@@ -50,7 +50,7 @@ type trustedEntry struct {
 	generation int64
 	raw        string // the allocation annotation it was read with
 	label      string // the team label
-	history    string // the history ConfigMap's resourceVersion ("" without one)
+	revisions  string // the revisions ConfigMap's resourceVersion ("" without one)
 	team       domain.Team
 	saved, ok  bool
 }
@@ -59,24 +59,24 @@ type trustedEntry struct {
 // the cache; saved reports whether there is one.
 func (c *Cache) trusted(s domain.Settings, cq *kueuev1beta2.ClusterQueue) (t domain.Team, saved, ok bool) {
 	name := domain.ManagedTeam(cq)
-	var history *corev1.ConfigMap
+	var revisions *corev1.ConfigMap
 	if name != "" && c.LatestTeamRevisions != nil {
-		history, _ = c.LatestTeamRevisions.Get(domain.TeamRevisionsName(s, name))
+		revisions, _ = c.LatestTeamRevisions.Get(domain.TeamRevisionsName(s, name))
 	}
 	key := trustedEntry{generation: cq.Generation, raw: cq.Annotations[domain.AllocationAnnotation], label: name}
-	if history != nil {
-		key.history = history.ResourceVersion
+	if revisions != nil {
+		key.revisions = revisions.ResourceVersion
 	}
 	st := &c.stored
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if got, found := st.byName[cq.Name]; found && got.generation == key.generation && got.raw == key.raw &&
-		got.label == key.label && got.history == key.history {
+		got.label == key.label && got.revisions == key.revisions {
 		return got.team, got.saved, got.ok
 	}
 	var latest *domain.TeamRevision
-	if history != nil {
-		latest = domain.LatestRevision[domain.Team](history.Data)
+	if revisions != nil {
+		latest = domain.LatestRevision[domain.Team](revisions.Data)
 	}
 	key.team, key.saved, key.ok = domain.TrustedTeam(cq, latest)
 	if st.byName == nil || len(st.byName) > 10000 {

@@ -44,13 +44,13 @@ func WithNote(ctx context.Context, note string) context.Context {
 	return context.WithValue(ctx, intentKey{}, in)
 }
 
-// TeamHistory returns a team's recorded revisions, newest first; none when
+// TeamRevisions returns a team's recorded revisions, newest first; none when
 // nothing was recorded yet.
 func (a Applier) TeamRevisions(ctx context.Context, s domain.Settings, team string) ([]domain.TeamRevision, error) {
 	return readRevisions[domain.Team](ctx, a.records(), s.State(), domain.TeamRevisionsName(s, team))
 }
 
-// TrustedTeam reads a team's ClusterQueue and its history from the
+// TrustedTeam reads a team's ClusterQueue and its revisions from the
 // apiserver, not the cache, and returns the queue with the allocation the
 // console acts on (domain.TrustedTeam): the version a conflict check
 // compares with.
@@ -77,7 +77,7 @@ func (a Applier) TrustedTeam(ctx context.Context, s domain.Settings, team string
 	return cq, trusted, nil
 }
 
-// PolicyHistory returns the policy's recorded revisions, newest first.
+// PolicyRevisions returns the policy's recorded revisions, newest first.
 func (a Applier) PolicyRevisions(ctx context.Context, s domain.Settings) ([]domain.PolicyRevision, error) {
 	return readRevisions[domain.Policy](ctx, a.records(), s.State(), domain.PolicyRevisionsName(s))
 }
@@ -97,7 +97,7 @@ func readRevisions[T any](ctx context.Context, kube kubernetes.Interface, ns, na
 	return revs, nil
 }
 
-// recordRevision adds the revision decide returns (if any) to a history
+// recordRevision adds the revision decide returns (if any) to a revisions
 // ConfigMap, creating it if needed, with optimistic concurrency: two writers
 // at once both get their revision, numbered one after the other.
 func recordRevision[T any](ctx context.Context, kube kubernetes.Interface, ns, name string, labels map[string]string,

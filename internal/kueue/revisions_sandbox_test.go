@@ -122,7 +122,7 @@ func events(t *testing.T, c testClients, involved string) []corev1.Event {
 	return list.Items
 }
 
-func TestAuditAnnotationsAndTeamHistory(t *testing.T) {
+func TestAuditAnnotationsAndTeamRevisions(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()
@@ -301,7 +301,7 @@ func TestTeamHistoryKeepsTheLast50(t *testing.T) {
 	t.Logf("%d saves: %d revisions kept (%d to %d)", saves, len(hist), hist[len(hist)-1].Revision, hist[0].Revision)
 }
 
-func TestPolicyAuditAndHistory(t *testing.T) {
+func TestPolicyAuditAndRevisions(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()

@@ -36,16 +36,16 @@ type Console struct {
 	LiveFragments, LiveEvents prometheus.Counter
 }
 
-// HistoryStats are the task history recorder's counters since start.
-type HistoryStats struct {
+// TaskHistoryStats are the task history recorder's counters since start.
+type TaskHistoryStats struct {
 	Written, Dropped, WriteErrors int64
 }
 
-// RegisterHistory exposes whether this replica holds the task history's
+// RegisterTaskHistory exposes whether this replica holds the task history's
 // Lease (quota_console_leader, 1 on the holder) and its recorder's
 // counters, read when scraped.
-func (c *Console) RegisterHistory(leader func() bool, stats func() HistoryStats) {
-	counter := func(name, help string, v func(HistoryStats) int64) prometheus.Collector {
+func (c *Console) RegisterTaskHistory(leader func() bool, stats func() TaskHistoryStats) {
+	counter := func(name, help string, v func(TaskHistoryStats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(stats())) })
 	}
 	c.Registry.MustRegister(
@@ -57,9 +57,9 @@ func (c *Console) RegisterHistory(leader func() bool, stats func() HistoryStats)
 			}
 			return 0
 		}),
-		counter("quota_console_history_tasks_written_total", "Task records the history recorder wrote or changed.", func(s HistoryStats) int64 { return s.Written }),
-		counter("quota_console_history_events_dropped_total", "Workload events the history recorder dropped (queue full, or refused by the store): recorded as gaps.", func(s HistoryStats) int64 { return s.Dropped }),
-		counter("quota_console_history_write_errors_total", "Failed writes to the task history store (each retried).", func(s HistoryStats) int64 { return s.WriteErrors }),
+		counter("quota_console_history_tasks_written_total", "Task records the history recorder wrote or changed.", func(s TaskHistoryStats) int64 { return s.Written }),
+		counter("quota_console_history_events_dropped_total", "Workload events the history recorder dropped (queue full, or refused by the store): recorded as gaps.", func(s TaskHistoryStats) int64 { return s.Dropped }),
+		counter("quota_console_history_write_errors_total", "Failed writes to the task history store (each retried).", func(s TaskHistoryStats) int64 { return s.WriteErrors }),
 	)
 }
 

@@ -107,11 +107,11 @@ func TestBorrowedDoesNotDependOnWriteOrder(t *testing.T) {
 		{"e", 80, 0, false},  // the same second as f: e first, by name
 		{"f", 80, 0, true},
 	}
-	type change struct {
+	type timedChange struct {
 		at time.Time
 		c  Change
 	}
-	var happened []change
+	var happened []timedChange
 	var perTask [][]Change
 	for _, l := range lives {
 		w := kueuetest.MakeWorkload(s, s.Namespace("seq"), l.name).WithUID("uid-"+l.name).Queue(s.LocalQueue("seq")).GPUs(8, 1).Created(min_(1))
@@ -128,12 +128,12 @@ func TestBorrowedDoesNotDependOnWriteOrder(t *testing.T) {
 				prev = states[i-1]
 			}
 			c, _ := Diff(prev, st, teamPrefix)
-			happened = append(happened, change{times[i], c})
+			happened = append(happened, timedChange{times[i], c})
 			mine = append(mine, c)
 		}
 		perTask = append([][]Change{mine}, perTask...) // newest first
 	}
-	slices.SortStableFunc(happened, func(a, b change) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(happened, func(a, b timedChange) int { return a.at.Compare(b.at) })
 
 	cq := kueuetest.MakeClusterQueue(s.ClusterQueue("seq")).Nominal(8, nil).Obj()
 	orders := map[string][]Batch{}

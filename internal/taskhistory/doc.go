@@ -58,12 +58,12 @@
 // # Statistics: completed facts and the live read model
 //
 // TaskStats returns completed facts only, per (team, class): the wait of each
-// task whose current admission happened in the window (domain.TaskOf's Wait,
+// task whose current admission happened in the window (domain.FactsOf's Wait,
 // from its wait start to that admission), and the run of each task that
-// finished in the window having run (TaskOf's Run: finish − admission + time
+// finished in the window having run (FactsOf's Run: finish − admission + time
 // run before earlier evictions). A task deleted before it finished counts as
 // finished at its deletion. The statistics of a page combine them with what
-// is still live, taken from the live read model (domain.TaskOf on the
+// is still live, taken from the live read model (domain.FactsOf on the
 // Workloads in the cache), by this rule:
 //
 //   - run: history's runs, plus the run so far of every task running now;

@@ -30,7 +30,7 @@ func kinds(es []Event) []string {
 }
 
 // A Workload's life, state by state: each Diff yields exactly the events
-// that state adds, and a summary whose times are domain.TaskOf's.
+// that state adds, and a summary whose times are domain.FactsOf's.
 func TestDiffFollowsALife(t *testing.T) {
 	w := newWL("nlp", "train", min_(0)).class("training", 100).pods(2, 4)
 	preemptor := "uid-cv-urgent"
@@ -108,10 +108,10 @@ func TestDiffFollowsALife(t *testing.T) {
 			if st.check != nil {
 				st.check(t, c)
 			}
-			// The summary is domain.TaskOf's, whatever the state.
-			live := domain.TaskOf(st.state, domain.Settings{NamespacePrefix: teamPrefix}, "", t0)
+			// The summary is domain.FactsOf's, whatever the state.
+			live := domain.FactsOf(st.state, domain.Settings{NamespacePrefix: teamPrefix}, "").At(t0, 0, false)
 			if c.Task.AdmittedAt != live.AdmittedAt || c.Task.WaitStart != live.WaitStart || c.Task.FinishedAt != live.FinishedAt || c.Task.State != live.State {
-				t.Errorf("summary times differ from domain.TaskOf: %+v vs %+v", c.Task, live)
+				t.Errorf("summary times differ from domain.FactsOf: %+v vs %+v", c.Task, live)
 			}
 		})
 		prev = st.state

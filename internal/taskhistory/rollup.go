@@ -269,36 +269,6 @@ func (t *txn) hourFacts(h int64) (map[teamClass]facts, error) {
 	return entries, rows.Err()
 }
 
-// rebuildRollups recomputes the whole rollup from the task rows, every
-// hour then every day as rollup does (for a store filled in bulk).
-func (s *Store) rebuildRollups(ctx context.Context) error {
-	return s.inTx(ctx, func(t *txn) error {
-		if _, err := t.exec(`DELETE FROM stats_rollup`); err != nil {
-			return err
-		}
-		hours := map[int64]bool{}
-		for _, col := range []string{"admitted_ms", "finished_ms"} {
-			rows, err := t.tx.QueryContext(ctx, s.q(`SELECT DISTINCT `+col+` - `+col+` % ? FROM tasks WHERE `+col+` IS NOT NULL`), hourMS)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var h int64
-				if err := rows.Scan(&h); err != nil {
-					rows.Close()
-					return err
-				}
-				hours[h] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
-		return t.rollup(hours)
-	})
-}
-
 // readRollup merges the entries of the periods of span starting in
 // [from, to) into fn.
 func (s *Store) readRollup(ctx context.Context, span, from, to int64, fn func(teamClass, facts)) error {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +22,7 @@ import (
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/sandbox"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
@@ -91,69 +90,6 @@ func (c sandboxClients) team(t *testing.T, s domain.Settings, name string, gpus 
 	})
 }
 
-func (c sandboxClients) priorityClass(t *testing.T, name string, value int32) {
-	t.Helper()
-	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Create(context.Background(), wpc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-}
-
-// job submits a suspended Job of one pod holding gpus GPUs to the team's
-// queue; runFor > 0 makes its pod complete after that long.
-func (c sandboxClients) job(t *testing.T, s domain.Settings, team, name, class string, gpus int64, runFor time.Duration) *batchv1.Job {
-	t.Helper()
-	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
-		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace(team), Labels: map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue(team)}},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
-		}},
-	}
-	if class != "" {
-		j.Labels["kueue.x-k8s.io/priority-class"] = class
-	}
-	if runFor > 0 {
-		j.Spec.Template.Annotations[sandbox.PodCompleteDelay] = runFor.String()
-	}
-	j, err := c.kube.BatchV1().Jobs(j.Namespace).Create(context.Background(), j, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
-
-// workloadOf waits for the Job's Workload to meet cond and returns it.
-func (c sandboxClients) workloadOf(t *testing.T, j *batchv1.Job, what string, cond func(*kueuev1beta2.Workload) bool) *kueuev1beta2.Workload {
-	t.Helper()
-	var found *kueuev1beta2.Workload
-	eventually(t, j.Name+": "+what, func() bool {
-		wls, err := c.kueue.KueueV1beta2().Workloads(j.Namespace).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for i := range wls.Items {
-			w := &wls.Items[i]
-			if metav1.IsControlledBy(w, j) && cond(w) {
-				found = w
-				return true
-			}
-		}
-		return false
-	})
-	return found
-}
-
-func condTrue(typ string) func(*kueuev1beta2.Workload) bool {
-	return func(w *kueuev1beta2.Workload) bool { return apimeta.IsStatusConditionTrue(w.Status.Conditions, typ) }
-}
-
 // recorderOn runs a recorder fed by real informers on the sandbox, as the
 // console wires it, until stop is called.
 func recorderOn(t *testing.T, c sandboxClients, st *Store, s domain.Settings) (*Recorder, func()) {
@@ -206,8 +142,8 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 		c.team(t, s, "vision", 8)
 		_, stop := recorderOn(t, c, st, s)
 
-		j := c.job(t, s, "vision", "quick", "", 2, 2*time.Second)
-		wl := c.workloadOf(t, j, "finished", condTrue(kueuev1beta2.WorkloadFinished))
+		j := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("vision"), LocalQueue: s.LocalQueue("vision"), Name: "quick", GPUs: 2, RunFor: 2 * time.Second})
+		wl := testenv.WorkloadOf(t, c.kueue, j, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
 		uid := string(wl.UID)
 		eventually(t, "the finish recorded", func() bool {
 			return count(t, st, `SELECT COUNT(*) FROM tasks WHERE uid = ? AND outcome = 'succeeded'`, uid) == 1
@@ -233,7 +169,7 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 			return TeamClassStats(hist, ongoing, []string{"vision"}, []string{"none"}, "none")[:1]
 		}
 		before := statsOf([]*kueuev1beta2.Workload{wl})
-		if diff := cmp.Diff(domain.StatsByTeamAndClass([]domain.Task{domain.TaskOf(wl, s, "none", now)}, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
+		if diff := cmp.Diff(domain.StatsByTeamAndClass([]domain.Task{domain.FactsOf(wl, s, "none").At(now, 0, false)}, []string{"vision"}, []string{"none"}, start, now), before); diff != "" {
 			t.Errorf("while the Job exists, history + live differ from kueue (-kueue +merged):\n%s", diff)
 		}
 		if got := before[0].Classes[0]; got.RunSamples != 1 || got.WaitSamples != 1 || got.LongestRun <= 0 {
@@ -276,20 +212,20 @@ func TestSandboxPreemptionIsRecorded(t *testing.T) {
 		id := rand.String(5)
 		s := domain.Settings{NamespacePrefix: "th" + id + "-", Cohort: "cohort-" + id}
 		low, high := "th-low-"+id, "th-high-"+id
-		c.priorityClass(t, low, 10)
-		c.priorityClass(t, high, 1000)
+		testenv.PriorityClass(t, c.kueue, low, 10)
+		testenv.PriorityClass(t, c.kueue, high, 1000)
 		c.team(t, s, "speech", 8)
 		_, stop := recorderOn(t, c, st, s)
 		defer stop()
 
-		victimJob := c.job(t, s, "speech", "long", low, 8, 0)
-		admitted := c.workloadOf(t, victimJob, "admitted", condTrue(kueuev1beta2.WorkloadAdmitted))
+		victimJob := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "long", Class: low, GPUs: 8})
+		admitted := testenv.WorkloadOf(t, c.kueue, victimJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		admittedAt := apimeta.FindStatusCondition(admitted.Status.Conditions, kueuev1beta2.WorkloadAdmitted).LastTransitionTime.Time
 		time.Sleep(2 * time.Second) // some work to lose
 
-		urgentJob := c.job(t, s, "speech", "urgent", high, 8, 0)
-		preempted := c.workloadOf(t, victimJob, "preempted", condTrue(kueuev1beta2.WorkloadPreempted))
-		urgent := c.workloadOf(t, urgentJob, "created", func(*kueuev1beta2.Workload) bool { return true })
+		urgentJob := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "urgent", Class: high, GPUs: 8})
+		preempted := testenv.WorkloadOf(t, c.kueue, victimJob, "preempted", testenv.CondTrue(kueuev1beta2.WorkloadPreempted))
+		urgent := testenv.WorkloadOf(t, c.kueue, urgentJob, "created", func(*kueuev1beta2.Workload) bool { return true })
 		preemptedAt := apimeta.FindStatusCondition(preempted.Status.Conditions, kueuev1beta2.WorkloadPreempted).LastTransitionTime.Time
 
 		var page *PreemptionPage

@@ -21,7 +21,7 @@ type Durations struct {
 	sumMS, sumNS int64
 }
 
-// Add counts one duration (negative ones count as zero, as in domain.TaskOf).
+// Add counts one duration (negative ones count as zero, as in domain.FactsOf).
 func (d *Durations) Add(x time.Duration) {
 	x = max(x, 0)
 	d.N++
@@ -51,9 +51,6 @@ func DurationsOf(n int64, sum, longest time.Duration) Durations {
 	sum = max(sum, 0)
 	return Durations{N: n, Max: max(longest, 0), sumMS: int64(sum / time.Millisecond), sumNS: int64(sum % time.Millisecond)}
 }
-
-// SumMilliseconds is the sum, to the millisecond (rounded down).
-func (d Durations) SumMilliseconds() int64 { return d.sumMS }
 
 // Avg is the average, rounded down to the nanosecond like kueue's; 0 when
 // nothing was counted.

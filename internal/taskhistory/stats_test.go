@@ -136,7 +136,7 @@ func TestMergedStatisticsEqualKueue(t *testing.T) {
 	model.SetPolicyObjects(nil, wpcs)
 	var all []domain.Task
 	for i, life := range lives {
-		all = append(all, domain.TaskOf(lastState(life), s, lowestClass, now))
+		all = append(all, domain.FactsOf(lastState(life), s, lowestClass).At(now, 0, false))
 		if !deleted[i] {
 			model.SetWorkload(lastState(life))
 		}

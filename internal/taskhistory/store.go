@@ -110,21 +110,11 @@ func openPools(driver, dsn string, readers, recorder int) (db, rec *sql.DB, err 
 	return db, rec, nil
 }
 
-// Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return s.db.PingContext(ctx)
-}
-
 // Close releases the database.
 func (s *Store) Close() error { return errors.Join(s.db.Close(), s.rec.Close()) }
 
 // Name is the store's file, or its server and database, for messages.
 func (s *Store) Name() string { return s.name }
-
-// Retention is how long the store keeps records.
-func (s *Store) Retention() time.Duration { return s.retention }
 
 func sqliteDSN(path string) string {
 	q := url.Values{}

@@ -2,18 +2,13 @@ package taskhistory
 
 import (
 	"context"
-	"database/sql"
-	"net/url"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/rand"
+	"github.com/openquota/console/internal/testenv"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
-	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // forEachStore runs fn on each kind of store, the same test cases on both:
@@ -44,32 +39,6 @@ func openSQLite(t testing.TB, path string) *Store {
 	return s
 }
 
-// postgresDSN makes a fresh database on the sandbox's server and returns
-// its DSN; the database is dropped when the test ends.
-func postgresDSN(t testing.TB) string {
-	t.Helper()
-	admin := sandboxtest.Env(t).PostgresDSN
-	db, err := sql.Open("pgx", admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "th_" + strings.ReplaceAll(rand.String(10), "-", "")
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-		db.Close()
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
 // dsnOf remembers the DSN of each PostgreSQL test store, to open it again.
 var (
 	dsnMu sync.Mutex
@@ -84,7 +53,7 @@ func dsnFor(s *Store) string {
 
 func openPostgres(t testing.TB) *Store {
 	t.Helper()
-	dsn := postgresDSN(t)
+	dsn := testenv.FreshPostgres(t)
 	s, err := Open(context.Background(), Config{Driver: DriverPostgres, DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
@@ -147,4 +116,34 @@ func covered(t testing.TB, s *Store, from, to time.Time) {
 	if err := s.EndRun(ctx, id, to); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rebuildRollups recomputes the whole rollup from the task rows, every
+// hour then every day as rollup does (for a store filled in bulk).
+func (s *Store) rebuildRollups(ctx context.Context) error {
+	return s.inTx(ctx, func(t *txn) error {
+		if _, err := t.exec(`DELETE FROM stats_rollup`); err != nil {
+			return err
+		}
+		hours := map[int64]bool{}
+		for _, col := range []string{"admitted_ms", "finished_ms"} {
+			rows, err := t.tx.QueryContext(ctx, s.q(`SELECT DISTINCT `+col+` - `+col+` % ? FROM tasks WHERE `+col+` IS NOT NULL`), hourMS)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var h int64
+				if err := rows.Scan(&h); err != nil {
+					rows.Close()
+					return err
+				}
+				hours[h] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		return t.rollup(hours)
+	})
 }

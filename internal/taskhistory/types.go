@@ -49,15 +49,15 @@ type Task struct {
 	PodSets      []PodSetRequest
 	State        domain.TaskState
 
-	// WaitStart, AdmittedAt and FinishedAt are domain.TaskOf's. AdmittedAt is
+	// WaitStart, AdmittedAt and FinishedAt are domain.FactsOf's. AdmittedAt is
 	// zero while no admission holds (never admitted, or evicted and not
 	// admitted again). ReleasedAt is when the last admission ended, while
 	// none holds.
 	WaitStart, AdmittedAt, FinishedAt, ReleasedAt time.Time
 	// PastExecution is status.accumulatedPastExecutionTimeSeconds.
 	PastExecution time.Duration
-	// Wait is TaskOf's wait up to the current admission (when AdmittedAt is
-	// set); Run is TaskOf's run of a finished task.
+	// Wait is FactsOf's wait up to the current admission (when AdmittedAt is
+	// set); Run is FactsOf's run of a finished task.
 	Wait, Run    time.Duration
 	Outcome      Outcome // empty until it ends
 	FinishReason string  // the Finished condition's reason

@@ -1,7 +1,7 @@
 // Package testenv prepares the test sandbox for a test and cleans up after
 // it: a fresh PostgreSQL database, the console's RBAC and users bound to
-// its roles, Jobs and Workloads in a team's queue, and waiting for what
-// Kueue makes of them. Everything it creates has a unique name and is
+// its roles, priority classes, Jobs and Workloads in a team's queue, and
+// waiting for what Kueue makes of them. Everything it creates has a unique name and is
 // removed when the test ends.
 //
 // It is for tests only; it may import the console's deploy and sandbox
@@ -128,6 +128,19 @@ func BindUser(t testing.TB, kube kubernetes.Interface, user, role string) {
 	if err != nil {
 		t.Fatalf("the binding of %s to %s never took effect", user, role)
 	}
+}
+
+// PriorityClass creates the WorkloadPriorityClass name of value until the
+// test ends.
+func PriorityClass(t testing.TB, kq kueueclient.Interface, name string, value int32) {
+	t.Helper()
+	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if _, err := kq.KueueV1beta2().WorkloadPriorityClasses().Create(context.Background(), wpc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kq.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
 
 // Job is a suspended batch Job for a team's queue: Pods pods (1 when 0) of

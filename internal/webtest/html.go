@@ -2,6 +2,7 @@ package webtest
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -102,6 +103,25 @@ var HostilePayloads = []string{
 	`'><svg onload=alert(1)>`,
 	`</textarea><script>alert(2)</script>`,
 	`javascript:alert(1)`,
+}
+
+// HostilePages are the console's HTML pages for team, then the addresses
+// that carry each hostile payload in every value a page reflects (its
+// query, a team's name in the path).
+func HostilePages(team string) []string {
+	q := url.QueryEscape
+	pages := []string{"/", "/teams", "/teams/" + team + "/edit", "/teams/" + team + "/delete", "/teams/new",
+		"/usage", "/usage/" + team, "/tasks", "/tasks?state=all", "/tasks?team=" + team + "&state=all", "/policy", "/reports/usage"}
+	for _, p := range HostilePayloads {
+		pages = append(pages,
+			"/teams?saved="+q(p), "/teams?deleted="+q(p), "/policy?saved="+q(p),
+			"/tasks?team="+q(p)+"&class="+q(p)+"&state="+q(p)+"&window="+q(p)+"&borrowing="+q(p),
+			"/usage?resource="+q(p), "/usage/"+team+"?range="+q(p),
+			"/reports/usage?from="+q(p)+"&to="+q(p),
+			"/teams/derive?instanceType="+q(p)+"&gpus="+q(p),
+			"/usage/"+url.PathEscape(p), "/teams/"+url.PathEscape(p)+"/edit")
+	}
+	return pages
 }
 
 // CSVPayloads are cells a spreadsheet would run as formulas.

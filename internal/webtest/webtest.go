@@ -265,3 +265,23 @@ func Watch(t testing.TB, base, view string, shown uint64, header map[string]stri
 	}()
 	return events
 }
+
+// OpenStream asks base for the live stream of view as user (named in the
+// header userHeader, as an authenticating proxy does); it returns the status,
+// and on 200 keeps the stream open until the test ends.
+func OpenStream(t testing.TB, base, view, userHeader, user string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/events?view="+url.QueryEscape(view), nil)
+	req.Header.Set(userHeader, user)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		return res.StatusCode
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	_, _ = bufio.NewReader(res.Body).ReadString('\n') // the stream is open
+	return res.StatusCode
+}

@@ -195,7 +195,7 @@ func fieldsProblem(errs form.Errors) string {
 }
 
 // SavePolicy writes the cluster policy.
-func (s Service) SavePolicy(ctx context.Context, who kueue.Identity, f form.Policy) Outcome {
+func (s Service) SavePolicy(ctx context.Context, who kueue.Identity, f form.PolicyForm) Outcome {
 	p, errs := f.Validate()
 	if errs.Any() {
 		return rejectedFields(errs)

@@ -160,7 +160,7 @@ func (s Service) authorize(ctx context.Context, a kueue.Applier, who kueue.Ident
 
 // TeamSave is a team form as posted.
 type TeamSave struct {
-	Form form.Team
+	Form form.TeamForm
 	// Editing: the team exists and Form.Name names it.
 	Editing bool
 	// Loaded is what the edit form was loaded with; nil from a client that

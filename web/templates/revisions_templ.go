@@ -13,7 +13,7 @@ type Link struct {
 	Href, Label, ID string
 }
 
-// RevisionRow is one revision on a history page.
+// RevisionRow is one revision on a revisions page.
 type RevisionRow struct {
 	Revision int
 	At       string // for people
@@ -44,7 +44,7 @@ type RevisionsView struct {
 	// is where the re-apply form posts.
 	Drift        []string
 	DriftReapply string
-	Storage      string // where the history is kept, for the footnote
+	Storage      string // where the revisions are kept, for the footnote
 	// ReadOnly says why the user may not roll back ("" when they may); the
 	// rollback and re-apply forms are left out then.
 	ReadOnly string

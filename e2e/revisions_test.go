@@ -9,7 +9,7 @@ import (
 
 // Create a team, raise its GPUs, see the change on its history page, and roll
 // back to the first revision with one click: the quota is back on /teams.
-func TestHistoryShowsTheChangeAndRollsBack(t *testing.T) {
+func TestRevisionsShowTheChangeAndRollBack(t *testing.T) {
 	base := isolatedConsole(t)
 	page := newPage(t)
 	expect := playwright.NewPlaywrightAssertions()
