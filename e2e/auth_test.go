@@ -95,12 +95,7 @@ func TestProxySignInViewerIsReadOnly(t *testing.T) {
 	}
 
 	expect := playwright.NewPlaywrightAssertions()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	proxied := func(user, groups string) (playwright.Page, *cspWatch) {
 		page := newPage(t)
 		must(page.SetExtraHTTPHeaders(map[string]string{

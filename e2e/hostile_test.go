@@ -10,9 +10,7 @@ import (
 
 	"github.com/playwright-community/playwright-go"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
@@ -71,21 +69,13 @@ func (w *hostileWatch) check(t *testing.T, where string) {
 // dialog opens, nothing is blocked by the CSP, no element is injected.
 func TestHostileClusterStringsStayText(t *testing.T) {
 	env := sandboxEnv(t)
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
+	c := testenv.SandboxClients(t, env)
+	kube, kq := c.Kube, c.Kueue
 	id := rand.String(5)
 	s := domain.Settings{NamespacePrefix: "x" + id + "-", Cohort: "xss-" + id}
 	base := startConsole(t, env, "--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 
 	// The team is written straight to the cluster, past the console's form.
 	// It is held, so Kueue admits none of the test's Workloads.

@@ -11,13 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	krand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 )
 
 // pendingCounter is a script that, in the page, records each time the
@@ -48,11 +47,8 @@ const pendingCounter = `([team, selector]) => {
 // benchmark at size, not asserted here).
 func TestLiveUpdatesReachTheBrowser(t *testing.T) {
 	env := sandboxEnv(t)
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
+	c := testenv.SandboxClients(t, env)
+	kube, kq := c.Kube, c.Kueue
 	id := krand.String(5)
 	s := domain.Settings{NamespacePrefix: "lat" + id + "-", Cohort: "latency-" + id}
 	base := startConsole(t, env, "--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)

@@ -12,33 +12,24 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 )
 
 // Jobs submitted to Kueue show up on the Team usage and Tasks pages without
 // a reload, and the usage table downloads as CSV.
 func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 	env := sandboxEnv(t)
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
+	c := testenv.SandboxClients(t, env)
+	kube, kq := c.Kube, c.Kueue
 	id := rand.String(5)
 	s := domain.Settings{NamespacePrefix: "l" + id + "-", Cohort: "live-" + id}
 	base := startConsole(t, env, "--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	team := domain.Team{Name: "live", Enabled: true, Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
 		Preemption: domain.PreemptLowerPriority, Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](8)}}}
 	objs, err := domain.BuildTeam(s, team, domain.LookupShape)

@@ -19,7 +19,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	krand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the task history's PostgreSQL driver
 
@@ -93,11 +92,7 @@ var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
 // signing out on one ends the session on both.
 func TestReplicasShareSessions(t *testing.T) {
 	env := sandboxEnv(t)
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
+	kube := testenv.SandboxClients(t, env).Kube
 	id := krand.String(5)
 	state := "qc-replicas-" + id
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), state, metav1.DeleteOptions{}) })
@@ -226,11 +221,7 @@ func TestAKilledLeaderIsReplaced(t *testing.T) {
 	if env.PostgresDSN == "" {
 		t.Fatal("the sandbox has no PostgreSQL")
 	}
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
+	kube := testenv.SandboxClients(t, env).Kube
 	id := krand.String(5)
 	state := "qc-lease-" + id
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), state, metav1.DeleteOptions{}) })

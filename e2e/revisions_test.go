@@ -13,12 +13,7 @@ func TestRevisionsShowTheChangeAndRollBack(t *testing.T) {
 	base := isolatedConsole(t)
 	page := newPage(t)
 	expect := playwright.NewPlaywrightAssertions()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	gpus := func(team string) playwright.Locator {
 		return page.Locator(`tr[data-team="` + team + `"] [data-col="gpus"]`)
 	}

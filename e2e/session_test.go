@@ -5,10 +5,10 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/openquota/console/internal/testenv"
 	"github.com/playwright-community/playwright-go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	krand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Signing out in one browser ends the account's sessions in every browser.
@@ -17,23 +17,14 @@ import (
 // refused, and the page reloads into the sign-in page.
 func TestSignOutEndsOpenPagesElsewhere(t *testing.T) {
 	env := sandboxEnv(t)
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
+	kube := testenv.SandboxClients(t, env).Kube
 	id := krand.String(5)
 	state := "qc-signout-" + id
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), state, metav1.DeleteOptions{}) })
 	base := startConsole(t, env, "--auth", "token", "--state-namespace", state,
 		"--namespace-prefix", "hyperpod-ns-"+id+"-", "--cohort", "signout-"+id)
 	expect := playwright.NewPlaywrightAssertions()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	signIn := func() playwright.Page {
 		page := newPage(t)
 		_, err := page.Goto(base + "/tasks")

@@ -18,12 +18,7 @@ func TestCreateTeamShowsDerivedQuotaAndLists(t *testing.T) {
 	base := isolatedConsole(t)
 	page := newPage(t)
 	expect := playwright.NewPlaywrightAssertions()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 
 	_, err := page.Goto(base + "/teams/new")
 	must(err)
@@ -66,12 +61,7 @@ func TestCreateTeamWithBadValuesShowsFieldErrors(t *testing.T) {
 	base := isolatedConsole(t)
 	page := newPage(t)
 	expect := playwright.NewPlaywrightAssertions()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	_, err := page.Goto(base + "/teams/new")
 	must(err)
 	must(page.Locator("#name").Fill("Bad_Name"))

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -27,17 +27,9 @@ import (
 // dcgm-exporter's metric names and labels, as on a real cluster.
 func TestGPUMetricsReachPrometheus(t *testing.T) {
 	env := sandboxtest.Env(t)
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
+	kube := testenv.SandboxClients(t, env).Kube
 	ctx := context.Background()
-	ns := "dcgm-" + rand.String(5)
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ns := testenv.Namespace(t, kube, "dcgm")
 
 	var node sandbox.FakeNode
 	for _, n := range sandbox.Fleet() {

@@ -26,6 +26,7 @@ import (
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -282,17 +283,9 @@ func TestPagesNeedAReadRightTheClusterGrants(t *testing.T) {
 // for another audience was accepted.
 func TestTokenSessionEndsWithTheTokenAgainstSandbox(t *testing.T) {
 	env := sandboxtest.Env(t)
-	cfg, err := env.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
+	kube := testenv.SandboxClients(t, env).Kube
 	ctx := context.Background()
-	ns := "tokens-" + rand.String(5)
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ns := testenv.Namespace(t, kube, "tokens")
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

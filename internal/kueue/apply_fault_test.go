@@ -170,15 +170,15 @@ func teamParts(t *testing.T, c testClients, s domain.Settings, team string) []st
 			t.Fatalf("reading %s of %s: %v", name, team, err)
 		}
 	}
-	_, err := c.kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
+	_, err := c.Kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
 	check("Namespace", err)
-	_, err = c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
+	_, err = c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
 	check("ClusterQueue", err)
-	_, err = c.kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Get(ctx, s.LocalQueue(team), metav1.GetOptions{})
+	_, err = c.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Get(ctx, s.LocalQueue(team), metav1.GetOptions{})
 	check("LocalQueue", err)
-	_, err = c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
+	_, err = c.Kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	check("RoleBinding", err)
-	_, err = c.kube.CoreV1().ConfigMaps(s.State()).Get(ctx, domain.TeamRevisionsName(s, team), metav1.GetOptions{})
+	_, err = c.Kube.CoreV1().ConfigMaps(s.State()).Get(ctx, domain.TeamRevisionsName(s, team), metav1.GetOptions{})
 	check("history", err)
 	return have
 }
@@ -195,7 +195,7 @@ func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Tea
 			problems = append(problems, fmt.Sprintf("%s audit %+v", kind, a))
 		}
 	}
-	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team.Name), metav1.GetOptions{})
+	ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team.Name), metav1.GetOptions{})
 	if err != nil {
 		problems = append(problems, "namespace: "+err.Error())
 	} else {
@@ -204,19 +204,19 @@ func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Tea
 		}
 		audited("Namespace", ns)
 	}
-	if cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team.Name), metav1.GetOptions{}); err == nil {
+	if cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team.Name), metav1.GetOptions{}); err == nil {
 		live.ClusterQueue = cq
 		audited("ClusterQueue", cq)
 		if got, ok := domain.TeamFromClusterQueue(cq); !ok || !cmp.Equal(got, team) {
 			problems = append(problems, fmt.Sprintf("stored allocation %+v", got))
 		}
 	}
-	if lq, err := c.kueue.KueueV1beta2().LocalQueues(s.Namespace(team.Name)).Get(ctx, s.LocalQueue(team.Name), metav1.GetOptions{}); err == nil {
+	if lq, err := c.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team.Name)).Get(ctx, s.LocalQueue(team.Name), metav1.GetOptions{}); err == nil {
 		live.LocalQueue = lq
 		audited("LocalQueue", lq)
 	}
 	for _, rf := range objs.Flavors {
-		if got, err := c.kueue.KueueV1beta2().ResourceFlavors().Get(ctx, *rf.Name, metav1.GetOptions{}); err == nil {
+		if got, err := c.Kueue.KueueV1beta2().ResourceFlavors().Get(ctx, *rf.Name, metav1.GetOptions{}); err == nil {
 			live.Flavors[*rf.Name] = got
 		}
 	}
@@ -227,7 +227,7 @@ func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Tea
 	for _, d := range drift {
 		problems = append(problems, d.String())
 	}
-	rb, err := c.kube.RbacV1().RoleBindings(s.Namespace(team.Name)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
+	rb, err := c.Kube.RbacV1().RoleBindings(s.Namespace(team.Name)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	if err != nil {
 		problems = append(problems, "role binding: "+err.Error())
 	} else {
@@ -240,7 +240,7 @@ func convergence(t *testing.T, c testClients, s domain.Settings, team domain.Tea
 		}
 		audited("RoleBinding", rb)
 	}
-	hist, err := kueue.Applier{Kube: c.kube, Kueue: c.kueue}.TeamRevisions(ctx, s, team.Name)
+	hist, err := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}.TeamRevisions(ctx, s, team.Name)
 	switch {
 	case err != nil:
 		problems = append(problems, "history: "+err.Error())
@@ -260,7 +260,7 @@ func TestApplyTeamConvergesAfterTheAPIServerFailsMidway(t *testing.T) {
 	s := isolated(t)
 	flaky := newFlakyAPIServer(t)
 	faulty := flaky.applier(t)
-	healthy := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	healthy := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
 	ctx := as("alice")
 
 	// A clean create through the proxy shows the requests one apply makes.

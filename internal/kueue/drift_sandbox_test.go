@@ -22,10 +22,10 @@ import (
 func TestTeamDriftFromTheCache(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := kueue.NewCache(c.kube, c.kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := kueue.NewCache(c.Kube, c.Kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
@@ -52,13 +52,13 @@ func TestTeamDriftFromTheCache(t *testing.T) {
 	}
 	drifted(map[string]bool{})
 
-	cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue("edited"), metav1.GetOptions{})
+	cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue("edited"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("5")
 	cq.Spec.FairSharing.Weight = ptr.To(resource.MustParse("7"))
-	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Update(ctx, cq, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Update(ctx, cq, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
 	drifted(map[string]bool{"edited": true})

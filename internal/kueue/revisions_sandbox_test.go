@@ -84,19 +84,19 @@ type teamObjectsRead struct {
 func readTeam(t *testing.T, c testClients, s domain.Settings, team string) teamObjectsRead {
 	t.Helper()
 	ctx := context.Background()
-	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
+	ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
+	cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lq, err := c.kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Get(ctx, s.LocalQueue(team), metav1.GetOptions{})
+	lq, err := c.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Get(ctx, s.LocalQueue(team), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := c.kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
+	rb, err := c.Kube.RbacV1().RoleBindings(s.Namespace(team)).Get(ctx, domain.TeamMemberRole, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func readTeam(t *testing.T, c testClients, s domain.Settings, team string) teamO
 
 func events(t *testing.T, c testClients, involved string) []corev1.Event {
 	t.Helper()
-	list, err := c.kube.CoreV1().Events(domain.EventNamespace).List(context.Background(),
+	list, err := c.Kube.CoreV1().Events(domain.EventNamespace).List(context.Background(),
 		metav1.ListOptions{FieldSelector: "involvedObject.name=" + involved})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestAuditAnnotationsAndTeamRevisions(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
+	a := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue, Now: clk.Now}
 	v1 := domain.Team{Name: "audited", Enabled: true, FairShareWeight: 10, Preemption: domain.PreemptLowerPriority,
 		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Members: []domain.Member{{Kind: "User", Name: "dev"}},
 		Quota: []domain.QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)}}}
@@ -143,7 +143,7 @@ func TestAuditAnnotationsAndTeamRevisions(t *testing.T) {
 	}
 	// Shared objects (the flavor) carry an audit too, from whichever test or
 	// console wrote them first.
-	rf, err := c.kueue.KueueV1beta2().ResourceFlavors().Get(context.Background(), "ml.p5.48xlarge", metav1.GetOptions{})
+	rf, err := c.Kueue.KueueV1beta2().ResourceFlavors().Get(context.Background(), "ml.p5.48xlarge", metav1.GetOptions{})
 	if err != nil || auditOf(rf).createdAt == "" || auditOf(rf).changedBy == "" {
 		t.Errorf("flavor audit %+v %v", auditOf(rf), err)
 	}
@@ -233,7 +233,7 @@ func TestAuditAnnotationsAndTeamRevisions(t *testing.T) {
 	if nominal, _ := gpuQuotaOf(t, c, s, "audited"); nominal != 4 {
 		t.Errorf("after the rollback the ClusterQueue has %d GPUs, want 4", nominal)
 	}
-	cm, err := c.kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), domain.TeamRevisionsName(s, "audited"), metav1.GetOptions{})
+	cm, err := c.Kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), domain.TeamRevisionsName(s, "audited"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestAuditAnnotationsAndTeamRevisions(t *testing.T) {
 
 func gpuQuotaOf(t *testing.T, c testClients, s domain.Settings, team string) (nominal, borrowing int64) {
 	t.Helper()
-	cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue(team), metav1.GetOptions{})
+	cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue(team), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func gpuQuotaOf(t *testing.T, c testClients, s domain.Settings, team string) (no
 func TestTeamHistoryKeepsTheLast50(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
 	team := domain.Team{Name: "busy", Enabled: true, Lending: domain.DontLend, Preemption: domain.PreemptNever,
 		Quota: []domain.QuotaInput{{InstanceType: "ml.c5.2xlarge", VCPU: ptr.To[int64](1)}}}
 	cleanupTeam(t, a, s, team.Name)
@@ -305,16 +305,16 @@ func TestPolicyAuditAndRevisions(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	clk := newClock()
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue, Now: clk.Now}
+	a := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue, Now: clk.Now}
 	id := rand.String(4)
 	high, low := "high-"+id, "low-"+id
 	ctx := context.Background()
 	t.Cleanup(func() {
 		for _, n := range []string{high, low} {
-			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
+			_ = c.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, n, metav1.DeleteOptions{})
 		}
-		_ = c.kueue.KueueV1beta2().Cohorts().Delete(ctx, s.Cohort, metav1.DeleteOptions{})
-		_ = c.kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.PolicyRevisionsName(s), metav1.DeleteOptions{})
+		_ = c.Kueue.KueueV1beta2().Cohorts().Delete(ctx, s.Cohort, metav1.DeleteOptions{})
+		_ = c.Kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.PolicyRevisionsName(s), metav1.DeleteOptions{})
 	})
 	p1 := domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare,
 		Classes: []domain.PriorityClass{{Name: high, Weight: 80}, {Name: low, Weight: 20}}}
@@ -334,21 +334,21 @@ func TestPolicyAuditAndRevisions(t *testing.T) {
 	}
 	t2 := clk.Now()
 
-	cohort, err := c.kueue.KueueV1beta2().Cohorts().Get(ctx, s.Cohort, metav1.GetOptions{})
+	cohort, err := c.Kueue.KueueV1beta2().Cohorts().Get(ctx, s.Cohort, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := auditOf(cohort), (audit{"alice", stamp(t1), "bob", stamp(t2)}); got != want {
 		t.Errorf("cohort audit %+v, want %+v", got, want)
 	}
-	wpc, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, high, metav1.GetOptions{})
+	wpc, err := c.Kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, high, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := auditOf(wpc), (audit{"alice", stamp(t1), "bob", stamp(t2)}); got != want {
 		t.Errorf("priority class audit %+v, want %+v", got, want)
 	}
-	if _, err := c.kube.CoreV1().Namespaces().Get(ctx, s.State(), metav1.GetOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Namespaces().Get(ctx, s.State(), metav1.GetOptions{}); err != nil {
 		t.Errorf("state namespace %s: %v", s.State(), err)
 	}
 
@@ -368,7 +368,7 @@ func TestPolicyAuditAndRevisions(t *testing.T) {
 	if err := a.ApplyPolicy(kueue.WithRollback(as("carol"), 1), s, hist[1].Allocation); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, low, metav1.GetOptions{}); err != nil {
+	if _, err := c.Kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, low, metav1.GetOptions{}); err != nil {
 		t.Errorf("rollback did not restore %s: %v", low, err)
 	}
 	hist, err = a.PolicyRevisions(ctx, s)

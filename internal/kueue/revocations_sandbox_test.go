@@ -29,13 +29,13 @@ import (
 func TestSignOutReachesEveryReplica(t *testing.T) {
 	c := clients(t)
 	ns := isolated(t).State() + "-" + fmt.Sprint(time.Now().UnixNano()%100000)
-	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A replica's sign-outs as cmd/console wires them: the list, and this
 	// process's own in front of it.
 	replica := func() auth.SignOuts {
-		r := kueue.NewSignOuts(c.kube, ns, 4, auth.SignOutExpiry(time.Hour))
+		r := kueue.NewSignOuts(c.Kube, ns, 4, auth.SignOutExpiry(time.Hour))
 		r.Start(ctx)
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return r.Synced(), nil
@@ -90,7 +90,7 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 	}
 	var data map[string]string
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, kueue.SignOutsConfigMap, metav1.GetOptions{})
+		cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, kueue.SignOutsConfigMap, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -116,13 +116,13 @@ func TestSignOutReachesEveryReplica(t *testing.T) {
 func TestSignOutCannotBeFlushedAgainstSandbox(t *testing.T) {
 	c := clients(t)
 	ns := isolated(t).State() + "-" + fmt.Sprint(time.Now().UnixNano()%100000)
-	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const max = 5
 	keys := auth.RandomKeys()
 	replica := func() *auth.Sessions {
-		r := kueue.NewSignOuts(c.kube, ns, max, auth.SignOutExpiry(auth.SessionTTL))
+		r := kueue.NewSignOuts(c.Kube, ns, max, auth.SignOutExpiry(auth.SessionTTL))
 		r.Start(ctx)
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return r.Synced(), nil

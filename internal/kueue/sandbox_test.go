@@ -16,29 +16,21 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
-type testClients struct {
-	kube  kubernetes.Interface
-	kueue kueueclient.Interface
-}
+type testClients = testenv.Clients
 
 func clients(t *testing.T) testClients {
 	t.Helper()
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testClients{kube: kubernetes.NewForConfigOrDie(cfg), kueue: kueueclient.NewForConfigOrDie(cfg)}
+	return testenv.SandboxClients(t, sandboxtest.Env(t))
 }
 
 // isolated gives each test its own namespace prefix and cohort, so tests
@@ -52,7 +44,7 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 	c := clients(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cache := kueue.NewCache(c.kube, c.kueue, domain.DefaultSettings, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache := kueue.NewCache(c.Kube, c.Kueue, domain.DefaultSettings, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cache.Start(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cache.Ready() == nil, nil
@@ -96,13 +88,13 @@ func applyTeam(t *testing.T, c testClients, s domain.Settings, team domain.Team)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (kueue.Applier{Kube: c.kube, Kueue: c.kueue}).ApplyTeam(context.Background(), objs); err != nil {
+	if err := (kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}).ApplyTeam(context.Background(), objs); err != nil {
 		t.Fatalf("apply team %s: %v", team.Name, err)
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = c.kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team.Name), metav1.DeleteOptions{})
-		_ = c.kueue.KueueV1beta2().ClusterQueues().Delete(ctx, s.ClusterQueue(team.Name), metav1.DeleteOptions{})
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team.Name), metav1.DeleteOptions{})
+		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, s.ClusterQueue(team.Name), metav1.DeleteOptions{})
 	})
 }
 
@@ -130,12 +122,12 @@ func submitAdmitted(t *testing.T, c testClients, s domain.Settings, team string,
 	ctx := context.Background()
 	ns := s.Namespace(team)
 	job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue(team)}
-	if _, err := c.kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var admitted *kueuev1beta2.Workload
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		wls, err := c.kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
+		wls, err := c.Kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -168,7 +160,7 @@ func TestApplyTeamIsAdmittedAndBorrows(t *testing.T) {
 	applyTeam(t, c, s, borrower)
 
 	// What Kueue stored, after its webhooks defaulted and validated it.
-	cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue("borrower"), metav1.GetOptions{})
+	cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue("borrower"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +179,7 @@ func TestApplyTeamIsAdmittedAndBorrows(t *testing.T) {
 	// Beyond its own 2 GPUs: borrows one from the lender (borrow limit 50 % of 2).
 	submitAdmitted(t, c, s, "borrower", gpuJob("beyond", 1))
 	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue("borrower"), metav1.GetOptions{})
+		cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue("borrower"), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -222,7 +214,7 @@ func TestKueueWebhookRejectsNegativeQuota(t *testing.T) {
 			}}},
 		}}},
 	}
-	_, err := c.kueue.KueueV1beta2().ClusterQueues().Create(context.Background(), cq, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(context.Background(), cq, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err == nil {
 		t.Fatal("a negative nominal quota was accepted: Kueue's validation is not active")
 	}
@@ -237,12 +229,12 @@ func TestApplyIsIdempotent(t *testing.T) {
 	team := domain.Team{Name: "again", Enabled: true, Lending: domain.DontLend, Preemption: domain.PreemptNever,
 		Quota: []domain.QuotaInput{{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](1)}}}
 	applyTeam(t, c, s, team)
-	before, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue("again"), metav1.GetOptions{})
+	before, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue("again"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	applyTeam(t, c, s, team)
-	after, err := c.kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue("again"), metav1.GetOptions{})
+	after, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue("again"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestPositionsFromKueuesVisibilityAPI(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	want := queueThree(t, c, s)
-	p := kueue.NewPositions(c.kueue, time.Second)
+	p := kueue.NewPositions(c.Kueue, time.Second)
 	if got, ok := p.Known(context.Background(), s.ClusterQueue("queued")); ok {
 		t.Fatalf("positions before any answer: %v", got)
 	}
@@ -74,14 +74,14 @@ func queueThree(t *testing.T, c testClients, s domain.Settings) map[string]int {
 	for i := range 3 {
 		job := gpuJob(fmt.Sprintf("waiting-%d", i), 2)
 		job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue("queued")}
-		if _, err := c.kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: Kueue orders by them
 	}
 	// Kueue's order is by creation: waiting-0 next.
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		wls, err := c.kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
+		wls, err := c.Kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

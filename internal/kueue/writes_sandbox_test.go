@@ -33,14 +33,14 @@ func TestTeamWritesAreTheRequestsOfTheSave(t *testing.T) {
 	}
 	// The shared flavor, made by someone else: a toleration the console would never set.
 	toleration := corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "shared", Effect: corev1.TaintEffectNoSchedule}
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Create(ctx, &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: shared},
+	if _, err := c.Kueue.KueueV1beta2().ResourceFlavors().Create(ctx, &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: shared},
 		Spec: kueuev1beta2.ResourceFlavorSpec{NodeLabels: map[string]string{domain.InstanceTypeLabel: shared}, Tolerations: []corev1.Toleration{toleration}}},
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, rf := range []string{own, shared} {
-			_ = c.kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), rf, metav1.DeleteOptions{})
+			_ = c.Kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), rf, metav1.DeleteOptions{})
 		}
 	})
 	team := domain.Team{Name: "writes", Enabled: true, Preemption: domain.PreemptNever, Lending: domain.DontLend,
@@ -50,7 +50,7 @@ func TestTeamWritesAreTheRequestsOfTheSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
 	ns := s.Namespace("writes")
 	kueueGroup, rbac := "kueue.x-k8s.io", "rbac.authorization.k8s.io"
 	both := func(group, resource, namespace, name string) []kueue.Permission {
@@ -89,17 +89,17 @@ func TestTeamWritesAreTheRequestsOfTheSave(t *testing.T) {
 		t.Errorf("an existing team's writes (-want +got):\n%s", diff)
 	}
 
-	rf, err := c.kueue.KueueV1beta2().ResourceFlavors().Get(ctx, shared, metav1.GetOptions{})
+	rf, err := c.Kueue.KueueV1beta2().ResourceFlavors().Get(ctx, shared, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if domain.OwnsFlavor(rf) || !cmp.Equal(rf.Spec.Tolerations, []corev1.Toleration{toleration}) || rf.Annotations[kueue.ChangedByAnnotation] != "" {
 		t.Errorf("the shared flavor was written: labels %v, tolerations %v, annotations %v", rf.Labels, rf.Spec.Tolerations, rf.Annotations)
 	}
-	if rf, err := c.kueue.KueueV1beta2().ResourceFlavors().Get(ctx, own, metav1.GetOptions{}); err != nil || !domain.OwnsFlavor(rf) {
+	if rf, err := c.Kueue.KueueV1beta2().ResourceFlavors().Get(ctx, own, metav1.GetOptions{}); err != nil || !domain.OwnsFlavor(rf) {
 		t.Errorf("the team's own flavor: %v (%v)", rf, err)
 	}
-	cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue("writes"), metav1.GetOptions{})
+	cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue("writes"), metav1.GetOptions{})
 	if err != nil || len(cq.Spec.ResourceGroups) != 1 || len(cq.Spec.ResourceGroups[0].Flavors) != 2 || cq.Spec.ResourceGroups[0].Flavors[1].Name != kueuev1beta2.ResourceFlavorReference(shared) {
 		t.Errorf("the team's ClusterQueue does not use the shared flavor: %v (%v)", cq.Spec.ResourceGroups, err)
 	}
@@ -113,7 +113,7 @@ func TestPolicyWritesAreTheRequestsOfTheSave(t *testing.T) {
 	ctx := context.Background()
 	id := rand.String(5)
 	kept, dropped, other := "kept-"+id, "dropped-"+id, "other-"+id
-	a := kueue.Applier{Kube: c.kube, Kueue: c.kueue}
+	a := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
 	policy := domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare,
 		Classes: []domain.PriorityClass{{Name: kept, Weight: 50}, {Name: dropped, Weight: 10}}}
 	if err := a.ApplyPolicy(ctx, s, policy); err != nil {
@@ -126,10 +126,10 @@ func TestPolicyWritesAreTheRequestsOfTheSave(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, n := range []string{kept, dropped, other} {
-			_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), n, metav1.DeleteOptions{})
+			_ = c.Kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), n, metav1.DeleteOptions{})
 		}
 		for _, n := range []string{s.Cohort, elsewhere.Cohort} {
-			_ = c.kueue.KueueV1beta2().Cohorts().Delete(context.Background(), n, metav1.DeleteOptions{})
+			_ = c.Kueue.KueueV1beta2().Cohorts().Delete(context.Background(), n, metav1.DeleteOptions{})
 		}
 	})
 	fresh := "fresh-" + id

@@ -15,10 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 
 	"github.com/openquota/console/internal/domain"
@@ -28,18 +26,12 @@ import (
 
 const p5 = "ml.p5.48xlarge"
 
-type sandboxClients struct {
-	kube  kubernetes.Interface
-	kueue kueueclient.Interface
-}
+// sandboxClients carry the test helpers that lay out a team.
+type sandboxClients struct{ testenv.Clients }
 
 func sandboxClientsOf(t *testing.T) sandboxClients {
 	t.Helper()
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sandboxClients{kube: kubernetes.NewForConfigOrDie(cfg), kueue: kueueclient.NewForConfigOrDie(cfg)}
+	return sandboxClients{testenv.SandboxClients(t, sandboxtest.Env(t))}
 }
 
 // team makes a team the way the console lays it out: namespace, a
@@ -50,12 +42,12 @@ func (c sandboxClients) team(t *testing.T, s domain.Settings, name string, gpus 
 	t.Helper()
 	ctx := context.Background()
 	ns := s.Namespace(name)
-	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rf := &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: p5},
 		Spec: kueuev1beta2.ResourceFlavorSpec{NodeLabels: map[string]string{domain.InstanceTypeLabel: p5}}}
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Create(ctx, rf, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := c.Kueue.KueueV1beta2().ResourceFlavors().Create(ctx, rf, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	q := func(v string) resource.Quantity { return resource.MustParse(v) }
@@ -75,18 +67,18 @@ func (c sandboxClients) team(t *testing.T, s domain.Settings, name string, gpus 
 			}},
 		},
 	}
-	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lq := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: s.LocalQueue(name), Namespace: ns},
 		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(cq.Name)}}
-	if _, err := c.kueue.KueueV1beta2().LocalQueues(ns).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kueue.KueueV1beta2().LocalQueues(ns).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-		_ = c.kueue.KueueV1beta2().ClusterQueues().Delete(ctx, cq.Name, metav1.DeleteOptions{})
+		_ = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, cq.Name, metav1.DeleteOptions{})
 	})
 }
 
@@ -94,7 +86,7 @@ func (c sandboxClients) team(t *testing.T, s domain.Settings, name string, gpus 
 // console wires it, until stop is called.
 func recorderOn(t *testing.T, c sandboxClients, st *Store, s domain.Settings) (*Recorder, func()) {
 	t.Helper()
-	factory := kueueinformers.NewSharedInformerFactory(c.kueue, 0)
+	factory := kueueinformers.NewSharedInformerFactory(c.Kueue, 0)
 	wls := factory.Kueue().V1beta2().Workloads()
 	cqs := factory.Kueue().V1beta2().ClusterQueues()
 	r := NewRecorder(st, RecorderConfig{
@@ -142,8 +134,8 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 		c.team(t, s, "vision", 8)
 		_, stop := recorderOn(t, c, st, s)
 
-		j := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("vision"), LocalQueue: s.LocalQueue("vision"), Name: "quick", GPUs: 2, RunFor: 2 * time.Second})
-		wl := testenv.WorkloadOf(t, c.kueue, j, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
+		j := testenv.Submit(t, c.Kube, testenv.Job{Namespace: s.Namespace("vision"), LocalQueue: s.LocalQueue("vision"), Name: "quick", GPUs: 2, RunFor: 2 * time.Second})
+		wl := testenv.WorkloadOf(t, c.Kueue, j, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
 		uid := string(wl.UID)
 		eventually(t, "the finish recorded", func() bool {
 			return count(t, st, `SELECT COUNT(*) FROM tasks WHERE uid = ? AND outcome = 'succeeded'`, uid) == 1
@@ -176,7 +168,7 @@ func TestSandboxFinishedTaskOutlivesItsJob(t *testing.T) {
 			t.Fatalf("the finished task does not count: %+v", got)
 		}
 
-		if err := c.kube.BatchV1().Jobs(j.Namespace).Delete(context.Background(), j.Name,
+		if err := c.Kube.BatchV1().Jobs(j.Namespace).Delete(context.Background(), j.Name,
 			metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 			t.Fatal(err)
 		}
@@ -212,20 +204,20 @@ func TestSandboxPreemptionIsRecorded(t *testing.T) {
 		id := rand.String(5)
 		s := domain.Settings{NamespacePrefix: "th" + id + "-", Cohort: "cohort-" + id}
 		low, high := "th-low-"+id, "th-high-"+id
-		testenv.PriorityClass(t, c.kueue, low, 10)
-		testenv.PriorityClass(t, c.kueue, high, 1000)
+		testenv.PriorityClass(t, c.Kueue, low, 10)
+		testenv.PriorityClass(t, c.Kueue, high, 1000)
 		c.team(t, s, "speech", 8)
 		_, stop := recorderOn(t, c, st, s)
 		defer stop()
 
-		victimJob := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "long", Class: low, GPUs: 8})
-		admitted := testenv.WorkloadOf(t, c.kueue, victimJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
+		victimJob := testenv.Submit(t, c.Kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "long", Class: low, GPUs: 8})
+		admitted := testenv.WorkloadOf(t, c.Kueue, victimJob, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
 		admittedAt := apimeta.FindStatusCondition(admitted.Status.Conditions, kueuev1beta2.WorkloadAdmitted).LastTransitionTime.Time
 		time.Sleep(2 * time.Second) // some work to lose
 
-		urgentJob := testenv.Submit(t, c.kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "urgent", Class: high, GPUs: 8})
-		preempted := testenv.WorkloadOf(t, c.kueue, victimJob, "preempted", testenv.CondTrue(kueuev1beta2.WorkloadPreempted))
-		urgent := testenv.WorkloadOf(t, c.kueue, urgentJob, "created", func(*kueuev1beta2.Workload) bool { return true })
+		urgentJob := testenv.Submit(t, c.Kube, testenv.Job{Namespace: s.Namespace("speech"), LocalQueue: s.LocalQueue("speech"), Name: "urgent", Class: high, GPUs: 8})
+		preempted := testenv.WorkloadOf(t, c.Kueue, victimJob, "preempted", testenv.CondTrue(kueuev1beta2.WorkloadPreempted))
+		urgent := testenv.WorkloadOf(t, c.Kueue, urgentJob, "created", func(*kueuev1beta2.Workload) bool { return true })
 		preemptedAt := apimeta.FindStatusCondition(preempted.Status.Conditions, kueuev1beta2.WorkloadPreempted).LastTransitionTime.Time
 
 		var page *PreemptionPage

@@ -38,6 +38,34 @@ import (
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
+// Clients are the sandbox's clients, as its administrator.
+type Clients struct {
+	Kube  kubernetes.Interface
+	Kueue kueueclient.Interface
+}
+
+// SandboxClients connects to env as its administrator.
+func SandboxClients(t testing.TB, env *sandbox.Env) Clients {
+	t.Helper()
+	cfg, err := env.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Clients{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg)}
+}
+
+// Namespace creates a namespace named prefix-<random> and removes it when
+// the test ends.
+func Namespace(t testing.TB, kube kubernetes.Interface, prefix string) string {
+	t.Helper()
+	ns := prefix + "-" + rand.String(5)
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	return ns
+}
+
 // FreshPostgres creates a database on the sandbox's PostgreSQL server and
 // returns its DSN; the database is dropped when the test ends.
 func FreshPostgres(t testing.TB) string {
