@@ -5,7 +5,6 @@
 package e2e
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/playwright-community/playwright-go"
 
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -91,7 +91,7 @@ type replica struct {
 	base   string
 	cmd    *exec.Cmd
 	exited chan struct{}
-	out    *syncBuffer
+	out    *testenv.SyncBuffer
 }
 
 // kill ends the process at once (no graceful shutdown), as a lost node would.
@@ -123,7 +123,7 @@ func startReplica(t testing.TB, env *sandbox.Env, extra ...string) *replica {
 		args = append(args, "--history-path", filepath.Join(t.TempDir(), "history.db"),
 			"--leader-election-lease", "e2e-"+addr[strings.LastIndex(addr, ":")+1:])
 	}
-	r := &replica{base: "http://" + addr, out: &syncBuffer{}, exited: make(chan struct{})}
+	r := &replica{base: "http://" + addr, out: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	r.cmd = exec.Command(consoleBin, args...)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {
@@ -338,25 +338,6 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // safeName turns a (sub)test name into a file name.
 func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
-
-// syncBuffer lets the test read the console's output while the process is
-// still writing it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // mustFor is a test's "stop here on an error".
 func mustFor(t testing.TB) func(error) {

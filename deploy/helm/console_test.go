@@ -424,29 +424,11 @@ func freeLoopbackAddr(t *testing.T) string {
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startConsole runs the console until the test ends and waits until base
 // answers /readyz (its informers synced); it returns the console's output.
-func startConsole(t *testing.T, bin string, args []string, base string) *lockedBuffer {
+func startConsole(t *testing.T, bin string, args []string, base string) *testenv.SyncBuffer {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -793,18 +793,8 @@ func viaJSON(from, to any) error {
 // otherwise impersonate system:masters, any user or any ServiceAccount, and
 // hold cluster-admin. Attempts are server-side dry runs.
 func TestConsoleServiceAccountCannotImpersonate(t *testing.T) {
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
-	saCfg, err := rbac.AsConsole(ctx, cfg, 10*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saCfg := testenv.ConsoleConfig(t)
 	grantAll := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "taken-over-" + rand.String(5)},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}}

@@ -12,10 +12,9 @@ import (
 
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
-	"github.com/openquota/console/sandbox/sandboxtest"
+	"github.com/openquota/console/internal/testenv"
 )
 
 // Positions are Kueue's own: a team with room for one 2-GPU job admits the
@@ -40,18 +39,8 @@ func TestPositionsWithTheChartsServiceAccount(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	want := queueThree(t, c, s)
-	cfg, err := sandboxtest.Env(t).RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := rbac.Apply(ctx, cfg, "quota-console-tests"); err != nil {
-		t.Fatal(err)
-	}
-	saCfg, err := rbac.AsConsole(ctx, cfg, 10*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saCfg := testenv.ConsoleConfig(t)
 	asConsole := kueueclient.NewForConfigOrDie(saCfg)
 	if _, err := asConsole.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, s.ClusterQueue("queued"), metav1.GetOptions{}); err != nil {
 		t.Errorf("the visibility API as the console's ServiceAccount: %v", err)

@@ -10,6 +10,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"net/url"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -274,4 +276,39 @@ func FinishedWorkload(t testing.TB, kq kueueclient.Interface, ns, lq, name, mess
 	if err != nil {
 		t.Fatalf("finishing Workload %s: %v", name, err)
 	}
+}
+
+// ConsoleConfig is a client configuration holding the console
+// ServiceAccount's token (deploy/rbac installed first): requests made with it
+// are the console's own.
+func ConsoleConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	ConsoleRBAC(t)
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := rbac.AsConsole(context.Background(), cfg, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa
+}
+
+// SyncBuffer collects a process's output while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
