@@ -29,11 +29,11 @@ import (
 type readModel struct {
 	mu   sync.Mutex
 	snap *domain.Snapshot
-	subs map[chan uint64]struct{}
+	subs map[chan domain.Changes]struct{}
 }
 
 func newReadModel(snap *domain.Snapshot) *readModel {
-	m := &readModel{subs: map[chan uint64]struct{}{}}
+	m := &readModel{subs: map[chan domain.Changes]struct{}{}}
 	m.publish(snap)
 	return m
 }
@@ -44,8 +44,8 @@ func (m *readModel) Snapshot() *domain.Snapshot {
 	return m.snap
 }
 
-func (m *readModel) Subscribe() (<-chan uint64, func()) {
-	ch := make(chan uint64, 1)
+func (m *readModel) Subscribe() (<-chan domain.Changes, func()) {
+	ch := make(chan domain.Changes, 1)
 	m.mu.Lock()
 	m.subs[ch] = struct{}{}
 	m.mu.Unlock()
@@ -56,22 +56,25 @@ func (m *readModel) Subscribe() (<-chan uint64, func()) {
 	}
 }
 
-// publish makes snap the next version and tells the subscribers.
+// publish makes snap the next version and tells the subscribers what
+// changed, as kueue.Live does.
 func (m *readModel) publish(snap *domain.Snapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	snap.Version = 1
 	if m.snap != nil {
 		snap.Version = m.snap.Version + 1
-	} else {
-		snap.Version = 1
 	}
+	changed := domain.ChangesBetween(m.snap, snap)
 	m.snap = snap
 	for ch := range m.subs {
 		select {
-		case <-ch:
+		case earlier := <-ch:
+			earlier.Add(changed)
+			ch <- earlier
 		default:
+			ch <- changed
 		}
-		ch <- snap.Version
 	}
 }
 

@@ -99,9 +99,9 @@ type Health interface {
 // ReadModel is the live read model the dashboards show (kueue.Live).
 type ReadModel interface {
 	Snapshot() *domain.Snapshot
-	// Subscribe tells of every new snapshot version until its stop is
-	// called.
-	Subscribe() (versions <-chan uint64, stop func())
+	// Subscribe tells what changed with every new snapshot (merged while
+	// the reader is busy) until its stop is called.
+	Subscribe() (changed <-chan domain.Changes, stop func())
 }
 
 // ClusterOverview is the cluster's capacity by instance type and its
@@ -274,7 +274,6 @@ func New(cfg Config) *echo.Echo {
 	}
 	f := frame{settings: cfg.Settings, log: cfg.Log, auth: cfg.Auth, access: cfg.Access, teams: cfg.Teams,
 		health: cfg.Health, warnings: &warnings{}}
-	live := newLiveViews(cfg.ReadModel, cfg.Metrics, cfg.Log)
 	var history TaskHistory = noTaskHistory{}
 	if cfg.TaskHistory != nil {
 		history = cfg.TaskHistory
@@ -283,14 +282,17 @@ func New(cfg Config) *echo.Echo {
 	if cfg.Prometheus != nil {
 		prom = cfg.Prometheus
 	}
+	feeds := &liveFeeds{utilization: &utilizationFeed{source: prom, namespacePrefix: cfg.Settings.NamespacePrefix, log: cfg.Log},
+		positions: &positionsFeed{source: cfg.Positions, queues: map[string]*askedPositions{}}}
+	live := newLiveViews(cfg.ReadModel, feeds, cfg.Metrics, cfg.Log)
 	exports := newExportGate(cfg.Limits.Exports)
 
 	overview := overviewPage{frame: f, overview: cfg.Overview, charts: prom}
 	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, util: prom, charts: prom, preemptions: newTeamPreemptions(history)}
-	tasks := newTasksPage(f, cfg.ReadModel, live, history, cfg.Positions)
-	live.register("/tasks", tasks.parts)
-	live.register("/usage", usage.usageParts)
-	live.register("/usage/:team", usage.teamUsageParts)
+	tasks := newTasksPage(f, cfg.ReadModel, live, history)
+	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
+	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
+	live.register("/usage/:team", liveRoute{affects: usage.teamUsageAffects, parts: usage.teamUsageParts})
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
 	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history)}
 	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes}

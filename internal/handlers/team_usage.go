@@ -127,14 +127,20 @@ func teamRow(snap *domain.Snapshot, team string) (domain.TeamUsage, bool) {
 	return domain.TeamUsage{}, false
 }
 
+// teamUsageAffects: a team's page shows its row and its hardware
+// utilization.
+func (p usagePages) teamUsageAffects(v liveView, c liveChange) bool {
+	return c.utilization || c.model.Team(v.team)
+}
+
 // teamUsageParts renders a team's usage now.
-func (p usagePages) teamUsageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
-	u, found := teamRow(snap, v.team)
+func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) {
+	u, found := teamRow(r.snap, r.view.team)
 	if !found {
-		gone, err := part("team-live", templates.Message("Team "+v.team+" no longer exists."))
+		gone, err := part("team-live", templates.Message("Team "+r.view.team+" no longer exists."))
 		return []templates.LivePart{gone}, err
 	}
-	util, note := p.hardwareUtil(ctx)
+	util, note := p.hardwareUtil(r.ctx)
 	row := usageRowOf(u, resourceOf("gpu"), util, false)
 	if _, ok := util[u.Team]; !ok && note != "" {
 		row.HardwareUtil = "unavailable"
