@@ -57,7 +57,7 @@ func (r *clusterReads) Fleet() (domain.ShapeLookup, map[string]int) { return r.c
 // hundreds of teams: the answer is shared for a few seconds (a team's own
 // drift page compares it afresh).
 func (r *clusterReads) DriftedTeams() map[string]bool {
-	drifted, _ := r.drifted.Get(context.Background(), "", func(context.Context) (map[string]bool, error) {
+	drifted, _ := r.drifted.Recent(context.Background(), "", func(context.Context) (map[string]bool, error) {
 		shapes, _ := r.cache.Fleet()
 		return r.cache.DriftedTeams(r.settings, shapes), nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,6 +247,7 @@ type taskHistory struct {
 	byTeam      []taskhistory.PreemptedBy
 	summary     taskhistory.UsageSummary
 	report      []taskhistory.ReportRow
+	summaries   atomic.Int64 // UsageSummary calls
 }
 
 func (h *taskHistory) Available() error { return h.err }
@@ -275,11 +277,23 @@ func (h *taskHistory) Preemptions(_ context.Context, q taskhistory.PreemptionQue
 func (h *taskHistory) PreemptionsByTeam(context.Context, taskhistory.Window, string) ([]taskhistory.PreemptedBy, []taskhistory.Period, error) {
 	return h.byTeam, nil, h.err
 }
-func (h *taskHistory) UsageSummary(context.Context, taskhistory.Window) (*taskhistory.UsageSummary, error) {
+func (h *taskHistory) UsageSummary(_ context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error) {
 	if h.err != nil {
 		return nil, h.err
 	}
-	s := h.summary
+	h.summaries.Add(1)
+	in := func(day time.Time) bool { return !day.Before(w.From.Truncate(24*time.Hour)) && day.Before(w.To) }
+	s := taskhistory.UsageSummary{UpTo: h.summary.UpTo}
+	for _, r := range h.summary.Rows {
+		if in(r.Day) {
+			s.Rows = append(s.Rows, r)
+		}
+	}
+	for _, d := range h.summary.Days {
+		if in(d.Day) {
+			s.Days = append(s.Days, d)
+		}
+	}
 	return &s, nil
 }
 func (h *taskHistory) TaskReport(_ context.Context, _ taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (string, []taskhistory.Period, error) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -17,6 +18,7 @@ type overviewPage struct {
 	frame
 	overview ClusterOverview
 	charts   clusterCharts
+	pieces   *pieces
 }
 
 func (p overviewPage) show(c echo.Context) error {
@@ -49,14 +51,15 @@ func (p overviewPage) show(c echo.Context) error {
 		view.InstanceTypes = append(view.InstanceTypes, instanceRow(it))
 	}
 	for _, q := range shown {
-		view.Queues = append(view.Queues, templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped})
+		row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped}
+		view.Queues = append(view.Queues, p.pieces.of(row, templates.QueueRowCells(row)))
 	}
 	charts, err := p.charts.ClusterUtilization(c.Request().Context(), r, float64(ov.Total.VCPU))
 	unavailable := p.chartNote(err)
-	view.Charts = []templates.ChartModel{
-		chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization),
-		chart("gpu-mem", "GPU memory in use", "%", 100, unavailable, charts.GPUMemory),
-		chart("vcpu", "vCPU allocated to tasks (Kueue) of cluster capacity", "%", 100, unavailable, charts.VCPUAllocation),
+	view.Charts = []templ.Component{
+		p.pieces.chart(chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization)),
+		p.pieces.chart(chart("gpu-mem", "GPU memory in use", "%", 100, unavailable, charts.GPUMemory)),
+		p.pieces.chart(chart("vcpu", "vCPU allocated to tasks (Kueue) of cluster capacity", "%", 100, unavailable, charts.VCPUAllocation)),
 	}
 	return render(c, http.StatusOK, templates.Overview(view))
 }

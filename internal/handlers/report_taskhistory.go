@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -138,30 +139,74 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	return render(c, http.StatusOK, templates.Report(view))
 }
 
-// reportTTL is how long a usage summary is shared: its figures are hours
-// per day, and many viewers (and their CSVs) ask for the same days.
+// reportTTL is how long a usage summary of a day still open is shared: its
+// figures are hours per day, and many viewers (and their CSVs) ask for the
+// same days.
 const reportTTL = 30 * time.Second
 
-// usageSummaries are the usage summaries of the days asked for, shared by
-// the page and its CSV (a window that ends now is the same report a moment
-// later). Each window asked for is one more summary to compute: at most
-// summaryConcurrency are computed at once, whoever asks.
+// closedAfter is how long after its end a day's figures are final: events
+// of its last moments are recorded by then.
+const closedAfter = 5 * time.Minute
+
+// maxClosedDays bounds the closed days kept (more than a year's report).
+const maxClosedDays = 400
+
+// usageSummaries are the usage summaries of the days asked for, a day at a
+// time, shared by the page and its CSV. A closed day the history recorded
+// whole never changes: it is computed once and kept. The other days (the
+// open one, and days with periods of no record, which a recorder may still
+// account for) are shared for reportTTL. At most summaryConcurrency days
+// are computed at once, whoever asks.
 type usageSummaries struct {
 	taskHistory interface {
 		UsageSummary(ctx context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error)
 	}
 	shared *memo.Memo[*taskhistory.UsageSummary]
 	slots  summarySlots
+
+	mu     sync.Mutex
+	closed map[time.Time]*taskhistory.UsageSummary // by day
 }
 
 func newSummaries(h usageHistory) *usageSummaries {
 	return &usageSummaries{taskHistory: h, slots: make(summarySlots, summaryConcurrency),
-		shared: &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 64}}
+		shared: &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 64},
+		closed: map[time.Time]*taskhistory.UsageSummary{}}
 }
 
-// of is the summary of days.
+// of is the summary of days (whole UTC days, the last possibly cut short),
+// up to now.
 func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*taskhistory.UsageSummary, error) {
-	return u.shared.Recent(ctx, days.From.String()+"\x00"+days.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+	now := time.Now()
+	out := &taskhistory.UsageSummary{UpTo: days.From}
+	for day := days.From; day.Before(days.To) && !day.After(now); day = day.AddDate(0, 0, 1) {
+		end := day.AddDate(0, 0, 1)
+		if end.After(days.To) {
+			end = days.To
+		}
+		sum, err := u.day(ctx, taskhistory.Window{From: day, To: end}, now)
+		if err != nil {
+			return nil, err
+		}
+		out.Rows = append(out.Rows, sum.Rows...)
+		out.Days = append(out.Days, sum.Days...)
+		out.UpTo = sum.UpTo
+	}
+	return out, nil
+}
+
+// day is the summary of one day.
+func (u *usageSummaries) day(ctx context.Context, day taskhistory.Window, now time.Time) (*taskhistory.UsageSummary, error) {
+	closed := !day.To.After(now.Add(-closedAfter))
+	if closed {
+		u.mu.Lock()
+		sum := u.closed[day.From]
+		u.mu.Unlock()
+		if sum != nil {
+			return sum, nil
+		}
+	}
+	sum, err := u.shared.Recent(ctx, day.From.String()+"\x00"+day.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		release, err := u.slots.take(ctx)
@@ -169,12 +214,32 @@ func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*task
 			return nil, fmt.Errorf("waiting for other usage summaries: %w", err)
 		}
 		defer release()
-		w := days
+		w := day
 		if now := time.Now(); w.To.After(now) {
 			w.To = now
 		}
 		return u.taskHistory.UsageSummary(ctx, w)
 	})
+	if err == nil && closed && wholeRecord(sum) {
+		u.mu.Lock()
+		if len(u.closed) >= maxClosedDays {
+			clear(u.closed)
+		}
+		u.closed[day.From] = sum
+		u.mu.Unlock()
+	}
+	return sum, err
+}
+
+// wholeRecord reports whether the history has a record of all of a
+// summary's days.
+func wholeRecord(sum *taskhistory.UsageSummary) bool {
+	for _, d := range sum.Days {
+		if len(d.Missing) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // visibleUsage are the rows of a summary of the teams the viewer sees;

@@ -287,15 +287,16 @@ func New(cfg Config) *echo.Echo {
 	live := newLiveViews(cfg.ReadModel, feeds, cfg.Metrics, cfg.Log)
 	exports := newExportGate(cfg.Limits.Exports)
 
-	overview := overviewPage{frame: f, overview: cfg.Overview, charts: prom}
-	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, util: prom, charts: prom, preemptions: newTeamPreemptions(history)}
+	pieces := newPieces()
+	overview := overviewPage{frame: f, overview: cfg.Overview, charts: prom, pieces: pieces}
+	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: prom, preemptions: newTeamPreemptions(history), pieces: pieces}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
 	live.register("/usage/:team", liveRoute{affects: usage.teamUsageAffects, parts: usage.teamUsageParts})
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
 	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history)}
-	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes}
+	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -40,10 +41,10 @@ func (p usagePages) teamUsage(c echo.Context) error {
 	}
 	tc, err := p.charts.TeamSeries(c.Request().Context(), p.settings, name, r)
 	unavailable := p.chartNote(err)
-	page.Charts = []templates.ChartModel{
-		chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse),
-		chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed),
-		chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization),
+	page.Charts = []templ.Component{
+		p.pieces.chart(chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse)),
+		p.pieces.chart(chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed)),
+		p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)),
 	}
 	page.Preemptions = p.preemptions.of(c.Request().Context(), p.frame, name)
 	return render(c, http.StatusOK, templates.TeamUsage(page))
@@ -84,7 +85,7 @@ func (tp *teamPreemptions) of(ctx context.Context, f frame, team string) *templa
 		return v
 	}
 	now := time.Now()
-	counted, err := tp.counted.Get(ctx, team, func(ctx context.Context) (preemptedBy, error) {
+	counted, err := tp.counted.Recent(ctx, team, func(ctx context.Context) (preemptedBy, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		by, gaps, err := tp.taskHistory.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)

@@ -17,6 +17,7 @@ type teamPages struct {
 	teams  Teams
 	model  ReadModel // the tasks a deletion stops
 	writes teamWrites
+	pieces *pieces
 }
 
 func (p teamPages) list(c echo.Context) error {
@@ -47,12 +48,13 @@ func (p teamPages) list(c echo.Context) error {
 	drifted := p.teams.DriftedTeams()
 	for _, st := range shown {
 		total := domain.TeamTotal(st.Team, shapes)
-		view.Teams = append(view.Teams, templates.TeamRow{
+		row := templates.TeamRow{
 			Name: st.Name, Namespace: p.settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
 			Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
 			Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
 			GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
-		})
+		}
+		view.Teams = append(view.Teams, p.pieces.of(row, templates.TeamRowCells(row)))
 	}
 	for _, a := range byType {
 		view.Allocation = append(view.Allocation, templates.TypeAllocationRow{

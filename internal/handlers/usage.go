@@ -58,11 +58,11 @@ type usagePages struct {
 	frame
 	model ReadModel
 	live  *liveViews
-	// util and charts are Prometheus's figures; preemptions the task
-	// history's counts for a team's page.
-	util        teamUtilization
+	// charts are Prometheus's figures (utilization comes from the live
+	// feeds); preemptions the task history's counts for a team's page.
 	charts      teamCharts
 	preemptions *teamPreemptions
+	pieces      *pieces
 }
 
 // hardwareUtil is each team's GPU utilization, from the utilization feed;

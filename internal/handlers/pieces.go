@@ -1,0 +1,84 @@
+package handlers
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/a-h/templ"
+
+	"github.com/openquota/console/web/templates"
+)
+
+// pieces are parts of pages rendered once and kept while they show the same
+// figures: a table row keyed by its view model (a comparable value, which
+// names its team), a chart by a hash of its figures. A page picks the rows
+// its viewer may see on every request and renders only its frame; it never
+// keeps a whole page, which carries the viewer's name and CSRF token.
+type pieces struct {
+	mu   sync.Mutex
+	html map[any]string
+}
+
+// maxPieces bounds the pieces kept; past it they are all forgotten (and
+// rendered again as asked).
+const maxPieces = 20_000
+
+func newPieces() *pieces { return &pieces{html: map[any]string{}} }
+
+// of is c as rendered for key: the kept rendering, or c rendered now and
+// kept. Two keys of different types never meet.
+func (p *pieces) of(key any, c templ.Component) templ.Component {
+	p.mu.Lock()
+	h, ok := p.html[key]
+	p.mu.Unlock()
+	if ok {
+		return templ.Raw(h)
+	}
+	var b strings.Builder
+	if err := c.Render(context.Background(), &b); err != nil {
+		return c // rendered again with the page, which reports the error
+	}
+	h = b.String()
+	p.mu.Lock()
+	if len(p.html) >= maxPieces {
+		clear(p.html)
+	}
+	p.html[key] = h
+	p.mu.Unlock()
+	return templ.Raw(h)
+}
+
+// chartKey identifies a chart by everything it draws.
+type chartKey uint64
+
+// chart is c drawn once per figures.
+func (p *pieces) chart(c templates.ChartModel) templ.Component {
+	h := fnv.New64a()
+	word := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	var n [8]byte
+	number := func(v uint64) {
+		binary.LittleEndian.PutUint64(n[:], v)
+		h.Write(n[:])
+	}
+	word(c.ID)
+	word(c.Title)
+	word(c.Unit)
+	word(c.Unavailable)
+	number(math.Float64bits(c.YMax))
+	for _, s := range c.Series {
+		word(s.Name)
+		number(uint64(len(s.Points)))
+		for _, pt := range s.Points {
+			number(uint64(pt.T.UnixNano()))
+			number(math.Float64bits(pt.V))
+		}
+	}
+	return p.of(chartKey(h.Sum64()), templates.LineChart(c))
+}
