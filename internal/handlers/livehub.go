@@ -89,8 +89,7 @@ type pendingPart struct {
 
 // join adds a watcher of v whose page shows the snapshot version shown.
 func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatcher, error) {
-	snap := h.views.model.Snapshot()
-	parts, err := h.views.render(ctx, v, snap)
+	parts, snap, err := h.views.render(ctx, v, h.views.model.Snapshot())
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +172,7 @@ func (h *liveHub) push(ctx context.Context, c liveChange) {
 		if ctx.Err() != nil {
 			return
 		}
-		parts, err := h.views.render(ctx, wv.view, snap)
+		parts, shown, err := h.views.render(ctx, wv.view, snap)
 		if err != nil {
 			h.views.log.Warn("rendering a live view", "route", wv.view.route, "err", err)
 			continue
@@ -183,7 +182,7 @@ func (h *liveHub) push(ctx context.Context, c liveChange) {
 		wv.parts = parts
 		if len(changed) > 0 {
 			for w := range wv.watchers {
-				w.offer(snap, changed)
+				w.offer(shown, changed)
 			}
 			h.views.metrics.LiveFragments.Add(float64(len(changed) * len(wv.watchers)))
 		}

@@ -152,8 +152,7 @@ type liveRender struct {
 	snap   *domain.Snapshot
 	change liveChange
 	feeds  *liveFeeds
-	// fresh: nothing to reuse (the view's first rendering, or one at an
-	// older snapshot than the view's).
+	// fresh: nothing to reuse (the view's first rendering).
 	fresh bool
 	prev  map[string]templates.LivePart // the previous parts and their rows, by id
 }
@@ -255,22 +254,18 @@ func (l *liveViews) evictLocked() {
 	}
 }
 
-// render gives v's parts at snap: the view's kept parts when nothing
-// changed since, else rendered again where the changes reach.
-func (l *liveViews) render(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
+// render gives v's parts at snap, and the snapshot they show: the view's
+// kept parts when nothing changed since (or they show a newer snapshot),
+// else rendered again where the changes reach.
+func (l *liveViews) render(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, *domain.Snapshot, error) {
 	st := l.state(v.key())
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	versions := l.feeds.versions()
-	if st.snap != nil && st.snap.Version == snap.Version && st.feeds == versions {
-		return st.parts, nil
+	if st.snap != nil && (st.snap.Version == snap.Version && st.feeds == versions || st.snap.Version > snap.Version) {
+		return st.parts, st.snap, nil
 	}
 	r := &liveRender{ctx: ctx, view: v, snap: snap, feeds: l.feeds, fresh: st.snap == nil}
-	if st.snap != nil && st.snap.Version > snap.Version {
-		// A request with an older snapshot than the view's: its own rendering.
-		r.fresh = true
-		return l.renderParts(r)
-	}
 	if !r.fresh {
 		r.change = liveChange{model: domain.ChangesBetween(st.snap, snap),
 			utilization: st.feeds.utilization != versions.utilization, positions: st.feeds.positions != versions.positions}
@@ -284,10 +279,10 @@ func (l *liveViews) render(ctx context.Context, v liveView, snap *domain.Snapsho
 	}
 	parts, err := l.renderParts(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st.snap, st.feeds, st.parts = snap, versions, parts
-	return parts, nil
+	return parts, snap, nil
 }
 
 // renderParts renders v's parts; a panic becomes an error, so that no

@@ -26,7 +26,7 @@ func (p usagePages) teamUsage(c echo.Context) error {
 	}
 	visible, _ := p.scopeOf(c)
 	view, _ := viewOf("/usage/"+url.PathEscape(name), visible)
-	parts, err := p.live.render(c.Request().Context(), view, snap)
+	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}

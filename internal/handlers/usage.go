@@ -80,7 +80,7 @@ func (p usagePages) usage(c echo.Context) error {
 		return usageCSV(c, res, visibleRows(snap, visible), domain.Totals(snap.Teams), util)
 	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
-	parts, err := p.live.render(c.Request().Context(), view, snap)
+	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}
