@@ -89,7 +89,7 @@ type pendingPart struct {
 
 // join adds a watcher of v whose page shows the snapshot version shown.
 func (h *liveHub) join(ctx context.Context, v liveView, shown uint64) (*liveWatcher, error) {
-	parts, snap, err := h.views.render(ctx, v, h.views.model.Snapshot())
+	parts, snap, err := h.views.current(ctx, v, h.views.model.Snapshot(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (h *liveHub) push(ctx context.Context, c liveChange) {
 		if ctx.Err() != nil {
 			return
 		}
-		parts, shown, err := h.views.render(ctx, wv.view, snap)
+		parts, shown, err := h.views.current(ctx, wv.view, snap, true)
 		if err != nil {
 			h.views.log.Warn("rendering a live view", "route", wv.view.route, "err", err)
 			continue

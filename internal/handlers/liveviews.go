@@ -222,6 +222,8 @@ type viewState struct {
 	feeds feedVersions
 	parts []templates.LivePart
 	used  time.Time
+	// rendering is closed when the rendering under way ends; nil when none.
+	rendering chan struct{}
 }
 
 // maxRenderedViews bounds the views kept; past it the least recently used
@@ -256,33 +258,64 @@ func (l *liveViews) evictLocked() {
 
 // render gives v's parts at snap, and the snapshot they show: the view's
 // kept parts when nothing changed since (or they show a newer snapshot),
-// else rendered again where the changes reach.
+// else rendered again where the changes reach. While another request
+// renders the view, a page shows the parts it kept rather than wait (its
+// stream brings it the newer ones); the hub waits (pushes).
 func (l *liveViews) render(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, *domain.Snapshot, error) {
+	return l.current(ctx, v, snap, false)
+}
+
+func (l *liveViews) current(ctx context.Context, v liveView, snap *domain.Snapshot, wait bool) ([]templates.LivePart, *domain.Snapshot, error) {
 	st := l.state(v.key())
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	versions := l.feeds.versions()
-	if st.snap != nil && (st.snap.Version == snap.Version && st.feeds == versions || st.snap.Version > snap.Version) {
-		return st.parts, st.snap, nil
-	}
-	r := &liveRender{ctx: ctx, view: v, snap: snap, feeds: l.feeds, fresh: st.snap == nil}
-	if !r.fresh {
-		r.change = liveChange{model: domain.ChangesBetween(st.snap, snap),
-			utilization: st.feeds.utilization != versions.utilization, positions: st.feeds.positions != versions.positions}
-		r.prev = make(map[string]templates.LivePart, len(st.parts))
-		for _, p := range st.parts {
-			r.prev[p.ID] = p
-			for _, row := range p.Rows {
-				r.prev[row.ID] = row
+	for {
+		st.mu.Lock()
+		versions := l.feeds.versions()
+		upToDate := st.snap != nil && (st.snap.Version == snap.Version && st.feeds == versions || st.snap.Version > snap.Version)
+		if upToDate || st.rendering != nil && !wait && st.snap != nil {
+			parts, shown := st.parts, st.snap
+			st.mu.Unlock()
+			return parts, shown, nil
+		}
+		if done := st.rendering; done != nil {
+			st.mu.Unlock()
+			select {
+			case <-done:
+				continue
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
 			}
 		}
+		// Others may wait for this rendering: it outlives the request.
+		r := &liveRender{ctx: context.WithoutCancel(ctx), view: v, snap: snap, feeds: l.feeds, fresh: st.snap == nil}
+		if !r.fresh {
+			r.change = liveChange{model: domain.ChangesBetween(st.snap, snap),
+				utilization: st.feeds.utilization != versions.utilization, positions: st.feeds.positions != versions.positions}
+			r.prev = make(map[string]templates.LivePart, len(st.parts))
+			for _, p := range st.parts {
+				r.prev[p.ID] = p
+				for _, row := range p.Rows {
+					r.prev[row.ID] = row
+				}
+			}
+		}
+		done := make(chan struct{})
+		st.rendering = done
+		st.mu.Unlock()
+
+		parts, err := l.renderParts(r)
+
+		st.mu.Lock()
+		st.rendering = nil
+		close(done)
+		if err == nil {
+			st.snap, st.feeds, st.parts = snap, versions, parts
+		}
+		st.mu.Unlock()
+		if err != nil {
+			return nil, nil, err
+		}
+		return parts, snap, nil
 	}
-	parts, err := l.renderParts(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	st.snap, st.feeds, st.parts = snap, versions, parts
-	return parts, snap, nil
 }
 
 // renderParts renders v's parts; a panic becomes an error, so that no

@@ -17,7 +17,7 @@ import (
 type overviewPage struct {
 	frame
 	overview ClusterOverview
-	charts   clusterCharts
+	charts   *chartFeeds
 	pieces   *pieces
 }
 
@@ -39,7 +39,7 @@ func (p overviewPage) show(c echo.Context) error {
 	case ok:
 		return instancesCSV(c, ov)
 	}
-	rangeName, r := chartRange(c, time.Now())
+	rangeName, _ := chartRange(c, time.Now())
 	view := templates.OverviewView{
 		Page:         templates.Page{Title: "Cluster overview", Active: "overview", Problem: p.problem()},
 		Total:        instanceRow(ov.Total),
@@ -54,7 +54,7 @@ func (p overviewPage) show(c echo.Context) error {
 		row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped}
 		view.Queues = append(view.Queues, p.pieces.of(row, templates.QueueRowCells(row)))
 	}
-	charts, err := p.charts.ClusterUtilization(c.Request().Context(), r, float64(ov.Total.VCPU))
+	charts, err := p.charts.clusterSeries(c.Request().Context(), rangeName, float64(ov.Total.VCPU))
 	unavailable := p.chartNote(err)
 	view.Charts = []templ.Component{
 		p.pieces.chart(chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization)),

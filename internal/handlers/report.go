@@ -40,6 +40,7 @@ type reportPage struct {
 	prometheus  usageReports
 	exports     *exportGate
 	summaries   *usageSummaries
+	taskPages   *taskPages
 }
 
 // show shows (or exports) the usage per team and day for a date range:

@@ -116,10 +116,9 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
 
 	rq.Limit, rq.After = reportPageSize, f.After
-	next, _, err := p.taskHistory.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
-		h.Tasks = append(h.Tasks, taskReportRow(r))
-		return nil
-	})
+	next := ""
+	tasks, err := p.taskPages.of(ctx, days, rq)
+	h.Tasks, next = tasks.rows, tasks.next
 	if err != nil {
 		h.TasksUnavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
@@ -137,6 +136,51 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.TasksNext = f.query("after", next)
 	}
 	return render(c, http.StatusOK, templates.Report(view))
+}
+
+// taskPages are the per-task report's pages, each shared for reportTTL
+// (and refreshed in the background after): tasks that end move them, and
+// many viewers ask for the same. The key holds the teams asked for, so a
+// page is only ever shared by viewers who may see the same teams.
+type taskPages struct {
+	taskHistory interface {
+		TaskReport(ctx context.Context, q taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (next string, gaps []taskhistory.Period, err error)
+	}
+	shared *memo.Memo[taskPage]
+}
+
+type taskPage struct {
+	rows []templates.TaskReportRow
+	next string
+}
+
+func newTaskPages(h usageHistory) *taskPages {
+	return &taskPages{taskHistory: h, shared: &memo.Memo[taskPage]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 256}}
+}
+
+// of is the page of rq over days (up to now).
+func (t *taskPages) of(ctx context.Context, days taskhistory.Window, rq taskhistory.ReportQuery) (taskPage, error) {
+	teams := "all"
+	if rq.Teams != nil {
+		teams = "only:" + strings.Join(rq.Teams, ",")
+	}
+	key := strings.Join([]string{days.From.String(), days.To.String(), rq.Team, teams, strconv.Itoa(rq.Limit), rq.After}, "\x00")
+	return t.shared.Recent(ctx, key, func(ctx context.Context) (taskPage, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		q := rq
+		q.Window = days
+		if now := time.Now(); q.Window.To.After(now) {
+			q.Window.To = now
+		}
+		var page taskPage
+		next, _, err := t.taskHistory.TaskReport(ctx, q, func(r taskhistory.ReportRow) error {
+			page.rows = append(page.rows, taskReportRow(r))
+			return nil
+		})
+		page.next = next
+		return page, err
+	})
 }
 
 // reportTTL is how long a usage summary of a day still open is shared: its

@@ -287,15 +287,15 @@ func New(cfg Config) *echo.Echo {
 	live := newLiveViews(cfg.ReadModel, feeds, cfg.Metrics, cfg.Log)
 	exports := newExportGate(cfg.Limits.Exports)
 
-	pieces := newPieces()
-	overview := overviewPage{frame: f, overview: cfg.Overview, charts: prom, pieces: pieces}
-	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: prom, preemptions: newTeamPreemptions(history), pieces: pieces}
+	pieces, charts := newPieces(), newChartFeeds(prom)
+	overview := overviewPage{frame: f, overview: cfg.Overview, charts: charts, pieces: pieces}
+	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
 	live.register("/usage/:team", liveRoute{affects: usage.teamUsageAffects, parts: usage.teamUsageParts})
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
-	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history)}
+	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history)}
 	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}

@@ -31,7 +31,7 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		return err
 	}
 	links := usageRowOf(domain.TeamUsage{Team: name}, resourceOf("gpu"), nil, false)
-	rangeName, r := chartRange(c, time.Now())
+	rangeName, _ := chartRange(c, time.Now())
 	page := templates.TeamUsageView{
 		Page:        templates.Page{Title: "Team " + name, Active: "usage", Problem: p.problem(), Snapshot: snap.Version},
 		RunningLink: links.RunningLink, PendingLink: links.PendingLink,
@@ -39,7 +39,7 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
 		Edit:   teamURL(name, "edit"),
 	}
-	tc, err := p.charts.TeamSeries(c.Request().Context(), p.settings, name, r)
+	tc, err := p.charts.teamSeries(c.Request().Context(), p.settings, name, rangeName)
 	unavailable := p.chartNote(err)
 	page.Charts = []templ.Component{
 		p.pieces.chart(chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse)),

@@ -60,7 +60,7 @@ type usagePages struct {
 	live  *liveViews
 	// charts are Prometheus's figures (utilization comes from the live
 	// feeds); preemptions the task history's counts for a team's page.
-	charts      teamCharts
+	charts      *chartFeeds
 	preemptions *teamPreemptions
 	pieces      *pieces
 }
