@@ -47,6 +47,12 @@ func (r *clusterReads) Overview() (domain.Overview, error) {
 
 func (r *clusterReads) Teams() []domain.StoredTeam { return r.cache.Teams(r.settings) }
 
+// Changes counts the changes of the objects the teams, the queues and the
+// fleet are read from.
+func (r *clusterReads) Changes() uint64 {
+	return r.cache.Changes("ClusterQueue", "Node", "TeamRevisions")
+}
+
 func (r *clusterReads) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
 	return r.cache.Team(r.settings, name)
 }

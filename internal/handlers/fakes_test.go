@@ -98,9 +98,19 @@ type cluster struct {
 	teamRevisions  map[string][]domain.TeamRevision
 	policyRevs     []domain.PolicyRevision
 	revisionsErr   error
+	// Tests change the fields above as they like: unless unchanged says
+	// they will not, every read counts as a change.
+	unchanged bool
+	changes   atomic.Uint64
 }
 
 func (c *cluster) Ready() error { return c.ready }
+func (c *cluster) Changes() uint64 {
+	if c.unchanged {
+		return c.changes.Load()
+	}
+	return c.changes.Add(1)
+}
 func (c *cluster) Reachable() (bool, time.Time) {
 	return c.reachable, c.since
 }

@@ -82,3 +82,41 @@ func (p *pieces) chart(c templates.ChartModel) templ.Component {
 	}
 	return p.of(chartKey(h.Sum64()), templates.LineChart(c))
 }
+
+// kept keeps a page's tables for each viewer scope while what they are
+// made of stays (key: the change counts of their inputs): the requests
+// between two changes share one computation and rendering.
+type kept[V any] struct {
+	mu      sync.Mutex
+	byScope map[string]keptTables[V]
+}
+
+type keptTables[V any] struct {
+	key    string
+	tables V
+}
+
+// maxKeptScopes bounds the scopes kept; past it they are all forgotten.
+const maxKeptScopes = 512
+
+// get is the tables of scope for key, built when there are none for it (a
+// failure is not kept).
+func (k *kept[V]) get(scope, key string, build func() (V, error)) (V, error) {
+	k.mu.Lock()
+	t, ok := k.byScope[scope]
+	k.mu.Unlock()
+	if ok && t.key == key {
+		return t.tables, nil
+	}
+	tables, err := build()
+	if err != nil {
+		return tables, err
+	}
+	k.mu.Lock()
+	if k.byScope == nil || len(k.byScope) >= maxKeptScopes {
+		k.byScope = map[string]keptTables[V]{}
+	}
+	k.byScope[scope] = keptTables[V]{key, tables}
+	k.mu.Unlock()
+	return tables, nil
+}

@@ -108,6 +108,14 @@ type ReadModel interface {
 // ClusterQueues.
 type ClusterOverview interface {
 	Overview() (domain.Overview, error)
+	changeCount
+}
+
+// changeCount counts the changes of what the cache holds of the teams and
+// the nodes: while it stays, so do the teams, their queues and the fleet,
+// and a page keeps what it rendered of them.
+type changeCount interface {
+	Changes() uint64
 }
 
 // teamList is the teams the console manages, as the cache holds them.
@@ -133,6 +141,7 @@ type Teams interface {
 	teamList
 	teamLookup
 	fleet
+	changeCount
 	// DriftedTeams names the teams whose Kueue objects were changed by hand.
 	DriftedTeams() map[string]bool
 }
@@ -288,7 +297,7 @@ func New(cfg Config) *echo.Echo {
 	exports := newExportGate(cfg.Limits.Exports)
 
 	pieces, charts := newPieces(), newChartFeeds(prom)
-	overview := overviewPage{frame: f, overview: cfg.Overview, charts: charts, pieces: pieces}
+	overview := overviewPage{frame: f, overview: cfg.Overview, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
 	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
@@ -296,7 +305,7 @@ func New(cfg Config) *echo.Echo {
 	live.register("/usage/:team", liveRoute{affects: usage.teamUsageAffects, parts: usage.teamUsageParts})
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
 	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history)}
-	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces}
+	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
