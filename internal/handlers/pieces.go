@@ -19,13 +19,14 @@ import (
 // its viewer may see on every request and renders only its frame; it never
 // keeps a whole page, which carries the viewer's name and CSRF token.
 type pieces struct {
-	mu   sync.Mutex
-	html map[any]string
+	mu    sync.Mutex
+	html  map[any]string
+	bytes int
 }
 
-// maxPieces bounds the pieces kept; past it they are all forgotten (and
-// rendered again as asked).
-const maxPieces = 20_000
+// maxPieceBytes bounds the pieces kept; past it they are all forgotten
+// (and rendered again as asked).
+const maxPieceBytes = 8 << 20
 
 func newPieces() *pieces { return &pieces{html: map[any]string{}} }
 
@@ -44,10 +45,14 @@ func (p *pieces) of(key any, c templ.Component) templ.Component {
 	}
 	h = b.String()
 	p.mu.Lock()
-	if len(p.html) >= maxPieces {
+	if p.bytes+len(h) > maxPieceBytes {
 		clear(p.html)
+		p.bytes = 0
 	}
-	p.html[key] = h
+	if _, ok := p.html[key]; !ok {
+		p.html[key] = h
+		p.bytes += len(h)
+	}
 	p.mu.Unlock()
 	return templ.Raw(h)
 }
