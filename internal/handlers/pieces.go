@@ -90,15 +90,19 @@ func (p *pieces) chart(c templates.ChartModel) templ.Component {
 
 // kept keeps a page's tables for each viewer scope while what they are
 // made of stays (key: the change counts of their inputs): the requests
-// between two changes share one computation and rendering.
+// between two changes share one computation and rendering. After a change
+// one request builds the new tables; the others show the previous ones
+// meanwhile rather than build them too.
 type kept[V any] struct {
 	mu      sync.Mutex
-	byScope map[string]keptTables[V]
+	byScope map[string]*keptTables[V]
 }
 
 type keptTables[V any] struct {
-	key    string
-	tables V
+	key      string
+	tables   V
+	ok       bool          // tables were built (for some key)
+	building chan struct{} // closed when the build under way ends
 }
 
 // maxKeptScopes bounds the scopes kept; past it they are all forgotten.
@@ -107,21 +111,40 @@ const maxKeptScopes = 512
 // get is the tables of scope for key, built when there are none for it (a
 // failure is not kept).
 func (k *kept[V]) get(scope, key string, build func() (V, error)) (V, error) {
-	k.mu.Lock()
-	t, ok := k.byScope[scope]
-	k.mu.Unlock()
-	if ok && t.key == key {
-		return t.tables, nil
-	}
-	tables, err := build()
-	if err != nil {
+	for {
+		k.mu.Lock()
+		if k.byScope == nil || len(k.byScope) >= maxKeptScopes {
+			k.byScope = map[string]*keptTables[V]{}
+		}
+		t := k.byScope[scope]
+		if t == nil {
+			t = &keptTables[V]{}
+			k.byScope[scope] = t
+		}
+		switch {
+		case t.ok && t.key == key, t.ok && t.building != nil:
+			tables := t.tables
+			k.mu.Unlock()
+			return tables, nil
+		case t.building != nil:
+			done := t.building
+			k.mu.Unlock()
+			<-done
+			continue
+		}
+		done := make(chan struct{})
+		t.building = done
+		k.mu.Unlock()
+
+		tables, err := build()
+
+		k.mu.Lock()
+		t.building = nil
+		close(done)
+		if err == nil {
+			t.key, t.tables, t.ok = key, tables, true
+		}
+		k.mu.Unlock()
 		return tables, err
 	}
-	k.mu.Lock()
-	if k.byScope == nil || len(k.byScope) >= maxKeptScopes {
-		k.byScope = map[string]keptTables[V]{}
-	}
-	k.byScope[scope] = keptTables[V]{key, tables}
-	k.mu.Unlock()
-	return tables, nil
 }
