@@ -82,6 +82,7 @@ type liveViews struct {
 
 	mu     sync.Mutex
 	states map[string]*viewState
+	swept  time.Time
 	csv    *renderedOnce
 }
 
@@ -227,12 +228,24 @@ type viewState struct {
 }
 
 // maxRenderedViews bounds the views kept; past it the least recently used
-// go.
-const maxRenderedViews = 512
+// go. Views nobody asked for in viewsKept go too: their parts are rendered
+// again when asked.
+const (
+	maxRenderedViews = 512
+	viewsKept        = 2 * time.Minute
+)
 
 func (l *liveViews) state(key string) *viewState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if now := time.Now(); now.Sub(l.swept) > viewsKept/4 {
+		l.swept = now
+		for k, st := range l.states {
+			if now.Sub(st.used) > viewsKept {
+				delete(l.states, k)
+			}
+		}
+	}
 	st := l.states[key]
 	if st == nil {
 		if len(l.states) >= maxRenderedViews {
