@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -91,7 +92,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 			if err != nil {
 				return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 			}
-			return usageSummaryCSV(c, sum.UpTo, visibleUsage(sum, sees), incompleteDays(sum))
+			return usageSummaryCSV(c, sum.UpTo, visibleUsage(sum.UsageSummary, sees), incompleteDays(sum.UsageSummary))
 		})
 	}
 	sum, err := p.summaries.of(ctx, days)
@@ -101,17 +102,24 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	}
 	h.UpTo = "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC."
 	h.UpToAt = sum.UpTo.UTC().Format(time.RFC3339Nano)
-	incomplete := incompleteDays(sum)
 	h.Missing = missingNotes(sum.Days)
-	for _, r := range visibleUsage(sum, sees) {
-		hours := res.of(r)
-		if hours == (taskhistory.ResourceHours{}) {
-			continue
+	// The rows of the same summary, resource and teams are made once.
+	shown := strings.Join([]string{f.Team, res.key, visible.key()}, "\x00")
+	h.Rows, _ = p.summaryRows.get(shown, sum.key, func() ([]templ.Component, error) {
+		incomplete := incompleteDays(sum.UsageSummary)
+		var rows []templ.Component
+		for _, r := range visibleUsage(sum.UsageSummary, sees) {
+			hours := res.of(r)
+			if hours == (taskhistory.ResourceHours{}) {
+				continue
+			}
+			row := templates.UsageSummaryRow{Day: r.Day.Format(dateLayout), Team: r.Team, InstanceType: r.InstanceType,
+				Allocated: domain.FormatHours(hours.Allocated), Used: domain.FormatHours(hours.Used),
+				Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]}
+			rows = append(rows, p.pieces.of(row, templates.UsageSummaryRowCells(row)))
 		}
-		h.Rows = append(h.Rows, templates.UsageSummaryRow{Day: r.Day.Format(dateLayout), Team: r.Team, InstanceType: r.InstanceType,
-			Allocated: domain.FormatHours(hours.Allocated), Used: domain.FormatHours(hours.Used),
-			Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]})
-	}
+		return rows, nil
+	})
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
 
@@ -218,11 +226,19 @@ func newSummaries(h usageHistory) *usageSummaries {
 		closed: map[time.Time]*taskhistory.UsageSummary{}}
 }
 
+// daysSummary is a summary of several days; key names the days' summaries
+// it is made of: equal keys, equal figures.
+type daysSummary struct {
+	*taskhistory.UsageSummary
+	key string
+}
+
 // of is the summary of days (whole UTC days, the last possibly cut short),
 // up to now.
-func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*taskhistory.UsageSummary, error) {
+func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (daysSummary, error) {
 	now := time.Now()
-	out := &taskhistory.UsageSummary{UpTo: days.From}
+	out := daysSummary{UsageSummary: &taskhistory.UsageSummary{UpTo: days.From}}
+	var key strings.Builder
 	for day := days.From; day.Before(days.To) && !day.After(now); day = day.AddDate(0, 0, 1) {
 		end := day.AddDate(0, 0, 1)
 		if end.After(days.To) {
@@ -230,12 +246,14 @@ func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*task
 		}
 		sum, err := u.day(ctx, taskhistory.Window{From: day, To: end}, now)
 		if err != nil {
-			return nil, err
+			return daysSummary{}, err
 		}
+		fmt.Fprintf(&key, "%p,", sum)
 		out.Rows = append(out.Rows, sum.Rows...)
 		out.Days = append(out.Days, sum.Days...)
 		out.UpTo = sum.UpTo
 	}
+	out.key = key.String()
 	return out, nil
 }
 

@@ -304,7 +304,8 @@ func New(cfg Config) *echo.Echo {
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
 	live.register("/usage/:team", liveRoute{affects: usage.teamUsageAffects, parts: usage.teamUsageParts})
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
-	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history)}
+	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history),
+		summaryRows: &kept[[]templ.Component]{}, pieces: pieces}
 	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
