@@ -39,7 +39,9 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 				}, true)),
 			}})),
 			part("task-list-live", templates.TaskList(templates.TaskListPart{
-				Tasks: []templates.TaskRow{{Namespace: "ns", Name: "wl", Team: "team-000", Class: "inference", State: "Pending"}}})),
+				Summary: part("task-list-summary", templates.TaskListSummary("Tasks 1–1 of 1 (page 1 of 1).")),
+				Rows: []templates.LivePart{part("task-row-1", templates.TaskRowCells(templates.TaskRow{
+					Namespace: "ns", Name: "wl", Team: "team-000", Class: "inference", State: "Pending"}))}})),
 		},
 	}
 	usage := templates.UsageView{
@@ -66,6 +68,8 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 			"team-class-stats-live":     {},
 			"team-class-stats-team-000": {{Class: "inference", Team: "team-000"}: 2, {Class: "loadtest-probe", Team: "team-000"}: 5},
 			"task-list-live":            {},
+			"task-list-summary":         {},
+			"task-row-1":                {},
 		}}},
 		{"usage", render(t, templates.Usage(usage)), pageState{Version: 9, Live: map[string]map[countKey]int{
 			"usage-live": {}, "usage-queue-team-000": {{Team: "team-000"}: 4}, "usage-queue-team-001": {{Team: "team-001"}: 0}, "usage-total": {},

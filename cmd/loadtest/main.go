@@ -80,7 +80,9 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.seeTimeout, "see-timeout", time.Minute, "a watcher that has not shown a probe this long after its creation never saw it")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "CPU sample with no client connected")
 	fs.DurationVar(&o.churn, "churn", 30*time.Second, "CPU sample while probes are created (no client)")
-	fs.DurationVar(&o.settle, "settle", 15*time.Second, "wait after the console is ready before measuring")
+	// The console backfills its task history from every Workload when it
+	// starts (about a minute at 50 000): idle is measured after.
+	fs.DurationVar(&o.settle, "settle", 90*time.Second, "wait after the console is ready before measuring (its task history's backfill)")
 	fs.DurationVar(&o.ready, "ready-timeout", 5*time.Minute, "how long the console may take to be ready")
 	fs.DurationVar(&o.maxRun, "max-run", time.Hour, "the whole run, fill included, ends after this")
 	skip := fs.String("skip", "", "phases to leave out, comma-separated: "+strings.Join(phases, ","))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,6 +85,9 @@ type kindResult struct {
 	RefetchFailed   int     `json:"refetch_failed"`
 	Pushes          int     `json:"pushes"`
 	AvgPushBytes    int64   `json:"avg_push_bytes"`
+	// MedianPushBytes is the median size of a push: what a browser parses
+	// for a typical change.
+	MedianPushBytes int `json:"median_push_bytes"`
 }
 
 // summarizeWatchers pairs every probe with every watcher whose page it
@@ -95,6 +99,8 @@ func summarizeWatchers(ws []*watcher, probes []probe, timeout time.Duration) *wa
 	lats := map[string][]time.Duration{}
 	refetches := map[string][]time.Duration{}
 	pushBytes := map[string]int64{}
+	pushSizes := map[string][]int{}
+	var allSizes []int
 	var all, allRefetches []time.Duration
 	allKind := kindResult{Page: "all watchers whose page must change"}
 	for _, w := range ws {
@@ -130,6 +136,8 @@ func summarizeWatchers(ws []*watcher, probes []probe, timeout time.Duration) *wa
 		allRefetches = append(allRefetches, w.refetches...)
 		k.Pushes += w.pushes
 		pushBytes[w.Kind.Label] += w.pushBytes
+		pushSizes[w.Kind.Label] = append(pushSizes[w.Kind.Label], w.pushSizes...)
+		allSizes = append(allSizes, w.pushSizes...)
 		w.mu.Unlock()
 		pairs := len(lat) + missed + early
 		k.Pairs += pairs
@@ -151,6 +159,7 @@ func summarizeWatchers(ws []*watcher, probes []probe, timeout time.Duration) *wa
 		k.RefetchP50 = percentile(refetches[label], 0.50).Seconds()
 		if k.Pushes > 0 {
 			k.AvgPushBytes = pushBytes[label] / int64(k.Pushes)
+			k.MedianPushBytes = medianSize(pushSizes[label])
 		}
 		allKind.Pairs += k.Pairs
 		allKind.Missed += k.Missed
@@ -171,9 +180,20 @@ func summarizeWatchers(ws []*watcher, probes []probe, timeout time.Duration) *wa
 			bytes += b
 		}
 		allKind.AvgPushBytes = bytes / int64(allKind.Pushes)
+		allKind.MedianPushBytes = medianSize(allSizes)
 	}
 	wr.All = allKind
 	return wr
+}
+
+// medianSize is the median of sizes (0 for none).
+func medianSize(sizes []int) int {
+	if len(sizes) == 0 {
+		return 0
+	}
+	s := slices.Clone(sizes)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
 }
 
 // latencyQuantile is the q-quantile of the change → page latencies, each
@@ -238,7 +258,7 @@ func (r *result) markdown() string {
 	if wr := r.Watch; wr != nil {
 		fmt.Fprintf(&b, "Live updates: %d watchers (%s), %d Workloads created at %.1f/s; change → watcher's page:\n\n",
 			wr.Watchers, watcherSummary(wr), wr.Probes, wr.CreatedPerSec)
-		b.WriteString("| watchers of | n | p50 | p95 | missed (of pairs) | refetches (p50) | pushes (avg bytes) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| watchers of | n | p50 | p95 | missed (of pairs) | refetches (p50) | pushes (median, avg bytes) |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, k := range append([]kindResult{wr.All}, wr.Kinds...) {
 			if k.Pairs == 0 && k.Page != wr.All.Page {
 				fmt.Fprintf(&b, "| `%s` | %d | — | — | — (page shows no probe) | %s | %s |\n", k.Page, k.Watchers, refetchCell(k), pushCell(k))
@@ -326,7 +346,7 @@ func pushCell(k kindResult) string {
 	if k.Pushes == 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%d (%d)", k.Pushes, k.AvgPushBytes)
+	return fmt.Sprintf("%d (%d, %d)", k.Pushes, k.MedianPushBytes, k.AvgPushBytes)
 }
 
 // fmtSeconds writes a duration the way a person reads it.

@@ -69,3 +69,21 @@ func TestMarkdownShowsEveryFigure(t *testing.T) {
 		}
 	}
 }
+
+// The median push is what a browser parses for a typical change; a few
+// large pushes (a page's first, the clock's) move the average, not it.
+func TestMedianPushSize(t *testing.T) {
+	for _, tc := range []struct {
+		sizes []int
+		want  int
+	}{
+		{nil, 0},
+		{[]int{700}, 700},
+		{[]int{900, 300_000, 800, 1000}, 900},
+		{[]int{500, 400, 268_000}, 500},
+	} {
+		if got := medianSize(tc.sizes); got != tc.want {
+			t.Errorf("medianSize(%v) = %d, want %d", tc.sizes, got, tc.want)
+		}
+	}
+}

@@ -96,6 +96,7 @@ type watcher struct {
 	refetchKO int
 	pushes    int
 	pushBytes int64
+	pushSizes []int // bytes of each push
 	reconnect int
 }
 
@@ -320,6 +321,7 @@ func (w *watcher) applyFragments(data string, at time.Time) {
 	defer w.mu.Unlock()
 	w.pushes++
 	w.pushBytes += int64(len(data))
+	w.pushSizes = append(w.pushSizes, len(data))
 	for i, f := range fragments {
 		w.swap(f.id, parsed[i])
 	}

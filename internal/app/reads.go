@@ -47,6 +47,12 @@ func (r *clusterReads) Overview() (domain.Overview, error) {
 
 func (r *clusterReads) Teams() []domain.TeamState { return r.cache.Teams(r.settings) }
 
+// Changes counts the changes of the objects the teams, the queues and the
+// fleet are read from.
+func (r *clusterReads) Changes() uint64 {
+	return r.cache.Changes("ClusterQueue", "Node", "TeamRevisions")
+}
+
 func (r *clusterReads) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
 	return r.cache.Team(r.settings, name)
 }
@@ -57,7 +63,7 @@ func (r *clusterReads) Fleet() (domain.ShapeLookup, map[string]int) { return r.c
 // hundreds of teams: the answer is shared for a few seconds (a team's own
 // drift page compares it afresh).
 func (r *clusterReads) DriftedTeams() map[string]bool {
-	drifted, _ := r.drifted.Get(context.Background(), "", func(context.Context) (map[string]bool, error) {
+	drifted, _ := r.drifted.Recent(context.Background(), "", func(context.Context) (map[string]bool, error) {
 		shapes, _ := r.cache.Fleet()
 		return r.cache.DriftedTeams(r.settings, shapes), nil
 	})

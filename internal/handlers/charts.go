@@ -1,10 +1,14 @@
 package handlers
 
 import (
+	"context"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
 )
@@ -40,4 +44,44 @@ func chart(id, title, unit string, yMax float64, unavailable string, series ...m
 		m.Series = append(m.Series, cs)
 	}
 	return m
+}
+
+// chartsEvery is how often the charts' series are asked again: pages show
+// the series they have at once and a newer one from the next request on,
+// never waiting for Prometheus once a range was asked.
+const chartsEvery = 30 * time.Second
+
+// chartFeeds keep the charts' series by range name (the range ends now,
+// so its times move), asked again in the background.
+type chartFeeds struct {
+	cluster clusterCharts
+	team    teamCharts
+	c       *memo.Memo[metrics.Charts]
+	t       *memo.Memo[metrics.TeamCharts]
+}
+
+func newChartFeeds(p Prometheus) *chartFeeds {
+	return &chartFeeds{cluster: p, team: p,
+		c: &memo.Memo[metrics.Charts]{TTL: chartsEvery, FailureTTL: 5 * time.Second, Max: 16},
+		t: &memo.Memo[metrics.TeamCharts]{TTL: chartsEvery, FailureTTL: 5 * time.Second, Max: 1024}}
+}
+
+// clusterSeries are the cluster's utilization series of the named range.
+func (f *chartFeeds) clusterSeries(ctx context.Context, rangeName string, vcpuCapacity float64) (metrics.Charts, error) {
+	return f.c.Recent(ctx, rangeName+"\x00"+strconv.FormatFloat(vcpuCapacity, 'g', -1, 64), func(ctx context.Context) (metrics.Charts, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		r, _ := metrics.RangeFor(rangeName, time.Now())
+		return f.cluster.ClusterUtilization(ctx, r, vcpuCapacity)
+	})
+}
+
+// teamSeries are a team's series of the named range.
+func (f *chartFeeds) teamSeries(ctx context.Context, s domain.Settings, team, rangeName string) (metrics.TeamCharts, error) {
+	return f.t.Recent(ctx, team+"\x00"+rangeName, func(ctx context.Context) (metrics.TeamCharts, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		r, _ := metrics.RangeFor(rangeName, time.Now())
+		return f.team.TeamSeries(ctx, s, team, r)
+	})
 }

@@ -64,7 +64,7 @@ func csvResponse(c echo.Context, filename string) *echo.Response {
 // the view (key): written once per snapshot, then sent as it is to every
 // request for it.
 func (l *liveViews) cachedCSV(c echo.Context, key string, snap *domain.Snapshot, filename string, header []string, rows func(*csvStream) error) error {
-	e, err := l.renderer.once("csv\x00"+key, snap.Version, func(e *rendering) error {
+	e, err := l.csv.once("csv\x00"+key, snap.Version, func(e *rendering) error {
 		var b bytes.Buffer
 		s := &csvStream{w: csv.NewWriter(&b)}
 		if err := s.Row(header...); err != nil {

@@ -49,7 +49,7 @@ type waitEstimates struct {
 	ctx       context.Context
 	snap      *domain.Snapshot
 	rates     *admissionRates
-	kueue     QueuePositions            // nil: the console's estimate only
+	kueue     *positionsFeed
 	positions map[string]map[string]int // nil entry: Kueue did not answer
 	// known are the rates, once asked; knownOK: there is a history to ask.
 	known   *taskhistory.AdmissionRates
@@ -57,7 +57,7 @@ type waitEstimates struct {
 }
 
 func (p tasksPage) waitEstimates(ctx context.Context, snap *domain.Snapshot) *waitEstimates {
-	return &waitEstimates{ctx: ctx, snap: snap, rates: p.rates, kueue: p.positions, positions: map[string]map[string]int{}}
+	return &waitEstimates{ctx: ctx, snap: snap, rates: p.rates, kueue: p.live.feeds.positions, positions: map[string]map[string]int{}}
 }
 
 // ahead is how many tasks are ahead of f in its ClusterQueue; ok is false
@@ -69,7 +69,7 @@ func (w *waitEstimates) ahead(f *domain.TaskFacts) (int, bool) {
 	if w.kueue != nil {
 		pos, asked := w.positions[f.ClusterQueue]
 		if !asked {
-			pos, _ = w.kueue.Known(w.ctx, f.ClusterQueue)
+			pos, _ = w.kueue.of(w.ctx, f.ClusterQueue)
 			w.positions[f.ClusterQueue] = pos
 		}
 		if p, ok := pos[domain.LocalQueueKey(f.Namespace, f.Name)]; ok {

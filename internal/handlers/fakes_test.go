@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,11 +30,11 @@ import (
 type readModel struct {
 	mu   sync.Mutex
 	snap *domain.Snapshot
-	subs map[chan uint64]struct{}
+	subs map[chan domain.Changes]struct{}
 }
 
 func newReadModel(snap *domain.Snapshot) *readModel {
-	m := &readModel{subs: map[chan uint64]struct{}{}}
+	m := &readModel{subs: map[chan domain.Changes]struct{}{}}
 	m.publish(snap)
 	return m
 }
@@ -44,8 +45,8 @@ func (m *readModel) Snapshot() *domain.Snapshot {
 	return m.snap
 }
 
-func (m *readModel) Subscribe() (<-chan uint64, func()) {
-	ch := make(chan uint64, 1)
+func (m *readModel) Subscribe() (<-chan domain.Changes, func()) {
+	ch := make(chan domain.Changes, 1)
 	m.mu.Lock()
 	m.subs[ch] = struct{}{}
 	m.mu.Unlock()
@@ -56,22 +57,25 @@ func (m *readModel) Subscribe() (<-chan uint64, func()) {
 	}
 }
 
-// publish makes snap the next version and tells the subscribers.
+// publish makes snap the next version and tells the subscribers what
+// changed, as kueue.Live does.
 func (m *readModel) publish(snap *domain.Snapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	snap.Version = 1
 	if m.snap != nil {
 		snap.Version = m.snap.Version + 1
-	} else {
-		snap.Version = 1
 	}
+	changed := domain.ChangesBetween(m.snap, snap)
 	m.snap = snap
 	for ch := range m.subs {
 		select {
-		case <-ch:
+		case earlier := <-ch:
+			earlier.Add(changed)
+			ch <- earlier
 		default:
+			ch <- changed
 		}
-		ch <- snap.Version
 	}
 }
 
@@ -94,9 +98,19 @@ type cluster struct {
 	teamRevisions  map[string][]domain.TeamRevision
 	policyRevs     []domain.PolicyRevision
 	revisionsErr   error
+	// Tests change the fields above as they like: unless unchanged says
+	// they will not, every read counts as a change.
+	unchanged bool
+	changes   atomic.Uint64
 }
 
 func (c *cluster) Ready() error { return c.ready }
+func (c *cluster) Changes() uint64 {
+	if c.unchanged {
+		return c.changes.Load()
+	}
+	return c.changes.Add(1)
+}
 func (c *cluster) Reachable() (bool, time.Time) {
 	return c.reachable, c.since
 }
@@ -243,6 +257,7 @@ type taskHistory struct {
 	byTeam      []taskhistory.PreemptedBy
 	summary     taskhistory.UsageSummary
 	report      []taskhistory.ReportRow
+	summaries   atomic.Int64 // UsageSummary calls
 }
 
 func (h *taskHistory) Available() error { return h.err }
@@ -272,11 +287,23 @@ func (h *taskHistory) Preemptions(_ context.Context, q taskhistory.PreemptionQue
 func (h *taskHistory) PreemptionsByTeam(context.Context, taskhistory.Window, string) ([]taskhistory.PreemptedBy, []taskhistory.Period, error) {
 	return h.byTeam, nil, h.err
 }
-func (h *taskHistory) UsageSummary(context.Context, taskhistory.Window) (*taskhistory.UsageSummary, error) {
+func (h *taskHistory) UsageSummary(_ context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error) {
 	if h.err != nil {
 		return nil, h.err
 	}
-	s := h.summary
+	h.summaries.Add(1)
+	in := func(day time.Time) bool { return !day.Before(w.From.Truncate(24*time.Hour)) && day.Before(w.To) }
+	s := taskhistory.UsageSummary{UpTo: h.summary.UpTo}
+	for _, r := range h.summary.Rows {
+		if in(r.Day) {
+			s.Rows = append(s.Rows, r)
+		}
+	}
+	for _, d := range h.summary.Days {
+		if in(d.Day) {
+			s.Days = append(s.Days, d)
+		}
+	}
 	return &s, nil
 }
 func (h *taskHistory) TaskReport(_ context.Context, _ taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (string, []taskhistory.Period, error) {

@@ -3,12 +3,15 @@ package handlers_test
 import (
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/metrics"
@@ -76,4 +79,119 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 	}
 	_, body := webtest.Get(t, srv.Config.Handler, "/metrics")
 	webtest.MustContain(t, "/metrics", body, "quota_console_live_watchers "+strconv.Itoa(busyWatchers+1), "quota_console_live_fragments_pushed_total ")
+}
+
+// A change of the read model pushes, to each view, the parts that depend
+// on it and whose content changed, and renders no view it cannot change:
+// a team's task reaches that team's rows and the figures over all teams;
+// a quota reaches the usage pages only; the clock's cadence reaches the
+// figures that grow with it (the Tasks page), not the usage pages.
+func TestAChangePushesThePartsThatDependOnIt(t *testing.T) {
+	s := domain.DefaultSettings
+	now := time.Now().Truncate(domain.ClockCadence).Add(time.Second)
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 300, now)
+	views := []string{"/tasks?sort=name", "/tasks?team=team-000", "/usage", "/usage/team-000", "/usage/team-001"}
+	for _, tc := range []struct {
+		name   string
+		change func(m *domain.Model)
+		after  time.Duration
+		// want are the parts each view receives; some are views that
+		// receive parts, whichever.
+		want    map[string][]string
+		some    []string
+		renders float64 // at most, for all views
+	}{
+		{
+			name: "a pending task of team-001",
+			change: func(m *domain.Model) {
+				m.SetWorkload(kueuetest.MakeWorkload(s, s.Namespace("team-001"), "zz-new").Queue(s.LocalQueue("team-001")).Class("training").
+					GPUs(1, 1).Created(now).Pending("Pending", "waits for quota", now).Obj())
+			},
+			after: time.Second,
+			want: map[string][]string{
+				"/tasks?sort=name": {"class-stats-live", "task-list-summary", "team-class-stats-team-001"},
+				"/usage":           {"usage-queue-" + s.ClusterQueue("team-001"), "usage-total"},
+				"/usage/team-001":  {"team-live"},
+			},
+			renders: 3,
+		},
+		{
+			name: "a quota of team-000",
+			change: func(m *domain.Model) {
+				cq := objs.ClusterQueues[0].DeepCopy()
+				cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota.Set(16)
+				m.SetClusterQueue(cq)
+			},
+			after: time.Second,
+			want: map[string][]string{
+				"/usage":          {"usage-queue-" + s.ClusterQueue("team-000"), "usage-total"},
+				"/usage/team-000": {"team-live"},
+			},
+			renders: 4, // and the Tasks pages, whose figures stay
+		},
+		{
+			name:    "the clock's cadence",
+			change:  func(*domain.Model) {},
+			after:   domain.ClockCadence,
+			some:    []string{"/tasks?sort=name", "/tasks?team=team-000"},
+			renders: 2,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := domain.NewModel(s)
+			model.Load(domain.SnapshotInput{Settings: s, ClusterQueues: objs.ClusterQueues, LocalQueues: objs.LocalQueues,
+				Workloads: objs.Workloads, Classes: objs.Classes})
+			f := newFixture(t, 2, 0)
+			f.model = newReadModel(model.Snapshot(now))
+			f.cfg.ReadModel = f.model
+			f.cfg.Metrics = metrics.NewConsole()
+			srv := httptest.NewServer(f.handler())
+			t.Cleanup(srv.Close)
+			watchers := map[string]<-chan webtest.Pushed{}
+			for _, v := range views {
+				watchers[v] = webtest.Watch(t, srv.URL, v, f.model.Snapshot().Version, nil)
+			}
+			renders := func() float64 {
+				return webtest.MetricValue(t, srv.Config.Handler, "quota_console_live_render_duration_seconds_count")
+			}
+			before := renders()
+
+			tc.change(model)
+			f.model.publish(model.Snapshot(now.Add(tc.after)))
+
+			got := map[string][]string{}
+			quiet := time.After(1500 * time.Millisecond)
+			for open := true; open; {
+				select {
+				case <-quiet:
+					open = false
+				default:
+					for v, ch := range watchers {
+						select {
+						case p := <-ch:
+							got[v] = append(got[v], p.IDs()...)
+						default:
+						}
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			for _, v := range tc.some {
+				if len(got[v]) == 0 {
+					t.Errorf("%s received nothing", v)
+				}
+				delete(got, v)
+			}
+			for v, ids := range got {
+				slices.Sort(ids)
+				got[v] = slices.Compact(ids)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("parts pushed by view (-want +got):\n%s", diff)
+			}
+			if n := renders() - before; n > tc.renders {
+				t.Errorf("%v views rendered, want at most %v: views the change cannot alter were rendered", n, tc.renders)
+			}
+		})
+	}
 }

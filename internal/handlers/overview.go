@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -16,47 +17,77 @@ import (
 type overviewPage struct {
 	frame
 	overview ClusterOverview
-	charts   clusterCharts
+	charts   *chartFeeds
+	pieces   *pieces
+	kept     *kept[overviewTables]
 }
 
-func (p overviewPage) show(c echo.Context) error {
-	ov, err := p.overview.Overview()
-	if err != nil {
-		return err
-	}
-	visible, _ := p.scopeOf(c)
-	var shown []domain.QueueQuota // capacity is the cluster's; queues are the teams'
+// visibleQueues are the ClusterQueues of the teams a viewer may see (the
+// capacity is the cluster's).
+func visibleQueues(ov domain.Overview, visible scope) []domain.QueueQuota {
+	var shown []domain.QueueQuota
 	for _, q := range ov.Queues {
 		if visible.sees(q.Team) {
 			shown = append(shown, q)
 		}
 	}
-	switch table, ok := csvTable(c); {
-	case ok && table == "cluster-queues":
-		return queuesCSV(c, shown)
-	case ok:
+	return shown
+}
+
+// overviewTables are the overview's tables for one scope.
+type overviewTables struct {
+	instanceTypes []templates.InstanceRow
+	total         templates.InstanceRow
+	vcpu          int64
+	queues        []templ.Component
+}
+
+func (p overviewPage) show(c echo.Context) error {
+	visible, _ := p.scopeOf(c)
+	if table, ok := csvTable(c); ok {
+		ov, err := p.overview.Overview()
+		if err != nil {
+			return err
+		}
+		if table == "cluster-queues" {
+			return queuesCSV(c, visibleQueues(ov, visible))
+		}
 		return instancesCSV(c, ov)
 	}
-	rangeName, r := chartRange(c, time.Now())
+	tables, err := p.kept.get(visible.key(), strconv.FormatUint(p.overview.Changes(), 10), func() (overviewTables, error) {
+		ov, err := p.overview.Overview()
+		if err != nil {
+			return overviewTables{}, err
+		}
+		t := overviewTables{total: instanceRow(ov.Total), vcpu: ov.Total.VCPU}
+		for _, it := range ov.InstanceTypes {
+			t.instanceTypes = append(t.instanceTypes, instanceRow(it))
+		}
+		for _, q := range visibleQueues(ov, visible) {
+			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped}
+			t.queues = append(t.queues, p.pieces.of(row, templates.QueueRowCells(row)))
+		}
+		return t, nil
+	})
+	if err != nil {
+		return err
+	}
+	rangeName, _ := chartRange(c, time.Now())
 	view := templates.OverviewView{
-		Page:         templates.Page{Title: "Cluster overview", Active: "overview", Problem: p.problem()},
-		Total:        instanceRow(ov.Total),
-		Ranges:       rangeChoices("/?", rangeName),
-		CSVInstances: csvHref(c, "instance-types"),
-		CSVQueues:    csvHref(c, "cluster-queues"),
+		Page:          templates.Page{Title: "Cluster overview", Active: "overview", Problem: p.problem()},
+		InstanceTypes: tables.instanceTypes,
+		Total:         tables.total,
+		Queues:        tables.queues,
+		Ranges:        rangeChoices("/?", rangeName),
+		CSVInstances:  csvHref(c, "instance-types"),
+		CSVQueues:     csvHref(c, "cluster-queues"),
 	}
-	for _, it := range ov.InstanceTypes {
-		view.InstanceTypes = append(view.InstanceTypes, instanceRow(it))
-	}
-	for _, q := range shown {
-		view.Queues = append(view.Queues, templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped})
-	}
-	charts, err := p.charts.ClusterUtilization(c.Request().Context(), r, float64(ov.Total.VCPU))
+	charts, err := p.charts.clusterSeries(c.Request().Context(), rangeName, float64(tables.vcpu))
 	unavailable := p.chartNote(err)
-	view.Charts = []templates.ChartModel{
-		chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization),
-		chart("gpu-mem", "GPU memory in use", "%", 100, unavailable, charts.GPUMemory),
-		chart("vcpu", "vCPU allocated to tasks (Kueue) of cluster capacity", "%", 100, unavailable, charts.VCPUAllocation),
+	view.Charts = []templ.Component{
+		p.pieces.chart(chart("gpu-util", "GPU utilization (dcgm-exporter, all GPUs)", "%", 100, unavailable, charts.GPUUtilization)),
+		p.pieces.chart(chart("gpu-mem", "GPU memory in use", "%", 100, unavailable, charts.GPUMemory)),
+		p.pieces.chart(chart("vcpu", "vCPU allocated to tasks (Kueue) of cluster capacity", "%", 100, unavailable, charts.VCPUAllocation)),
 	}
 	return render(c, http.StatusOK, templates.Overview(view))
 }

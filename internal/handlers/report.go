@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -40,6 +41,9 @@ type reportPage struct {
 	prometheus  usageReports
 	exports     *exportGate
 	summaries   *usageSummaries
+	taskPages   *taskPages
+	summaryRows *kept[[]templ.Component]
+	pieces      *pieces
 }
 
 // show shows (or exports) the usage per team and day for a date range:

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -90,7 +92,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 			if err != nil {
 				return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 			}
-			return usageSummaryCSV(c, sum.UpTo, visibleUsage(sum, sees), incompleteDays(sum))
+			return usageSummaryCSV(c, sum.UpTo, visibleUsage(sum.UsageSummary, sees), incompleteDays(sum.UsageSummary))
 		})
 	}
 	sum, err := p.summaries.of(ctx, days)
@@ -100,25 +102,31 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	}
 	h.UpTo = "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC."
 	h.UpToAt = sum.UpTo.UTC().Format(time.RFC3339Nano)
-	incomplete := incompleteDays(sum)
 	h.Missing = missingNotes(sum.Days)
-	for _, r := range visibleUsage(sum, sees) {
-		hours := res.of(r)
-		if hours == (taskhistory.ResourceHours{}) {
-			continue
+	// The rows of the same summary, resource and teams are made once.
+	shown := strings.Join([]string{f.Team, res.key, visible.key()}, "\x00")
+	h.Rows, _ = p.summaryRows.get(shown, sum.key, func() ([]templ.Component, error) {
+		incomplete := incompleteDays(sum.UsageSummary)
+		var rows []templ.Component
+		for _, r := range visibleUsage(sum.UsageSummary, sees) {
+			hours := res.of(r)
+			if hours == (taskhistory.ResourceHours{}) {
+				continue
+			}
+			row := templates.UsageSummaryRow{Day: r.Day.Format(dateLayout), Team: r.Team, InstanceType: r.InstanceType,
+				Allocated: domain.FormatHours(hours.Allocated), Used: domain.FormatHours(hours.Used),
+				Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]}
+			rows = append(rows, p.pieces.of(row, templates.UsageSummaryRowCells(row)))
 		}
-		h.Rows = append(h.Rows, templates.UsageSummaryRow{Day: r.Day.Format(dateLayout), Team: r.Team, InstanceType: r.InstanceType,
-			Allocated: domain.FormatHours(hours.Allocated), Used: domain.FormatHours(hours.Used),
-			Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]})
-	}
+		return rows, nil
+	})
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
 
 	rq.Limit, rq.After = reportPageSize, f.After
-	next, _, err := p.taskHistory.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
-		h.Tasks = append(h.Tasks, taskReportRow(r))
-		return nil
-	})
+	next := ""
+	tasks, err := p.taskPages.of(ctx, days, rq)
+	h.Tasks, next = tasks.rows, tasks.next
 	if err != nil {
 		h.TasksUnavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
@@ -138,30 +146,129 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	return render(c, http.StatusOK, templates.Report(view))
 }
 
-// reportTTL is how long a usage summary is shared: its figures are hours
-// per day, and many viewers (and their CSVs) ask for the same days.
+// taskPages are the per-task report's pages, each shared for reportTTL
+// (and refreshed in the background after): tasks that end move them, and
+// many viewers ask for the same. The key holds the teams asked for, so a
+// page is only ever shared by viewers who may see the same teams.
+type taskPages struct {
+	taskHistory interface {
+		TaskReport(ctx context.Context, q taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (next string, gaps []taskhistory.Period, err error)
+	}
+	shared *memo.Memo[taskPage]
+}
+
+type taskPage struct {
+	rows []templates.TaskReportRow
+	next string
+}
+
+func newTaskPages(h usageHistory) *taskPages {
+	return &taskPages{taskHistory: h, shared: &memo.Memo[taskPage]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 256}}
+}
+
+// of is the page of rq over days (up to now).
+func (t *taskPages) of(ctx context.Context, days taskhistory.Window, rq taskhistory.ReportQuery) (taskPage, error) {
+	teams := "all"
+	if rq.Teams != nil {
+		teams = "only:" + strings.Join(rq.Teams, ",")
+	}
+	key := strings.Join([]string{days.From.String(), days.To.String(), rq.Team, teams, strconv.Itoa(rq.Limit), rq.After}, "\x00")
+	return t.shared.Recent(ctx, key, func(ctx context.Context) (taskPage, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		q := rq
+		q.Window = days
+		if now := time.Now(); q.Window.To.After(now) {
+			q.Window.To = now
+		}
+		var page taskPage
+		next, _, err := t.taskHistory.TaskReport(ctx, q, func(r taskhistory.ReportRow) error {
+			page.rows = append(page.rows, taskReportRow(r))
+			return nil
+		})
+		page.next = next
+		return page, err
+	})
+}
+
+// reportTTL is how long a usage summary of a day still open is shared: its
+// figures are hours per day, and many viewers (and their CSVs) ask for the
+// same days.
 const reportTTL = 30 * time.Second
 
-// usageSummaries are the usage summaries of the days asked for, shared by
-// the page and its CSV (a window that ends now is the same report a moment
-// later). Each window asked for is one more summary to compute: at most
-// summaryConcurrency are computed at once, whoever asks.
+// closedAfter is how long after its end a day's figures are final: events
+// of its last moments are recorded by then.
+const closedAfter = 5 * time.Minute
+
+// maxClosedDays bounds the closed days kept (more than a year's report).
+const maxClosedDays = 400
+
+// usageSummaries are the usage summaries of the days asked for, a day at a
+// time, shared by the page and its CSV. A closed day the history recorded
+// whole never changes: it is computed once and kept. The other days (the
+// open one, and days with periods of no record, which a recorder may still
+// account for) are shared for reportTTL. At most summaryConcurrency days
+// are computed at once, whoever asks.
 type usageSummaries struct {
 	taskHistory interface {
 		UsageSummary(ctx context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error)
 	}
 	shared *memo.Memo[*taskhistory.UsageSummary]
 	slots  summarySlots
+
+	mu     sync.Mutex
+	closed map[time.Time]*taskhistory.UsageSummary // by day
 }
 
 func newSummaries(h usageHistory) *usageSummaries {
 	return &usageSummaries{taskHistory: h, slots: make(summarySlots, summaryConcurrency),
-		shared: &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 64}}
+		shared: &memo.Memo[*taskhistory.UsageSummary]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 64},
+		closed: map[time.Time]*taskhistory.UsageSummary{}}
 }
 
-// of is the summary of days.
-func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*taskhistory.UsageSummary, error) {
-	return u.shared.Recent(ctx, days.From.String()+"\x00"+days.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+// daysSummary is a summary of several days; key names the days' summaries
+// it is made of: equal keys, equal figures.
+type daysSummary struct {
+	*taskhistory.UsageSummary
+	key string
+}
+
+// of is the summary of days (whole UTC days, the last possibly cut short),
+// up to now.
+func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (daysSummary, error) {
+	now := time.Now()
+	out := daysSummary{UsageSummary: &taskhistory.UsageSummary{UpTo: days.From}}
+	var key strings.Builder
+	for day := days.From; day.Before(days.To) && !day.After(now); day = day.AddDate(0, 0, 1) {
+		end := day.AddDate(0, 0, 1)
+		if end.After(days.To) {
+			end = days.To
+		}
+		sum, err := u.day(ctx, taskhistory.Window{From: day, To: end}, now)
+		if err != nil {
+			return daysSummary{}, err
+		}
+		fmt.Fprintf(&key, "%p,", sum)
+		out.Rows = append(out.Rows, sum.Rows...)
+		out.Days = append(out.Days, sum.Days...)
+		out.UpTo = sum.UpTo
+	}
+	out.key = key.String()
+	return out, nil
+}
+
+// day is the summary of one day.
+func (u *usageSummaries) day(ctx context.Context, day taskhistory.Window, now time.Time) (*taskhistory.UsageSummary, error) {
+	closed := !day.To.After(now.Add(-closedAfter))
+	if closed {
+		u.mu.Lock()
+		sum := u.closed[day.From]
+		u.mu.Unlock()
+		if sum != nil {
+			return sum, nil
+		}
+	}
+	sum, err := u.shared.Recent(ctx, day.From.String()+"\x00"+day.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		release, err := u.slots.take(ctx)
@@ -169,12 +276,32 @@ func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (*task
 			return nil, fmt.Errorf("waiting for other usage summaries: %w", err)
 		}
 		defer release()
-		w := days
+		w := day
 		if now := time.Now(); w.To.After(now) {
 			w.To = now
 		}
 		return u.taskHistory.UsageSummary(ctx, w)
 	})
+	if err == nil && closed && wholeRecord(sum) {
+		u.mu.Lock()
+		if len(u.closed) >= maxClosedDays {
+			clear(u.closed)
+		}
+		u.closed[day.From] = sum
+		u.mu.Unlock()
+	}
+	return sum, err
+}
+
+// wholeRecord reports whether the history has a record of all of a
+// summary's days.
+func wholeRecord(sum *taskhistory.UsageSummary) bool {
+	for _, d := range sum.Days {
+		if len(d.Missing) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // visibleUsage are the rows of a summary of the teams the viewer sees;

@@ -99,15 +99,23 @@ type Health interface {
 // ReadModel is the live read model the dashboards show (kueue.Live).
 type ReadModel interface {
 	Snapshot() *domain.Snapshot
-	// Subscribe tells of every new snapshot version until its stop is
-	// called.
-	Subscribe() (versions <-chan uint64, stop func())
+	// Subscribe tells what changed with every new snapshot (merged while
+	// the reader is busy) until its stop is called.
+	Subscribe() (changed <-chan domain.Changes, stop func())
 }
 
 // ClusterOverview is the cluster's capacity by instance type and its
 // ClusterQueues.
 type ClusterOverview interface {
 	Overview() (domain.Overview, error)
+	changeCount
+}
+
+// changeCount counts the changes of what the cache holds of the teams and
+// the nodes: while it stays, so do the teams, their queues and the fleet,
+// and a page keeps what it rendered of them.
+type changeCount interface {
+	Changes() uint64
 }
 
 // teamList is the teams the console manages, as the cache holds them.
@@ -133,6 +141,7 @@ type Teams interface {
 	teamList
 	teamLookup
 	fleet
+	changeCount
 	// DriftedTeams names the teams whose Kueue objects were changed by hand.
 	DriftedTeams() map[string]bool
 }
@@ -274,7 +283,6 @@ func New(cfg Config) *echo.Echo {
 	}
 	f := frame{settings: cfg.Settings, log: cfg.Log, auth: cfg.Auth, access: cfg.Access, teams: cfg.Teams,
 		health: cfg.Health, warnings: &warnings{}}
-	live := newLiveViews(cfg.ReadModel, cfg.Metrics, cfg.Log)
 	var history TaskHistory = noTaskHistory{}
 	if cfg.TaskHistory != nil {
 		history = cfg.TaskHistory
@@ -283,17 +291,22 @@ func New(cfg Config) *echo.Echo {
 	if cfg.Prometheus != nil {
 		prom = cfg.Prometheus
 	}
+	feeds := &liveFeeds{utilization: &utilizationFeed{source: prom, namespacePrefix: cfg.Settings.NamespacePrefix, log: cfg.Log},
+		positions: &positionsFeed{source: cfg.Positions, queues: map[string]*askedPositions{}}}
+	live := newLiveViews(cfg.ReadModel, feeds, cfg.Metrics, cfg.Log)
 	exports := newExportGate(cfg.Limits.Exports)
 
-	overview := overviewPage{frame: f, overview: cfg.Overview, charts: prom}
-	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, util: prom, charts: prom, preemptions: newTeamPreemptions(history)}
-	tasks := newTasksPage(f, cfg.ReadModel, live, history, cfg.Positions)
-	live.register("/tasks", tasks.parts)
-	live.register("/usage", usage.usageParts)
-	live.register("/usage/:team", usage.teamUsageParts)
+	pieces, charts := newPieces(), newChartFeeds(prom)
+	overview := overviewPage{frame: f, overview: cfg.Overview, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
+	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces}
+	tasks := newTasksPage(f, cfg.ReadModel, live, history)
+	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
+	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
+	live.register("/usage/:team", liveRoute{affects: usage.teamUsageAffects, parts: usage.teamUsageParts})
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
-	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history)}
-	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes}
+	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history),
+		summaryRows: &kept[[]templ.Component]{}, pieces: pieces}
+	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}

@@ -40,9 +40,16 @@ func (p tasksPage) windowFacts(ctx context.Context, key string, window time.Dura
 }
 
 // taskStatistics computes the statistics of f for a viewer (by team too,
-// when byTeam).
-func (p tasksPage) taskStatistics(ctx context.Context, f taskFilter, visible scope, snap *domain.Snapshot, byTeam bool) taskStats {
+// when byTeam: of the teams in only, when not nil).
+func (p tasksPage) taskStatistics(ctx context.Context, f taskFilter, visible scope, snap *domain.Snapshot, byTeam bool, only []string) taskStats {
 	sel := f.selection(visible)
+	teams := only
+	switch {
+	case only != nil:
+		sel.Teams = only
+	case byTeam:
+		teams = visibleTeams(snap, visible)
+	}
 	classes := snap.Classes
 	if f.Class != "" {
 		classes = []string{f.Class}
@@ -62,7 +69,7 @@ func (p tasksPage) taskStatistics(ctx context.Context, f taskFilter, visible sco
 		}
 		st.byClass = snap.StatsByClass(sel, classes, window, now)
 		if byTeam {
-			st.byTeam = snap.StatsByTeamAndClass(sel, visibleTeams(snap, visible), classes, window, now)
+			st.byTeam = snap.StatsByTeamAndClass(sel, teams, classes, window, now)
 		}
 		return st
 	}
@@ -74,7 +81,7 @@ func (p tasksPage) taskStatistics(ctx context.Context, f taskFilter, visible sco
 	ongoing := snap.Ongoing(sel, window, now)
 	st.byClass = taskhistory.ClassStats(hist, ongoing, classes, lowest)
 	if byTeam {
-		st.byTeam = taskhistory.TeamClassStats(hist, ongoing, visibleTeams(snap, visible), classes, lowest)
+		st.byTeam = taskhistory.TeamClassStats(hist, ongoing, teams, classes, lowest)
 	}
 	st.gaps = gapNotes(hist.Gaps)
 	st.history = true

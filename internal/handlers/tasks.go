@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -146,15 +145,14 @@ type tasksPage struct {
 	model ReadModel
 	live  *liveViews
 	// stats are the task history's completed facts and admission rates,
-	// shared a while (facts, rates); positions are Kueue's own queue order.
-	stats     taskStatistics
-	facts     *memo.Memo[*taskhistory.WindowStats]
-	rates     *admissionRates
-	positions QueuePositions
+	// shared a while (facts, rates).
+	stats taskStatistics
+	facts *memo.Memo[*taskhistory.WindowStats]
+	rates *admissionRates
 }
 
-func newTasksPage(f frame, model ReadModel, live *liveViews, stats taskStatistics, positions QueuePositions) tasksPage {
-	return tasksPage{frame: f, model: model, live: live, stats: stats, positions: positions,
+func newTasksPage(f frame, model ReadModel, live *liveViews, stats taskStatistics) tasksPage {
+	return tasksPage{frame: f, model: model, live: live, stats: stats,
 		facts: &memo.Memo[*taskhistory.WindowStats]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}, rates: newAdmissionRates(stats)}
 }
 
@@ -168,17 +166,17 @@ func (p tasksPage) show(c echo.Context) error {
 		switch table {
 		case "classes":
 			return p.live.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class.csv", statsHeader, func(s *csvStream) error {
-				return statsRows(s, p.taskStatistics(ctx, f, visible, snap, false).byClass)
+				return statsRows(s, p.taskStatistics(ctx, f, visible, snap, false, nil).byClass)
 			})
 		case "breakdown":
 			return p.live.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
-				return breakdownRows(s, p.taskStatistics(ctx, f, visible, snap, true).byTeam)
+				return breakdownRows(s, p.taskStatistics(ctx, f, visible, snap, true, nil).byTeam)
 			})
 		}
 		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), p.waitEstimates(c.Request().Context(), snap))
 	}
 
-	parts, err := p.live.render(c.Request().Context(), view, snap)
+	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}
@@ -214,104 +212,174 @@ func (p tasksPage) show(c echo.Context) error {
 	return render(c, http.StatusOK, templates.Tasks(page))
 }
 
-// tasksParts renders the Tasks page's live parts: the statistics by class and (without a team filter) by team and class, and
-// the page of the task list.
-func (p tasksPage) parts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
-	f := parseTaskFilter(v.query)
-	statistics := p.taskStatistics(ctx, f, v.scope, snap, f.Team == "")
+// sees tells which teams' tasks the filter shows a viewer ("" are the
+// tasks outside team namespaces).
+func (f taskFilter) sees(visible scope) func(team string) bool {
+	sel := f.selection(visible)
+	if sel.Teams == nil {
+		return func(string) bool { return true }
+	}
+	return func(team string) bool { return slices.Contains(sel.Teams, team) }
+}
+
+// affects: the Tasks page's parts depend on the tasks of the teams and
+// classes it shows, the clock (waits and runs so far) and Kueue's queue
+// positions (estimated waits).
+func (p tasksPage) affects(v liveView, c liveChange) bool {
+	return c.positions || c.model.Clock || c.model.AnyTeam(parseTaskFilter(v.query).sees(v.scope))
+}
+
+// parts renders the Tasks page's live parts: the statistics by class and
+// (without a team filter) by team and class, a row per team, and the page
+// of the task list, a row per task. A change renders again what it
+// reaches: the statistics of the classes it changed, the rows of the teams
+// it changed, the list when a task it shows may have.
+func (p tasksPage) parts(r *liveRender) ([]templates.LivePart, error) {
+	f := parseTaskFilter(r.view.query)
+	sees := f.sees(r.view.scope)
+	change := r.change.model
+	teams := change.AnyTeam(sees)
 	csv := func(table string) string {
 		return f.query("format", "csv", "table", table, "page", "")
 	}
 	var parts []templates.LivePart
-	add := func(id string, c templ.Component) error {
-		p, err := part(id, c)
-		parts = append(parts, p)
-		return err
-	}
-	stats := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes",
-		TaskHistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
-	for _, s := range statistics.byClass {
-		row := statsRow(f, "", s)
-		if statistics.history {
-			row.EstWait, row.EstBasis = p.classWait(ctx, s, p.selectedQueue(f, v.scope), snap.Taken)
+
+	stats, ok := r.reuse("class-stats-live", teams && change.Class(f.Class) || change.Clock)
+	if !ok {
+		statistics := p.taskStatistics(r.ctx, f, r.view.scope, r.snap, false, nil)
+		v := templates.TaskStatsPart{Title: "By priority class", TableID: "class-stats", CSV: csv("classes"), CSVID: "export-classes",
+			TaskHistoryNote: statistics.note, Gaps: statistics.gaps, WithWait: statistics.history}
+		for _, s := range statistics.byClass {
+			row := statsRow(f, "", s)
+			if statistics.history {
+				row.EstWait, row.EstBasis = p.classWait(r.ctx, s, p.selectedQueue(f, r.view.scope), r.snap.Taken)
+			}
+			v.Rows = append(v.Rows, row)
 		}
-		stats.Rows = append(stats.Rows, row)
+		var err error
+		if stats, err = part("class-stats-live", templates.TaskStats(v)); err != nil {
+			return nil, err
+		}
 	}
-	if err := add("class-stats-live", templates.TaskStats(stats)); err != nil {
-		return nil, err
-	}
+	parts = append(parts, stats)
+
 	if f.Team == "" {
-		breakdown := templates.TaskStatsPart{Title: "By team and priority class", TableID: "team-class-stats",
-			CSV: csv("breakdown"), CSVID: "export-breakdown", WithTeam: true}
-		var teams []templates.LivePart
-		for _, tc := range statistics.byTeam {
-			var rows []templates.StatsRow
-			for _, s := range tc.Classes {
-				if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
-					rows = append(rows, statsRow(f, tc.Team, s))
-				}
-			}
-			if len(rows) == 0 {
-				continue
-			}
-			id := "team-class-stats-" + tc.Team
-			if tc.Team == "" {
-				id = "team-class-stats-outside-teams"
-			}
-			row, err := part(id, templates.StatsRows(rows, true))
-			if err != nil {
-				return nil, err
-			}
-			row.Team = tc.Team
-			teams = append(teams, row)
+		breakdown, err := p.breakdown(r, f, sees, csv("breakdown"))
+		if err != nil {
+			return nil, err
 		}
-		// Present even without rows, so that live updates have where to
-		// put the first.
-		part, err := partWithRows("team-class-stats-live", teams, func(rows []templates.LivePart) templ.Component {
-			b := breakdown
-			b.Teams = rows
-			return templates.TaskStats(b)
-		})
-		parts = append(parts, part)
+		parts = append(parts, breakdown)
+	}
+
+	list, ok := r.reuse("task-list-live", teams || change.Clock || r.change.positions)
+	if !ok {
+		var err error
+		list, err = p.taskList(r, f, csv("tasks"))
 		if err != nil {
 			return nil, err
 		}
 	}
-	if err := add("task-list-live", templates.TaskList(taskListPart(f, snap, snap.Tasks(f.taskQuery(v.scope)), csv("tasks"), p.waitEstimates(ctx, snap)))); err != nil {
-		return nil, err
+	return append(parts, list), nil
+}
+
+// breakdown is the statistics by team and class, a row per team: only the
+// rows of the teams that changed are computed again, unless the clock's
+// figures are due.
+func (p tasksPage) breakdown(r *liveRender, f taskFilter, sees func(string) bool, csv string) (templates.LivePart, error) {
+	const id = "team-class-stats-live"
+	change := r.change.model
+	prev, whole := r.prev[id], r.fresh || change.Everything || change.Clock
+	if _, ok := r.prev[id]; !ok {
+		whole = true
 	}
-	return parts, nil
+	var only []string // the teams to compute again; nil: every team
+	if !whole {
+		only = []string{}
+		for t := range change.Teams {
+			if sees(t) {
+				only = append(only, t)
+			}
+		}
+		if len(only) == 0 {
+			return prev, nil
+		}
+	}
+	statistics := p.taskStatistics(r.ctx, f, r.view.scope, r.snap, true, only)
+	rows := map[string]templates.LivePart{}
+	if !whole {
+		for _, row := range prev.Rows {
+			rows[row.Team] = row
+		}
+		for _, t := range only {
+			delete(rows, t)
+		}
+	}
+	for _, tc := range statistics.byTeam {
+		var stats []templates.StatsRow
+		for _, s := range tc.Classes {
+			if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
+				stats = append(stats, statsRow(f, tc.Team, s))
+			}
+		}
+		if len(stats) == 0 {
+			continue
+		}
+		rowID := "team-class-stats-" + tc.Team
+		if tc.Team == "" {
+			rowID = "team-class-stats-outside-teams"
+		}
+		row, err := part(rowID, templates.StatsRows(stats, true))
+		if err != nil {
+			return row, err
+		}
+		row.Team = tc.Team
+		rows[tc.Team] = row
+	}
+	ordered := make([]templates.LivePart, 0, len(rows))
+	for _, row := range rows {
+		ordered = append(ordered, row)
+	}
+	// By team, the tasks outside team namespaces last.
+	slices.SortFunc(ordered, func(a, b templates.LivePart) int {
+		if (a.Team == "") != (b.Team == "") {
+			if a.Team == "" {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.Team, b.Team)
+	})
+	frame := templates.TaskStatsPart{Title: "By team and priority class", TableID: "team-class-stats",
+		CSV: csv, CSVID: "export-breakdown", WithTeam: true}
+	frame.TaskHistoryNote, frame.Gaps = statistics.note, statistics.gaps
+	// Present even without rows, so that live updates have where to put
+	// the first.
+	return r.table(id, whole, ordered, func(rows []templates.LivePart) templ.Component {
+		b := frame
+		b.Teams = rows
+		return templates.TaskStats(b)
+	})
 }
 
-// taskColumns are the task list's columns: label, the sort it offers ("" for
-// none), a tooltip, and whether it holds numbers.
-var taskColumns = []struct {
-	label, sort, title string
-	numeric            bool
-}{
-	{"Task", "name", "", false},
-	{"Team", "team", "", false},
-	{"Class", "class", "Highest priority first", false},
-	{"State", "state", "", false},
-	{"GPUs", "gpus", "", true},
-	{"Waited", "waited", "From creation, or the last requeue, to admission (or now)", true},
-	{"Ran", "ran", "From admission to finish (or now), plus earlier runs before an eviction", true},
-	{"Queue position", "queue", "Place in its ClusterQueue: higher priority first, then arrival (the console's estimate of Kueue's order). Sorting by it lists what waits first, then what runs, then what finished.", true},
-	{"Estimated wait", "", "For a queued task: the tasks ahead of it in its ClusterQueue (Kueue's own order when its visibility API answers), admitted at the rate its ClusterQueue admitted tasks (of every class, each task once) over the last day", true},
-	{"Why", "", "", false},
-}
-
-func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, csv string, waits *waitEstimates) templates.TaskListPart {
+// taskList is one page of the task list, a row per task, with the waits
+// and runs so far at the snapshot's Clock: a row changes when its task
+// does, or when the clock's figures are due.
+func (p tasksPage) taskList(r *liveRender, f taskFilter, csv string) (templates.LivePart, error) {
+	snap := r.snap
+	all := snap.Tasks(f.taskQuery(r.view.scope))
+	waits := p.waitEstimates(r.ctx, snap)
 	pages := max(1, (len(all)+tasksPageSize-1)/tasksPageSize)
 	f.Page = min(f.Page, pages)
 	from := (f.Page - 1) * tasksPageSize
 	to := min(from+tasksPageSize, len(all))
 	v := templates.TaskListPart{CSV: csv}
-	switch {
-	case len(all) == 0:
-		v.Summary = "No tasks match."
-	default:
-		v.Summary = fmt.Sprintf("Tasks %d–%d of %d (page %d of %d).", from+1, to, len(all), f.Page, pages)
+	summary := "No tasks match."
+	if len(all) > 0 {
+		summary = fmt.Sprintf("Tasks %d–%d of %d (page %d of %d).", from+1, to, len(all), f.Page, pages)
+	}
+	var err error
+	if v.Summary, err = part("task-list-summary", templates.TaskListSummary(summary)); err != nil {
+		return v.Summary, err
 	}
 	if f.Page > 1 {
 		v.Prev = f.query("page", strconv.Itoa(f.Page-1))
@@ -335,16 +403,44 @@ func taskListPart(f taskFilter, snap *domain.Snapshot, all []*domain.TaskFacts, 
 		}
 		v.Columns = append(v.Columns, c)
 	}
-	for _, t := range all[from:to] {
-		task := snap.Task(t)
-		row := taskRow(&task)
-		row.EstWait, row.EstBasis = waits.of(t)
-		if row.EstWait == "" {
-			row.EstWait = "—"
+	rows := []templates.LivePart{v.Summary}
+	clock := snap.Clock()
+	for i, t := range all[from:to] {
+		task := t.At(clock, snap.Position(t), snap.Borrowing(t))
+		cells := taskRow(&task)
+		cells.EstWait, cells.EstBasis = waits.of(t)
+		if cells.EstWait == "" {
+			cells.EstWait = "—"
 		}
-		v.Tasks = append(v.Tasks, row)
+		row, err := part("task-row-"+strconv.Itoa(i+1), templates.TaskRowCells(cells))
+		if err != nil {
+			return row, err
+		}
+		rows = append(rows, row)
 	}
-	return v
+	return r.table("task-list-live", true, rows, func(rows []templates.LivePart) templ.Component {
+		list := v
+		list.Summary, list.Rows = rows[0], rows[1:]
+		return templates.TaskList(list)
+	})
+}
+
+// taskColumns are the task list's columns: label, the sort it offers ("" for
+// none), a tooltip, and whether it holds numbers.
+var taskColumns = []struct {
+	label, sort, title string
+	numeric            bool
+}{
+	{"Task", "name", "", false},
+	{"Team", "team", "", false},
+	{"Class", "class", "Highest priority first", false},
+	{"State", "state", "", false},
+	{"GPUs", "gpus", "", true},
+	{"Waited", "waited", "From creation, or the last requeue, to admission (or now)", true},
+	{"Ran", "ran", "From admission to finish (or now), plus earlier runs before an eviction", true},
+	{"Queue position", "queue", "Place in its ClusterQueue: higher priority first, then arrival (the console's estimate of Kueue's order). Sorting by it lists what waits first, then what runs, then what finished.", true},
+	{"Estimated wait", "", "For a queued task: the tasks ahead of it in its ClusterQueue (Kueue's own order when its visibility API answers), admitted at the rate its ClusterQueue admitted tasks (of every class, each task once) over the last day", true},
+	{"Why", "", "", false},
 }
 
 func statsRow(f taskFilter, team string, s domain.ClassStats) templates.StatsRow {

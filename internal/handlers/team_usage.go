@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
@@ -25,12 +26,12 @@ func (p usagePages) teamUsage(c echo.Context) error {
 	}
 	visible, _ := p.scopeOf(c)
 	view, _ := viewOf("/usage/"+url.PathEscape(name), visible)
-	parts, err := p.live.render(c.Request().Context(), view, snap)
+	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}
 	links := usageRowOf(domain.TeamUsage{Team: name}, resourceOf("gpu"), nil, false)
-	rangeName, r := chartRange(c, time.Now())
+	rangeName, _ := chartRange(c, time.Now())
 	page := templates.TeamUsageView{
 		Page:        templates.Page{Title: "Team " + name, Active: "usage", Problem: p.problem(), Snapshot: snap.Version},
 		RunningLink: links.RunningLink, PendingLink: links.PendingLink,
@@ -38,12 +39,12 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
 		Edit:   teamURL(name, "edit"),
 	}
-	tc, err := p.charts.TeamSeries(c.Request().Context(), p.settings, name, r)
+	tc, err := p.charts.teamSeries(c.Request().Context(), p.settings, name, rangeName)
 	unavailable := p.chartNote(err)
-	page.Charts = []templates.ChartModel{
-		chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse),
-		chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed),
-		chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization),
+	page.Charts = []templ.Component{
+		p.pieces.chart(chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse)),
+		p.pieces.chart(chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed)),
+		p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)),
 	}
 	page.Preemptions = p.preemptions.of(c.Request().Context(), p.frame, name)
 	return render(c, http.StatusOK, templates.TeamUsage(page))
@@ -84,7 +85,7 @@ func (tp *teamPreemptions) of(ctx context.Context, f frame, team string) *templa
 		return v
 	}
 	now := time.Now()
-	counted, err := tp.counted.Get(ctx, team, func(ctx context.Context) (preemptedBy, error) {
+	counted, err := tp.counted.Recent(ctx, team, func(ctx context.Context) (preemptedBy, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		by, gaps, err := tp.taskHistory.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
@@ -127,14 +128,20 @@ func teamRow(snap *domain.Snapshot, team string) (domain.TeamUsage, bool) {
 	return domain.TeamUsage{}, false
 }
 
+// teamUsageAffects: a team's page shows its row and its hardware
+// utilization.
+func (p usagePages) teamUsageAffects(v liveView, c liveChange) bool {
+	return c.utilization || c.model.Team(v.team)
+}
+
 // teamUsageParts renders a team's usage now.
-func (p usagePages) teamUsageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
-	u, found := teamRow(snap, v.team)
+func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) {
+	u, found := teamRow(r.snap, r.view.team)
 	if !found {
-		gone, err := part("team-live", templates.Message("Team "+v.team+" no longer exists."))
+		gone, err := part("team-live", templates.Message("Team "+r.view.team+" no longer exists."))
 		return []templates.LivePart{gone}, err
 	}
-	util, note := p.hardwareUtil(ctx)
+	util, note := p.hardwareUtil(r.ctx)
 	row := usageRowOf(u, resourceOf("gpu"), util, false)
 	if _, ok := util[u.Team]; !ok && note != "" {
 		row.HardwareUtil = "unavailable"

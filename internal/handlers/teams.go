@@ -1,9 +1,13 @@
 package handlers
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
@@ -17,25 +21,23 @@ type teamPages struct {
 	teams  Teams
 	model  ReadModel // the tasks a deletion stops
 	writes teamWrites
+	pieces *pieces
+	kept   *kept[teamsTables]
+}
+
+// teamsTables are the allocation page's tables for one scope.
+type teamsTables struct {
+	teams      []templ.Component
+	allocation []templates.TypeAllocationRow
 }
 
 func (p teamPages) list(c echo.Context) error {
-	stored := p.teams.Teams()
-	shapes, available := p.teams.Fleet()
 	visible, _ := p.scopeOf(c)
-	var all []domain.Team // the per-type totals are the cluster's
-	var shown []domain.TeamState
-	for _, st := range stored {
-		all = append(all, st.Team)
-		if visible.sees(st.Name) {
-			shown = append(shown, st)
+	if table, ok := csvTable(c); ok {
+		shown, byType, shapes := p.allocations(visible)
+		if table == "by-type" {
+			return byTypeCSV(c, byType)
 		}
-	}
-	byType := domain.AllocationByType(all, shapes, available)
-	switch table, ok := csvTable(c); {
-	case ok && table == "by-type":
-		return byTypeCSV(c, byType)
-	case ok:
 		return teamsCSV(c, p.settings, shown, shapes)
 	}
 	view := templates.TeamsView{
@@ -45,25 +47,48 @@ func (p teamPages) list(c echo.Context) error {
 		CSVByType: csvHref(c, "by-type"),
 	}
 	drifted := p.teams.DriftedTeams()
-	for _, st := range shown {
-		total := domain.TeamTotal(st.Team, shapes)
-		view.Teams = append(view.Teams, templates.TeamRow{
-			Name: st.Name, Namespace: p.settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
-			Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
-			Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
-			GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
-		})
-	}
-	for _, a := range byType {
-		view.Allocation = append(view.Allocation, templates.TypeAllocationRow{
-			Type: a.Type, Instances: strconv.Itoa(a.Instances),
-			GPUs: itoa(a.Allocated.GPUs), GPUCapacity: itoa(a.Capacity.GPUs),
-			VCPU: domain.FormatVCPU(a.Allocated.CPUMilli), VCPUCapacity: domain.FormatVCPU(a.Capacity.CPUMilli),
-			MemoryGiB: domain.FormatGiB(a.Allocated.MemoryMiB), MemoryGiBCapacity: domain.FormatGiB(a.Capacity.MemoryMiB),
-			OverCapacity: a.OverCapacity(),
-		})
-	}
+	key := strconv.FormatUint(p.teams.Changes(), 10) + "\x00" + strings.Join(slices.Sorted(maps.Keys(drifted)), ",")
+	tables, _ := p.kept.get(visible.key(), key, func() (teamsTables, error) {
+		shown, byType, shapes := p.allocations(visible)
+		var t teamsTables
+		for _, st := range shown {
+			total := domain.TeamTotal(st.Team, shapes)
+			row := templates.TeamRow{
+				Name: st.Name, Namespace: p.settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
+				Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
+				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
+				GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
+			}
+			t.teams = append(t.teams, p.pieces.of(row, templates.TeamRowCells(row)))
+		}
+		for _, a := range byType {
+			t.allocation = append(t.allocation, templates.TypeAllocationRow{
+				Type: a.Type, Instances: strconv.Itoa(a.Instances),
+				GPUs: itoa(a.Allocated.GPUs), GPUCapacity: itoa(a.Capacity.GPUs),
+				VCPU: domain.FormatVCPU(a.Allocated.CPUMilli), VCPUCapacity: domain.FormatVCPU(a.Capacity.CPUMilli),
+				MemoryGiB: domain.FormatGiB(a.Allocated.MemoryMiB), MemoryGiBCapacity: domain.FormatGiB(a.Capacity.MemoryMiB),
+				OverCapacity: a.OverCapacity(),
+			})
+		}
+		return t, nil
+	})
+	view.Teams, view.Allocation = tables.teams, tables.allocation
 	return render(c, http.StatusOK, templates.Teams(view))
+}
+
+// allocations are the teams a viewer may see, the cluster's allocation
+// per instance type (of every team), and the instance shapes.
+func (p teamPages) allocations(visible scope) ([]domain.TeamState, []domain.TypeAllocation, domain.ShapeLookup) {
+	shapes, available := p.teams.Fleet()
+	var all []domain.Team
+	var shown []domain.TeamState
+	for _, st := range p.teams.Teams() {
+		all = append(all, st.Team)
+		if visible.sees(st.Name) {
+			shown = append(shown, st)
+		}
+	}
+	return shown, domain.AllocationByType(all, shapes, available), shapes
 }
 
 func lendingLabel(t domain.Team) string {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -59,25 +58,17 @@ type usagePages struct {
 	frame
 	model ReadModel
 	live  *liveViews
-	// util and charts are Prometheus's figures; preemptions the task
-	// history's counts for a team's page.
-	util        teamUtilization
-	charts      teamCharts
+	// charts are Prometheus's figures (utilization comes from the live
+	// feeds); preemptions the task history's counts for a team's page.
+	charts      *chartFeeds
 	preemptions *teamPreemptions
+	pieces      *pieces
 }
 
-// hardwareUtil asks Prometheus for each team's GPU utilization; the note says
-// why there is none.
+// hardwareUtil is each team's GPU utilization, from the utilization feed;
+// the note says why there is none.
 func (p usagePages) hardwareUtil(ctx context.Context) (map[string]float64, string) {
-	util, err := p.util.TeamGPUUtilization(ctx, p.settings.NamespacePrefix)
-	switch {
-	case errors.Is(err, errNoPrometheus):
-		return nil, "Hardware utilization needs Prometheus: start the console with --prometheus-url."
-	case err != nil:
-		p.log.Warn("prometheus", "err", err)
-		return nil, "Prometheus is unavailable, so hardware utilization is not shown; everything else comes from Kubernetes."
-	}
-	return util, ""
+	return p.live.feeds.utilization.current(ctx)
 }
 
 func (p usagePages) usage(c echo.Context) error {
@@ -89,7 +80,7 @@ func (p usagePages) usage(c echo.Context) error {
 		return usageCSV(c, res, visibleRows(snap, visible), domain.Totals(snap.Teams), util)
 	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
-	parts, err := p.live.render(c.Request().Context(), view, snap)
+	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
 	if err != nil {
 		return err
 	}
@@ -116,25 +107,35 @@ func visibleRows(snap *domain.Snapshot, visible scope) []domain.TeamUsage {
 	return shown
 }
 
-// usageParts renders the usage table: every team the viewer may see, and
-// the cluster's totals.
-func (p usagePages) usageParts(ctx context.Context, v liveView, snap *domain.Snapshot) ([]templates.LivePart, error) {
-	res := resourceOf(v.query.Get("resource"))
-	util, note := p.hardwareUtil(ctx)
+// usageAffects: the usage table shows every visible team's row and the
+// cluster's totals, and the teams' hardware utilization.
+func (p usagePages) usageAffects(_ liveView, c liveChange) bool {
+	return c.utilization || c.model.AnyTeam(nil)
+}
+
+// usageParts renders the usage table: every team the viewer may see, a row
+// each (rendered again when the team changed), and the cluster's totals.
+func (p usagePages) usageParts(r *liveRender) ([]templates.LivePart, error) {
+	res := resourceOf(r.view.query.Get("resource"))
+	util, note := p.hardwareUtil(r.ctx)
 	var rows []templates.LivePart
-	for _, u := range visibleRows(snap, v.scope) {
-		row, err := part("usage-queue-"+u.ClusterQueue, templates.UsageRowCells(usageRowOf(u, res, util, false), false))
-		if err != nil {
-			return nil, err
+	for _, u := range visibleRows(r.snap, r.view.scope) {
+		id := "usage-queue-" + u.ClusterQueue
+		row, ok := r.reuse(id, r.change.utilization || r.change.model.Team(u.Team))
+		if !ok {
+			var err error
+			if row, err = part(id, templates.UsageRowCells(usageRowOf(u, res, util, false), false)); err != nil {
+				return nil, err
+			}
+			row.Team = u.Team
 		}
-		row.Team = u.Team
 		rows = append(rows, row)
 	}
-	total, err := part("usage-total", templates.UsageRowCells(usageRowOf(domain.Totals(snap.Teams), res, util, true), true))
+	total, err := part("usage-total", templates.UsageRowCells(usageRowOf(domain.Totals(r.snap.Teams), res, util, true), true))
 	if err != nil {
 		return nil, err
 	}
-	usage, err := partWithRows("usage-live", append(rows, total), func(rows []templates.LivePart) templ.Component {
+	usage, err := r.table("usage-live", r.change.utilization, append(rows, total), func(rows []templates.LivePart) templ.Component {
 		return templates.UsageTable(templates.UsageTablePart{Unit: res.unit, PromNote: note, Rows: rows[:len(rows)-1], Total: rows[len(rows)-1]})
 	})
 	return []templates.LivePart{usage}, err

@@ -54,6 +54,10 @@ type Cache struct {
 	lastAnswer  atomic.Int64 // unix nanos of the apiserver's last answer to a health probe
 	unreachable atomic.Bool
 
+	// changes count the events of each kind: pages that show what the
+	// cache holds keep their rendering while the counts stay.
+	changes map[string]*atomic.Uint64
+
 	mu        sync.Mutex
 	listeners []func(Event)
 	workloads []func(*kueuev1beta2.Workload)
@@ -80,7 +84,7 @@ type WorkloadTask struct {
 // NewCache wires informers; Start runs them. Workloads are read with the
 // naming rules of s.
 func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Settings, log *slog.Logger) *Cache {
-	c := &Cache{kube: kube, kueue: kq, log: log}
+	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}}
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
 	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {
 		if wl, ok := obj.(*kueuev1beta2.Workload); ok {
@@ -107,6 +111,7 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 	c.ResourceFlavors = v.ResourceFlavors().Lister()
 	c.WorkloadPriorityClasses = v.WorkloadPriorityClasses().Lister()
 	c.Cohorts = v.Cohorts().Lister()
+	c.count(revisionsKind, c.state.Core().V1().ConfigMaps().Informer())
 	c.watch("Node", c.core.Core().V1().Nodes().Informer())
 	c.watch("ClusterQueue", v.ClusterQueues().Informer())
 	c.watch("LocalQueue", v.LocalQueues().Informer())
@@ -178,7 +183,33 @@ func (c *Cache) WorkloadPages(ctx context.Context, size int64, fn func([]*kueuev
 	}
 }
 
+// revisionsKind counts the changes of the teams' revision histories.
+const revisionsKind = "TeamRevisions"
+
+// Changes is how many changes of the given kinds ("ClusterQueue", "Node",
+// "TeamRevisions", …) the cache took in: equal counts, same objects.
+func (c *Cache) Changes(kinds ...string) uint64 {
+	var n uint64
+	for _, k := range kinds {
+		if counter := c.changes[k]; counter != nil {
+			n += counter.Load()
+		}
+	}
+	return n
+}
+
+// count counts inf's events as changes of kind.
+func (c *Cache) count(kind string, inf cache.SharedIndexInformer) {
+	counter := &atomic.Uint64{}
+	c.changes[kind] = counter
+	changed := func(any) { counter.Add(1) }
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed,
+	})
+}
+
 func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
+	c.count(kind, inf)
 	notify := func(obj any, deleted bool) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj

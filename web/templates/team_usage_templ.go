@@ -14,7 +14,7 @@ type TeamUsageView struct {
 	RunningLink, PendingLink string
 	Live                     []LivePart // TeamSummary
 	Ranges                   []ResourceChoice
-	Charts                   []ChartModel
+	Charts                   []templ.Component // LineChart, rendered once per figures
 	Edit                     string
 	Preemptions              *TeamPreemptions // nil without a task history
 }
@@ -114,7 +114,7 @@ func TeamUsage(v TeamUsageView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, c := range v.Charts {
-				templ_7745c5c3_Err = LineChart(c).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = c.Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -15,16 +15,18 @@ import (
 
 // Live keeps the read model (domain.Model) current from the cache's events,
 // one object change at a time, and publishes a Snapshot shortly after a
-// change (coalescing bursts) and every few seconds anyway, so figures that
-// grow with the clock move on the pages. Subscribers learn of each new
-// version, which is how pages update without reload.
+// change (coalescing bursts), and every domain.ClockCadence anyway, so
+// figures that grow with the clock move on the pages. Subscribers receive
+// what changed with each new snapshot (domain.Changes), which is how pages
+// update without reload, showing again only what depends on the change.
 type Live struct {
 	cache    *Cache
 	settings domain.Settings
 	log      *slog.Logger
 
 	// Debounce waits this long after an event for more; MinInterval spaces
-	// snapshots under constant churn; Refresh takes one when nothing happens.
+	// snapshots under constant churn; Refresh takes one when nothing happens
+	// (the clock's figures).
 	Debounce, MinInterval, Refresh time.Duration
 	observe                        atomic.Pointer[func(kind string, d time.Duration)]
 
@@ -38,7 +40,7 @@ type Live struct {
 
 	mu   sync.RWMutex
 	snap *domain.Snapshot
-	subs map[chan uint64]struct{}
+	subs map[chan domain.Changes]struct{}
 }
 
 type appliedVersion struct {
@@ -49,8 +51,8 @@ type appliedVersion struct {
 // NewLive takes in cache's events; Run publishes snapshots.
 func NewLive(cache *Cache, s domain.Settings, log *slog.Logger) *Live {
 	l := &Live{cache: cache, settings: s, log: log,
-		Debounce: 100 * time.Millisecond, MinInterval: 250 * time.Millisecond, Refresh: 5 * time.Second,
-		dirty: make(chan struct{}, 1), subs: map[chan uint64]struct{}{},
+		Debounce: 100 * time.Millisecond, MinInterval: 250 * time.Millisecond, Refresh: domain.ClockCadence,
+		dirty: make(chan struct{}, 1), subs: map[chan domain.Changes]struct{}{},
 		model: domain.NewModel(s), applied: map[string]appliedVersion{}}
 	l.snap = l.model.Snapshot(time.Time{}) // empty until the caches sync
 	cache.OnChange(l.take)
@@ -138,10 +140,11 @@ func (l *Live) Snapshot() *domain.Snapshot {
 	return l.snap
 }
 
-// Subscribe returns a channel that receives each new snapshot version (the
-// newest only, when the reader is slow) and a function to stop.
-func (l *Live) Subscribe() (<-chan uint64, func()) {
-	ch := make(chan uint64, 1)
+// Subscribe returns a channel that receives what changed with each new
+// snapshot (when the reader is slow, the changes since the last it took,
+// merged) and a function to stop.
+func (l *Live) Subscribe() (<-chan domain.Changes, func()) {
+	ch := make(chan domain.Changes, 1)
 	l.mu.Lock()
 	l.subs[ch] = struct{}{}
 	l.mu.Unlock()
@@ -203,22 +206,31 @@ func (l *Live) publish() {
 	l.Publish(snap)
 }
 
-// Publish makes snap the current snapshot and tells subscribers.
+// Publish makes snap the current snapshot and tells subscribers what
+// changed.
 func (l *Live) Publish(snap *domain.Snapshot) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	snap.Version = l.snap.Version + 1
+	var prev *domain.Snapshot
+	if l.snap.Version > 0 && !l.snap.Taken.IsZero() {
+		prev = l.snap
+	}
+	changed := domain.ChangesBetween(prev, snap)
 	l.snap = snap
 	for ch := range l.subs {
 		select {
-		case ch <- snap.Version:
+		case ch <- changed:
 		default:
-			// The reader has not taken the previous version: replace it.
+			// The reader has not taken the previous changes: add these.
+			merged := changed
 			select {
-			case <-ch:
+			case earlier := <-ch:
+				merged = earlier
+				merged.Add(changed)
 			default:
 			}
-			ch <- snap.Version
+			ch <- merged
 		}
 	}
 }

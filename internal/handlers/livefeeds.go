@@ -1,0 +1,202 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+)
+
+// Figures the live parts show that do not come from the read model arrive
+// through feeds, each on its own schedule: every team's hardware GPU
+// utilization from Prometheus, and Kueue's queue positions from its
+// visibility API. A rendering reads what a feed holds; a feed asks its
+// source only when its figures are older than its schedule, and the hub
+// asks them on that schedule while anyone watches, pushing what changed.
+
+const (
+	// utilizationEvery is how often the teams' GPU utilization is asked
+	// (Prometheus scrapes every few seconds; the figure is an average).
+	utilizationEvery = 30 * time.Second
+	// positionsEvery is how often Kueue's queue positions are asked again.
+	positionsEvery = 15 * time.Second
+	// positionsKept: queues no rendering asked about for this long are not
+	// asked again on schedule.
+	positionsKept = time.Minute
+	// feedTick is how often the hub looks whether a feed is due.
+	feedTick = 5 * time.Second
+)
+
+// feedVersions tell which figures a rendering showed.
+type feedVersions struct{ utilization, positions uint64 }
+
+// liveFeeds are the feeds of the live parts.
+type liveFeeds struct {
+	utilization *utilizationFeed
+	positions   *positionsFeed
+}
+
+func (f *liveFeeds) versions() feedVersions {
+	return feedVersions{f.utilization.version(), f.positions.version()}
+}
+
+// refresh asks the feeds that are due; ok when a figure changed.
+func (f *liveFeeds) refresh(ctx context.Context) (c liveChange, ok bool) {
+	c.utilization = f.utilization.refreshIfDue(ctx)
+	c.positions = f.positions.refreshIfDue(ctx)
+	return c, c.utilization || c.positions
+}
+
+// utilizationFeed keeps every team's hardware GPU utilization.
+type utilizationFeed struct {
+	source          teamUtilization
+	namespacePrefix string
+	log             *slog.Logger
+
+	mu    sync.Mutex
+	util  map[string]float64
+	note  string
+	asked time.Time
+	ver   uint64
+}
+
+func (u *utilizationFeed) version() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ver
+}
+
+// current is the teams' utilization and, without one, why; asked first
+// when older than utilizationEvery.
+func (u *utilizationFeed) current(ctx context.Context) (map[string]float64, string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if time.Since(u.asked) >= utilizationEvery {
+		u.askLocked(ctx)
+	}
+	return u.util, u.note
+}
+
+func (u *utilizationFeed) refreshIfDue(ctx context.Context) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if time.Since(u.asked) < utilizationEvery {
+		return false
+	}
+	return u.askLocked(ctx)
+}
+
+// askLocked asks Prometheus; true when the figures changed.
+func (u *utilizationFeed) askLocked(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	util, err := u.source.TeamGPUUtilization(ctx, u.namespacePrefix)
+	note := ""
+	switch {
+	case errors.Is(err, errNoPrometheus):
+		note = "Hardware utilization needs Prometheus: start the console with --prometheus-url."
+	case err != nil:
+		u.log.Warn("prometheus", "err", err)
+		note = "Prometheus is unavailable, so hardware utilization is not shown; everything else comes from Kubernetes."
+	}
+	u.asked = time.Now()
+	if note == u.note && maps.Equal(util, u.util) && u.ver > 0 {
+		return false
+	}
+	u.util, u.note = util, note
+	u.ver++
+	return true
+}
+
+// positionsFeed keeps Kueue's queue positions of the ClusterQueues the
+// pages show.
+type positionsFeed struct {
+	source QueuePositions // nil: none
+
+	mu     sync.Mutex
+	queues map[string]*askedPositions
+	ver    uint64
+}
+
+type askedPositions struct {
+	positions map[string]int
+	ok        bool
+	asked     time.Time
+	used      time.Time
+}
+
+func (p *positionsFeed) version() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ver
+}
+
+// of is clusterQueue's positions by LocalQueue key; ok is false when Kueue
+// did not answer (or there is no source). Asked first when older than
+// positionsEvery.
+func (p *positionsFeed) of(ctx context.Context, clusterQueue string) (map[string]int, bool) {
+	if p.source == nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	q := p.queues[clusterQueue]
+	if q == nil {
+		q = &askedPositions{}
+		p.queues[clusterQueue] = q
+	}
+	q.used = time.Now()
+	stale := time.Since(q.asked) >= positionsEvery
+	p.mu.Unlock()
+	if stale {
+		p.ask(ctx, clusterQueue, q)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return q.positions, q.ok
+}
+
+// ask asks Kueue about one queue; true when its positions changed.
+func (p *positionsFeed) ask(ctx context.Context, clusterQueue string, q *askedPositions) bool {
+	positions, ok := p.source.Known(ctx, clusterQueue)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first := q.asked.IsZero()
+	q.asked = time.Now()
+	if !first && ok == q.ok && maps.Equal(positions, q.positions) {
+		return false
+	}
+	q.positions, q.ok = positions, ok
+	if !first {
+		p.ver++
+	}
+	return !first
+}
+
+// refreshIfDue asks again about the queues renderings used lately whose
+// positions are due, and forgets the others; true when any changed.
+func (p *positionsFeed) refreshIfDue(ctx context.Context) bool {
+	if p.source == nil {
+		return false
+	}
+	p.mu.Lock()
+	due := map[string]*askedPositions{}
+	for cq, q := range p.queues {
+		switch {
+		case time.Since(q.used) > positionsKept:
+			delete(p.queues, cq)
+		case time.Since(q.asked) >= positionsEvery:
+			due[cq] = q
+		}
+	}
+	p.mu.Unlock()
+	changed := false
+	for cq, q := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		changed = p.ask(ctx, cq, q) || changed
+	}
+	return changed
+}

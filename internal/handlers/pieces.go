@@ -1,0 +1,150 @@
+package handlers
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/a-h/templ"
+
+	"github.com/openquota/console/web/templates"
+)
+
+// pieces are parts of pages rendered once and kept while they show the same
+// figures: a table row keyed by its view model (a comparable value, which
+// names its team), a chart by a hash of its figures. A page picks the rows
+// its viewer may see on every request and renders only its frame; it never
+// keeps a whole page, which carries the viewer's name and CSRF token.
+type pieces struct {
+	mu    sync.Mutex
+	html  map[any]string
+	bytes int
+}
+
+// maxPieceBytes bounds the pieces kept; past it they are all forgotten
+// (and rendered again as asked).
+const maxPieceBytes = 8 << 20
+
+func newPieces() *pieces { return &pieces{html: map[any]string{}} }
+
+// of is c as rendered for key: the kept rendering, or c rendered now and
+// kept. Two keys of different types never meet.
+func (p *pieces) of(key any, c templ.Component) templ.Component {
+	p.mu.Lock()
+	h, ok := p.html[key]
+	p.mu.Unlock()
+	if ok {
+		return templ.Raw(h)
+	}
+	var b strings.Builder
+	if err := c.Render(context.Background(), &b); err != nil {
+		return c // rendered again with the page, which reports the error
+	}
+	h = b.String()
+	p.mu.Lock()
+	if p.bytes+len(h) > maxPieceBytes {
+		clear(p.html)
+		p.bytes = 0
+	}
+	if _, ok := p.html[key]; !ok {
+		p.html[key] = h
+		p.bytes += len(h)
+	}
+	p.mu.Unlock()
+	return templ.Raw(h)
+}
+
+// chartKey identifies a chart by everything it draws.
+type chartKey uint64
+
+// chart is c drawn once per figures.
+func (p *pieces) chart(c templates.ChartModel) templ.Component {
+	h := fnv.New64a()
+	word := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	var n [8]byte
+	number := func(v uint64) {
+		binary.LittleEndian.PutUint64(n[:], v)
+		h.Write(n[:])
+	}
+	word(c.ID)
+	word(c.Title)
+	word(c.Unit)
+	word(c.Unavailable)
+	number(math.Float64bits(c.YMax))
+	for _, s := range c.Series {
+		word(s.Name)
+		number(uint64(len(s.Points)))
+		for _, pt := range s.Points {
+			number(uint64(pt.T.UnixNano()))
+			number(math.Float64bits(pt.V))
+		}
+	}
+	return p.of(chartKey(h.Sum64()), templates.LineChart(c))
+}
+
+// kept keeps a page's tables for each viewer scope while what they are
+// made of stays (key: the change counts of their inputs): the requests
+// between two changes share one computation and rendering. After a change
+// one request builds the new tables; the others show the previous ones
+// meanwhile rather than build them too.
+type kept[V any] struct {
+	mu      sync.Mutex
+	byScope map[string]*keptTables[V]
+}
+
+type keptTables[V any] struct {
+	key      string
+	tables   V
+	ok       bool          // tables were built (for some key)
+	building chan struct{} // closed when the build under way ends
+}
+
+// maxKeptScopes bounds the scopes kept; past it they are all forgotten.
+const maxKeptScopes = 512
+
+// get is the tables of scope for key, built when there are none for it (a
+// failure is not kept).
+func (k *kept[V]) get(scope, key string, build func() (V, error)) (V, error) {
+	for {
+		k.mu.Lock()
+		if k.byScope == nil || len(k.byScope) >= maxKeptScopes {
+			k.byScope = map[string]*keptTables[V]{}
+		}
+		t := k.byScope[scope]
+		if t == nil {
+			t = &keptTables[V]{}
+			k.byScope[scope] = t
+		}
+		switch {
+		case t.ok && t.key == key, t.ok && t.building != nil:
+			tables := t.tables
+			k.mu.Unlock()
+			return tables, nil
+		case t.building != nil:
+			done := t.building
+			k.mu.Unlock()
+			<-done
+			continue
+		}
+		done := make(chan struct{})
+		t.building = done
+		k.mu.Unlock()
+
+		tables, err := build()
+
+		k.mu.Lock()
+		t.building = nil
+		close(done)
+		if err == nil {
+			t.key, t.tables, t.ok = key, tables, true
+		}
+		k.mu.Unlock()
+		return tables, err
+	}
+}
