@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -60,6 +61,10 @@ type options struct {
 
 	taskHistory taskHistoryOptions
 
+	// memoryLimitMiB is the Go runtime's soft memory limit; 0 keeps Go's
+	// default (or GOMEMLIMIT).
+	memoryLimitMiB int
+
 	version bool
 }
 
@@ -86,12 +91,16 @@ func parseFlags(args []string) (options, error) {
 	audiences := fs.String("auth-token-audience", "", "--auth token: comma-separated audiences a token must be issued for (default: the apiserver's own)")
 	fs.BoolVar(&o.secureCookies, "secure-cookies", false, "mark cookies Secure on plain HTTP too (the console is behind a TLS-terminating proxy); on TLS requests they always are")
 	o.taskHistory.register(fs)
+	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", defaultMemoryLimitMiB, "soft memory limit of the Go runtime, in MiB: the heap is collected sooner rather than let grow to twice what the console holds (the chart requests 256 MiB); 0 keeps Go's default or GOMEMLIMIT")
 	fs.BoolVar(&o.version, "version", false, "print the version and revision, then exit")
 	if err := fs.Parse(args); err != nil || o.version {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if o.memoryLimitMiB < 0 {
+		return o, fmt.Errorf("--memory-limit-mib must be 0 or more, not %d", o.memoryLimitMiB)
 	}
 	fs.Visit(func(f *flag.Flag) { o.taskHistory.pathSet = o.taskHistory.pathSet || f.Name == "history-path" })
 	if err := o.taskHistory.check(); err != nil {
@@ -238,7 +247,19 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }
 
+// defaultMemoryLimitMiB is the chart's memory request. Go lets the heap grow
+// to twice the live heap before collecting; with a soft limit it collects
+// sooner, at a little CPU, and a console watching 50 000 Workloads stays
+// near its request. Above the limit Go caps the collector's share of the CPU,
+// so a larger cluster is slower to collect, never stuck.
+const defaultMemoryLimitMiB = 256
+
 func run(o options, log *slog.Logger) error {
+	// GOMEMLIMIT, when set, is the operator's choice; the flag, when given,
+	// is too.
+	if o.memoryLimitMiB > 0 && (os.Getenv("GOMEMLIMIT") == "" || o.memoryLimitMiB != defaultMemoryLimitMiB) {
+		debug.SetMemoryLimit(int64(o.memoryLimitMiB) << 20)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
