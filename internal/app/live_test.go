@@ -3,18 +3,13 @@ package app_test
 import (
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/webtest"
 )
-
-var pendingAttr = regexp.MustCompile(`id="team-summary" data-team="[^"]*" data-pending="(\d+)"`)
 
 // A change reaches the watchers of the views it changes, as the HTML of the
 // parts that changed, and no other watcher: rendered once per view, not
@@ -55,29 +50,8 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 
 	c.submit(t, "busy", "waits", 8) // more than the team's quota: stays pending
 
-	for i, ch := range busy {
-		deadline := time.After(30 * time.Second)
-	wait:
-		for {
-			select {
-			case p := <-ch:
-				html, ok := p.Fragments["team-live"]
-				if m := pendingAttr.FindStringSubmatch(html); ok && m != nil && m[1] == "1" {
-					if diff := cmp.Diff([]string{"team-live"}, p.IDs()); diff != "" {
-						t.Errorf("watcher %d got parts beyond the changed one (-want +got):\n%s", i, diff)
-					}
-					break wait
-				}
-			case <-deadline:
-				t.Fatalf("watcher %d of /usage/busy never saw the pending task", i)
-			}
-		}
-	}
-	select {
-	case p := <-quiet:
-		t.Errorf("the watcher of an unchanged view received %v", p.IDs())
-	case <-time.After(2 * time.Second):
-	}
+	webtest.AwaitOnlyPending(t, busy, 30*time.Second, "/usage/busy")
+	webtest.Quiet(t, quiet, 2*time.Second, "/usage/quiet")
 	// Each snapshot renders each watched view at most once, whatever the
 	// number of its watchers.
 	snapshots := float64(c.live.Snapshot().Version - versionBefore)

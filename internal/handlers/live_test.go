@@ -2,7 +2,6 @@ package handlers_test
 
 import (
 	"net/http/httptest"
-	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -17,8 +16,6 @@ import (
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/webtest"
 )
-
-var pendingAttr = regexp.MustCompile(`id="team-summary" data-team="[^"]*" data-pending="(\d+)"`)
 
 // A change reaches the watchers of the views it changes, as the HTML of the
 // parts that changed, and no other watcher: rendered once per view, not
@@ -48,29 +45,8 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 		GPUs(8, 1).Created(now).Pending("Pending", "waits for quota", now).Obj())
 	f.model.publish(snapshotOf(s, objs, now))
 
-	for i, ch := range busy {
-		deadline := time.After(10 * time.Second)
-	wait:
-		for {
-			select {
-			case p := <-ch:
-				html, ok := p.Fragments["team-live"]
-				if m := pendingAttr.FindStringSubmatch(html); ok && m != nil && m[1] == "1" {
-					if diff := cmp.Diff([]string{"team-live"}, p.IDs()); diff != "" {
-						t.Errorf("watcher %d got parts beyond the changed one (-want +got):\n%s", i, diff)
-					}
-					break wait
-				}
-			case <-deadline:
-				t.Fatalf("watcher %d of /usage/team-001 never saw the pending task", i)
-			}
-		}
-	}
-	select {
-	case p := <-quiet:
-		t.Errorf("the watcher of an unchanged view received %v", p.IDs())
-	case <-time.After(time.Second):
-	}
+	webtest.AwaitOnlyPending(t, busy, 10*time.Second, "/usage/team-001")
+	webtest.Quiet(t, quiet, time.Second, "/usage/team-000")
 	// Each snapshot renders each watched view at most once, whatever the
 	// number of its watchers.
 	snapshots := float64(f.model.Snapshot().Version - versionBefore)

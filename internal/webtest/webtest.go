@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // AtLoopback addresses httptest's requests (Host example.com) to 127.0.0.1,
@@ -284,4 +285,41 @@ func OpenStream(t testing.TB, base, view, userHeader, user string) int {
 	t.Cleanup(func() { res.Body.Close() })
 	_, _ = bufio.NewReader(res.Body).ReadString('\n') // the stream is open
 	return res.StatusCode
+}
+
+var teamPending = regexp.MustCompile(`id="team-summary" data-team="[^"]*" data-pending="(\d+)"`)
+
+// AwaitOnlyPending waits until every watcher of a team's usage page is
+// pushed its "team-live" part showing one pending task, and fails if that
+// push carries other parts: a change reaches the part it changes only.
+func AwaitOnlyPending(t testing.TB, watchers []<-chan Pushed, within time.Duration, view string) {
+	t.Helper()
+	for i, ch := range watchers {
+		deadline := time.After(within)
+	wait:
+		for {
+			select {
+			case p := <-ch:
+				html, ok := p.Fragments["team-live"]
+				if m := teamPending.FindStringSubmatch(html); ok && m != nil && m[1] == "1" {
+					if ids := p.IDs(); len(ids) != 1 {
+						t.Errorf("watcher %d of %s got parts beyond the changed one: %v", i, view, ids)
+					}
+					break wait
+				}
+			case <-deadline:
+				t.Fatalf("watcher %d of %s never saw the pending task", i, view)
+			}
+		}
+	}
+}
+
+// Quiet fails if the watcher of view is pushed anything within d.
+func Quiet(t testing.TB, watcher <-chan Pushed, d time.Duration, view string) {
+	t.Helper()
+	select {
+	case p := <-watcher:
+		t.Errorf("the watcher of %s, which did not change, received %v", view, p.IDs())
+	case <-time.After(d):
+	}
 }
