@@ -91,6 +91,7 @@ when their value is set, so the defaults run with today's console.
 {{- define "quota-console.args" -}}
 - {{ printf "--listen=%s" .Values.listen | quote }}
 - {{ printf "--log-level=%s" .Values.logLevel | quote }}
+- {{ printf "--memory-limit-mib=%d" (int .Values.memoryLimitMiB) | quote }}
 - {{ printf "--log-format=%s" .Values.logFormat | quote }}
 - {{ printf "--auth=%s" .Values.auth.mode | quote }}
 {{- with .Values.prometheus.url }}
