@@ -63,7 +63,7 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 		html string
 		want pageState
 	}{
-		{"tasks", render(t, templates.Tasks(tasks)), pageState{Version: 42, Live: map[string]map[countKey]int{
+		{"tasks", render(t, templates.Framed(tasks.Page, templates.TasksBody(tasks))), pageState{Version: 42, Live: map[string]map[countKey]int{
 			"class-stats-live":          {{Class: "inference"}: 7, {Class: "loadtest-probe"}: 12},
 			"team-class-stats-live":     {},
 			"team-class-stats-team-000": {{Class: "inference", Team: "team-000"}: 2, {Class: "loadtest-probe", Team: "team-000"}: 5},

@@ -522,7 +522,7 @@ func compareWithScratch(t *testing.T, when string, snap *Snapshot, sc scratch, w
 	if diff := gocmp.Diff(sc.teams, snap.Teams); diff != "" {
 		t.Errorf("%s: team rows (-scratch +model):\n%s", when, diff)
 	}
-	teams := snap.TeamsWithTasks()
+	teams := snap.TeamNames()
 	for _, w := range windows {
 		start := snap.Taken.Add(-w)
 		if diff := gocmp.Diff(StatsByClass(sc.tasks, snap.Classes, start, snap.Taken),

@@ -32,7 +32,7 @@ type Snapshot struct {
 	lists     *listCache
 
 	teamsOnce sync.Once
-	teams     []string // TeamsWithTasks
+	teams     []string // TeamNames
 }
 
 // Changes is how many object changes the snapshot reflects (Model.Changes
@@ -186,15 +186,18 @@ func (s *Snapshot) Ongoing(sel Selection, window time.Duration, now time.Time) [
 	return out
 }
 
-// TeamsWithTasks are the teams that have tasks, sorted. The result is
-// shared: do not change it.
-func (s *Snapshot) TeamsWithTasks() []string {
+// TeamNames are the teams that have tasks or a queue, sorted: the teams a
+// filter offers. The result is shared: do not change it.
+func (s *Snapshot) TeamNames() []string {
 	s.teamsOnce.Do(func() {
 		seen := map[string]bool{}
 		for k := range s.tallies {
 			if k.team != "" {
 				seen[k.team] = true
 			}
+		}
+		for _, u := range s.Teams {
+			seen[u.Team] = true
 		}
 		s.teams = make([]string, 0, len(seen))
 		for t := range seen {

@@ -1,9 +1,14 @@
 package handlers_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/taskhistory"
 )
 
 // benchServer serves pages from a snapshot of 200 teams and 50 000
@@ -31,8 +36,9 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func benchPage(b *testing.B, path string) {
-	h := benchServer(b)
+func benchPage(b *testing.B, path string) { benchHandler(b, benchServer(b), path) }
+
+func benchHandler(b *testing.B, h http.Handler, path string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var size int
@@ -55,3 +61,28 @@ func BenchmarkOverviewPage(b *testing.B)     { benchPage(b, "/") }
 func BenchmarkTeamUsagePage(b *testing.B)    { benchPage(b, "/usage/team-007") }
 func BenchmarkTeamsPage(b *testing.B)        { benchPage(b, "/teams") }
 func BenchmarkReportPage(b *testing.B)       { benchPage(b, "/reports/usage") }
+
+// BenchmarkReportPageFromHistory is the usage report's default page (the
+// last 7 days) from a task history of 200 teams, each on two instance types,
+// and a page of the per-task report.
+func BenchmarkReportPageFromHistory(b *testing.B) {
+	f := newFixture(b, 200, 50_000)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	h := &taskHistory{summary: taskhistory.UsageSummary{UpTo: time.Now()}}
+	for d := -6; d <= 0; d++ {
+		day := today.AddDate(0, 0, d)
+		h.summary.Days = append(h.summary.Days, taskhistory.UsageDay{Day: day})
+		for t := range 200 {
+			for _, it := range []string{"ml.p5.48xlarge", "ml.g5.12xlarge"} {
+				h.summary.Rows = append(h.summary.Rows, taskhistory.UsageRow{Day: day, Team: fmt.Sprintf("team-%03d", t), InstanceType: it,
+					GPU: taskhistory.ResourceHours{Allocated: 192, Used: 150.5, Borrowed: 3.25, Lent: 1.5}})
+			}
+		}
+	}
+	for i := range 50 {
+		h.report = append(h.report, taskhistory.ReportRow{Task: taskhistory.TaskRef{Namespace: "hyperpod-ns-team-001", Name: fmt.Sprintf("job-%d", i), Team: "team-001"},
+			InstanceTypes: []string{"ml.p5.48xlarge"}, Start: time.Now().Add(-time.Hour), GPUHours: 8, State: domain.TaskAdmitted})
+	}
+	f.cfg.TaskHistory = h
+	benchHandler(b, f.handler(), "/reports/usage")
+}

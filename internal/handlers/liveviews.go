@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"slices"
@@ -187,11 +188,7 @@ func (r *liveRender) table(id string, frameAffected bool, rows []templates.LiveP
 	if old, ok := r.reuse(id, frameAffected); ok && sameRows(old.Rows, rows) {
 		frame = old.Frame
 	} else {
-		slots := make([]templates.LivePart, len(rows))
-		for i, row := range rows {
-			slots[i] = templates.LivePart{ID: row.ID, Team: row.Team, HTML: rowSlot}
-		}
-		p, err := part(id, outer(slots))
+		p, err := part(id, outer(withSlots(rows)))
 		if err != nil {
 			return p, err
 		}
@@ -201,15 +198,35 @@ func (r *liveRender) table(id string, frameAffected bool, rows []templates.LiveP
 		frame = p.HTML
 	}
 	var b strings.Builder
+	fill(&b, frame, rows)
+	return templates.LivePart{ID: id, Frame: frame, Rows: rows, HTML: b.String()}, nil
+}
+
+// withSlots are parts standing in for parts: each a rowSlot, for a frame
+// to be rendered once and filled with the parts (fill).
+func withSlots(parts []templates.LivePart) []templates.LivePart {
+	slots := make([]templates.LivePart, len(parts))
+	for i, p := range parts {
+		slots[i] = templates.LivePart{ID: p.ID, Team: p.Team, HTML: rowSlot}
+	}
+	return slots
+}
+
+// fill writes frame with its slots filled by parts, in order.
+func fill(w io.StringWriter, frame string, parts []templates.LivePart) error {
 	rest := frame
-	for _, row := range rows {
+	for _, p := range parts {
 		before, after, _ := strings.Cut(rest, rowSlot)
-		b.WriteString(before)
-		b.WriteString(row.HTML)
+		if _, err := w.WriteString(before); err != nil {
+			return err
+		}
+		if _, err := w.WriteString(p.HTML); err != nil {
+			return err
+		}
 		rest = after
 	}
-	b.WriteString(rest)
-	return templates.LivePart{ID: id, Frame: frame, Rows: rows, HTML: b.String()}, nil
+	_, err := w.WriteString(rest)
+	return err
 }
 
 func sameRows(a, b []templates.LivePart) bool {
@@ -225,6 +242,16 @@ type viewState struct {
 	used  time.Time
 	// rendering is closed when the rendering under way ends; nil when none.
 	rendering chan struct{}
+	// body is the page around the parts, with a slot for each.
+	body keptBody
+}
+
+// keptBody is a page's body rendered around slots for its live parts: what
+// the body shows besides them depends on the view and the snapshot alone.
+type keptBody struct {
+	version uint64 // of the snapshot
+	ids     string // of the parts, in order
+	frame   string
 }
 
 // maxRenderedViews bounds the views kept; past it the least recently used
@@ -330,6 +357,54 @@ func (l *liveViews) current(ctx context.Context, v liveView, snap *domain.Snapsh
 		return parts, snap, nil
 	}
 }
+
+// page is the body of v's page at snap: body renders it around the view's
+// live parts (as render gives them) and the snapshot they show. What the
+// body shows besides the parts depends on the view and that snapshot
+// alone, never on the viewer's name or CSRF token (the layout around the
+// body has those): it is rendered once per snapshot and kept with the
+// view, and each request only writes it with the parts filled in.
+func (l *liveViews) page(ctx context.Context, v liveView, snap *domain.Snapshot,
+	body func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component) (templ.Component, *domain.Snapshot, error) {
+	parts, shown, err := l.render(ctx, v, snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids strings.Builder
+	for _, p := range parts {
+		ids.WriteString(p.ID)
+		ids.WriteByte(0)
+	}
+	st := l.state(v.key())
+	st.mu.Lock()
+	kept := st.body
+	st.mu.Unlock()
+	if kept.version != shown.Version || kept.ids != ids.String() {
+		framed, err := part("", body(withSlots(parts), shown))
+		if err != nil {
+			return nil, nil, err
+		}
+		if strings.Count(framed.HTML, rowSlot) != len(parts) {
+			// A slot's bytes in the body's own text (a search for
+			// them): this page is rendered whole, and not kept.
+			return body(parts, shown), shown, nil
+		}
+		kept = keptBody{version: shown.Version, ids: ids.String(), frame: framed.HTML}
+		st.mu.Lock()
+		if st.body.version <= kept.version {
+			st.body = kept
+		}
+		st.mu.Unlock()
+	}
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		return fill(stringWriter{w}, kept.frame, parts)
+	}), shown, nil
+}
+
+// stringWriter writes strings to a writer, without copies when it can.
+type stringWriter struct{ io.Writer }
+
+func (w stringWriter) WriteString(s string) (int, error) { return io.WriteString(w.Writer, s) }
 
 // renderParts renders v's parts; a panic becomes an error, so that no
 // request or watcher waits for a rendering that never ends.

@@ -57,6 +57,21 @@ func (p *pieces) of(key any, c templ.Component) templ.Component {
 	return templ.Raw(h)
 }
 
+// joinRendered is rows rendered as one piece: a page of thousands of kept
+// rows writes them at once. None for no rows.
+func joinRendered(rows []templ.Component) ([]templ.Component, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		if err := r.Render(context.Background(), &b); err != nil {
+			return nil, err
+		}
+	}
+	return []templ.Component{templ.Raw(b.String())}, nil
+}
+
 // chartKey identifies a chart by everything it draws.
 type chartKey uint64
 

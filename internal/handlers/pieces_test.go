@@ -2,9 +2,12 @@ package handlers_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/webtest"
 )
@@ -50,5 +53,42 @@ func TestAMemberNeverGetsAnotherTeamsCachedPiece(t *testing.T) {
 			webtest.MustContain(t, "member's "+path, body, "team-001")
 		}
 		webtest.MustNotContain(t, "member's "+path, body, "team-000", "team-002")
+	}
+}
+
+// The Tasks page's body is rendered once per snapshot and view and shared:
+// each viewer still gets their own name and CSRF token around it, and a new
+// snapshot shows in it.
+func TestTasksPageSharesItsBodyNotItsViewer(t *testing.T) {
+	f := newFixture(t, 3, 60).withProxy()
+	f.access.grant("ana", listClusterQueues)
+	f.access.grant("ben", listClusterQueues)
+	h := f.handler()
+	main := func(name string) (string, string) {
+		t.Helper()
+		code, body := user(t, h, name).Get("/tasks?team=team-001")
+		if code != http.StatusOK {
+			t.Fatalf("%s GET /tasks: %d", name, code)
+		}
+		_, rest, _ := strings.Cut(body, "<main")
+		inside, _, _ := strings.Cut(rest, "</main>")
+		return body, inside
+	}
+	anaPage, ana := main("ana")
+	benPage, ben := main("ben")
+	webtest.MustContain(t, "ana's page", anaPage, `id="signed-in-user"`, ">ana<", `id="task-filters"`, `id="task-list-live"`)
+	webtest.MustNotContain(t, "ana's page", anaPage, ">ben<")
+	webtest.MustContain(t, "ben's page", benPage, ">ben<")
+	webtest.MustNotContain(t, "ben's page", benPage, ">ana<")
+	if ana != ben {
+		t.Errorf("the same view at the same snapshot shows differently:\n%s", cmp.Diff(ana, ben))
+	}
+
+	now := time.Now().Add(3 * time.Minute)
+	f.model.publish(snapshotOf(f.settings, kueuetest.Cluster(f.settings, f.settings.Cohort, 3, 90, now), now))
+	_, after := main("ana")
+	webtest.MustContain(t, "the page at the new snapshot", after, now.Format(time.TimeOnly))
+	if after == ana {
+		t.Errorf("the page did not change with the snapshot")
 	}
 }

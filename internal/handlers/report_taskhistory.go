@@ -118,7 +118,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 				Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]}
 			rows = append(rows, p.pieces.of(row, templates.UsageSummaryRowCells(row)))
 		}
-		return rows, nil
+		return joinRendered(rows)
 	})
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
@@ -218,6 +218,7 @@ type usageSummaries struct {
 
 	mu     sync.Mutex
 	closed map[time.Time]*taskhistory.UsageSummary // by day
+	joined map[string]daysSummary                  // by key
 }
 
 func newSummaries(h usageHistory) *usageSummaries {
@@ -231,13 +232,16 @@ func newSummaries(h usageHistory) *usageSummaries {
 type daysSummary struct {
 	*taskhistory.UsageSummary
 	key string
+	// days are the days' summaries, held so that no other summary takes
+	// their addresses (the key) while this one is kept.
+	days []*taskhistory.UsageSummary
 }
 
 // of is the summary of days (whole UTC days, the last possibly cut short),
 // up to now.
 func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (daysSummary, error) {
 	now := time.Now()
-	out := daysSummary{UsageSummary: &taskhistory.UsageSummary{UpTo: days.From}}
+	var sums []*taskhistory.UsageSummary
 	var key strings.Builder
 	for day := days.From; day.Before(days.To) && !day.After(now); day = day.AddDate(0, 0, 1) {
 		end := day.AddDate(0, 0, 1)
@@ -249,13 +253,34 @@ func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (daysS
 			return daysSummary{}, err
 		}
 		fmt.Fprintf(&key, "%p,", sum)
-		out.Rows = append(out.Rows, sum.Rows...)
-		out.Days = append(out.Days, sum.Days...)
-		out.UpTo = sum.UpTo
+		sums = append(sums, sum)
 	}
-	out.key = key.String()
-	return out, nil
+	// The same days' summaries are joined once: a week of 200 teams is
+	// thousands of rows, which every request would otherwise copy.
+	u.mu.Lock()
+	joined, ok := u.joined[key.String()]
+	u.mu.Unlock()
+	if ok {
+		return joined, nil
+	}
+	joined = daysSummary{UsageSummary: &taskhistory.UsageSummary{UpTo: days.From}, key: key.String(), days: sums}
+	for _, sum := range sums {
+		joined.Rows = append(joined.Rows, sum.Rows...)
+		joined.Days = append(joined.Days, sum.Days...)
+		joined.UpTo = sum.UpTo
+	}
+	u.mu.Lock()
+	if u.joined == nil || len(u.joined) >= maxJoinedSummaries {
+		u.joined = map[string]daysSummary{}
+	}
+	u.joined[joined.key] = joined
+	u.mu.Unlock()
+	return joined, nil
 }
+
+// maxJoinedSummaries bounds the joined summaries kept (ranges asked for
+// while their days' summaries stay the same).
+const maxJoinedSummaries = 64
 
 // day is the summary of one day.
 func (u *usageSummaries) day(ctx context.Context, day taskhistory.Window, now time.Time) (*taskhistory.UsageSummary, error) {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -117,24 +116,18 @@ func (f taskFilter) taskQuery(visible scope) domain.TaskQuery {
 // has them all.
 const tasksPageSize = 50
 
-// visibleTeams are the teams a viewer may pick: those with tasks or a queue.
+// visibleTeams are the teams a viewer may pick: those with tasks or a
+// queue. The result may be shared: do not change it.
 func visibleTeams(snap *domain.Snapshot, visible scope) []string {
-	set := map[string]bool{}
-	for _, t := range snap.TeamsWithTasks() {
+	if visible.all {
+		return snap.TeamNames()
+	}
+	var teams []string
+	for _, t := range snap.TeamNames() {
 		if visible.sees(t) {
-			set[t] = true
+			teams = append(teams, t)
 		}
 	}
-	for _, u := range snap.Teams {
-		if visible.sees(u.Team) {
-			set[u.Team] = true
-		}
-	}
-	teams := make([]string, 0, len(set))
-	for t := range set {
-		teams = append(teams, t)
-	}
-	sort.Strings(teams)
 	return teams
 }
 
@@ -176,12 +169,21 @@ func (p tasksPage) show(c echo.Context) error {
 		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), p.waitEstimates(c.Request().Context(), snap))
 	}
 
-	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
+	body, snap, err := p.live.page(c.Request().Context(), view, snap, func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component {
+		// Of the view's query, as the parts are: requests of the same
+		// view share the body.
+		return templates.TasksBody(tasksView(parseTaskFilter(view.query), visible, parts, shown))
+	})
 	if err != nil {
 		return err
 	}
+	return render(c, http.StatusOK, templates.Framed(templates.Page{Title: "Tasks", Active: "tasks", Problem: p.problem(), Snapshot: snap.Version}, body))
+}
+
+// tasksView is the Tasks page around its live parts, at the snapshot they
+// show.
+func tasksView(f taskFilter, visible scope, parts []templates.LivePart, snap *domain.Snapshot) templates.TasksView {
 	page := templates.TasksView{
-		Page:   templates.Page{Title: "Tasks", Active: "tasks", Problem: p.problem(), Snapshot: snap.Version},
 		Search: f.Search,
 		Live:   parts,
 		AsOf:   snap.Taken.Format(time.TimeOnly),
@@ -209,7 +211,7 @@ func (p tasksPage) show(c echo.Context) error {
 	for _, s := range taskStates {
 		page.States = append(page.States, templates.Choice{Value: s.key, Label: s.label, Selected: s.key == f.State})
 	}
-	return render(c, http.StatusOK, templates.Tasks(page))
+	return page
 }
 
 // sees tells which teams' tasks the filter shows a viewer ("" are the
