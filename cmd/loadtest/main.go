@@ -30,7 +30,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -155,7 +154,7 @@ type runner struct {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	r := &runner{o: o, res: &result{Command: commandLine(), Commit: gitCommit(), Started: time.Now().UTC(),
+	r := &runner{o: o, res: &result{Command: loopback.CommandLine("loadtest"), Commit: loopback.GitCommit(), Started: time.Now().UTC(),
 		CPUs: runtime.NumCPU(), LoadAverage: map[string]string{}}}
 	for _, b := range []string{o.sandboxBin, o.consoleBin} {
 		if _, err := os.Stat(b); err != nil {
@@ -489,20 +488,3 @@ func waitGroupTimeout(ctx context.Context, wg *sync.WaitGroup, d time.Duration) 
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func commandLine() string {
-	return strings.Join(append([]string{"bin/loadtest"}, os.Args[1:]...), " ")
-}
-
-// gitCommit names the checkout the console was built from, if it is one.
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	commit := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		commit += "-dirty"
-	}
-	return commit
-}

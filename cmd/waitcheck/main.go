@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -97,7 +96,7 @@ func run(ctx context.Context, o options) (err error) {
 			return fmt.Errorf("%s is missing: build it first (make measure-wait does)", b)
 		}
 	}
-	res := &result{Command: commandLine(), Commit: gitCommit(), Started: time.Now().UTC(), Instance: o.instance,
+	res := &result{Command: loopback.CommandLine("waitcheck"), Commit: loopback.GitCommit(), Started: time.Now().UTC(), Instance: o.instance,
 		EverySeconds: o.every.Seconds(), DurationSeconds: o.duration.Seconds(), TailSeconds: o.tail.Seconds()}
 
 	wasRunning := sandboxRunning(ctx, o.sandboxBin, o.instance)
@@ -225,21 +224,4 @@ func waitForAdmissions(ctx context.Context, adm *admissions, observed func() map
 		}
 	}
 	return nil
-}
-
-func commandLine() string {
-	return strings.Join(append([]string{"bin/waitcheck"}, os.Args[1:]...), " ")
-}
-
-// gitCommit names the checkout the console was built from, if it is one.
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	commit := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		commit += "-dirty"
-	}
-	return commit
 }

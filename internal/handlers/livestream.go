@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,48 +13,12 @@ import (
 	"github.com/openquota/console/internal/metrics"
 )
 
-// StreamLimits cap the live update streams open at once, per user and in
-// total: each holds a connection and a goroutine.
-type StreamLimits struct{ PerUser, Total int }
-
-// DefaultStreamLimits allow a person a few tabs, and the console a few
-// hundred viewers.
-var DefaultStreamLimits = StreamLimits{PerUser: 8, Total: 1000}
-
-// streamGate counts open streams.
-type streamGate struct {
-	limits StreamLimits
-
-	mu      sync.Mutex
-	total   int
-	perUser map[string]int
-}
-
-func newStreamGate(l StreamLimits) *streamGate {
-	if l.PerUser <= 0 || l.Total <= 0 {
-		l = DefaultStreamLimits
-	}
-	return &streamGate{limits: l, perUser: map[string]int{}}
-}
-
-// enter admits one more stream of user, or says no. user "" is not counted
-// per user (auth mode none: one person, on loopback).
-func (g *streamGate) enter(user string) (leave func(), ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.total >= g.limits.Total || user != "" && g.perUser[user] >= g.limits.PerUser {
-		return nil, false
-	}
-	g.total++
-	g.perUser[user]++
-	return func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.total--
-		if g.perUser[user]--; g.perUser[user] <= 0 {
-			delete(g.perUser, user)
-		}
-	}, true
+// newStreamGate counts open streams. user "" is not counted per user (auth
+// mode none: one person, on loopback).
+func newStreamGate(l StreamLimits) *gate {
+	g := newGate(l, DefaultStreamLimits)
+	g.perUserSkipsNoUser = true
+	return g
 }
 
 // streamWriteTimeout drops a stream whose client stopped reading.
@@ -83,7 +46,7 @@ const scopeRecheck = 5 * time.Second
 type liveStreams struct {
 	frame
 	live     *liveViews
-	gate     *streamGate
+	gate     *gate
 	lifetime time.Duration
 	// shutdown ends every stream when the server shuts down.
 	shutdown context.Context
@@ -104,8 +67,8 @@ func (s liveStreams) serve(c echo.Context) error {
 	if who == "" && s.auth.ModeOf() != auth.ModeNone {
 		who = "address " + s.auth.ClientAddress(c.Request())
 	}
-	leave, ok := s.gate.enter(who)
-	if !ok {
+	leave, full := s.gate.enter(who)
+	if full != gateOpen {
 		c.Response().Header().Set("Retry-After", "30")
 		return echo.NewHTTPError(http.StatusServiceUnavailable,
 			"Too many live update streams are open (per user or in total); the page refreshes itself every 30 seconds instead.")

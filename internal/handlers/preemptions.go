@@ -67,7 +67,7 @@ type preemptionsPage struct {
 		taskhistoryAvailability
 		preemptionHistory
 	}
-	exports *exportGate
+	exports exportGate
 }
 
 // show shows (or exports) the preemption history.

@@ -39,7 +39,7 @@ type reportPage struct {
 	model       ReadModel
 	taskHistory usageHistory
 	prometheus  usageReports
-	exports     *exportGate
+	exports     exportGate
 	summaries   *usageSummaries
 	taskPages   *taskPages
 	summaryRows *kept[[]templ.Component]
