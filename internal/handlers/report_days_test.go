@@ -77,6 +77,15 @@ func TestUsageSummaryKeepsClosedDays(t *testing.T) {
 	if diff := cmp.Diff(once, src.times()); diff != "" {
 		t.Errorf("days asked (-want +got):\n%s", diff)
 	}
+	// Asked again while its days stay the same, the range is the summary
+	// already joined: the same key and rows, nothing copied.
+	same, err := u.of(context.Background(), days)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.key != sum.key || len(same.Rows) != len(sum.Rows) || &same.Rows[0] != &sum.Rows[0] {
+		t.Errorf("the same days were joined again: key %q and %q", sum.key, same.key)
+	}
 
 	// Later than the shared answers last: the open day and the day with a
 	// gap are asked again, the closed days are not.
