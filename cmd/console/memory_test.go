@@ -11,7 +11,7 @@ func TestMemoryLimitFlag(t *testing.T) {
 		want    int
 		wantErr string
 	}{
-		{args: nil, want: 256},
+		{args: nil, want: 208},
 		{args: []string{"--memory-limit-mib", "0"}, want: 0},
 		{args: []string{"--memory-limit-mib", "512"}, want: 512},
 		{args: []string{"--memory-limit-mib", "-1"}, wantErr: "--memory-limit-mib must be 0 or more"},

@@ -241,7 +241,7 @@ func TestChartDefaults(t *testing.T) {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	wantArgs := []string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=256", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline",
+	wantArgs := []string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline",
 		"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console",
 		"--leader-election-lease=qc-quota-console-leader", "--history-store=none", "--history-retention=2160h"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
@@ -397,7 +397,7 @@ func TestChartEverythingOn(t *testing.T) {
 // default), the others only when set.
 func TestChartArgs(t *testing.T) {
 	head := func(auth string) []string {
-		return []string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=256", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline"}
+		return []string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline"}
 	}
 	state := []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=qc"}
 	// tail is the lease and the history flags, last.
@@ -434,10 +434,10 @@ func TestChartArgs(t *testing.T) {
 		{"a proxy of one's own", []string{"auth.trustedProxyCIDRs={10.244.0.0/16}"},
 			join(head("token"), []string{"--trusted-proxy-cidrs=10.244.0.0/16"}, state, defaults)},
 		{"prefix and cohort", []string{"namespacePrefix=team-", "cohort=research"},
-			join([]string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=256", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research",
+			join([]string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research",
 				"--team-pod-security=baseline"}, state, defaults)},
 		{"restricted team namespaces", []string{"teamNamespaces.podSecurity=restricted"},
-			join([]string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=256", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
+			join([]string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
 				"--team-pod-security=restricted"}, state, defaults)},
 		{"no session key: a random key per process", []string{"sessionKey.enabled=false"},
 			join(head("token"), []string{"--state-namespace=qc"}, defaults)},

@@ -72,6 +72,24 @@ func joinRendered(rows []templ.Component) ([]templ.Component, error) {
 	return []templ.Component{templ.Raw(b.String())}, nil
 }
 
+// filterKey identifies a filter's rendering by its name and choices.
+type filterKey struct{ name, choices string }
+
+// choicesKey is the key of filter name's rendering with choices.
+func choicesKey(name string, choices []templates.Choice) filterKey {
+	var b strings.Builder
+	for _, c := range choices {
+		b.WriteString(c.Value)
+		b.WriteByte(0)
+		b.WriteString(c.Label)
+		if c.Selected {
+			b.WriteString("\x00selected")
+		}
+		b.WriteByte(1)
+	}
+	return filterKey{name, b.String()}
+}
+
 // chartKey identifies a chart by everything it draws.
 type chartKey uint64
 

@@ -56,7 +56,8 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.Resources = append(h.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: g.query(), Current: r.key == res.key})
 	}
 	h.Unit = res.unit
-	h.Teams = teamChoices(snap, visible, f.Team)
+	choices := teamChoices(snap, visible, f.Team)
+	h.TeamFilter = p.pieces.of(choicesKey("team", choices), templates.FilterSelect("team", "Team", choices))
 	team, teams := f.Team, []string(nil)
 	switch {
 	case team != "" && !visible.sees(team):
@@ -126,18 +127,18 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	rq.Limit, rq.After = reportPageSize, f.After
 	next := ""
 	tasks, err := p.taskPages.of(ctx, days, rq)
-	h.Tasks, next = tasks.rows, tasks.next
+	h.Tasks, h.TaskCount, next = tasks.rows, tasks.count, tasks.next
 	if err != nil {
 		h.TasksUnavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
 	switch {
-	case len(h.Tasks) == 0:
+	case h.TaskCount == 0:
 		h.TasksSummary = "No tasks existed in this range."
 	case f.After == "":
-		h.TasksSummary = fmt.Sprintf("The first %d tasks, by end (tasks still open last).", len(h.Tasks))
+		h.TasksSummary = fmt.Sprintf("The first %d tasks, by end (tasks still open last).", h.TaskCount)
 	default:
-		h.TasksSummary = fmt.Sprintf("%d more tasks, by end (tasks still open last).", len(h.Tasks))
+		h.TasksSummary = fmt.Sprintf("%d more tasks, by end (tasks still open last).", h.TaskCount)
 		h.TasksFirst = f.query("after", "")
 	}
 	if next != "" {
@@ -157,9 +158,12 @@ type taskPages struct {
 	shared *memo.Memo[taskPage]
 }
 
+// taskPage is a page of the per-task report: its rows rendered once (many
+// requests show the same page), how many, and the next page's cursor.
 type taskPage struct {
-	rows []templates.TaskReportRow
-	next string
+	rows  templ.Component
+	count int
+	next  string
 }
 
 func newTaskPages(h usageHistory) *taskPages {
@@ -181,13 +185,17 @@ func (t *taskPages) of(ctx context.Context, days taskhistory.Window, rq taskhist
 		if now := time.Now(); q.Window.To.After(now) {
 			q.Window.To = now
 		}
-		var page taskPage
+		var rows []templates.TaskReportRow
 		next, _, err := t.taskHistory.TaskReport(ctx, q, func(r taskhistory.ReportRow) error {
-			page.rows = append(page.rows, taskReportRow(r))
+			rows = append(rows, taskReportRow(r))
 			return nil
 		})
-		page.next = next
-		return page, err
+		if err != nil {
+			return taskPage{}, err
+		}
+		var html strings.Builder
+		err = templates.TaskReportRows(rows).Render(ctx, &html)
+		return taskPage{rows: templ.Raw(html.String()), count: len(rows), next: next}, err
 	})
 }
 
