@@ -25,8 +25,8 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 	part := func(id string, c templ.Component) templates.LivePart {
 		return templates.LivePart{ID: id, HTML: render(t, c)}
 	}
+	tasksPage := templates.Page{Title: "Tasks", Snapshot: 42}
 	tasks := templates.TasksView{
-		Page: templates.Page{Title: "Tasks", Snapshot: 42},
 		Live: []templates.LivePart{
 			part("class-stats-live", templates.TaskStats(templates.TaskStatsPart{TableID: "class-stats", Rows: []templates.StatsRow{
 				{Class: "inference", Pending: 7, Running: 3},
@@ -63,7 +63,7 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 		html string
 		want pageState
 	}{
-		{"tasks", render(t, templates.Framed(tasks.Page, templates.TasksBody(tasks))), pageState{Version: 42, Live: map[string]map[countKey]int{
+		{"tasks", render(t, templates.Framed(tasksPage, templates.TasksBody(tasks))), pageState{Version: 42, Live: map[string]map[countKey]int{
 			"class-stats-live":          {{Class: "inference"}: 7, {Class: "loadtest-probe"}: 12},
 			"team-class-stats-live":     {},
 			"team-class-stats-team-000": {{Class: "inference", Team: "team-000"}: 2, {Class: "loadtest-probe", Team: "team-000"}: 5},
