@@ -319,7 +319,10 @@ func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistor
 	}
 	rec := taskhistory.NewRecorder(store, taskhistory.RecorderConfig{
 		TeamPrefix: r.settings.NamespacePrefix,
-		Identity:   identity,
+		TeamOf: func(namespace, localQueue, clusterQueue string) (string, bool) {
+			return r.cache.TeamOfTask(r.settings, namespace, localQueue, clusterQueue)
+		},
+		Identity: identity,
 		Workloads: func(ctx context.Context, page func([]*kueuev1beta2.Workload) error) error {
 			return r.cache.WorkloadPages(ctx, 500, page)
 		},

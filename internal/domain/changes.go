@@ -68,7 +68,7 @@ func ChangesBetween(prev, next *Snapshot) Changes {
 	}
 	for _, r := range next.Teams {
 		teamOf[r.ClusterQueue] = r.Team
-		if old, ok := rows[r.Team]; !ok || old != r {
+		if old, ok := rows[r.Team]; !ok || !sameUsage(old, r) {
 			c.team(r.Team)
 		}
 		delete(rows, r.Team)
@@ -153,3 +153,6 @@ func (c Changes) AnyTeam(sees func(team string) bool) bool {
 func (c Changes) Class(class string) bool {
 	return c.Everything || class == "" && len(c.Classes) > 0 || c.Classes[class]
 }
+
+// sameUsage compares two rows.
+func sameUsage(a, b TeamUsage) bool { return reflect.DeepEqual(a, b) }

@@ -28,6 +28,7 @@ type Model struct {
 	cohort        *kueuev1beta2.Cohort
 	priorityClass map[string]*kueuev1beta2.WorkloadPriorityClass
 	clusterQueues map[string]*kueuev1beta2.ClusterQueue
+	queueTeams    map[string]string // ClusterQueue → the team it is (Settings.TeamOfClusterQueue)
 	localQueues   map[string]string // LocalQueueKey → ClusterQueue
 
 	tasks map[string]*TaskFacts // LocalQueueKey(namespace, name)
@@ -67,6 +68,7 @@ func NewModel(s Settings) *Model {
 		settings:      s,
 		priorityClass: map[string]*kueuev1beta2.WorkloadPriorityClass{},
 		clusterQueues: map[string]*kueuev1beta2.ClusterQueue{},
+		queueTeams:    map[string]string{},
 		localQueues:   map[string]string{},
 		tasks:         map[string]*TaskFacts{},
 		buckets:       map[teamAndClass]*bucket{},
@@ -129,6 +131,11 @@ func (m *Model) SetClusterQueue(cq *kueuev1beta2.ClusterQueue) {
 	m.changes++
 	m.clusterQueues[cq.Name] = cq
 	m.clusterQueueChanged(cq.Name)
+	team := m.settings.TeamOfClusterQueue(cq)
+	if old, ok := m.queueTeams[cq.Name]; !ok || old != team {
+		m.queueTeams[cq.Name] = team
+		m.queueTeamChanged(cq.Name)
+	}
 }
 
 // DeleteClusterQueue removes a ClusterQueue.
@@ -136,6 +143,21 @@ func (m *Model) DeleteClusterQueue(name string) {
 	m.changes++
 	delete(m.clusterQueues, name)
 	m.clusterQueueChanged(name)
+	if _, ok := m.queueTeams[name]; ok {
+		delete(m.queueTeams, name)
+		m.queueTeamChanged(name)
+	}
+}
+
+// queueTeamChanged gives the tasks of a ClusterQueue its team again: a rare
+// change (a queue created, adopted or released; its status updates keep
+// the team), so it may look at every task.
+func (m *Model) queueTeamChanged(name string) {
+	for key, f := range m.tasks {
+		if f.ClusterQueue == name {
+			m.replace(key, f, func(g *TaskFacts) { m.resolveQueue(g) })
+		}
+	}
 }
 
 func (m *Model) clusterQueueChanged(name string) {
@@ -159,6 +181,7 @@ func (m *Model) SetLocalQueue(lq *kueuev1beta2.LocalQueue) {
 	}
 	m.localQueues[key] = cq
 	m.localQueueChanged(lq.Namespace, lq.Name)
+	m.queuesDirty = true // the namespaces a ClusterQueue serves
 }
 
 // DeleteLocalQueue removes a LocalQueue.
@@ -170,6 +193,7 @@ func (m *Model) DeleteLocalQueue(namespace, name string) {
 	}
 	delete(m.localQueues, key)
 	m.localQueueChanged(namespace, name)
+	m.queuesDirty = true
 }
 
 // localQueueChanged resolves again the tasks submitted to a LocalQueue: a
@@ -228,19 +252,21 @@ func (m *Model) replace(key string, f *TaskFacts, change func(*TaskFacts)) {
 	m.index(key, &g)
 }
 
-// resolveQueue finds the ClusterQueue of a task from its LocalQueue: a
-// pending Workload does not name it.
+// resolveQueue finds the ClusterQueue of a task from its LocalQueue (a
+// pending Workload does not name it), and its team from the ClusterQueue.
 func (m *Model) resolveQueue(f *TaskFacts) {
 	f.ClusterQueue, f.queue = f.admittedIn, ""
-	cq, ok := m.localQueues[LocalQueueKey(f.Namespace, f.LocalQueue)]
-	if !ok || f.LocalQueue == "" {
-		return
+	if cq, ok := m.localQueues[LocalQueueKey(f.Namespace, f.LocalQueue)]; ok && f.LocalQueue != "" {
+		if f.ClusterQueue == "" {
+			f.ClusterQueue = cq
+		}
+		if f.Queued {
+			f.queue = cq
+		}
 	}
-	if f.ClusterQueue == "" {
-		f.ClusterQueue = cq
-	}
-	if f.Queued {
-		f.queue = cq
+	f.Team = f.namespaceTeam
+	if team, ok := m.queueTeams[f.ClusterQueue]; ok {
+		f.Team = team
 	}
 }
 
@@ -351,7 +377,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 	}
 	if m.queuesDirty {
 		m.nominal = nominalQuotas(m.clusterQueues)
-		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues))
+		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues), servedNamespaces(m.localQueues))
 	}
 	if len(m.dirtyGroups) > 0 {
 		s.borrowing = cloneMap(prev.borrowing)

@@ -72,6 +72,15 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 			byQueue[cq] = append(byQueue[cq], t)
 		}
 	}
+	// A task's team is its ClusterQueue's.
+	for i := range sc.tasks {
+		t := &sc.tasks[i]
+		for _, cq := range in.ClusterQueues {
+			if cq.Name == t.ClusterQueue {
+				t.Team = in.Settings.TeamOfClusterQueue(cq)
+			}
+		}
+	}
 	for _, q := range byQueue {
 		slices.SortFunc(q, order2(func(t *Task) time.Time { return t.QueueOrder }))
 		for i, t := range q {
@@ -135,7 +144,15 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 	// Team rows.
 	cqs := append([]*kueuev1beta2.ClusterQueue(nil), in.ClusterQueues...)
 	slices.SortFunc(cqs, func(a, b *kueuev1beta2.ClusterQueue) int { return strings.Compare(a.Name, b.Name) })
-	sc.teams = queueRows(in.Settings, cqs)
+	served := map[string][]string{}
+	for _, lq := range in.LocalQueues {
+		cq := string(lq.Spec.ClusterQueue)
+		if !slices.Contains(served[cq], lq.Namespace) {
+			served[cq] = append(served[cq], lq.Namespace)
+			slices.Sort(served[cq])
+		}
+	}
+	sc.teams = queueRows(in.Settings, cqs, served)
 	byTeam := map[string]int{}
 	for i, r := range sc.teams {
 		byTeam[r.Team] = i

@@ -93,6 +93,16 @@ func (s Settings) TeamOfClusterQueueName(name string) (string, bool) {
 	return s.TeamOfNamespace(ns)
 }
 
+// TeamOfQueueName is the team a ClusterQueue named name serves when only
+// its name is known (Kueue's metrics): the team of a conventional name,
+// else the queue's own name, which is also what an adopted queue keeps.
+func (s Settings) TeamOfQueueName(name string) string {
+	if team, ok := s.TeamOfClusterQueueName(name); ok {
+		return team
+	}
+	return name
+}
+
 // TeamOfClusterQueue names the team a ClusterQueue serves: the console's
 // label, else the team its conventional name gives, else the queue's own
 // name (a queue the console does not manage is shown as a team of its own).

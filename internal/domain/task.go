@@ -34,8 +34,10 @@ const (
 type Task struct {
 	Namespace string
 	Name      string
-	// Team is the namespace without the settings' prefix ("hyperpod-ns-nlp"
-	// gives "nlp"); empty when the namespace lacks the prefix.
+	// Team is the team of its ClusterQueue (Settings.TeamOfClusterQueue):
+	// a team is a ClusterQueue, whoever made it. A task whose ClusterQueue
+	// is not known yet falls back to its namespace's team ("hyperpod-ns-nlp"
+	// gives "nlp"), else none.
 	Team string
 	// ClusterQueue is status.admission.clusterQueue; a pending Workload does
 	// not name it, so the read model resolves it from the LocalQueue.
@@ -119,6 +121,7 @@ type TaskFacts struct {
 	KueueMessage           string
 
 	classRef           string // spec.priorityClassRef.name: "" takes the lowest class
+	namespaceTeam      string // the team its namespace names, for a task in no known ClusterQueue
 	admittedIn         string // status.admission.clusterQueue, while quota is reserved
 	queue              string // the ClusterQueue whose queue holds it; "" when not queued
 	admitted, finished bool   // the Admitted and Finished conditions are True
@@ -146,7 +149,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs,
 		Created: r.Created, WaitStart: r.WaitStart, QueueOrder: r.QueueOrder, AdmittedAt: r.AdmittedAt, FinishedAt: r.FinishedAt,
 		KueueMessage: intern(r.KueueMessage),
-		classRef:     intern(r.ClassRef), admittedIn: intern(r.ClusterQueue),
+		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
 		reasonHead: intern(r.Reason),
 	}

@@ -5,7 +5,9 @@ package domain
 
 import (
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -56,8 +58,21 @@ func units(r corev1.ResourceName, q resource.Quantity) int64 {
 
 // TeamUsage is one team's row of the usage dashboard.
 type TeamUsage struct {
-	Team, Namespace, ClusterQueue, Cohort string
-	Enabled                               bool
+	Team, ClusterQueue, Cohort string
+	// Namespace names the namespaces whose LocalQueues feed the team's
+	// ClusterQueue, comma-separated (Namespaces); the team namespace for a
+	// console team without a LocalQueue yet.
+	Namespace  string
+	Namespaces []string
+	// Manager is who manages the ClusterQueue when the console does not
+	// (QueueManager); "" for the console's teams.
+	Manager string
+	// Imported: the console manages the queue since it imported it (it
+	// keeps its own name and namespaces). Reconciler names a GitOps tool
+	// that keeps the queue as its repository says (ReconciledBy).
+	Imported   bool
+	Reconciler string
+	Enabled    bool
 	Allocated                             Amount // nominal quota
 	InUse                                 Amount // admitted tasks' usage, own and borrowed
 	Borrowed                              Amount // usage above nominal, from other teams' quota
@@ -68,13 +83,20 @@ type TeamUsage struct {
 
 // queueRows are the usage rows of the ClusterQueues, sorted by team,
 // without task counts.
-func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue) []TeamUsage {
+func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][]string) []TeamUsage {
 	rows := make([]TeamUsage, 0, len(cqs))
 	index := map[string]int{} // ClusterQueue name -> row
 	for _, cq := range cqs {
 		team := s.TeamOfClusterQueue(cq)
-		row := TeamUsage{Team: team, Namespace: s.Namespace(team), ClusterQueue: cq.Name,
+		row := TeamUsage{Team: team, ClusterQueue: cq.Name, Namespaces: served[cq.Name],
 			Cohort: string(cq.Spec.CohortName), Enabled: !Stopped(cq)}
+		row.Imported, row.Reconciler = Imported(cq), ReconciledBy(cq)
+		if !ManagedByConsole(cq) {
+			row.Manager = QueueManager(cq)
+		} else if len(row.Namespaces) == 0 {
+			row.Namespaces = []string{s.Namespace(team)}
+		}
+		row.Namespace = strings.Join(row.Namespaces, ", ")
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
@@ -196,4 +218,20 @@ func Totals(rows []TeamUsage) TeamUsage {
 		t.Preempted += r.Preempted
 	}
 	return t
+}
+
+// servedNamespaces are, per ClusterQueue, the namespaces whose LocalQueues
+// feed it (localQueues: LocalQueueKey → ClusterQueue), sorted.
+func servedNamespaces(localQueues map[string]string) map[string][]string {
+	out := map[string][]string{}
+	for key, cq := range localQueues {
+		ns, _, _ := strings.Cut(key, "/")
+		if !slices.Contains(out[cq], ns) {
+			out[cq] = append(out[cq], ns)
+		}
+	}
+	for _, nss := range out {
+		slices.Sort(nss)
+	}
+	return out
 }

@@ -244,6 +244,19 @@ func (w *writes) ReapplyTeam(_ context.Context, who kueue.Identity, team string)
 func (w *writes) AdoptTeam(_ context.Context, who kueue.Identity, team, _ string) write.Outcome {
 	return w.answer("adopt team "+team, who)
 }
+func (w *writes) ImportPlan(queue string) (domain.QueueImport, write.Outcome) {
+	return domain.QueueImport{ClusterQueue: queue, Team: domain.Team{Name: queue}, Fingerprint: "fp-" + queue,
+		Writes: []domain.FieldWrite{{Object: "ClusterQueue " + queue, Field: "metadata.labels[app.kubernetes.io/managed-by]", Before: "(none)", After: `"quota-console"`}}}, write.Outcome{}
+}
+func (w *writes) ImportQueue(_ context.Context, who kueue.Identity, queue, fingerprint string) write.Outcome {
+	return w.answer("import "+queue+" as previewed in "+fingerprint, who)
+}
+func (w *writes) ReleasePlan(queue string) (string, []domain.FieldWrite, write.Outcome) {
+	return queue, []domain.FieldWrite{{Object: "ClusterQueue " + queue, Field: "metadata.labels[app.kubernetes.io/managed-by]", Before: `"quota-console"`, After: "none"}}, write.Outcome{}
+}
+func (w *writes) ReleaseQueue(_ context.Context, who kueue.Identity, queue string) write.Outcome {
+	return w.answer("release "+queue, who)
+}
 func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.PolicyForm) write.Outcome {
 	return w.answer("save the policy", who)
 }

@@ -29,6 +29,8 @@ var forms = map[string]struct {
 	"re-apply team":    {"/teams/team-001/drift/reapply", url.Values{}},
 	"adopt edits":      {"/teams/team-001/drift/adopt", url.Values{"adopt": {"fingerprint"}}},
 	"re-apply policy":  {"/policy/drift/reapply", url.Values{}},
+	"import queue":     {"/queues/cluster-queue/import", url.Values{"fingerprint": {"fp-cluster-queue"}}},
+	"release queue":    {"/queues/cluster-queue/release", url.Values{}},
 }
 
 // Every outcome of the write path gets the same answer on every form: the

@@ -176,6 +176,7 @@ type Writes interface {
 	revisionWrites
 	driftWrites
 	policyWrites
+	importWrites
 }
 
 type teamWrites interface {
@@ -309,6 +310,7 @@ func New(cfg Config) *echo.Echo {
 	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
+	imports := queueImportPages{frame: f, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
 	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime,
 		shutdown: cfg.Shutdown, metrics: cfg.Metrics}
@@ -356,6 +358,10 @@ func New(cfg Config) *echo.Echo {
 	e.GET("/teams/:team/drift", drift.show)
 	e.POST("/teams/:team/drift/reapply", drift.reapply)
 	e.POST("/teams/:team/drift/adopt", drift.adopt)
+	e.GET("/queues/:queue/import", imports.showImport, imports.platformOnly)
+	e.POST("/queues/:queue/import", imports.importQueue, imports.platformOnly)
+	e.GET("/queues/:queue/release", imports.showRelease, imports.platformOnly)
+	e.POST("/queues/:queue/release", imports.releaseQueue, imports.platformOnly)
 	e.GET("/policy/history", revisions.policyRevisions)
 	e.POST("/policy/history/:rev/rollback", revisions.rollbackPolicy)
 	e.POST("/policy/drift/reapply", revisions.reapplyPolicy)

@@ -73,7 +73,27 @@ func (p teamPages) list(c echo.Context) error {
 		return t, nil
 	})
 	view.Teams, view.Allocation = tables.teams, tables.allocation
+	view.Queues = externalQueues(p.model.Snapshot().Teams, visible)
 	return render(c, http.StatusOK, templates.Teams(view))
+}
+
+// externalQueues are the ClusterQueues the console did not create, imported
+// or not, that the viewer may see.
+func externalQueues(rows []domain.TeamUsage, visible scope) []templates.ExternalQueueRow {
+	var out []templates.ExternalQueueRow
+	for _, r := range rows {
+		if (r.Manager == "" && !r.Imported) || !visible.sees(r.Team) {
+			continue
+		}
+		managedBy := r.Manager
+		if r.Imported {
+			managedBy = "the console (imported)"
+		}
+		out = append(out, templates.ExternalQueueRow{Team: r.Team, ClusterQueue: r.ClusterQueue, Namespaces: r.Namespace,
+			Cohort: r.Cohort, ManagedBy: managedBy, Reconciler: r.Reconciler, GPUs: itoa(r.Allocated.GPUs),
+			Running: r.Running, Pending: r.Pending + r.Preempted, Imported: r.Imported})
+	}
+	return out
 }
 
 // allocations are the teams a viewer may see, the cluster's allocation

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,6 +330,20 @@ func (c *Cache) Ready() error {
 	return nil
 }
 
+// specWriters keeps of a ClusterQueue's managed fields who wrote its spec,
+// without the fields themselves: the pages name who manages a queue the
+// console did not create (domain.SpecManagers).
+func specWriters(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var out []metav1.ManagedFieldsEntry
+	for _, e := range entries {
+		if e.Subresource == "" && e.FieldsV1 != nil && strings.Contains(e.FieldsV1.GetRawString(), `"f:spec"`) {
+			out = append(out, metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation,
+				FieldsType: e.FieldsType, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)})
+		}
+	}
+	return out
+}
+
 // newestRevisionOnly keeps of a team's revisions ConfigMap its newest revision:
 // the cache holds one revision per team, not fifty.
 func newestRevisionOnly(obj any) (any, error) {
@@ -342,7 +357,11 @@ func newestRevisionOnly(obj any) (any, error) {
 // cache: managed fields and kubectl's copy of the last applied object.
 func stripObject(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
+		var writers []metav1.ManagedFieldsEntry
+		if _, ok := obj.(*kueuev1beta2.ClusterQueue); ok {
+			writers = specWriters(m.GetManagedFields())
+		}
+		m.SetManagedFields(writers)
 		if a := m.GetAnnotations(); a != nil {
 			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
 		}

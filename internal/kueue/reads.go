@@ -106,6 +106,25 @@ func (c *Cache) SavedTeam(s domain.Settings, name string) (cq *kueuev1beta2.Clus
 	return cq, team, saved, ok && team.Name == name
 }
 
+// TeamOfTask names the team of a task as the live pages count it: the team
+// of its ClusterQueue (clusterQueue, its admission's; else the one its
+// LocalQueue feeds). ok is false when neither is known.
+func (c *Cache) TeamOfTask(s domain.Settings, namespace, localQueue, clusterQueue string) (string, bool) {
+	if clusterQueue == "" && localQueue != "" {
+		if lq, err := c.LocalQueues.LocalQueues(namespace).Get(localQueue); err == nil {
+			clusterQueue = string(lq.Spec.ClusterQueue)
+		}
+	}
+	if clusterQueue == "" {
+		return "", false
+	}
+	cq, err := c.ClusterQueues.Get(clusterQueue)
+	if err != nil {
+		return "", false
+	}
+	return s.TeamOfClusterQueue(cq), true
+}
+
 // Policy returns the stored cluster policy.
 func (c *Cache) Policy(s domain.Settings) domain.Policy {
 	classes, _ := c.WorkloadPriorityClasses.List(labels.Everything())

@@ -68,3 +68,30 @@ func (w *ClusterQueueWrapper) Stopped() *ClusterQueueWrapper {
 	w.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
 	return w
 }
+
+// MakeLocalQueue is a LocalQueue in namespace that feeds clusterQueue.
+func MakeLocalQueue(namespace, name, clusterQueue string) *kueuev1beta2.LocalQueue {
+	return &kueuev1beta2.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(clusterQueue)},
+	}
+}
+
+// Labels sets the ClusterQueue's labels.
+func (w *ClusterQueueWrapper) Labels(kv ...string) *ClusterQueueWrapper {
+	if w.ObjectMeta.Labels == nil {
+		w.ObjectMeta.Labels = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		w.ObjectMeta.Labels[kv[i]] = kv[i+1]
+	}
+	return w
+}
+
+// WrittenBy records manager as the field manager of the ClusterQueue's spec
+// (what `kubectl apply` or a GitOps tool leaves in managedFields).
+func (w *ClusterQueueWrapper) WrittenBy(manager string) *ClusterQueueWrapper {
+	w.ManagedFields = append(w.ManagedFields, metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
+		APIVersion: "kueue.x-k8s.io/v1beta2", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:cohortName":{}}}`)})
+	return w
+}

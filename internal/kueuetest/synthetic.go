@@ -45,7 +45,9 @@ func Cluster(s ClusterNames, cohort string, teams, workloads int, now time.Time)
 	for t := 0; t < teams; t++ {
 		team := fmt.Sprintf("team-%03d", t)
 		cq := &kueuev1beta2.ClusterQueue{
-			ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(team)},
+			// The console's labels, as on the queues it creates.
+			ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(team), Labels: map[string]string{
+				"app.kubernetes.io/managed-by": "quota-console", "quota-console.openquota.dev/team": team}},
 			Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(cohort), ResourceGroups: []kueuev1beta2.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{GPU},
 				Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{

@@ -26,7 +26,8 @@ type Names interface {
 // them, in the style of Kueue's pkg/util/testing wrappers.
 type WorkloadWrapper struct {
 	kueuev1beta2.Workload
-	names Names
+	names        Names
+	clusterQueue string // where Admitted reserves quota; "" for the namespace's team queue
 }
 
 // MakeWorkload starts a Workload in namespace ns; names find the team's
@@ -39,7 +40,14 @@ func (b *WorkloadWrapper) Obj() *kueuev1beta2.Workload { return &b.Workload }
 
 // Clone is a deep copy, to change as the next version of the Workload.
 func (b *WorkloadWrapper) Clone() *WorkloadWrapper {
-	return &WorkloadWrapper{Workload: *b.Workload.DeepCopy(), names: b.names}
+	return &WorkloadWrapper{Workload: *b.Workload.DeepCopy(), names: b.names, clusterQueue: b.clusterQueue}
+}
+
+// In makes Admitted reserve quota in the ClusterQueue cq, for a queue not
+// named after a team namespace.
+func (b *WorkloadWrapper) In(cq string) *WorkloadWrapper {
+	b.clusterQueue = cq
+	return b
 }
 
 func (b *WorkloadWrapper) Queue(lq string) *WorkloadWrapper {
@@ -141,8 +149,12 @@ func (b *WorkloadWrapper) Admitted(t time.Time, flavor string) *WorkloadWrapper 
 // requests as the scheduler counts them (overhead included, a limit for a
 // missing request) times its pods, every resource on the pod set's flavor.
 func (b *WorkloadWrapper) AdmittedOn(t time.Time, flavorOfPodSet map[string]string) *WorkloadWrapper {
-	team, _ := b.names.TeamOfNamespace(b.Namespace)
-	a := &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(b.names.ClusterQueue(team))}
+	cq := b.clusterQueue
+	if cq == "" {
+		team, _ := b.names.TeamOfNamespace(b.Namespace)
+		cq = b.names.ClusterQueue(team)
+	}
+	a := &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(cq)}
 	for _, ps := range b.Spec.PodSets {
 		flavor := kueuev1beta2.ResourceFlavorReference(flavorOfPodSet[string(ps.Name)])
 		usage := corev1.ResourceList{}

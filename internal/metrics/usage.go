@@ -258,10 +258,7 @@ func buildReport(s domain.Settings, step time.Duration, queues []queueSample, ut
 		lent := domain.LentShares(uses)
 		for j, i := range idx {
 			q := queues[i]
-			team, ok := s.TeamOfClusterQueueName(q.ClusterQueue)
-			if !ok {
-				continue
-			}
+			team := s.TeamOfQueueName(q.ClusterQueue)
 			rk := rowKey{utcDay(q.T), team}
 			row := rows[rk]
 			if row == nil {

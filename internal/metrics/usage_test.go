@@ -89,7 +89,8 @@ func TestBuildReportIntegratesPerUTCDay(t *testing.T) {
 		queues = append(queues, q(at(h), "ns-a-clusterqueue", "p5", 8, 0), q(at(h), "ns-b-clusterqueue", "p5", 4, 6))
 	}
 	// 00:00 on day 2: b also borrows on g6, where only a team outside the
-	// console ("other") has idle quota; a lends 2 on p5 as before.
+	// console ("other-queue") has idle quota; a lends 2 on p5 as before. The
+	// queue outside the console is a row of its own, named after it.
 	queues = append(queues,
 		q(at(0), "ns-a-clusterqueue", "p5", 8, 0), q(at(0), "ns-b-clusterqueue", "p5", 4, 6),
 		q(at(0), "ns-b-clusterqueue", "g6", 0, 1), q(at(0), "other-queue", "g6", 4, 0),
@@ -105,6 +106,7 @@ func TestBuildReportIntegratesPerUTCDay(t *testing.T) {
 		{Day: day1, Team: "b", GPUHoursAllocated: 8, GPUHoursUsed: 12, GPUHoursBorrowed: 4, AvgHardwareUtil: 90, HardwareUtilKnown: true},
 		{Day: day2, Team: "a", GPUHoursAllocated: 8, GPUHoursLent: 2},
 		{Day: day2, Team: "b", GPUHoursAllocated: 4, GPUHoursUsed: 7, GPUHoursBorrowed: 3, AvgHardwareUtil: 500.0 / 7, HardwareUtilKnown: true},
+		{Day: day2, Team: "other-queue", GPUHoursAllocated: 4, GPUHoursLent: 1},
 	}
 	got := buildReport(s, time.Hour, queues, util)
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {

@@ -20,6 +20,11 @@ import (
 type RecorderConfig struct {
 	// TeamPrefix is the namespace prefix of team namespaces ("hyperpod-ns-").
 	TeamPrefix string
+	// TeamOf names the team of a task: the team of its ClusterQueue (the
+	// admission's, else its LocalQueue's), as the live pages count it
+	// (domain.Settings.TeamOfClusterQueue). Nil, or ok false: the team
+	// its namespace names.
+	TeamOf func(namespace, localQueue, clusterQueue string) (team string, ok bool)
 	// Identity names this replica in the record of runs (e.g. the pod name).
 	Identity string
 	// Workloads lists every Workload a page at a time, for the backfill at
@@ -134,11 +139,27 @@ func (r *Recorder) Observe(wl *kueuev1beta2.Workload) {
 		// the queue and cost a second backfill.
 		return
 	}
-	c, _ := Diff(nil, wl, r.cfg.TeamPrefix)
+	c := r.changeOf(wl)
 	if !r.remember(string(wl.UID), hashOf(&c)) {
 		return
 	}
 	r.enqueue(item{new: wl, change: &c})
+}
+
+// changeOf is the whole history wl shows, with its team.
+func (r *Recorder) changeOf(wl *kueuev1beta2.Workload) Change {
+	c, _ := Diff(nil, wl, r.cfg.TeamPrefix)
+	return r.withTeam(c)
+}
+
+// withTeam gives c's task the team of its ClusterQueue (RecorderConfig.TeamOf).
+func (r *Recorder) withTeam(c Change) Change {
+	if r.cfg.TeamOf != nil {
+		if team, ok := r.cfg.TeamOf(c.Task.Namespace, c.Task.LocalQueue, c.Task.ClusterQueue); ok {
+			c.Task.Team = team
+		}
+	}
+	return c
 }
 
 // remember records h as the last change of uid; false when it already was.
@@ -399,7 +420,7 @@ func (r *Recorder) write(ctx context.Context, items []item) error {
 		case it.queue != nil:
 			b.Queues = append(b.Queues, *it.queue)
 		case it.gone != nil:
-			b.Changes = append(b.Changes, Gone(it.gone, r.cfg.TeamPrefix, it.at))
+			b.Changes = append(b.Changes, r.withTeam(Gone(it.gone, r.cfg.TeamPrefix, it.at)))
 		case it.goneUID != "":
 			b.Gone = append(b.Gone, GoneUID{UID: it.goneUID, At: it.at})
 		case it.new != nil:
@@ -507,7 +528,7 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 				if rv, err := strconv.ParseUint(wl.ResourceVersion, 10, 64); err == nil {
 					listed[uid] = rv
 				}
-				c, _ := Diff(nil, wl, r.cfg.TeamPrefix)
+				c := r.changeOf(wl)
 				r.remember(uid, hashOf(&c))
 				items = append(items, item{new: wl, change: &c})
 			}

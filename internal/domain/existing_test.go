@@ -1,0 +1,95 @@
+package domain
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/kueuetest"
+)
+
+// A cluster set up by hand, as Kueue's getting-started example does: a
+// ClusterQueue named cluster-queue serving LocalQueues in namespaces without
+// the team prefix. Its tasks are its team's, whatever their namespace.
+func TestTasksBelongToTheirClusterQueue(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	theirs := kueuetest.MakeClusterQueue("cluster-queue").Nominal(8, nil).Usage(2, 0).WrittenBy("kubectl-client-side-apply")
+	ours := testCQ("nlp").Nominal(8, nil).Labels(ManagedByLabel, ManagedByValue, TeamLabel, "nlp")
+	m := NewModel(DefaultSettings)
+	m.Load(SnapshotInput{
+		ClusterQueues: []*kueuev1beta2.ClusterQueue{theirs.Obj(), ours.Obj()},
+		LocalQueues: []*kueuev1beta2.LocalQueue{
+			kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"),
+			kueuetest.MakeLocalQueue("research", "user-queue", "cluster-queue"),
+			kueuetest.MakeLocalQueue(DefaultSettings.Namespace("nlp"), DefaultSettings.LocalQueue("nlp"), DefaultSettings.ClusterQueue("nlp")),
+		},
+		Workloads: []*kueuev1beta2.Workload{
+			newWorkload("default", "running").Queue("user-queue").GPUs(2, 1).In("cluster-queue").Created(now.Add(-time.Hour)).Admitted(now.Add(-time.Minute), "ml.p5.48xlarge").Obj(),
+			newWorkload("default", "waiting").Queue("user-queue").GPUs(8, 1).Created(now.Add(-time.Hour)).Pending("Pending", "", now.Add(-time.Hour)).Obj(),
+			newWorkload("research", "waiting").Queue("user-queue").GPUs(8, 1).Created(now.Add(-time.Hour)).Pending("Pending", "", now.Add(-time.Hour)).Obj(),
+			newWorkload(DefaultSettings.Namespace("nlp"), "train").Queue(DefaultSettings.LocalQueue("nlp")).GPUs(1, 1).Created(now.Add(-time.Hour)).Admitted(now.Add(-time.Minute), "ml.p5.48xlarge").Obj(),
+			newWorkload("elsewhere", "lost").Queue("no-such-queue").GPUs(1, 1).Created(now.Add(-time.Hour)).Obj(),
+		},
+	})
+
+	type taskRow struct{ Task, Team, ClusterQueue string }
+	tasksOf := func(s *Snapshot) []taskRow {
+		var out []taskRow
+		for _, f := range s.Tasks(TaskQuery{State: ListAll, Sort: "name"}) {
+			out = append(out, taskRow{f.Namespace + "/" + f.Name, f.Team, f.ClusterQueue})
+		}
+		slices.SortFunc(out, func(a, b taskRow) int { return strings.Compare(a.Task, b.Task) })
+		return out
+	}
+	type teamRow struct {
+		Team, Namespace, Manager string
+		Running, Pending         int
+	}
+	teamsOf := func(s *Snapshot) []teamRow {
+		var out []teamRow
+		for _, r := range s.Teams {
+			out = append(out, teamRow{r.Team, r.Namespace, r.Manager, r.Running, r.Pending})
+		}
+		return out
+	}
+
+	snap := m.Snapshot(now)
+	wantTasks := []taskRow{
+		{"default/running", "cluster-queue", "cluster-queue"},
+		{"default/waiting", "cluster-queue", "cluster-queue"},
+		{"elsewhere/lost", "", ""},
+		{"hyperpod-ns-nlp/train", "nlp", "hyperpod-ns-nlp-clusterqueue"},
+		{"research/waiting", "cluster-queue", "cluster-queue"},
+	}
+	if diff := cmp.Diff(wantTasks, tasksOf(snap)); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+	wantTeams := []teamRow{
+		{"cluster-queue", "default, research", "kubectl-client-side-apply", 1, 2},
+		{"nlp", "hyperpod-ns-nlp", "", 1, 0},
+	}
+	if diff := cmp.Diff(wantTeams, teamsOf(snap)); diff != "" {
+		t.Errorf("team rows (-want +got):\n%s", diff)
+	}
+
+	// Adopted under the name "research-gpus": its tasks follow the queue.
+	m.SetClusterQueue(theirs.Labels(ManagedByLabel, ManagedByValue, TeamLabel, "research-gpus").Obj())
+	snap = m.Snapshot(now)
+	for i := range wantTasks {
+		if wantTasks[i].ClusterQueue == "cluster-queue" {
+			wantTasks[i].Team = "research-gpus"
+		}
+	}
+	if diff := cmp.Diff(wantTasks, tasksOf(snap)); diff != "" {
+		t.Errorf("tasks after the queue took a team name (-want +got):\n%s", diff)
+	}
+	wantTeams[0] = teamRow{"research-gpus", "default, research", "", 1, 2}
+	wantTeams[0], wantTeams[1] = wantTeams[1], wantTeams[0]
+	if diff := cmp.Diff(wantTeams, teamsOf(snap)); diff != "" {
+		t.Errorf("team rows after the queue took a team name (-want +got):\n%s", diff)
+	}
+}

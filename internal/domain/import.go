@@ -1,0 +1,188 @@
+// This file plans the import of a ClusterQueue the console did not create
+// (kubectl, a GitOps tool, Kueue's examples) and its release: which team
+// it becomes, what the allocation form cannot express of it, and exactly
+// which fields the console writes. Importing writes the console's labels
+// and records a revision; it never changes the queue's spec, its name, its
+// LocalQueues or their namespaces, so Kueue re-admits nothing and every
+// pending task keeps its place.
+
+package domain
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// FieldWrite is one field a change writes, as the preview shows it.
+type FieldWrite struct {
+	Object, Field, Before, After string
+}
+
+func (w FieldWrite) String() string {
+	return fmt.Sprintf("%s %s: %s → %s", w.Object, w.Field, w.Before, w.After)
+}
+
+// QueueImport is what importing a ClusterQueue would do.
+type QueueImport struct {
+	ClusterQueue string
+	// Team is the allocation the queue gives, as the console records it in
+	// the team's first revision (the edit form's starting point).
+	Team       Team
+	Namespaces []string // the namespaces whose LocalQueues feed it
+	Cohort     string
+	// Kept says what the allocation form cannot express of the queue; the
+	// console keeps it as it is.
+	Kept []string
+	// Writes are exactly the fields importing writes.
+	Writes []FieldWrite
+	// Reconciler names a GitOps tool that keeps the queue as its
+	// repository says ("" when none): it will undo the console's changes.
+	Reconciler string
+	// Problem says why the queue cannot be imported ("" when it can).
+	Problem string
+	// Fingerprint identifies the queue's state the preview was made from:
+	// an import goes ahead only while it is unchanged.
+	Fingerprint string
+}
+
+// ImportedLabel marks a ClusterQueue the console imported: it keeps its own
+// name, namespaces and the fields the form cannot express.
+const ImportedLabel = "quota-console.openquota.dev/imported"
+
+// ImportLabels are the labels importing puts on a ClusterQueue.
+func ImportLabels(team string) map[string]string {
+	return map[string]string{ManagedByLabel: ManagedByValue, TeamLabel: team, ImportedLabel: "true"}
+}
+
+// PlanImport plans the import of cq. served are the namespaces whose
+// LocalQueues feed it; taken reports whether a team of that name exists
+// already.
+func PlanImport(s Settings, cq *kueuev1beta2.ClusterQueue, served []string, taken func(team string) bool, shapes ShapeLookup) QueueImport {
+	name := s.TeamOfClusterQueue(cq)
+	team, notes := AdoptTeam(Team{Name: name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, cq, shapes)
+	p := QueueImport{ClusterQueue: cq.Name, Team: team, Namespaces: served, Cohort: string(cq.Spec.CohortName),
+		Kept: append(keptAsIs(cq), notes...), Reconciler: ReconciledBy(cq), Fingerprint: queueFingerprint(cq)}
+	switch {
+	case ManagedByConsole(cq):
+		p.Problem = fmt.Sprintf("ClusterQueue %s is already managed by the console.", cq.Name)
+	case cq.DeletionTimestamp != nil:
+		p.Problem = fmt.Sprintf("ClusterQueue %s is being deleted.", cq.Name)
+	case taken(name):
+		p.Problem = fmt.Sprintf("A team named %s exists already; import would give two queues one name.", name)
+	}
+	labels := ImportLabels(name)
+	for _, k := range slices.Sorted(mapsKeys(labels)) {
+		before, had := cq.Labels[k]
+		if had && before == labels[k] {
+			continue
+		}
+		p.Writes = append(p.Writes, FieldWrite{Object: "ClusterQueue " + cq.Name, Field: "metadata.labels[" + k + "]",
+			Before: quoteOrNone(valueIf(before, had)), After: quoteOrNone(labels[k])})
+	}
+	p.Writes = append(p.Writes, FieldWrite{Object: "ConfigMap " + s.State() + "/" + TeamRevisionsName(s, name),
+		Field: "revision 1", Before: "none", After: "the allocation above, imported"})
+	return p
+}
+
+// PlanRelease is what releasing an imported queue writes: the console's
+// labels go, and with them its revisions; Kueue's objects stay as they are.
+func PlanRelease(s Settings, cq *kueuev1beta2.ClusterQueue) []FieldWrite {
+	var out []FieldWrite
+	team := cq.Labels[TeamLabel]
+	for _, k := range slices.Sorted(mapsKeys(ImportLabels(team))) {
+		if v, ok := cq.Labels[k]; ok {
+			out = append(out, FieldWrite{Object: "ClusterQueue " + cq.Name, Field: "metadata.labels[" + k + "]", Before: quoteOrNone(v), After: "none"})
+		}
+	}
+	return append(out, FieldWrite{Object: "ConfigMap " + s.State() + "/" + TeamRevisionsName(s, team),
+		Field: "revisions", Before: "kept", After: "deleted"})
+}
+
+// Imported reports whether cq is a queue the console imported.
+func Imported(cq *kueuev1beta2.ClusterQueue) bool {
+	return ManagedByConsole(cq) && cq.Labels[ImportedLabel] == "true"
+}
+
+// keptAsIs names what the allocation form cannot express of cq.
+func keptAsIs(cq *kueuev1beta2.ClusterQueue) []string {
+	spec := cq.Spec
+	var out []string
+	if n := len(spec.ResourceGroups); n > 1 {
+		out = append(out, fmt.Sprintf("%d resource groups (the form writes one): kept as they are.", n))
+	}
+	if r, flavor, ok := firstLimit(spec.ResourceGroups); ok {
+		out = append(out, fmt.Sprintf("Borrowing and lending limits per resource (the first: %s on %s): kept as they are.", ResourceWord(r), flavor))
+	}
+	if sel := selectorWord(spec.NamespaceSelector); sel != "" {
+		out = append(out, "Namespace selector "+sel+": kept as it is.")
+	}
+	if p := spec.Preemption; p != nil {
+		if p.ReclaimWithinCohort != "" && p.ReclaimWithinCohort != kueuev1beta2.PreemptionPolicyNever {
+			out = append(out, "Reclaim within cohort "+string(p.ReclaimWithinCohort)+": kept as it is.")
+		}
+		if p.BorrowWithinCohort != nil && p.BorrowWithinCohort.Policy != kueuev1beta2.BorrowWithinCohortPolicyNever {
+			out = append(out, "Borrow within cohort "+string(p.BorrowWithinCohort.Policy)+": kept as it is.")
+		}
+	}
+	if spec.QueueingStrategy != "" && spec.QueueingStrategy != kueuev1beta2.BestEffortFIFO {
+		out = append(out, "Queueing strategy "+string(spec.QueueingStrategy)+": kept as it is.")
+	}
+	if a := spec.AdmissionChecksStrategy; a != nil && len(a.AdmissionChecks) > 0 {
+		out = append(out, "Admission checks: kept as they are.")
+	}
+	if spec.FlavorFungibility != nil {
+		out = append(out, "Flavor fungibility settings: kept as they are.")
+	}
+	return out
+}
+
+// queueFingerprint identifies what of cq an import reads: its spec and
+// labels (not its status, which Kueue updates all the time).
+func queueFingerprint(cq *kueuev1beta2.ClusterQueue) string {
+	b, _ := json.Marshal(struct {
+		Spec   kueuev1beta2.ClusterQueueSpec
+		Labels map[string]string
+	}{cq.Spec, cq.Labels})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// QueueFingerprint is the fingerprint PlanImport gives cq.
+func QueueFingerprint(cq *kueuev1beta2.ClusterQueue) string { return queueFingerprint(cq) }
+
+// firstLimit is the first resource with a borrowing or lending limit.
+func firstLimit(groups []kueuev1beta2.ResourceGroup) (corev1.ResourceName, kueuev1beta2.ResourceFlavorReference, bool) {
+	for _, rg := range groups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				if r.BorrowingLimit != nil || r.LendingLimit != nil {
+					return r.Name, f.Name, true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+func valueIf(v string, ok bool) string {
+	if !ok {
+		return ""
+	}
+	return v
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

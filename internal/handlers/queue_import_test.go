@@ -1,0 +1,69 @@
+package handlers_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openquota/console/internal/kueuetest"
+	"github.com/openquota/console/internal/webtest"
+)
+
+// A ClusterQueue made with kubectl, as Kueue's getting-started example
+// makes it, is listed on the teams page with who manages it, its
+// namespaces and its tasks; its import preview shows what would be written
+// and the import is asked for the signed-in admin with the preview's
+// fingerprint.
+func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.ClusterQueues = append(objs.ClusterQueues,
+		kueuetest.MakeClusterQueue("cluster-queue").Nominal(9, nil).WrittenBy("kubectl-client-side-apply").Obj())
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	objs.Workloads = append(objs.Workloads,
+		kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).Created(now.Add(-time.Minute)).
+			In("cluster-queue").Admitted(now, "ml.p5.48xlarge").Obj(),
+		kueuetest.MakeWorkload(s, "default", "sample-job-2").Queue("user-queue").GPUs(9, 1).Created(now.Add(-time.Minute)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	f.access.grant("admin", listClusterQueues, editTeams)
+	admin := user(t, f.handler(), "admin")
+
+	code, body := admin.Get("/teams")
+	if code != http.StatusOK {
+		t.Fatalf("/teams: %d\n%.300s", code, body)
+	}
+	got := webtest.HTMLRows(t, body, "queues", webtest.ByAttr("data-queue"))
+	want := map[string][]string{"cluster-queue": {"cluster-queue", "cluster-queue", "default", "—", "kubectl-client-side-apply", "9", "1", "1", "Import…"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("queues the console did not create (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(body, `href="/queues/cluster-queue/import"`) {
+		t.Error("no import link for the queue")
+	}
+
+	code, body = admin.Get("/queues/cluster-queue/import")
+	if code != http.StatusOK || !strings.Contains(body, `id="import-writes"`) || !strings.Contains(body, "metadata.labels[app.kubernetes.io/managed-by]") {
+		t.Fatalf("import preview: %d\n%.500s", code, body)
+	}
+	if code, location, _ := admin.Post("/queues/cluster-queue/import", url.Values{"fingerprint": {"fp-cluster-queue"}}); code != http.StatusSeeOther || location != "/teams" {
+		t.Errorf("import: %d %q", code, location)
+	}
+	if diff := cmp.Diff([]string{"import cluster-queue as previewed in fp-cluster-queue by admin"}, f.writes.made()); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+
+	// A team member sees neither the queue nor its preview.
+	f.access.grant("member", listWorkloads(s.Namespace("team-000")))
+	member := user(t, f.handler(), "member")
+	if _, body := member.Get("/teams"); strings.Contains(body, `data-queue="cluster-queue"`) {
+		t.Error("a member of team-000 sees a queue outside their team")
+	}
+	if code, _ := member.Get("/queues/cluster-queue/import"); code != http.StatusForbidden {
+		t.Errorf("a member's import preview: %d, want 403", code)
+	}
+}

@@ -1,0 +1,111 @@
+package write
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// ImportPlan is what importing the ClusterQueue named queue would do,
+// from the cache (nothing is asked of the apiserver).
+func (s Service) ImportPlan(queue string) (domain.QueueImport, Outcome) {
+	cq, err := s.Cache.ClusterQueues.Get(queue)
+	if err != nil {
+		return domain.QueueImport{}, notFound("There is no ClusterQueue %q.", queue)
+	}
+	var served []string
+	lqs, _ := s.Cache.LocalQueues.List(labels.Everything())
+	for _, lq := range lqs {
+		if string(lq.Spec.ClusterQueue) == queue && !slices.Contains(served, lq.Namespace) {
+			served = append(served, lq.Namespace)
+		}
+	}
+	slices.Sort(served)
+	managed, _ := s.Cache.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
+	taken := func(team string) bool {
+		return slices.ContainsFunc(managed, func(m *kueuev1beta2.ClusterQueue) bool { return s.Settings.TeamOfClusterQueue(m) == team })
+	}
+	shapes, _ := s.Cache.Fleet()
+	return domain.PlanImport(s.Settings, cq, served, taken, shapes), Outcome{}
+}
+
+// ImportQueue imports a ClusterQueue as the preview with fingerprint showed
+// it: if the queue changed since, nothing is imported.
+func (s Service) ImportQueue(ctx context.Context, who kueue.Identity, queue, fingerprint string) Outcome {
+	plan, o := s.ImportPlan(queue)
+	if o.Kind != Saved {
+		return o
+	}
+	return s.run(ctx, who, importPlan(s, plan, fingerprint))
+}
+
+func importPlan(s Service, p domain.QueueImport, fingerprint string) plan {
+	return plan{
+		what: "ClusterQueue " + p.ClusterQueue,
+		validate: func() Outcome {
+			if p.Problem != "" {
+				return rejected(p.Problem)
+			}
+			return Outcome{}
+		},
+		writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) {
+			return kueue.LabelWrites(p.ClusterQueue), nil
+		},
+		conflict: func(context.Context, kueue.Applier) Outcome {
+			cq, err := s.Cache.ClusterQueues.Get(p.ClusterQueue)
+			if err != nil || domain.QueueFingerprint(cq) != fingerprint {
+				return Outcome{Kind: Conflict, Message: "ClusterQueue " + p.ClusterQueue +
+					" changed since the preview was shown, so nothing was imported: review the new preview and import again."}
+			}
+			return Outcome{}
+		},
+		dryRun: func(ctx context.Context, a kueue.Applier) error { return a.ImportQueue(ctx, s.Settings, p, true) },
+		apply:  func(ctx context.Context, a kueue.Applier) error { return a.ImportQueue(ctx, s.Settings, p, false) },
+		shows: func() bool {
+			cq, err := s.Cache.ClusterQueues.Get(p.ClusterQueue)
+			return err == nil && domain.Imported(cq)
+		},
+		done: "ClusterQueue " + p.ClusterQueue + " is now team " + p.Team.Name + ". Nothing else changed: its quota, LocalQueues, namespaces and tasks are as they were.",
+	}
+}
+
+// ReleasePlan is what releasing the imported ClusterQueue queue writes.
+func (s Service) ReleasePlan(queue string) (team string, writes []domain.FieldWrite, o Outcome) {
+	cq, err := s.Cache.ClusterQueues.Get(queue)
+	if err != nil || !domain.Imported(cq) {
+		return "", nil, notFound("There is no ClusterQueue %q imported by this console.", queue)
+	}
+	return cq.Labels[domain.TeamLabel], domain.PlanRelease(s.Settings, cq), Outcome{}
+}
+
+// ReleaseQueue gives an imported team's ClusterQueue back to whoever made
+// it: the console's labels and revisions go, Kueue's objects stay.
+func (s Service) ReleaseQueue(ctx context.Context, who kueue.Identity, queue string) Outcome {
+	cq, err := s.Cache.ClusterQueues.Get(queue)
+	if err != nil || !domain.Imported(cq) {
+		return notFound("There is no ClusterQueue %q imported by this console.", queue)
+	}
+	team := cq.Labels[domain.TeamLabel]
+	return s.run(ctx, who, plan{
+		what: "ClusterQueue " + queue,
+		writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) {
+			return kueue.LabelWrites(queue), nil
+		},
+		dryRun: func(ctx context.Context, a kueue.Applier) error {
+			return a.ReleaseQueue(ctx, s.Settings, queue, team, true)
+		},
+		apply: func(ctx context.Context, a kueue.Applier) error {
+			return a.ReleaseQueue(ctx, s.Settings, queue, team, false)
+		},
+		shows: func() bool {
+			cq, err := s.Cache.ClusterQueues.Get(queue)
+			return err == nil && !domain.ManagedByConsole(cq)
+		},
+		done: "ClusterQueue " + queue + " is no longer managed by the console; it stays as it is in Kueue.",
+	})
+}
