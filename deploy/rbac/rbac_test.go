@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -517,7 +519,52 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 		return err
 	}
 
+	updateQueue := func(name string, change func(*kueuev1beta2.ClusterQueue)) error {
+		cq, err := kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cq)
+		_, err = asKueue.KueueV1beta2().ClusterQueues().Update(ctx, cq, dryUpdate)
+		return err
+	}
+	importLabels := func(cq *kueuev1beta2.ClusterQueue) {
+		if cq.Labels == nil {
+			cq.Labels = map[string]string{}
+		}
+		maps.Copy(cq.Labels, domain.ImportLabels(cq.Name))
+	}
+
 	attacks := map[string]func() error{
+		// Importing writes labels only: a change of the queue with it would
+		// reach a ClusterQueue the console did not manage.
+		"import a ClusterQueue and hold it in the same write": func() error {
+			return updateQueue(w.otherClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				importLabels(cq)
+				cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
+			})
+		},
+		"put another label on a ClusterQueue the console does not manage": func() error {
+			return updateQueue(w.otherClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Labels = map[string]string{"team": "mine"}
+			})
+		},
+		"annotate a ClusterQueue the console does not manage while importing it": func() error {
+			return updateQueue(w.otherClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				importLabels(cq)
+				cq.Annotations = map[string]string{"example.com/note": "x"}
+			})
+		},
+		"widen an imported ClusterQueue to every namespace": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+			})
+		},
+		"move an imported ClusterQueue to a cohort the console does not manage": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Spec.CohortName = "elsewhere-" + kueuev1beta2.CohortReference(id)
+			})
+		},
 		// Every tenant's pods of that instance type would move.
 		"add a control-plane toleration and node labels to a shared ResourceFlavor": func() error {
 			return updateFlavor(w.sharedFlavor, func(rf *kueuev1beta2.ResourceFlavor) {
@@ -697,6 +744,21 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 			return asKueue.KueueV1beta2().ResourceFlavors().Delete(ctx, w.managedFlavor, dryDelete)
 		},
 		"delete the team's namespace": func() error { return as.CoreV1().Namespaces().Delete(ctx, w.teamNamespace, dryDelete) },
+		"import a ClusterQueue the console does not manage (its labels only)": func() error {
+			return updateQueue(w.otherClusterQueue, importLabels)
+		},
+		"release an imported ClusterQueue (its labels only)": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				for k := range domain.ImportLabels(cq.Name) {
+					delete(cq.Labels, k)
+				}
+			})
+		},
+		"change an imported ClusterQueue's quota, keeping its namespaces and cohort": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("16")
+			})
+		},
 	}
 	for name, do := range allowed {
 		if err := do(); err != nil {
@@ -719,6 +781,9 @@ type world struct {
 	sharedFlavor, managedFlavor           string
 	otherClusterQueue, otherPriorityClass string
 	otherCohort                           string
+	// importedClusterQueue is a queue someone else made, imported: it keeps
+	// its own namespaceSelector and cohort.
+	importedClusterQueue string
 }
 
 func newWorld(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface, id string) *world {
@@ -729,7 +794,7 @@ func newWorld(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface,
 	w := &world{settings: s, team: "t", teamNamespace: s.Namespace("t"),
 		policy:       domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare, Classes: []domain.PriorityClass{{Name: "esc-" + id, Weight: 10}}},
 		sharedFlavor: "shared-" + id, managedFlavor: "ml.managed-" + id,
-		otherClusterQueue: "other-" + id, otherPriorityClass: "other-" + id, otherCohort: "other-" + id}
+		otherClusterQueue: "other-" + id, otherPriorityClass: "other-" + id, otherCohort: "other-" + id, importedClusterQueue: "imported-" + id}
 	create := func(what string, err error) {
 		t.Helper()
 		if err != nil {
@@ -752,6 +817,14 @@ func newWorld(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface,
 	_, err = kq.KueueV1beta2().ClusterQueues().Create(ctx, &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: w.otherClusterQueue},
 		Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}}, metav1.CreateOptions{})
 	create("a ClusterQueue", err)
+	_, err = kq.KueueV1beta2().ClusterQueues().Create(ctx, &kueuev1beta2.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: w.importedClusterQueue, Labels: domain.ImportLabels(w.importedClusterQueue)},
+		Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(w.otherCohort),
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"research-group": id}},
+			ResourceGroups: []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(w.sharedFlavor),
+					Resources: []kueuev1beta2.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("8")}}}}}}}}, metav1.CreateOptions{})
+	create("an imported ClusterQueue", err)
 	_, err = kq.KueueV1beta2().WorkloadPriorityClasses().Create(ctx, &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: w.otherPriorityClass},
 		Value: 10}, metav1.CreateOptions{})
 	create("a WorkloadPriorityClass", err)
@@ -762,6 +835,7 @@ func newWorld(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface,
 		_ = flavors.Delete(ctx, w.sharedFlavor, metav1.DeleteOptions{})
 		_ = flavors.Delete(ctx, w.managedFlavor, metav1.DeleteOptions{})
 		_ = kq.KueueV1beta2().ClusterQueues().Delete(ctx, w.otherClusterQueue, metav1.DeleteOptions{})
+		_ = kq.KueueV1beta2().ClusterQueues().Delete(ctx, w.importedClusterQueue, metav1.DeleteOptions{})
 		_ = kq.KueueV1beta2().WorkloadPriorityClasses().Delete(ctx, w.otherPriorityClass, metav1.DeleteOptions{})
 		_ = kq.KueueV1beta2().Cohorts().Delete(ctx, w.otherCohort, metav1.DeleteOptions{})
 	})
