@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,6 +22,9 @@ import (
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/webtest"
 )
+
+// gpuFlavor is the instance type of the hand-made queue's GPUs.
+const gpuFlavor = "ml.g6.12xlarge"
 
 // handMade is a Kueue setup written by hand the way Kueue's getting-started
 // and shared-quota examples are: a flavor without node labels, a
@@ -49,16 +53,30 @@ func applyHandMade(t *testing.T, c console) handMade {
 	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Create(ctx, rf, kubectl); err != nil {
 		t.Fatal(err)
 	}
+	// The GPUs are on the instance type's flavor, as on a HyperPod cluster
+	// (the console's own, applied as the console applies it).
+	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
+		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
+		t.Fatal(err)
+	}
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
 	cq := &kueuev1beta2.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: h.clusterQueue},
 		Spec: kueuev1beta2.ClusterQueueSpec{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"research-group": id}},
+			CohortName:        kueuev1beta2.CohortReference("org-" + id),
+			// Two resource groups and a lending limit: more than the
+			// allocation form says.
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, domain.ResourceGPU},
-				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(h.flavor), Resources: []kueuev1beta2.ResourceQuota{
+				Flavors: []kueuev1beta2.FlavorQuotas{{Name: gpuFlavor, Resources: []kueuev1beta2.ResourceQuota{
 					{Name: corev1.ResourceCPU, NominalQuota: q("9")}, {Name: corev1.ResourceMemory, NominalQuota: q("36Gi")},
-					{Name: domain.ResourceGPU, NominalQuota: q("4")},
+					{Name: domain.ResourceGPU, NominalQuota: q("4"), LendingLimit: ptr.To(q("1"))},
+				}}},
+			}, {
+				CoveredResources: []corev1.ResourceName{corev1.ResourcePods},
+				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(h.flavor), Resources: []kueuev1beta2.ResourceQuota{
+					{Name: corev1.ResourcePods, NominalQuota: q("50")},
 				}}},
 			}},
 		},
@@ -220,6 +238,46 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	}
 	c.eventually(t, "/teams", `data-action="release"`)
 
+	// The imported team's form, saved with more GPUs: the quota changes,
+	// everything the form cannot express stays.
+	code, edit := c.get(t, "/teams/"+team+"/edit")
+	if code != 200 {
+		t.Fatalf("edit form of imported team %s: %d\n%.400s", team, code, edit)
+	}
+	form := webtest.FormValues(t, edit, "team-form")
+	if form.Get("quota.0.instanceType") != gpuFlavor || form.Get("quota.0.gpus") != "4" {
+		t.Fatalf("the edit form does not show the queue's quota (4 GPUs of %s): %v", gpuFlavor, form)
+	}
+	form.Set("quota.0.gpus", "6")
+	if code, _, body := c.post(t, "/teams/"+team, form); code != 303 {
+		t.Fatalf("saving imported team %s: %d\n%.600s", team, code, body)
+	}
+	saved, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.clusterQueue, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSpec := old.Spec.DeepCopy()
+	for i, r := range wantSpec.ResourceGroups[0].Flavors[0].Resources {
+		if r.Name == domain.ResourceGPU {
+			wantSpec.ResourceGroups[0].Flavors[0].Resources[i].NominalQuota = resource.MustParse("6")
+		}
+	}
+	gotSpec := saved.Spec.DeepCopy()
+	for i, r := range gotSpec.ResourceGroups[0].Flavors[0].Resources {
+		if r.Name != domain.ResourceGPU { // vCPU and memory follow the GPUs in proportion
+			wantSpec.ResourceGroups[0].Flavors[0].Resources[i].NominalQuota = r.NominalQuota
+		}
+	}
+	if diff := cmp.Diff(wantSpec, gotSpec, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("saving the imported team changed more than its GPU quota (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, h.admissions(t, c)); diff != "" {
+		t.Errorf("raising the quota changed Workloads' admissions (-before +after):\n%s", diff)
+	}
+	if code, _, body := c.post(t, "/teams/"+team+"/delete", nil); code == 303 || !strings.Contains(body, "Release it instead") {
+		t.Errorf("deleting an imported team: %d\n%.400s", code, body)
+	}
+
 	// Release: the labels and revisions go, Kueue's objects stay.
 	if code, _, body := c.post(t, "/queues/"+h.clusterQueue+"/release", nil); code != 303 {
 		t.Fatalf("release: %d\n%.400s", code, body)
@@ -228,8 +286,14 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(old.Labels, released.Labels); diff != "" || released.Generation != old.Generation {
-		t.Errorf("release left the ClusterQueue other than it was (generation %d → %d), labels (-before +after):\n%s", old.Generation, released.Generation, diff)
+	if diff := cmp.Diff(old.Labels, released.Labels); diff != "" {
+		t.Errorf("release left labels other than they were (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(old.Annotations, released.Annotations); diff != "" {
+		t.Errorf("release left the console's annotations (-before +after):\n%s", diff)
+	}
+	if released.Generation != saved.Generation {
+		t.Errorf("release changed the ClusterQueue's spec (generation %d → %d)", saved.Generation, released.Generation)
 	}
 	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, domain.TeamRevisionsName(c.settings, team), metav1.GetOptions{}); err == nil {
 		t.Error("release kept the team's revisions")

@@ -350,7 +350,7 @@ func AllocationDrift(cq *kueuev1beta2.ClusterQueue, trusted Team, saved bool) []
 		return []Drift{{Object: object, Field: field, Want: "the last saved revision", Got: "unreadable"}}
 	}
 	var out []Drift
-	if !sameMembers(onQueue.Members, trusted.Members) {
+	if !SameMembers(onQueue.Members, trusted.Members) {
 		want := membersWord(trusted.Members)
 		if !saved {
 			want = "none: the team has no saved revision, so no member on the ClusterQueue is trusted"
@@ -364,7 +364,9 @@ func AllocationDrift(cq *kueuev1beta2.ClusterQueue, trusted Team, saved bool) []
 	return out
 }
 
-func sameMembers(a, b []Member) bool {
+// SameMembers reports whether two member lists name the same users and
+// groups, in any order.
+func SameMembers(a, b []Member) bool {
 	return len(diffMembers(a, b)) == 0
 }
 
@@ -396,7 +398,7 @@ func (r DriftReport) MembersDrifted() bool {
 		return false
 	}
 	onQueue, ok := TeamFromClusterQueue(r.Live.ClusterQueue)
-	return ok && !sameMembers(onQueue.Members, r.Team.Members)
+	return ok && !SameMembers(onQueue.Members, r.Team.Members)
 }
 
 // Drifted reports whether someone changed the team's objects by hand.

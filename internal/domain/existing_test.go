@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/kueuetest"
@@ -91,5 +94,61 @@ func TestTasksBelongToTheirClusterQueue(t *testing.T) {
 	wantTeams[0], wantTeams[1] = wantTeams[1], wantTeams[0]
 	if diff := cmp.Diff(wantTeams, teamsOf(snap)); diff != "" {
 		t.Errorf("team rows after the queue took a team name (-want +got):\n%s", diff)
+	}
+}
+
+// A queue someone else wrote, with what the allocation form cannot
+// express: saving the imported team changes the quota it edited and keeps
+// the rest as it was.
+func TestImportedTeamKeepsWhatTheFormCannotExpress(t *testing.T) {
+	q := resource.MustParse
+	live := &kueuev1beta2.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: "research", Labels: ImportLabels("research")},
+		Spec: kueuev1beta2.ClusterQueueSpec{
+			CohortName:        "org",
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": "research"}},
+			Preemption: &kueuev1beta2.ClusterQueuePreemption{ReclaimWithinCohort: kueuev1beta2.PreemptionPolicyLowerPriority,
+				WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerPriority},
+			ResourceGroups: []kueuev1beta2.ResourceGroup{
+				{CoveredResources: []corev1.ResourceName{ResourceGPU, corev1.ResourceCPU, corev1.ResourceMemory},
+					Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{
+						{Name: ResourceGPU, NominalQuota: q("8"), LendingLimit: ptrTo(q("2"))},
+						{Name: corev1.ResourceCPU, NominalQuota: q("96")},
+						{Name: corev1.ResourceMemory, NominalQuota: q("1Ti")}}}}},
+				{CoveredResources: []corev1.ResourceName{"example.com/licenses"},
+					Flavors: []kueuev1beta2.FlavorQuotas{{Name: "default-flavor", Resources: []kueuev1beta2.ResourceQuota{
+						{Name: "example.com/licenses", NominalQuota: q("10")}}}}},
+			},
+		},
+	}
+	read, _ := AdoptTeam(Team{Name: "research", Lending: LendAndBorrow, BorrowLimitPercent: 100}, live, LookupShape)
+
+	edited := read
+	edited.Quota = []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptrTo[int64](16)}}
+	objs, err := BuildImportedTeam(DefaultSettings, edited, live, LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs.Namespace != nil || objs.LocalQueue != nil || objs.Members != nil || len(objs.Flavors) > 0 {
+		t.Errorf("an imported team writes only its ClusterQueue: %+v", objs)
+	}
+	var got kueuev1beta2.ClusterQueueSpec
+	if err := viaJSON(objs.ClusterQueue.Spec, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := live.Spec.DeepCopy()
+	p5 := &want.ResourceGroups[0].Flavors[0]
+	p5.Resources[0].NominalQuota = q("16")
+	p5.Resources[1].NominalQuota = *resource.NewMilliQuantity(384000, resource.DecimalSI)
+	p5.Resources[2].NominalQuota = *resource.NewQuantity(4096<<30, resource.BinarySI)
+	want.StopPolicy = ptrTo(kueuev1beta2.None)
+	if diff := cmp.Diff(*want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("saved spec (-want +got):\n%s", diff)
+	}
+
+	// A row for an instance type the queue has no quota on is refused with a sentence.
+	edited.Quota = append(edited.Quota, QuotaInput{InstanceType: "ml.g6.12xlarge", GPUs: ptrTo[int64](4)})
+	if _, err := BuildImportedTeam(DefaultSettings, edited, live, LookupShape); err == nil || !strings.Contains(err.Error(), "ml.g6.12xlarge") {
+		t.Errorf("a new instance type on an imported queue: %v", err)
 	}
 }

@@ -16,7 +16,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
 )
 
 // FieldWrite is one field a change writes, as the preview shows it.
@@ -186,3 +189,96 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 		}
 	}
 }
+
+// BuildImportedTeam is the objects that enforce t on an imported queue
+// (live, as it is now): its ClusterQueue as it is, with what the allocation
+// form changed and nothing else. Only the quota of the instance types the
+// queue already has can change (its resource groups are kept as they are);
+// lending limits, preemption and the fair-share weight are written only
+// when the form changed them from what the queue had, so the per-resource
+// settings the form cannot express stay. No namespace, LocalQueue, flavor
+// or member binding is written: the queue keeps its own.
+func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shapes ShapeLookup) (TeamObjects, error) {
+	was, _ := AdoptTeam(Team{Name: t.Name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, live, shapes)
+	spec := live.Spec.DeepCopy()
+	rows := map[string]QuotaInput{}
+	for _, row := range t.Quota {
+		rows[row.InstanceType] = row
+	}
+	found := map[string]bool{}
+	lendingChanged := t.Lending != was.Lending || t.BorrowLimitPercent != was.BorrowLimitPercent
+	for g := range spec.ResourceGroups {
+		for f := range spec.ResourceGroups[g].Flavors {
+			fq := &spec.ResourceGroups[g].Flavors[f]
+			row, ok := rows[string(fq.Name)]
+			if !ok {
+				continue
+			}
+			shape, known := shapes(row.InstanceType)
+			if !known {
+				return TeamObjects{}, fmt.Errorf("unknown instance type %q", row.InstanceType)
+			}
+			found[row.InstanceType] = true
+			q := DeriveQuota(row, shape)
+			for r := range fq.Resources {
+				rq := &fq.Resources[r]
+				if !slices.Contains(CoveredResources, rq.Name) {
+					continue
+				}
+				rq.NominalQuota = q.quantity(rq.Name)
+				if !lendingChanged {
+					continue
+				}
+				rq.BorrowingLimit, rq.LendingLimit = nil, nil
+				switch t.Lending {
+				case LendAndBorrow:
+					limit := percentOf(rq.NominalQuota, t.BorrowLimitPercent, rq.Name)
+					rq.BorrowingLimit = &limit
+				case Lend:
+					rq.BorrowingLimit = ptrTo(resource.MustParse("0"))
+				case DontLend:
+					rq.BorrowingLimit, rq.LendingLimit = ptrTo(resource.MustParse("0")), ptrTo(resource.MustParse("0"))
+				}
+			}
+		}
+	}
+	for _, row := range t.Quota {
+		if !found[row.InstanceType] {
+			return TeamObjects{}, fmt.Errorf("ClusterQueue %s has no quota on %s: an imported queue keeps its resource groups, so add the instance type there first", live.Name, row.InstanceType)
+		}
+	}
+	switch {
+	case t.Enabled:
+		spec.StopPolicy = ptrTo(kueuev1beta2.None)
+	case spec.StopPolicy == nil || *spec.StopPolicy == kueuev1beta2.None:
+		spec.StopPolicy = ptrTo(kueuev1beta2.Hold)
+	}
+	if t.FairShareWeight != was.FairShareWeight {
+		spec.FairSharing = &kueuev1beta2.FairSharing{Weight: resource.NewQuantity(t.FairShareWeight, resource.DecimalSI)}
+	}
+	if t.Preemption != was.Preemption {
+		if spec.Preemption == nil {
+			spec.Preemption = &kueuev1beta2.ClusterQueuePreemption{}
+		}
+		spec.Preemption.WithinClusterQueue = kueuev1beta2.PreemptionPolicyNever
+		if t.Preemption == PreemptLowerPriority {
+			spec.Preemption.WithinClusterQueue = kueuev1beta2.PreemptionPolicyLowerPriority
+		}
+	}
+
+	typed, err := json.Marshal(t)
+	if err != nil {
+		return TeamObjects{}, err
+	}
+	var acSpec kueueac.ClusterQueueSpecApplyConfiguration
+	if err := viaJSON(spec, &acSpec); err != nil {
+		return TeamObjects{}, err
+	}
+	cq := kueueac.ClusterQueue(live.Name).
+		WithLabels(ImportLabels(t.Name)).
+		WithAnnotations(map[string]string{AllocationAnnotation: string(typed)}).
+		WithSpec(&acSpec)
+	return TeamObjects{ClusterQueue: cq, Revisions: types.NamespacedName{Namespace: s.State(), Name: TeamRevisionsName(s, t.Name)}}, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

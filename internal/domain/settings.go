@@ -8,6 +8,8 @@ import (
 
 // Labels and annotations the console puts on what it writes.
 const (
+	// AnnotationPrefix starts the console's own annotations.
+	AnnotationPrefix = "quota-console.openquota.dev/"
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "quota-console"
 	TeamLabel      = "quota-console.openquota.dev/team"

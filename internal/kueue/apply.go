@@ -259,12 +259,14 @@ func (a Applier) TeamWrites(ctx context.Context, objs domain.TeamObjects) ([]Per
 		return nil
 	}
 	kueue := kueuev1beta2.SchemeGroupVersion.Group
-	ns := *objs.Namespace.Name
-	if err := add("", "namespaces", "", ns, func() error {
-		_, err := a.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return err
-	}); err != nil {
-		return nil, err
+	if objs.Namespace != nil { // an imported queue's namespaces are its own
+		ns := *objs.Namespace.Name
+		if err := add("", "namespaces", "", ns, func() error {
+			_, err := a.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err
+		}); err != nil {
+			return nil, err
+		}
 	}
 	flavors, err := a.flavorsToWrite(ctx, objs.Flavors)
 	if err != nil {
@@ -280,12 +282,13 @@ func (a Applier) TeamWrites(ctx context.Context, objs domain.TeamObjects) ([]Per
 	}); err != nil {
 		return nil, err
 	}
-	lq := objs.LocalQueue
-	if err := add(kueue, "localqueues", *lq.Namespace, *lq.Name, func() error {
-		_, err := a.Kueue.KueueV1beta2().LocalQueues(*lq.Namespace).Get(ctx, *lq.Name, metav1.GetOptions{})
-		return err
-	}); err != nil {
-		return nil, err
+	if lq := objs.LocalQueue; lq != nil {
+		if err := add(kueue, "localqueues", *lq.Namespace, *lq.Name, func() error {
+			_, err := a.Kueue.KueueV1beta2().LocalQueues(*lq.Namespace).Get(ctx, *lq.Name, metav1.GetOptions{})
+			return err
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if rb := objs.Members; rb != nil {
 		if err := add(rbacv1.GroupName, "rolebindings", *rb.Namespace, *rb.Name, func() error {
@@ -341,9 +344,11 @@ func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
 // revision. Re-applying an unchanged team writes nothing.
 func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 	c := a.begin(ctx)
-	namespaces := a.Kube.CoreV1().Namespaces()
-	if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
-		return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
+	if objs.Namespace != nil {
+		namespaces := a.Kube.CoreV1().Namespaces()
+		if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
+			return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
+		}
 	}
 	toWrite, err := a.flavorsToWrite(ctx, objs.Flavors)
 	if err != nil {
@@ -361,9 +366,11 @@ func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 	if err != nil {
 		return fmt.Errorf("cluster queue %s: %w", *objs.ClusterQueue.Name, err)
 	}
-	lqs := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace)
-	if _, err := applyAudited(ctx, c, objs.LocalQueue, *objs.LocalQueue.Name, lqs.Get, lqs.Apply); err != nil {
-		return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
+	if objs.LocalQueue != nil {
+		lqs := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace)
+		if _, err := applyAudited(ctx, c, objs.LocalQueue, *objs.LocalQueue.Name, lqs.Get, lqs.Apply); err != nil {
+			return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
+		}
 	}
 	if objs.Members != nil {
 		bindings := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace)

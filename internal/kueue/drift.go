@@ -17,6 +17,11 @@ func (c *Cache) TeamDrift(s domain.Settings, team string, shapes domain.ShapeLoo
 	if !ok {
 		return domain.DriftReport{}, false, nil
 	}
+	if domain.Imported(cq) {
+		// An imported queue keeps what the form cannot express: the
+		// allocation does not say all of it, so it is not compared.
+		return domain.DriftReport{Team: stored, Saved: saved, Live: domain.LiveTeamObjects{ClusterQueue: cq}}, true, nil
+	}
 	objs, err := domain.BuildTeam(s, stored, shapes)
 	if err != nil {
 		return domain.DriftReport{}, true, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,24 @@ func (a Applier) ImportQueue(ctx context.Context, s domain.Settings, plan domain
 // its revisions go; the queue, its LocalQueues and namespaces stay as they
 // are.
 func (a Applier) ReleaseQueue(ctx context.Context, s domain.Settings, clusterQueue, team string, dryRun bool) error {
+	// First the annotations an edit left (the allocation, who changed it),
+	// while the queue is still the console's; then the labels, which is
+	// all the admission policy lets a release change.
+	live, err := a.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, clusterQueue, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	notes := map[string]*string{}
+	for k := range live.Annotations {
+		if strings.HasPrefix(k, domain.AnnotationPrefix) {
+			notes[k] = nil
+		}
+	}
+	if len(notes) > 0 {
+		if _, err := a.patchMeta(ctx, clusterQueue, "annotations", notes, dryRun); err != nil {
+			return err
+		}
+	}
 	remove := map[string]*string{}
 	for k := range domain.ImportLabels(team) {
 		remove[k] = nil
@@ -54,7 +73,7 @@ func (a Applier) ReleaseQueue(ctx context.Context, s domain.Settings, clusterQue
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	err := a.Kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamRevisionsName(s, team), opts)
+	err = a.Kube.CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamRevisionsName(s, team), opts)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -74,7 +93,13 @@ func labelsPatch(labels map[string]string) map[string]*string {
 // one). A merge patch of a missing object fails: a queue deleted since the
 // preview is never created again.
 func (a Applier) patchLabels(ctx context.Context, name string, labels map[string]*string, dryRun bool) (*kueuev1beta2.ClusterQueue, error) {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	return a.patchMeta(ctx, name, "labels", labels, dryRun)
+}
+
+// patchMeta merge-patches the labels or annotations (field) of a
+// ClusterQueue.
+func (a Applier) patchMeta(ctx context.Context, name, field string, values map[string]*string, dryRun bool) (*kueuev1beta2.ClusterQueue, error) {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{field: values}})
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (c *Cache) Teams(s domain.Settings) []domain.TeamState {
 		if cq.DeletionTimestamp != nil {
 			continue // being deleted: Kueue holds it until its workloads are gone
 		}
-		if t, _, ok := c.trusted(s, cq); ok && cq.Name == s.ClusterQueue(t.Name) {
+		if t, _, ok := c.trusted(s, cq); ok && (cq.Name == s.ClusterQueue(t.Name) || domain.Imported(cq)) {
 			out = append(out, domain.TeamState{Team: t, ClusterQueue: cq})
 		}
 	}
@@ -100,7 +100,9 @@ func (c *Cache) Team(s domain.Settings, name string) (*kueuev1beta2.ClusterQueue
 func (c *Cache) SavedTeam(s domain.Settings, name string) (cq *kueuev1beta2.ClusterQueue, team domain.Team, saved, ok bool) {
 	cq, err := c.ClusterQueues.Get(s.ClusterQueue(name))
 	if err != nil {
-		return nil, domain.Team{}, false, false
+		if cq = c.importedQueue(name); cq == nil {
+			return nil, domain.Team{}, false, false
+		}
 	}
 	team, saved, ok = c.trusted(s, cq)
 	return cq, team, saved, ok && team.Name == name
@@ -123,6 +125,16 @@ func (c *Cache) TeamOfTask(s domain.Settings, namespace, localQueue, clusterQueu
 		return "", false
 	}
 	return s.TeamOfClusterQueue(cq), true
+}
+
+// importedQueue is the ClusterQueue imported as team name, nil when none.
+func (c *Cache) importedQueue(name string) *kueuev1beta2.ClusterQueue {
+	found, _ := c.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue,
+		domain.TeamLabel: name, domain.ImportedLabel: "true"}))
+	if len(found) != 1 {
+		return nil
+	}
+	return found[0]
 }
 
 // Policy returns the stored cluster policy.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -57,7 +58,16 @@ func (a Applier) TeamRevisions(ctx context.Context, s domain.Settings, team stri
 func (a Applier) TrustedTeam(ctx context.Context, s domain.Settings, team string) (*kueuev1beta2.ClusterQueue, domain.Team, error) {
 	cq, err := a.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, domain.Team{}, ErrNotManaged
+		// An imported queue keeps its own name.
+		list, lerr := a.Kueue.KueueV1beta2().ClusterQueues().List(ctx, metav1.ListOptions{
+			LabelSelector: labels.SelectorFromSet(domain.ImportLabels(team)).String()})
+		switch {
+		case lerr != nil:
+			return nil, domain.Team{}, lerr
+		case len(list.Items) != 1:
+			return nil, domain.Team{}, ErrNotManaged
+		}
+		cq, err = &list.Items[0], nil
 	}
 	if err != nil {
 		return nil, domain.Team{}, err

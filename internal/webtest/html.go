@@ -186,3 +186,59 @@ func MarkupProblems(body string) []string {
 	walk(doc)
 	return problems
 }
+
+// FormValues are what a browser would post from the page's form formID as
+// it is: inputs (checked radios and checkboxes only), the selected option of
+// each select, and textareas.
+func FormValues(t testing.TB, body, formID string) url.Values {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := FindNode(doc, func(n *html.Node) bool { return n.Data == "form" && Attr(n, "id") == formID })
+	if form == nil {
+		t.Fatalf("the page has no form %q", formID)
+	}
+	out := url.Values{}
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			name := Attr(n, "name")
+			switch {
+			case name == "":
+			case n.Data == "input":
+				typ := Attr(n, "type")
+				if (typ == "radio" || typ == "checkbox") && !hasAttr(n, "checked") || typ == "submit" || typ == "button" {
+					break
+				}
+				out.Add(name, Attr(n, "value"))
+			case n.Data == "textarea":
+				out.Add(name, NodeText(n))
+			case n.Data == "select":
+				selected := FindNode(n, func(o *html.Node) bool { return o.Data == "option" && hasAttr(o, "selected") })
+				if selected == nil {
+					selected = FindNode(n, func(o *html.Node) bool { return o.Data == "option" })
+				}
+				if selected != nil {
+					out.Add(name, Attr(selected, "value"))
+				}
+				return
+			}
+		}
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			walk(ch)
+		}
+	}
+	walk(form)
+	return out
+}
+
+func hasAttr(n *html.Node, name string) bool {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return true
+		}
+	}
+	return false
+}

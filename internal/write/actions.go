@@ -15,8 +15,12 @@ import (
 
 // DeleteTeam removes a team's objects (its shared flavors stay).
 func (s Service) DeleteTeam(ctx context.Context, who kueue.Identity, team string) Outcome {
-	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
+	cq, _, ok := s.Cache.Team(s.Settings, team)
+	if !ok {
 		return notFound("There is no team %q managed by this console.", team)
+	}
+	if domain.Imported(cq) {
+		return rejected("Team " + team + " is the imported ClusterQueue " + cq.Name + ": the console does not delete what it did not create. Release it instead; it then stays in Kueue as it is.")
 	}
 	return s.run(ctx, who, plan{
 		what: "team " + team,

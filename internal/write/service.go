@@ -180,6 +180,10 @@ func (s Service) SaveTeam(ctx context.Context, who kueue.Identity, req TeamSave)
 		}
 		var errs form.Errors
 		team, errs = req.Form.Validate(shapes)
+		if cq, stored, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing && domain.Imported(cq) &&
+			errs.Get("users") == "" && !domain.SameMembers(stored.Members, team.Members) {
+			errs.Add("users", "Team "+req.Form.Name+" is an imported ClusterQueue: its members are the RoleBindings of its own namespaces, which the console does not write. Change them there.")
+		}
 		if !req.Editing && errs.Get("name") == "" {
 			// Any ClusterQueue of that name, managed or not: a create must
 			// not take over a queue someone else made.
@@ -223,6 +227,9 @@ type teamPlan struct {
 // teamChange applies a validated allocation.
 func (s Service) teamChange(team domain.Team, shapes domain.ShapeLookup, done string) *teamPlan {
 	objs, buildErr := domain.BuildTeam(s.Settings, team, shapes)
+	if cq, _, ok := s.Cache.Team(s.Settings, team.Name); ok && domain.Imported(cq) {
+		objs, buildErr = domain.BuildImportedTeam(s.Settings, team, cq, shapes)
+	}
 	tr := &teamPlan{plan: plan{what: "team " + team.Name, done: done}}
 	tr.dryRun = func(ctx context.Context, a kueue.Applier) error {
 		if buildErr != nil {
