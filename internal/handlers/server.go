@@ -401,6 +401,9 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 			if v.Status >= 500 && c.Path() != "/readyz" {
 				level = slog.LevelError
 			}
+			if !log.Enabled(c.Request().Context(), level) {
+				return nil
+			}
 			log.Log(c.Request().Context(), level, "request", "method", v.Method, "uri", v.URI,
 				"status", v.Status, "latency", v.Latency, "err", v.Error)
 			return nil
