@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -81,7 +82,7 @@ func (a *Authenticator) csrfAllowed(c echo.Context) bool {
 	if !ok || got == "" {
 		return false
 	}
-	return hmac.Equal([]byte(got), []byte(a.csrfToken(binding)))
+	return hmac.Equal([]byte(got), []byte(a.keptCSRFToken(binding)))
 }
 
 func sameHost(origin, host string) bool {
@@ -97,39 +98,84 @@ func (a *Authenticator) CSRFToken(c echo.Context) string {
 	if !ok {
 		return ""
 	}
-	return a.csrfToken(binding)
+	return a.keptCSRFToken(binding)
 }
 
 func (a *Authenticator) csrfToken(binding string) string {
 	return base64.RawURLEncoding.EncodeToString(mac(a.Keys.csrf, "csrf", a.Keys.bound, binding))
 }
 
+// csrfBinding is what a token is bound to: a session, a proxy's user or a
+// browser id.
+type csrfBinding struct {
+	kind, id string
+	// fresh: a browser id made for this request, which no other request
+	// shares yet.
+	fresh bool
+}
+
+// csrfTokens keep the tokens of the bindings that ask again and again (a
+// browser's session asks on every page it loads): a token is the same
+// HMAC for the same binding, so it is computed once.
+type csrfTokens struct {
+	mu     sync.Mutex
+	tokens map[csrfBinding]string
+}
+
+// Bounds of the CSRF tokens kept: how many (past it they are all
+// forgotten), and the longest id kept.
+const (
+	maxKeptCSRFTokens = 1024
+	maxKeptCSRFID     = 256
+)
+
+// keptCSRFToken is the token of binding, computed once per binding.
+func (a *Authenticator) keptCSRFToken(b csrfBinding) string {
+	if b.fresh || len(b.id) > maxKeptCSRFID {
+		return a.csrfToken(b.kind + "\x00" + b.id)
+	}
+	a.csrf.mu.Lock()
+	token, ok := a.csrf.tokens[b]
+	a.csrf.mu.Unlock()
+	if ok {
+		return token
+	}
+	token = a.csrfToken(b.kind + "\x00" + b.id)
+	a.csrf.mu.Lock()
+	if a.csrf.tokens == nil || len(a.csrf.tokens) >= maxKeptCSRFTokens {
+		a.csrf.tokens = map[csrfBinding]string{}
+	}
+	a.csrf.tokens[b] = token
+	a.csrf.mu.Unlock()
+	return token
+}
+
 // csrfBinding is what the request's token is bound to; create makes a
 // browser id (and its cookie) when there is none yet.
-func (a *Authenticator) csrfBinding(c echo.Context, create bool) (string, bool) {
+func (a *Authenticator) csrfBinding(c echo.Context, create bool) (csrfBinding, bool) {
 	if s, ok := c.Get(echoSessionKey).(Session); ok {
-		return "session\x00" + s.ID, true
+		return csrfBinding{kind: "session", id: s.ID}, true
 	}
 	if a.ModeOf() == ModeProxy {
 		if u := From(c); u.SignedIn() {
-			return "user\x00" + u.Name, true
+			return csrfBinding{kind: "user", id: u.Name}, true
 		}
 	}
 	if id, ok := c.Get(echoBrowserKey).(string); ok {
-		return "browser\x00" + id, true
+		return csrfBinding{kind: "browser", id: id, fresh: true}, true
 	}
 	if ck, err := c.Cookie(a.cookieName(c.Request(), browserCookie)); err == nil && len(ck.Value) >= 20 {
-		return "browser\x00" + ck.Value, true
+		return csrfBinding{kind: "browser", id: ck.Value}, true
 	}
 	if !create {
-		return "", false
+		return csrfBinding{}, false
 	}
 	b := make([]byte, 18)
 	if _, err := rand.Read(b); err != nil {
-		return "", false
+		return csrfBinding{}, false
 	}
 	id := base64.RawURLEncoding.EncodeToString(b)
 	c.Set(echoBrowserKey, id)
 	c.SetCookie(a.cookie(c.Request(), browserCookie, id, time.Now().Add(30*24*time.Hour)))
-	return "browser\x00" + id, true
+	return csrfBinding{kind: "browser", id: id, fresh: true}, true
 }

@@ -46,6 +46,7 @@ type Authenticator struct {
 	Keys Keys
 
 	once sync.Once
+	csrf csrfTokens
 }
 
 func (a *Authenticator) init() {

@@ -52,6 +52,46 @@ type Sessions struct {
 	ttl      time.Duration
 	now      func() time.Time
 	signOuts SignOuts
+	// gcm seals and opens the cookies (safe for concurrent use).
+	gcm cipher.AEAD
+	// opened are the cookies opened lately: a browser sends its cookie
+	// with every request, and opening it (AES-GCM, JSON, the account's
+	// HMAC) costs more than the rest of the request's checks together.
+	// Only what opened is kept; every lookup still checks the expiry and
+	// the account's sign-outs (Current).
+	opened openedSessions
+}
+
+// openedSessions are sessions by the cookie value they were opened from.
+type openedSessions struct {
+	mu      sync.Mutex
+	byValue map[string]openedSession
+}
+
+type openedSession struct {
+	sess    Session
+	account string // s.account(sess.User.Name)
+}
+
+// maxOpenedSessions bounds the opened sessions kept (a cookie is at most
+// maxCookieBytes); past it they are all forgotten and opened again as they
+// come.
+const maxOpenedSessions = 1024
+
+func (o *openedSessions) get(value string) (openedSession, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	got, ok := o.byValue[value]
+	return got, ok
+}
+
+func (o *openedSessions) put(value string, sess openedSession) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byValue == nil || len(o.byValue) >= maxOpenedSessions {
+		o.byValue = map[string]openedSession{}
+	}
+	o.byValue[value] = sess
 }
 
 // NewSessions keeps sessions for at most ttl, sealed with keys; sign-outs
@@ -60,7 +100,7 @@ func NewSessions(keys Keys, ttl time.Duration, s SignOuts) *Sessions {
 	if s == nil {
 		s = NewMemorySignOuts(DefaultMaxSignOuts, ttl)
 	}
-	return &Sessions{keys: keys, ttl: ttl, now: time.Now, signOuts: s}
+	return &Sessions{keys: keys, ttl: ttl, now: time.Now, signOuts: s, gcm: newAEAD(keys)}
 }
 
 type sealed struct {
@@ -103,7 +143,7 @@ func (s *Sessions) Create(u User, notAfter time.Time) (string, Session, error) {
 	if err != nil {
 		return "", Session{}, err
 	}
-	gcm := s.aead()
+	gcm := s.gcm
 	nonce := make([]byte, gcm.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return "", Session{}, err
@@ -116,10 +156,19 @@ func (s *Sessions) Create(u User, notAfter time.Time) (string, Session, error) {
 }
 
 // Lookup opens a cookie value: the session, if it is genuine, sealed for
-// this cluster and mode, and still current (see Current).
+// this cluster and mode, and still current (see Current). A value opened
+// before is not opened again, but its session is checked again. The
+// session's Groups and Extra may be shared with other lookups of the same
+// value: read them, never change them.
 func (s *Sessions) Lookup(value string) (Session, bool) {
+	if o, ok := s.opened.get(value); ok {
+		if !s.current(o.sess, o.account) {
+			return Session{}, false
+		}
+		return o.sess, true
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(value)
-	gcm := s.aead()
+	gcm := s.gcm
 	if err != nil || len(raw) < gcm.NonceSize() {
 		return Session{}, false
 	}
@@ -133,16 +182,23 @@ func (s *Sessions) Lookup(value string) (Session, bool) {
 	}
 	sess := Session{ID: v.ID, User: User{Name: v.Name, UID: v.UID, Groups: v.Groups, Extra: v.Extra},
 		Issued: time.UnixMilli(v.Issued), Expires: time.Unix(v.Expires, 0)}
-	if !s.Current(sess) {
+	account := s.account(sess.User.Name)
+	if !s.current(sess, account) {
 		return Session{}, false
 	}
+	s.opened.put(value, openedSession{sess: sess, account: account})
 	return sess, true
 }
 
 // Current reports whether sess has neither expired nor been signed out
 // since it was opened; a long request (a live stream) asks again.
 func (s *Sessions) Current(sess Session) bool {
-	return s.now().Before(sess.Expires) && sess.Issued.After(s.signOuts.SignedOutAt(s.account(sess.User.Name)))
+	return s.current(sess, s.account(sess.User.Name))
+}
+
+// current is Current of sess, whose account is account.
+func (s *Sessions) current(sess Session, account string) bool {
+	return s.now().Before(sess.Expires) && sess.Issued.After(s.signOuts.SignedOutAt(account))
 }
 
 // End signs sess's account out: every session of the account issued until
@@ -168,8 +224,8 @@ func (s *Sessions) additionalData() []byte {
 	return []byte(SessionCookie + "\x00" + s.keys.bound)
 }
 
-func (s *Sessions) aead() cipher.AEAD {
-	block, err := aes.NewCipher(s.keys.session[:])
+func newAEAD(keys Keys) cipher.AEAD {
+	block, err := aes.NewCipher(keys.session[:])
 	if err != nil {
 		panic(err) // a 32-byte key always makes a cipher
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/taskhistory"
 )
@@ -86,3 +87,44 @@ func BenchmarkReportPageFromHistory(b *testing.B) {
 	f.cfg.TaskHistory = h
 	benchHandler(b, f.handler(), "/reports/usage")
 }
+
+// benchSignedIn serves path as a signed-in platform viewer's browser
+// reaches it in token mode: the session cookie and the browser's usual
+// headers on every request, so the session is opened, its sign-out looked
+// up, the CSRF token signed and the user's access asked, through every
+// middleware of the console's handler. The cluster's teams and nodes do not
+// change meanwhile, as between two changes of a live cluster.
+func benchSignedIn(b *testing.B, path string) {
+	f := newFixture(b, 200, 50_000)
+	f.cluster.unchanged = true
+	sessions := auth.NewSessions(auth.RandomKeys(), auth.SessionTTL, nil)
+	f.cfg.Auth = &auth.Authenticator{Mode: auth.ModeToken, Sessions: sessions}
+	f.access.grant("ada", listClusterQueues)
+	value, _, err := sessions.Create(auth.User{Name: "ada", Groups: []string{"platform-viewers", "system:authenticated"}}, time.Time{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := f.handler()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var size int
+	for b.Loop() {
+		w := &countingWriter{header: http.Header{}}
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+		r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0")
+		r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: value})
+		h.ServeHTTP(w, r)
+		if w.code != http.StatusOK {
+			b.Fatalf("GET %s = %d", path, w.code)
+		}
+		size = w.n
+	}
+	b.ReportMetric(float64(size), "bytes/page")
+}
+
+func BenchmarkSignedInOverviewPage(b *testing.B)  { benchSignedIn(b, "/") }
+func BenchmarkSignedInTeamsPage(b *testing.B)     { benchSignedIn(b, "/teams") }
+func BenchmarkSignedInTeamUsagePage(b *testing.B) { benchSignedIn(b, "/usage/team-007") }
+func BenchmarkSignedInTasksPage(b *testing.B)     { benchSignedIn(b, "/tasks") }
+func BenchmarkSignedInReportPage(b *testing.B)    { benchSignedIn(b, "/reports/usage") }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -56,28 +57,41 @@ func (f frame) scopeOf(c echo.Context) (s scope, known bool) {
 	if !known {
 		return scope{}, false
 	}
-	s = scope{all: all, teams: map[string]bool{}}
-	if !all && f.teams != nil {
-		stored := f.teams.Teams()
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, reviewConcurrency)
-		for _, t := range stored {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func(team string) {
-				defer func() { <-sem; wg.Done() }()
-				if ok, _ := f.allowed(ctx, id, mayListWorkloads(f.settings.Namespace(team))); ok {
-					mu.Lock()
-					s.teams[team] = true
-					mu.Unlock()
-				}
-			}(t.Name)
-		}
-		wg.Wait()
+	if all {
+		c.Set(echoScopeKey, scopeAll)
+		return scope{all: true}, true
 	}
+	s = scope{teams: f.memberOf(ctx, id)}
 	c.Set(echoScopeKey, s)
 	return s, true
+}
+
+// scopeAll is a platform viewer's scope, as the echo context keeps it.
+var scopeAll any = scope{all: true}
+
+// memberOf are the teams whose Workloads id may list.
+func (f frame) memberOf(ctx context.Context, id kueue.Identity) map[string]bool {
+	teams := map[string]bool{}
+	if f.teams == nil {
+		return teams
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, reviewConcurrency)
+	for _, t := range f.teams.Teams() {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(team string) {
+			defer func() { <-sem; wg.Done() }()
+			if ok, _ := f.allowed(ctx, id, mayListWorkloads(f.settings.Namespace(team))); ok {
+				mu.Lock()
+				teams[team] = true
+				mu.Unlock()
+			}
+		}(t.Name)
+	}
+	wg.Wait()
+	return teams
 }
 
 // readAccess refuses requests for pages the user may not see: any page
@@ -89,7 +103,6 @@ func (f frame) readAccess() echo.MiddlewareFunc {
 				return next(c)
 			}
 			s, known := f.scopeOf(c)
-			who := "Your account " + auth.From(c).Name
 			switch {
 			case !known:
 				return echo.NewHTTPError(http.StatusServiceUnavailable,
@@ -98,12 +111,12 @@ func (f frame) readAccess() echo.MiddlewareFunc {
 				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
 					"%s may not see this console's pages. Platform viewers need list on ClusterQueues (the quota-console-viewer role); "+
 						"team members need list on Workloads in their team's namespace (the console binds them when a platform admin adds them to the team). "+
-						"Ask a platform admin for one of these.", who))
+						"Ask a platform admin for one of these.", "Your account "+auth.From(c).Name))
 			}
 			if team := c.Param("team"); team != "" && !s.sees(team) {
 				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
 					"%s may not see team %s. It needs list on Workloads in namespace %s (members of team %s) or list on ClusterQueues (platform viewers). "+
-						"Ask a platform admin to add you to the team.", who, quoteName(team), quoteName(f.settings.Namespace(team)), quoteName(team)))
+						"Ask a platform admin to add you to the team.", "Your account "+auth.From(c).Name, quoteName(team), quoteName(f.settings.Namespace(team)), quoteName(team)))
 			}
 			return next(c)
 		}

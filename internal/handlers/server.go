@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -390,14 +391,43 @@ func render(c echo.Context, status int, component templ.Component) error {
 		w.Reset(nil) // keep no response in the pool
 		pageBuffers.Put(w)
 	}()
-	w.Reset(c.Response())
-	if err := component.Render(ctx, w); err != nil {
+	w.Reset(bodyWriter{c.Response()})
+	if err := component.Render(ctx, pageWriter{w}); err != nil {
 		return err
 	}
 	return w.Flush()
 }
 
+// directBytes is the length from which a string does not fit in the page
+// buffer's rest goes to the response as it is, after what is buffered.
+const directBytes = 16 << 10
+
+// pageWriter is the page buffer, which copies no large string: a page's
+// kept parts (up to hundreds of kilobytes) go to the response as they are.
+type pageWriter struct{ *bufio.Writer }
+
+func (w pageWriter) WriteString(s string) (int, error) {
+	if len(s) >= directBytes && len(s) > w.Available() && w.Buffered() > 0 {
+		if err := w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return w.Writer.WriteString(s) // with nothing buffered, bufio passes s on
+}
+
 var pageBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
+// bodyWriter writes strings to the response as they are, so that the page
+// buffer can pass them on.
+type bodyWriter struct{ r *echo.Response }
+
+func (w bodyWriter) Write(p []byte) (int, error) { return w.r.Write(p) }
+
+// WriteString gives the response the string's own bytes: a writer must
+// neither change nor keep what it is given (io.Writer).
+func (w bodyWriter) WriteString(s string) (int, error) {
+	return w.r.Write(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
 
 func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
@@ -406,6 +436,9 @@ func requestLogger(log *slog.Logger) echo.MiddlewareFunc {
 			level := slog.LevelDebug
 			if v.Status >= 500 && c.Path() != "/readyz" {
 				level = slog.LevelError
+			}
+			if !log.Enabled(c.Request().Context(), level) {
+				return nil
 			}
 			log.Log(c.Request().Context(), level, "request", "method", v.Method, "uri", v.URI,
 				"status", v.Status, "latency", v.Latency, "err", v.Error)

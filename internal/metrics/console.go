@@ -8,6 +8,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,8 @@ type Console struct {
 	requests       *prometheus.CounterVec
 	duration       *prometheus.HistogramVec
 	InformerEvents *prometheus.CounterVec
+	// requestSeries keep the series of requests by requestSeriesKey.
+	requestSeries sync.Map
 
 	// ReadModelUpdate times the read model taking in one change, by kind
 	// of object ("snapshot": making a snapshot of it).
@@ -111,8 +114,33 @@ func NewConsole() *Console {
 // status become labels only from a fixed set ("other" for anything else):
 // a request's method is whatever its sender wrote.
 func (c *Console) ObserveRequest(route, method string, status int, took time.Duration) {
-	c.requests.WithLabelValues(route, methodLabel(method), statusLabel(status)).Inc()
-	c.duration.WithLabelValues(route).Observe(took.Seconds())
+	if status < 100 || status > 599 {
+		status = 0 // "other"
+	}
+	key := requestSeriesKey{route: route, method: methodLabel(method), status: status}
+	s, ok := c.requestSeries.Load(key)
+	if !ok {
+		s, _ = c.requestSeries.LoadOrStore(key, requestSeries{
+			count:    c.requests.WithLabelValues(route, key.method, statusLabel(status)),
+			duration: c.duration.WithLabelValues(route),
+		})
+	}
+	series := s.(requestSeries)
+	series.count.Inc()
+	series.duration.Observe(took.Seconds())
+}
+
+// requestSeriesKey names the series of a request: its route, method label
+// and status code (as few as the routes, methods and codes).
+type requestSeriesKey struct {
+	route, method string
+	status        int
+}
+
+// requestSeries are the series a kind of request counts in, looked up once.
+type requestSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 func methodLabel(m string) string {
