@@ -42,7 +42,13 @@ func (r *clusterReads) Overview() (domain.Overview, error) {
 	if err != nil {
 		return domain.Overview{}, err
 	}
-	return domain.BuildOverview(r.settings, nodes, queues), nil
+	cohorts, err := r.cache.Cohorts.List(labels.Everything())
+	if err != nil {
+		return domain.Overview{}, err
+	}
+	ov := domain.BuildOverview(r.settings, nodes, queues)
+	ov.Cohorts = domain.CohortTree(r.settings, cohorts, queues)
+	return ov, nil
 }
 
 func (r *clusterReads) Teams() []domain.TeamState { return r.cache.Teams(r.settings) }
@@ -50,7 +56,7 @@ func (r *clusterReads) Teams() []domain.TeamState { return r.cache.Teams(r.setti
 // Changes counts the changes of the objects the teams, the queues and the
 // fleet are read from.
 func (r *clusterReads) Changes() uint64 {
-	return r.cache.Changes("ClusterQueue", "Node", "TeamRevisions")
+	return r.cache.Changes("ClusterQueue", "Node", "TeamRevisions", "Cohort")
 }
 
 func (r *clusterReads) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {

@@ -50,6 +50,8 @@ type Overview struct {
 	InstanceTypes []InstanceTypeCapacity
 	Total         InstanceTypeCapacity
 	Queues        []QueueQuota
+	// Cohorts is the cohort tree (CohortTree).
+	Cohorts []CohortRow
 }
 
 // NodeSchedulable reports whether a node can take new tasks: Ready and not cordoned.

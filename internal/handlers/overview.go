@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -40,6 +42,7 @@ type overviewTables struct {
 	total         templates.InstanceRow
 	vcpu          int64
 	queues        []templ.Component
+	cohorts       []templates.CohortTreeRow
 }
 
 func (p overviewPage) show(c echo.Context) error {
@@ -67,6 +70,9 @@ func (p overviewPage) show(c echo.Context) error {
 			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped}
 			t.queues = append(t.queues, p.pieces.of(row, templates.QueueRowCells(row)))
 		}
+		if visible.all { // the tree names every team's queues
+			t.cohorts = cohortTreeRows(ov.Cohorts)
+		}
 		return t, nil
 	})
 	if err != nil {
@@ -78,6 +84,7 @@ func (p overviewPage) show(c echo.Context) error {
 		InstanceTypes: tables.instanceTypes,
 		Total:         tables.total,
 		Queues:        tables.queues,
+		Cohorts:       tables.cohorts,
 		Ranges:        rangeChoices("/?", rangeName),
 		CSVInstances:  csvHref(c, "instance-types"),
 		CSVQueues:     csvHref(c, "cluster-queues"),
@@ -127,4 +134,32 @@ func instancesCSV(c echo.Context, ov domain.Overview) error {
 		}
 	}
 	return w.Close()
+}
+
+// cohortTreeRows are the cohort tree's rows: each cohort, then its queues,
+// indented by depth.
+func cohortTreeRows(tree []domain.CohortRow) []templates.CohortTreeRow {
+	var out []templates.CohortTreeRow
+	for _, c := range tree {
+		indent := strings.Repeat("\u00a0\u00a0\u00a0", c.Depth)
+		if c.Depth > 0 {
+			indent += "└\u00a0"
+		}
+		out = append(out, templates.CohortTreeRow{Name: c.Name, Indent: indent, Parent: c.Parent, Weight: c.Weight,
+			Own: itoa(c.OwnGPUs), Quota: itoa(c.QuotaGPUs), InUse: itoa(c.InUseGPUs), Borrowed: itoa(c.BorrowedGPUs),
+			Headroom: itoa(c.HeadroomGPUs())})
+		for _, q := range c.Queues {
+			var limits []string
+			if q.LendingLimited {
+				limits = append(limits, "lends at most "+itoa(q.LendingLimitGPUs))
+			}
+			if q.BorrowingLimited {
+				limits = append(limits, "borrows at most "+itoa(q.BorrowingLimitGPUs))
+			}
+			out = append(out, templates.CohortTreeRow{Queue: true, Name: q.Name, Link: "/usage/" + url.PathEscape(q.Team),
+				Indent: strings.Repeat("\u00a0\u00a0\u00a0", c.Depth+1), Quota: itoa(q.QuotaGPUs), InUse: itoa(q.InUseGPUs),
+				Borrowed: itoa(q.BorrowedGPUs), Limits: strings.Join(limits, ", ")})
+		}
+	}
+	return out
 }

@@ -8,7 +8,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/html"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/webtest"
 )
@@ -65,5 +71,41 @@ func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
 	}
 	if code, _ := member.Get("/queues/cluster-queue/import"); code != http.StatusForbidden {
 		t.Errorf("a member's import preview: %d, want 403", code)
+	}
+}
+
+// The overview shows the cohort tree to viewers of the whole cluster, with
+// each cohort's figures and the queues under it; a team member, who may
+// see only their team, does not get it.
+func TestOverviewShowsTheCohortTree(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s := f.settings
+	cohorts := []*kueuev1beta2.Cohort{
+		{ObjectMeta: metav1.ObjectMeta{Name: "org"}, Spec: kueuev1beta2.CohortSpec{ResourceGroups: []kueuev1beta2.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{domain.ResourceGPU}, Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge",
+				Resources: []kueuev1beta2.ResourceQuota{{Name: domain.ResourceGPU, NominalQuota: resource.MustParse("4")}}}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: s.Cohort}, Spec: kueuev1beta2.CohortSpec{ParentName: "org"}},
+	}
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, time.Now())
+	f.cluster.overview.Cohorts = domain.CohortTree(s, cohorts, objs.ClusterQueues)
+	f.access.grant("admin", listClusterQueues)
+	f.access.grant("member", listWorkloads(s.Namespace("team-000")))
+	h := f.handler()
+
+	_, body := user(t, h, "admin").Get("/")
+	got := webtest.HTMLRows(t, body, "cohort-tree", func(n *html.Node) string {
+		return webtest.Attr(n, "data-cohort") + webtest.Attr(n, "data-tree-queue")
+	})
+	want := map[string][]string{
+		"org":                               {"org", "4", "20", "1", "0", "19", "—", "—"},
+		s.Cohort:                            {"└ " + s.Cohort, "0", "16", "1", "0", "15", "—", "—"},
+		"hyperpod-ns-team-000-clusterqueue": {"hyperpod-ns-team-000-clusterqueue", "—", "8", "0", "0", "—", "—", "—"},
+		"hyperpod-ns-team-001-clusterqueue": {"hyperpod-ns-team-001-clusterqueue", "—", "8", "1", "0", "—", "—", "—"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cohort tree (-want +got):\n%s", diff)
+	}
+	if _, body := user(t, h, "member").Get("/"); strings.Contains(body, `id="cohort-tree"`) {
+		t.Error("a team member sees the cohort tree with every team's queues")
 	}
 }

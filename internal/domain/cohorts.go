@@ -1,0 +1,194 @@
+// This file shows Kueue's cohort hierarchy: Cohort objects with their
+// parent and their own quota, and the ClusterQueues under each.
+
+package domain
+
+import (
+	"slices"
+	"strings"
+
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// CohortRow is one cohort of the tree, in the order the tree is read
+// (each cohort, then its queues and sub-cohorts), with GPU figures.
+type CohortRow struct {
+	Name   string
+	Depth  int    // 0 for a root
+	Parent string // "" for a root
+	// Declared: a Cohort object exists (else Kueue made it implicitly from
+	// the ClusterQueues naming it). Weight is its fair-sharing weight ("" when unset).
+	Declared bool
+	Weight   string
+	// OwnGPUs is the cohort's own quota (its resourceGroups), shared by
+	// everything under it.
+	OwnGPUs int64
+	// Subtree figures: quota of the cohort, its sub-cohorts and queues; what
+	// their admitted tasks use; what the queues borrow beyond their own quota.
+	QuotaGPUs, InUseGPUs, BorrowedGPUs int64
+	// Queues are the ClusterQueues directly in it, by name.
+	Queues []CohortQueue
+}
+
+// CohortQueue is a ClusterQueue as the cohort tree lists it.
+type CohortQueue struct {
+	Name, Team                         string
+	QuotaGPUs, InUseGPUs, BorrowedGPUs int64
+	// LendingLimitGPUs and BorrowingLimitGPUs sum the queue's limits on GPUs;
+	// Limited says whether any is set.
+	LendingLimitGPUs, BorrowingLimitGPUs int64
+	LendingLimited, BorrowingLimited     bool
+}
+
+// HeadroomGPUs is what the cohort's subtree has that nobody uses.
+func (r CohortRow) HeadroomGPUs() int64 { return max(r.QuotaGPUs-r.InUseGPUs, 0) }
+
+// CohortTree is the cohort hierarchy of cohorts (Cohort objects) and the
+// ClusterQueues naming cohorts. Queues without a cohort are left out.
+// A cycle (which Kueue refuses) ends where it would repeat.
+func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1beta2.ClusterQueue) []CohortRow {
+	type node struct {
+		row      CohortRow
+		children []string
+	}
+	nodes := map[string]*node{}
+	get := func(name string) *node {
+		n := nodes[name]
+		if n == nil {
+			n = &node{row: CohortRow{Name: name}}
+			nodes[name] = n
+		}
+		return n
+	}
+	for _, c := range cohorts {
+		n := get(c.Name)
+		n.row.Declared, n.row.Parent = true, string(c.Spec.ParentName)
+		n.row.OwnGPUs = gpuQuota(c.Spec.ResourceGroups)
+		if fs := c.Spec.FairSharing; fs != nil && fs.Weight != nil {
+			n.row.Weight = fs.Weight.String()
+		}
+		if n.row.Parent != "" {
+			get(n.row.Parent)
+		}
+	}
+	for _, cq := range queues {
+		if cq.Spec.CohortName == "" {
+			continue
+		}
+		q := CohortQueue{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), QuotaGPUs: gpuQuota(cq.Spec.ResourceGroups)}
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				for _, r := range f.Resources {
+					if r.Name != ResourceGPU {
+						continue
+					}
+					if r.LendingLimit != nil {
+						q.LendingLimited, q.LendingLimitGPUs = true, q.LendingLimitGPUs+r.LendingLimit.Value()
+					}
+					if r.BorrowingLimit != nil {
+						q.BorrowingLimited, q.BorrowingLimitGPUs = true, q.BorrowingLimitGPUs+r.BorrowingLimit.Value()
+					}
+				}
+			}
+		}
+		for _, f := range cq.Status.FlavorsUsage {
+			for _, r := range f.Resources {
+				if r.Name == ResourceGPU {
+					q.InUseGPUs += r.Total.Value()
+					q.BorrowedGPUs += r.Borrowed.Value()
+				}
+			}
+		}
+		n := get(string(cq.Spec.CohortName))
+		n.row.Queues = append(n.row.Queues, q)
+	}
+	var roots []string
+	for name, n := range nodes {
+		if p := n.row.Parent; p != "" && p != name {
+			nodes[p].children = append(nodes[p].children, name)
+		} else {
+			roots = append(roots, name)
+		}
+	}
+	// Every cohort in a cycle has a parent: start such a cycle at its
+	// first name, so that nothing is left out.
+	reached := map[string]bool{}
+	var mark func(string)
+	mark = func(name string) {
+		if reached[name] {
+			return
+		}
+		reached[name] = true
+		for _, c := range nodes[name].children {
+			mark(c)
+		}
+	}
+	slices.Sort(roots)
+	for _, r := range roots {
+		mark(r)
+	}
+	var names []string
+	for name := range nodes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !reached[name] {
+			roots = append(roots, name)
+			mark(name)
+		}
+	}
+
+	var out []CohortRow
+	visited := map[string]bool{}
+	// walk appends a cohort and what is under it; it returns the index of
+	// its row, whose subtree figures it fills in.
+	var walk func(name string, depth int) int
+	walk = func(name string, depth int) int {
+		visited[name] = true
+		n := nodes[name]
+		row := n.row
+		row.Depth = depth
+		slices.SortFunc(row.Queues, func(a, b CohortQueue) int { return strings.Compare(a.Name, b.Name) })
+		row.QuotaGPUs = row.OwnGPUs
+		for _, q := range row.Queues {
+			row.QuotaGPUs += q.QuotaGPUs
+			row.InUseGPUs += q.InUseGPUs
+			row.BorrowedGPUs += q.BorrowedGPUs
+		}
+		i := len(out)
+		out = append(out, row)
+		slices.Sort(n.children)
+		for _, c := range n.children {
+			if visited[c] {
+				continue
+			}
+			j := walk(c, depth+1)
+			out[i].QuotaGPUs += out[j].QuotaGPUs
+			out[i].InUseGPUs += out[j].InUseGPUs
+			out[i].BorrowedGPUs += out[j].BorrowedGPUs
+		}
+		return i
+	}
+	for _, r := range roots {
+		if !visited[r] {
+			walk(r, 0)
+		}
+	}
+	return out
+}
+
+// gpuQuota sums the nominal GPU quota of resource groups.
+func gpuQuota(groups []kueuev1beta2.ResourceGroup) int64 {
+	var n int64
+	for _, rg := range groups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				if r.Name == ResourceGPU {
+					n += r.NominalQuota.Value()
+				}
+			}
+		}
+	}
+	return n
+}
