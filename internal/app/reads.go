@@ -65,6 +65,8 @@ func (r *clusterReads) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Tea
 
 func (r *clusterReads) Fleet() (domain.ShapeLookup, map[string]int) { return r.cache.Fleet() }
 
+func (r *clusterReads) Cohorts() []string { return r.cache.ConsoleCohorts(r.settings) }
+
 // DriftedTeams compares every team's objects, which takes a while at
 // hundreds of teams: the answer is shared for a few seconds (a team's own
 // drift page compares it afresh).

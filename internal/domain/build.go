@@ -122,7 +122,7 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		WithLabels(labels).
 		WithAnnotations(map[string]string{AllocationAnnotation: string(typed)}).
 		WithSpec(kueueac.ClusterQueueSpec().
-			WithCohortName(kueuev1beta2.CohortReference(s.Cohort)).
+			WithCohortName(kueuev1beta2.CohortReference(s.CohortOf(t))).
 			WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": ns})).
 			WithQueueingStrategy(kueuev1beta2.BestEffortFIFO).
 			WithFlavorFungibility(kueueac.FlavorFungibility().

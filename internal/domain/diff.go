@@ -34,9 +34,20 @@ func DiffTeams(before, after Team) []string {
 	if before.BorrowLimitPercent != after.BorrowLimitPercent && (before.Lending == LendAndBorrow || after.Lending == LendAndBorrow) {
 		out = append(out, fmt.Sprintf("borrow limit %d %% → %d %%", before.BorrowLimitPercent, after.BorrowLimitPercent))
 	}
+	if before.Cohort != after.Cohort {
+		out = append(out, fmt.Sprintf("cohort %s → %s", cohortWord(before.Cohort), cohortWord(after.Cohort)))
+	}
 	out = append(out, diffQuota(before.Quota, after.Quota)...)
 	out = append(out, diffMembers(before.Members, after.Members)...)
 	return out
+}
+
+// cohortWord names a team's cohort; "" is the console's own.
+func cohortWord(c string) string {
+	if c == "" {
+		return "the console's cohort"
+	}
+	return c
 }
 
 func diffQuota(before, after []QuotaInput) []string {
@@ -104,6 +115,9 @@ func DescribeTeam(t Team) []string {
 		"preemption " + preemptionWord(t.Preemption), "lending " + LendingWord(t.Lending)}
 	if t.Lending == LendAndBorrow {
 		out = append(out, fmt.Sprintf("borrow limit %d %%", t.BorrowLimitPercent))
+	}
+	if t.Cohort != "" {
+		out = append(out, "cohort "+t.Cohort)
 	}
 	for _, q := range t.Quota {
 		out = append(out, fmt.Sprintf("quota %s: %s", q.InstanceType, DescribeQuotaInput(q)))

@@ -418,10 +418,20 @@ const maxAdoptedBorrowPercent = 500
 // be adopted exactly; what an allocation cannot express at all (e.g. another
 // cohort) is left to DriftOf, which shows what applying the adopted
 // allocation still sets back.
-func AdoptTeam(stored Team, cq *kueuev1beta2.ClusterQueue, shapes ShapeLookup) (Team, []string) {
+func AdoptTeam(s Settings, stored Team, cq *kueuev1beta2.ClusterQueue, shapes ShapeLookup) (Team, []string) {
 	t := stored
-	t.Quota = nil
 	var notes []string
+	switch c := string(cq.Spec.CohortName); {
+	case c == s.CohortOf(stored):
+	case s.ConsoleCohort(c):
+		t.Cohort = c
+		if c == s.Cohort {
+			t.Cohort = ""
+		}
+	default:
+		notes = append(notes, fmt.Sprintf("The cohort %s is not one of the console's: not adopted.", orNone(c)))
+	}
+	t.Quota = nil
 	spec := cq.Spec
 
 	stop := kueuev1beta2.None

@@ -246,7 +246,10 @@ func TestAdoptTeam(t *testing.T) {
 			[]string{"Borrowing limits do not all follow one percentage: adopted 100 % (from the GPUs, or the first resource) for all."}},
 		{"another cohort cannot be adopted",
 			func(l *LiveTeamObjects) { l.ClusterQueue.Spec.CohortName = "elsewhere" },
-			func(*Team) {}, []string{"cohort"}, nil},
+			func(*Team) {}, []string{"cohort"}, []string{"The cohort elsewhere is not one of the console's: not adopted."}},
+		{"a cohort of the console is adopted",
+			func(l *LiveTeamObjects) { l.ClusterQueue.Spec.CohortName = "pool-research" },
+			func(t *Team) { t.Cohort = "pool-research" }, nil, nil},
 		{"an unknown instance type is left out",
 			func(l *LiveTeamObjects) {
 				g := &l.ClusterQueue.Spec.ResourceGroups[0]
@@ -261,7 +264,7 @@ func TestAdoptTeam(t *testing.T) {
 			stored := baseTeam()
 			live := liveOf(t, build(t, stored))
 			tc.edit(&live)
-			got, notes := AdoptTeam(stored, live.ClusterQueue, LookupShape)
+			got, notes := AdoptTeam(driftSettings, stored, live.ClusterQueue, LookupShape)
 			want := baseTeam()
 			tc.want(&want)
 			if diff := cmp.Diff(want, got); diff != "" {

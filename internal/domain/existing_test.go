@@ -121,7 +121,7 @@ func TestImportedTeamKeepsWhatTheFormCannotExpress(t *testing.T) {
 			},
 		},
 	}
-	read, _ := AdoptTeam(Team{Name: "research", Lending: LendAndBorrow, BorrowLimitPercent: 100}, live, LookupShape)
+	read := PlanImport(DefaultSettings, live, nil, func(string) bool { return false }, LookupShape).Team
 
 	edited := read
 	edited.Quota = []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptrTo[int64](16)}}

@@ -68,7 +68,10 @@ func ImportLabels(team string) map[string]string {
 // already.
 func PlanImport(s Settings, cq *kueuev1beta2.ClusterQueue, served []string, taken func(team string) bool, shapes ShapeLookup) QueueImport {
 	name := s.TeamOfClusterQueue(cq)
-	team, notes := AdoptTeam(Team{Name: name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, cq, shapes)
+	team, notes := AdoptTeam(s, Team{Name: name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, cq, shapes)
+	// An imported team's cohort is where its queue is, literally: "" is no
+	// cohort, not the console's.
+	team.Cohort = string(cq.Spec.CohortName)
 	p := QueueImport{ClusterQueue: cq.Name, Team: team, Namespaces: served, Cohort: string(cq.Spec.CohortName),
 		Kept: append(keptAsIs(cq), notes...), Reconciler: ReconciledBy(cq), Fingerprint: queueFingerprint(cq)}
 	switch {
@@ -199,7 +202,7 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 // settings the form cannot express stay. No namespace, LocalQueue, flavor
 // or member binding is written: the queue keeps its own.
 func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shapes ShapeLookup) (TeamObjects, error) {
-	was, _ := AdoptTeam(Team{Name: t.Name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, live, shapes)
+	was, _ := AdoptTeam(s, Team{Name: t.Name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, live, shapes)
 	spec := live.Spec.DeepCopy()
 	rows := map[string]QuotaInput{}
 	for _, row := range t.Quota {
@@ -256,6 +259,7 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 	if t.FairShareWeight != was.FairShareWeight {
 		spec.FairSharing = &kueuev1beta2.FairSharing{Weight: resource.NewQuantity(t.FairShareWeight, resource.DecimalSI)}
 	}
+	spec.CohortName = kueuev1beta2.CohortReference(t.Cohort)
 	if t.Preemption != was.Preemption {
 		if spec.Preemption == nil {
 			spec.Preemption = &kueuev1beta2.ClusterQueuePreemption{}

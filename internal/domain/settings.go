@@ -95,6 +95,20 @@ func (s Settings) TeamOfClusterQueueName(name string) (string, bool) {
 	return s.TeamOfNamespace(ns)
 }
 
+// ConsoleCohort reports whether a cohort's name is one the console may
+// write: its own cohort, or one named after it ("shared-pool-research").
+func (s Settings) ConsoleCohort(name string) bool {
+	return name == s.Cohort || strings.HasPrefix(name, s.Cohort+"-")
+}
+
+// CohortOf is the cohort a team's ClusterQueue is in.
+func (s Settings) CohortOf(t Team) string {
+	if t.Cohort == "" {
+		return s.Cohort
+	}
+	return t.Cohort
+}
+
 // TeamOfQueueName is the team a ClusterQueue named name serves when only
 // its name is known (Kueue's metrics): the team of a conventional name,
 // else the queue's own name, which is also what an adopted queue keeps.

@@ -31,6 +31,9 @@ type Team struct {
 	Lending            Lending      `json:"lending"`
 	BorrowLimitPercent int64        `json:"borrowLimitPercent"`
 	Quota              []QuotaInput `json:"quota"`
+	// Cohort is the cohort its ClusterQueue is in: "" for the console's
+	// cohort (Settings.CohortOf); an imported queue's own otherwise.
+	Cohort string `json:"cohort,omitempty"`
 }
 
 // TeamText is a free-text field of a team, stated once: the form field it

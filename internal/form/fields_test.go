@@ -53,6 +53,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 		}, true},
 		{"Quota.VCPU", quota(func(q *domain.QuotaInput) { q.VCPU = ptr.To[int64](100) }), true},
 		{"Quota.MemoryGiB", quota(func(q *domain.QuotaInput) { q.MemoryGiB = ptr.To[int64](700) }), true},
+		{"Cohort", func(t *domain.Team) { t.Cohort = domain.DefaultSettings.Cohort + "-research" }, true},
 	}
 	covered := map[string]bool{"Name": true} // the name is the team's identity: it never changes
 	for _, c := range edits {
@@ -102,7 +103,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 			}
 
 			// A hand edit that makes the objects say it is adopted.
-			adopted, _ := domain.AdoptTeam(base, cq, shapes)
+			adopted, _ := domain.AdoptTeam(s, base, cq, shapes)
 			if c.onClusterQueue {
 				adoptedObjs, err := domain.BuildTeam(s, adopted, shapes)
 				if err != nil {

@@ -105,6 +105,7 @@ type TeamFields struct {
 	Preemption      string
 	Lending         string
 	BorrowLimit     string
+	Cohort          string // "" for the console's cohort
 }
 
 // text is the field holding one of domain.TeamTexts.
@@ -134,6 +135,7 @@ func ParseTeam(v url.Values) TeamForm {
 		Preemption:      v.Get("preemption"),
 		Lending:         v.Get("lending"),
 		BorrowLimit:     strings.TrimSpace(v.Get("borrowLimit")),
+		Cohort:          strings.TrimSpace(v.Get("cohort")),
 	}}
 	for _, text := range domain.TeamTexts {
 		*t.text(text.Key) = strings.TrimSpace(v.Get(text.Key))
@@ -160,7 +162,7 @@ func FromTeam(t domain.Team) TeamForm {
 	f := TeamForm{TeamFields: TeamFields{
 		Name: t.Name, Enabled: strconv.FormatBool(t.Enabled),
 		FairShareWeight: strconv.FormatInt(t.FairShareWeight, 10), Preemption: string(t.Preemption),
-		Lending: string(t.Lending), BorrowLimit: strconv.FormatInt(t.BorrowLimitPercent, 10),
+		Lending: string(t.Lending), BorrowLimit: strconv.FormatInt(t.BorrowLimitPercent, 10), Cohort: t.Cohort,
 	}}
 	for _, text := range domain.TeamTexts {
 		*f.text(text.Key) = *text.Of(&t)
@@ -195,7 +197,10 @@ func FromTeam(t domain.Team) TeamForm {
 // must not be written.
 func (f TeamForm) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	var errs Errors
-	t := domain.Team{Name: f.Name}
+	t := domain.Team{Name: f.Name, Cohort: f.Cohort}
+	if f.Cohort != "" && (len(f.Cohort) > 253 || !dnsLabel.MatchString(f.Cohort)) {
+		errs.Add("cohort", "Choose a cohort from the list.")
+	}
 
 	switch {
 	case f.Name == "":

@@ -90,6 +90,7 @@ type cluster struct {
 	teams     []domain.TeamState
 	available map[string]int
 	drifted   map[string]bool
+	cohorts   []string
 	policy    domain.Policy
 	drift     []domain.Drift
 	// fairSharing is Kueue's setting, or why it cannot be read.
@@ -132,6 +133,7 @@ func (c *cluster) Fleet() (domain.ShapeLookup, map[string]int) {
 	return domain.LookupShape, c.available
 }
 func (c *cluster) DriftedTeams() map[string]bool        { return c.drifted }
+func (c *cluster) Cohorts() []string                    { return c.cohorts }
 func (c *cluster) Policy() domain.Policy                { return c.policy }
 func (c *cluster) PolicyDrift() ([]domain.Drift, error) { return c.drift, nil }
 func (c *cluster) KueueFairSharing(context.Context) (bool, error) {

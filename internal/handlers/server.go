@@ -145,6 +145,9 @@ type Teams interface {
 	changeCount
 	// DriftedTeams names the teams whose Kueue objects were changed by hand.
 	DriftedTeams() map[string]bool
+	// Cohorts are the cohorts a team may be put in: the console's own and
+	// those it created under it, by name.
+	Cohorts() []string
 }
 
 // Policy is the stored cluster policy and what Kueue makes of it.

@@ -103,6 +103,13 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		view.Title = "Edit team " + f.Name
 		view.Action = teamURL(f.Name, "")
 	}
+	imported := false
+	if st.editing {
+		if cq, _, ok := p.teams.Team(f.Name); ok {
+			imported = domain.Imported(cq)
+		}
+	}
+	view.Cohorts = cohortOptions(p.settings, p.teams.Cohorts(), f.Cohort, imported)
 	for _, t := range domain.KnownTypes(available) {
 		shape, _ := shapes(t)
 		view.InstanceTypes = append(view.InstanceTypes, templates.InstanceOption{Type: t, Label: optionLabel(shape, available[t])})
@@ -186,4 +193,27 @@ func (p teamPages) deriveQuota(c echo.Context) error {
 		out.VCPU, out.MemoryGiB = domain.FormatVCPU(q.CPUMilli), domain.FormatGiB(q.MemoryMiB)
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// cohortOptions are the cohorts a team may be put in, the console's own
+// first (as "", its default), and the team's current one when it is
+// elsewhere. An imported team's cohort is literal: "" is none, and the
+// console's cohort is named.
+func cohortOptions(s domain.Settings, cohorts []string, current string, imported bool) []templates.CohortOption {
+	out := []templates.CohortOption{{Name: "", Label: s.Cohort + " (the console's cohort)"}}
+	found := current == "" || (current == s.Cohort && !imported)
+	if imported {
+		out = []templates.CohortOption{{Name: "", Label: "none (borrows and lends nothing)"}}
+	}
+	for _, c := range cohorts {
+		if c == s.Cohort && !imported {
+			continue
+		}
+		out = append(out, templates.CohortOption{Name: c, Label: c})
+		found = found || c == current
+	}
+	if !found {
+		out = append(out, templates.CohortOption{Name: current, Label: current + " (where the queue is now)"})
+	}
+	return out
 }

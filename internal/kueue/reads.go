@@ -3,6 +3,7 @@ package kueue
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 
@@ -135,6 +136,20 @@ func (c *Cache) importedQueue(name string) *kueuev1beta2.ClusterQueue {
 		return nil
 	}
 	return found[0]
+}
+
+// ConsoleCohorts are the cohorts a team may be put in: the console's own
+// and those it created (named after it, "<cohort>-…"), by name.
+func (c *Cache) ConsoleCohorts(s domain.Settings) []string {
+	out := []string{s.Cohort}
+	all, _ := c.Cohorts.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
+	for _, co := range all {
+		if s.ConsoleCohort(co.Name) && co.Name != s.Cohort && co.DeletionTimestamp == nil {
+			out = append(out, co.Name)
+		}
+	}
+	slices.Sort(out[1:])
+	return out
 }
 
 // Policy returns the stored cluster policy.

@@ -118,7 +118,7 @@ func (s Service) Adoption(team string) (Adoption, Outcome) {
 	if !ad.Drifted {
 		return ad, Outcome{}
 	}
-	ad.Adopted, ad.Notes = domain.AdoptTeam(rep.Team, rep.Live.ClusterQueue, shapes)
+	ad.Adopted, ad.Notes = domain.AdoptTeam(s.Settings, rep.Team, rep.Live.ClusterQueue, shapes)
 	if rep.MembersDrifted() {
 		ad.Notes = append(ad.Notes, membersNote(rep.Saved))
 	}

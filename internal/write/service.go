@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -180,6 +181,19 @@ func (s Service) SaveTeam(ctx context.Context, who kueue.Identity, req TeamSave)
 		}
 		var errs form.Errors
 		team, errs = req.Form.Validate(shapes)
+		imported := false
+		if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing {
+			imported = domain.Imported(cq)
+		}
+		if team.Cohort == s.Settings.Cohort && !imported { // an imported team's cohort is literal
+			team.Cohort = ""
+		}
+		if team.Cohort != "" && errs.Get("cohort") == "" && !slices.Contains(s.Cache.ConsoleCohorts(s.Settings), team.Cohort) {
+			// An imported queue may stay where it is.
+			if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); !ok || !domain.Imported(cq) || string(cq.Spec.CohortName) != team.Cohort {
+				errs.Add("cohort", "Choose one of the console's cohorts: "+quote(team.Cohort)+" is not one.")
+			}
+		}
 		if cq, stored, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing && domain.Imported(cq) &&
 			errs.Get("users") == "" && !domain.SameMembers(stored.Members, team.Members) {
 			errs.Add("users", "Team "+req.Form.Name+" is an imported ClusterQueue: its members are the RoleBindings of its own namespaces, which the console does not write. Change them there.")
