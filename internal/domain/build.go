@@ -79,29 +79,21 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		return TeamObjects{}, err
 	}
 
-	flavors := make([]*kueueac.FlavorQuotasApplyConfiguration, 0, len(t.Quota))
+	flavors, err := nominalFlavors(t.Quota, shapes, func(rq *kueueac.ResourceQuotaApplyConfiguration, nominal resource.Quantity, r corev1.ResourceName) {
+		switch t.Lending {
+		case LendAndBorrow:
+			rq.WithBorrowingLimit(percentOf(nominal, t.BorrowLimitPercent, r))
+		case Lend:
+			rq.WithBorrowingLimit(resource.MustParse("0"))
+		case DontLend:
+			rq.WithBorrowingLimit(resource.MustParse("0")).WithLendingLimit(resource.MustParse("0"))
+		}
+	})
+	if err != nil {
+		return TeamObjects{}, err
+	}
 	var rfs []*kueueac.ResourceFlavorApplyConfiguration
 	for _, row := range t.Quota {
-		shape, ok := shapes(row.InstanceType)
-		if !ok {
-			return TeamObjects{}, fmt.Errorf("unknown instance type %q", row.InstanceType)
-		}
-		q := DeriveQuota(row, shape)
-		fq := kueueac.FlavorQuotas().WithName(kueuev1beta2.ResourceFlavorReference(row.InstanceType))
-		for _, r := range CoveredResources {
-			nominal := q.quantity(r)
-			rq := kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal)
-			switch t.Lending {
-			case LendAndBorrow:
-				rq.WithBorrowingLimit(percentOf(nominal, t.BorrowLimitPercent, r))
-			case Lend:
-				rq.WithBorrowingLimit(resource.MustParse("0"))
-			case DontLend:
-				rq.WithBorrowingLimit(resource.MustParse("0")).WithLendingLimit(resource.MustParse("0"))
-			}
-			fq.WithResources(rq)
-		}
-		flavors = append(flavors, fq)
 		rfs = append(rfs, FlavorFor(row.InstanceType))
 	}
 
@@ -152,6 +144,29 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 			WithLabels(labels).
 			WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueuev1beta2.ClusterQueueReference(s.ClusterQueue(t.Name)))),
 	}, nil
+}
+
+// nominalFlavors are the flavors of quota rows: each instance type's
+// resources with their derived nominal quota; limits sets a resource's
+// lending and borrowing limits.
+func nominalFlavors(rows []QuotaInput, shapes ShapeLookup, limits func(*kueueac.ResourceQuotaApplyConfiguration, resource.Quantity, corev1.ResourceName)) ([]*kueueac.FlavorQuotasApplyConfiguration, error) {
+	flavors := make([]*kueueac.FlavorQuotasApplyConfiguration, 0, len(rows))
+	for _, row := range rows {
+		shape, ok := shapes(row.InstanceType)
+		if !ok {
+			return nil, fmt.Errorf("unknown instance type %q", row.InstanceType)
+		}
+		q := DeriveQuota(row, shape)
+		fq := kueueac.FlavorQuotas().WithName(kueuev1beta2.ResourceFlavorReference(row.InstanceType))
+		for _, r := range CoveredResources {
+			nominal := q.quantity(r)
+			rq := kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal)
+			limits(rq, nominal, r)
+			fq.WithResources(rq)
+		}
+		flavors = append(flavors, fq)
+	}
+	return flavors, nil
 }
 
 // FlavorFor is the ResourceFlavor of an instance type: named after it and

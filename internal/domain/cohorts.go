@@ -4,10 +4,14 @@
 package domain
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
 )
 
 // CohortRow is one cohort of the tree, in the order the tree is read
@@ -191,4 +195,72 @@ func gpuQuota(groups []kueuev1beta2.ResourceGroup) int64 {
 		}
 	}
 	return n
+}
+
+// CohortAllocation is a cohort the console manages under its own, as an
+// admin states it. Its name is the console's cohort's and a suffix
+// ("shared-pool-research"), so that the admission policy can tell it is the
+// console's.
+type CohortAllocation struct {
+	Name, Parent string
+	// FairShareWeight is its weight among its siblings; nil leaves Kueue's default.
+	FairShareWeight *int64
+	// Quota is the cohort's own quota, shared by everything under it.
+	Quota []QuotaInput
+}
+
+// CohortParentProblem says why parent cannot be the parent of name ("" when
+// it can): parents maps each cohort to its parent, as the cluster has them.
+// Kueue refuses cycles; the form says so first, in words.
+func CohortParentProblem(name, parent string, parents map[string]string) string {
+	if parent == name {
+		return "A cohort cannot be its own parent."
+	}
+	seen := map[string]bool{}
+	for p := parent; p != ""; p = parents[p] {
+		if p == name {
+			return fmt.Sprintf("%s cannot be under %s: %s is already under %s.", name, parent, parent, name)
+		}
+		if seen[p] {
+			break
+		}
+		seen[p] = true
+	}
+	return ""
+}
+
+// BuildCohortObject is the Kueue Cohort that enforces c.
+func BuildCohortObject(c CohortAllocation, shapes ShapeLookup) (*kueueac.CohortApplyConfiguration, error) {
+	spec := kueueac.CohortSpec().WithParentName(kueuev1beta2.CohortReference(c.Parent))
+	if len(c.Quota) > 0 {
+		flavors, err := nominalFlavors(c.Quota, shapes, func(*kueueac.ResourceQuotaApplyConfiguration, resource.Quantity, corev1.ResourceName) {})
+		if err != nil {
+			return nil, err
+		}
+		spec.WithResourceGroups(kueueac.ResourceGroup().WithCoveredResources(CoveredResources...).WithFlavors(flavors...))
+	}
+	if c.FairShareWeight != nil {
+		spec.WithFairSharing(kueueac.FairSharing().WithWeight(*resource.NewQuantity(*c.FairShareWeight, resource.DecimalSI)))
+	}
+	return kueueac.Cohort(c.Name).WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).WithSpec(spec), nil
+}
+
+// ReadCohort is the allocation of a console cohort as Kueue has it.
+func ReadCohort(co *kueuev1beta2.Cohort, shapes ShapeLookup) CohortAllocation {
+	c := CohortAllocation{Name: co.Name, Parent: string(co.Spec.ParentName)}
+	if fs := co.Spec.FairSharing; fs != nil && fs.Weight != nil {
+		w := fs.Weight.Value()
+		c.FairShareWeight = &w
+	}
+	for _, rg := range co.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			shape, ok := shapes(string(f.Name))
+			if !ok {
+				continue
+			}
+			row, _ := adoptRow(QuotaInput{}, string(f.Name), shape, liveQuota(f.Resources))
+			c.Quota = append(c.Quota, row)
+		}
+	}
+	return c
 }

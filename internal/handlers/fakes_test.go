@@ -259,6 +259,15 @@ func (w *writes) ReleasePlan(queue string) (string, []domain.FieldWrite, write.O
 func (w *writes) ReleaseQueue(_ context.Context, who kueue.Identity, queue string) write.Outcome {
 	return w.answer("release "+queue, who)
 }
+func (w *writes) SaveCohort(_ context.Context, who kueue.Identity, f form.CohortForm) write.Outcome {
+	return w.answer("save cohort "+f.Suffix+" under "+f.Parent, who)
+}
+func (w *writes) DeleteCohort(_ context.Context, who kueue.Identity, name string) write.Outcome {
+	return w.answer("delete cohort "+name, who)
+}
+func (w *writes) CohortForEdit(name string) (domain.CohortAllocation, write.Outcome) {
+	return domain.CohortAllocation{Name: name, Parent: domain.DefaultSettings.Cohort}, write.Outcome{}
+}
 func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.PolicyForm) write.Outcome {
 	return w.answer("save the policy", who)
 }

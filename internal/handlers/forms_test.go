@@ -31,6 +31,8 @@ var forms = map[string]struct {
 	"re-apply policy":  {"/policy/drift/reapply", url.Values{}},
 	"import queue":     {"/queues/cluster-queue/import", url.Values{"fingerprint": {"fp-cluster-queue"}}},
 	"release queue":    {"/queues/cluster-queue/release", url.Values{}},
+	"save cohort":      {"/cohorts", url.Values{"suffix": {"research"}, "parent": {"shared-pool"}}},
+	"delete cohort":    {"/cohorts/shared-pool-research/delete", url.Values{}},
 }
 
 // Every outcome of the write path gets the same answer on every form: the

@@ -181,6 +181,7 @@ type Writes interface {
 	driftWrites
 	policyWrites
 	importWrites
+	cohortWrites
 }
 
 type teamWrites interface {
@@ -315,6 +316,7 @@ func New(cfg Config) *echo.Echo {
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
 	imports := queueImportPages{frame: f, writes: cfg.Writes}
+	cohorts := cohortPages{frame: f, overview: cfg.Overview, teams: cfg.Teams, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
 	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime,
 		shutdown: cfg.Shutdown, metrics: cfg.Metrics}
@@ -362,6 +364,10 @@ func New(cfg Config) *echo.Echo {
 	e.GET("/teams/:team/drift", drift.show)
 	e.POST("/teams/:team/drift/reapply", drift.reapply)
 	e.POST("/teams/:team/drift/adopt", drift.adopt)
+	e.GET("/cohorts", cohorts.list, cohorts.platformOnly)
+	e.POST("/cohorts", cohorts.save, cohorts.platformOnly)
+	e.GET("/cohorts/:cohort/edit", cohorts.edit, cohorts.platformOnly)
+	e.POST("/cohorts/:cohort/delete", cohorts.remove, cohorts.platformOnly)
 	e.GET("/queues/:queue/import", imports.showImport, imports.platformOnly)
 	e.POST("/queues/:queue/import", imports.importQueue, imports.platformOnly)
 	e.GET("/queues/:queue/release", imports.showRelease, imports.platformOnly)

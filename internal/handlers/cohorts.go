@@ -1,0 +1,109 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/form"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/write"
+	"github.com/openquota/console/web/templates"
+)
+
+// cohortPages show Kueue's cohort tree and create, change and delete the
+// cohorts the console makes under its own.
+type cohortPages struct {
+	frame
+	overview ClusterOverview
+	teams    Teams
+	writes   cohortWrites
+}
+
+type cohortWrites interface {
+	SaveCohort(ctx context.Context, who kueue.Identity, f form.CohortForm) write.Outcome
+	DeleteCohort(ctx context.Context, who kueue.Identity, name string) write.Outcome
+	CohortForEdit(name string) (domain.CohortAllocation, write.Outcome)
+}
+
+// platformOnly refuses the pages to team members: the tree names every
+// team's queues.
+func (p cohortPages) platformOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s, _ := p.scopeOf(c); !s.all {
+			return echo.NewHTTPError(http.StatusForbidden, "The cohorts page is for platform viewers and admins; your account sees only its teams.")
+		}
+		return next(c)
+	}
+}
+
+func (p cohortPages) list(c echo.Context) error {
+	f := form.CohortForm{Parent: p.settings.Cohort}
+	return p.render(c, http.StatusOK, f, false, write.Outcome{})
+}
+
+func (p cohortPages) edit(c echo.Context) error {
+	co, out := p.writes.CohortForEdit(c.Param("cohort"))
+	if out.Kind == write.NotFound {
+		return echo.NewHTTPError(http.StatusNotFound, out.Message)
+	}
+	return p.render(c, http.StatusOK, form.FromCohort(p.settings, co), true, write.Outcome{})
+}
+
+func (p cohortPages) save(c echo.Context) error {
+	values, err := c.FormParams()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
+	}
+	f := form.ParseCohort(values)
+	editing := p.teams != nil && slices.Contains(p.teams.Cohorts(), p.settings.Cohort+"-"+f.Suffix)
+	out := p.writes.SaveCohort(c.Request().Context(), p.identity(c), f)
+	return respond(c, out, "/cohorts", func(status int) error { return p.render(c, status, f, editing, out) })
+}
+
+func (p cohortPages) remove(c echo.Context) error {
+	out := p.writes.DeleteCohort(c.Request().Context(), p.identity(c), c.Param("cohort"))
+	return respond(c, out, "/cohorts", func(status int) error {
+		return p.render(c, status, form.CohortForm{Parent: p.settings.Cohort}, false, out)
+	})
+}
+
+func (p cohortPages) render(c echo.Context, status int, f form.CohortForm, editing bool, out write.Outcome) error {
+	ov, err := p.overview.Overview()
+	if err != nil {
+		return err
+	}
+	consoles := p.teams.Cohorts()
+	view := templates.CohortsView{
+		Page:     templates.Page{Title: "Cohorts", Active: "teams", Problem: p.problem()},
+		Tree:     cohortTreeRows(ov.Cohorts),
+		Form:     templates.CohortFields(f),
+		Errors:   fieldErrors(out.Fields),
+		Editing:  editing,
+		Prefix:   p.settings.Cohort + "-",
+		Flash:    auth.TakeFlashOf(c),
+		ReadOnly: p.readOnly(c, mayEditTeams),
+	}
+	if !out.Fields.Any() {
+		view.ApplyError = out.Message
+	}
+	self := p.settings.Cohort + "-" + f.Suffix
+	for _, name := range consoles {
+		if name != p.settings.Cohort {
+			view.Editable = append(view.Editable, name)
+		}
+		if !editing || name != self {
+			view.Parents = append(view.Parents, templates.CohortOption{Name: name, Label: name})
+		}
+	}
+	shapes, available := p.teams.Fleet()
+	for _, t := range domain.KnownTypes(available) {
+		shape, _ := shapes(t)
+		view.InstanceTypes = append(view.InstanceTypes, templates.InstanceOption{Type: t, Label: optionLabel(shape, available[t])})
+	}
+	return render(c, status, templates.Cohorts(view))
+}
