@@ -264,3 +264,72 @@ func ReadCohort(co *kueuev1beta2.Cohort, shapes ShapeLookup) CohortAllocation {
 	}
 	return c
 }
+
+// NoBorrowing says why a ClusterQueue may borrow nothing now.
+type NoBorrowing int
+
+const (
+	CanBorrow NoBorrowing = iota
+	// NotInCohort: a queue without cohort has nobody to borrow from.
+	NotInCohort
+	// BorrowingLimitReached: it already borrows what its limit allows.
+	BorrowingLimitReached
+	// NothingIdle: the rest of its cohort tree has no idle quota it may lend.
+	NothingIdle
+)
+
+// BorrowableGPUs is how many more GPUs the ClusterQueue named queue may
+// borrow right now, read from the cohort tree (CohortTree's rows), and why
+// none when it is 0. It is the lesser of what its borrowing limit still
+// allows and what the rest of its tree (up to the root cohort) has idle and
+// may lend: each other queue's idle quota, capped by its lending limit, plus
+// the cohorts' own quota, less what the tree's queues already borrow (the
+// queue's own borrowing included: it draws on the same idle quota). Cohorts'
+// lending limits towards their parent are not in the rows: not counted.
+func BorrowableGPUs(tree []CohortRow, queue string) (int64, NoBorrowing) {
+	// The rows are in tree order: a root (depth 0), then everything under it.
+	root, self := -1, -1
+	var q CohortQueue
+	for i, r := range tree {
+		if r.Depth == 0 {
+			root = i
+		}
+		for _, cq := range r.Queues {
+			if cq.Name == queue {
+				self, q = root, cq
+			}
+		}
+		if self >= 0 {
+			break
+		}
+	}
+	if self < 0 {
+		return 0, NotInCohort
+	}
+	var lendable int64
+	for i := self; i < len(tree) && (i == self || tree[i].Depth > 0); i++ {
+		lendable += tree[i].OwnGPUs
+		for _, other := range tree[i].Queues {
+			if other.Name == queue {
+				continue
+			}
+			idle := max(other.QuotaGPUs-other.InUseGPUs, 0)
+			if other.LendingLimited {
+				idle = min(idle, max(other.LendingLimitGPUs, 0))
+			}
+			lendable += idle
+		}
+	}
+	idle := max(lendable-tree[self].BorrowedGPUs, 0)
+	if q.BorrowingLimited {
+		allowed := max(q.BorrowingLimitGPUs-q.BorrowedGPUs, 0)
+		if allowed == 0 {
+			return 0, BorrowingLimitReached
+		}
+		idle = min(idle, allowed)
+	}
+	if idle == 0 {
+		return 0, NothingIdle
+	}
+	return idle, CanBorrow
+}

@@ -56,3 +56,73 @@ func TestCohortTree(t *testing.T) {
 		t.Errorf("a cycle of two cohorts: %d rows", len(rows))
 	}
 }
+
+func TestBorrowableGPUs(t *testing.T) {
+	q := func(name string, quota, inUse, borrowed int64) CohortQueue {
+		return CohortQueue{Name: name, Team: name, QuotaGPUs: quota, InUseGPUs: inUse, BorrowedGPUs: borrowed}
+	}
+	lends := func(c CohortQueue, limit int64) CohortQueue {
+		c.LendingLimited, c.LendingLimitGPUs = true, limit
+		return c
+	}
+	borrows := func(c CohortQueue, limit int64) CohortQueue {
+		c.BorrowingLimited, c.BorrowingLimitGPUs = true, limit
+		return c
+	}
+	// cohort is a root cohort of queues, its subtree figures summed.
+	cohort := func(name string, own int64, qs ...CohortQueue) CohortRow {
+		r := CohortRow{Name: name, OwnGPUs: own, QuotaGPUs: own, Queues: qs}
+		for _, q := range qs {
+			r.QuotaGPUs += q.QuotaGPUs
+			r.InUseGPUs += q.InUseGPUs
+			r.BorrowedGPUs += q.BorrowedGPUs
+		}
+		return r
+	}
+	type want struct {
+		GPUs int64
+		Why  NoBorrowing
+	}
+	cases := []struct {
+		name  string
+		tree  []CohortRow
+		queue string
+		want  want
+	}{
+		{"no cohort", []CohortRow{cohort("c", 0, q("b", 8, 0, 0))}, "a", want{0, NotInCohort}},
+		{"alone in its cohort", []CohortRow{cohort("c", 0, q("a", 8, 0, 0))}, "a", want{0, NothingIdle}},
+		{"others' idle quota", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), q("b", 8, 3, 0), q("c", 4, 6, 0))}, "a", want{5, CanBorrow}},
+		{"what others borrow is taken", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), q("b", 8, 2, 0), q("c", 4, 6, 2))}, "a", want{4, CanBorrow}},
+		{"its own borrowing is taken too", []CohortRow{cohort("c", 0, q("a", 8, 11, 3), q("b", 8, 2, 0))}, "a", want{3, CanBorrow}},
+		{"lending limits cap the idle quota", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), lends(q("b", 8, 0, 0), 2), lends(q("c", 8, 7, 0), 4))}, "a", want{3, CanBorrow}},
+		{"everything idle is borrowed", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), q("b", 8, 4, 0), q("c", 4, 8, 4))}, "a", want{0, NothingIdle}},
+		{"borrowing limit left", []CohortRow{cohort("c", 0, borrows(q("a", 8, 10, 2), 5), q("b", 16, 0, 0))}, "a", want{3, CanBorrow}},
+		{"borrowing limit reached", []CohortRow{cohort("c", 0, borrows(q("a", 8, 10, 2), 2), q("b", 16, 0, 0))}, "a", want{0, BorrowingLimitReached}},
+		{"borrowing limit 0", []CohortRow{cohort("c", 0, borrows(q("a", 8, 0, 0), 0), q("b", 16, 0, 0))}, "a", want{0, BorrowingLimitReached}},
+		{"a cohort's own quota", []CohortRow{cohort("c", 6, q("a", 8, 8, 0))}, "a", want{6, CanBorrow}},
+		{"up to the root, not other roots", func() []CohortRow {
+			org := cohort("org", 4, q("prod", 16, 10, 0))
+			research := cohort("research", 0, q("a", 8, 8, 0), lends(q("b", 8, 0, 0), 1))
+			research.Depth, research.Parent = 1, "org"
+			org.QuotaGPUs += research.QuotaGPUs
+			org.InUseGPUs += research.InUseGPUs
+			other := cohort("other", 100, q("x", 100, 0, 0))
+			return []CohortRow{org, research, other}
+		}(), "a", want{11, CanBorrow}},
+		{"a sibling sub-cohort lends too", func() []CohortRow {
+			org := cohort("org", 0)
+			left := cohort("left", 0, q("a", 8, 8, 0))
+			right := cohort("right", 0, q("b", 8, 5, 0))
+			left.Depth, left.Parent, right.Depth, right.Parent = 1, "org", 1, "org"
+			return []CohortRow{org, left, right}
+		}(), "a", want{3, CanBorrow}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, why := BorrowableGPUs(tc.tree, tc.queue)
+			if diff := cmp.Diff(tc.want, want{n, why}); diff != "" {
+				t.Errorf("BorrowableGPUs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -10,9 +10,9 @@ import (
 const (
 	// AnnotationPrefix starts the console's own annotations.
 	AnnotationPrefix = "quota-console.openquota.dev/"
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "quota-console"
-	TeamLabel      = "quota-console.openquota.dev/team"
+	ManagedByLabel   = "app.kubernetes.io/managed-by"
+	ManagedByValue   = "quota-console"
+	TeamLabel        = "quota-console.openquota.dev/team"
 	// AllocationAnnotation keeps the allocation as the admin typed it, so the
 	// edit form shows it back exactly; the Kueue objects stay the truth.
 	AllocationAnnotation = "quota-console.openquota.dev/allocation"

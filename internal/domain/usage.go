@@ -70,15 +70,50 @@ type TeamUsage struct {
 	// Imported: the console manages the queue since it imported it (it
 	// keeps its own name and namespaces). Reconciler names a GitOps tool
 	// that keeps the queue as its repository says (ReconciledBy).
-	Imported   bool
-	Reconciler string
-	Enabled    bool
-	Allocated                             Amount // nominal quota
-	InUse                                 Amount // admitted tasks' usage, own and borrowed
-	Borrowed                              Amount // usage above nominal, from other teams' quota
-	Lent                                  Amount // its idle quota used by others (attributed)
-	PendingDemand                         Amount // what its queued tasks ask for
-	Running, Pending, Preempted           int
+	Imported                    bool
+	Reconciler                  string
+	Enabled                     bool
+	Allocated                   Amount // nominal quota
+	InUse                       Amount // admitted tasks' usage, own and borrowed
+	Borrowed                    Amount // usage above nominal, from other teams' quota
+	Lent                        Amount // its idle quota used by others (attributed)
+	PendingDemand               Amount // what its queued tasks ask for
+	Running, Pending, Preempted int
+	// Limits are its quota and limits per flavor and resource, in the
+	// ClusterQueue's order, with what it borrows and lends there now.
+	Limits []ResourceLimit
+}
+
+// ResourceLimit is a ClusterQueue's quota of one resource on one flavor:
+// figures in the units Amount keeps (units).
+type ResourceLimit struct {
+	Flavor   string
+	Resource corev1.ResourceName
+	Nominal  int64
+	// BorrowingLimit and LendingLimit are nil when unset (no limit).
+	BorrowingLimit, LendingLimit *int64
+	// Borrowed is what Kueue says the queue borrows (status.flavorsUsage);
+	// Lent its LentShares share of what its cohort borrows.
+	Borrowed, Lent int64
+}
+
+// unitsOf is a limit in the units Amount keeps, nil when unset.
+func unitsOf(r corev1.ResourceName, q *resource.Quantity) *int64 {
+	if q == nil {
+		return nil
+	}
+	v := units(r, *q)
+	return &v
+}
+
+// limit is the row's quota of resource r on flavor, nil when it has none.
+func (u *TeamUsage) limit(flavor string, r corev1.ResourceName) *ResourceLimit {
+	for i := range u.Limits {
+		if u.Limits[i].Flavor == flavor && u.Limits[i].Resource == r {
+			return &u.Limits[i]
+		}
+	}
+	return nil
 }
 
 // queueRows are the usage rows of the ClusterQueues, sorted by team,
@@ -101,6 +136,8 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
 					row.Allocated.addUnits(r.Name, units(r.Name, r.NominalQuota))
+					row.Limits = append(row.Limits, ResourceLimit{Flavor: string(f.Name), Resource: r.Name, Nominal: units(r.Name, r.NominalQuota),
+						BorrowingLimit: unitsOf(r.Name, r.BorrowingLimit), LendingLimit: unitsOf(r.Name, r.LendingLimit)})
 				}
 			}
 		}
@@ -108,6 +145,9 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 			for _, r := range f.Resources {
 				row.InUse.addUnits(r.Name, units(r.Name, r.Total))
 				row.Borrowed.addUnits(r.Name, units(r.Name, r.Borrowed))
+				if l := row.limit(string(f.Name), r.Name); l != nil {
+					l.Borrowed = units(r.Name, r.Borrowed)
+				}
 			}
 		}
 		index[cq.Name] = len(rows)
@@ -164,7 +204,11 @@ func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index 
 			uses[i] = m.use
 		}
 		for i, lent := range LentShares(uses) {
-			rows[members[i].row].Lent.addUnits(k.resource, int64(lent+0.5))
+			row := &rows[members[i].row]
+			row.Lent.addUnits(k.resource, int64(lent+0.5))
+			if l := row.limit(k.flavor, k.resource); l != nil {
+				l.Lent += int64(lent + 0.5)
+			}
 		}
 	}
 }

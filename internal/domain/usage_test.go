@@ -6,6 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/kueuetest"
 )
 
 var inf = math.Inf(1)
@@ -35,5 +40,59 @@ func TestLentShares(t *testing.T) {
 				t.Errorf("LentShares(%v) (-want +got):\n%s", tc.in, diff)
 			}
 		})
+	}
+}
+
+func TestQueueRowsLimits(t *testing.T) {
+	q := resource.MustParse
+	limit := func(cq *kueuev1beta2.ClusterQueue, rg int, r corev1.ResourceName, borrowing, lending string) {
+		for i, rq := range cq.Spec.ResourceGroups[rg].Flavors[0].Resources {
+			if rq.Name == r {
+				if borrowing != "" {
+					cq.Spec.ResourceGroups[rg].Flavors[0].Resources[i].BorrowingLimit = ptrTo(q(borrowing))
+				}
+				if lending != "" {
+					cq.Spec.ResourceGroups[rg].Flavors[0].Resources[i].LendingLimit = ptrTo(q(lending))
+				}
+			}
+		}
+	}
+	usage := func(cq *kueuev1beta2.ClusterQueue, flavor string, r corev1.ResourceName, total, borrowed string) {
+		cq.Status.FlavorsUsage = append(cq.Status.FlavorsUsage, kueuev1beta2.FlavorUsage{Name: kueuev1beta2.ResourceFlavorReference(flavor),
+			Resources: []kueuev1beta2.ResourceUsage{{Name: r, Total: q(total), Borrowed: q(borrowed)}}})
+	}
+	a := kueuetest.MakeClusterQueue("a").Cohort("c").Quota("p5", ResourceGPU, "8").Quota("p5", corev1.ResourceCPU, "95500m").
+		Quota("p5", corev1.ResourceMemory, "1Ti").Quota("trn", ResourceNeuron, "16").Obj()
+	limit(a, 0, ResourceGPU, "", "4")
+	limit(a, 0, corev1.ResourceMemory, "512Gi", "0")
+	usage(a, "p5", ResourceGPU, "2", "0")
+	b := kueuetest.MakeClusterQueue("b").Cohort("c").Quota("p5", ResourceGPU, "4").Quota("p5", corev1.ResourceMemory, "0").Obj()
+	limit(b, 0, ResourceGPU, "8", "")
+	usage(b, "p5", ResourceGPU, "7", "3")
+	usage(b, "p5", corev1.ResourceMemory, "10Gi", "10Gi")
+	alone := kueuetest.MakeClusterQueue("alone").Quota("p5", ResourceGPU, "2").Obj()
+	usage(alone, "p5", ResourceGPU, "0", "0")
+
+	got := map[string][]ResourceLimit{}
+	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a, b, alone}, nil) {
+		got[row.Team] = row.Limits
+	}
+	want := map[string][]ResourceLimit{
+		"a": {
+			// Idle 6, of which it lends at most 4: all of b's 3 borrowed is from a.
+			{Flavor: "p5", Resource: ResourceGPU, Nominal: 8, LendingLimit: ptrTo[int64](4), Lent: 3},
+			{Flavor: "p5", Resource: corev1.ResourceCPU, Nominal: 95500},
+			// b borrows 10 GiB of memory beyond its 0, but a lends none: nobody's.
+			{Flavor: "p5", Resource: corev1.ResourceMemory, Nominal: 1 << 20, BorrowingLimit: ptrTo[int64](512 << 10), LendingLimit: ptrTo[int64](0)},
+			{Flavor: "trn", Resource: ResourceNeuron, Nominal: 16},
+		},
+		"b": {
+			{Flavor: "p5", Resource: ResourceGPU, Nominal: 4, BorrowingLimit: ptrTo[int64](8), Borrowed: 3},
+			{Flavor: "p5", Resource: corev1.ResourceMemory, Borrowed: 10 << 10},
+		},
+		"alone": {{Flavor: "p5", Resource: ResourceGPU, Nominal: 2}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("limits (-want +got):\n%s", diff)
 	}
 }

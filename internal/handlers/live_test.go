@@ -101,7 +101,7 @@ func TestAChangePushesThePartsThatDependOnIt(t *testing.T) {
 			after: time.Second,
 			want: map[string][]string{
 				"/usage":          {"usage-queue-" + s.ClusterQueue("team-000"), "usage-total"},
-				"/usage/team-000": {"team-live"},
+				"/usage/team-000": {"team-limits", "team-live"}, // the limits table shows the quota
 			},
 			renders: 4, // and the Tasks pages, whose figures stay
 		},

@@ -19,9 +19,11 @@ import (
 type overviewPage struct {
 	frame
 	overview ClusterOverview
-	charts   *chartFeeds
-	pieces   *pieces
-	kept     *kept[overviewTables]
+	// model gives the members' team sections their tasks and usage now.
+	model  snapshots
+	charts *chartFeeds
+	pieces *pieces
+	kept   *kept[overviewTables]
 }
 
 // visibleQueues are the ClusterQueues of the teams a viewer may see (the
@@ -43,6 +45,9 @@ type overviewTables struct {
 	vcpu          int64
 	queues        []templ.Component
 	cohorts       []templates.CohortTreeRow
+	// borrowable is, for a member's scope, what each of their teams'
+	// ClusterQueues may borrow now, by ClusterQueue.
+	borrowable map[string]borrowable
 }
 
 func (p overviewPage) show(c echo.Context) error {
@@ -72,15 +77,22 @@ func (p overviewPage) show(c echo.Context) error {
 		}
 		if visible.all { // the tree names every team's queues
 			t.cohorts = cohortTreeRows(ov.Cohorts)
+		} else {
+			t.borrowable = borrowableOf(ov, visible)
 		}
 		return t, nil
 	})
 	if err != nil {
 		return err
 	}
+	var teams []templates.TeamSection
+	if !visible.all {
+		teams = teamSections(p.model.Snapshot(), visible, tables.borrowable)
+	}
 	rangeName, _ := chartRange(c, time.Now())
 	view := templates.OverviewView{
 		Page:          templates.Page{Title: "Cluster overview", Active: "overview", Problem: p.problem()},
+		Teams:         teams,
 		InstanceTypes: tables.instanceTypes,
 		Total:         tables.total,
 		Queues:        tables.queues,

@@ -303,7 +303,7 @@ func New(cfg Config) *echo.Echo {
 	exports := newExportGate(cfg.Limits.Exports)
 
 	pieces, charts := newPieces(), newChartFeeds(prom)
-	overview := overviewPage{frame: f, overview: cfg.Overview, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
+	overview := overviewPage{frame: f, overview: cfg.Overview, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
 	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/memo"
@@ -147,5 +148,43 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 		row.HardwareUtil = "unavailable"
 	}
 	summary, err := part("team-live", templates.TeamSummary(row))
-	return []templates.LivePart{summary}, err
+	if err != nil {
+		return nil, err
+	}
+	limits, err := part("team-limits", templates.TeamLimitsTable(teamLimits(u)))
+	return []templates.LivePart{summary, limits}, err
+}
+
+// teamLimits is the team's quota and limits per flavor and resource, each
+// resource in the units of the usage page.
+func teamLimits(u domain.TeamUsage) templates.TeamLimits {
+	v := templates.TeamLimits{Team: u.Team, NoCohort: u.Cohort == ""}
+	for _, l := range u.Limits {
+		word, format := limitUnits(l.Resource)
+		limit := func(v *int64) string {
+			if v == nil {
+				return "none"
+			}
+			return format(*v)
+		}
+		v.Rows = append(v.Rows, templates.LimitRow{Flavor: l.Flavor, Resource: word, Nominal: format(l.Nominal),
+			BorrowingLimit: limit(l.BorrowingLimit), LendingLimit: limit(l.LendingLimit), Borrowed: format(l.Borrowed), Lent: format(l.Lent)})
+	}
+	return v
+}
+
+// limitUnits names a resource with its unit, and formats its figures, as
+// the usage page does; other resources are counts.
+func limitUnits(r corev1.ResourceName) (string, func(int64) string) {
+	switch r {
+	case domain.ResourceGPU:
+		return "GPUs", itoa
+	case domain.ResourceNeuron:
+		return "Neuron devices", itoa
+	case corev1.ResourceCPU:
+		return "vCPU", domain.FormatVCPU
+	case corev1.ResourceMemory:
+		return "Memory (GiB)", domain.FormatGiB
+	}
+	return domain.ResourceWord(r), itoa
 }

@@ -1,0 +1,92 @@
+package handlers_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/html"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueuetest"
+	"github.com/openquota/console/internal/webtest"
+)
+
+// A team member's overview starts with their teams: quota, use, borrowing,
+// tasks, and how much more they can borrow from their cohort tree now (or
+// why nothing); a viewer of the whole cluster gets no such section.
+func TestOverviewShowsMembersTheirTeams(t *testing.T) {
+	f := newFixture(t, 3, 0).withProxy()
+	s, now := f.settings, time.Now()
+	// Three queues of 8 GPUs using 0, 1 and 2 (kueuetest.Cluster), in a
+	// cohort under org, which has 4 GPUs of its own; team-001 uses 9 and
+	// borrows 1, all its borrowing limit allows.
+	objs := kueuetest.Cluster(s, s.Cohort, 3, 30, now)
+	team1 := objs.ClusterQueues[1]
+	team1.Spec.ResourceGroups[0].Flavors[0].Resources[0].BorrowingLimit = resource.NewQuantity(1, resource.DecimalSI)
+	team1.Status.FlavorsUsage[0].Resources[0].Total = *resource.NewQuantity(9, resource.DecimalSI)
+	team1.Status.FlavorsUsage[0].Resources[0].Borrowed = *resource.NewQuantity(1, resource.DecimalSI)
+	cohorts := []*kueuev1beta2.Cohort{
+		{ObjectMeta: metav1.ObjectMeta{Name: "org"}, Spec: kueuev1beta2.CohortSpec{ResourceGroups: []kueuev1beta2.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{domain.ResourceGPU}, Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge",
+				Resources: []kueuev1beta2.ResourceQuota{{Name: domain.ResourceGPU, NominalQuota: resource.MustParse("4")}}}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: s.Cohort}, Spec: kueuev1beta2.CohortSpec{ParentName: "org"}},
+	}
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
+	f.cluster.overview.Cohorts = domain.CohortTree(s, cohorts, objs.ClusterQueues)
+	f.access.grant("alice", listWorkloads(s.Namespace("team-000")))
+	f.access.grant("bob", listWorkloads(s.Namespace("team-001")), listWorkloads(s.Namespace("team-002")))
+	f.access.grant("admin", listClusterQueues)
+	h := f.handler()
+
+	// Task i of the 30 is team i%3's, asks for 1+i%4 GPUs, and runs when
+	// i%6 is 0 or 1, waits when 2 or 3, was preempted (waits) when 4.
+	cases := []struct {
+		user    string
+		figures map[string][]string
+		borrow  map[string]string
+	}{
+		{"alice", map[string][]string{"team-000": {"8", "0", "0", "5", "5", "16"}}, map[string]string{
+			// Idle and lendable: team-002's 6, org's own 4, less team-001's 1 borrowed.
+			"team-000": "You can borrow up to 9 more GPUs right now."}},
+		{"bob", map[string][]string{"team-001": {"8", "9", "1", "5", "5", "9"}, "team-002": {"8", "2", "0", "0", "5", "11"}}, map[string]string{
+			"team-001": "Your team cannot borrow right now: it already borrows 1 GPU, as much as its borrowing limit allows.",
+			// team-000's 8 and org's 4, less 1 borrowed.
+			"team-002": "You can borrow up to 11 more GPUs right now."}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.user, func(t *testing.T) {
+			_, body := user(t, h, tc.user).Get("/")
+			figures, borrow := map[string][]string{}, map[string]string{}
+			for team := range tc.figures {
+				figures[team] = webtest.HTMLRows(t, body, "your-team-"+team, webtest.ByAttr("data-team"))[team]
+				webtest.MustContain(t, tc.user+"'s overview", body, "Your team "+team,
+					`href="/usage/`+team+`"`, `href="/tasks?team=`+team+`"`)
+			}
+			if diff := cmp.Diff(tc.figures, figures); diff != "" {
+				t.Errorf("team figures: GPU quota, in use, borrowed, running, pending, pending GPUs (-want +got):\n%s", diff)
+			}
+			doc, err := html.Parse(strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for team := range tc.borrow {
+				if n := webtest.FindNode(doc, func(n *html.Node) bool { return webtest.Attr(n, "data-borrow") == team }); n != nil {
+					borrow[team] = strings.Join(strings.Fields(webtest.NodeText(n)), " ")
+				}
+			}
+			if diff := cmp.Diff(tc.borrow, borrow); diff != "" {
+				t.Errorf("what the teams may borrow (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	_, body := user(t, h, "admin").Get("/")
+	webtest.MustNotContain(t, "an admin's overview", body, "Your team", "data-your-team")
+}

@@ -1,0 +1,66 @@
+package handlers_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueuetest"
+	"github.com/openquota/console/internal/webtest"
+)
+
+// A team's page lists its ClusterQueue's quota per flavor and resource with
+// its borrowing and lending limits ("none" when unset), what it borrows
+// (Kueue's figure) and what it lends now (the usage page's attribution).
+func TestTeamPageShowsLimits(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	q := resource.MustParse
+	team0 := (&kueuetest.ClusterQueueWrapper{ClusterQueue: *objs.ClusterQueues[0]}).Quota("ml.p5.48xlarge", corev1.ResourceCPU, "192").
+		Quota("ml.p5.48xlarge", corev1.ResourceMemory, "2Ti").Quota("ml.trn1.32xlarge", domain.ResourceNeuron, "16").Obj()
+	gpu, cpu, mem := &team0.Spec.ResourceGroups[0].Flavors[0].Resources[0], &team0.Spec.ResourceGroups[0].Flavors[0].Resources[1],
+		&team0.Spec.ResourceGroups[0].Flavors[0].Resources[2]
+	gpu.LendingLimit, cpu.BorrowingLimit, mem.LendingLimit = ptr(q("4")), ptr(q("96500m")), ptr(q("512Gi"))
+	team0.Status.FlavorsUsage[0].Resources[0].Total = q("2")
+	// team-001 uses 11 of its 8 GPUs: the 3 it borrows are team-000's, the
+	// only queue with idle GPUs (6, of which it lends at most 4).
+	team1 := objs.ClusterQueues[1]
+	team1.Status.FlavorsUsage[0].Resources[0].Total, team1.Status.FlavorsUsage[0].Resources[0].Borrowed = q("11"), q("3")
+	objs.ClusterQueues[0] = team0
+	f.model.publish(snapshotOf(s, objs, now))
+	h := f.handler()
+
+	for _, tc := range []struct {
+		team string
+		want map[string][]string
+	}{
+		{"team-000", map[string][]string{
+			"ml.p5.48xlarge/GPUs":             {"ml.p5.48xlarge", "GPUs", "8", "none", "4", "0", "3"},
+			"ml.p5.48xlarge/vCPU":             {"ml.p5.48xlarge", "vCPU", "192", "96.5", "none", "0", "0"},
+			"ml.p5.48xlarge/Memory (GiB)":     {"ml.p5.48xlarge", "Memory (GiB)", "2048", "none", "512", "0", "0"},
+			"ml.trn1.32xlarge/Neuron devices": {"ml.trn1.32xlarge", "Neuron devices", "16", "none", "none", "0", "0"},
+		}},
+		{"team-001", map[string][]string{
+			"ml.p5.48xlarge/GPUs": {"ml.p5.48xlarge", "GPUs", "8", "none", "none", "3", "0"},
+		}},
+	} {
+		t.Run(tc.team, func(t *testing.T) {
+			code, body := webtest.Get(t, h, "/usage/"+tc.team)
+			if code != http.StatusOK {
+				t.Fatalf("/usage/%s: %d", tc.team, code)
+			}
+			got := webtest.HTMLRows(t, body, "team-limits", webtest.ByAttr("data-limit"))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("limits: flavor, resource, nominal, borrowing limit, lending limit, borrowed, lent (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
