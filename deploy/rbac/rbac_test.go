@@ -560,6 +560,19 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 				cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
 			})
 		},
+		"put a cohort of the console under a cohort it does not manage": func() error {
+			co := &kueuev1beta2.Cohort{ObjectMeta: metav1.ObjectMeta{Name: w.settings.Cohort + "-sub", Labels: managed},
+				Spec: kueuev1beta2.CohortSpec{ParentName: kueuev1beta2.CohortReference(w.otherCohort)}}
+			_, err := asKueue.KueueV1beta2().Cohorts().Create(ctx, co, dry)
+			return err
+		},
+		// The chart's cohort is shared-pool: the policy's cohort gets no parent.
+		"put the console's cohort under another": func() error {
+			co := &kueuev1beta2.Cohort{ObjectMeta: metav1.ObjectMeta{Name: domain.DefaultSettings.Cohort, Labels: managed},
+				Spec: kueuev1beta2.CohortSpec{ParentName: kueuev1beta2.CohortReference(w.settings.Cohort + "-sub")}}
+			_, err := asKueue.KueueV1beta2().Cohorts().Create(ctx, co, dry)
+			return err
+		},
 		"move an imported ClusterQueue to a cohort the console does not manage": func() error {
 			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
 				cq.Spec.CohortName = "elsewhere-" + kueuev1beta2.CohortReference(id)
@@ -744,6 +757,12 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 			return asKueue.KueueV1beta2().ResourceFlavors().Delete(ctx, w.managedFlavor, dryDelete)
 		},
 		"delete the team's namespace": func() error { return as.CoreV1().Namespaces().Delete(ctx, w.teamNamespace, dryDelete) },
+		"create a cohort of the console under the console's cohort": func() error {
+			co := &kueuev1beta2.Cohort{ObjectMeta: metav1.ObjectMeta{Name: w.settings.Cohort + "-research", Labels: managed},
+				Spec: kueuev1beta2.CohortSpec{ParentName: kueuev1beta2.CohortReference(w.settings.Cohort)}}
+			_, err := asKueue.KueueV1beta2().Cohorts().Create(ctx, co, dry)
+			return err
+		},
 		"import a ClusterQueue the console does not manage (its labels only)": func() error {
 			return updateQueue(w.otherClusterQueue, importLabels)
 		},
