@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -335,4 +336,67 @@ func labelWrites(before, after map[string]string, object string) []string {
 		}
 	}
 	return out
+}
+
+// Cohorts under the console's own: created from the cohorts page with a
+// parent and a quota of their own, a team put in one from its form, a
+// cycle refused with a sentence, a cohort with a team in it kept.
+func TestCohortsUnderTheConsolesOwn(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	id := rand.String(5)
+	outer, inner := c.settings.Cohort+"-org-"+id, c.settings.Cohort+"-research-"+id
+	t.Cleanup(func() {
+		_ = c.kueue.KueueV1beta2().Cohorts().Delete(context.Background(), inner, metav1.DeleteOptions{})
+		_ = c.kueue.KueueV1beta2().Cohorts().Delete(context.Background(), outer, metav1.DeleteOptions{})
+	})
+	save := func(suffix, parent, gpus string) (int, string) {
+		form := url.Values{"suffix": {suffix}, "parent": {parent}}
+		if gpus != "" {
+			form.Set("instanceType", "ml.p5.48xlarge")
+			form.Set("gpus", gpus)
+		}
+		code, _, body := c.post(t, "/cohorts", form)
+		return code, body
+	}
+	if code, body := save("org-"+id, c.settings.Cohort, "8"); code != 303 {
+		t.Fatalf("creating cohort %s: %d\n%.400s", outer, code, body)
+	}
+	c.eventually(t, "/cohorts", `data-cohort="`+outer+`"`)
+	if code, body := save("research-"+id, outer, ""); code != 303 {
+		t.Fatalf("creating cohort %s: %d\n%.400s", inner, code, body)
+	}
+	co, err := c.kueue.KueueV1beta2().Cohorts().Get(ctx, outer, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(co.Spec.ParentName) != c.settings.Cohort || len(co.Spec.ResourceGroups) != 1 {
+		t.Errorf("cohort %s: parent %q, %d resource groups", outer, co.Spec.ParentName, len(co.Spec.ResourceGroups))
+	}
+	c.eventually(t, "/cohorts", `data-cohort="`+inner+`" data-parent="`+outer+`"`)
+
+	// The outer cohort under the inner one would be a cycle.
+	if code, body := save("org-"+id, inner, "8"); code != 422 || !strings.Contains(body, "is already under") {
+		t.Errorf("a cycle: %d\n%.600s", code, body)
+	}
+
+	// A team in the inner cohort.
+	team := "in-cohort-" + id
+	form := webtest.TeamForm(team, "2")
+	form.Set("cohort", inner)
+	if code, _, body := c.post(t, "/teams", form); code != 303 {
+		t.Fatalf("creating team %s in %s: %d\n%.400s", team, inner, code, body)
+	}
+	t.Cleanup(func() { c.post(t, "/teams/"+team+"/delete", url.Values{}) })
+	if got := c.clusterQueue(t, team).Spec.CohortName; string(got) != inner {
+		t.Errorf("team %s's ClusterQueue is in cohort %q, want %s", team, got, inner)
+	}
+	if code, _, body := c.post(t, "/cohorts/"+inner+"/delete", url.Values{}); code == 303 || !strings.Contains(body, "is not empty") {
+		t.Errorf("deleting a cohort with a team in it: %d\n%.400s", code, body)
+	}
+	// A cohort the console did not create is refused as a team's cohort.
+	form.Set("cohort", "someone-elses")
+	if code, _, body := c.post(t, "/teams/"+team, form); code != 422 || !strings.Contains(body, `id="err-cohort"`) {
+		t.Errorf("a team in a cohort the console did not create: %d\n%.400s", code, body)
+	}
 }
