@@ -9,140 +9,18 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
 )
-
-// gpuFlavor is the instance type of the hand-made queue's GPUs.
-const gpuFlavor = "ml.g6.12xlarge"
-
-// handMade is a Kueue setup written by hand the way Kueue's getting-started
-// and shared-quota examples are: a flavor without node labels, a
-// ClusterQueue serving two ordinary namespaces by a label, a LocalQueue in
-// each, applied with kubectl.
-type handMade struct {
-	id, flavor, clusterQueue string
-	namespaces               []string
-}
-
-func applyHandMade(t *testing.T, c console) handMade {
-	t.Helper()
-	ctx := context.Background()
-	id := rand.String(5)
-	h := handMade{id: id, flavor: "default-flavor-" + id, clusterQueue: "cluster-queue-" + id}
-	kubectl := metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}
-	for _, name := range []string{"research-" + id, "vision-" + id} {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"research-group": id}}}
-		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, kubectl); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		h.namespaces = append(h.namespaces, name)
-	}
-	rf := &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: h.flavor}}
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Create(ctx, rf, kubectl); err != nil {
-		t.Fatal(err)
-	}
-	// The GPUs are on the instance type's flavor, as on a HyperPod cluster
-	// (the console's own, applied as the console applies it).
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
-		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
-		t.Fatal(err)
-	}
-	q := func(s string) resource.Quantity { return resource.MustParse(s) }
-	cq := &kueuev1beta2.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: h.clusterQueue},
-		Spec: kueuev1beta2.ClusterQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"research-group": id}},
-			CohortName:        kueuev1beta2.CohortReference("org-" + id),
-			// Two resource groups and a lending limit: more than the
-			// allocation form says.
-			ResourceGroups: []kueuev1beta2.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, domain.ResourceGPU},
-				Flavors: []kueuev1beta2.FlavorQuotas{{Name: gpuFlavor, Resources: []kueuev1beta2.ResourceQuota{
-					{Name: corev1.ResourceCPU, NominalQuota: q("9")}, {Name: corev1.ResourceMemory, NominalQuota: q("36Gi")},
-					{Name: domain.ResourceGPU, NominalQuota: q("4"), LendingLimit: ptr.To(q("1"))},
-				}}},
-			}, {
-				CoveredResources: []corev1.ResourceName{corev1.ResourcePods},
-				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(h.flavor), Resources: []kueuev1beta2.ResourceQuota{
-					{Name: corev1.ResourcePods, NominalQuota: q("50")},
-				}}},
-			}},
-		},
-	}
-	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, kubectl); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for _, ns := range h.namespaces {
-			_ = c.kueue.KueueV1beta2().Workloads(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		}
-		_ = c.kueue.KueueV1beta2().ClusterQueues().Delete(ctx, h.clusterQueue, metav1.DeleteOptions{})
-		_ = c.kueue.KueueV1beta2().ResourceFlavors().Delete(ctx, h.flavor, metav1.DeleteOptions{})
-	})
-	for _, ns := range h.namespaces {
-		lq := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "user-queue", Namespace: ns},
-			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(h.clusterQueue)}}
-		if _, err := c.kueue.KueueV1beta2().LocalQueues(ns).Create(ctx, lq, kubectl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return h
-}
-
-// workload submits a bare Workload of gpus GPUs to the namespace's
-// user-queue.
-func (h handMade) workload(t *testing.T, c console, ns, name string, gpus int64) {
-	t.Helper()
-	res := corev1.ResourceList{domain.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI),
-		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	wl := &kueuev1beta2.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: kueuev1beta2.WorkloadSpec{QueueName: "user-queue", PodSets: []kueuev1beta2.PodSet{{Name: "main", Count: 1,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res}}}}}}}},
-	}
-	if _, err := c.kueue.KueueV1beta2().Workloads(ns).Create(context.Background(), wl, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Workload %s: %v", name, err)
-	}
-}
-
-// admissions are the Workloads' admissions as Kueue keeps them: the
-// ClusterQueue and flavors, and since when quota is reserved ("pending"
-// while none is).
-func (h handMade) admissions(t *testing.T, c console) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, ns := range h.namespaces {
-		list, err := c.kueue.KueueV1beta2().Workloads(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, wl := range list.Items {
-			state := "pending"
-			for _, cond := range wl.Status.Conditions {
-				if cond.Type == kueuev1beta2.WorkloadQuotaReserved && cond.Status == metav1.ConditionTrue && wl.Status.Admission != nil {
-					state = string(wl.Status.Admission.ClusterQueue) + " since " + cond.LastTransitionTime.UTC().Format(time.RFC3339)
-				}
-			}
-			out[ns+"/"+wl.Name] = state
-		}
-	}
-	return out
-}
 
 // A cluster that already runs Kueue: a ClusterQueue made with kubectl,
 // serving two ordinary namespaces, shows with its tasks as a team of its
@@ -151,26 +29,19 @@ func (h handMade) admissions(t *testing.T, c console) map[string]string {
 func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
-	h := applyHandMade(t, c)
-	h.workload(t, c, h.namespaces[0], "run-1", 2)
-	h.workload(t, c, h.namespaces[1], "run-2", 2)
-	h.workload(t, c, h.namespaces[0], "wait-1", 4)
-	team := h.clusterQueue
-
-	var before map[string]string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		before = h.admissions(t, c)
-		running := 0
-		for _, st := range before {
-			if st != "pending" {
-				running++
-			}
-		}
-		return running == 2 && len(before) == 3, nil
-	})
-	if err != nil {
-		t.Fatalf("Kueue never admitted the two small Workloads: %v", before)
+	// The GPUs are on the instance type's flavor, as on a HyperPod cluster
+	// (the console's own, applied as the console applies it).
+	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
+		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
+		t.Fatal(err)
 	}
+	h := testenv.ApplyHandMade(t, testenv.Clients{Kube: c.kube, Kueue: c.kueue}, gpuFlavor)
+	h.Workload(t, h.Namespaces[0], "run-1", 2)
+	h.Workload(t, h.Namespaces[1], "run-2", 2)
+	h.Workload(t, h.Namespaces[0], "wait-1", 4)
+	team := h.ClusterQueue
+	before := h.WaitAdmitted(t, 2, 3)
+	var err error
 
 	// Every task is the queue's team's, in its own namespace.
 	var tasks map[string]map[string]string
@@ -182,26 +53,26 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 		t.Fatalf("the tasks page never listed the queue's 3 tasks under team %s: %v", team, tasks)
 	}
 	for key, r := range tasks {
-		if r["Team"] != team || !slices.Contains(h.namespaces, r["Namespace"]) {
-			t.Errorf("task %s: team %q namespace %q, want team %s in one of %v", key, r["Team"], r["Namespace"], team, h.namespaces)
+		if r["Team"] != team || !slices.Contains(h.Namespaces, r["Namespace"]) {
+			t.Errorf("task %s: team %q namespace %q, want team %s in one of %v", key, r["Team"], r["Namespace"], team, h.Namespaces)
 		}
 	}
 	var row map[string]string
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		row = c.csv(t, "/usage?format=csv&resource=gpu")[team+"/"+strings.Join(h.namespaces, ", ")]
+		row = c.csv(t, "/usage?format=csv&resource=gpu")[team+"/"+strings.Join(h.Namespaces, ", ")]
 		return row != nil && row["In use by tasks (GPUs)"] == "4", nil
 	})
 	if err != nil || row["Allocated (GPUs)"] != "4" || row["Running tasks (count)"] != "2" || row["Pending tasks (count)"] != "1" {
-		t.Errorf("usage row of team %s serving %v: %v", team, h.namespaces, row)
+		t.Errorf("usage row of team %s serving %v: %v", team, h.Namespaces, row)
 	}
 
 	// The teams page lists it with who made it.
-	if body := c.eventually(t, "/teams", `data-queue="`+h.clusterQueue+`"`); !strings.Contains(body, "kubectl-client-side-apply") {
-		t.Errorf("the teams page does not say kubectl manages %s", h.clusterQueue)
+	if body := c.eventually(t, "/teams", `data-queue="`+h.ClusterQueue+`"`); !strings.Contains(body, "kubectl-client-side-apply") {
+		t.Errorf("the teams page does not say kubectl manages %s", h.ClusterQueue)
 	}
 
 	// The preview, then the import.
-	code, preview := c.get(t, "/queues/"+h.clusterQueue+"/import")
+	code, preview := c.get(t, "/queues/"+h.ClusterQueue+"/import")
 	if code != 200 {
 		t.Fatalf("import preview: %d\n%.400s", code, preview)
 	}
@@ -210,21 +81,21 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if fp == nil {
 		t.Fatalf("the preview has no import form:\n%.600s", preview)
 	}
-	old, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.clusterQueue, metav1.GetOptions{})
+	old, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _, body := c.post(t, "/queues/"+h.clusterQueue+"/import", map[string][]string{"fingerprint": {fp[1]}}); code != 303 {
+	if code, _, body := c.post(t, "/queues/"+h.ClusterQueue+"/import", map[string][]string{"fingerprint": {fp[1]}}); code != 303 {
 		t.Fatalf("import: %d\n%.400s", code, body)
 	}
-	now, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.clusterQueue, metav1.GetOptions{})
+	now, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if now.Generation != old.Generation || !cmp.Equal(now.Spec, old.Spec) {
 		t.Errorf("importing changed the ClusterQueue's spec (generation %d → %d):\n%s", old.Generation, now.Generation, cmp.Diff(old.Spec, now.Spec))
 	}
-	written := labelWrites(old.Labels, now.Labels, "ClusterQueue "+h.clusterQueue)
+	written := labelWrites(old.Labels, now.Labels, "ClusterQueue "+h.ClusterQueue)
 	revisions := "ConfigMap " + c.settings.State() + "/" + domain.TeamRevisionsName(c.settings, team)
 	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, domain.TeamRevisionsName(c.settings, team), metav1.GetOptions{}); err == nil {
 		written = append(written, revisions+" revision 1")
@@ -234,7 +105,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 		t.Errorf("what importing wrote is not what the preview showed (-preview +written):\n%s", diff)
 	}
 	time.Sleep(2 * time.Second) // time for Kueue to react, if it would
-	if diff := cmp.Diff(before, h.admissions(t, c)); diff != "" {
+	if diff := cmp.Diff(before, h.Admissions(t)); diff != "" {
 		t.Errorf("importing changed Workloads' admissions (-before +after):\n%s", diff)
 	}
 	c.eventually(t, "/teams", `data-action="release"`)
@@ -253,7 +124,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if code, _, body := c.post(t, "/teams/"+team, form); code != 303 {
 		t.Fatalf("saving imported team %s: %d\n%.600s", team, code, body)
 	}
-	saved, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.clusterQueue, metav1.GetOptions{})
+	saved, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +143,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if diff := cmp.Diff(wantSpec, gotSpec, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("saving the imported team changed more than its GPU quota (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(before, h.admissions(t, c)); diff != "" {
+	if diff := cmp.Diff(before, h.Admissions(t)); diff != "" {
 		t.Errorf("raising the quota changed Workloads' admissions (-before +after):\n%s", diff)
 	}
 	if code, _, body := c.post(t, "/teams/"+team+"/delete", nil); code == 303 || !strings.Contains(body, "Release it instead") {
@@ -280,10 +151,10 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	}
 
 	// Release: the labels and revisions go, Kueue's objects stay.
-	if code, _, body := c.post(t, "/queues/"+h.clusterQueue+"/release", nil); code != 303 {
+	if code, _, body := c.post(t, "/queues/"+h.ClusterQueue+"/release", nil); code != 303 {
 		t.Fatalf("release: %d\n%.400s", code, body)
 	}
-	released, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.clusterQueue, metav1.GetOptions{})
+	released, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,10 +170,13 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if _, err := c.kube.CoreV1().ConfigMaps(c.settings.State()).Get(ctx, domain.TeamRevisionsName(c.settings, team), metav1.GetOptions{}); err == nil {
 		t.Error("release kept the team's revisions")
 	}
-	if diff := cmp.Diff(before, h.admissions(t, c)); diff != "" {
+	if diff := cmp.Diff(before, h.Admissions(t)); diff != "" {
 		t.Errorf("releasing changed Workloads' admissions (-before +after):\n%s", diff)
 	}
 }
+
+// gpuFlavor is the instance type of the hand-made queue's GPUs.
+const gpuFlavor = "ml.g6.12xlarge"
 
 // writtenRows are the preview's rows of what is written: "object field".
 func writtenRows(t *testing.T, body string) []string {
