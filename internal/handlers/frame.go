@@ -26,7 +26,10 @@ type frame struct {
 	auth     *auth.Authenticator
 	access   Access
 	teams    teamList
-	health   Health
+	// queues are every team's ClusterQueue and the namespaces it serves:
+	// a member sees the teams of the namespaces they may list Workloads in.
+	queues ReadModel
+	health Health
 	// warnings keep a failing dependency from flooding the log.
 	warnings *warnings
 }

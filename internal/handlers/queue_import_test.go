@@ -63,6 +63,17 @@ func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
 
+	// Whoever may list Workloads in default is a member of the queue's team:
+	// they see its page and tasks, and no other team.
+	f.access.grant("researcher", listWorkloads("default"))
+	researcher := user(t, f.handler(), "researcher")
+	if code, body := researcher.Get("/usage/cluster-queue"); code != http.StatusOK || !strings.Contains(body, "cluster-queue") {
+		t.Errorf("a member of namespace default on the queue's team page: %d", code)
+	}
+	if code, _ := researcher.Get("/usage/team-000"); code != http.StatusForbidden {
+		t.Errorf("a member of namespace default on team-000's page: %d, want 403", code)
+	}
+
 	// A team member sees neither the queue nor its preview.
 	f.access.grant("member", listWorkloads(s.Namespace("team-000")))
 	member := user(t, f.handler(), "member")

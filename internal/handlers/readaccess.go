@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/labstack/echo/v4"
@@ -69,29 +70,52 @@ func (f frame) scopeOf(c echo.Context) (s scope, known bool) {
 // scopeAll is a platform viewer's scope, as the echo context keeps it.
 var scopeAll any = scope{all: true}
 
-// memberOf are the teams whose Workloads id may list.
+// memberOf are the teams whose Workloads id may list in one of their
+// namespaces.
 func (f frame) memberOf(ctx context.Context, id kueue.Identity) map[string]bool {
 	teams := map[string]bool{}
-	if f.teams == nil {
-		return teams
-	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, reviewConcurrency)
-	for _, t := range f.teams.Teams() {
+	for team, namespaces := range f.teamNamespaces() {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(team string) {
+		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if ok, _ := f.allowed(ctx, id, mayListWorkloads(f.settings.Namespace(team))); ok {
-				mu.Lock()
-				teams[team] = true
-				mu.Unlock()
+			for _, ns := range namespaces {
+				if ok, _ := f.allowed(ctx, id, mayListWorkloads(ns)); ok {
+					mu.Lock()
+					teams[team] = true
+					mu.Unlock()
+					return
+				}
 			}
-		}(t.Name)
+		}()
 	}
 	wg.Wait()
 	return teams
+}
+
+// teamNamespaces are the namespaces of each team, whoever made its queue:
+// the team namespace of each team the console manages, and those whose
+// LocalQueues feed its ClusterQueue (the read model's rows).
+func (f frame) teamNamespaces() map[string][]string {
+	out := map[string][]string{}
+	if f.teams != nil {
+		for _, t := range f.teams.Teams() {
+			out[t.Name] = []string{f.settings.Namespace(t.Name)}
+		}
+	}
+	if f.queues != nil {
+		for _, r := range f.queues.Snapshot().Teams {
+			for _, ns := range r.Namespaces {
+				if !slices.Contains(out[r.Team], ns) {
+					out[r.Team] = append(out[r.Team], ns)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // readAccess refuses requests for pages the user may not see: any page

@@ -288,7 +288,7 @@ func New(cfg Config) *echo.Echo {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	f := frame{settings: cfg.Settings, log: cfg.Log, auth: cfg.Auth, access: cfg.Access, teams: cfg.Teams,
-		health: cfg.Health, warnings: &warnings{}}
+		queues: cfg.ReadModel, health: cfg.Health, warnings: &warnings{}}
 	var history TaskHistory = noTaskHistory{}
 	if cfg.TaskHistory != nil {
 		history = cfg.TaskHistory
