@@ -27,7 +27,7 @@ func TestImportEditMoveAndReleaseAQueue(t *testing.T) {
 		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	h := testenv.ApplyHandMade(t, c, gpuFlavor)
+	h := testenv.ApplyHandMade(t, c, gpuFlavor, "")
 	h.Workload(t, h.Namespaces[0], "run-1", 2)
 	before := h.WaitAdmitted(t, 1, 1)
 

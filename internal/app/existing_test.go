@@ -2,9 +2,11 @@ package app_test
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	h := testenv.ApplyHandMade(t, testenv.Clients{Kube: c.kube, Kueue: c.kueue}, gpuFlavor)
+	h := testenv.ApplyHandMade(t, testenv.Clients{Kube: c.kube, Kueue: c.kueue}, gpuFlavor, "")
 	h.Workload(t, h.Namespaces[0], "run-1", 2)
 	h.Workload(t, h.Namespaces[1], "run-2", 2)
 	h.Workload(t, h.Namespaces[0], "wait-1", 4)
@@ -272,5 +274,92 @@ func TestCohortsUnderTheConsolesOwn(t *testing.T) {
 	form.Set("cohort", "someone-elses")
 	if code, _, body := c.post(t, "/teams/"+team, form); code != 422 || !strings.Contains(body, `id="err-cohort"`) {
 		t.Errorf("a team in a cohort the console did not create: %d\n%.400s", code, body)
+	}
+}
+
+// A cluster set up by hand, as platform teams do before they install the
+// console: two levels of cohorts with a quota of their own, a queue serving
+// two namespaces by a label with a lending limit and two resource groups,
+// a queue a GitOps tool applies, running and pending Workloads in both.
+// Every queue shows with Kueue's figures, and importing each one changes
+// no Workload's admission.
+func TestEveryHandWrittenQueueShowsAndImportsWithoutEviction(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
+	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
+		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	id := rand.String(5)
+	root, child := "root-"+id, "child-"+id
+	testenv.ApplyCohort(t, clients, root, "", gpuFlavor, 4)
+	testenv.ApplyCohort(t, clients, child, root, "", 0)
+	h := testenv.ApplyHandMade(t, clients, gpuFlavor, child)
+	g := testenv.ApplyGitOpsQueue(t, clients, gpuFlavor, root, 4)
+	h.Workload(t, h.Namespaces[0], "run-a", 2)
+	h.Workload(t, h.Namespaces[1], "run-b", 2)
+	h.Workload(t, h.Namespaces[0], "wait", 16)
+	g.Workload(t, g.Namespaces[0], "run", 2)
+	g.Workload(t, g.Namespaces[0], "wait", 16)
+	before := map[string]string{}
+	maps.Copy(before, h.WaitAdmitted(t, 2, 3))
+	maps.Copy(before, g.WaitAdmitted(t, 1, 2))
+
+	// Every queue's row says what Kueue says.
+	for _, q := range []testenv.HandMade{h, g} {
+		var row map[string]string
+		var kueueInUse int64
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, q.ClusterQueue, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			kueueInUse = 0
+			for _, f := range cq.Status.FlavorsUsage {
+				for _, r := range f.Resources {
+					if r.Name == domain.ResourceGPU {
+						kueueInUse += r.Total.Value()
+					}
+				}
+			}
+			row = c.csv(t, "/usage?format=csv&resource=gpu")[q.ClusterQueue+"/"+strings.Join(q.Namespaces, ", ")]
+			return row != nil && kueueInUse > 0 && row["In use by tasks (GPUs)"] == strconv.FormatInt(kueueInUse, 10) &&
+				row["Pending tasks (count)"] == "1", nil
+		})
+		if err != nil {
+			t.Errorf("queue %s: row %v, Kueue's GPUs in use %d", q.ClusterQueue, row, kueueInUse)
+		}
+	}
+	teams := c.eventually(t, "/teams", `data-queue="`+g.ClusterQueue+`"`)
+	if !strings.Contains(teams, "argocd-controller") || !strings.Contains(teams, ">GitOps<") {
+		t.Errorf("the teams page does not flag %s as kept by argocd-controller", g.ClusterQueue)
+	}
+	overview := c.eventually(t, "/", `data-cohort="`+child+`" data-parent="`+root+`"`)
+	rows := webtest.HTMLRows(t, overview, "cohort-tree", webtest.ByAttr("data-cohort"))
+	if got := rows[root]; len(got) < 3 || got[1] != "4" || got[2] != "12" {
+		t.Errorf("cohort %s: own quota and quota under it %v, want 4 and 12", root, got)
+	}
+
+	// Import each, after its preview; nothing Kueue decided changes.
+	for _, q := range []testenv.HandMade{h, g} {
+		code, preview := c.get(t, "/queues/"+q.ClusterQueue+"/import")
+		fp := regexp.MustCompile(`name="fingerprint" value="([^"]+)"`).FindStringSubmatch(preview)
+		if code != 200 || fp == nil {
+			t.Fatalf("import preview of %s: %d", q.ClusterQueue, code)
+		}
+		if q.ClusterQueue == g.ClusterQueue && !strings.Contains(preview, `id="import-reconciler"`) {
+			t.Errorf("the preview of %s does not warn that argocd-controller will undo the console's changes", q.ClusterQueue)
+		}
+		if code, _, body := c.post(t, "/queues/"+q.ClusterQueue+"/import", url.Values{"fingerprint": {fp[1]}}); code != 303 {
+			t.Fatalf("import of %s: %d\n%.400s", q.ClusterQueue, code, body)
+		}
+	}
+	time.Sleep(2 * time.Second) // time for Kueue to react, if it would
+	after := map[string]string{}
+	maps.Copy(after, h.Admissions(t))
+	maps.Copy(after, g.Admissions(t))
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("importing changed Workloads' admissions (-before +after):\n%s", diff)
 	}
 }

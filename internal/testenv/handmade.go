@@ -2,12 +2,14 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -31,12 +33,16 @@ type HandMade struct {
 const gpu corev1.ResourceName = "nvidia.com/gpu"
 
 // ApplyHandMade writes a HandMade setup whose GPUs are on gpuFlavor (a
-// ResourceFlavor that must exist) with 4 GPUs of quota, 1 of them lendable.
-func ApplyHandMade(t testing.TB, c Clients, gpuFlavor string) HandMade {
+// ResourceFlavor that must exist) with 4 GPUs of quota, 1 of them lendable,
+// in cohort ("" for a cohort of its own).
+func ApplyHandMade(t testing.TB, c Clients, gpuFlavor, cohort string) HandMade {
 	t.Helper()
 	ctx := context.Background()
 	id := rand.String(5)
-	h := HandMade{ID: id, Flavor: "default-flavor-" + id, ClusterQueue: "cluster-queue-" + id, Cohort: "org-" + id, c: c}
+	if cohort == "" {
+		cohort = "org-" + id
+	}
+	h := HandMade{ID: id, Flavor: "default-flavor-" + id, ClusterQueue: "cluster-queue-" + id, Cohort: cohort, c: c}
 	kubectl := metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}
 	for _, name := range []string{"research-" + id, "vision-" + id} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"research-group": id}}}
@@ -150,4 +156,74 @@ func (h HandMade) WaitAdmitted(t testing.TB, n, total int) map[string]string {
 		t.Fatalf("Kueue never admitted %d of %d Workloads: %v", n, total, got)
 	}
 	return got
+}
+
+// ApplyGitOpsQueue writes a ClusterQueue as a GitOps tool would (server-side
+// apply by argocd-controller) in cohort, with gpus GPUs on gpuFlavor and a
+// LocalQueue "user-queue" in a namespace of its own, which HandMade then
+// holds. It goes when the test ends.
+func ApplyGitOpsQueue(t testing.TB, c Clients, gpuFlavor, cohort string, gpus int64) HandMade {
+	t.Helper()
+	ctx := context.Background()
+	id := rand.String(5)
+	h := HandMade{ID: id, ClusterQueue: "gitops-queue-" + id, Cohort: cohort, Namespaces: []string{"platform-" + id}, c: c}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.Namespaces[0]}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), h.Namespaces[0], metav1.DeleteOptions{})
+	})
+	cq := &kueuev1beta2.ClusterQueue{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.SchemeGroupVersion.String(), Kind: "ClusterQueue"},
+		ObjectMeta: metav1.ObjectMeta{Name: h.ClusterQueue, Labels: map[string]string{"app.kubernetes.io/instance": "platform-queues"}},
+		Spec: kueuev1beta2.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": h.Namespaces[0]}},
+			CohortName:        kueuev1beta2.CohortReference(cohort),
+			ResourceGroups: []kueuev1beta2.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, gpu},
+				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(gpuFlavor), Resources: []kueuev1beta2.ResourceQuota{
+					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("48")}, {Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("192Gi")},
+					{Name: gpu, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)},
+				}}},
+			}},
+		},
+	}
+	body, err := json.Marshal(cq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Patch(ctx, h.ClusterQueue, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: "argocd-controller", Force: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = c.Kueue.KueueV1beta2().Workloads(h.Namespaces[0]).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, h.ClusterQueue, metav1.DeleteOptions{})
+	})
+	lq := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "user-queue", Namespace: h.Namespaces[0]},
+		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(h.ClusterQueue)}}
+	if _, err := c.Kueue.KueueV1beta2().LocalQueues(h.Namespaces[0]).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// ApplyCohort writes a Cohort by hand, under parent ("" for a root), with
+// gpus GPUs of its own on gpuFlavor (none when 0). It goes when the test ends.
+func ApplyCohort(t testing.TB, c Clients, name, parent, gpuFlavor string, gpus int64) {
+	t.Helper()
+	co := &kueuev1beta2.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueuev1beta2.CohortSpec{ParentName: kueuev1beta2.CohortReference(parent)}}
+	if gpus > 0 {
+		co.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{gpu},
+			Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(gpuFlavor),
+				Resources: []kueuev1beta2.ResourceQuota{{Name: gpu, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)}}}}}}
+	}
+	if _, err := c.Kueue.KueueV1beta2().Cohorts().Create(context.Background(), co, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kueue.KueueV1beta2().Cohorts().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
