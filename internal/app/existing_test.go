@@ -78,7 +78,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("import preview: %d\n%.400s", code, preview)
 	}
-	previewed := writtenRows(t, preview)
+	previewed := writtenRows(t, preview, h.ClusterQueue)
 	fp := regexp.MustCompile(`name="fingerprint" value="([^"]+)"`).FindStringSubmatch(preview)
 	if fp == nil {
 		t.Fatalf("the preview has no import form:\n%.600s", preview)
@@ -87,7 +87,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _, body := c.post(t, "/queues/"+h.ClusterQueue+"/import", map[string][]string{"fingerprint": {fp[1]}}); code != 303 {
+	if code, _, body := c.post(t, "/queues/import", url.Values{"queue": {h.ClusterQueue}, "fingerprint": {fp[1]}}); code != 303 {
 		t.Fatalf("import: %d\n%.400s", code, body)
 	}
 	now, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
@@ -181,9 +181,9 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 const gpuFlavor = "ml.g6.12xlarge"
 
 // writtenRows are the preview's rows of what is written: "object field".
-func writtenRows(t *testing.T, body string) []string {
+func writtenRows(t *testing.T, body, queue string) []string {
 	t.Helper()
-	rows := webtest.HTMLRows(t, body, "import-writes", func(n *html.Node) string {
+	rows := webtest.HTMLRows(t, body, "import-writes-"+queue, func(n *html.Node) string {
 		if webtest.FindNode(n, func(c *html.Node) bool { return c.Data == "td" }) == nil {
 			return ""
 		}
@@ -341,19 +341,24 @@ func TestEveryHandWrittenQueueShowsAndImportsWithoutEviction(t *testing.T) {
 		t.Errorf("cohort %s: own quota and quota under it %v, want 4 and 12", root, got)
 	}
 
-	// Import each, after its preview; nothing Kueue decided changes.
-	for _, q := range []testenv.HandMade{h, g} {
-		code, preview := c.get(t, "/queues/"+q.ClusterQueue+"/import")
-		fp := regexp.MustCompile(`name="fingerprint" value="([^"]+)"`).FindStringSubmatch(preview)
-		if code != 200 || fp == nil {
-			t.Fatalf("import preview of %s: %d", q.ClusterQueue, code)
-		}
-		if q.ClusterQueue == g.ClusterQueue && !strings.Contains(preview, `id="import-reconciler"`) {
-			t.Errorf("the preview of %s does not warn that argocd-controller will undo the console's changes", q.ClusterQueue)
-		}
-		if code, _, body := c.post(t, "/queues/"+q.ClusterQueue+"/import", url.Values{"fingerprint": {fp[1]}}); code != 303 {
-			t.Fatalf("import of %s: %d\n%.400s", q.ClusterQueue, code, body)
-		}
+	// Both imported together, after one preview of both; nothing Kueue
+	// decided changes.
+	code, preview := c.get(t, "/queues/import?queue="+h.ClusterQueue+"&queue="+g.ClusterQueue)
+	if code != 200 {
+		t.Fatalf("import preview of %s and %s: %d", h.ClusterQueue, g.ClusterQueue, code)
+	}
+	if !strings.Contains(preview, `id="import-reconciler-`+g.ClusterQueue+`"`) {
+		t.Errorf("the preview of %s does not warn that argocd-controller will undo the console's changes", g.ClusterQueue)
+	}
+	form := url.Values{}
+	for _, m := range regexp.MustCompile(`name="(queue|fingerprint)" value="([^"]+)"`).FindAllStringSubmatch(preview, -1) {
+		form.Add(m[1], m[2])
+	}
+	if len(form["queue"]) != 2 {
+		t.Fatalf("the preview's form imports %v, want both queues", form["queue"])
+	}
+	if code, _, body := c.post(t, "/queues/import", form); code != 303 {
+		t.Fatalf("importing both: %d\n%.400s", code, body)
 	}
 	time.Sleep(2 * time.Second) // time for Kueue to react, if it would
 	after := map[string]string{}

@@ -154,7 +154,12 @@ func (m *Model) DeleteClusterQueue(name string) {
 // the team), so it may look at every task.
 func (m *Model) queueTeamChanged(name string) {
 	for key, f := range m.tasks {
-		if f.ClusterQueue == name {
+		if f.ClusterQueue != name {
+			continue
+		}
+		g := *f
+		m.resolveQueue(&g)
+		if g.Team != f.Team { // a queue named after its team changes none
 			m.replace(key, f, func(g *TaskFacts) { m.resolveQueue(g) })
 		}
 	}

@@ -30,17 +30,6 @@ type cohortWrites interface {
 	CohortForEdit(name string) (domain.CohortAllocation, write.Outcome)
 }
 
-// platformOnly refuses the pages to team members: the tree names every
-// team's queues.
-func (p cohortPages) platformOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if s, _ := p.scopeOf(c); !s.all {
-			return echo.NewHTTPError(http.StatusForbidden, "The cohorts page is for platform viewers and admins; your account sees only its teams.")
-		}
-		return next(c)
-	}
-}
-
 func (p cohortPages) list(c echo.Context) error {
 	f := form.CohortForm{Parent: p.settings.Cohort}
 	return p.render(c, http.StatusOK, f, false, write.Outcome{})

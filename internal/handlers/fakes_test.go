@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,8 +251,12 @@ func (w *writes) ImportPlan(queue string) (domain.QueueImport, write.Outcome) {
 	return domain.QueueImport{ClusterQueue: queue, Team: domain.Team{Name: queue}, Fingerprint: "fp-" + queue,
 		Writes: []domain.FieldWrite{{Object: "ClusterQueue " + queue, Field: "metadata.labels[app.kubernetes.io/managed-by]", Before: "(none)", After: `"quota-console"`}}}, write.Outcome{}
 }
-func (w *writes) ImportQueue(_ context.Context, who kueue.Identity, queue, fingerprint string) write.Outcome {
-	return w.answer("import "+queue+" as previewed in "+fingerprint, who)
+func (w *writes) ImportQueues(_ context.Context, who kueue.Identity, queues []write.QueuePreviewed) write.Outcome {
+	var names []string
+	for _, q := range queues {
+		names = append(names, q.Queue+" as previewed in "+q.Fingerprint)
+	}
+	return w.answer("import "+strings.Join(names, ", "), who)
 }
 func (w *writes) ReleasePlan(queue string) (string, []domain.FieldWrite, write.Outcome) {
 	return queue, []domain.FieldWrite{{Object: "ClusterQueue " + queue, Field: "metadata.labels[app.kubernetes.io/managed-by]", Before: `"quota-console"`, After: "none"}}, write.Outcome{}

@@ -29,7 +29,7 @@ var forms = map[string]struct {
 	"re-apply team":    {"/teams/team-001/drift/reapply", url.Values{}},
 	"adopt edits":      {"/teams/team-001/drift/adopt", url.Values{"adopt": {"fingerprint"}}},
 	"re-apply policy":  {"/policy/drift/reapply", url.Values{}},
-	"import queue":     {"/queues/cluster-queue/import", url.Values{"fingerprint": {"fp-cluster-queue"}}},
+	"import queues":    {"/queues/import", url.Values{"queue": {"cluster-queue"}, "fingerprint": {"fp-cluster-queue"}}},
 	"release queue":    {"/queues/cluster-queue/release", url.Values{}},
 	"save cohort":      {"/cohorts", url.Values{"suffix": {"research"}, "parent": {"shared-pool"}}},
 	"delete cohort":    {"/cohorts/shared-pool-research/delete", url.Values{}},

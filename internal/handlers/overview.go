@@ -19,6 +19,7 @@ import (
 type overviewPage struct {
 	frame
 	overview ClusterOverview
+	trees    *cohortTrees
 	// model gives the members' team sections their tasks and usage now.
 	model  snapshots
 	charts *chartFeeds
@@ -44,7 +45,6 @@ type overviewTables struct {
 	total         templates.InstanceRow
 	vcpu          int64
 	queues        []templ.Component
-	cohorts       []templates.CohortTreeRow
 	// borrowable is, for a member's scope, what each of their teams'
 	// ClusterQueues may borrow now, by ClusterQueue.
 	borrowable map[string]borrowable
@@ -75,9 +75,7 @@ func (p overviewPage) show(c echo.Context) error {
 			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped}
 			t.queues = append(t.queues, p.pieces.of(row, templates.QueueRowCells(row)))
 		}
-		if visible.all { // the tree names every team's queues
-			t.cohorts = cohortTreeRows(ov.Cohorts)
-		} else {
+		if !visible.all {
 			t.borrowable = borrowableOf(ov, visible)
 		}
 		return t, nil
@@ -96,7 +94,7 @@ func (p overviewPage) show(c echo.Context) error {
 		InstanceTypes: tables.instanceTypes,
 		Total:         tables.total,
 		Queues:        tables.queues,
-		Cohorts:       tables.cohorts,
+		CohortTree:    p.trees.table(visible),
 		Ranges:        rangeChoices("/?", rangeName),
 		CSVInstances:  csvHref(c, "instance-types"),
 		CSVQueues:     csvHref(c, "cluster-queues"),
@@ -174,4 +172,33 @@ func cohortTreeRows(tree []domain.CohortRow) []templates.CohortTreeRow {
 		}
 	}
 	return out
+}
+
+// cohortTrees keep the cohort tree's table, rendered once for every page
+// that shows it. Kueue updates the queues' status with every admission, so
+// the figures are taken again at most every cohortTreeCadence, not with
+// each change.
+type cohortTrees struct {
+	overview ClusterOverview
+	kept     kept[templ.Component]
+}
+
+// cohortTreeCadence is how often the cohort tree's figures are taken again.
+const cohortTreeCadence = 5 * time.Second
+
+// table is the cohort tree for a viewer of the whole cluster (the tree
+// names every team's queues); nil for others, and when there is no cohort.
+func (t *cohortTrees) table(visible scope) templ.Component {
+	if t == nil || !visible.all {
+		return nil
+	}
+	key := strconv.FormatInt(time.Now().Truncate(cohortTreeCadence).Unix(), 10)
+	table, _ := t.kept.get("all", key, func() (templ.Component, error) {
+		ov, err := t.overview.Overview()
+		if err != nil || len(ov.Cohorts) == 0 {
+			return nil, err
+		}
+		return renderNow(templates.CohortTreeTable(cohortTreeRows(ov.Cohorts)))
+	})
+	return table
 }

@@ -57,6 +57,16 @@ func (p *pieces) of(key any, c templ.Component) templ.Component {
 	return templ.Raw(h)
 }
 
+// renderNow is c rendered now, to be written as it is by every page
+// that shows it until what it shows changes.
+func renderNow(c templ.Component) (templ.Component, error) {
+	var b strings.Builder
+	if err := c.Render(context.Background(), &b); err != nil {
+		return nil, err
+	}
+	return templ.Raw(b.String()), nil
+}
+
 // joinRendered is rows rendered as one piece: a page of thousands of kept
 // rows writes them at once. None for no rows.
 func joinRendered(rows []templ.Component) ([]templ.Component, error) {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -18,49 +19,88 @@ import (
 type queueImportPages struct {
 	frame
 	writes importWrites
+	// model finds the queues of a cohort to import together.
+	model ReadModel
 }
 
 type importWrites interface {
 	ImportPlan(queue string) (domain.QueueImport, write.Outcome)
-	ImportQueue(ctx context.Context, who kueue.Identity, queue, fingerprint string) write.Outcome
+	ImportQueues(ctx context.Context, who kueue.Identity, queues []write.QueuePreviewed) write.Outcome
 	ReleasePlan(queue string) (team string, writes []domain.FieldWrite, o write.Outcome)
 	ReleaseQueue(ctx context.Context, who kueue.Identity, queue string) write.Outcome
 }
 
-// platformOnly refuses the pages to team members: a queue outside their
-// team is not theirs to see.
-func (p queueImportPages) platformOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if s, _ := p.scopeOf(c); !s.all {
-			return echo.NewHTTPError(http.StatusForbidden, "Importing and releasing ClusterQueues is for platform admins; your account sees only its teams.")
-		}
-		return next(c)
-	}
-}
-
+// showImport previews importing one queue (/queues/:queue/import), or
+// several (/queues/import?queue=a&queue=b), or every queue of a cohort the
+// console does not manage (/queues/import?cohort=x).
 func (p queueImportPages) showImport(c echo.Context) error {
-	return p.renderImport(c, http.StatusOK, c.Param("queue"), "")
+	queues := c.QueryParams()["queue"]
+	if q := c.Param("queue"); q != "" {
+		queues = []string{q}
+	}
+	if cohort := c.QueryParam("cohort"); cohort != "" {
+		for _, r := range p.model.Snapshot().Teams {
+			if r.Cohort == cohort && r.Manager != "" {
+				queues = append(queues, r.ClusterQueue)
+			}
+		}
+	}
+	if len(queues) == 0 {
+		return echo.NewHTTPError(http.StatusNotFound, "No ClusterQueue to import was chosen.")
+	}
+	return p.renderImport(c, http.StatusOK, queues, "")
 }
 
-func (p queueImportPages) renderImport(c echo.Context, status int, queue, applyErr string) error {
-	plan, out := p.writes.ImportPlan(queue)
-	if out.Kind == write.NotFound {
-		return echo.NewHTTPError(http.StatusNotFound, out.Message)
-	}
+func (p queueImportPages) renderImport(c echo.Context, status int, queues []string, applyErr string) error {
 	view := templates.QueueImportView{
-		Page:         templates.Page{Title: "Import ClusterQueue " + queue, Active: "teams", Problem: p.problem()},
-		ClusterQueue: queue, Team: plan.Team.Name, Allocation: domain.DescribeTeam(plan.Team),
-		Namespaces: strings.Join(plan.Namespaces, ", "), Cohort: plan.Cohort, Kept: plan.Kept,
-		Writes: writeRows(plan.Writes), Reconciler: plan.Reconciler, Problem: plan.Problem,
-		Fingerprint: plan.Fingerprint, ReadOnly: p.readOnly(c, mayEditTeams), ApplyError: applyErr,
+		Page:     templates.Page{Title: "Import ClusterQueues", Active: "teams", Problem: p.problem()},
+		ReadOnly: p.readOnly(c, mayEditTeams), ApplyError: applyErr,
+	}
+	var teams []string
+	for _, queue := range queues {
+		plan, out := p.writes.ImportPlan(queue)
+		if out.Kind == write.NotFound {
+			return echo.NewHTTPError(http.StatusNotFound, out.Message)
+		}
+		view.Plans = append(view.Plans, templates.QueuePlanView{
+			ClusterQueue: queue, Team: plan.Team.Name, Allocation: domain.DescribeTeam(plan.Team),
+			Namespaces: strings.Join(plan.Namespaces, ", "), Cohort: plan.Cohort, Kept: plan.Kept,
+			Writes: writeRows(plan.Writes), Reconciler: plan.Reconciler, Problem: plan.Problem, Fingerprint: plan.Fingerprint,
+		})
+		if plan.Problem == "" {
+			teams = append(teams, plan.Team.Name)
+		}
+	}
+	view.Importable = len(teams)
+	switch len(teams) {
+	case 1:
+		view.Title, view.ImportLabel = "Import ClusterQueue "+queues[0], "Import as team "+teams[0]
+	default:
+		view.ImportLabel = "Import " + strconv.Itoa(len(teams)) + " queues as teams " + strings.Join(teams, ", ")
 	}
 	return render(c, status, templates.QueueImport(view))
 }
 
-func (p queueImportPages) importQueue(c echo.Context) error {
-	queue := c.Param("queue")
-	out := p.writes.ImportQueue(c.Request().Context(), p.identity(c), queue, c.FormValue("fingerprint"))
-	return respond(c, out, "/teams", func(status int) error { return p.renderImport(c, status, queue, out.Message) })
+func (p queueImportPages) importQueues(c echo.Context) error {
+	values, err := c.FormParams()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
+	}
+	queues, fingerprints := values["queue"], values["fingerprint"]
+	if len(queues) != len(fingerprints) {
+		return echo.NewHTTPError(http.StatusBadRequest, "Each ClusterQueue needs the fingerprint of its preview.")
+	}
+	previewed := make([]write.QueuePreviewed, len(queues))
+	for i := range queues {
+		previewed[i] = write.QueuePreviewed{Queue: queues[i], Fingerprint: fingerprints[i]}
+	}
+	out := p.writes.ImportQueues(c.Request().Context(), p.identity(c), previewed)
+	return respond(c, out, "/teams", func(status int) error {
+		if len(queues) == 0 {
+			return echo.NewHTTPError(status, out.Message)
+		}
+		return p.renderImport(c, status, queues, out.Message)
+	})
 }
 
 func (p queueImportPages) showRelease(c echo.Context) error {
@@ -73,8 +113,8 @@ func (p queueImportPages) renderRelease(c echo.Context, status int, queue, apply
 		return echo.NewHTTPError(http.StatusNotFound, out.Message)
 	}
 	view := templates.QueueImportView{
-		Page:         templates.Page{Title: "Release ClusterQueue " + queue, Active: "teams", Problem: p.problem()},
-		ClusterQueue: queue, Team: team, Release: true, Writes: writeRows(writes),
+		Page:    templates.Page{Title: "Release ClusterQueue " + queue, Active: "teams", Problem: p.problem()},
+		Release: true, Plans: []templates.QueuePlanView{{ClusterQueue: queue, Team: team, Writes: writeRows(writes)}},
 		ReadOnly: p.readOnly(c, mayEditTeams), ApplyError: applyErr,
 	}
 	return render(c, status, templates.QueueImport(view))

@@ -53,10 +53,10 @@ func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
 	}
 
 	code, body = admin.Get("/queues/cluster-queue/import")
-	if code != http.StatusOK || !strings.Contains(body, `id="import-writes"`) || !strings.Contains(body, "metadata.labels[app.kubernetes.io/managed-by]") {
+	if code != http.StatusOK || !strings.Contains(body, `id="import-writes-cluster-queue"`) || !strings.Contains(body, "metadata.labels[app.kubernetes.io/managed-by]") {
 		t.Fatalf("import preview: %d\n%.500s", code, body)
 	}
-	if code, location, _ := admin.Post("/queues/cluster-queue/import", url.Values{"fingerprint": {"fp-cluster-queue"}}); code != http.StatusSeeOther || location != "/teams" {
+	if code, location, _ := admin.Post("/queues/import", url.Values{"queue": {"cluster-queue"}, "fingerprint": {"fp-cluster-queue"}}); code != http.StatusSeeOther || location != "/teams" {
 		t.Errorf("import: %d %q", code, location)
 	}
 	if diff := cmp.Diff([]string{"import cluster-queue as previewed in fp-cluster-queue by admin"}, f.writes.made()); diff != "" {
@@ -79,6 +79,11 @@ func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
 	member := user(t, f.handler(), "member")
 	if _, body := member.Get("/teams"); strings.Contains(body, `data-queue="cluster-queue"`) {
 		t.Error("a member of team-000 sees a queue outside their team")
+	}
+	// A whole cohort's queues, previewed together.
+	code, body = admin.Get("/queues/import?queue=cluster-queue&queue=hyperpod-ns-team-000-clusterqueue")
+	if code != http.StatusOK || !strings.Contains(body, `data-queue="cluster-queue"`) || !strings.Contains(body, `data-queue="hyperpod-ns-team-000-clusterqueue"`) {
+		t.Errorf("a preview of two queues: %d", code)
 	}
 	if code, _ := member.Get("/queues/cluster-queue/import"); code != http.StatusForbidden {
 		t.Errorf("a member's import preview: %d, want 403", code)
@@ -116,7 +121,12 @@ func TestOverviewShowsTheCohortTree(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cohort tree (-want +got):\n%s", diff)
 	}
-	if _, body := user(t, h, "member").Get("/"); strings.Contains(body, `id="cohort-tree"`) {
-		t.Error("a team member sees the cohort tree with every team's queues")
+	if _, body := user(t, h, "admin").Get("/usage"); len(webtest.HTMLRows(t, body, "cohort-tree", webtest.ByAttr("data-cohort"))) != 2 {
+		t.Error("the usage page does not show the two cohorts")
+	}
+	for _, path := range []string{"/", "/usage"} {
+		if _, body := user(t, h, "member").Get(path); strings.Contains(body, `id="cohort-tree"`) {
+			t.Errorf("a team member sees the cohort tree with every team's queues on %s", path)
+		}
 	}
 }

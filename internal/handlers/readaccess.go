@@ -146,3 +146,16 @@ func (f frame) readAccess() echo.MiddlewareFunc {
 		}
 	}
 }
+
+// platformOnly refuses a page to team members with a sentence: it shows
+// what is beyond their teams (every queue, the cohort tree).
+func (f frame) platformOnly(what string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if s, _ := f.scopeOf(c); !s.all {
+				return echo.NewHTTPError(http.StatusForbidden, what+" is for platform viewers and admins; your account sees only its teams.")
+			}
+			return next(c)
+		}
+	}
+}

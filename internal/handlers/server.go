@@ -303,8 +303,9 @@ func New(cfg Config) *echo.Echo {
 	exports := newExportGate(cfg.Limits.Exports)
 
 	pieces, charts := newPieces(), newChartFeeds(prom)
-	overview := overviewPage{frame: f, overview: cfg.Overview, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
-	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces}
+	trees := &cohortTrees{overview: cfg.Overview}
+	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
+	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces, trees: trees}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
@@ -315,7 +316,7 @@ func New(cfg Config) *echo.Echo {
 	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
-	imports := queueImportPages{frame: f, writes: cfg.Writes}
+	imports := queueImportPages{frame: f, writes: cfg.Writes, model: cfg.ReadModel}
 	cohorts := cohortPages{frame: f, overview: cfg.Overview, teams: cfg.Teams, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
 	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime,
@@ -364,14 +365,16 @@ func New(cfg Config) *echo.Echo {
 	e.GET("/teams/:team/drift", drift.show)
 	e.POST("/teams/:team/drift/reapply", drift.reapply)
 	e.POST("/teams/:team/drift/adopt", drift.adopt)
-	e.GET("/cohorts", cohorts.list, cohorts.platformOnly)
-	e.POST("/cohorts", cohorts.save, cohorts.platformOnly)
-	e.GET("/cohorts/:cohort/edit", cohorts.edit, cohorts.platformOnly)
-	e.POST("/cohorts/:cohort/delete", cohorts.remove, cohorts.platformOnly)
-	e.GET("/queues/:queue/import", imports.showImport, imports.platformOnly)
-	e.POST("/queues/:queue/import", imports.importQueue, imports.platformOnly)
-	e.GET("/queues/:queue/release", imports.showRelease, imports.platformOnly)
-	e.POST("/queues/:queue/release", imports.releaseQueue, imports.platformOnly)
+	cohortsOnly, importsOnly := f.platformOnly("The cohorts page"), f.platformOnly("Importing and releasing ClusterQueues")
+	e.GET("/cohorts", cohorts.list, cohortsOnly)
+	e.POST("/cohorts", cohorts.save, cohortsOnly)
+	e.GET("/cohorts/:cohort/edit", cohorts.edit, cohortsOnly)
+	e.POST("/cohorts/:cohort/delete", cohorts.remove, cohortsOnly)
+	e.GET("/queues/:queue/import", imports.showImport, importsOnly)
+	e.GET("/queues/import", imports.showImport, importsOnly)
+	e.POST("/queues/import", imports.importQueues, importsOnly)
+	e.GET("/queues/:queue/release", imports.showRelease, importsOnly)
+	e.POST("/queues/:queue/release", imports.releaseQueue, importsOnly)
 	e.GET("/policy/history", revisions.policyRevisions)
 	e.POST("/policy/history/:rev/rollback", revisions.rollbackPolicy)
 	e.POST("/policy/drift/reapply", revisions.reapplyPolicy)

@@ -74,6 +74,12 @@ func (p teamPages) list(c echo.Context) error {
 	})
 	view.Teams, view.Allocation = tables.teams, tables.allocation
 	view.Queues = externalQueues(p.model.Snapshot().Teams, visible)
+	for _, q := range view.Queues {
+		if q.Cohort != "" && !q.Imported && !slices.Contains(view.ImportCohorts, q.Cohort) {
+			view.ImportCohorts = append(view.ImportCohorts, q.Cohort)
+		}
+	}
+	slices.Sort(view.ImportCohorts)
 	return render(c, http.StatusOK, templates.Teams(view))
 }
 

@@ -63,6 +63,7 @@ type usagePages struct {
 	charts      *chartFeeds
 	preemptions *teamPreemptions
 	pieces      *pieces
+	trees       *cohortTrees
 }
 
 // hardwareUtil is each team's GPU utilization, from the utilization feed;
@@ -93,6 +94,7 @@ func (p usagePages) usage(c echo.Context) error {
 	for _, r := range usageResources {
 		page.Resources = append(page.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
 	}
+	page.CohortTree = p.trees.table(visible)
 	return render(c, http.StatusOK, templates.Usage(page))
 }
 

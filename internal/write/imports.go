@@ -3,6 +3,7 @@ package write
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -34,14 +35,32 @@ func (s Service) ImportPlan(queue string) (domain.QueueImport, Outcome) {
 	return domain.PlanImport(s.Settings, cq, served, taken, shapes), Outcome{}
 }
 
-// ImportQueue imports a ClusterQueue as the preview with fingerprint showed
-// it: if the queue changed since, nothing is imported.
-func (s Service) ImportQueue(ctx context.Context, who kueue.Identity, queue, fingerprint string) Outcome {
-	plan, o := s.ImportPlan(queue)
-	if o.Kind != Saved {
-		return o
+// QueuePreviewed is a ClusterQueue to import and the fingerprint of the
+// preview the admin saw of it.
+type QueuePreviewed struct{ Queue, Fingerprint string }
+
+// ImportQueues imports ClusterQueues, each as its preview showed it: one
+// that changed since is not imported. Each import is whole or nothing; the
+// outcome says which were imported and, at the first that was not, why.
+func (s Service) ImportQueues(ctx context.Context, who kueue.Identity, queues []QueuePreviewed) Outcome {
+	if len(queues) == 0 {
+		return rejected("Choose at least one ClusterQueue to import.")
 	}
-	return s.run(ctx, who, importPlan(s, plan, fingerprint))
+	var done []string
+	for _, q := range queues {
+		plan, o := s.ImportPlan(q.Queue)
+		if o.Kind == Saved {
+			o = s.run(ctx, who, importPlan(s, plan, q.Fingerprint))
+		}
+		if o.Kind != Saved {
+			if len(done) > 0 {
+				o.Message = "Imported " + strings.Join(done, ", ") + "; then stopped: " + o.Message
+			}
+			return o
+		}
+		done = append(done, q.Queue+" (team "+plan.Team.Name+")")
+	}
+	return saved("Imported " + strings.Join(done, ", ") + ". Nothing else changed: their quota, LocalQueues, namespaces and tasks are as they were.")
 }
 
 func importPlan(s Service, p domain.QueueImport, fingerprint string) plan {
@@ -70,7 +89,7 @@ func importPlan(s Service, p domain.QueueImport, fingerprint string) plan {
 			cq, err := s.Cache.ClusterQueues.Get(p.ClusterQueue)
 			return err == nil && domain.Imported(cq)
 		},
-		done: "ClusterQueue " + p.ClusterQueue + " is now team " + p.Team.Name + ". Nothing else changed: its quota, LocalQueues, namespaces and tasks are as they were.",
+		done: "ClusterQueue " + p.ClusterQueue + " is now team " + p.Team.Name + ".",
 	}
 }
 
