@@ -51,6 +51,11 @@ func chart(id, title, unit string, yMax float64, unavailable string, series ...m
 // never waiting for Prometheus once a range was asked.
 const chartsEvery = 30 * time.Second
 
+// firstAnswerGrace is how long a page waits for a source's first answer
+// (Prometheus, the task history) before it shows the part as coming: a
+// source that is down fails within it.
+const firstAnswerGrace = 5 * time.Millisecond
+
 // chartFeeds keep the charts' series by range name (the range ends now,
 // so its times move), asked again in the background.
 type chartFeeds struct {
@@ -76,9 +81,11 @@ func (f *chartFeeds) clusterSeries(ctx context.Context, rangeName string, vcpuCa
 	})
 }
 
-// teamSeries are a team's series of the named range.
-func (f *chartFeeds) teamSeries(ctx context.Context, s domain.Settings, team, rangeName string) (metrics.TeamCharts, error) {
-	return f.t.Recent(ctx, team+"\x00"+rangeName, func(ctx context.Context) (metrics.TeamCharts, error) {
+// teamSeries are a team's series of the named range, as they are now: a
+// page never waits for Prometheus; pending is true while the first answer
+// is asked (the page fills the charts in when it comes).
+func (f *chartFeeds) teamSeries(ctx context.Context, s domain.Settings, team, rangeName string) (charts metrics.TeamCharts, pending bool, err error) {
+	return f.t.Peek(ctx, team+"\x00"+rangeName, firstAnswerGrace, func(ctx context.Context) (metrics.TeamCharts, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		r, _ := metrics.RangeFor(rangeName, time.Now())

@@ -40,8 +40,9 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
 		Edit:   teamURL(name, "edit"),
 	}
-	tc, err := p.charts.teamSeries(c.Request().Context(), p.settings, name, rangeName)
+	tc, pending, err := p.charts.teamSeries(c.Request().Context(), p.settings, name, rangeName)
 	unavailable := p.chartNote(err)
+	page.ChartsPending = pending
 	page.Charts = []templ.Component{
 		p.pieces.chart(chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse)),
 		p.pieces.chart(chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed)),
@@ -86,12 +87,18 @@ func (tp *teamPreemptions) of(ctx context.Context, f frame, team string) *templa
 		return v
 	}
 	now := time.Now()
-	counted, err := tp.counted.Recent(ctx, team, func(ctx context.Context) (preemptedBy, error) {
+	// A page never waits for the history: the first count is filled in
+	// when it comes.
+	counted, pending, err := tp.counted.Peek(ctx, team, firstAnswerGrace, func(ctx context.Context) (preemptedBy, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		by, gaps, err := tp.taskHistory.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
 		return preemptedBy{by, gaps}, err
 	})
+	if pending {
+		v.Pending = true
+		return v
+	}
 	by, gaps := counted.by, counted.gaps
 	if err != nil {
 		v.Unavailable = f.taskHistoryNote(err)

@@ -106,6 +106,37 @@ func (m *Memo[V]) Latest(ctx context.Context, key string, ask func(context.Conte
 	return latest.value, true
 }
 
+// Peek is Latest that also tells a failure from an answer still being
+// asked, waiting at most grace for a first answer (a source that is down
+// fails at once). pending is true while the first answer to key is still
+// being asked; err is the newest answer's failure.
+func (m *Memo[V]) Peek(ctx context.Context, key string, grace time.Duration, ask func(context.Context) (V, error)) (value V, pending bool, err error) {
+	if v, ok := m.Latest(ctx, key, ask); ok {
+		return v, false, nil
+	}
+	m.mu.Lock()
+	a := m.answers[key]
+	m.mu.Unlock()
+	if a != nil && !answered(a) && a.prev == nil {
+		t := time.NewTimer(grace)
+		select {
+		case <-a.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a = m.answers[key]; a != nil && !answered(a) {
+		a = a.prev
+	}
+	if a == nil {
+		return value, true, nil
+	}
+	return a.value, false, a.err
+}
+
 // Recent is Get for answers that may be older than the TTL while a fresh
 // one is asked: a stale answer is returned at once and refreshed in the
 // background; only when there is none (or it failed) does the caller wait.

@@ -204,3 +204,33 @@ func TestRecentWaitsOnlyForTheFirstAnswer(t *testing.T) {
 		t.Errorf("asked %d times, want 2", asked.Load())
 	}
 }
+
+// Peek never makes a page wait longer than its grace: a source that answers
+// (or fails) within it is shown, a slow one is pending until it answers.
+func TestPeekWaitsOnlyForItsGrace(t *testing.T) {
+	m := &Memo[int]{TTL: time.Minute, FailureTTL: time.Minute}
+	ctx := context.Background()
+	if v, pending, err := m.Peek(ctx, "fast", 50*time.Millisecond, func(context.Context) (int, error) { return 7, nil }); v != 7 || pending || err != nil {
+		t.Errorf("a fast answer: %d %v %v", v, pending, err)
+	}
+	down := errors.New("connection refused")
+	if _, pending, err := m.Peek(ctx, "down", 50*time.Millisecond, func(context.Context) (int, error) { return 0, down }); pending || !errors.Is(err, down) {
+		t.Errorf("a source that is down: pending %v, err %v", pending, err)
+	}
+	release := make(chan struct{})
+	slow := func(context.Context) (int, error) { <-release; return 9, nil }
+	if _, pending, err := m.Peek(ctx, "slow", time.Millisecond, slow); !pending || err != nil {
+		t.Errorf("a slow answer: pending %v, err %v; want pending", pending, err)
+	}
+	close(release)
+	var v int
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if got, pending, _ := m.Peek(ctx, "slow", 0, slow); !pending {
+			v = got
+			break
+		}
+	}
+	if v != 9 {
+		t.Errorf("the slow answer once in: %d", v)
+	}
+}

@@ -58,3 +58,26 @@
     setInterval(refresh, 30000);
   });
 })();
+
+// Parts the console answered before Prometheus or the task history did
+// (data-filling): the page asks for itself again a few times, and takes
+// each part once it is answered.
+(function () {
+  let tries = 0;
+  async function fill() {
+    const filling = document.querySelectorAll("[data-filling][id]");
+    if (filling.length === 0 || tries++ >= 8) return;
+    try {
+      const res = await fetch(location.href, { cache: "no-store" });
+      if (res.ok) {
+        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+        for (const el of filling) {
+          const fresh = doc.getElementById(el.id);
+          if (fresh && !fresh.hasAttribute("data-filling")) el.replaceWith(fresh);
+        }
+      }
+    } catch (_) { /* the next round retries */ }
+    setTimeout(fill, 1000 * tries);
+  }
+  setTimeout(fill, 500);
+})();
