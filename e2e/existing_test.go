@@ -57,7 +57,7 @@ func TestImportEditMoveAndReleaseAQueue(t *testing.T) {
 	screenshot(t, page, "import-preview")
 	must(page.Locator("#import").Click())
 	must(expect.Page(page).ToHaveURL(base + "/teams"))
-	must(expect.Locator(page.Locator("#flash")).ToContainText("is now team " + h.ClusterQueue))
+	must(expect.Locator(page.Locator("#flash")).ToContainText("Imported " + h.ClusterQueue + " (team " + h.ClusterQueue + ")"))
 
 	// More GPUs, and another cohort.
 	_, err = page.Goto(base + "/teams/" + h.ClusterQueue + "/edit")

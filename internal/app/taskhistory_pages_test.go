@@ -546,16 +546,15 @@ func TestPreemptionHistoryPage(t *testing.T) {
 			}
 		}
 
-		// The preempted team's usage page counts it by the preempting team.
-		code, usage := admin.Get("/usage/" + victim)
-		if code != http.StatusOK {
-			t.Fatalf("GET /usage/%s = %d", victim, code)
-		}
+		// The preempted team's usage page counts it by the preempting team
+		// (a first visit shows the count as coming, and has it once the
+		// history answered).
+		usage := filled(t, admin, "/usage/"+victim, "team-preemptions")
 		if diff := cmp.Diff(map[string][]string{taker: {taker, "1", lost}}, webtest.HTMLRows(t, usage, "preempted-by", webtest.ByAttr("data-team"))); diff != "" {
 			t.Errorf("preempted-by table of %s (-want +page):\n%s", victim, diff)
 		}
 		webtest.MustContain(t, "usage page of "+victim, usage, "preempted once, losing "+lost+" GPU-hours")
-		_, usage = admin.Get("/usage/" + taker)
+		usage = filled(t, admin, "/usage/"+taker, "team-preemptions")
 		webtest.MustContain(t, "usage page of "+taker, usage, "were not preempted in the last 7 days")
 
 		// Members see their own teams' preemptions only.
@@ -876,4 +875,22 @@ func TestUsageReportPages(t *testing.T) {
 			}
 		}
 	})
+}
+
+// filled is a page once its part id no longer waits for its source (the
+// page's script asks again the same way).
+func filled(t *testing.T, b *webtest.Browser, path, id string) string {
+	t.Helper()
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		code, page := b.Get(path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s = %d", path, code)
+		}
+		if body = page; !strings.Contains(page, `id="`+id+`" data-filling`) {
+			return page
+		}
+	}
+	t.Fatalf("%s never filled in its part %s", path, id)
+	return body
 }

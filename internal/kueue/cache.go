@@ -61,6 +61,9 @@ type Cache struct {
 
 	mu        sync.Mutex
 	listeners []func(Event)
+	// delivered report whether each event handler has been handed the
+	// initial list of its informer.
+	delivered []func() bool
 	workloads []func(*kueuev1beta2.Workload)
 	stored    trustedTeams
 }
@@ -222,11 +225,16 @@ func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
 			fn(Event{Kind: kind, Object: obj, Deleted: deleted})
 		}
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { notify(obj, false) },
 		UpdateFunc: func(_, obj any) { notify(obj, false) },
 		DeleteFunc: func(obj any) { notify(obj, true) },
 	})
+	if err == nil {
+		c.mu.Lock()
+		c.delivered = append(c.delivered, reg.HasSynced)
+		c.mu.Unlock()
+	}
 }
 
 // Start runs the informers until ctx ends. Kueue's informers start once its
@@ -315,7 +323,22 @@ func (c *Cache) kueueServed() (bool, error) {
 }
 
 // Synced reports whether every informer has its initial list.
-func (c *Cache) Synced() bool { return c.coreSynced.Load() && c.kueueSynced.Load() }
+func (c *Cache) Synced() bool {
+	if !c.coreSynced.Load() || !c.kueueSynced.Load() {
+		return false
+	}
+	// The informers have their lists; the listeners (the read model) must
+	// have taken them in too, or a first snapshot would miss objects.
+	c.mu.Lock()
+	delivered := c.delivered
+	c.mu.Unlock()
+	for _, done := range delivered {
+		if !done() {
+			return false
+		}
+	}
+	return true
+}
 
 // Ready explains what is missing before the console can serve live data.
 func (c *Cache) Ready() error {

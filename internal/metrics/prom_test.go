@@ -414,8 +414,10 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 		}
 		return byTeam["borrower"].GPUHoursBorrowed > 0, nil
 	})
-	if len(byTeam) != 2 {
-		t.Errorf("report teams %v, want lender and borrower only", byTeam)
+	// Other tests' queues share the sandbox's Prometheus; each queue is a
+	// row of its own, whoever made it.
+	if _, ok := byTeam["lender"]; !ok {
+		t.Errorf("report teams %v, want the lender among them", byTeam)
 	}
 	b, l := byTeam["borrower"], byTeam["lender"]
 	t.Logf("GPU-hours: borrower %+v; lender %+v", b, l)
