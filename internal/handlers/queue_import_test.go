@@ -9,9 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
@@ -96,12 +93,7 @@ func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
 func TestOverviewShowsTheCohortTree(t *testing.T) {
 	f := newFixture(t, 2, 0).withProxy()
 	s := f.settings
-	cohorts := []*kueuev1beta2.Cohort{
-		{ObjectMeta: metav1.ObjectMeta{Name: "org"}, Spec: kueuev1beta2.CohortSpec{ResourceGroups: []kueuev1beta2.ResourceGroup{{
-			CoveredResources: []corev1.ResourceName{domain.ResourceGPU}, Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge",
-				Resources: []kueuev1beta2.ResourceQuota{{Name: domain.ResourceGPU, NominalQuota: resource.MustParse("4")}}}}}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: s.Cohort}, Spec: kueuev1beta2.CohortSpec{ParentName: "org"}},
-	}
+	cohorts := []*kueuev1beta2.Cohort{kueuetest.MakeCohort("org", "", 4), kueuetest.MakeCohort(s.Cohort, "org", 0)}
 	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, time.Now())
 	f.cluster.overview.Cohorts = domain.CohortTree(s, cohorts, objs.ClusterQueues)
 	f.access.grant("admin", listClusterQueues)

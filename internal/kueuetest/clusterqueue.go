@@ -95,3 +95,15 @@ func (w *ClusterQueueWrapper) WrittenBy(manager string) *ClusterQueueWrapper {
 		APIVersion: "kueue.x-k8s.io/v1beta2", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:cohortName":{}}}`)})
 	return w
 }
+
+// MakeCohort is a Cohort under parent ("" for a root) with gpus GPUs of its
+// own on ml.p5.48xlarge (none when 0).
+func MakeCohort(name, parent string, gpus int64) *kueuev1beta2.Cohort {
+	co := &kueuev1beta2.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueuev1beta2.CohortSpec{ParentName: kueuev1beta2.CohortReference(parent)}}
+	if gpus > 0 {
+		co.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{GPU},
+			Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge",
+				Resources: []kueuev1beta2.ResourceQuota{{Name: GPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)}}}}}}
+	}
+	return co
+}
