@@ -110,7 +110,10 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if diff := cmp.Diff(before, h.Admissions(t)); diff != "" {
 		t.Errorf("importing changed Workloads' admissions (-before +after):\n%s", diff)
 	}
-	c.eventually(t, "/teams", `data-action="release"`)
+	teams := c.eventually(t, "/teams", `data-action="release"`)
+	if row := webtest.HTMLRows(t, teams, "teams", webtest.ByAttr("data-team"))[team]; len(row) < 2 || row[1] != strings.Join(h.Namespaces, ", ") {
+		t.Errorf("the imported team's row on /teams: %v, want its namespaces %v", row, h.Namespaces)
+	}
 
 	// The imported team's form, saved with more GPUs: the quota changes,
 	// everything the form cannot express stays.

@@ -38,7 +38,7 @@ func (p teamPages) list(c echo.Context) error {
 		if table == "by-type" {
 			return byTypeCSV(c, byType)
 		}
-		return teamsCSV(c, p.settings, shown, shapes)
+		return teamsCSV(c, namespacesOf(p.settings, p.model.Snapshot()), shown, shapes)
 	}
 	view := templates.TeamsView{
 		Page:      templates.Page{Title: "Team allocations", Active: "teams", Problem: p.problem()},
@@ -49,12 +49,13 @@ func (p teamPages) list(c echo.Context) error {
 	drifted := p.teams.DriftedTeams()
 	key := strconv.FormatUint(p.teams.Changes(), 10) + "\x00" + strings.Join(slices.Sorted(maps.Keys(drifted)), ",")
 	tables, _ := p.kept.get(visible.key(), key, func() (teamsTables, error) {
+		namespaces := namespacesOf(p.settings, p.model.Snapshot())
 		shown, byType, shapes := p.allocations(visible)
 		var t teamsTables
 		for _, st := range shown {
 			total := domain.TeamTotal(st.Team, shapes)
 			row := templates.TeamRow{
-				Name: st.Name, Namespace: p.settings.Namespace(st.Name), ClusterQueue: st.ClusterQueue.Name,
+				Name: st.Name, Namespace: namespaces(st.Name), ClusterQueue: st.ClusterQueue.Name,
 				Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
 				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
 				GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
@@ -129,7 +130,23 @@ func lendingLabel(t domain.Team) string {
 	return string(t.Lending)
 }
 
-func teamsCSV(c echo.Context, s domain.Settings, teams []domain.TeamState, shapes domain.ShapeLookup) error {
+// namespacesOf names each team's namespaces as the pages show them: those
+// of its queue's LocalQueues (an imported queue keeps its own), else the
+// team namespace.
+func namespacesOf(s domain.Settings, snap *domain.Snapshot) func(team string) string {
+	byTeam := make(map[string]string, len(snap.Teams))
+	for _, r := range snap.Teams {
+		byTeam[r.Team] = r.Namespace
+	}
+	return func(team string) string {
+		if ns := byTeam[team]; ns != "" {
+			return ns
+		}
+		return s.Namespace(team)
+	}
+}
+
+func teamsCSV(c echo.Context, namespaces func(team string) string, teams []domain.TeamState, shapes domain.ShapeLookup) error {
 	w, err := startCSV(c, "team-allocations.csv", "Team", "Namespace", "Enabled", "GPUs (count)", "Neuron devices (count)",
 		"vCPU (count)", "Memory (GiB)", "Fair-share weight", "Lending", "Preemption")
 	if err != nil {
@@ -137,7 +154,7 @@ func teamsCSV(c echo.Context, s domain.Settings, teams []domain.TeamState, shape
 	}
 	for _, st := range teams {
 		total := domain.TeamTotal(st.Team, shapes)
-		if err := w.Row(st.Name, s.Namespace(st.Name), strconv.FormatBool(!domain.Stopped(st.ClusterQueue)), itoa(total.GPUs), itoa(total.Neuron),
+		if err := w.Row(st.Name, namespaces(st.Name), strconv.FormatBool(!domain.Stopped(st.ClusterQueue)), itoa(total.GPUs), itoa(total.Neuron),
 			domain.FormatVCPU(total.CPUMilli), domain.FormatGiB(total.MemoryMiB), itoa(st.FairShareWeight), lendingLabel(st.Team), string(st.Preemption)); err != nil {
 			return err
 		}
