@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,7 +74,7 @@ func PlanImport(s Settings, cq *kueuev1beta2.ClusterQueue, served []string, take
 	// cohort, not the console's.
 	team.Cohort = string(cq.Spec.CohortName)
 	p := QueueImport{ClusterQueue: cq.Name, Team: team, Namespaces: served, Cohort: string(cq.Spec.CohortName),
-		Kept: append(keptAsIs(cq), notes...), Reconciler: ReconciledBy(cq), Fingerprint: queueFingerprint(cq)}
+		Kept: append(keptAsIs(cq), notes...), Reconciler: ReconciledBy(cq), Fingerprint: QueueFingerprint(cq)}
 	switch {
 	case ManagedByConsole(cq):
 		p.Problem = fmt.Sprintf("ClusterQueue %s is already managed by the console.", cq.Name)
@@ -83,13 +84,13 @@ func PlanImport(s Settings, cq *kueuev1beta2.ClusterQueue, served []string, take
 		p.Problem = fmt.Sprintf("A team named %s exists already; import would give two queues one name.", name)
 	}
 	labels := ImportLabels(name)
-	for _, k := range slices.Sorted(mapsKeys(labels)) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		before, had := cq.Labels[k]
 		if had && before == labels[k] {
 			continue
 		}
 		p.Writes = append(p.Writes, FieldWrite{Object: "ClusterQueue " + cq.Name, Field: "metadata.labels[" + k + "]",
-			Before: quoteOrNone(valueIf(before, had)), After: quoteOrNone(labels[k])})
+			Before: quoteOrNone(before), After: quoteOrNone(labels[k])})
 	}
 	p.Writes = append(p.Writes, FieldWrite{Object: "ConfigMap " + s.State() + "/" + TeamRevisionsName(s, name),
 		Field: "revision 1", Before: "none", After: "the allocation above, imported"})
@@ -101,7 +102,7 @@ func PlanImport(s Settings, cq *kueuev1beta2.ClusterQueue, served []string, take
 func PlanRelease(s Settings, cq *kueuev1beta2.ClusterQueue) []FieldWrite {
 	var out []FieldWrite
 	team := cq.Labels[TeamLabel]
-	for _, k := range slices.Sorted(mapsKeys(ImportLabels(team))) {
+	for _, k := range slices.Sorted(maps.Keys(ImportLabels(team))) {
 		if v, ok := cq.Labels[k]; ok {
 			out = append(out, FieldWrite{Object: "ClusterQueue " + cq.Name, Field: "metadata.labels[" + k + "]", Before: quoteOrNone(v), After: "none"})
 		}
@@ -148,9 +149,9 @@ func keptAsIs(cq *kueuev1beta2.ClusterQueue) []string {
 	return out
 }
 
-// queueFingerprint identifies what of cq an import reads: its spec and
+// QueueFingerprint identifies what of cq an import reads: its spec and
 // labels (not its status, which Kueue updates all the time).
-func queueFingerprint(cq *kueuev1beta2.ClusterQueue) string {
+func QueueFingerprint(cq *kueuev1beta2.ClusterQueue) string {
 	b, _ := json.Marshal(struct {
 		Spec   kueuev1beta2.ClusterQueueSpec
 		Labels map[string]string
@@ -158,9 +159,6 @@ func queueFingerprint(cq *kueuev1beta2.ClusterQueue) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
-
-// QueueFingerprint is the fingerprint PlanImport gives cq.
-func QueueFingerprint(cq *kueuev1beta2.ClusterQueue) string { return queueFingerprint(cq) }
 
 // firstLimit is the first resource with a borrowing or lending limit.
 func firstLimit(groups []kueuev1beta2.ResourceGroup) (corev1.ResourceName, kueuev1beta2.ResourceFlavorReference, bool) {
@@ -174,23 +172,6 @@ func firstLimit(groups []kueuev1beta2.ResourceGroup) (corev1.ResourceName, kueue
 		}
 	}
 	return "", "", false
-}
-
-func valueIf(v string, ok bool) string {
-	if !ok {
-		return ""
-	}
-	return v
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // BuildImportedTeam is the objects that enforce t on an imported queue
