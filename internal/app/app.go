@@ -108,7 +108,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Settings: s, Log: cfg.Log, Metrics: m, Auth: cfg.Auth, Limits: cfg.Limits, Shutdown: ctx,
 		Health: cache, ReadModel: live, Overview: reads, Teams: reads, Policy: reads, Revisions: reads,
 		Access: access,
-		Writes: write.Service{Settings: s, Cache: cache, Live: live, Applier: applier, Access: access, Log: cfg.Log},
+		Writes: write.Service{Settings: s, Cache: cache, Live: live, Applier: applier, Access: access, Log: cfg.Log,
+			Scheduler: reads.SchedulerConfig},
 		// Never nil: a console without a task history says why on its pages.
 		TaskHistory: history,
 		Prometheus:  prom,

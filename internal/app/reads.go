@@ -23,13 +23,13 @@ type clusterReads struct {
 	kueueCM  kueue.ConfigMapRef
 
 	drifted     *memo.Memo[map[string]bool]
-	fairSharing *memo.Memo[bool]
+	kueueConfig *memo.Memo[kueue.SchedulerConfig]
 }
 
 func newClusterReads(cache *kueue.Cache, a kueue.Applier, s domain.Settings, kueueCM kueue.ConfigMapRef) *clusterReads {
 	return &clusterReads{cache: cache, applier: a, settings: s, kueueCM: kueueCM,
 		drifted:     &memo.Memo[map[string]bool]{TTL: 5 * time.Second, FailureTTL: 5 * time.Second},
-		fairSharing: &memo.Memo[bool]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}}
+		kueueConfig: &memo.Memo[kueue.SchedulerConfig]{TTL: 30 * time.Second, FailureTTL: 5 * time.Second}}
 }
 
 // Overview is the cluster's capacity by instance type and its queues.
@@ -87,8 +87,15 @@ func (r *clusterReads) PolicyDrift() ([]domain.Drift, error) {
 // KueueFairSharing reads Kueue's configuration, which changes with a Kueue
 // restart: at most every 30 seconds.
 func (r *clusterReads) KueueFairSharing(ctx context.Context) (bool, error) {
-	return r.fairSharing.Get(ctx, "", func(ctx context.Context) (bool, error) {
-		return r.applier.KueueFairSharing(ctx, r.kueueCM)
+	cfg, err := r.SchedulerConfig(ctx)
+	return cfg.FairSharing != nil, err
+}
+
+// SchedulerConfig is Kueue's configuration as the impact preview needs it,
+// read at most every 30 seconds.
+func (r *clusterReads) SchedulerConfig(ctx context.Context) (kueue.SchedulerConfig, error) {
+	return r.kueueConfig.Get(ctx, "", func(ctx context.Context) (kueue.SchedulerConfig, error) {
+		return r.applier.SchedulerConfig(ctx, r.kueueCM)
 	})
 }
 

@@ -98,11 +98,17 @@ func ReadPolicy(cohort *kueuev1beta2.Cohort, classes []*kueuev1beta2.WorkloadPri
 // file, as installs keep it in a ConfigMap) and reports whether fair sharing
 // is enabled.
 func KueueFairSharing(configYAML string) (bool, error) {
+	cfg, err := ReadKueueConfig(configYAML)
+	return cfg.FairSharing != nil, err
+}
+
+// ReadKueueConfig reads Kueue's own configuration file.
+func ReadKueueConfig(configYAML string) (configv1beta2.Configuration, error) {
 	var cfg configv1beta2.Configuration
 	if err := yaml.Unmarshal([]byte(configYAML), &cfg); err != nil {
-		return false, fmt.Errorf("reading Kueue's configuration: %w", err)
+		return configv1beta2.Configuration{}, fmt.Errorf("reading Kueue's configuration: %w", err)
 	}
-	return cfg.FairSharing != nil, nil
+	return cfg, nil
 }
 
 // FairSharingMismatch explains when the policy and Kueue's controller

@@ -205,6 +205,30 @@ type writes struct {
 	mu      sync.Mutex
 	calls   []string
 	outcome *write.Outcome
+	// impact is what a preview answers; previews are the ones asked.
+	impact   domain.Impact
+	previews []string
+}
+
+// preview records a preview (it writes nothing, so it is no change made).
+func (w *writes) preview(call string) (domain.Impact, write.Outcome) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.previews = append(w.previews, call)
+	if w.outcome != nil && w.outcome.Kind != write.Saved {
+		return domain.Impact{}, *w.outcome
+	}
+	return w.impact, write.Outcome{}
+}
+
+func (w *writes) PreviewTeam(_ context.Context, req write.TeamSave) (domain.Impact, write.Outcome) {
+	return w.preview("PreviewTeam " + req.Form.Name)
+}
+func (w *writes) PreviewDeleteTeam(_ context.Context, team string) (domain.Impact, write.Outcome) {
+	return w.preview("PreviewDeleteTeam " + team)
+}
+func (w *writes) PreviewPolicy(context.Context, form.PolicyForm) (domain.Impact, write.Outcome) {
+	return w.preview("PreviewPolicy")
 }
 
 func (w *writes) answer(call string, who kueue.Identity) write.Outcome {

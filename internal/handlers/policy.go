@@ -29,7 +29,21 @@ func (p policyPage) save(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
 	f := form.ParsePolicy(values)
-	out := p.writes.SavePolicy(c.Request().Context(), p.identity(c), f)
+	switch values.Get("step") {
+	case stepEdit:
+		return p.render(c, http.StatusOK, f, write.Outcome{})
+	case stepPreview:
+		im, out := p.writes.PreviewPolicy(c.Request().Context(), f)
+		if out.Kind == write.Rejected {
+			return p.render(c, out.Status(), f, out)
+		}
+		return render(c, http.StatusOK, templates.Confirm(templates.ConfirmView{
+			Page:   templates.Page{Title: "Cluster policy: what Kueue will do", Active: "policy", Problem: p.problem()},
+			Impact: impactView(im, out), Action: "/policy", Hidden: carried(values), Apply: "Apply the policy",
+			ReadOnly: p.readOnly(c, mayEditPolicy),
+		}))
+	}
+	out := p.writes.SavePolicy(withPreviewNote(c, values), p.identity(c), f)
 	return respond(c, out, "/policy?saved=1", func(status int) error { return p.render(c, status, f, out) })
 }
 

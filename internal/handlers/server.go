@@ -187,6 +187,8 @@ type Writes interface {
 type teamWrites interface {
 	SaveTeam(ctx context.Context, who kueue.Identity, req write.TeamSave) write.Outcome
 	DeleteTeam(ctx context.Context, who kueue.Identity, team string) write.Outcome
+	PreviewTeam(ctx context.Context, req write.TeamSave) (domain.Impact, write.Outcome)
+	PreviewDeleteTeam(ctx context.Context, team string) (domain.Impact, write.Outcome)
 }
 
 type revisionWrites interface {
@@ -203,6 +205,7 @@ type driftWrites interface {
 
 type policyWrites interface {
 	SavePolicy(ctx context.Context, who kueue.Identity, f form.PolicyForm) write.Outcome
+	PreviewPolicy(ctx context.Context, f form.PolicyForm) (domain.Impact, write.Outcome)
 }
 
 // TaskHistory is the task history's queries (taskhistory.Store, through

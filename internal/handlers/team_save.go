@@ -65,7 +65,27 @@ func (p teamPages) saveTeam(c echo.Context, editing bool) error {
 			req.Loaded = &write.Loaded{ResourceVersion: values.Get("resourceVersion"), Allocation: t}
 		}
 	}
-	out := p.writes.SaveTeam(c.Request().Context(), p.identity(c), req)
+	switch values.Get("step") {
+	case stepEdit:
+		return p.renderTeamForm(c, http.StatusOK, teamFormState{form: req.Form, editing: editing, loaded: req.Loaded})
+	case stepPreview:
+		im, out := p.writes.PreviewTeam(c.Request().Context(), req)
+		if out.Kind == write.Rejected || out.Kind == write.NotFound {
+			return respond(c, out, "", func(status int) error {
+				return p.renderTeamForm(c, status, teamFormState{form: req.Form, editing: editing, loaded: req.Loaded, outcome: out})
+			})
+		}
+		action, apply, title := "/teams", "Create team "+req.Form.Name, "Create team "+req.Form.Name+": what Kueue will do"
+		if editing {
+			action, apply, title = teamURL(req.Form.Name, ""), "Apply the changes", "Edit team "+req.Form.Name+": what Kueue will do"
+		}
+		return render(c, http.StatusOK, templates.Confirm(templates.ConfirmView{
+			Page:   templates.Page{Title: title, Active: "teams", Problem: p.problem()},
+			Impact: impactView(im, out), Action: action, Hidden: carried(values), Apply: apply,
+			ReadOnly: p.readOnly(c, mayEditTeams),
+		}))
+	}
+	out := p.writes.SaveTeam(withPreviewNote(c, values), p.identity(c), req)
 	return respond(c, out, "/teams?saved="+url.QueryEscape(req.Form.Name), func(status int) error {
 		st := teamFormState{form: req.Form, editing: editing, loaded: req.Loaded, outcome: out}
 		if out.Current != nil {

@@ -23,6 +23,7 @@ import (
 	kueuelisters "sigs.k8s.io/kueue/client-go/listers/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue/impact"
 )
 
 // RequiredKueue names the Kueue releases whose API the console speaks.
@@ -83,6 +84,9 @@ type Event struct {
 type WorkloadTask struct {
 	metav1.ObjectMeta
 	Task *domain.TaskFacts
+	// Shape is what Kueue's scheduler reads of it, for the impact preview;
+	// nil once it finished.
+	Shape *impact.Shape
 }
 
 // NewCache wires informers; Start runs them. Workloads are read with the
@@ -97,7 +101,8 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 			return &WorkloadTask{
 				ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
 					DeletionTimestamp: wl.DeletionTimestamp},
-				Task: domain.FactsOf(wl, s, ""),
+				Task:  domain.FactsOf(wl, s, ""),
+				Shape: impact.ShapeOf(wl),
 			}, nil
 		}
 		return stripObject(obj)
@@ -124,6 +129,11 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 	c.watch("WorkloadPriorityClass", v.WorkloadPriorityClasses().Informer())
 	c.watch("Cohort", v.Cohorts().Informer())
 	return c
+}
+
+// workloadStore is every Workload the cache keeps, as *WorkloadTask.
+func (c *Cache) workloadStore() []any {
+	return c.queues.Kueue().V1beta2().Workloads().Informer().GetStore().List()
 }
 
 // OnChange registers fn to run (on an informer goroutine: keep it short) after

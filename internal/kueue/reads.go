@@ -176,12 +176,20 @@ type ConfigMapRef struct{ Namespace, Name, Key string }
 // Kueue's installs) with the console's identity and says whether fair
 // sharing is on.
 func (a Applier) KueueFairSharing(ctx context.Context, ref ConfigMapRef) (bool, error) {
+	cfg, err := a.SchedulerConfig(ctx, ref)
+	return cfg.FairSharing != nil, err
+}
+
+// SchedulerConfig reads what of Kueue's configuration decides admission
+// beyond the queues (fair sharing), for the impact preview.
+func (a Applier) SchedulerConfig(ctx context.Context, ref ConfigMapRef) (SchedulerConfig, error) {
 	if ref.Name == "" {
-		return false, errors.New("no ConfigMap named for Kueue's configuration")
+		return SchedulerConfig{}, errors.New("no ConfigMap named for Kueue's configuration")
 	}
 	cm, err := a.records().CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
-		return false, err
+		return SchedulerConfig{}, err
 	}
-	return domain.KueueFairSharing(cm.Data[ref.Key])
+	cfg, err := domain.ReadKueueConfig(cm.Data[ref.Key])
+	return SchedulerConfig{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing}, err
 }

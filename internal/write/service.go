@@ -42,6 +42,9 @@ type Service struct {
 	Applier kueue.Applier
 	Access  *kueue.Access
 	Log     *slog.Logger
+	// Scheduler reads Kueue's controller configuration for the impact
+	// preview (fair sharing); nil assumes Kueue's defaults.
+	Scheduler func(context.Context) (kueue.SchedulerConfig, error)
 	// Patience is how long a change waits for the read model (default 3 s);
 	// a slower cluster still gets the change, the next page just shows it
 	// late.
@@ -172,48 +175,8 @@ type TeamSave struct {
 // SaveTeam creates or changes a team.
 func (s Service) SaveTeam(ctx context.Context, who kueue.Identity, req TeamSave) Outcome {
 	shapes, _ := s.Cache.Fleet()
-	var team domain.Team
-	validate := func() Outcome {
-		if req.Editing {
-			if _, _, ok := s.Cache.Team(s.Settings, req.Form.Name); !ok {
-				return notFound("There is no team %q managed by this console.", req.Form.Name)
-			}
-		}
-		var errs form.Errors
-		team, errs = req.Form.Validate(shapes)
-		imported := false
-		if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing {
-			imported = domain.Imported(cq)
-		}
-		if team.Cohort == s.Settings.Cohort && !imported { // an imported team's cohort is literal
-			team.Cohort = ""
-		}
-		if team.Cohort != "" && errs.Get("cohort") == "" && !slices.Contains(s.Cache.ConsoleCohorts(s.Settings), team.Cohort) {
-			// An imported queue may stay where it is.
-			if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); !ok || !domain.Imported(cq) || string(cq.Spec.CohortName) != team.Cohort {
-				errs.Add("cohort", "Choose one of the console's cohorts: "+quote(team.Cohort)+" is not one.")
-			}
-		}
-		if cq, stored, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing && domain.Imported(cq) &&
-			errs.Get("users") == "" && !domain.SameMembers(stored.Members, team.Members) {
-			errs.Add("users", "Team "+req.Form.Name+" is an imported ClusterQueue: its members are the RoleBindings of its own namespaces, which the console does not write. Change them there.")
-		}
-		if !req.Editing && errs.Get("name") == "" {
-			// Any ClusterQueue of that name, managed or not: a create must
-			// not take over a queue someone else made.
-			switch cq, _, managed := s.Cache.Team(s.Settings, req.Form.Name); {
-			case managed:
-				errs.Add("name", "A team named "+quote(req.Form.Name)+" already exists.")
-			case cq != nil:
-				errs.Add("name", "The ClusterQueue "+quote(cq.Name)+" already exists and is not managed by this console; choose another name.")
-			}
-		}
-		if errs.Any() {
-			return rejectedFields(errs)
-		}
-		return Outcome{}
-	}
-	if o := validate(); o.Kind != Saved {
+	team, o := s.validTeam(req, shapes)
+	if o.Kind != Saved {
 		return o
 	}
 	tr := s.teamChange(team, shapes, "Team "+team.Name+" saved.")
@@ -228,6 +191,47 @@ func (s Service) SaveTeam(ctx context.Context, who kueue.Identity, req TeamSave)
 		}
 	}
 	return s.run(ctx, who, tr.plan)
+}
+
+// validTeam is the team req describes, or why it cannot be saved.
+func (s Service) validTeam(req TeamSave, shapes domain.ShapeLookup) (domain.Team, Outcome) {
+	if req.Editing {
+		if _, _, ok := s.Cache.Team(s.Settings, req.Form.Name); !ok {
+			return domain.Team{}, notFound("There is no team %q managed by this console.", req.Form.Name)
+		}
+	}
+	team, errs := req.Form.Validate(shapes)
+	imported := false
+	if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing {
+		imported = domain.Imported(cq)
+	}
+	if team.Cohort == s.Settings.Cohort && !imported { // an imported team's cohort is literal
+		team.Cohort = ""
+	}
+	if team.Cohort != "" && errs.Get("cohort") == "" && !slices.Contains(s.Cache.ConsoleCohorts(s.Settings), team.Cohort) {
+		// An imported queue may stay where it is.
+		if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); !ok || !domain.Imported(cq) || string(cq.Spec.CohortName) != team.Cohort {
+			errs.Add("cohort", "Choose one of the console's cohorts: "+quote(team.Cohort)+" is not one.")
+		}
+	}
+	if cq, stored, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing && domain.Imported(cq) &&
+		errs.Get("users") == "" && !domain.SameMembers(stored.Members, team.Members) {
+		errs.Add("users", "Team "+req.Form.Name+" is an imported ClusterQueue: its members are the RoleBindings of its own namespaces, which the console does not write. Change them there.")
+	}
+	if !req.Editing && errs.Get("name") == "" {
+		// Any ClusterQueue of that name, managed or not: a create must
+		// not take over a queue someone else made.
+		switch cq, _, managed := s.Cache.Team(s.Settings, req.Form.Name); {
+		case managed:
+			errs.Add("name", "A team named "+quote(req.Form.Name)+" already exists.")
+		case cq != nil:
+			errs.Add("name", "The ClusterQueue "+quote(cq.Name)+" already exists and is not managed by this console; choose another name.")
+		}
+	}
+	if errs.Any() {
+		return domain.Team{}, rejectedFields(errs)
+	}
+	return team, Outcome{}
 }
 
 // teamPlan is the plan of a change of a team.

@@ -1,9 +1,11 @@
 package impact
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,11 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/log"
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	"sigs.k8s.io/kueue/pkg/util/expectations"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -35,6 +39,12 @@ type Cluster struct {
 	// Kueue's controller configuration, as the cluster runs it.
 	FairSharing          *config.FairSharing
 	AdmissionFairSharing *config.AdmissionFairSharing
+	// PendingPerQueue bounds the pending Workloads each ClusterQueue hands
+	// the scheduler, the first in Kueue's order (0: all). Kueue tries one
+	// head per queue and cycle, so a queue thousands deep costs thousands
+	// of cycles; the ones behind are reported in place, and as uncertain
+	// when every one the scheduler saw was admitted.
+	PendingPerQueue int
 }
 
 // Fate is what Kueue does with one Workload.
@@ -89,7 +99,9 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 	}()
 	log := logr.Discard()
-	if debugLog != nil { log = *debugLog }
+	if debugLog != nil {
+		log = *debugLog
+	}
 	ctx = ctrl.IntoContext(ctx, log)
 	scheme := runtime.NewScheme()
 	if err := kueue.AddToScheme(scheme); err != nil {
@@ -98,21 +110,25 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	cl := &copyClient{scheme: scheme, namespaces: map[string]*corev1.Namespace{}, workloads: make(map[string]*kueue.Workload, len(c.Workloads))}
+	cl := &copyClient{scheme: scheme, namespaces: map[string]*corev1.Namespace{}, workloads: map[string]*kueue.Workload{}}
 	for _, ns := range c.Namespaces {
 		cl.namespaces[ns.Name] = ns
 	}
 	shapes := make(map[string]*Shape, len(c.Workloads))
 	for _, s := range c.Workloads {
-		cl.workloads[s.Key()] = s.Workload()
 		shapes[s.Key()] = s
 	}
 
 	store := expectations.NewStore("impact-preview")
 	fairSharing := c.FairSharing != nil
-	cache := schdcache.New(cl, schdcache.WithFairSharing(fairSharing), schdcache.WithAdmissionFairSharing(c.AdmissionFairSharing))
+	// The copy reports no LocalQueue metrics: Kueue recounts a queue's
+	// pending Workloads for each report.
+	noLQMetrics := &metrics.LocalQueueMetricsConfig{}
+	cache := schdcache.New(cl, schdcache.WithFairSharing(fairSharing), schdcache.WithAdmissionFairSharing(c.AdmissionFairSharing),
+		schdcache.WithLocalQueueMetrics(noLQMetrics))
 	queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(cl, cache,
-		qcache.WithPreemptionExpectations(store), qcache.WithAdmissionFairSharing(c.AdmissionFairSharing))
+		qcache.WithPreemptionExpectations(store), qcache.WithAdmissionFairSharing(c.AdmissionFairSharing),
+		qcache.WithLocalQueueMetrics(noLQMetrics))
 	for _, rf := range c.Flavors {
 		cache.AddOrUpdateResourceFlavor(log, rf)
 	}
@@ -138,12 +154,34 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			return nil, fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 		}
 	}
+	// Admitted Workloads hold quota; pending ones queue, each ClusterQueue's
+	// first PendingPerQueue in Kueue's order (the ones behind wait in place).
 	before := map[string]bool{}
-	for key, wl := range cl.workloads {
-		if workload.HasQuotaReservation(wl) {
+	lqQueue := map[string]string{}
+	for _, lq := range c.LocalQueues {
+		lqQueue[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
+	}
+	waiting := map[string][]*Shape{}
+	for key, s := range shapes {
+		if s.Admitted() {
+			wl := s.Workload()
+			cl.workloads[key] = wl
 			before[key] = true
 			cache.AddOrUpdateWorkload(log, wl)
-		} else {
+			continue
+		}
+		cq := lqQueue[s.Namespace+"/"+string(s.Queue)]
+		waiting[cq] = append(waiting[cq], s)
+	}
+	behind := map[string][]*Shape{}
+	for cq, ss := range waiting {
+		ss = inKueueOrder(ss)
+		if c.PendingPerQueue > 0 && cq != "" && len(ss) > c.PendingPerQueue {
+			ss, behind[cq] = ss[:c.PendingPerQueue], ss[c.PendingPerQueue:]
+		}
+		for _, s := range ss {
+			wl := s.Workload()
+			cl.workloads[s.Key()] = wl
 			_ = queues.AddOrUpdateWorkload(log, wl) // a Workload no queue takes stays where it is: pending
 		}
 	}
@@ -187,14 +225,22 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 	}
 	for _, cq := range c.ClusterQueues {
-		for i, info := range queues.PendingWorkloadsInfo(kueue.ClusterQueueReference(cq.Name)) {
+		seen := queues.PendingWorkloadsInfo(kueue.ClusterQueueReference(cq.Name))
+		for i, info := range seen {
 			res.Workloads[string(workload.Key(info.Obj))] = &Outcome{Fate: StaysPending, ClusterQueue: cq.Name, Position: i + 1}
+		}
+		for i, s := range behind[cq.Name] {
+			o := &Outcome{Fate: StaysPending, ClusterQueue: cq.Name, Position: len(seen) + i + 1}
+			if len(seen) == 0 {
+				o.Uncertain = fmt.Sprintf("Deeper in its queue than the %d tasks the preview hands Kueue, which admits all of those: it may be admitted too.", c.PendingPerQueue)
+			}
+			res.Workloads[s.Key()] = o
 		}
 		if u, err := cache.Usage(cq); err == nil {
 			res.Usage[cq.Name] = u.ReservedResources
 		}
 	}
-	for key := range cl.workloads {
+	for key := range shapes {
 		o, ok := res.Workloads[key]
 		if !ok {
 			o = &Outcome{Fate: StaysPending} // in no queue Kueue knows (a LocalQueue missing or stopped)
@@ -212,6 +258,30 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 	}
 	return res, nil
+}
+
+// inKueueOrder sorts pending Workloads as Kueue's queues order them:
+// higher priority first, then the earlier queue-order timestamp (Kueue's
+// own Ordering, read from the conditions alone).
+func inKueueOrder(ss []*Shape) []*Shape {
+	order := workload.Ordering{PodsReadyRequeuingTimestamp: config.EvictionTimestamp}
+	type keyed struct {
+		s        *Shape
+		priority int32
+		at       time.Time
+	}
+	ks := make([]keyed, len(ss))
+	for i, s := range ss {
+		light := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: s.Created}, Status: kueue.WorkloadStatus{Conditions: s.Conditions}}
+		ks[i] = keyed{s, ptr.Deref(s.Priority, 0), order.GetQueueOrderTimestamp(light).Time}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(b.priority, a.priority), a.at.Compare(b.at))
+	})
+	for i := range ks {
+		ss[i] = ks[i].s
+	}
+	return ss
 }
 
 // activeHeads counts the Workloads Kueue would try in its next cycle.

@@ -1,0 +1,97 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/write"
+	"github.com/openquota/console/web/templates"
+)
+
+// A write form posts step=preview first: the page answers with what Kueue
+// will do (the impact preview) and the form's values, to apply (step=apply)
+// or to take back to the form (step=edit). A post without a step (a
+// script) applies at once, as before.
+const (
+	stepPreview = "preview"
+	stepEdit    = "edit"
+)
+
+// movedShown bounds the pending tasks listed as moving in their queue.
+const movedShown = 20
+
+// withPreviewNote is the request's context carrying the preview the admin
+// accepted, which the change's revision records.
+func withPreviewNote(c echo.Context, values url.Values) context.Context {
+	ctx := c.Request().Context()
+	if note := write.PreviewNote(values.Get("previewed")); note != "" {
+		ctx = kueue.WithNote(ctx, note)
+	}
+	return ctx
+}
+
+// carried are a form's values for its confirmation, but the step, the
+// accepted preview and the CSRF token, which the confirmation sets anew.
+func carried(values url.Values) []templates.Hidden {
+	var out []templates.Hidden
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if k == "step" || k == "previewed" || k == "_csrf" {
+			continue
+		}
+		for _, v := range values[k] {
+			out = append(out, templates.Hidden{Name: k, Value: v})
+		}
+	}
+	return out
+}
+
+// impactView is a preview as pages show it; out says why there is none.
+func impactView(im domain.Impact, out write.Outcome) templates.ImpactView {
+	if out.Kind != write.Saved {
+		return templates.ImpactView{Problem: out.Message + " You can still apply the change."}
+	}
+	v := templates.ImpactView{Summary: im.Summary(), Notes: im.Notes, Basis: im.Kueue}
+	tasks := func(ts []domain.ImpactTask) []templates.ImpactTaskRow {
+		rows := make([]templates.ImpactTaskRow, 0, len(ts))
+		for _, t := range ts {
+			rows = append(rows, templates.ImpactTaskRow{Team: t.Team, Task: t.Namespace + "/" + t.Name, Class: t.Class,
+				GPUs: fmt.Sprint(t.GPUs), Ran: duration(t.Ran, 1), GPUHours: fmt.Sprintf("%.1f", t.GPUHours), Why: t.Why,
+				Position: fmt.Sprintf("%d → %d", t.PositionNow, t.PositionAfter)})
+		}
+		return rows
+	}
+	v.Preempted, v.Deleted, v.Admitted = tasks(im.Preempted), tasks(im.Deleted), tasks(im.Admitted)
+	v.Anyway, v.Uncertain = tasks(im.Anyway), tasks(im.Uncertain)
+	moved := im.Moved
+	if len(moved) > movedShown {
+		v.MovedMore = len(moved) - movedShown
+		moved = moved[:movedShown]
+	}
+	v.Moved = tasks(moved)
+	arrow := func(now, after int64) string {
+		if now == after {
+			return fmt.Sprint(now)
+		}
+		return fmt.Sprintf("%d → %d", now, after)
+	}
+	for _, t := range im.Teams {
+		row := templates.ImpactTeamRow{Team: t.Team, Quota: arrow(t.QuotaNow, t.QuotaAfter), InUse: arrow(t.InUseNow, t.InUseAfter),
+			Borrowed: arrow(t.BorrowedNow, t.BorrowedAfter), Lent: arrow(t.LentNow, t.LentAfter)}
+		if t.Deleted {
+			row.Team += " (deleted)"
+		}
+		v.Teams = append(v.Teams, row)
+	}
+	return v
+}

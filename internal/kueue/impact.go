@@ -1,0 +1,288 @@
+package kueue
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue/impact"
+)
+
+// SchedulerConfig is what of Kueue's controller configuration decides
+// admission and preemption beyond the queues themselves.
+type SchedulerConfig struct {
+	FairSharing          *configv1beta2.FairSharing
+	AdmissionFairSharing *configv1beta2.AdmissionFairSharing
+}
+
+// ImpactChange is a change as the preview applies it to its copy of the
+// cluster, before anything is written.
+type ImpactChange struct {
+	// What is the change in words, for the page.
+	What string
+	// Queues are the ClusterQueues as the change leaves them, by name; a
+	// nil value deletes the queue.
+	Queues map[string]*kueuev1beta2.ClusterQueue
+	// LocalQueues the change creates.
+	LocalQueues []*kueuev1beta2.LocalQueue
+	// Cohorts as the change leaves them, by name; nil deletes.
+	Cohorts map[string]*kueuev1beta2.Cohort
+	// Priorities are new values of priority classes, by name; Kueue's
+	// webhook gives a Workload its class's value when it is created, and
+	// Kueue updates pending and admitted ones when the value changes.
+	Priorities map[string]int32
+	// DeletedNamespaces go with the change, and their Workloads with them.
+	DeletedNamespaces []string
+	// Everything puts every queue in the preview (a policy change);
+	// otherwise only the cohort trees the change touches.
+	Everything bool
+}
+
+// ErrNoPreview is a preview the console cannot compute yet (the cache is
+// not synced).
+var ErrNoPreview = errors.New("the console has not read the cluster yet")
+
+// Impact computes what Kueue would do with the cluster as it is and as ch
+// leaves it, with Kueue's own scheduler, and what differs.
+func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConfig, ch ImpactChange) (domain.Impact, error) {
+	if !c.Synced() {
+		return domain.Impact{}, ErrNoPreview
+	}
+	start := time.Now()
+	nowCopy, facts, err := c.impactCopy(cfg, ch)
+	if err != nil {
+		return domain.Impact{}, err
+	}
+	afterCopy := applyChange(nowCopy, ch)
+	// The two runs are independent: one per core.
+	var before, after *impact.Result
+	var beforeErr, afterErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { before, beforeErr = impact.Simulate(ctx, nowCopy) })
+	after, afterErr = impact.Simulate(ctx, afterCopy)
+	wg.Wait()
+	if err := cmp.Or(beforeErr, afterErr); err != nil {
+		return domain.Impact{}, err
+	}
+	byUID := map[string]*domain.TaskFacts{}
+	for _, sh := range nowCopy.Workloads {
+		if f := facts[sh.Key()]; f != nil {
+			byUID[string(sh.UID)] = f
+		}
+	}
+	var fates []domain.FateChange
+	for key, f := range facts {
+		b, a := before.Workloads[key], after.Workloads[key]
+		if b == nil {
+			continue
+		}
+		fc := domain.FateChange{Task: f, Now: domain.Fate(b.Fate), After: domain.FateDeleted, PositionNow: b.Position}
+		if a != nil {
+			fc.After, fc.PositionAfter, fc.Reason, fc.Uncertain = domain.Fate(a.Fate), a.Position, a.Reason, a.Uncertain
+			if a.Fate == impact.Preempted {
+				fc.Preemptor = byUID[domain.ParsePreemptor(a.Message).UID]
+			}
+		}
+		fates = append(fates, fc)
+	}
+	im := domain.BuildImpact(s, time.Now(), ch.What, fates, withUsage(nowCopy.ClusterQueues, before), withUsage(afterCopy.ClusterQueues, after), nil)
+	im.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d+%d cycles in %s.",
+		kueueVersion, len(afterCopy.ClusterQueues), len(afterCopy.Workloads), before.Cycles, after.Cycles, time.Since(start).Round(time.Millisecond))
+	return im, nil
+}
+
+// pendingPerQueue is how deep into each queue the preview hands pending
+// Workloads to Kueue's scheduler (impact.Cluster.PendingPerQueue): deeper
+// ones keep their place, or are named uncertain.
+const pendingPerQueue = 10
+
+// kueueVersion is the Kueue module whose scheduler the preview runs.
+const kueueVersion = "v0.19.2"
+
+// impactCopy is the copy of the cluster the change touches: the cohort
+// trees of the queues it writes (before and after), with their flavors,
+// LocalQueues and Workloads; and the tasks' facts by key.
+func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster, map[string]*domain.TaskFacts, error) {
+	cqs, err := c.ClusterQueues.List(labels.Everything())
+	if err != nil {
+		return impact.Cluster{}, nil, err
+	}
+	cohorts, err := c.Cohorts.List(labels.Everything())
+	if err != nil {
+		return impact.Cluster{}, nil, err
+	}
+	parents := map[string]string{}
+	for _, co := range cohorts {
+		parents[co.Name] = string(co.Spec.ParentName)
+	}
+	for name, co := range ch.Cohorts {
+		if co != nil {
+			parents[name] = string(co.Spec.ParentName)
+		}
+	}
+	root := func(cohort string) string {
+		for seen := 0; cohort != "" && parents[cohort] != "" && seen < 64; seen++ {
+			cohort = parents[cohort]
+		}
+		return cohort
+	}
+	roots := map[string]bool{}
+	touched := map[string]bool{}
+	for name, cq := range ch.Queues {
+		touched[name] = true
+		if cq != nil {
+			roots[root(string(cq.Spec.CohortName))] = true
+		}
+	}
+	for name := range ch.Cohorts {
+		roots[root(name)] = true
+	}
+	inScope := func(cq *kueuev1beta2.ClusterQueue) bool {
+		if ch.Everything || touched[cq.Name] {
+			return true
+		}
+		return cq.Spec.CohortName != "" && roots[root(string(cq.Spec.CohortName))]
+	}
+	for _, cq := range cqs {
+		if touched[cq.Name] && cq.Spec.CohortName != "" {
+			roots[root(string(cq.Spec.CohortName))] = true
+		}
+	}
+
+	out := impact.Cluster{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, PendingPerQueue: pendingPerQueue}
+	scope := map[string]bool{}
+	for _, cq := range cqs {
+		if inScope(cq) {
+			scope[cq.Name] = true
+			out.ClusterQueues = append(out.ClusterQueues, forCopy(cq))
+		}
+	}
+	for _, co := range cohorts {
+		if ch.Everything || roots[root(co.Name)] {
+			out.Cohorts = append(out.Cohorts, co)
+		}
+	}
+	if out.Flavors, err = c.ResourceFlavors.List(labels.Everything()); err != nil {
+		return impact.Cluster{}, nil, err
+	}
+	lqs, err := c.LocalQueues.List(labels.Everything())
+	if err != nil {
+		return impact.Cluster{}, nil, err
+	}
+	queueOf := map[string]string{}
+	for _, lq := range lqs {
+		queueOf[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
+		if scope[string(lq.Spec.ClusterQueue)] {
+			out.LocalQueues = append(out.LocalQueues, lq)
+		}
+	}
+	facts := map[string]*domain.TaskFacts{}
+	for _, obj := range c.workloadStore() {
+		wt, ok := obj.(*WorkloadTask)
+		if !ok || wt.Shape == nil {
+			continue
+		}
+		sh := wt.Shape
+		in := scope[queueOf[sh.Namespace+"/"+string(sh.Queue)]]
+		if sh.Admitted() {
+			in = scope[string(sh.Admission.ClusterQueue)]
+		}
+		if in {
+			out.Workloads = append(out.Workloads, sh)
+			facts[sh.Key()] = wt.Task
+		}
+	}
+	return out, facts, nil
+}
+
+// forCopy is the ClusterQueue as the copy holds it. The copy has no
+// namespaces: every queue takes every namespace, since which namespaces a
+// queue serves does not change with a quota change, and a namespace Kueue
+// does not let a queue serve has no task admitted or waiting in it.
+func forCopy(cq *kueuev1beta2.ClusterQueue) *kueuev1beta2.ClusterQueue {
+	out := cq.DeepCopy()
+	out.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	out.Status = kueuev1beta2.ClusterQueueStatus{}
+	return out
+}
+
+// applyChange is the copy as ch leaves it.
+func applyChange(now impact.Cluster, ch ImpactChange) impact.Cluster {
+	after := now
+	after.ClusterQueues = nil
+	seen := map[string]bool{}
+	for _, cq := range now.ClusterQueues {
+		next, changed := ch.Queues[cq.Name]
+		seen[cq.Name] = true
+		switch {
+		case !changed:
+			after.ClusterQueues = append(after.ClusterQueues, cq)
+		case next != nil:
+			after.ClusterQueues = append(after.ClusterQueues, forCopy(next))
+		}
+	}
+	for name, cq := range ch.Queues {
+		if !seen[name] && cq != nil {
+			after.ClusterQueues = append(after.ClusterQueues, forCopy(cq))
+		}
+	}
+	after.LocalQueues = append(append([]*kueuev1beta2.LocalQueue(nil), now.LocalQueues...), ch.LocalQueues...)
+	after.Cohorts = nil
+	seen = map[string]bool{}
+	for _, co := range now.Cohorts {
+		next, changed := ch.Cohorts[co.Name]
+		seen[co.Name] = true
+		switch {
+		case !changed:
+			after.Cohorts = append(after.Cohorts, co)
+		case next != nil:
+			after.Cohorts = append(after.Cohorts, next)
+		}
+	}
+	for name, co := range ch.Cohorts {
+		if !seen[name] && co != nil {
+			after.Cohorts = append(after.Cohorts, co)
+		}
+	}
+	if len(ch.Priorities) > 0 || len(ch.DeletedNamespaces) > 0 {
+		after.Workloads = make([]*impact.Shape, 0, len(now.Workloads))
+		for _, sh := range now.Workloads {
+			if slices.Contains(ch.DeletedNamespaces, sh.Namespace) {
+				continue
+			}
+			if sh.PriorityClass != nil {
+				if v, ok := ch.Priorities[sh.PriorityClass.Name]; ok {
+					moved := *sh
+					moved.Priority = &v
+					sh = &moved
+				}
+			}
+			after.Workloads = append(after.Workloads, sh)
+		}
+		after.LocalQueues = slices.DeleteFunc(after.LocalQueues, func(lq *kueuev1beta2.LocalQueue) bool {
+			return slices.Contains(ch.DeletedNamespaces, lq.Namespace)
+		})
+	}
+	return after
+}
+
+// withUsage are the queues with Kueue's usage of r in their status.
+func withUsage(cqs []*kueuev1beta2.ClusterQueue, r *impact.Result) []*kueuev1beta2.ClusterQueue {
+	out := make([]*kueuev1beta2.ClusterQueue, 0, len(cqs))
+	for _, cq := range cqs {
+		withStatus := cq.DeepCopy()
+		withStatus.Status.FlavorsUsage = r.Usage[cq.Name]
+		out = append(out, withStatus)
+	}
+	return out
+}
