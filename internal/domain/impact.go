@@ -150,6 +150,12 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 	for _, r := range teamsAfter {
 		quotaAfter[r.ClusterQueue] = r
 	}
+	for _, t := range im.Teams {
+		if !t.Deleted && t.InUseAfter > t.QuotaAfter && t.InUseNow <= t.QuotaNow {
+			im.Notes = append(im.Notes, fmt.Sprintf("Team %s will hold %d GPUs against a quota of %d: Kueue does not stop tasks when a quota falls, "+
+				"but it now borrows %d GPUs, which other teams may reclaim when they need them.", t.Team, t.InUseAfter, t.QuotaAfter, t.InUseAfter-t.QuotaAfter))
+		}
+	}
 
 	for _, f := range fates {
 		if f.Task == nil {
@@ -174,7 +180,11 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 			}
 			im.Deleted = append(im.Deleted, t)
 		case f.Now != FateStaysAdmitted && f.Now != FateStaysPending:
-			t.Why = "Kueue " + string(f.Now) + " it in its next cycle, with or without this change."
+			verb := "admits"
+			if f.Now == FatePreempted {
+				verb = "preempts"
+			}
+			t.Why = "Kueue " + verb + " it in its next cycle, with or without this change."
 			im.Anyway = append(im.Anyway, t)
 		case f.After == FatePreempted:
 			t.Ran = f.Task.RunAt(now)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/kueuetest"
@@ -85,6 +86,50 @@ func TestKueueSchedulesTheCopy(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			r, err := Simulate(context.Background(), tc.cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, fates(r)); diff != "" {
+				t.Errorf("fates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A quota cut alone preempts nothing in Kueue, with or without fair
+// sharing: it takes as much capacity from the cohort as it makes the team
+// borrow, so a waiting task finds no more room than before. Turning on
+// preemption in a team does: its waiting task of a higher class then
+// preempts its own running one of a lower class.
+func TestWhatAChangeLetsKueuePreempt(t *testing.T) {
+	fs := &config.FairSharing{PreemptionStrategies: []config.PreemptionStrategy{config.LessThanOrEqualToFinalShare, config.LessThanInitialShare}}
+	low := func(s *Shape) *Shape { s.Priority = ptr.To[int32](10); return s }
+	high := func(s *Shape) *Shape { s.Priority = ptr.To[int32](90); return s }
+	workloads := func() []*Shape {
+		return []*Shape{low(running("a", "a1", "a", 8, t0)), low(running("a", "a2", "a", 8, t0.Add(time.Minute))),
+			low(running("b", "b1", "b", 8, t0.Add(2*time.Minute))), high(pending("b", "b2", 8, t0.Add(3*time.Minute)))}
+	}
+	never := func(w *kueuetest.ClusterQueueWrapper) *kueuetest.ClusterQueueWrapper {
+		w.Spec.Preemption.WithinClusterQueue = kueue.PreemptionPolicyNever
+		return w
+	}
+	for name, tc := range map[string]struct {
+		a, b *kueue.ClusterQueue
+		want map[string]Fate
+	}{
+		"as it is": {queue("a", 16).Obj(), never(queue("b", 8)).Obj(),
+			map[string]Fate{"a/a1": StaysAdmitted, "a/a2": StaysAdmitted, "b/b1": StaysAdmitted, "b/b2": StaysPending}},
+		"a's quota cut to 8": {queue("a", 8).Obj(), never(queue("b", 8)).Obj(),
+			map[string]Fate{"a/a1": StaysAdmitted, "a/a2": StaysAdmitted, "b/b1": StaysAdmitted, "b/b2": StaysPending}},
+		"a's quota cut to 4": {queue("a", 4).Obj(), never(queue("b", 8)).Obj(),
+			map[string]Fate{"a/a1": StaysAdmitted, "a/a2": StaysAdmitted, "b/b1": StaysAdmitted, "b/b2": StaysPending}},
+		"b preempts lower priority": {queue("a", 16).Obj(), queue("b", 8).Obj(),
+			map[string]Fate{"a/a1": StaysAdmitted, "a/a2": StaysAdmitted, "b/b1": Preempted, "b/b2": Admitted}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cluster([]*kueue.ClusterQueue{tc.a, tc.b}, workloads()...)
+			c.FairSharing = fs
+			r, err := Simulate(context.Background(), c)
 			if err != nil {
 				t.Fatal(err)
 			}
