@@ -99,6 +99,13 @@ func (r *clusterReads) SchedulerConfig(ctx context.Context) (kueue.SchedulerConf
 	})
 }
 
+// WhatIf answers what Kueue would do with a job submitted now.
+func (r *clusterReads) WhatIf(ctx context.Context, job domain.WhatIf) (domain.WhatIfAnswer, error) {
+	cfg, _ := r.SchedulerConfig(ctx) // unreadable: Kueue's defaults, as the preview says
+	shapes, _ := r.cache.Fleet()
+	return r.cache.WhatIf(ctx, r.settings, cfg, job, shapes)
+}
+
 func (r *clusterReads) TeamRevisions(ctx context.Context, team string) ([]domain.TeamRevision, error) {
 	return r.applier.TeamRevisions(ctx, r.settings, team)
 }

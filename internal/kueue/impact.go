@@ -286,3 +286,96 @@ func withUsage(cqs []*kueuev1beta2.ClusterQueue, r *impact.Result) []*kueuev1bet
 	}
 	return out
 }
+
+// whatIfName names the job a what-if adds to the copy.
+const whatIfName = "what-if"
+
+// WhatIf answers what Kueue would do with job if it were submitted now to
+// its team's queue: Kueue's scheduler over a copy of the team's cohort
+// tree with the job added, created now.
+func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConfig, job domain.WhatIf, shapes domain.ShapeLookup) (domain.WhatIfAnswer, error) {
+	if !c.Synced() {
+		return domain.WhatIfAnswer{}, ErrNoPreview
+	}
+	start := time.Now()
+	cq, _, ok := c.Team(s, job.Team)
+	if !ok {
+		return domain.WhatIfAnswer{}, fmt.Errorf("there is no team %q", job.Team)
+	}
+	lq := c.localQueueOf(cq.Name)
+	if lq == nil {
+		return domain.WhatIfAnswer{}, fmt.Errorf("team %s has no LocalQueue to submit to", job.Team)
+	}
+	copyOf, facts, err := c.impactCopy(cfg, ImpactChange{Queues: map[string]*kueuev1beta2.ClusterQueue{cq.Name: cq}})
+	if err != nil {
+		return domain.WhatIfAnswer{}, err
+	}
+	sh := &impact.Shape{Namespace: lq.Namespace, Name: whatIfName, UID: whatIfName, Queue: kueuev1beta2.LocalQueueName(lq.Name),
+		Created: metav1.NewTime(time.Now())}
+	if job.Class != "" {
+		sh.PriorityClass = kueuev1beta2.NewWorkloadPriorityClassRef(job.Class)
+		if wpc, err := c.WorkloadPriorityClasses.Get(job.Class); err == nil {
+			sh.Priority = &wpc.Value
+		}
+	}
+	for i, r := range job.Rows {
+		shape, _ := shapes(r.InstanceType)
+		ps := impact.PodSetShape{Name: kueuev1beta2.PodSetReference(fmt.Sprintf("pods-%d", i)), Count: r.Pods, Requests: r.PodRequests(shape)}
+		if rf, err := c.ResourceFlavors.Get(r.InstanceType); err == nil {
+			ps.NodeSelector = rf.Spec.NodeLabels
+		}
+		sh.PodSets = append(sh.PodSets, ps)
+	}
+	copyOf.Workloads = append(copyOf.Workloads, sh)
+	res, err := impact.Simulate(ctx, copyOf)
+	if err != nil {
+		return domain.WhatIfAnswer{}, err
+	}
+	var a domain.WhatIfAnswer
+	if o := res.Workloads[sh.Key()]; o != nil {
+		a.Admitted = o.Fate == impact.Admitted
+		a.Position, a.Reason, a.Uncertain = o.Position, o.Message, o.Uncertain
+	}
+	if a.Admitted {
+		for _, u := range res.Usage[cq.Name] {
+			for _, r := range u.Resources {
+				a.Borrowing = a.Borrowing || !r.Borrowed.IsZero()
+			}
+		}
+	}
+	now := time.Now()
+	for key, o := range res.Workloads {
+		f := facts[key]
+		if o.Fate != impact.Preempted || f == nil {
+			continue
+		}
+		run := f.RunAt(now)
+		a.Preempts = append(a.Preempts, domain.ImpactTask{Namespace: f.Namespace, Name: f.Name, Team: f.Team, Class: f.Class, GPUs: f.GPUs,
+			Ran: run, GPUHours: float64(f.GPUs) * run.Hours()})
+	}
+	slices.SortFunc(a.Preempts, func(x, y domain.ImpactTask) int {
+		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
+	})
+	a.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d cycles in %s.",
+		kueueVersion, len(copyOf.ClusterQueues), len(copyOf.Workloads), res.Cycles, time.Since(start).Round(time.Millisecond))
+	return a, nil
+}
+
+// localQueueOf is the first LocalQueue, by namespace and name, that feeds
+// the ClusterQueue (a console team has one).
+func (c *Cache) localQueueOf(clusterQueue string) *kueuev1beta2.LocalQueue {
+	lqs, err := c.LocalQueues.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var found *kueuev1beta2.LocalQueue
+	for _, lq := range lqs {
+		if string(lq.Spec.ClusterQueue) != clusterQueue {
+			continue
+		}
+		if found == nil || lq.Namespace+"/"+lq.Name < found.Namespace+"/"+found.Name {
+			found = lq
+		}
+	}
+	return found
+}

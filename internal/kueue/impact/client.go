@@ -134,6 +134,18 @@ func (c *copyClient) take(obj client.Object) error {
 	return nil
 }
 
+// pendingMessage is Kueue's last word on why a Workload of the copy waits.
+func (c *copyClient) pendingMessage(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if wl := c.workloads[key]; wl != nil {
+		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == "False" {
+			return cond.Message
+		}
+	}
+	return ""
+}
+
 // takeEvictions returns the evictions since the last call.
 func (c *copyClient) takeEvictions() []eviction {
 	c.mu.Lock()

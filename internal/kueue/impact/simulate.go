@@ -248,6 +248,8 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 		if ev, ok := preempted[key]; ok {
 			o.Fate, o.Reason, o.Message = Preempted, ev.preemptedReason, ev.message
+		} else if o.Fate == StaysPending {
+			o.Message = cl.pendingMessage(key)
 		}
 		if s := shapes[key]; s != nil && o.Fate != StaysAdmitted && o.Fate != StaysPending {
 			for _, ps := range s.PodSets {
