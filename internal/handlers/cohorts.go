@@ -26,6 +26,7 @@ type cohortPages struct {
 
 type cohortWrites interface {
 	SaveCohort(ctx context.Context, who kueue.Identity, f form.CohortForm) write.Outcome
+	PreviewCohort(ctx context.Context, f form.CohortForm) (domain.Impact, write.Outcome)
 	DeleteCohort(ctx context.Context, who kueue.Identity, name string) write.Outcome
 	CohortForEdit(name string) (domain.CohortAllocation, write.Outcome)
 }
@@ -50,6 +51,20 @@ func (p cohortPages) save(c echo.Context) error {
 	}
 	f := form.ParseCohort(values)
 	editing := p.teams != nil && slices.Contains(p.teams.Cohorts(), p.settings.Cohort+"-"+f.Suffix)
+	switch values.Get("step") {
+	case stepEdit:
+		return p.render(c, http.StatusOK, f, editing, write.Outcome{})
+	case stepPreview:
+		im, out := p.writes.PreviewCohort(c.Request().Context(), f)
+		if out.Kind == write.Rejected {
+			return p.render(c, out.Status(), f, editing, out)
+		}
+		return render(c, http.StatusOK, templates.Confirm(templates.ConfirmView{
+			Page:   templates.Page{Title: "Cohort " + p.settings.Cohort + "-" + f.Suffix + ": what Kueue will do", Active: "cohorts", Problem: p.problem()},
+			Impact: impactView(im, out), Action: "/cohorts", Hidden: carried(values), Apply: "Apply the cohort",
+			ReadOnly: p.readOnly(c, mayEditTeams),
+		}))
+	}
 	out := p.writes.SaveCohort(c.Request().Context(), p.identity(c), f)
 	return respond(c, out, "/cohorts", func(status int) error { return p.render(c, status, f, editing, out) })
 }

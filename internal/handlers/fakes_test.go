@@ -227,6 +227,9 @@ func (w *writes) PreviewTeam(_ context.Context, req write.TeamSave) (domain.Impa
 func (w *writes) PreviewDeleteTeam(_ context.Context, team string) (domain.Impact, write.Outcome) {
 	return w.preview("PreviewDeleteTeam " + team)
 }
+func (w *writes) PreviewCohort(context.Context, form.CohortForm) (domain.Impact, write.Outcome) {
+	return w.preview("PreviewCohort")
+}
 func (w *writes) PreviewPolicy(context.Context, form.PolicyForm) (domain.Impact, write.Outcome) {
 	return w.preview("PreviewPolicy")
 }

@@ -83,6 +83,25 @@ func (s Service) PreviewPolicy(ctx context.Context, f form.PolicyForm) (domain.I
 	return s.impact(ctx, kueue.ImpactChange{What: "Saving the cluster policy", Priorities: values, Everything: true})
 }
 
+// PreviewCohort is the impact of saving a cohort form: its quota, its
+// parent and its weight change what the queues under it may borrow.
+func (s Service) PreviewCohort(ctx context.Context, f form.CohortForm) (domain.Impact, Outcome) {
+	shapes, _ := s.Cache.Fleet()
+	c, errs := f.Validate(s.Settings, shapes, s.Cache.CohortParents(), s.Cache.ConsoleCohorts(s.Settings))
+	if errs.Any() {
+		return domain.Impact{}, rejectedFields(errs)
+	}
+	obj, err := domain.BuildCohortObject(c, shapes)
+	if err != nil {
+		return domain.Impact{}, rejected(err.Error())
+	}
+	var co kueuev1beta2.Cohort
+	if err := convert(obj, &co); err != nil {
+		return domain.Impact{}, failed(err, "the console", "the preview")
+	}
+	return s.impact(ctx, kueue.ImpactChange{What: "Saving cohort " + c.Name, Cohorts: map[string]*kueuev1beta2.Cohort{c.Name: &co}})
+}
+
 func (s Service) impact(ctx context.Context, ch kueue.ImpactChange) (domain.Impact, Outcome) {
 	var cfg kueue.SchedulerConfig
 	var note string

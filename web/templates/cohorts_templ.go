@@ -520,7 +520,7 @@ func Cohorts(v CohortsView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "</fieldset><button type=\"submit\" class=\"primary\" id=\"save-cohort\">Save cohort</button></form>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "</fieldset><button type=\"submit\" class=\"primary\" id=\"save-cohort\" name=\"step\" value=\"preview\">Review cohort</button></form>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
