@@ -117,6 +117,7 @@ func TestProxySignInViewerIsReadOnly(t *testing.T) {
 	must(row.Locator(`input[data-field="gpus"]`).Fill("2"))
 	must(expect.Locator(row.Locator(`[data-field="derived"]`)).ToContainText("48 vCPU")) // team-form.js ran
 	must(page.Locator("#save").Click())
+	must(page.Locator("#apply").Click()) // after the impact preview
 	must(expect.Page(page).ToHaveURL(base + "/teams?saved=guarded"))
 	must(expect.Locator(page.Locator(`tr[data-team="guarded"]`)).ToHaveCount(1))
 	screenshot(t, page, "auth-admin-signed-in")

@@ -44,6 +44,7 @@ func TestImportEditMoveAndReleaseAQueue(t *testing.T) {
 	must(err)
 	must(page.Locator("#suffix").Fill("research"))
 	must(page.Locator("#save-cohort").Click())
+	must(page.Locator("#apply").Click()) // after the impact preview
 	must(expect.Locator(page.Locator(`tr[data-cohort="` + sub + `"]`)).ToHaveCount(1))
 
 	// Import, after the preview.
@@ -67,6 +68,8 @@ func TestImportEditMoveAndReleaseAQueue(t *testing.T) {
 	_, err = page.Locator("#cohort").SelectOption(playwright.SelectOptionValues{Values: &[]string{sub}})
 	must(err)
 	must(page.Locator("#save").Click())
+	must(expect.Locator(page.Locator("#impact-summary")).ToContainText("No task is preempted or admitted."))
+	must(page.Locator("#apply").Click())
 	must(expect.Page(page).ToHaveURL(base + "/teams?saved=" + h.ClusterQueue))
 	cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
 	if err != nil {

@@ -27,6 +27,7 @@ func TestRevisionsShowTheChangeAndRollBack(t *testing.T) {
 	must(err)
 	must(row.Locator(`input[data-field="gpus"]`).Fill("2"))
 	must(page.Locator("#save").Click())
+	must(page.Locator("#apply").Click()) // after the impact preview
 	must(expect.Page(page).ToHaveURL(base + "/teams?saved=history-team"))
 	must(expect.Locator(gpus("history-team")).ToHaveText("2"))
 	// Whatever happens below, delete the team while the console still runs
@@ -43,6 +44,7 @@ func TestRevisionsShowTheChangeAndRollBack(t *testing.T) {
 	must(err)
 	must(page.Locator(`input[name="quota.0.gpus"]`).Fill("4"))
 	must(page.Locator("#save").Click())
+	must(page.Locator("#apply").Click())
 	must(expect.Page(page).ToHaveURL(base + "/teams?saved=history-team"))
 	must(expect.Locator(gpus("history-team")).ToHaveText("4"))
 
@@ -58,6 +60,7 @@ func TestRevisionsShowTheChangeAndRollBack(t *testing.T) {
 	newest := page.Locator(`tr[data-rev="2"]`)
 	must(expect.Locator(newest.Locator(`[data-col="changes"]`)).ToContainText("quota ml.p5.48xlarge GPUs 2 → 4"))
 	must(expect.Locator(newest.Locator(`[data-col="action"]`)).ToHaveText("update"))
+	must(expect.Locator(newest.Locator(`[data-col="note"]`)).ToContainText("impact preview accepted: No task is preempted or admitted."))
 	must(expect.Locator(page.Locator(`tr[data-rev="1"] [data-col="action"]`)).ToHaveText("create"))
 	must(expect.Locator(newest.Locator("button.rollback")).ToHaveCount(0)) // the current revision
 	screenshot(t, page, "history")

@@ -95,6 +95,7 @@ func createTeam(t *testing.T, page playwright.Page, base, team, users string) {
 		},
 		func() error { return row.Locator(`input[data-field="gpus"]`).Fill("1") },
 		func() error { return page.Locator("#save").Click() },
+		func() error { return page.Locator("#apply").Click() }, // after the impact preview
 		func() error { return expect.Locator(page.Locator(`tr[data-team="` + team + `"]`)).ToHaveCount(1) },
 	} {
 		if err := step(); err != nil {

@@ -36,6 +36,8 @@ func TestCreateTeamShowsDerivedQuotaAndLists(t *testing.T) {
 	screenshot(t, page, "team-form")
 
 	must(page.Locator("#save").Click())
+	must(expect.Locator(page.Locator("#impact-summary")).ToContainText("No task is preempted or admitted."))
+	must(page.Locator("#apply").Click())
 	must(expect.Page(page).ToHaveURL(base + "/teams?saved=llm-team"))
 	teamRow := page.Locator(`tr[data-team="llm-team"]`)
 	must(expect.Locator(teamRow.Locator(`[data-col="gpus"]`)).ToHaveText("2"))

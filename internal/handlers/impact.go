@@ -23,6 +23,17 @@ const (
 	stepEdit    = "edit"
 )
 
+// step is the step a post asks for. A preview names other teams' tasks, so
+// only who may make the change gets one (readOnly, the reason they may
+// not, is ""); anyone else's post goes to the write path, which refuses it
+// in the cluster's words.
+func step(values url.Values, readOnly string) string {
+	if s := values.Get("step"); s == stepEdit || (s == stepPreview && readOnly == "") {
+		return s
+	}
+	return ""
+}
+
 // movedShown bounds the pending tasks listed as moving in their queue.
 const movedShown = 20
 

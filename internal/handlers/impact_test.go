@@ -17,7 +17,8 @@ import (
 // with the values typed, Back returns to the form with them, Apply saves
 // them.
 func TestTeamFormGoesThroughItsImpactPreview(t *testing.T) {
-	f := newFixture(t, 2, 0)
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("admin", listClusterQueues, editTeams, deleteTeams, editPolicy)
 	f.writes.impact = domain.Impact{
 		Preempted: []domain.ImpactTask{{Namespace: "hyperpod-ns-team-001", Name: "train-7", Team: "team-001", Class: "training",
 			GPUs: 8, Ran: 90 * time.Minute, GPUHours: 12, Why: "Team team-001 would exceed its quota of 8 GPUs by 8."}},
@@ -58,15 +59,36 @@ func TestTeamFormGoesThroughItsImpactPreview(t *testing.T) {
 	if code, location, _ := admin.Post("/teams/team-001", apply); code != http.StatusSeeOther || location != "/teams?saved=team-001" {
 		t.Errorf("apply: %d %q", code, location)
 	}
-	if made := f.writes.made(); !slices.ContainsFunc(made, func(c string) bool { return strings.HasPrefix(c, "save team team-001") }) {
+	if made := f.writes.made(); !slices.Contains(made, "save team team-001 by admin") {
 		t.Errorf("apply made %v", made)
 	}
+}
+
+// A preview names other teams' tasks: someone who may not make the change
+// gets none; their post goes to the write path, which refuses it.
+func TestNoPreviewForWhoMayNotChange(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("viewer", listClusterQueues)
+	viewer := user(t, f.handler(), "viewer")
+	viewer.Get("/teams/team-001/edit")
+	typed := webtest.TeamForm("team-001", "8")
+	typed.Set("step", "preview")
+	viewer.Post("/teams/team-001", typed)
+	if len(f.writes.previews) != 0 {
+		t.Errorf("a viewer got previews: %v", f.writes.previews)
+	}
+	if made := f.writes.made(); !slices.Contains(made, "save team team-001 by viewer") {
+		t.Errorf("the viewer's post did not go to the write path: %v", made)
+	}
+	_, body := viewer.Get("/teams/team-001/delete")
+	webtest.MustNotContain(t, "the viewer's delete page", body, `id="impact"`)
 }
 
 // A form that cannot be saved gets its field errors from the preview, as
 // from a save, and no confirmation.
 func TestPreviewOfABadFormShowsItsErrors(t *testing.T) {
-	f := newFixture(t, 2, 0)
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("admin", listClusterQueues, editTeams, deleteTeams, editPolicy)
 	admin := user(t, f.handler(), "admin")
 	admin.Get("/teams/new")
 	var errs form.Errors
@@ -82,7 +104,8 @@ func TestPreviewOfABadFormShowsItsErrors(t *testing.T) {
 
 // The delete confirmation shows what deleting stops.
 func TestDeleteConfirmationShowsItsImpact(t *testing.T) {
-	f := newFixture(t, 2, 0)
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("admin", listClusterQueues, editTeams, deleteTeams, editPolicy)
 	f.writes.impact = domain.Impact{Deleted: []domain.ImpactTask{{Namespace: "hyperpod-ns-team-001", Name: "serve-1", Team: "team-001",
 		GPUs: 4, Why: "Stopped and deleted with its team's namespace."}}, GPUsDeleted: 4}
 	admin := user(t, f.handler(), "admin")

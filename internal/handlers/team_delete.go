@@ -27,7 +27,11 @@ func (p teamPages) deleteTeam(c echo.Context) error {
 
 func (p teamPages) renderDelete(c echo.Context, status int, team, applyErr string) error {
 	ns := p.settings.Namespace(team)
-	im, out := p.writes.PreviewDeleteTeam(c.Request().Context(), team)
+	readOnly := p.readOnly(c, mayDeleteTeams)
+	var view templates.ImpactView
+	if readOnly == "" { // the preview names other teams' tasks: only for who may delete
+		view = impactView(p.writes.PreviewDeleteTeam(c.Request().Context(), team))
+	}
 	snap := p.model.Snapshot()
 	var tasks []templates.TaskLine
 	for _, f := range snap.Tasks(domain.TaskQuery{Selection: domain.Selection{Teams: []string{team}}, Sort: "name"}) {
@@ -40,7 +44,7 @@ func (p teamPages) renderDelete(c echo.Context, status int, team, applyErr strin
 		Namespace:  ns,
 		Tasks:      tasks,
 		ApplyError: applyErr,
-		Impact:     impactView(im, out),
-		ReadOnly:   p.readOnly(c, mayDeleteTeams),
+		Impact:     view,
+		ReadOnly:   readOnly,
 	}))
 }

@@ -65,7 +65,7 @@ func (p teamPages) saveTeam(c echo.Context, editing bool) error {
 			req.Loaded = &write.Loaded{ResourceVersion: values.Get("resourceVersion"), Allocation: t}
 		}
 	}
-	switch values.Get("step") {
+	switch step(values, p.readOnly(c, mayEditTeams)) {
 	case stepEdit:
 		return p.renderTeamForm(c, http.StatusOK, teamFormState{form: req.Form, editing: editing, loaded: req.Loaded})
 	case stepPreview:
