@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -74,6 +75,7 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if err := cmp.Or(beforeErr, afterErr); err != nil {
 		return domain.Impact{}, err
 	}
+
 	byUID := map[string]*domain.TaskFacts{}
 	for _, sh := range nowCopy.Workloads {
 		if f := facts[sh.Key()]; f != nil {
@@ -180,11 +182,22 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 		return impact.Cluster{}, nil, err
 	}
 	queueOf := map[string]string{}
+	namespaces := map[string]bool{}
 	for _, lq := range lqs {
 		queueOf[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
 		if scope[string(lq.Spec.ClusterQueue)] {
 			out.LocalQueues = append(out.LocalQueues, lq)
+			namespaces[lq.Namespace] = true
 		}
+	}
+	for _, lq := range ch.LocalQueues {
+		namespaces[lq.Namespace] = true
+	}
+	// Kueue reads a Workload's namespace before it admits it; the copy's
+	// queues take every namespace (forCopy), so its labels do not matter.
+	for ns := range namespaces {
+		out.Namespaces = append(out.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{corev1.LabelMetadataName: ns}}})
 	}
 	facts := map[string]*domain.TaskFacts{}
 	for _, obj := range c.workloadStore() {

@@ -88,13 +88,20 @@ func ShapeOf(wl *kueue.Workload) *Shape {
 		spec := &ps.Template.Spec
 		s.PodSets[i] = PodSetShape{
 			Name: ps.Name, Count: ps.Count, MinCount: ps.MinCount, Requests: podRequests(spec),
-			NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, Topology: ps.TopologyRequest != nil,
+			NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, Topology: asksTopology(ps.TopologyRequest),
 		}
 		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
 			s.PodSets[i].Affinity = &corev1.Affinity{NodeAffinity: spec.Affinity.NodeAffinity}
 		}
 	}
 	return s
+}
+
+// asksTopology reports a request for nodes close to each other. Kueue's
+// job integrations give every pod set a request naming only its pod index
+// label: that asks for nothing.
+func asksTopology(r *kueue.PodSetTopologyRequest) bool {
+	return r != nil && (r.Required != nil || r.Preferred != nil || (r.Unconstrained != nil && *r.Unconstrained))
 }
 
 // podRequests is one pod's requests as Kueue counts them: the larger of the
