@@ -10,7 +10,9 @@
 //  4. drives concurrent clients against every page and CSV (client p50/p99,
 //     req/s, and server p99 from the console's own histogram), and downloads
 //     the full task CSV once;
-//  5. holds watchers that follow the live updates as web/static/app.js does
+//  5. times the impact preview of a team's quota cut, as an admin asks for
+//     it on the team form;
+//  6. holds watchers that follow the live updates as web/static/app.js does
 //     (either protocol: `snapshot` events and refetch, or pushed `fragments`)
 //     while probe Workloads are created, and times how long each takes to
 //     reach each page that must show it;
@@ -54,7 +56,7 @@ type options struct {
 }
 
 // phases that --skip can leave out.
-var phases = []string{"cpu", "kubectl", "pages", "csv", "watch"}
+var phases = []string{"cpu", "kubectl", "pages", "csv", "preview", "watch"}
 
 func parseOptions(args []string) (options, error) {
 	var o options
@@ -200,7 +202,7 @@ func run(ctx context.Context, o options) (err error) {
 		run  func(context.Context) error
 	}{
 		{"cpu", r.measureCPU}, {"kubectl", r.measureKubectlWay}, {"pages", r.measurePages},
-		{"csv", r.measureCSV}, {"watch", r.measureWatchers},
+		{"csv", r.measureCSV}, {"preview", r.measurePreviews}, {"watch", r.measureWatchers},
 	} {
 		if o.skip[phase.name] {
 			continue

@@ -28,6 +28,7 @@ type result struct {
 	Kubectl *kubectlResult `json:"kubectl,omitempty"`
 	Pages   []pageResult   `json:"pages,omitempty"`
 	CSV     *csvResult     `json:"full_task_csv,omitempty"`
+	Preview *previewResult `json:"impact_preview,omitempty"`
 	Watch   *watchResult   `json:"watchers,omitempty"`
 
 	RSSReadyMiB     float64  `json:"rss_ready_mib"`
@@ -254,6 +255,10 @@ func (r *result) markdown() string {
 				float64(k.Bytes)/1e6, fmtSeconds(k.Seconds))
 		}
 		b.WriteString("\n")
+	}
+	if p := r.Preview; p != nil {
+		fmt.Fprintf(&b, "Impact preview of a team's quota cut (%d previews, %d failed): p50 %s, p95 %s, max %s; RSS %.0f MiB before, %.0f MiB at the peak while previewing. %s\n\n",
+			p.Previews, p.Failed, fmtSeconds(p.P50Seconds), fmtSeconds(p.P95Seconds), fmtSeconds(p.MaxSeconds), p.RSSBeforeMiB, p.RSSPeakMiB, p.Basis)
 	}
 	if wr := r.Watch; wr != nil {
 		fmt.Fprintf(&b, "Live updates: %d watchers (%s), %d Workloads created at %.1f/s; change → watcher's page:\n\n",

@@ -13,6 +13,9 @@ package impact
 import (
 	"maps"
 	"slices"
+	"strings"
+	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -35,8 +38,7 @@ type Shape struct {
 	Created         metav1.Time
 	Active          *bool
 	PodSets         []PodSetShape
-	// Admission is the Workload's while it holds quota; shared with no one
-	// (copied from the informer's object).
+	// Admission is the Workload's while it holds quota.
 	Admission *kueue.Admission
 	// Conditions are Kueue's, without their messages.
 	Conditions      []metav1.Condition
@@ -57,10 +59,37 @@ type PodSetShape struct {
 	Topology     bool // a topology request: node-level placement the preview cannot predict
 }
 
-// kueueConditions are the conditions Kueue's scheduler and queues read.
+// kueueConditions are the conditions whose being true Kueue's scheduler
+// and queues read: holding quota, an eviction in flight, and the reasons
+// that move a Workload's place in its queue. A false one reads as absent.
 var kueueConditions = []string{kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted, kueue.WorkloadEvicted,
-	kueue.WorkloadRequeued, kueue.WorkloadFinished, kueue.WorkloadPreempted, kueue.WorkloadPodsReady,
-	kueue.WorkloadDeactivationTarget}
+	kueue.WorkloadPreempted, kueue.WorkloadDeactivationTarget}
+
+// Most Workloads share their requests, priority class and condition
+// reasons with many others: one copy of each is kept.
+var (
+	sharedRequests sync.Map // canonical form → corev1.ResourceList
+	sharedClasses  sync.Map // name → *kueue.PriorityClassRef
+)
+
+func shareRequests(l corev1.ResourceList) corev1.ResourceList {
+	names := slices.Sorted(maps.Keys(l))
+	var key strings.Builder
+	for _, n := range names {
+		q := l[n]
+		key.WriteString(string(n) + "=" + q.String() + ";")
+	}
+	got, _ := sharedRequests.LoadOrStore(key.String(), l)
+	return got.(corev1.ResourceList)
+}
+
+func shareClass(ref *kueue.PriorityClassRef) *kueue.PriorityClassRef {
+	if ref == nil {
+		return nil
+	}
+	got, _ := sharedClasses.LoadOrStore(string(ref.Kind)+"/"+ref.Name, ref)
+	return got.(*kueue.PriorityClassRef)
+}
 
 // ShapeOf reads the Shape of wl; nil for a finished Workload, which holds
 // nothing and waits for nothing.
@@ -70,24 +99,23 @@ func ShapeOf(wl *kueue.Workload) *Shape {
 	}
 	s := &Shape{
 		Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, Queue: wl.Spec.QueueName,
-		Priority: wl.Spec.Priority, PriorityClass: wl.Spec.PriorityClassRef, Created: wl.CreationTimestamp,
+		Priority: wl.Spec.Priority, PriorityClass: shareClass(wl.Spec.PriorityClassRef), Created: wl.CreationTimestamp,
 		Active: wl.Spec.Active, ReclaimablePods: wl.Status.ReclaimablePods,
 	}
-	if wl.Status.Admission != nil {
-		s.Admission = wl.Status.Admission.DeepCopy()
-	}
+	// The informer's object goes once read; what the Shape points to of it
+	// (its admission, selectors, tolerations) stays, unshared and unchanged.
+	s.Admission = wl.Status.Admission
 	for _, c := range wl.Status.Conditions {
-		if slices.Contains(kueueConditions, c.Type) {
-			c.Message = ""
-			c.ObservedGeneration = 0
-			s.Conditions = append(s.Conditions, c)
+		if c.Status == metav1.ConditionTrue && slices.Contains(kueueConditions, c.Type) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: unique.Make(c.Type).Value(), Status: metav1.ConditionTrue,
+				Reason: unique.Make(c.Reason).Value(), LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	s.PodSets = make([]PodSetShape, len(wl.Spec.PodSets))
 	for i, ps := range wl.Spec.PodSets {
 		spec := &ps.Template.Spec
 		s.PodSets[i] = PodSetShape{
-			Name: ps.Name, Count: ps.Count, MinCount: ps.MinCount, Requests: podRequests(spec),
+			Name: ps.Name, Count: ps.Count, MinCount: ps.MinCount, Requests: shareRequests(podRequests(spec)),
 			NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, Topology: asksTopology(ps.TopologyRequest),
 		}
 		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
@@ -168,7 +196,8 @@ func (s *Shape) Workload() *kueue.Workload {
 	for i, ps := range s.PodSets {
 		wl.Spec.PodSets[i] = kueue.PodSet{Name: ps.Name, Count: ps.Count, MinCount: ps.MinCount,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers:   []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: ps.Requests}}},
+				// A copy: Kueue may default what it is given; the shared one stays.
+				Containers:   []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: maps.Clone(ps.Requests)}}},
 				NodeSelector: ps.NodeSelector, Tolerations: ps.Tolerations, Affinity: ps.Affinity,
 			}}}
 	}
