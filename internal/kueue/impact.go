@@ -167,6 +167,12 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 		if inScope(cq) {
 			scope[cq.Name] = true
 			out.ClusterQueues = append(out.ClusterQueues, forCopy(cq))
+			if why := uncertainOf(cq); why != "" {
+				if out.Uncertain == nil {
+					out.Uncertain = map[string]string{}
+				}
+				out.Uncertain[cq.Name] = why
+			}
 		}
 	}
 	for _, co := range cohorts {
@@ -174,8 +180,32 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 			out.Cohorts = append(out.Cohorts, co)
 		}
 	}
-	if out.Flavors, err = c.ResourceFlavors.List(labels.Everything()); err != nil {
+	flavors, err := c.ResourceFlavors.List(labels.Everything())
+	if err != nil {
 		return impact.Cluster{}, nil, err
+	}
+	// Topology-aware flavors place pods on nodes: the copy has no nodes, so
+	// it counts their quota only and names what it admits there uncertain.
+	byTopology := map[string]bool{}
+	for _, rf := range flavors {
+		if rf.Spec.TopologyName != nil {
+			byTopology[rf.Name] = true
+			rf = rf.DeepCopy()
+			rf.Spec.TopologyName = nil
+		}
+		out.Flavors = append(out.Flavors, rf)
+	}
+	for _, cq := range out.ClusterQueues {
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				if byTopology[string(f.Name)] && out.Uncertain[cq.Name] == "" {
+					if out.Uncertain == nil {
+						out.Uncertain = map[string]string{}
+					}
+					out.Uncertain[cq.Name] = "Its flavor " + string(f.Name) + " places pods by topology: whether nodes have room is decided at scheduling, not by quota."
+				}
+			}
+		}
 	}
 	lqs, err := c.LocalQueues.List(labels.Everything())
 	if err != nil {
@@ -222,11 +252,23 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 // namespaces: every queue takes every namespace, since which namespaces a
 // queue serves does not change with a quota change, and a namespace Kueue
 // does not let a queue serve has no task admitted or waiting in it.
+//
+// Admission checks are left out (the copy has none to run): a Workload
+// admitted there is named uncertain (uncertainOf).
 func forCopy(cq *kueuev1beta2.ClusterQueue) *kueuev1beta2.ClusterQueue {
 	out := cq.DeepCopy()
 	out.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	out.Spec.AdmissionChecksStrategy = nil
 	out.Status = kueuev1beta2.ClusterQueueStatus{}
 	return out
+}
+
+// uncertainOf says what the preview cannot know of a queue's admissions.
+func uncertainOf(cq *kueuev1beta2.ClusterQueue) string {
+	if s := cq.Spec.AdmissionChecksStrategy; s != nil && len(s.AdmissionChecks) > 0 {
+		return "Its queue runs admission checks (such as a provisioning request) after quota: whether they pass is not known in advance."
+	}
+	return ""
 }
 
 // applyChange is the copy as ch leaves it.

@@ -39,6 +39,10 @@ type Cluster struct {
 	// Kueue's controller configuration, as the cluster runs it.
 	FairSharing          *config.FairSharing
 	AdmissionFairSharing *config.AdmissionFairSharing
+	// Uncertain names, per ClusterQueue, what of its admissions the preview
+	// cannot know (its admission checks: a provisioning request decides
+	// whether the nodes come).
+	Uncertain map[string]string
 	// PendingPerQueue bounds the pending Workloads each ClusterQueue hands
 	// the scheduler, the first in Kueue's order (0: all). Kueue tries one
 	// head per queue and cycle, so a queue thousands deep costs thousands
@@ -250,6 +254,9 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			o.Fate, o.Reason, o.Message = Preempted, ev.preemptedReason, ev.message
 		} else if o.Fate == StaysPending {
 			o.Message = cl.pendingMessage(key)
+		}
+		if why := c.Uncertain[o.ClusterQueue]; why != "" && o.Fate == Admitted {
+			o.Uncertain = why
 		}
 		if s := shapes[key]; s != nil && o.Fate != StaysAdmitted && o.Fate != StaysPending {
 			for _, ps := range s.PodSets {
