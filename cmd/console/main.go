@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -66,6 +67,8 @@ type options struct {
 	memoryLimitMiB int
 
 	version bool
+	// profileListen serves Go's profiles, on loopback only ("" off).
+	profileListen string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -93,6 +96,7 @@ func parseFlags(args []string) (options, error) {
 	o.taskHistory.register(fs)
 	fs.IntVar(&o.memoryLimitMiB, "memory-limit-mib", defaultMemoryLimitMiB, "soft memory limit of the Go runtime, in MiB: the heap is collected sooner rather than let grow to twice what the console holds (the chart requests 256 MiB for the whole process); 0 keeps Go's default or GOMEMLIMIT")
 	fs.BoolVar(&o.version, "version", false, "print the version and revision, then exit")
+	fs.StringVar(&o.profileListen, "profile-listen", "", "loopback address to serve Go's profiles on (/debug/pprof/), for measuring; off when empty")
 	if err := fs.Parse(args); err != nil || o.version {
 		return o, err
 	}
@@ -108,6 +112,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if !slices.Contains(domain.PodSecurityLevels, o.settings.PodSecurity) {
 		return o, fmt.Errorf("--team-pod-security must be %s, not %q", strings.Join(domain.PodSecurityLevels, " or "), o.settings.PodSecurity)
+	}
+	if o.profileListen != "" && !auth.IsLoopback(o.profileListen) {
+		return o, fmt.Errorf("--profile-listen must be a loopback address, not %q: profiles show the console's memory", o.profileListen)
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("--log-format must be text or json, not %q", o.logFormat)
@@ -230,6 +237,20 @@ func main() {
 	}
 }
 
+// serveProfiles serves Go's profiles on a loopback address of their own,
+// never next to the pages.
+func serveProfiles(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("serving profiles", "url", "http://"+addr+"/debug/pprof/")
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if err := srv.ListenAndServe(); err != nil {
+		log.Warn("profiles not served", "err", err)
+	}
+}
+
 func newLogger(o options) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.logLevel))
@@ -309,6 +330,9 @@ func run(o options, log *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if o.profileListen != "" {
+		go serveProfiles(o.profileListen, log)
+	}
 
 	select {
 	case err := <-errc:

@@ -18,8 +18,11 @@ type console = loopback.Console
 // startConsole runs bin/console on the sandbox, listening on addr (a
 // loopback address; port 0 picks a free one), logging to logPath, and waits
 // until /readyz answers 200.
-func startConsole(ctx context.Context, bin, kubeconfig, prometheusURL, addr, logPath string, ready time.Duration) (*console, error) {
+func startConsole(ctx context.Context, bin, kubeconfig, prometheusURL, addr, profileAddr, logPath string, ready time.Duration) (*console, error) {
 	args := []string{"--kubeconfig", kubeconfig}
+	if profileAddr != "" {
+		args = append(args, "--profile-listen", profileAddr)
+	}
 	if prometheusURL != "" {
 		args = append(args, "--prometheus-url", prometheusURL)
 	}

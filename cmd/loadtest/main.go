@@ -53,6 +53,8 @@ type options struct {
 	idle, churn, settle, ready, maxRun          time.Duration
 	skip                                        map[string]bool
 	keepProbes                                  bool
+	// profile names pages whose CPU profile is taken while their clients run.
+	profile map[string]bool
 }
 
 // phases that --skip can leave out.
@@ -88,8 +90,15 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.maxRun, "max-run", time.Hour, "the whole run, fill included, ends after this")
 	skip := fs.String("skip", "", "phases to leave out, comma-separated: "+strings.Join(phases, ","))
 	fs.BoolVar(&o.keepProbes, "keep-probes", false, "leave the probe Workloads and their priority class in the sandbox")
+	profile := fs.String("profile", "", "pages (as in the table, comma-separated) whose console CPU profile is written to <out>-<page>.pprof while their clients run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	o.profile = map[string]bool{}
+	for _, p := range strings.Split(*profile, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.profile[p] = true
+		}
 	}
 	o.skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
@@ -153,6 +162,9 @@ type runner struct {
 	pid        string
 	client     *http.Client
 	pr         *prober
+	// profileBase is where the console serves its profiles ("" when none is
+	// asked for).
+	profileBase string
 }
 
 func run(ctx context.Context, o options) (err error) {
@@ -174,7 +186,14 @@ func run(ctx context.Context, o options) (err error) {
 	logPath := o.out + "-console.log"
 	log.Printf("starting %s (log: %s)", o.consoleBin, logPath)
 	start := time.Now()
-	r.con, err = startConsole(ctx, o.consoleBin, r.env.Kubeconfig, r.env.PrometheusURL, o.listen, logPath, o.ready)
+	profileAddr := ""
+	if len(o.profile) > 0 {
+		if profileAddr, err = freeLoopback(); err != nil {
+			return err
+		}
+		r.profileBase = "http://" + profileAddr
+	}
+	r.con, err = startConsole(ctx, o.consoleBin, r.env.Kubeconfig, r.env.PrometheusURL, o.listen, profileAddr, logPath, o.ready)
 	if err != nil {
 		return err
 	}
@@ -340,7 +359,9 @@ func (r *runner) measurePages(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		stopProfile := r.profilePage(ctx, p.Path)
 		pr := drivePage(ctx, r.client, r.con.Base, p, r.teams, r.o.clients, r.o.pageDuration)
+		stopProfile()
 		after, err := scrape(ctx, r.client, r.con.Base)
 		if err != nil {
 			return err

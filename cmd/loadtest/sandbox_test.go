@@ -53,7 +53,7 @@ func TestWatchersFollowTheConsole(t *testing.T) {
 		t.Fatalf("teams() = %v; want it to find %+v", teams, tm)
 	}
 
-	con, err := startConsole(ctx, buildConsole(t), env.Kubeconfig, env.PrometheusURL, "127.0.0.1:0",
+	con, err := startConsole(ctx, buildConsole(t), env.Kubeconfig, env.PrometheusURL, "127.0.0.1:0", "",
 		filepath.Join(t.TempDir(), "console.log"), 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
