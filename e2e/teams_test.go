@@ -33,6 +33,15 @@ func TestCreateTeamShowsDerivedQuotaAndLists(t *testing.T) {
 	must(expect.Locator(row.Locator(`[data-field="derived"]`)).ToContainText("512 GiB"))
 	must(expect.Locator(row.Locator(`input[data-field="vcpu"]`)).ToHaveAttribute("placeholder", "48"))
 	must(expect.Locator(row.Locator(`input[data-field="memoryGiB"]`)).ToHaveAttribute("placeholder", "512"))
+	// Each sharing strategy says what it does, as it is chosen.
+	must(expect.Locator(page.Locator("#lending-meaning")).ToContainText("Lend and borrow: other teams of the cohort may use"))
+	_, err = page.Locator("#lending").SelectOption(playwright.SelectOptionValues{Values: &[]string{"DontLend"}})
+	must(err)
+	must(expect.Locator(page.Locator("#lending-meaning")).ToContainText("Don't lend: this team's quota is for its own tasks only"))
+	must(expect.Locator(page.Locator("#borrow-limit-field")).ToBeHidden())
+	_, err = page.Locator("#lending").SelectOption(playwright.SelectOptionValues{Values: &[]string{"LendAndBorrow"}})
+	must(err)
+	must(expect.Locator(page.Locator("#weight-meaning")).ToContainText("0: the team gets idle compute only when no other team needs it"))
 	screenshot(t, page, "team-form")
 
 	must(page.Locator("#save").Click())

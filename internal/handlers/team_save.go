@@ -108,6 +108,16 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		MaxRows:         form.MaxQuotaRows,
 		Conflict:        st.outcome.Changes,
 		ReadOnly:        p.readOnly(c, mayEditTeams),
+		WeightMeaning:   domain.FairShareWeightMeaning,
+	}
+	for _, l := range []struct {
+		value domain.Lending
+		label string
+	}{{domain.LendAndBorrow, "Lend and borrow"}, {domain.Lend, "Lend only (borrow nothing)"}, {domain.DontLend, "Don't lend (and borrow nothing)"}} {
+		view.LendingChoices = append(view.LendingChoices, templates.LendingChoice{Value: string(l.value), Label: l.label, Meaning: l.value.Meaning()})
+		if string(l.value) == f.Lending {
+			view.LendingMeaning = l.value.Meaning()
+		}
 	}
 	if len(st.outcome.Changes) == 0 {
 		view.ApplyError = st.outcome.Message

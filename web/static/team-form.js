@@ -19,7 +19,12 @@
   // The borrow limit only applies to "Lend and borrow".
   const lending = document.getElementById("lending");
   const borrow = document.getElementById("borrow-limit-field");
-  const syncLending = () => { borrow.hidden = lending.value !== "LendAndBorrow"; };
+  const meaning = document.getElementById("lending-meaning");
+  const syncLending = () => {
+    borrow.hidden = lending.value !== "LendAndBorrow";
+    const chosen = lending.selectedOptions[0];
+    if (meaning && chosen) meaning.textContent = chosen.dataset.meaning || "";
+  };
   lending.addEventListener("change", syncLending);
   syncLending();
 
