@@ -79,10 +79,10 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		return TeamObjects{}, err
 	}
 
-	flavors, err := nominalFlavors(t.Quota, shapes, func(rq *kueueac.ResourceQuotaApplyConfiguration, nominal resource.Quantity, r corev1.ResourceName) {
+	flavors, err := nominalFlavors(t.Quota, shapes, func(rq *kueueac.ResourceQuotaApplyConfiguration, row QuotaInput, nominal resource.Quantity, r corev1.ResourceName) {
 		switch t.Lending {
 		case LendAndBorrow:
-			rq.WithBorrowingLimit(percentOf(nominal, t.BorrowLimitPercent, r))
+			rq.WithBorrowingLimit(t.borrowingLimit(row, nominal, r))
 		case Lend:
 			rq.WithBorrowingLimit(resource.MustParse("0"))
 		case DontLend:
@@ -149,7 +149,7 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 // nominalFlavors are the flavors of quota rows: each instance type's
 // resources with their derived nominal quota; limits sets a resource's
 // lending and borrowing limits.
-func nominalFlavors(rows []QuotaInput, shapes ShapeLookup, limits func(*kueueac.ResourceQuotaApplyConfiguration, resource.Quantity, corev1.ResourceName)) ([]*kueueac.FlavorQuotasApplyConfiguration, error) {
+func nominalFlavors(rows []QuotaInput, shapes ShapeLookup, limits func(*kueueac.ResourceQuotaApplyConfiguration, QuotaInput, resource.Quantity, corev1.ResourceName)) ([]*kueueac.FlavorQuotasApplyConfiguration, error) {
 	flavors := make([]*kueueac.FlavorQuotasApplyConfiguration, 0, len(rows))
 	for _, row := range rows {
 		shape, ok := shapes(row.InstanceType)
@@ -161,7 +161,7 @@ func nominalFlavors(rows []QuotaInput, shapes ShapeLookup, limits func(*kueueac.
 		for _, r := range CoveredResources {
 			nominal := q.quantity(r)
 			rq := kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal)
-			limits(rq, nominal, r)
+			limits(rq, row, nominal, r)
 			fq.WithResources(rq)
 		}
 		flavors = append(flavors, fq)

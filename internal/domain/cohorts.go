@@ -233,7 +233,7 @@ func CohortParentProblem(name, parent string, parents map[string]string) string 
 func BuildCohortObject(c CohortAllocation, shapes ShapeLookup) (*kueueac.CohortApplyConfiguration, error) {
 	spec := kueueac.CohortSpec().WithParentName(kueuev1beta2.CohortReference(c.Parent))
 	if len(c.Quota) > 0 {
-		flavors, err := nominalFlavors(c.Quota, shapes, func(*kueueac.ResourceQuotaApplyConfiguration, resource.Quantity, corev1.ResourceName) {})
+		flavors, err := nominalFlavors(c.Quota, shapes, func(*kueueac.ResourceQuotaApplyConfiguration, QuotaInput, resource.Quantity, corev1.ResourceName) {})
 		if err != nil {
 			return nil, err
 		}

@@ -76,6 +76,18 @@ func diffQuota(before, after []QuotaInput) []string {
 				out = append(out, fmt.Sprintf("quota %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "derived"), intOr(f.a, "derived")))
 			}
 		}
+		limits := []struct {
+			name string
+			b, a *int64
+		}{
+			{"GPUs", b.BorrowGPUs, q.BorrowGPUs}, {"Neuron devices", b.BorrowNeuron, q.BorrowNeuron},
+			{"vCPU", b.BorrowVCPU, q.BorrowVCPU}, {"memory GiB", b.BorrowMemoryGiB, q.BorrowMemoryGiB},
+		}
+		for _, f := range limits {
+			if !sameInt(f.b, f.a) {
+				out = append(out, fmt.Sprintf("borrow limit %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "the percentage"), intOr(f.a, "the percentage")))
+			}
+		}
 	}
 	for _, q := range before {
 		if !seen[q.InstanceType] {
@@ -145,6 +157,10 @@ func DescribeQuotaInput(q QuotaInput) string {
 	add(q.Neuron, "Neuron devices")
 	add(q.VCPU, "vCPU")
 	add(q.MemoryGiB, "GiB memory")
+	add(q.BorrowGPUs, "GPUs borrowable")
+	add(q.BorrowNeuron, "Neuron devices borrowable")
+	add(q.BorrowVCPU, "vCPU borrowable")
+	add(q.BorrowMemoryGiB, "GiB memory borrowable")
 	if len(parts) == 0 {
 		return "nothing"
 	}

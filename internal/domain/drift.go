@@ -3,7 +3,9 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -494,9 +496,89 @@ func AdoptTeam(s Settings, stored Team, cq *kueuev1beta2.ClusterQueue, shapes Sh
 		live := liveQuota(quotas.byFlavor[f])
 		row, rowNotes := adoptRow(storedRows[f], f, shape, live)
 		notes = append(notes, rowNotes...)
+		if t.Lending == LendAndBorrow {
+			var absolute bool
+			var limitNotes []string
+			row, absolute, limitNotes = adoptBorrowLimits(t, row, storedRows[f], shape, quotas.byFlavor[f])
+			if absolute {
+				if notes = slices.DeleteFunc(notes, func(n string) bool { return strings.HasPrefix(n, notOnePercentage) }); len(notes) == 0 {
+					notes = nil
+				}
+			}
+			notes = append(notes, limitNotes...)
+		} else {
+			row.BorrowGPUs, row.BorrowNeuron, row.BorrowVCPU, row.BorrowMemoryGiB = nil, nil, nil, nil
+		}
 		t.Quota = append(t.Quota, row)
 	}
 	return t, notes
+}
+
+// adoptBorrowLimits gives row an absolute borrow limit for each resource
+// whose live borrowing limit was set by hand: neither the team's percentage
+// of the live nominal quota explains it, nor that of the stored one (a
+// nominal quota edited by hand leaves its limit behind: the percentage
+// still holds). A stored absolute limit the queue still has stays.
+// absolute reports whether the row has any.
+func adoptBorrowLimits(t Team, row, stored QuotaInput, shape InstanceShape, live []kueuev1beta2.ResourceQuota) (_ QuotaInput, absolute bool, notes []string) {
+	row.BorrowGPUs, row.BorrowNeuron, row.BorrowVCPU, row.BorrowMemoryGiB = nil, nil, nil, nil
+	storedQuota := DeriveQuota(stored, shape)
+	for _, rq := range live {
+		if rq.BorrowingLimit == nil {
+			continue
+		}
+		byHand := rq.BorrowingLimit.Cmp(percentOf(rq.NominalQuota, t.BorrowLimitPercent, rq.Name)) != 0 &&
+			rq.BorrowingLimit.Cmp(percentOf(storedQuota.quantity(rq.Name), t.BorrowLimitPercent, rq.Name)) != 0
+		field := row.absoluteBorrow(rq.Name)
+		if field == nil {
+			if byHand {
+				notes = append(notes, fmt.Sprintf("The %s borrowing limit on %s set by hand is not kept: it follows the borrow percentage.", ResourceWord(rq.Name), row.InstanceType))
+			}
+			continue
+		}
+		if had := *stored.absoluteBorrow(rq.Name); had != nil && rq.BorrowingLimit.Cmp(unitsQuantity(rq.Name, *had)) == 0 {
+			*field, absolute = ptrTo(*had), true
+			continue
+		}
+		if byHand {
+			n := formUnits(rq.Name, *rq.BorrowingLimit)
+			*field, absolute = &n, true
+		}
+	}
+	return row, absolute, notes
+}
+
+// formUnits is q in the units the form takes for r (rounded).
+func formUnits(r corev1.ResourceName, q resource.Quantity) int64 {
+	switch r {
+	case corev1.ResourceCPU:
+		return int64(math.Round(float64(q.MilliValue()) / 1000))
+	case corev1.ResourceMemory:
+		return int64(math.Round(float64(q.Value()) / (1 << 30)))
+	}
+	return q.Value()
+}
+
+// sameBorrowLimits reports whether two allocations set the same absolute
+// borrow limits on the same instance types.
+func sameBorrowLimits(a, b Team) bool {
+	limits := func(t Team) map[string][4]int64 {
+		out := map[string][4]int64{}
+		for _, q := range t.Quota {
+			if !q.HasAbsoluteBorrow() {
+				continue
+			}
+			v := func(p *int64) int64 {
+				if p == nil {
+					return -1
+				}
+				return *p
+			}
+			out[q.InstanceType] = [4]int64{v(q.BorrowGPUs), v(q.BorrowNeuron), v(q.BorrowVCPU), v(q.BorrowMemoryGiB)}
+		}
+		return out
+	}
+	return maps.Equal(limits(a), limits(b))
 }
 
 func liveQuota(rs []kueuev1beta2.ResourceQuota) Quota {
@@ -559,6 +641,9 @@ func adoptRow(stored QuotaInput, instanceType string, shape InstanceShape, live 
 	return row, notes
 }
 
+// notOnePercentage starts the note of limits no single percentage explains.
+const notOnePercentage = "Borrowing limits do not all follow one percentage"
+
 // adoptLending reads the lending choice and borrow limit percentage from the
 // limits of every [flavor, resource].
 func adoptLending(all []kueuev1beta2.ResourceQuota, storedPercent int64) (Lending, int64, []string) {
@@ -620,7 +705,7 @@ func adoptLending(all []kueuev1beta2.ResourceQuota, storedPercent int64) (Lendin
 	case lo <= hi:
 		return LendAndBorrow, lo, notes
 	case storedFits && storedPercent >= 1:
-		notes = append(notes, fmt.Sprintf("Borrowing limits do not all follow one percentage: the allocation keeps its %d %% for all.", storedPercent))
+		notes = append(notes, fmt.Sprintf(notOnePercentage+": the allocation keeps its %d %% for all.", storedPercent))
 		return LendAndBorrow, storedPercent, notes
 	}
 	p := min(max(ref[0], 1), maxAdoptedBorrowPercent)

@@ -224,15 +224,14 @@ func TestAdoptTeam(t *testing.T) {
 				setAll(l, func(r *kueuev1beta2.ResourceQuota) { r.BorrowingLimit, r.LendingLimit = q("0"), q("0") })
 			},
 			func(t *Team) { t.Lending = DontLend }, nil, nil},
-		{"borrowing limits that no one percentage explains: the stored one stays",
+		{"borrowing limits set by hand: adopted as absolute limits, the percentage stays for the rest",
 			func(l *LiveTeamObjects) {
 				resourceOf(l.ClusterQueue, p5, ResourceGPU).BorrowingLimit = q("4")
 				resourceOf(l.ClusterQueue, p5, corev1.ResourceCPU).BorrowingLimit = q("10")
 			},
-			func(*Team) {},
-			[]string{"GPUs borrowing limit on ml.p5.48xlarge", "vCPU borrowing limit on ml.p5.48xlarge"},
-			[]string{keptPercent}},
-		{"borrowing limits that neither one nor the stored percentage explains: the GPUs' wins",
+			func(t *Team) { t.Quota[0].BorrowGPUs, t.Quota[0].BorrowVCPU = ptr.To[int64](4), ptr.To[int64](10) },
+			nil, nil},
+		{"borrowing limits that neither one nor the stored percentage explains: the GPUs' wins, the others are absolute",
 			func(l *LiveTeamObjects) {
 				limits := map[corev1.ResourceName]string{ResourceGPU: "4", corev1.ResourceCPU: "10", corev1.ResourceMemory: "100Gi", ResourceEFA: "1"}
 				setAll(l, func(r *kueuev1beta2.ResourceQuota) {
@@ -241,9 +240,12 @@ func TestAdoptTeam(t *testing.T) {
 					}
 				})
 			},
-			func(t *Team) { t.BorrowLimitPercent = 100 },
-			[]string{"vCPU borrowing limit on ml.p5.48xlarge", "memory borrowing limit on ml.p5.48xlarge", "EFA borrowing limit on ml.p5.48xlarge"},
-			[]string{"Borrowing limits do not all follow one percentage: adopted 100 % (from the GPUs, or the first resource) for all."}},
+			func(t *Team) {
+				t.BorrowLimitPercent = 100
+				t.Quota[0].BorrowVCPU, t.Quota[0].BorrowMemoryGiB = ptr.To[int64](10), ptr.To[int64](100)
+			},
+			[]string{"EFA borrowing limit on ml.p5.48xlarge"},
+			[]string{"The EFA borrowing limit on ml.p5.48xlarge set by hand is not kept: it follows the borrow percentage."}},
 		{"another cohort cannot be adopted",
 			func(l *LiveTeamObjects) { l.ClusterQueue.Spec.CohortName = "elsewhere" },
 			func(*Team) {}, []string{"cohort"}, []string{"The cohort elsewhere is not one of the console's: not adopted."}},

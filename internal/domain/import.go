@@ -190,7 +190,7 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 		rows[row.InstanceType] = row
 	}
 	found := map[string]bool{}
-	lendingChanged := t.Lending != was.Lending || t.BorrowLimitPercent != was.BorrowLimitPercent
+	lendingChanged := t.Lending != was.Lending || t.BorrowLimitPercent != was.BorrowLimitPercent || !sameBorrowLimits(t, was)
 	for g := range spec.ResourceGroups {
 		for f := range spec.ResourceGroups[g].Flavors {
 			fq := &spec.ResourceGroups[g].Flavors[f]
@@ -216,7 +216,7 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 				rq.BorrowingLimit, rq.LendingLimit = nil, nil
 				switch t.Lending {
 				case LendAndBorrow:
-					limit := percentOf(rq.NominalQuota, t.BorrowLimitPercent, rq.Name)
+					limit := t.borrowingLimit(row, rq.NominalQuota, rq.Name)
 					rq.BorrowingLimit = &limit
 				case Lend:
 					rq.BorrowingLimit = ptrTo(resource.MustParse("0"))

@@ -2,6 +2,11 @@ package domain
 
 import (
 	"math"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // QuotaInput is one quota row as the admin typed it: nil means "not given".
@@ -12,6 +17,56 @@ type QuotaInput struct {
 	Neuron       *int64 `json:"neuron,omitempty"`
 	VCPU         *int64 `json:"vcpu,omitempty"`
 	MemoryGiB    *int64 `json:"memoryGiB,omitempty"`
+	// Absolute borrow limits of the instance type, per resource (HyperPod's
+	// AbsoluteBorrowLimits, Kueue's borrowingLimit): nil takes the team's
+	// borrow percentage. They apply when the team lends and borrows.
+	BorrowGPUs      *int64 `json:"borrowGPUs,omitempty"`
+	BorrowNeuron    *int64 `json:"borrowNeuron,omitempty"`
+	BorrowVCPU      *int64 `json:"borrowVCPU,omitempty"`
+	BorrowMemoryGiB *int64 `json:"borrowMemoryGiB,omitempty"`
+}
+
+// absoluteBorrow is the row's absolute borrow limit of resource r, nil
+// when the percentage applies.
+func (q *QuotaInput) absoluteBorrow(r corev1.ResourceName) **int64 {
+	switch r {
+	case ResourceGPU:
+		return &q.BorrowGPUs
+	case ResourceNeuron:
+		return &q.BorrowNeuron
+	case corev1.ResourceCPU:
+		return &q.BorrowVCPU
+	case corev1.ResourceMemory:
+		return &q.BorrowMemoryGiB
+	}
+	return nil
+}
+
+// HasAbsoluteBorrow reports whether the row sets any absolute borrow limit.
+func (q QuotaInput) HasAbsoluteBorrow() bool {
+	return q.BorrowGPUs != nil || q.BorrowNeuron != nil || q.BorrowVCPU != nil || q.BorrowMemoryGiB != nil
+}
+
+// borrowingLimit is what the team may borrow of resource r of row, whose
+// nominal quota is nominal: the row's absolute limit when it has one, else
+// the team's percentage of the nominal quota.
+func (t Team) borrowingLimit(row QuotaInput, nominal resource.Quantity, r corev1.ResourceName) resource.Quantity {
+	if abs := row.absoluteBorrow(r); abs != nil && *abs != nil {
+		return unitsQuantity(r, **abs)
+	}
+	return percentOf(nominal, t.BorrowLimitPercent, r)
+}
+
+// unitsQuantity is n of the units the form takes for r: devices, whole
+// vCPUs, GiB of memory.
+func unitsQuantity(r corev1.ResourceName, n int64) resource.Quantity {
+	switch r {
+	case corev1.ResourceCPU:
+		return *resource.NewQuantity(n, resource.DecimalSI)
+	case corev1.ResourceMemory:
+		return *resource.NewQuantity(n<<30, resource.BinarySI)
+	}
+	return *resource.NewQuantity(n, resource.DecimalSI)
 }
 
 // Member is a user or group that may submit and watch the team's jobs.
@@ -104,4 +159,25 @@ func ratio(part, whole int64) float64 {
 		return 0
 	}
 	return float64(part) / float64(whole)
+}
+
+// AbsoluteBorrowWords lists the absolute borrow limits in words
+// ("ml.p5.48xlarge: 6 GPUs, 30 vCPU"), "" when there are none.
+func (t Team) AbsoluteBorrowWords() string {
+	var rows []string
+	for _, q := range t.Quota {
+		var parts []string
+		for _, l := range []struct {
+			n    *int64
+			unit string
+		}{{q.BorrowGPUs, "GPUs"}, {q.BorrowNeuron, "Neuron devices"}, {q.BorrowVCPU, "vCPU"}, {q.BorrowMemoryGiB, "GiB memory"}} {
+			if l.n != nil {
+				parts = append(parts, strconv.FormatInt(*l.n, 10)+" "+l.unit)
+			}
+		}
+		if len(parts) > 0 {
+			rows = append(rows, q.InstanceType+": "+strings.Join(parts, ", "))
+		}
+	}
+	return strings.Join(rows, "; ")
 }

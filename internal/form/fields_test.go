@@ -53,6 +53,12 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 		}, true},
 		{"Quota.VCPU", quota(func(q *domain.QuotaInput) { q.VCPU = ptr.To[int64](100) }), true},
 		{"Quota.MemoryGiB", quota(func(q *domain.QuotaInput) { q.MemoryGiB = ptr.To[int64](700) }), true},
+		{"Quota.BorrowGPUs", quota(func(q *domain.QuotaInput) { q.BorrowGPUs = ptr.To[int64](6) }), true},
+		{"Quota.BorrowNeuron", func(t *domain.Team) {
+			t.Quota = []domain.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: ptr.To[int64](8), BorrowNeuron: ptr.To[int64](3)}}
+		}, true},
+		{"Quota.BorrowVCPU", quota(func(q *domain.QuotaInput) { q.BorrowVCPU = ptr.To[int64](30) }), true},
+		{"Quota.BorrowMemoryGiB", quota(func(q *domain.QuotaInput) { q.BorrowMemoryGiB = ptr.To[int64](100) }), true},
 		{"Cohort", func(t *domain.Team) { t.Cohort = domain.DefaultSettings.Cohort + "-research" }, true},
 	}
 	covered := map[string]bool{"Name": true} // the name is the team's identity: it never changes

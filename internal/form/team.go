@@ -34,6 +34,7 @@ const (
 // enough that derived byte counts and percentages never overflow.
 var quotaMax = map[string]int64{
 	"count": 10_000, "gpus": 100_000, "neuron": 100_000, "vcpu": 10_000_000, "memoryGiB": 100_000_000,
+	"borrowGPUs": 100_000, "borrowNeuron": 100_000, "borrowVCPU": 10_000_000, "borrowMemoryGiB": 100_000_000,
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -81,10 +82,13 @@ type QuotaRow struct {
 	Neuron       string
 	VCPU         string
 	MemoryGiB    string
+	// Absolute borrow limits, per resource ("" takes the percentage).
+	BorrowGPUs, BorrowNeuron, BorrowVCPU, BorrowMemoryGiB string
 }
 
 func (r QuotaRow) empty() bool {
-	return r.InstanceType == "" && r.Count == "" && r.GPUs == "" && r.Neuron == "" && r.VCPU == "" && r.MemoryGiB == ""
+	return r.InstanceType == "" && r.Count == "" && r.GPUs == "" && r.Neuron == "" && r.VCPU == "" && r.MemoryGiB == "" &&
+		r.BorrowGPUs == "" && r.BorrowNeuron == "" && r.BorrowVCPU == "" && r.BorrowMemoryGiB == ""
 }
 
 // TeamForm is the team allocation form as typed.
@@ -149,6 +153,11 @@ func ParseTeam(v url.Values) TeamForm {
 			Neuron:       strings.TrimSpace(v.Get(p + "neuron")),
 			VCPU:         strings.TrimSpace(v.Get(p + "vcpu")),
 			MemoryGiB:    strings.TrimSpace(v.Get(p + "memoryGiB")),
+
+			BorrowGPUs:      strings.TrimSpace(v.Get(p + "borrowGPUs")),
+			BorrowNeuron:    strings.TrimSpace(v.Get(p + "borrowNeuron")),
+			BorrowVCPU:      strings.TrimSpace(v.Get(p + "borrowVCPU")),
+			BorrowMemoryGiB: strings.TrimSpace(v.Get(p + "borrowMemoryGiB")),
 		}
 		if !row.empty() {
 			t.Quota = append(t.Quota, row)
@@ -184,7 +193,8 @@ func FromTeam(t domain.Team) TeamForm {
 	}
 	for _, q := range t.Quota {
 		f.Quota = append(f.Quota, QuotaRow{InstanceType: q.InstanceType, Count: str(q.Count), GPUs: str(q.GPUs),
-			Neuron: str(q.Neuron), VCPU: str(q.VCPU), MemoryGiB: str(q.MemoryGiB)})
+			Neuron: str(q.Neuron), VCPU: str(q.VCPU), MemoryGiB: str(q.MemoryGiB),
+			BorrowGPUs: str(q.BorrowGPUs), BorrowNeuron: str(q.BorrowNeuron), BorrowVCPU: str(q.BorrowVCPU), BorrowMemoryGiB: str(q.BorrowMemoryGiB)})
 	}
 	if len(f.Quota) == 0 {
 		f.Quota = []QuotaRow{{}}
@@ -256,6 +266,10 @@ func (f TeamForm) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	seen := map[string]bool{}
 	for i, row := range f.Quota {
 		q, ok := validateRow(i, row, shapes, seen, &errs)
+		if ok && q.HasAbsoluteBorrow() && t.Lending != domain.LendAndBorrow && errs.Get("lending") == "" {
+			errs.Add(fmt.Sprintf("quota.%d.borrowGPUs", i), "Absolute borrow limits apply when the team lends and borrows: clear them, or choose Lend and borrow.")
+			ok = false
+		}
 		if ok {
 			t.Quota = append(t.Quota, q)
 		}
@@ -298,7 +312,19 @@ func validateRow(i int, row QuotaRow, shapes domain.ShapeLookup, seen map[string
 	q.Neuron = number("neuron", row.Neuron, 0)
 	q.VCPU = number("vcpu", row.VCPU, 0)
 	q.MemoryGiB = number("memoryGiB", row.MemoryGiB, 0)
+	q.BorrowGPUs = number("borrowGPUs", row.BorrowGPUs, 0)
+	q.BorrowNeuron = number("borrowNeuron", row.BorrowNeuron, 0)
+	q.BorrowVCPU = number("borrowVCPU", row.BorrowVCPU, 0)
+	q.BorrowMemoryGiB = number("borrowMemoryGiB", row.BorrowMemoryGiB, 0)
 	if !ok {
+		return q, false
+	}
+	switch {
+	case q.BorrowGPUs != nil && shape.GPUs == 0 && *q.BorrowGPUs > 0:
+		errs.Add(field("borrowGPUs"), fmt.Sprintf("%s has no GPUs to borrow.", shape.Type))
+		return q, false
+	case q.BorrowNeuron != nil && shape.Neuron == 0 && *q.BorrowNeuron > 0:
+		errs.Add(field("borrowNeuron"), fmt.Sprintf("%s has no Neuron devices to borrow.", shape.Type))
 		return q, false
 	}
 	switch {

@@ -121,6 +121,9 @@ func (p teamPages) allocations(visible scope) ([]domain.TeamState, []domain.Type
 func lendingLabel(t domain.Team) string {
 	switch t.Lending {
 	case domain.LendAndBorrow:
+		if abs := t.AbsoluteBorrowWords(); abs != "" {
+			return "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %; at most " + abs + ")"
+		}
 		return "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %)"
 	case domain.Lend:
 		return "Lend only"
