@@ -26,6 +26,9 @@ type copyClient struct {
 	// evicted are the Workloads the scheduler evicted, in order, not yet
 	// taken in by the preview's loop.
 	evicted []eviction
+	// reserved are the Workloads the scheduler reserved quota for, not yet
+	// taken in by the preview's loop.
+	reserved []string
 }
 
 // eviction is one Workload the scheduler evicted: Kueue's reason and, for
@@ -130,6 +133,10 @@ func (c *copyClient) take(obj client.Object) error {
 		}
 		c.evicted = append(c.evicted, e)
 	}
+	if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) &&
+		!apimeta.IsStatusConditionTrue(cur.Status.Conditions, kueue.WorkloadQuotaReserved) {
+		c.reserved = append(c.reserved, key)
+	}
 	c.workloads[key] = next
 	return nil
 }
@@ -152,6 +159,19 @@ func (c *copyClient) takeEvictions() []eviction {
 	defer c.mu.Unlock()
 	out := c.evicted
 	c.evicted = nil
+	return out
+}
+
+// takeReservations returns the Workloads given quota since the last call,
+// as they are now.
+func (c *copyClient) takeReservations() []*kueue.Workload {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*kueue.Workload, 0, len(c.reserved))
+	for _, key := range c.reserved {
+		out = append(out, c.workloads[key].DeepCopy())
+	}
+	c.reserved = nil
 	return out
 }
 

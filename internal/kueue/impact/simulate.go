@@ -193,6 +193,7 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	sched := scheduler.New(queues, cache, cl, &events.FakeRecorder{},
 		scheduler.WithFairSharing(c.FairSharing), scheduler.WithAdmissionFairSharing(c.AdmissionFairSharing),
 		scheduler.WithPreemptionExpectations(store))
+	setAdmissionRoutineWrapper(sched, inline{})
 	res = &Result{Workloads: map[string]*Outcome{}, Usage: map[string][]kueue.FlavorUsage{}}
 	preempted := map[string]eviction{}
 	for {
@@ -200,7 +201,7 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			return nil, err
 		}
 		requeuer.ProcessRequeues(ctx)
-		if activeHeads(queues) == 0 {
+		if activeHeads(queues, cache) == 0 {
 			break
 		}
 		if res.Cycles >= maxCycles {
@@ -208,6 +209,13 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 		res.Cycles++
 		scheduleOnce(sched, ctx)
+		// What Kueue's Workload controller does when it sees a reservation:
+		// the Workload leaves its queue (else it would stay the queue's
+		// popped head, and count as pending).
+		for _, wl := range cl.takeReservations() {
+			queues.DeleteWorkload(log, workload.Key(wl))
+			cache.AddOrUpdateWorkload(log, wl)
+		}
 		for _, ev := range cl.takeEvictions() {
 			preempted[ev.key] = ev
 			requeueEvicted(ctx, log, cl, cache, queues, ev.key)
@@ -293,13 +301,20 @@ func inKueueOrder(ss []*Shape) []*Shape {
 	return ss
 }
 
-// activeHeads counts the Workloads Kueue would try in its next cycle.
-func activeHeads(queues *qcache.Manager) int {
+// activeHeads counts the Workloads Kueue would try in its next cycle: those
+// in the heaps of active ClusterQueues, the ones Kueue's Heads pops (a
+// count that includes an inactive queue's, or the head popped last cycle,
+// would call Heads when it has nothing to give, and Heads then waits for
+// ever).
+func activeHeads(queues *qcache.Manager, cache *schdcache.Cache) int {
 	n := 0
 	for _, name := range queues.GetClusterQueueNames() {
+		if !cache.ClusterQueueActive(name) {
+			continue
+		}
 		if cq := queueOf(queues, name); cq != nil {
-			active, _ := cq.Pending()
-			n += active
+			heap, _ := cq.Dump()
+			n += len(heap)
 		}
 	}
 	return n

@@ -77,6 +77,11 @@ func TestKueueSchedulesTheCopy(t *testing.T) {
 				running("a", "a1", "a", 8, t0), pending("a", "a2", 8, t0.Add(time.Minute)), pending("a", "a3", 16, t0.Add(2*time.Minute))),
 			want: map[string]Fate{"a/a1": StaysAdmitted, "a/a2": Admitted, "a/a3": StaysPending},
 		},
+		"the last head fits": {
+			cluster: cluster([]*kueue.ClusterQueue{queue("a", 8).Obj(), queue("b", 16).Obj()},
+				running("a", "a1", "a", 8, t0), pending("a", "a2", 8, t0.Add(time.Minute))),
+			want: map[string]Fate{"a/a1": StaysAdmitted, "a/a2": Admitted},
+		},
 		"a queue that does not lend keeps its quota": {
 			cluster: cluster([]*kueue.ClusterQueue{queue("a", 8).Obj(), kueuetest.MakeClusterQueue("b").Cohort("pool").Nominal(8, ptr.To[int64](0)).Quota("ml.p5.48xlarge", corev1.ResourceCPU, "100").Obj()},
 				running("a", "a1", "a", 8, t0), pending("a", "a2", 8, t0.Add(time.Minute))),
@@ -85,7 +90,20 @@ func TestKueueSchedulesTheCopy(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			r, err := Simulate(context.Background(), tc.cluster)
+			var (
+				r    *Result
+				err  error
+				done = make(chan struct{})
+			)
+			go func() {
+				defer close(done)
+				r, err = Simulate(context.Background(), tc.cluster)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the preview never returned")
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
