@@ -177,6 +177,20 @@ func (s *Shape) Admitted() bool {
 	return s.Admission != nil && apimeta.IsStatusConditionTrue(s.Conditions, kueue.WorkloadQuotaReserved)
 }
 
+// Evicting reports an eviction under way: Kueue evicted the Workload, which
+// still holds its quota until its job stops.
+func (s *Shape) Evicting() bool {
+	return s.Admitted() && s.condition(kueue.WorkloadEvicted).Status == metav1.ConditionTrue
+}
+
+// condition is the Shape's condition of type typ (zero when it has none).
+func (s *Shape) condition(typ string) metav1.Condition {
+	if c := apimeta.FindStatusCondition(s.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
 // Key is the Workload's namespace/name.
 func (s *Shape) Key() string { return s.Namespace + "/" + s.Name }
 

@@ -70,6 +70,9 @@ type Result struct {
 	Usage map[string][]kueue.FlavorUsage
 	// Cycles is how many scheduling cycles Kueue ran.
 	Cycles int
+	// Stalled: Kueue kept retrying heads without any change (it waits for
+	// something the copy does not run); those stay pending, uncertain.
+	Stalled bool
 }
 
 // Outcome is one Workload's end.
@@ -88,6 +91,10 @@ type Outcome struct {
 	// Uncertain names what the preview cannot know for this Workload.
 	Uncertain string
 }
+
+// maxStalledCycles is how many cycles in a row may change nothing before
+// the preview stops waiting for them.
+const maxStalledCycles = 5
 
 // maxCycles bounds a preview whose queues never settle (they do: each cycle
 // admits, preempts or parks its heads).
@@ -166,12 +173,16 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		lqQueue[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
 	}
 	waiting := map[string][]*Shape{}
+	var evicting []string
 	for key, s := range shapes {
 		if s.Admitted() {
 			wl := s.Workload()
 			cl.workloads[key] = wl
 			before[key] = true
 			cache.AddOrUpdateWorkload(log, wl)
+			if s.Evicting() {
+				evicting = append(evicting, key)
+			}
 			continue
 		}
 		cq := lqQueue[s.Namespace+"/"+string(s.Queue)]
@@ -196,12 +207,21 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	setAdmissionRoutineWrapper(sched, inline{})
 	res = &Result{Workloads: map[string]*Outcome{}, Usage: map[string][]kueue.FlavorUsage{}}
 	preempted := map[string]eviction{}
+	// An eviction under way (Kueue evicted it, its job has not stopped yet)
+	// completes first, with or without any change: Kueue counts it as done.
+	for _, key := range evicting {
+		preempted[key] = eviction{key: key, preemptedReason: shapes[key].condition(kueue.WorkloadPreempted).Reason}
+		requeueEvicted(ctx, log, cl, cache, queues, key)
+	}
+	stalled := 0
+	var stuck map[string]bool
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		requeuer.ProcessRequeues(ctx)
-		if activeHeads(queues, cache) == 0 {
+		heads := activeHeads(queues, cache)
+		if heads == 0 {
 			break
 		}
 		if res.Cycles >= maxCycles {
@@ -212,13 +232,29 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		// What Kueue's Workload controller does when it sees a reservation:
 		// the Workload leaves its queue (else it would stay the queue's
 		// popped head, and count as pending).
+		moved := false
 		for _, wl := range cl.takeReservations() {
 			queues.DeleteWorkload(log, workload.Key(wl))
 			cache.AddOrUpdateWorkload(log, wl)
+			moved = true
 		}
 		for _, ev := range cl.takeEvictions() {
 			preempted[ev.key] = ev
 			requeueEvicted(ctx, log, cl, cache, queues, ev.key)
+			moved = true
+		}
+		// A cycle that admits, evicts and parks nothing leaves the same heads
+		// to try again: Kueue waits there for something the copy has no
+		// controller for. After a few such cycles the heads stay pending,
+		// named uncertain.
+		if !moved && activeHeads(queues, cache) >= heads {
+			if stalled++; stalled >= maxStalledCycles {
+				res.Stalled = true
+				stuck = headsOf(queues, cache)
+				break
+			}
+		} else {
+			stalled = 0
 		}
 	}
 
@@ -262,6 +298,9 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			o.Fate, o.Reason, o.Message = Preempted, ev.preemptedReason, ev.message
 		} else if o.Fate == StaysPending {
 			o.Message = cl.pendingMessage(key)
+		}
+		if stuck[key] {
+			o.Uncertain = "Kueue keeps trying it without a change: it waits for something the preview does not run (an eviction under way, admission checks)."
 		}
 		if why := c.Uncertain[o.ClusterQueue]; why != "" && o.Fate == Admitted {
 			o.Uncertain = why
@@ -318,6 +357,23 @@ func activeHeads(queues *qcache.Manager, cache *schdcache.Cache) int {
 		}
 	}
 	return n
+}
+
+// headsOf are the Workloads in the heaps of active ClusterQueues.
+func headsOf(queues *qcache.Manager, cache *schdcache.Cache) map[string]bool {
+	out := map[string]bool{}
+	for _, name := range queues.GetClusterQueueNames() {
+		if !cache.ClusterQueueActive(name) {
+			continue
+		}
+		if cq := queueOf(queues, name); cq != nil {
+			heap, _ := cq.Dump()
+			for _, ref := range heap {
+				out[string(ref)] = true
+			}
+		}
+	}
+	return out
 }
 
 // requeueEvicted does what Kueue's controllers do after the scheduler

@@ -44,6 +44,15 @@ func pending(ns, name string, gpus int64, at time.Time) *Shape {
 	return ShapeOf(kueuetest.MakeWorkload(names{}, ns, name).Queue("lq").GPUs(gpus, 1).Created(at).Obj())
 }
 
+// evicting is s as Kueue leaves a Workload it just preempted: evicted,
+// still holding its quota until its job stops.
+func evicting(s *Shape) *Shape {
+	s.Conditions = append(s.Conditions,
+		metav1.Condition{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: kueue.WorkloadEvictedByPreemption},
+		metav1.Condition{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: kueue.InCohortReclamationReason})
+	return s
+}
+
 func cluster(cqs []*kueue.ClusterQueue, wls ...*Shape) Cluster {
 	c := Cluster{Flavors: []*kueue.ResourceFlavor{flavor()}, ClusterQueues: cqs, Workloads: wls}
 	for _, cq := range cqs {
@@ -81,6 +90,12 @@ func TestKueueSchedulesTheCopy(t *testing.T) {
 			cluster: cluster([]*kueue.ClusterQueue{queue("a", 8).Obj(), queue("b", 16).Obj()},
 				running("a", "a1", "a", 8, t0), pending("a", "a2", 8, t0.Add(time.Minute))),
 			want: map[string]Fate{"a/a1": StaysAdmitted, "a/a2": Admitted},
+		},
+		"an eviction under way completes, and what waited for it is admitted": {
+			cluster: cluster([]*kueue.ClusterQueue{queue("a", 8).Obj(), queue("b", 8).Obj()},
+				running("b", "b1", "b", 8, t0), evicting(running("b", "b2", "b", 8, t0.Add(time.Minute))),
+				pending("a", "a1", 8, t0.Add(2*time.Minute))),
+			want: map[string]Fate{"b/b1": StaysAdmitted, "b/b2": Preempted, "a/a1": Admitted},
 		},
 		"a queue that does not lend keeps its quota": {
 			cluster: cluster([]*kueue.ClusterQueue{queue("a", 8).Obj(), kueuetest.MakeClusterQueue("b").Cohort("pool").Nominal(8, ptr.To[int64](0)).Quota("ml.p5.48xlarge", corev1.ResourceCPU, "100").Obj()},
