@@ -9,8 +9,8 @@ import (
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/form"
-	"github.com/openquota/console/internal/write"
 	"github.com/openquota/console/internal/webtest"
+	"github.com/openquota/console/internal/write"
 )
 
 // A team form goes through its preview: Review shows what Kueue will do
