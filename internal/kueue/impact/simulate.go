@@ -346,17 +346,7 @@ func inKueueOrder(ss []*Shape) []*Shape {
 // would call Heads when it has nothing to give, and Heads then waits for
 // ever).
 func activeHeads(queues *qcache.Manager, cache *schdcache.Cache) int {
-	n := 0
-	for _, name := range queues.GetClusterQueueNames() {
-		if !cache.ClusterQueueActive(name) {
-			continue
-		}
-		if cq := queueOf(queues, name); cq != nil {
-			heap, _ := cq.Dump()
-			n += len(heap)
-		}
-	}
-	return n
+	return len(headsOf(queues, cache))
 }
 
 // headsOf are the Workloads in the heaps of active ClusterQueues.
