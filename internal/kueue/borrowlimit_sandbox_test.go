@@ -2,8 +2,6 @@ package kueue_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/kueue"
 )
 
 // An absolute borrow limit (HyperPod's AbsoluteBorrowLimits) reaches Kueue
@@ -48,13 +45,10 @@ func TestAbsoluteBorrowLimitIsEnforcedAndReadsBack(t *testing.T) {
 	if !domain.SameAllocation(adopted, borrower) || len(notes) > 0 {
 		t.Errorf("the live queue adopts as %+v (%v), want %+v", adopted.Quota, notes, borrower.Quota)
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cache := kueue.NewCache(c.Kube, c.Kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	cache.Start(cctx)
+	cache := startCache(t, c, s)
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_, _, ok := cache.Team(s, "borrower")
-		return cache.Synced() && ok, nil
+		return ok, nil
 	}); err != nil {
 		t.Fatal("the cache never showed the team")
 	}

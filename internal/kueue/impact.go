@@ -161,16 +161,14 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 		}
 	}
 
-	out := impact.Cluster{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, PendingPerQueue: pendingPerQueue}
+	out := impact.Cluster{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, PendingPerQueue: pendingPerQueue,
+		Uncertain: map[string]string{}}
 	scope := map[string]bool{}
 	for _, cq := range cqs {
 		if inScope(cq) {
 			scope[cq.Name] = true
 			out.ClusterQueues = append(out.ClusterQueues, forCopy(cq))
 			if why := uncertainOf(cq); why != "" {
-				if out.Uncertain == nil {
-					out.Uncertain = map[string]string{}
-				}
 				out.Uncertain[cq.Name] = why
 			}
 		}
@@ -199,9 +197,6 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				if byTopology[string(f.Name)] && out.Uncertain[cq.Name] == "" {
-					if out.Uncertain == nil {
-						out.Uncertain = map[string]string{}
-					}
 					out.Uncertain[cq.Name] = "Its flavor " + string(f.Name) + " places pods by topology: whether nodes have room is decided at scheduling, not by quota."
 				}
 			}
@@ -274,41 +269,9 @@ func uncertainOf(cq *kueuev1beta2.ClusterQueue) string {
 // applyChange is the copy as ch leaves it.
 func applyChange(now impact.Cluster, ch ImpactChange) impact.Cluster {
 	after := now
-	after.ClusterQueues = nil
-	seen := map[string]bool{}
-	for _, cq := range now.ClusterQueues {
-		next, changed := ch.Queues[cq.Name]
-		seen[cq.Name] = true
-		switch {
-		case !changed:
-			after.ClusterQueues = append(after.ClusterQueues, cq)
-		case next != nil:
-			after.ClusterQueues = append(after.ClusterQueues, forCopy(next))
-		}
-	}
-	for name, cq := range ch.Queues {
-		if !seen[name] && cq != nil {
-			after.ClusterQueues = append(after.ClusterQueues, forCopy(cq))
-		}
-	}
+	after.ClusterQueues = replaced(now.ClusterQueues, ch.Queues, func(cq *kueuev1beta2.ClusterQueue) string { return cq.Name }, forCopy)
+	after.Cohorts = replaced(now.Cohorts, ch.Cohorts, func(co *kueuev1beta2.Cohort) string { return co.Name }, nil)
 	after.LocalQueues = append(append([]*kueuev1beta2.LocalQueue(nil), now.LocalQueues...), ch.LocalQueues...)
-	after.Cohorts = nil
-	seen = map[string]bool{}
-	for _, co := range now.Cohorts {
-		next, changed := ch.Cohorts[co.Name]
-		seen[co.Name] = true
-		switch {
-		case !changed:
-			after.Cohorts = append(after.Cohorts, co)
-		case next != nil:
-			after.Cohorts = append(after.Cohorts, next)
-		}
-	}
-	for name, co := range ch.Cohorts {
-		if !seen[name] && co != nil {
-			after.Cohorts = append(after.Cohorts, co)
-		}
-	}
 	if len(ch.Priorities) > 0 || len(ch.DeletedNamespaces) > 0 {
 		after.Workloads = make([]*impact.Shape, 0, len(now.Workloads))
 		for _, sh := range now.Workloads {
@@ -329,6 +292,36 @@ func applyChange(now impact.Cluster, ch ImpactChange) impact.Cluster {
 		})
 	}
 	return after
+}
+
+// replaced is objs with changes applied by name: a changed one replaced
+// (nil removes it), a new one added; prepare (when not nil) readies what
+// comes from the change for the copy.
+func replaced[T any](objs []*T, changes map[string]*T, name func(*T) string, prepare func(*T) *T) []*T {
+	ready := func(o *T) *T {
+		if prepare != nil {
+			return prepare(o)
+		}
+		return o
+	}
+	out := make([]*T, 0, len(objs)+len(changes))
+	seen := map[string]bool{}
+	for _, o := range objs {
+		next, changed := changes[name(o)]
+		seen[name(o)] = true
+		switch {
+		case !changed:
+			out = append(out, o)
+		case next != nil:
+			out = append(out, ready(next))
+		}
+	}
+	for n, o := range changes {
+		if !seen[n] && o != nil {
+			out = append(out, ready(o))
+		}
+	}
+	return out
 }
 
 // withUsage are the queues with Kueue's usage of r in their status.

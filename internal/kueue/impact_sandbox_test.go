@@ -2,14 +2,10 @@ package kueue_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
-	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -48,15 +44,7 @@ func TestCacheImpactOfAPolicySwitch(t *testing.T) {
 			return apimeta.IsStatusConditionFalse(w.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved)
 		})
 
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cache := kueue.NewCache(c.Kube, c.Kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	cache.Start(cctx)
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cache.Synced(), nil
-	}); err != nil {
-		t.Fatal("cache never synced")
-	}
+	cache := startCache(t, c, s)
 	ranking := fcfs
 	ranking.Prioritization = domain.TaskRanking
 	values := map[string]int32{}

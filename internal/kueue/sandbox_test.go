@@ -82,6 +82,22 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 	}
 }
 
+// startCache runs a cache with settings s until the test ends, and waits
+// until it has read the cluster.
+func startCache(t *testing.T, c testClients, s domain.Settings) *kueue.Cache {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cache := kueue.NewCache(c.Kube, c.Kueue, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cache.Start(ctx)
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return cache.Synced(), nil
+	}); err != nil {
+		t.Fatal("the cache never synced")
+	}
+	return cache
+}
+
 func applyTeam(t *testing.T, c testClients, s domain.Settings, team domain.Team) {
 	t.Helper()
 	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
