@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -186,6 +188,7 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 			out.LocalQueues = append(out.LocalQueues, lq)
 		}
 	}
+	out.Namespaces = namespacesOf(out.LocalQueues)
 	facts := map[string]*domain.TaskFacts{}
 	for _, obj := range c.workloadStore() {
 		wt, ok := obj.(*WorkloadTask)
@@ -203,6 +206,22 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 		}
 	}
 	return out, facts, nil
+}
+
+// namespacesOf are the namespaces of the LocalQueues. Kueue's scheduler
+// reads a Workload's namespace before it admits it (for its ClusterQueue's
+// namespaceSelector, which the copy leaves open) and keeps one without a
+// namespace pending.
+func namespacesOf(lqs []*kueuev1beta2.LocalQueue) []*corev1.Namespace {
+	seen := map[string]bool{}
+	var out []*corev1.Namespace
+	for _, lq := range lqs {
+		if !seen[lq.Namespace] {
+			seen[lq.Namespace] = true
+			out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lq.Namespace}})
+		}
+	}
+	return out
 }
 
 // forCopy is the ClusterQueue as the copy holds it. The copy has no
@@ -273,6 +292,7 @@ func applyChange(now impact.Cluster, ch ImpactChange) impact.Cluster {
 			return slices.Contains(ch.DeletedNamespaces, lq.Namespace)
 		})
 	}
+	after.Namespaces = namespacesOf(after.LocalQueues)
 	return after
 }
 
@@ -335,6 +355,11 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if o := res.Workloads[sh.Key()]; o != nil {
 		a.Admitted = o.Fate == impact.Admitted
 		a.Position, a.Reason, a.Uncertain = o.Position, o.Message, o.Uncertain
+	}
+	if ac := cq.Spec.AdmissionChecksStrategy; ac != nil && len(ac.AdmissionChecks) > 0 {
+		// The copy runs no admission checks, so Kueue keeps the queue
+		// inactive in it.
+		a.Uncertain = strings.TrimSpace(a.Uncertain + " Its team's queue has admission checks, which the answer cannot run: it says the job waits even when Kueue would reserve its quota now and admit it once the checks pass.")
 	}
 	if a.Admitted {
 		for _, u := range res.Usage[cq.Name] {

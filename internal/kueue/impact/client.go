@@ -23,9 +23,10 @@ type copyClient struct {
 
 	mu        sync.Mutex
 	workloads map[string]*kueue.Workload
-	// evicted are the Workloads the scheduler evicted, in order, not yet
-	// taken in by the preview's loop.
-	evicted []eviction
+	// evicted are the Workloads the scheduler evicted, in order, and
+	// admitted those it admitted, not yet taken in by the preview's loop.
+	evicted  []eviction
+	admitted []string
 }
 
 // eviction is one Workload the scheduler evicted: Kueue's reason and, for
@@ -122,6 +123,10 @@ func (c *copyClient) take(obj client.Object) error {
 	if wl.Status.Admission != nil {
 		next.Status.Admission = wl.Status.Admission.DeepCopy()
 	}
+	if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) &&
+		!apimeta.IsStatusConditionTrue(cur.Status.Conditions, kueue.WorkloadQuotaReserved) {
+		c.admitted = append(c.admitted, key)
+	}
 	if ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == "True" &&
 		!apimeta.IsStatusConditionTrue(cur.Status.Conditions, kueue.WorkloadEvicted) {
 		e := eviction{key: key, reason: ev.Reason, message: ev.Message}
@@ -144,6 +149,15 @@ func (c *copyClient) pendingMessage(key string) string {
 		}
 	}
 	return ""
+}
+
+// takeAdmissions returns the Workloads admitted since the last call.
+func (c *copyClient) takeAdmissions() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.admitted
+	c.admitted = nil
+	return out
 }
 
 // takeEvictions returns the evictions since the last call.

@@ -89,13 +89,13 @@ type Outcome struct {
 // admits, preempts or parks its heads).
 const maxCycles = 20000
 
-var errTooLong = errors.New("Kueue's scheduler did not settle within the preview's bound")
+var errTooLong = errors.New("the scheduler of Kueue did not settle within the preview's bound")
 
 // Simulate runs Kueue's scheduler over c until no queue has a head left.
 func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("Kueue's scheduler failed on the copy: %v", r)
+			res, err = nil, fmt.Errorf("the scheduler of Kueue failed on the copy: %v", r)
 		}
 	}()
 	log := logr.Discard()
@@ -189,6 +189,11 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	sched := scheduler.New(queues, cache, cl, &events.FakeRecorder{},
 		scheduler.WithFairSharing(c.FairSharing), scheduler.WithAdmissionFairSharing(c.AdmissionFairSharing),
 		scheduler.WithPreemptionExpectations(store))
+	// Kueue writes an admission in a goroutine; the copy takes it within
+	// the cycle, so that the loop below sees it.
+	setAdmissionRoutine(sched, inline{})
+	// A cycle waits for a head; an ended preview wakes it.
+	defer context.AfterFunc(ctx, queues.Broadcast)()
 	res = &Result{Workloads: map[string]*Outcome{}, Usage: map[string][]kueue.FlavorUsage{}}
 	preempted := map[string]eviction{}
 	for {
@@ -196,7 +201,7 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			return nil, err
 		}
 		requeuer.ProcessRequeues(ctx)
-		if activeHeads(queues) == 0 {
+		if activeHeads(queues, cache) == 0 {
 			break
 		}
 		if res.Cycles >= maxCycles {
@@ -204,6 +209,12 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 		res.Cycles++
 		scheduleOnce(sched, ctx)
+		// What Kueue's Workload controller does when an admission comes
+		// back: the Workload leaves its queue, which holds it in flight
+		// until then.
+		for _, key := range cl.takeAdmissions() {
+			queues.DeleteWorkload(log, workload.Reference(key))
+		}
 		for _, ev := range cl.takeEvictions() {
 			preempted[ev.key] = ev
 			requeueEvicted(ctx, log, cl, cache, queues, ev.key)
@@ -286,11 +297,12 @@ func inKueueOrder(ss []*Shape) []*Shape {
 	return ss
 }
 
-// activeHeads counts the Workloads Kueue would try in its next cycle.
-func activeHeads(queues *qcache.Manager) int {
+// activeHeads counts the Workloads Kueue would try in its next cycle:
+// those of the queues it holds active (its cycle waits for a head of one).
+func activeHeads(queues *qcache.Manager, cache *schdcache.Cache) int {
 	n := 0
 	for _, name := range queues.GetClusterQueueNames() {
-		if cq := queueOf(queues, name); cq != nil {
+		if cq := queueOf(queues, name); cq != nil && cache.ClusterQueueActive(name) {
 			active, _ := cq.Pending()
 			n += active
 		}
@@ -321,5 +333,10 @@ func requeueEvicted(ctx context.Context, log logr.Logger, cl *copyClient, cache 
 	_ = queues.AddOrUpdateWorkload(log, wl)
 	queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, ref, func() { _ = cache.DeleteWorkload(log, ref) })
 }
+
+// inline runs Kueue's admission writes in the scheduler's own cycle.
+type inline struct{}
+
+func (inline) Run(f func()) { f() }
 
 var debugLog *logr.Logger
