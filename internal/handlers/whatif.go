@@ -76,15 +76,7 @@ func (p whatIfPage) show(c echo.Context) error {
 		view.Unanswered = msg
 		return render(c, http.StatusServiceUnavailable, templates.WhatIf(view))
 	}
-	r := whatIfReply{WhatIfAnswer: a}
-	for _, t := range a.Preempts {
-		if visible.sees(t.Team) {
-			r.shown = append(r.shown, t)
-		} else {
-			r.hidden++
-		}
-	}
-	r.start, r.basis = p.estimate(ctx, job.Team, a)
+	r := p.reply(ctx, job.Team, a, visible)
 	if asJSON {
 		return c.JSON(http.StatusOK, r.json())
 	}
@@ -117,6 +109,20 @@ func (p whatIfPage) unanswered(err error) string {
 	}
 	p.log.Error("what-if failed", "err", err)
 	return "Kueue's answer could not be computed: " + err.Error() + "."
+}
+
+// reply is the answer as the viewer may see it, with its estimated start.
+func (p whatIfPage) reply(ctx context.Context, team string, a domain.WhatIfAnswer, visible scope) whatIfReply {
+	r := whatIfReply{WhatIfAnswer: a}
+	for _, t := range a.Preempts {
+		if visible.sees(t.Team) {
+			r.shown = append(r.shown, t)
+		} else {
+			r.hidden++
+		}
+	}
+	r.start, r.basis = p.estimate(ctx, team, a)
+	return r
 }
 
 // estimate is when the job would start, worded as the Tasks page words a
