@@ -114,6 +114,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		TaskHistory: history,
 		Prometheus:  prom,
 		Positions:   kueue.NewPositions(kq, 15*time.Second),
+		WhatIf:      reads,
 	}
 	return a, nil
 }

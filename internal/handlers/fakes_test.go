@@ -391,6 +391,28 @@ func (p positions) Known(_ context.Context, clusterQueue string) (map[string]int
 	return pos, ok
 }
 
+// whatIfs answers every what-if with answer, or fails with err, and
+// records the jobs asked about.
+type whatIfs struct {
+	mu     sync.Mutex
+	answer domain.WhatIfAnswer
+	err    error
+	asked  []domain.WhatIf
+}
+
+func (w *whatIfs) WhatIf(_ context.Context, job domain.WhatIf) (domain.WhatIfAnswer, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.asked = append(w.asked, job)
+	return w.answer, w.err
+}
+
+func (w *whatIfs) jobs() []domain.WhatIf {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]domain.WhatIf(nil), w.asked...)
+}
+
 // prometheus answers its figures, or fails with err.
 type prometheus struct {
 	err  error
@@ -420,6 +442,7 @@ type fixture struct {
 	cluster  *cluster
 	access   *access
 	writes   *writes
+	whatIf   *whatIfs
 }
 
 // newFixture is a console on a synthetic cluster of teams teams and
@@ -430,7 +453,7 @@ func newFixture(t testing.TB, teams, workloads int) *fixture {
 	now := time.Now()
 	objs := kueuetest.Cluster(s, s.Cohort, teams, workloads, now)
 	f := &fixture{settings: s, model: newReadModel(snapshotOf(s, objs, now)), cluster: &cluster{reachable: true,
-		available: map[string]int{"ml.p5.48xlarge": 4}}, access: &access{}, writes: &writes{}}
+		available: map[string]int{"ml.p5.48xlarge": 4}}, access: &access{}, writes: &writes{}, whatIf: &whatIfs{}}
 	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
 	for _, cq := range objs.ClusterQueues {
 		team := s.TeamOfClusterQueue(cq)
@@ -439,7 +462,7 @@ func newFixture(t testing.TB, teams, workloads int) *fixture {
 	}
 	f.cfg = handlers.Config{Settings: s, Shutdown: context.Background(),
 		Health: f.cluster, ReadModel: f.model, Overview: f.cluster, Teams: f.cluster, Policy: f.cluster, Revisions: f.cluster,
-		Access: f.access, Writes: f.writes}
+		Access: f.access, Writes: f.writes, WhatIf: f.whatIf}
 	return f
 }
 

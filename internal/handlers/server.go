@@ -74,6 +74,7 @@ type Config struct {
 	Prometheus Prometheus
 	// Positions are Kueue's own queue positions; nil without them.
 	Positions QueuePositions
+	WhatIf    WhatIf
 }
 
 // Limits bound what one request or user may hold; zero values are the
@@ -208,6 +209,12 @@ type policyWrites interface {
 	PreviewPolicy(ctx context.Context, f form.PolicyForm) (domain.Impact, write.Outcome)
 }
 
+// WhatIf answers what Kueue would do with a job if it were submitted now
+// (Kueue's scheduler over the cache's copy of the cluster, through app).
+type WhatIf interface {
+	WhatIf(ctx context.Context, job domain.WhatIf) (domain.WhatIfAnswer, error)
+}
+
 // TaskHistory is the task history's queries (taskhistory.Store, through
 // app). Each answers an error when there is no store to ask, and
 // Available says so without asking.
@@ -322,6 +329,7 @@ func New(cfg Config) *echo.Echo {
 	imports := queueImportPages{frame: f, writes: cfg.Writes, model: cfg.ReadModel}
 	cohorts := cohortPages{frame: f, overview: cfg.Overview, teams: cfg.Teams, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
+	whatIf := whatIfPage{frame: f, teams: cfg.Teams, policy: cfg.Policy, whatIf: cfg.WhatIf, rates: newAdmissionRates(history)}
 	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime,
 		shutdown: cfg.Shutdown, metrics: cfg.Metrics}
 
@@ -352,6 +360,7 @@ func New(cfg Config) *echo.Echo {
 	e.GET("/usage", usage.usage)
 	e.GET("/usage/:team", usage.teamUsage)
 	e.GET("/tasks", tasks.show)
+	e.GET("/whatif", whatIf.show)
 	e.GET("/reports/usage", report.show)
 	e.GET("/preemptions", preemptions.show)
 	e.GET("/events", streams.serve)

@@ -207,23 +207,13 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 		return impact.Cluster{}, nil, err
 	}
 	queueOf := map[string]string{}
-	namespaces := map[string]bool{}
 	for _, lq := range lqs {
 		queueOf[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
 		if scope[string(lq.Spec.ClusterQueue)] {
 			out.LocalQueues = append(out.LocalQueues, lq)
-			namespaces[lq.Namespace] = true
 		}
 	}
-	for _, lq := range ch.LocalQueues {
-		namespaces[lq.Namespace] = true
-	}
-	// Kueue reads a Workload's namespace before it admits it; the copy's
-	// queues take every namespace (forCopy), so its labels do not matter.
-	for ns := range namespaces {
-		out.Namespaces = append(out.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-			Labels: map[string]string{corev1.LabelMetadataName: ns}}})
-	}
+	out.Namespaces = namespacesOf(out.LocalQueues)
 	facts := map[string]*domain.TaskFacts{}
 	for _, obj := range c.workloadStore() {
 		wt, ok := obj.(*WorkloadTask)
@@ -243,8 +233,25 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 	return out, facts, nil
 }
 
-// forCopy is the ClusterQueue as the copy holds it. The copy has no
-// namespaces: every queue takes every namespace, since which namespaces a
+// namespacesOf are the namespaces of the LocalQueues. Kueue's scheduler
+// reads a Workload's namespace before it admits it (for its ClusterQueue's
+// namespaceSelector, which the copy leaves open) and keeps one without a
+// namespace pending.
+func namespacesOf(lqs []*kueuev1beta2.LocalQueue) []*corev1.Namespace {
+	seen := map[string]bool{}
+	var out []*corev1.Namespace
+	for _, lq := range lqs {
+		if !seen[lq.Namespace] {
+			seen[lq.Namespace] = true
+			out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lq.Namespace,
+				Labels: map[string]string{corev1.LabelMetadataName: lq.Namespace}}})
+		}
+	}
+	return out
+}
+
+// forCopy is the ClusterQueue as the copy holds it. Every queue takes every
+// namespace of the copy, since which namespaces a
 // queue serves does not change with a quota change, and a namespace Kueue
 // does not let a queue serve has no task admitted or waiting in it.
 //
@@ -291,6 +298,7 @@ func applyChange(now impact.Cluster, ch ImpactChange) impact.Cluster {
 			return slices.Contains(ch.DeletedNamespaces, lq.Namespace)
 		})
 	}
+	after.Namespaces = namespacesOf(after.LocalQueues)
 	return after
 }
 

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"net/url"
 	"sync"
 	"testing"
@@ -174,26 +175,48 @@ func PriorityClass(t testing.TB, kq kueueclient.Interface, name string, value in
 }
 
 // Job is a suspended batch Job for a team's queue: Pods pods (1 when 0) of
-// GPUs GPUs, one vCPU and 1 GiB each, of priority Class ("" for none);
+// GPUs GPUs, or Neuron Neuron devices when not 0, one vCPU and 1 GiB each,
+// of priority Class ("" for none), on nodes of InstanceType when set;
 // RunFor > 0 makes its pods complete after that long.
 type Job struct {
 	Namespace, LocalQueue, Name, Class string
 	Pods                               int32
-	GPUs                               int64
+	GPUs, Neuron                       int64
+	InstanceType                       string
 	RunFor                             time.Duration
+}
+
+// podRequests are one pod's requests: gpus GPUs, or neuron Neuron devices
+// when not 0, one vCPU and 1 GiB.
+func podRequests(gpus, neuron int64) corev1.ResourceList {
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	if neuron > 0 {
+		res[sandbox.ResourceNeuron] = *resource.NewQuantity(neuron, resource.DecimalSI)
+	} else {
+		res[sandbox.ResourceGPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	return res
+}
+
+// onInstanceType is the node selector of an instance type's nodes (nil for
+// any node).
+func onInstanceType(instanceType string) map[string]string {
+	if instanceType == "" {
+		return nil
+	}
+	return map[string]string{corev1.LabelInstanceTypeStable: instanceType}
 }
 
 // Submit creates the Job; Kueue makes its Workload.
 func Submit(t testing.TB, kube kubernetes.Interface, j Job) *batchv1.Job {
 	t.Helper()
-	res := corev1.ResourceList{sandbox.ResourceGPU: *resource.NewQuantity(j.GPUs, resource.DecimalSI),
-		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	res := podRequests(j.GPUs, j.Neuron)
 	pods := max(j.Pods, 1)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: map[string]string{"kueue.x-k8s.io/queue-name": j.LocalQueue}},
 		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Parallelism: ptr.To(pods), Completions: ptr.To(pods), Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: onInstanceType(j.InstanceType),
 				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
 		}},
 	}
@@ -208,6 +231,35 @@ func Submit(t testing.TB, kube kubernetes.Interface, j Job) *batchv1.Job {
 		t.Fatal(err)
 	}
 	return job
+}
+
+// PodSet is one pod set of a Workload: Pods pods of GPUs GPUs or Neuron
+// Neuron devices, one vCPU and 1 GiB each, on nodes of InstanceType.
+type PodSet struct {
+	Pods         int32
+	GPUs, Neuron int64
+	InstanceType string
+}
+
+// SubmitWorkload creates a Workload of several pod sets (a batch Job has
+// one) without a Job in a LocalQueue of namespace ns; Kueue admits it on
+// quota alone. It is deleted when the test ends.
+func SubmitWorkload(t testing.TB, kq kueueclient.Interface, ns, lq, name string, podSets []PodSet) *kueuev1beta2.Workload {
+	t.Helper()
+	wl := &kueuev1beta2.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kueuev1beta2.WorkloadSpec{QueueName: kueuev1beta2.LocalQueueName(lq)}}
+	for i, ps := range podSets {
+		res := podRequests(ps.GPUs, ps.Neuron)
+		wl.Spec.PodSets = append(wl.Spec.PodSets, kueuev1beta2.PodSet{Name: kueuev1beta2.PodSetReference(fmt.Sprintf("pods-%d", i)), Count: ps.Pods,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: onInstanceType(ps.InstanceType),
+				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}})
+	}
+	wl, err := kq.KueueV1beta2().Workloads(ns).Create(context.Background(), wl, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating Workload %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = kq.KueueV1beta2().Workloads(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return wl
 }
 
 // WorkloadOf waits (up to a minute) for the Job's Workload to meet cond and

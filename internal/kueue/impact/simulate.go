@@ -205,6 +205,8 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		scheduler.WithFairSharing(c.FairSharing), scheduler.WithAdmissionFairSharing(c.AdmissionFairSharing),
 		scheduler.WithPreemptionExpectations(store))
 	setAdmissionRoutineWrapper(sched, inline{})
+	// A cycle waits for a head; an ended preview wakes it.
+	defer context.AfterFunc(ctx, queues.Broadcast)()
 	res = &Result{Workloads: map[string]*Outcome{}, Usage: map[string][]kueue.FlavorUsage{}}
 	preempted := map[string]eviction{}
 	// An eviction under way (Kueue evicted it, its job has not stopped yet)

@@ -172,3 +172,48 @@ func TestWhatAChangeLetsKueuePreempt(t *testing.T) {
 		})
 	}
 }
+
+// The preview ends when no queue has a head left, however its last cycle
+// went: the last head admitted, a queue Kueue keeps inactive (a flavor
+// missing), a Workload in a namespace the copy lacks. It ran forever after
+// admitting the last head (Kueue's queue holds it in flight until its
+// Workload's update comes back).
+func TestThePreviewEnds(t *testing.T) {
+	missingFlavor := queue("b", 8).Obj()
+	missingFlavor.Spec.ResourceGroups[0].Flavors[0].Name = "ml.none"
+	noNamespace := cluster([]*kueue.ClusterQueue{queue("a", 8).Obj()}, pending("a", "a1", 8, t0))
+	noNamespace.Namespaces = nil
+	for name, tc := range map[string]struct {
+		cluster Cluster
+		want    map[string]Fate
+	}{
+		"the one pending job is admitted": {cluster([]*kueue.ClusterQueue{queue("a", 8).Obj()}, pending("a", "a1", 8, t0)),
+			map[string]Fate{"a/a1": Admitted}},
+		"every pending job is admitted": {cluster([]*kueue.ClusterQueue{queue("a", 8).Obj()}, pending("a", "a1", 4, t0), pending("a", "a2", 4, t0.Add(time.Minute))),
+			map[string]Fate{"a/a1": Admitted, "a/a2": Admitted}},
+		"a queue with a missing flavor": {cluster([]*kueue.ClusterQueue{missingFlavor}, pending("b", "b1", 8, t0)),
+			map[string]Fate{"b/b1": StaysPending}},
+		"a namespace the copy lacks": {noNamespace, map[string]Fate{"a/a1": StaysPending}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			done := make(chan map[string]Fate, 1)
+			go func() {
+				r, err := Simulate(context.Background(), tc.cluster)
+				if err != nil {
+					t.Error(err)
+					done <- nil
+					return
+				}
+				done <- fates(r)
+			}()
+			select {
+			case got := <-done:
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("fates (-want +got):\n%s", diff)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the preview never ended")
+			}
+		})
+	}
+}
