@@ -19,7 +19,7 @@ import (
 type names struct{}
 
 func (names) TeamOfNamespace(string) (string, bool) { return "", false }
-func (names) ClusterQueue(string) string          { return "" }
+func (names) ClusterQueue(string) string            { return "" }
 
 var t0 = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 
