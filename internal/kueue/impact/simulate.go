@@ -100,13 +100,13 @@ const maxStalledCycles = 5
 // admits, preempts or parks its heads).
 const maxCycles = 20000
 
-var errTooLong = errors.New("Kueue's scheduler did not settle within the preview's bound")
+var errTooLong = errors.New("the preview: Kueue's scheduler did not settle within its bound")
 
 // Simulate runs Kueue's scheduler over c until no queue has a head left.
 func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("Kueue's scheduler failed on the copy: %v", r)
+			res, err = nil, fmt.Errorf("the preview: Kueue's scheduler failed on the copy: %v", r)
 		}
 	}()
 	log := logr.Discard()
