@@ -109,7 +109,7 @@ func TestMain(m *testing.M) {
 }
 
 // harnessParallel is how many scenarios run at once by default.
-const harnessParallel = 12
+const harnessParallel = 8
 
 func TestImpactHarness(t *testing.T) {
 	env := sandboxtest.Env(t)
@@ -497,7 +497,7 @@ func (e *env) priorityFollowed(after map[string]*kueue.Workload) string {
 // since. It returns them by namespace/name.
 func (e *env) settle(t *testing.T, want int, gone kueue.LocalQueueName, quiet time.Duration, since time.Time) map[string]*kueue.Workload {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(150 * time.Second)
 	var last string
 	stableSince := time.Now()
 	for {
