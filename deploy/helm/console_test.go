@@ -155,8 +155,8 @@ func TestChartPassesOnlyFlagsTheConsoleHas(t *testing.T) {
 	}
 	sort.Strings(missed)
 	// Flags the chart leaves to the console: where the config comes from
-	// (in-cluster), and --help's own.
-	if diff := cmp.Diff([]string{"--kubeconfig", "--version"}, missed); diff != "" {
+	// (in-cluster), profiles for measuring on a workstation, and --help's own.
+	if diff := cmp.Diff([]string{"--kubeconfig", "--profile-listen", "--version"}, missed); diff != "" {
 		t.Errorf("flags of the console the chart never passes (-want +got):\n%s", diff)
 	}
 }

@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a := &App{Cache: cache, Live: live, Metrics: m, TaskHistory: history}
 	a.pages = handlers.Config{
 		Settings: s, Log: cfg.Log, Metrics: m, Auth: cfg.Auth, Limits: cfg.Limits, Shutdown: ctx,
-		Health: cache, ReadModel: live, Overview: reads, Teams: reads, Policy: reads, Revisions: reads,
+		Health: live, ReadModel: live, Overview: reads, Teams: reads, Policy: reads, Revisions: reads,
 		Access: access,
 		Writes: write.Service{Settings: s, Cache: cache, Live: live, Applier: applier, Access: access, Log: cfg.Log,
 			Scheduler: reads.SchedulerConfig},

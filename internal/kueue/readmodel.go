@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -234,6 +235,23 @@ func (l *Live) Publish(snap *domain.Snapshot) {
 		}
 	}
 }
+
+// Ready is nil once the pages can show the whole cluster: the caches hold
+// it, the read model has taken it in, and its first snapshot is published
+// (a page asked before would not find a team that exists).
+func (l *Live) Ready() error {
+	if err := l.cache.Ready(); err != nil {
+		return err
+	}
+	if !l.cache.Synced() || l.Snapshot().Version == 0 {
+		return errors.New("the read model is still taking in the cluster's objects")
+	}
+	return nil
+}
+
+// Reachable is the cache's: whether the apiserver answers, and since when it
+// has not.
+func (l *Live) Reachable() (bool, time.Time) { return l.cache.Reachable() }
 
 // Fresh reports whether the current snapshot was taken at or after t and
 // shows every queue, priority class and cohort as the cache holds them now:
