@@ -5,7 +5,7 @@ GO ?= go
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
+.PHONY: run test agreement build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
 .PHONY: image image-push helm test-tools test-image test-image-deps manifests measure-wait
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
@@ -17,7 +17,12 @@ run: build
 ## test: every test — unit, integration against the test sandbox, browser e2e
 test: check-generated vet build e2e-deps test-image-deps test-sandbox-up test-tools
 	$(GO) test -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory agreement
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
+
+## agreement: the previews against the real Kueue on the test sandbox, one suite at a time (make test runs it last)
+agreement: test-sandbox-up
+	AGREEMENT_SUITES=1 $(GO) test -count=1 -timeout 15m -p 1 -run '^(TestImpactHarness|TestWhatIfAgreesWithKueue)$$' ./internal/kueue/impact/ ./internal/app/
 
 build:
 	$(GO) build -o bin/console ./cmd/console

@@ -174,6 +174,7 @@ func whatIfCases() []wiCase {
 }
 
 func TestWhatIfAgreesWithKueue(t *testing.T) {
+	testenv.AgreementSuite(t)
 	cases := whatIfCases()
 	var mu sync.Mutex
 	var compared, agreed int

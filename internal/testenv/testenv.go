@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -363,4 +364,15 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// AgreementSuite runs the test only as one of the suites that measure the
+// console's previews against the real Kueue (AGREEMENT_SUITES=1, make
+// test's second step, `make agreement`): they keep Kueue busy with dozens of
+// teams at once, which would slow every other test sharing the sandbox.
+func AgreementSuite(t testing.TB) {
+	t.Helper()
+	if os.Getenv("AGREEMENT_SUITES") != "1" {
+		t.Skip("an agreement suite: make test runs it after the others (AGREEMENT_SUITES=1, make agreement)")
+	}
 }

@@ -112,6 +112,7 @@ func TestMain(m *testing.M) {
 const harnessParallel = 8
 
 func TestImpactHarness(t *testing.T) {
+	testenv.AgreementSuite(t)
 	env := sandboxtest.Env(t)
 	start := time.Now()
 	h := &harness{c: testenv.SandboxClients(t, env), preemptions: map[string][]time.Time{}}
