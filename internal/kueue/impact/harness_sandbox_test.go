@@ -8,7 +8,15 @@ package impact_test
 // until Kueue settles again and compares, Workload by Workload, the
 // predicted fate with what Kueue did.
 //
-// IMPACT_HARNESS_REPORT=<file> writes the figures as a Markdown table.
+// docs/preview.md has its figures and what the disagreements come from.
+//
+// Environment:
+//   - IMPACT_HARNESS_REPORT=<file> writes the figures as a Markdown table;
+//   - IMPACT_HARNESS_PARALLEL=<n> runs n scenarios at once (8);
+//   - IMPACT_HARNESS_TRACE=1 logs each change of a scenario's Workloads;
+//   - IMPACT_HARNESS_KEEP=1 leaves the scenarios' objects in the sandbox;
+//   - IMPACT_HARNESS_CLASS_ORDER=ascending writes changed priority classes
+//     lowest first instead of the console's order.
 
 import (
 	"cmp"
@@ -179,8 +187,8 @@ func TestImpactHarness(t *testing.T) {
 	}
 	pct := 100 * float64(agreed) / float64(total)
 	wall := time.Since(start)
-	t.Logf("impact harness: %d scenarios, %d Workloads compared, %d agree (%.1f %%), %d disagree; %d moved in Kueue; wall time %s",
-		len(results), total, agreed, pct, total-agreed, moved(results), wall.Round(100*time.Millisecond))
+	t.Logf("impact harness: %d scenarios, %d Workloads compared, %d agree (%.1f %%), %d disagree; %d moved in Kueue; %d moved by the preview of the unchanged copies; wall time %s",
+		len(results), total, agreed, pct, total-agreed, moved(results), baselineMoved(results), wall.Round(100*time.Millisecond))
 	if path := os.Getenv("IMPACT_HARNESS_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(report(results, total, agreed, wall)), 0o644); err != nil {
 			t.Error(err)
@@ -269,6 +277,17 @@ func moved(rs []*scenarioResult) int {
 	n := 0
 	for _, r := range rs {
 		n += r.moved
+	}
+	return n
+}
+
+// baselineMoved counts the Workloads the preview moves in the unchanged
+// copies: Kueue had settled them, so any is a preview that does not
+// reproduce Kueue's own state.
+func baselineMoved(rs []*scenarioResult) int {
+	n := 0
+	for _, r := range rs {
+		n += r.baselineMoved
 	}
 	return n
 }
@@ -390,11 +409,13 @@ func (h *harness) run(t *testing.T, sc scenario) *scenarioResult {
 	if sc.change.classes != nil {
 		r.priorityFollowed = e.priorityFollowed(after)
 	}
+	actuals := map[string]string{}
 	for key, s := range before {
 		if s.Queue == gone {
 			continue // the deleted team's
 		}
 		actual := e.fate(s, after[key], counts[key], t2)
+		actuals[key] = actual
 		if actual != string(impact.StaysAdmitted) && actual != string(impact.StaysPending) {
 			r.moved++
 		}
@@ -435,8 +456,8 @@ func (h *harness) run(t *testing.T, sc scenario) *scenarioResult {
 				state = "admitted"
 			}
 			p := ptr.Deref(pred.Workloads[key], impact.Outcome{Fate: "(none)"})
-			rows = append(rows, fmt.Sprintf("%s %s %s/%d→%s %s: predicted %s %s", jobOf[key], s.Queue, class, ptr.Deref(s.Priority, 0), after, state,
-				p.Fate, readable.Replace(p.Message)))
+			rows = append(rows, fmt.Sprintf("%s %s %s/%d→%s %s: predicted %s, Kueue %s %s", jobOf[key], s.Queue, class, ptr.Deref(s.Priority, 0), after, state,
+				p.Fate, cmp.Or(actuals[key], "(deleted)"), readable.Replace(p.Message)))
 		}
 		slices.Sort(rows)
 		t.Logf("scenario %s:\n%s", sc.name, strings.Join(rows, "\n"))
@@ -963,8 +984,9 @@ func (e *env) apply(t *testing.T) func() bool {
 // report is the Markdown table of the figures.
 func report(rs []*scenarioResult, total, agreed int, wall time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d scenarios, %d Workloads compared, %d agree (%.1f %%), %d disagree; %d Workloads moved in Kueue (preempted or admitted); harness wall time %s.\n\n",
-		len(rs), total, agreed, 100*float64(agreed)/float64(max(total, 1)), total-agreed, moved(rs), wall.Round(time.Second))
+	fmt.Fprintf(&b, "%d scenarios, %d Workloads compared, %d agree (%.1f %%), %d disagree; %d Workloads moved in Kueue (preempted or admitted); "+
+		"the preview of the unchanged copies moved %d; harness wall time %s.\n\n",
+		len(rs), total, agreed, 100*float64(agreed)/float64(max(total, 1)), total-agreed, moved(rs), baselineMoved(rs), wall.Round(time.Second))
 	b.WriteString("| scenario | change | teams | Workloads | moved | agreed | disagreements |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		var ds []string

@@ -34,8 +34,8 @@ const (
 		"Workload's LocalQueue; the console deletes the LocalQueue first, so the waiting job stays parked until the next " +
 		"event in its cohort (the preview looks at every waiting Workload again)"
 	causeClassRollout = "Kueue rewrites the priorities of a class's Workloads one by one, class after class (the console " +
-		"writes the highest class first), and its scheduler acts on the states in between; a parked Workload is not looked " +
-		"at again when a running Workload's priority drops (the preview applies every new value at once)"
+		"writes the highest class first), and its scheduler acts on the states in between (the preview applies every new " +
+		"value at once)"
 )
 
 type team struct {
