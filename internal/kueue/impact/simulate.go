@@ -110,9 +110,6 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 	}()
 	log := logr.Discard()
-	if debugLog != nil {
-		log = *debugLog
-	}
 	ctx = ctrl.IntoContext(ctx, log)
 	scheme := runtime.NewScheme()
 	if err := kueue.AddToScheme(scheme); err != nil {
@@ -391,5 +388,3 @@ func requeueEvicted(ctx context.Context, log logr.Logger, cl *copyClient, cache 
 	_ = queues.AddOrUpdateWorkload(log, wl)
 	queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, ref, func() { _ = cache.DeleteWorkload(log, ref) })
 }
-
-var debugLog *logr.Logger
