@@ -42,6 +42,9 @@ type Live struct {
 	mu   sync.RWMutex
 	snap *domain.Snapshot
 	subs map[chan domain.Changes]struct{}
+	// published: a snapshot was published (read without mu: Ready is asked
+	// while pages render, some of them under Publish's lock).
+	published atomic.Bool
 }
 
 type appliedVersion struct {
@@ -219,6 +222,7 @@ func (l *Live) Publish(snap *domain.Snapshot) {
 	}
 	changed := domain.ChangesBetween(prev, snap)
 	l.snap = snap
+	l.published.Store(true)
 	for ch := range l.subs {
 		select {
 		case ch <- changed:
@@ -243,7 +247,7 @@ func (l *Live) Ready() error {
 	if err := l.cache.Ready(); err != nil {
 		return err
 	}
-	if !l.cache.Synced() || l.Snapshot().Version == 0 {
+	if !l.cache.Synced() || !l.published.Load() {
 		return errors.New("the read model is still taking in the cluster's objects")
 	}
 	return nil
