@@ -108,6 +108,6 @@ func TestImpactPreviewNamesWhatKueueWillPreempt(t *testing.T) {
 	}
 	_, err = page.Goto(base + "/tasks?team=nlp&state=all")
 	must(err)
-	must(expect.Locator(page.Locator(`tr[data-task="` + ns + "/" + batchWl.Name + `"]`)).ToHaveAttribute("data-state", string(domain.TaskPreempted)))
+	must(expect.Locator(page.Locator(`tr[data-task="`+ns+"/"+batchWl.Name+`"]`)).ToHaveAttribute("data-state", string(domain.TaskPreempted)))
 	screenshot(t, page, "impact-applied")
 }
