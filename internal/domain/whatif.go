@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,7 @@ func (r WhatIfRow) PodRequests(shape InstanceShape) corev1.ResourceList {
 		}
 		if in.GPUs != nil || in.Neuron != nil {
 			q := DeriveQuota(in, shape)
-			cpu, mem = cmpOr(cpu, q.CPUMilli), cmpOr(mem, q.MemoryMiB)
+			cpu, mem = cmp.Or(cpu, q.CPUMilli), cmp.Or(mem, q.MemoryMiB)
 		}
 	}
 	out := corev1.ResourceList{}
@@ -55,13 +56,6 @@ func (r WhatIfRow) PodRequests(shape InstanceShape) corev1.ResourceList {
 		out[corev1.ResourceMemory] = *resource.NewQuantity(mem*1024*1024, resource.BinarySI)
 	}
 	return out
-}
-
-func cmpOr(a, b int64) int64 {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // GPUs are what the job asks for in all.
