@@ -123,9 +123,9 @@ func startConsole(t *testing.T, s setup) console {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return a.Cache.Ready() == nil, nil
+		return a.Live.Ready() == nil, nil
 	}); err != nil {
-		t.Fatalf("cache not ready: %v", a.Cache.Ready())
+		t.Fatalf("console not ready: %v", a.Live.Ready())
 	}
 	pages := a.Pages()
 	if s.pages != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/rand"
+
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/webtest"
 )
@@ -16,7 +18,10 @@ import (
 // once per watcher.
 func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Limits.Streams = handlers.StreamLimits{PerUser: 50, Total: 50} })
-	for _, team := range []string{"busy", "quiet"} {
+	// Names of their own: a team label is the team's name, and other
+	// tests on the same cluster make teams too.
+	busyTeam, quietTeam := "busy-"+rand.String(4), "quiet-"+rand.String(4)
+	for _, team := range []string{busyTeam, quietTeam} {
 		if code, _, body := c.post(t, "/teams", webtest.TeamForm(team, "2")); code != 303 {
 			t.Fatalf("create %s: %d\n%s", team, code, body)
 		}
@@ -28,9 +33,9 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 	const busyWatchers = 12
 	var busy []<-chan webtest.Pushed
 	for range busyWatchers {
-		busy = append(busy, webtest.Watch(t, srv.URL, "/usage/busy", shown, nil))
+		busy = append(busy, webtest.Watch(t, srv.URL, "/usage/"+busyTeam, shown, nil))
 	}
-	quiet := webtest.Watch(t, srv.URL, "/usage/quiet", shown, nil)
+	quiet := webtest.Watch(t, srv.URL, "/usage/"+quietTeam, shown, nil)
 	// The page they loaded may be older than the stream's start: each gets
 	// the parts as they are now, once.
 	drain := func(ch <-chan webtest.Pushed) {
@@ -48,10 +53,10 @@ func TestLiveUpdatesGoOnlyToTheViewsThatChange(t *testing.T) {
 	renders := func() float64 { return webtest.MetricValue(t, c.h, "quota_console_live_render_duration_seconds_count") }
 	before, versionBefore := renders(), c.live.Snapshot().Version
 
-	c.submit(t, "busy", "waits", 8) // more than the team's quota: stays pending
+	c.submit(t, busyTeam, "waits", 8) // more than the team's quota: stays pending
 
-	webtest.AwaitOnlyPending(t, busy, 30*time.Second, "/usage/busy")
-	webtest.Quiet(t, quiet, 2*time.Second, "/usage/quiet")
+	webtest.AwaitOnlyPending(t, busy, 30*time.Second, "/usage/"+busyTeam)
+	webtest.Quiet(t, quiet, 2*time.Second, "/usage/"+quietTeam)
 	// Each snapshot renders each watched view at most once, whatever the
 	// number of its watchers.
 	snapshots := float64(c.live.Snapshot().Version - versionBefore)

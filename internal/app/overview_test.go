@@ -34,14 +34,18 @@ func newServer(t *testing.T, clients kueue.Clients, wantReady bool) http.Handler
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := webtest.AtLoopback(a.Handler())
 	if wantReady {
+		// Ready is what /readyz says: the caches synced and the first
+		// snapshot published.
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return a.Cache.Ready() == nil, nil
+			code, _ := webtest.Get(t, h, "/readyz")
+			return code == http.StatusOK, nil
 		}); err != nil {
-			t.Fatalf("cache not ready: %v", a.Cache.Ready())
+			t.Fatalf("console not ready: %v", a.Cache.Ready())
 		}
 	}
-	return webtest.AtLoopback(a.Handler())
+	return h
 }
 
 func TestOverviewAgainstSandbox(t *testing.T) {
