@@ -2,11 +2,14 @@ package impact
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/kueuetest"
@@ -55,7 +58,13 @@ func synthetic(n int) Cluster {
 // BenchmarkSimulate is one preview's work at 200 teams and 50 000
 // Workloads: the cluster as it is and with one team's quota cut in half.
 func BenchmarkSimulate(b *testing.B) {
-	now := synthetic(50_000)
+	b.Run("fairSharing=off", func(b *testing.B) { benchmarkSimulate(b, synthetic(50_000)) })
+	fair := synthetic(50_000)
+	fair.FairSharing = &config.FairSharing{}
+	b.Run("fairSharing=on", func(b *testing.B) { benchmarkSimulate(b, fair) })
+}
+
+func benchmarkSimulate(b *testing.B, now Cluster) {
 	after := now
 	after.ClusterQueues = append([]*kueue.ClusterQueue(nil), now.ClusterQueues...)
 	cut := after.ClusterQueues[7].DeepCopy()
@@ -64,6 +73,33 @@ func BenchmarkSimulate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, c := range []Cluster{now, after} {
+			r, err := Simulate(context.Background(), c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(r.Cycles), "cycles")
+		}
+	}
+}
+
+// BenchmarkSimulateDump runs the pair of copies in the file IMPACT_CLUSTER
+// names (written by the kueue package's TestDumpImpactCopy from a sandbox).
+func BenchmarkSimulateDump(b *testing.B) {
+	path := os.Getenv("IMPACT_CLUSTER")
+	if path == "" {
+		b.Skip("IMPACT_CLUSTER not set")
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var dump struct{ Now, After Cluster }
+	if err := json.Unmarshal(raw, &dump); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range []Cluster{dump.Now, dump.After} {
 			r, err := Simulate(context.Background(), c)
 			if err != nil {
 				b.Fatal(err)
