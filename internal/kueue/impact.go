@@ -64,8 +64,10 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if err != nil {
 		return domain.Impact{}, err
 	}
+	nowCopy.Limit = impact.NewLimit(previewTimeLimit)
 	afterCopy := applyChange(nowCopy, ch)
-	// The two runs are independent: one per core.
+	// The two runs are independent (one per core), and stop at the same
+	// cycle when their time is up.
 	var before, after *impact.Result
 	var beforeErr, afterErr error
 	var wg sync.WaitGroup
@@ -98,6 +100,9 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		fates = append(fates, fc)
 	}
 	im := domain.BuildImpact(s, time.Now(), ch.What, fates, withUsage(nowCopy.ClusterQueues, before), withUsage(afterCopy.ClusterQueues, after), nil)
+	if before.Cut || after.Cut {
+		im.Notes = append(im.Notes, unsettledNote(max(before.Cycles, after.Cycles)))
+	}
 	im.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d+%d cycles in %s.",
 		kueueVersion, len(afterCopy.ClusterQueues), len(afterCopy.Workloads), before.Cycles, after.Cycles, time.Since(start).Round(time.Millisecond))
 	return im, nil
@@ -107,6 +112,19 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 // Workloads to Kueue's scheduler (impact.Cluster.PendingPerQueue): deeper
 // ones keep their place, or are named uncertain.
 const pendingPerQueue = 10
+
+// previewTimeLimit is how long a preview lets Kueue's scheduler run. Small
+// clusters settle in milliseconds; a cohort of hundreds of queues with fair
+// sharing takes seconds per cycle, and the preview then shows what the
+// cycles it ran do (what Kueue would do first) and says so.
+const previewTimeLimit = time.Second
+
+// unsettledNote says that the preview stopped before Kueue settled.
+func unsettledNote(cycles int) string {
+	return fmt.Sprintf("Kueue's scheduler had not settled after %d cycles, when the preview stopped (it runs for %s): "+
+		"what is listed is what those cycles do, as Kueue would do it first; later cycles may admit or preempt more, "+
+		"and the tasks it had not tried yet are listed as uncertain.", cycles, previewTimeLimit)
+}
 
 // kueueVersion is the Kueue module whose scheduler the preview runs.
 const kueueVersion = "v0.19.2"
@@ -383,6 +401,7 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		sh.PodSets = append(sh.PodSets, ps)
 	}
 	copyOf.Workloads = append(copyOf.Workloads, sh)
+	copyOf.Limit = impact.NewLimit(previewTimeLimit)
 	res, err := impact.Simulate(ctx, copyOf)
 	if err != nil {
 		return domain.WhatIfAnswer{}, err

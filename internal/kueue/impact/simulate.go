@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -49,6 +50,40 @@ type Cluster struct {
 	// of cycles; the ones behind are reported in place, and as uncertain
 	// when every one the scheduler saw was admitted.
 	PendingPerQueue int
+	// Limit, when set, stops the run at the cycle it names once its time
+	// is up; runs that share a Limit stop at the same cycle.
+	Limit *Limit
+}
+
+// Limit bounds in time runs compared with each other. On large cohorts
+// with fair sharing one cycle of Kueue's scheduler takes seconds, and a
+// change that sets off preemptions takes hundreds; past its time the
+// preview reports what the cycles so far did, as Kueue would do it first.
+// The runs stop at the same cycle, so what one run did and the other did
+// not yet is never read as the change's doing.
+type Limit struct {
+	mu       sync.Mutex
+	deadline time.Time
+	stopAt   int // 0 until the time is up
+	furthest int // the most cycles a run sharing the limit has done
+}
+
+// NewLimit is a limit of d from now.
+func NewLimit(d time.Duration) *Limit { return &Limit{deadline: time.Now().Add(d)} }
+
+// stop reports whether a run that has done cycles must stop: once the time
+// is up, every run stops at the furthest cycle any of them had reached.
+func (l *Limit) stop(cycles int) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.furthest = max(l.furthest, cycles)
+	if l.stopAt == 0 && !time.Now().Before(l.deadline) {
+		l.stopAt = l.furthest
+	}
+	return l.stopAt > 0 && cycles >= l.stopAt
 }
 
 // Fate is what Kueue does with one Workload.
@@ -73,6 +108,9 @@ type Result struct {
 	// Stalled: Kueue kept retrying heads without any change (it waits for
 	// something the copy does not run); those stay pending, uncertain.
 	Stalled bool
+	// Cut: the run reached its Limit with heads left to try; those stay
+	// pending, uncertain, and later cycles may preempt more.
+	Cut bool
 }
 
 // Outcome is one Workload's end.
@@ -213,7 +251,7 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		requeueEvicted(ctx, log, cl, cache, queues, key)
 	}
 	stalled := 0
-	var stuck map[string]bool
+	var stuck, cut map[string]bool
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -225,6 +263,11 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 		if res.Cycles >= maxCycles {
 			return nil, errTooLong
+		}
+		if c.Limit.stop(res.Cycles) {
+			res.Cut = true
+			cut = headsOf(queues, cache)
+			break
 		}
 		res.Cycles++
 		scheduleOnce(sched, ctx)
@@ -300,6 +343,9 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		}
 		if stuck[key] {
 			o.Uncertain = "Kueue keeps trying it without a change: it waits for something the preview does not run (an eviction under way, admission checks)."
+		}
+		if cut[key] {
+			o.Uncertain = fmt.Sprintf("Kueue had not tried it yet when the preview stopped, after %d cycles: it may be admitted, or preempt for it.", res.Cycles)
 		}
 		if why := c.Uncertain[o.ClusterQueue]; why != "" && o.Fate == Admitted {
 			o.Uncertain = why

@@ -217,3 +217,54 @@ func TestThePreviewEnds(t *testing.T) {
 		})
 	}
 }
+
+// Runs sharing a Limit stop, once its time is up, at the furthest cycle
+// any of them had reached, so neither is compared at a cycle the other
+// had not run.
+func TestLimitStopsRunsAtTheSameCycle(t *testing.T) {
+	l := NewLimit(time.Hour)
+	if l.stop(3) || l.stop(1) {
+		t.Fatal("a run stopped before the limit's time was up")
+	}
+	l.deadline = time.Now() // the time is up
+	for _, tc := range []struct {
+		cycles int
+		want   bool
+	}{{1, false}, {2, false}, {3, true}, {4, true}} {
+		if got := l.stop(tc.cycles); got != tc.want {
+			t.Errorf("stop(%d) = %v, want %v (stopAt %d)", tc.cycles, got, tc.want, l.stopAt)
+		}
+	}
+	var none *Limit
+	if none.stop(1_000) {
+		t.Error("a run without a limit stopped")
+	}
+}
+
+// A run whose time is up before it starts still runs one cycle, then
+// stops: the heads Kueue has not tried are pending and uncertain, and what
+// the cycle did stands.
+func TestARunCutShort(t *testing.T) {
+	c := cluster([]*kueue.ClusterQueue{queue("a", 8).Obj()},
+		pending("a", "a1", 4, t0), pending("a", "a2", 4, t0.Add(time.Minute)), pending("a", "a3", 4, t0.Add(2*time.Minute)))
+	c.Limit = NewLimit(0)
+	r, err := Simulate(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Cut || r.Cycles != 1 {
+		t.Errorf("cut %v after %d cycles, want cut after 1", r.Cut, r.Cycles)
+	}
+	want := map[string]Fate{"a/a1": Admitted, "a/a2": StaysPending, "a/a3": StaysPending}
+	if diff := cmp.Diff(want, fates(r)); diff != "" {
+		t.Errorf("fates (-want +got):\n%s", diff)
+	}
+	for _, key := range []string{"a/a2", "a/a3"} {
+		if r.Workloads[key].Uncertain == "" {
+			t.Errorf("%s, not tried yet, is not named uncertain", key)
+		}
+	}
+	if r.Workloads["a/a1"].Uncertain != "" {
+		t.Errorf("a/a1, admitted in the cycle run, is named uncertain: %s", r.Workloads["a/a1"].Uncertain)
+	}
+}
