@@ -47,7 +47,7 @@ type options struct {
 	instance, namespacePrefix, listen, out      string
 	teams, workloads                            int
 	clients, watchers, tasksWatchers            int
-	probeTeams                                  int
+	probeTeams, previews                        int
 	rate                                        float64
 	pageDuration, createFor, seeTimeout         time.Duration
 	idle, churn, settle, ready, maxRun          time.Duration
@@ -77,6 +77,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.pageDuration, "duration", 15*time.Second, "how long the clients request each page")
 	fs.IntVar(&o.watchers, "watchers", 100, "live-update watchers")
 	fs.IntVar(&o.tasksWatchers, "tasks-watchers", 32, "of the watchers, those on the full Tasks page")
+	fs.IntVar(&o.previews, "previews", 40, "impact previews the preview phase asks for, one after the other")
 	fs.IntVar(&o.probeTeams, "probe-teams", 8, "teams the probe Workloads go to, and the team pages watchers watch")
 	fs.Float64Var(&o.rate, "rate", 5, "probe Workloads created per second")
 	fs.DurationVar(&o.createFor, "create-for", 60*time.Second, "how long probes are created while the watchers watch")

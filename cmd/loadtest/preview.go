@@ -34,11 +34,8 @@ var (
 	basisLine = regexp.MustCompile(`id="impact-basis">([^<]+)<`)
 )
 
-// previews is how many previews the phase asks for.
-const previews = 40
-
 // measurePreviews asks for the impact of cutting one team's GPU quota in
-// half, as the team form's Review button does, previews times in a row.
+// half, as the team form's Review button does, --previews times in a row.
 func (r *runner) measurePreviews(ctx context.Context) error {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -47,11 +44,11 @@ func (r *runner) measurePreviews(ctx context.Context) error {
 	client := &http.Client{Jar: jar, Timeout: time.Minute}
 	team := r.teams[len(r.teams)/2].Name
 	edit := r.con.Base + "/teams/" + url.PathEscape(team) + "/edit"
-	log.Printf("impact previews: %d reviews of a quota cut of team %s", previews, team)
+	log.Printf("impact previews: %d reviews of a quota cut of team %s", r.o.previews, team)
 	res := previewResult{RSSBeforeMiB: mib(readProc(r.pid).RSSBytes)}
 	rss := watchRSS(r.pid, 50*time.Millisecond)
 	var took []float64
-	for i := 0; i < previews && ctx.Err() == nil; i++ {
+	for i := 0; i < r.o.previews && ctx.Err() == nil; i++ {
 		d, basis, err := previewOnce(ctx, client, edit, r.con.Base+"/teams/"+url.PathEscape(team), team)
 		if err != nil {
 			res.Failed++
