@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"log"
 	"net/http"
@@ -110,7 +111,7 @@ func previewOnce(ctx context.Context, client *http.Client, edit, action, team st
 	}
 	basis := ""
 	if b := basisLine.FindStringSubmatch(string(body)); b != nil {
-		basis = b[1]
+		basis = html.UnescapeString(b[1])
 	}
 	return took, basis, nil
 }
