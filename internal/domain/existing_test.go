@@ -80,7 +80,7 @@ func TestTasksBelongToTheirClusterQueue(t *testing.T) {
 	}
 
 	// Adopted under the name "research-gpus": its tasks follow the queue.
-	m.SetClusterQueue(theirs.Labels(ManagedByLabel, ManagedByValue, TeamLabel, "research-gpus").Obj())
+	m.SetClusterQueue(theirs.Labels(ManagedByLabel, ManagedByValue, TeamLabel, "research-gpus", ImportedLabel, "true").Obj())
 	snap = m.Snapshot(now)
 	for i := range wantTasks {
 		if wantTasks[i].ClusterQueue == "cluster-queue" {

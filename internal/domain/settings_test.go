@@ -10,7 +10,13 @@ import (
 func TestTeamOfClusterQueue(t *testing.T) {
 	cases := map[string]*kueuev1beta2.ClusterQueue{
 		"nlp":      {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}},
-		"labelled": {ObjectMeta: metav1.ObjectMeta{Name: "whatever", Labels: map[string]string{TeamLabel: "labelled"}}},
+		"labelled": {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-labelled-clusterqueue", Labels: map[string]string{TeamLabel: "labelled"}}},
+		"imported": {ObjectMeta: metav1.ObjectMeta{Name: "research-cq", Labels: map[string]string{TeamLabel: "imported", ImportedLabel: "true"}}},
+		// Another console's team "labelled" (prefix hyperpod-ns-x-): the
+		// team its name gives here, not a second queue of team labelled.
+		"x-labelled": {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-x-labelled-clusterqueue", Labels: map[string]string{TeamLabel: "labelled"}}},
+		// A hand-made copy keeping the label: a queue of its own.
+		"labelled-copy": {ObjectMeta: metav1.ObjectMeta{Name: "labelled-copy", Labels: map[string]string{TeamLabel: "labelled"}}},
 		"handmade": {ObjectMeta: metav1.ObjectMeta{Name: "handmade"}},
 	}
 	for want, cq := range cases {
