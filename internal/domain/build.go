@@ -80,13 +80,12 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 	}
 
 	flavors, err := nominalFlavors(t.Quota, shapes, func(rq *kueueac.ResourceQuotaApplyConfiguration, row QuotaInput, nominal resource.Quantity, r corev1.ResourceName) {
-		switch t.Lending {
-		case LendAndBorrow:
-			rq.WithBorrowingLimit(t.borrowingLimit(row, nominal, r))
-		case Lend:
-			rq.WithBorrowingLimit(resource.MustParse("0"))
-		case DontLend:
-			rq.WithBorrowingLimit(resource.MustParse("0")).WithLendingLimit(resource.MustParse("0"))
+		borrowing, lending := t.limits(row, nominal, r)
+		if borrowing != nil {
+			rq.WithBorrowingLimit(*borrowing)
+		}
+		if lending != nil {
+			rq.WithLendingLimit(*lending)
 		}
 	})
 	if err != nil {

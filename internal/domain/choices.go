@@ -30,9 +30,9 @@ const (
 func (l Lending) Meaning() string {
 	switch l {
 	case LendAndBorrow:
-		return "Lend and borrow: other teams of the cohort may use this team's idle quota, and this team may borrow theirs up to its borrow limit (Kueue's borrowingLimit). Lent quota comes back: Kueue preempts the borrowers when this team needs it."
+		return "Lend and borrow: other teams of the cohort may use this team's idle quota (up to its lend limits, Kueue's lendingLimit, where a quota row sets them), and this team may borrow theirs up to its borrow limit (Kueue's borrowingLimit). Lent quota comes back: Kueue preempts the borrowers when this team needs it."
 	case Lend:
-		return "Lend only: other teams may use this team's idle quota (and give it back when it is needed); this team never runs on more than its own quota (borrowingLimit 0)."
+		return "Lend only: other teams may use this team's idle quota (up to its lend limits, where a quota row sets them; and give it back when it is needed); this team never runs on more than its own quota (borrowingLimit 0)."
 	case DontLend:
 		return "Don't lend: this team's quota is for its own tasks only, even when idle (lendingLimit 0), and it borrows nothing (borrowingLimit 0)."
 	}

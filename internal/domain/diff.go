@@ -88,6 +88,18 @@ func diffQuota(before, after []QuotaInput) []string {
 				out = append(out, fmt.Sprintf("borrow limit %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "the percentage"), intOr(f.a, "the percentage")))
 			}
 		}
+		lends := []struct {
+			name string
+			b, a *int64
+		}{
+			{"GPUs", b.LendGPUs, q.LendGPUs}, {"Neuron devices", b.LendNeuron, q.LendNeuron},
+			{"vCPU", b.LendVCPU, q.LendVCPU}, {"memory GiB", b.LendMemoryGiB, q.LendMemoryGiB},
+		}
+		for _, f := range lends {
+			if !sameInt(f.b, f.a) {
+				out = append(out, fmt.Sprintf("lend limit %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "all"), intOr(f.a, "all")))
+			}
+		}
 	}
 	for _, q := range before {
 		if !seen[q.InstanceType] {
@@ -161,6 +173,10 @@ func DescribeQuotaInput(q QuotaInput) string {
 	add(q.BorrowNeuron, "Neuron devices borrowable")
 	add(q.BorrowVCPU, "vCPU borrowable")
 	add(q.BorrowMemoryGiB, "GiB memory borrowable")
+	add(q.LendGPUs, "GPUs lendable")
+	add(q.LendNeuron, "Neuron devices lendable")
+	add(q.LendVCPU, "vCPU lendable")
+	add(q.LendMemoryGiB, "GiB memory lendable")
 	if len(parts) == 0 {
 		return "nothing"
 	}

@@ -509,6 +509,9 @@ func AdoptTeam(s Settings, stored Team, cq *kueuev1beta2.ClusterQueue, shapes Sh
 		} else {
 			row.BorrowGPUs, row.BorrowNeuron, row.BorrowVCPU, row.BorrowMemoryGiB = nil, nil, nil, nil
 		}
+		var lendNotes []string
+		row, lendNotes = adoptLendLimits(t, row, quotas.byFlavor[f])
+		notes = append(notes, lendNotes...)
 		t.Quota = append(t.Quota, row)
 	}
 	return t, notes
@@ -548,6 +551,46 @@ func adoptBorrowLimits(t Team, row, stored QuotaInput, shape InstanceShape, live
 	return row, absolute, notes
 }
 
+// adoptLendLimits gives row an absolute lend limit for each resource with
+// a live lending limit, when the team lends: the console writes one only
+// for an absolute lend limit, so any is the admin's. Those the form cannot
+// express (EFA) are noted and dropped.
+func adoptLendLimits(t Team, row QuotaInput, live []kueuev1beta2.ResourceQuota) (QuotaInput, []string) {
+	row.LendGPUs, row.LendNeuron, row.LendVCPU, row.LendMemoryGiB = nil, nil, nil, nil
+	if t.Lending == DontLend {
+		return row, nil
+	}
+	var notes []string
+	for _, rq := range live {
+		if rq.LendingLimit == nil {
+			continue
+		}
+		field := row.absoluteLend(rq.Name)
+		if field == nil {
+			notes = append(notes, fmt.Sprintf("The %s lending limit on %s set by hand is not kept: the team lends all its idle %s.", ResourceWord(rq.Name), row.InstanceType, ResourceWord(rq.Name)))
+			continue
+		}
+		// Down, so that it stays within the nominal quota, as Kueue requires.
+		n := formUnitsDown(rq.Name, *rq.LendingLimit)
+		if q := unitsQuantity(rq.Name, n); q.Cmp(*rq.LendingLimit) != 0 {
+			notes = append(notes, fmt.Sprintf("The %s lending limit on %s (%s) rounded down to %d.", ResourceWord(rq.Name), row.InstanceType, QuantityWord(rq.Name, *rq.LendingLimit), n))
+		}
+		*field = &n
+	}
+	return row, notes
+}
+
+// formUnitsDown is q in the units the form takes for r, rounded down.
+func formUnitsDown(r corev1.ResourceName, q resource.Quantity) int64 {
+	switch r {
+	case corev1.ResourceCPU:
+		return q.MilliValue() / 1000
+	case corev1.ResourceMemory:
+		return q.Value() >> 30
+	}
+	return q.Value()
+}
+
 // formUnits is q in the units the form takes for r (rounded).
 func formUnits(r corev1.ResourceName, q resource.Quantity) int64 {
 	switch r {
@@ -559,13 +602,13 @@ func formUnits(r corev1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
-// sameBorrowLimits reports whether two allocations set the same absolute
-// borrow limits on the same instance types.
-func sameBorrowLimits(a, b Team) bool {
-	limits := func(t Team) map[string][4]int64 {
-		out := map[string][4]int64{}
+// sameAbsoluteLimits reports whether two allocations set the same absolute
+// borrow and lend limits on the same instance types.
+func sameAbsoluteLimits(a, b Team) bool {
+	limits := func(t Team) map[string][8]int64 {
+		out := map[string][8]int64{}
 		for _, q := range t.Quota {
-			if !q.HasAbsoluteBorrow() {
+			if !q.HasAbsoluteBorrow() && !q.HasAbsoluteLend() {
 				continue
 			}
 			v := func(p *int64) int64 {
@@ -574,7 +617,8 @@ func sameBorrowLimits(a, b Team) bool {
 				}
 				return *p
 			}
-			out[q.InstanceType] = [4]int64{v(q.BorrowGPUs), v(q.BorrowNeuron), v(q.BorrowVCPU), v(q.BorrowMemoryGiB)}
+			out[q.InstanceType] = [8]int64{v(q.BorrowGPUs), v(q.BorrowNeuron), v(q.BorrowVCPU), v(q.BorrowMemoryGiB),
+				v(q.LendGPUs), v(q.LendNeuron), v(q.LendVCPU), v(q.LendMemoryGiB)}
 		}
 		return out
 	}
@@ -648,26 +692,19 @@ const notOnePercentage = "Borrowing limits do not all follow one percentage"
 // limits of every [flavor, resource].
 func adoptLending(all []kueuev1beta2.ResourceQuota, storedPercent int64) (Lending, int64, []string) {
 	isZero := func(q *resource.Quantity) bool { return q != nil && q.IsZero() }
-	allLendZero, allBorrowZero, anyLendLimit := true, true, false
+	allLendZero, allBorrowZero := true, true
 	for _, r := range all {
 		allLendZero = allLendZero && isZero(r.LendingLimit)
 		allBorrowZero = allBorrowZero && isZero(r.BorrowingLimit)
-		anyLendLimit = anyLendLimit || r.LendingLimit != nil
 	}
+	// Other lending limits are absolute lend limits (adoptLendLimits).
 	switch {
 	case allLendZero && allBorrowZero:
 		return DontLend, storedPercent, nil
 	case allBorrowZero:
-		var notes []string
-		if anyLendLimit {
-			notes = append(notes, "Lending limits set by hand are not kept: a team lends all or none of its quota.")
-		}
-		return Lend, storedPercent, notes
+		return Lend, storedPercent, nil
 	}
 	var notes []string
-	if anyLendLimit {
-		notes = append(notes, "Lending limits set by hand are not kept: a team that borrows lends all its quota.")
-	}
 	// The percentages p that explain a limit b of a nominal n are those with
 	// floor(n*p/100) == b: from ceil(100b/n) to ceil(100(b+1)/n)-1.
 	lo, hi := int64(1), int64(maxAdoptedBorrowPercent)

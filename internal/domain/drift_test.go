@@ -98,6 +98,9 @@ func TestDriftOf(t *testing.T) {
 			{Object: cq, Field: "fair-share weight", Want: "10", Got: "1"},
 			{Object: cq, Field: "GPUs borrowing limit on ml.p5.48xlarge", Want: "2", Got: "unlimited"},
 		}},
+		{"lending limit set by hand", func(l *LiveTeamObjects) {
+			resourceOf(l.ClusterQueue, p5, ResourceGPU).LendingLimit = resource.NewQuantity(2, resource.DecimalSI)
+		}, []Drift{{Object: cq, Field: "GPUs lending limit on ml.p5.48xlarge", Want: "no limit", Got: "2"}}},
 		{"another cohort and preemption", func(l *LiveTeamObjects) {
 			l.ClusterQueue.Spec.CohortName = "elsewhere"
 			l.ClusterQueue.Spec.Preemption.WithinClusterQueue = kueuev1beta2.PreemptionPolicyNever
@@ -246,6 +249,28 @@ func TestAdoptTeam(t *testing.T) {
 			},
 			[]string{"EFA borrowing limit on ml.p5.48xlarge"},
 			[]string{"The EFA borrowing limit on ml.p5.48xlarge set by hand is not kept: it follows the borrow percentage."}},
+		{"lending limits set by hand: adopted as absolute lend limits",
+			func(l *LiveTeamObjects) {
+				resourceOf(l.ClusterQueue, p5, ResourceGPU).LendingLimit = q("2")
+				resourceOf(l.ClusterQueue, p5, corev1.ResourceCPU).LendingLimit = q("40")
+			},
+			func(t *Team) { t.Quota[0].LendGPUs, t.Quota[0].LendVCPU = ptr.To[int64](2), ptr.To[int64](40) },
+			nil, nil},
+		{"a lend-only team's lending limit is adopted with it",
+			func(l *LiveTeamObjects) {
+				setAll(l, func(r *kueuev1beta2.ResourceQuota) { r.BorrowingLimit = q("0") })
+				resourceOf(l.ClusterQueue, p5, corev1.ResourceMemory).LendingLimit = q("512Gi")
+			},
+			func(t *Team) { t.Lending, t.Quota[0].LendMemoryGiB = Lend, ptr.To[int64](512) }, nil, nil},
+		{"lending limits the form cannot express: vCPU rounded down, EFA's not kept",
+			func(l *LiveTeamObjects) {
+				resourceOf(l.ClusterQueue, p5, corev1.ResourceCPU).LendingLimit = q("40500m")
+				resourceOf(l.ClusterQueue, p5, ResourceEFA).LendingLimit = q("4")
+			},
+			func(t *Team) { t.Quota[0].LendVCPU = ptr.To[int64](40) },
+			[]string{"vCPU lending limit on ml.p5.48xlarge", "EFA lending limit on ml.p5.48xlarge"},
+			[]string{"The vCPU lending limit on ml.p5.48xlarge (40.5) rounded down to 40.",
+				"The EFA lending limit on ml.p5.48xlarge set by hand is not kept: the team lends all its idle EFA."}},
 		{"another cohort cannot be adopted",
 			func(l *LiveTeamObjects) { l.ClusterQueue.Spec.CohortName = "elsewhere" },
 			func(*Team) {}, []string{"cohort"}, []string{"The cohort elsewhere is not one of the console's: not adopted."}},

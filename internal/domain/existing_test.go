@@ -123,8 +123,13 @@ func TestImportedTeamKeepsWhatTheFormCannotExpress(t *testing.T) {
 	}
 	read := PlanImport(DefaultSettings, live, nil, func(string) bool { return false }, LookupShape).Team
 
+	if got := read.Quota[0].LendGPUs; got == nil || *got != 2 {
+		t.Fatalf("the hand-set GPU lending limit reads as lend limit %v, want 2", got)
+	}
+
+	// The edit form shows the lend limit it read, and saves it back.
 	edited := read
-	edited.Quota = []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptrTo[int64](16)}}
+	edited.Quota = []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: ptrTo[int64](16), LendGPUs: ptrTo[int64](2)}}
 	objs, err := BuildImportedTeam(DefaultSettings, edited, live, LookupShape)
 	if err != nil {
 		t.Fatal(err)

@@ -190,7 +190,7 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 		rows[row.InstanceType] = row
 	}
 	found := map[string]bool{}
-	lendingChanged := t.Lending != was.Lending || t.BorrowLimitPercent != was.BorrowLimitPercent || !sameBorrowLimits(t, was)
+	lendingChanged := t.Lending != was.Lending || t.BorrowLimitPercent != was.BorrowLimitPercent || !sameAbsoluteLimits(t, was)
 	for g := range spec.ResourceGroups {
 		for f := range spec.ResourceGroups[g].Flavors {
 			fq := &spec.ResourceGroups[g].Flavors[f]
@@ -213,16 +213,7 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 				if !lendingChanged {
 					continue
 				}
-				rq.BorrowingLimit, rq.LendingLimit = nil, nil
-				switch t.Lending {
-				case LendAndBorrow:
-					limit := t.borrowingLimit(row, rq.NominalQuota, rq.Name)
-					rq.BorrowingLimit = &limit
-				case Lend:
-					rq.BorrowingLimit = ptrTo(resource.MustParse("0"))
-				case DontLend:
-					rq.BorrowingLimit, rq.LendingLimit = ptrTo(resource.MustParse("0")), ptrTo(resource.MustParse("0"))
-				}
+				rq.BorrowingLimit, rq.LendingLimit = t.limits(row, rq.NominalQuota, rq.Name)
 			}
 		}
 	}

@@ -27,6 +27,11 @@ func TestDiffTeams(t *testing.T) {
 		{"GPUs", func(t *Team) { t.Quota[0].GPUs = ptr.To[int64](6) }, []string{"quota ml.p5.48xlarge GPUs 4 → 6"}},
 		{"borrow limit", func(t *Team) { t.BorrowLimitPercent = 100 }, []string{"borrow limit 50 % → 100 %"}},
 		{"disabled", func(t *Team) { t.Enabled = false }, []string{"Enabled → Disabled"}},
+		{"lend limits set and one cleared", func(t *Team) { t.Quota[0].LendGPUs, t.Quota[0].LendVCPU = ptr.To[int64](2), ptr.To[int64](40) },
+			[]string{"lend limit ml.p5.48xlarge GPUs all → 2", "lend limit ml.p5.48xlarge vCPU all → 40"}},
+		{"row added with a lend limit", func(t *Team) {
+			t.Quota = append(t.Quota, QuotaInput{InstanceType: "ml.g5.2xlarge", Count: ptr.To[int64](2), LendGPUs: ptr.To[int64](1)})
+		}, []string{"quota ml.g5.2xlarge added: 2 instances, 1 GPUs lendable"}},
 		{"vCPU given where it was derived", func(t *Team) { t.Quota[0].VCPU = ptr.To[int64](48) },
 			[]string{"quota ml.p5.48xlarge vCPU derived → 48"}},
 		{"row added and removed", func(t *Team) {

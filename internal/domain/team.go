@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -24,6 +25,14 @@ type QuotaInput struct {
 	BorrowNeuron    *int64 `json:"borrowNeuron,omitempty"`
 	BorrowVCPU      *int64 `json:"borrowVCPU,omitempty"`
 	BorrowMemoryGiB *int64 `json:"borrowMemoryGiB,omitempty"`
+	// Absolute lend limits of the instance type, per resource (Kueue's
+	// lendingLimit): how much of the team's idle quota other teams of the
+	// cohort may use, at most the quota. nil lends all of it. They apply
+	// when the team lends (LendAndBorrow or Lend).
+	LendGPUs      *int64 `json:"lendGPUs,omitempty"`
+	LendNeuron    *int64 `json:"lendNeuron,omitempty"`
+	LendVCPU      *int64 `json:"lendVCPU,omitempty"`
+	LendMemoryGiB *int64 `json:"lendMemoryGiB,omitempty"`
 }
 
 // absoluteBorrow is the row's absolute borrow limit of resource r, nil
@@ -45,6 +54,100 @@ func (q *QuotaInput) absoluteBorrow(r corev1.ResourceName) **int64 {
 // HasAbsoluteBorrow reports whether the row sets any absolute borrow limit.
 func (q QuotaInput) HasAbsoluteBorrow() bool {
 	return q.BorrowGPUs != nil || q.BorrowNeuron != nil || q.BorrowVCPU != nil || q.BorrowMemoryGiB != nil
+}
+
+// absoluteLend is the row's absolute lend limit of resource r, nil when
+// the team lends all of it.
+func (q *QuotaInput) absoluteLend(r corev1.ResourceName) **int64 {
+	switch r {
+	case ResourceGPU:
+		return &q.LendGPUs
+	case ResourceNeuron:
+		return &q.LendNeuron
+	case corev1.ResourceCPU:
+		return &q.LendVCPU
+	case corev1.ResourceMemory:
+		return &q.LendMemoryGiB
+	}
+	return nil
+}
+
+// HasAbsoluteLend reports whether the row sets any absolute lend limit.
+func (q QuotaInput) HasAbsoluteLend() bool {
+	return q.LendGPUs != nil || q.LendNeuron != nil || q.LendVCPU != nil || q.LendMemoryGiB != nil
+}
+
+// limits are the borrowing and lending limits of resource r of row, whose
+// nominal quota is nominal, as the team's lending choice sets them (nil:
+// none). Absolute borrow limits count only when the team borrows, absolute
+// lend limits only when it lends: a team that doesn't lend lends nothing.
+func (t Team) limits(row QuotaInput, nominal resource.Quantity, r corev1.ResourceName) (borrowing, lending *resource.Quantity) {
+	zero := resource.MustParse("0")
+	switch t.Lending {
+	case LendAndBorrow:
+		b := t.borrowingLimit(row, nominal, r)
+		return &b, lendingLimit(row, r)
+	case Lend:
+		return &zero, lendingLimit(row, r)
+	case DontLend:
+		return &zero, ptrTo(resource.MustParse("0"))
+	}
+	return nil, nil
+}
+
+// lendingLimit is what others may use of the team's idle quota of resource
+// r of row: its absolute lend limit, nil (all of it) without one.
+func lendingLimit(row QuotaInput, r corev1.ResourceName) *resource.Quantity {
+	if abs := row.absoluteLend(r); abs != nil && *abs != nil {
+		return ptrTo(unitsQuantity(r, **abs))
+	}
+	return nil
+}
+
+// LimitProblem is an absolute limit of a quota row that cannot be written:
+// Field is the row's field as in JSON and the form ("lendGPUs").
+type LimitProblem struct{ Field, Message string }
+
+// LendLimitProblems are what is wrong with the absolute lend limits of row
+// (of instance type shape) for team t, at most one per field. Kueue refuses
+// a lendingLimit above the nominal quota; a team that doesn't lend takes
+// none rather than ignoring them, so the admin never sees a limit on the
+// form that the cluster does not hold.
+func (t Team) LendLimitProblems(row QuotaInput, shape InstanceShape) []LimitProblem {
+	if !row.HasAbsoluteLend() {
+		return nil
+	}
+	var out []LimitProblem
+	nominal := DeriveQuota(row, shape)
+	for _, f := range lendFields {
+		n := *row.absoluteLend(f.resource)
+		if n == nil {
+			continue
+		}
+		if t.Lending == DontLend {
+			return []LimitProblem{{f.field, "The team doesn't lend: clear the lend limits, or choose Lend only or Lend and borrow."}}
+		}
+		limit, quota := unitsQuantity(f.resource, *n), nominal.quantity(f.resource)
+		if limit.Cmp(quota) <= 0 {
+			continue
+		}
+		msg := fmt.Sprintf("Lend at most the team's quota of %s: %d %s.", row.InstanceType, formUnitsDown(f.resource, quota), f.unit)
+		if quota.IsZero() {
+			msg = fmt.Sprintf("The team has no %s of %s to lend.", f.unit, row.InstanceType)
+		}
+		out = append(out, LimitProblem{f.field, msg})
+	}
+	return out
+}
+
+// lendFields are the absolute lend limits: the resource each limits, its
+// field, and its unit in messages.
+var lendFields = []struct {
+	resource    corev1.ResourceName
+	field, unit string
+}{
+	{ResourceGPU, "lendGPUs", "GPUs"}, {ResourceNeuron, "lendNeuron", "Neuron devices"},
+	{corev1.ResourceCPU, "lendVCPU", "vCPU"}, {corev1.ResourceMemory, "lendMemoryGiB", "GiB memory"},
 }
 
 // borrowingLimit is what the team may borrow of resource r of row, whose
@@ -164,15 +267,27 @@ func ratio(part, whole int64) float64 {
 // AbsoluteBorrowWords lists the absolute borrow limits in words
 // ("ml.p5.48xlarge: 6 GPUs, 30 vCPU"), "" when there are none.
 func (t Team) AbsoluteBorrowWords() string {
+	return t.absoluteWords(func(q QuotaInput) [4]*int64 {
+		return [4]*int64{q.BorrowGPUs, q.BorrowNeuron, q.BorrowVCPU, q.BorrowMemoryGiB}
+	})
+}
+
+// AbsoluteLendWords lists the absolute lend limits in words, as
+// AbsoluteBorrowWords does.
+func (t Team) AbsoluteLendWords() string {
+	return t.absoluteWords(func(q QuotaInput) [4]*int64 { return [4]*int64{q.LendGPUs, q.LendNeuron, q.LendVCPU, q.LendMemoryGiB} })
+}
+
+// absoluteWords lists, per row, the GPU, Neuron, vCPU and memory limits
+// that limits picks from it.
+func (t Team) absoluteWords(limits func(QuotaInput) [4]*int64) string {
 	var rows []string
 	for _, q := range t.Quota {
 		var parts []string
-		for _, l := range []struct {
-			n    *int64
-			unit string
-		}{{q.BorrowGPUs, "GPUs"}, {q.BorrowNeuron, "Neuron devices"}, {q.BorrowVCPU, "vCPU"}, {q.BorrowMemoryGiB, "GiB memory"}} {
-			if l.n != nil {
-				parts = append(parts, strconv.FormatInt(*l.n, 10)+" "+l.unit)
+		units := [4]string{"GPUs", "Neuron devices", "vCPU", "GiB memory"}
+		for i, n := range limits(q) {
+			if n != nil {
+				parts = append(parts, strconv.FormatInt(*n, 10)+" "+units[i])
 			}
 		}
 		if len(parts) > 0 {

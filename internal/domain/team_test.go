@@ -171,22 +171,29 @@ func TestBuildTeamLendingAndActivation(t *testing.T) {
 		r := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
 		return limits{r.BorrowingLimit, r.LendingLimit}
 	}
+	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
 	cases := []struct {
-		name    string
-		lending Lending
-		percent int64
-		want    limits
+		name     string
+		lending  Lending
+		percent  int64
+		lendGPUs *int64
+		want     limits
 	}{
-		{"LendAndBorrow 50 %", LendAndBorrow, 50, limits{Borrowing: ptr.To(resource.MustParse("2"))}},
-		{"LendAndBorrow 150 %", LendAndBorrow, 150, limits{Borrowing: ptr.To(resource.MustParse("6"))}},
-		{"LendAndBorrow rounds whole GPUs down", LendAndBorrow, 30, limits{Borrowing: ptr.To(resource.MustParse("1"))}},
-		{"Lend borrows nothing and lends all", Lend, 50, limits{Borrowing: ptr.To(resource.MustParse("0"))}},
-		{"DontLend neither lends nor borrows", DontLend, 50, limits{Borrowing: ptr.To(resource.MustParse("0")), Lending: ptr.To(resource.MustParse("0"))}},
+		{"LendAndBorrow 50 %", LendAndBorrow, 50, nil, limits{Borrowing: q("2")}},
+		{"LendAndBorrow 150 %", LendAndBorrow, 150, nil, limits{Borrowing: q("6")}},
+		{"LendAndBorrow rounds whole GPUs down", LendAndBorrow, 30, nil, limits{Borrowing: q("1")}},
+		{"Lend borrows nothing and lends all", Lend, 50, nil, limits{Borrowing: q("0")}},
+		{"DontLend neither lends nor borrows", DontLend, 50, nil, limits{Borrowing: q("0"), Lending: q("0")}},
+		{"LendAndBorrow lends up to its lend limit", LendAndBorrow, 50, ptr.To[int64](3), limits{Borrowing: q("2"), Lending: q("3")}},
+		{"Lend lends up to its lend limit", Lend, 50, ptr.To[int64](3), limits{Borrowing: q("0"), Lending: q("3")}},
+		{"DontLend lends nothing, whatever the row says", DontLend, 50, ptr.To[int64](3), limits{Borrowing: q("0"), Lending: q("0")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			team := base
 			team.Lending, team.BorrowLimitPercent = tc.lending, tc.percent
+			team.Quota = []QuotaInput{base.Quota[0]}
+			team.Quota[0].LendGPUs = tc.lendGPUs
 			objs, err := BuildTeam(DefaultSettings, team, LookupShape)
 			if err != nil {
 				t.Fatal(err)
@@ -209,6 +216,44 @@ func TestBuildTeamLendingAndActivation(t *testing.T) {
 	}
 	if got := cq.Spec.Preemption.WithinClusterQueue; got != kueuev1beta2.PreemptionPolicyNever {
 		t.Errorf("preemption Never: withinClusterQueue = %s", got)
+	}
+}
+
+// The lend-limit rules: at most the nominal quota (Kueue refuses more), and
+// none on a team that doesn't lend.
+func TestLendLimitProblems(t *testing.T) {
+	p5 := func(set func(*QuotaInput)) QuotaInput {
+		row := QuotaInput{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](4)} // 96 vCPU, 1024 GiB
+		set(&row)
+		return row
+	}
+	cases := []struct {
+		name    string
+		lending Lending
+		row     QuotaInput
+		want    []LimitProblem
+	}{
+		{"none", LendAndBorrow, p5(func(*QuotaInput) {}), nil},
+		{"up to the quota", LendAndBorrow, p5(func(q *QuotaInput) {
+			q.LendGPUs, q.LendVCPU, q.LendMemoryGiB = ptr.To[int64](4), ptr.To[int64](96), ptr.To[int64](1024)
+		}), nil},
+		{"0 lends nothing", Lend, p5(func(q *QuotaInput) { q.LendGPUs = ptr.To[int64](0) }), nil},
+		{"above the quota", Lend, p5(func(q *QuotaInput) { q.LendGPUs, q.LendMemoryGiB = ptr.To[int64](5), ptr.To[int64](1025) }),
+			[]LimitProblem{{"lendGPUs", "Lend at most the team's quota of ml.p5.48xlarge: 4 GPUs."},
+				{"lendMemoryGiB", "Lend at most the team's quota of ml.p5.48xlarge: 1024 GiB memory."}}},
+		{"a resource the quota has none of", LendAndBorrow, p5(func(q *QuotaInput) { q.LendNeuron = ptr.To[int64](1) }),
+			[]LimitProblem{{"lendNeuron", "The team has no Neuron devices of ml.p5.48xlarge to lend."}}},
+		{"a team that doesn't lend", DontLend, p5(func(q *QuotaInput) { q.LendVCPU, q.LendGPUs = ptr.To[int64](10), ptr.To[int64](9) }),
+			[]LimitProblem{{"lendGPUs", "The team doesn't lend: clear the lend limits, or choose Lend only or Lend and borrow."}}},
+	}
+	shape, _ := LookupShape("ml.p5.48xlarge")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Team{Lending: tc.lending}.LendLimitProblems(tc.row, shape)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("LendLimitProblems (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

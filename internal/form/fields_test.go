@@ -59,6 +59,12 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 		}, true},
 		{"Quota.BorrowVCPU", quota(func(q *domain.QuotaInput) { q.BorrowVCPU = ptr.To[int64](30) }), true},
 		{"Quota.BorrowMemoryGiB", quota(func(q *domain.QuotaInput) { q.BorrowMemoryGiB = ptr.To[int64](100) }), true},
+		{"Quota.LendGPUs", quota(func(q *domain.QuotaInput) { q.LendGPUs = ptr.To[int64](2) }), true},
+		{"Quota.LendNeuron", func(t *domain.Team) {
+			t.Quota = []domain.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: ptr.To[int64](8), LendNeuron: ptr.To[int64](3)}}
+		}, true},
+		{"Quota.LendVCPU", quota(func(q *domain.QuotaInput) { q.LendVCPU = ptr.To[int64](40) }), true},
+		{"Quota.LendMemoryGiB", quota(func(q *domain.QuotaInput) { q.LendMemoryGiB = ptr.To[int64](500) }), true},
 		{"Cohort", func(t *domain.Team) { t.Cohort = domain.DefaultSettings.Cohort + "-research" }, true},
 	}
 	covered := map[string]bool{"Name": true} // the name is the team's identity: it never changes

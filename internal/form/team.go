@@ -35,6 +35,7 @@ const (
 var quotaMax = map[string]int64{
 	"count": 10_000, "gpus": 100_000, "neuron": 100_000, "vcpu": 10_000_000, "memoryGiB": 100_000_000,
 	"borrowGPUs": 100_000, "borrowNeuron": 100_000, "borrowVCPU": 10_000_000, "borrowMemoryGiB": 100_000_000,
+	"lendGPUs": 100_000, "lendNeuron": 100_000, "lendVCPU": 10_000_000, "lendMemoryGiB": 100_000_000,
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -84,11 +85,14 @@ type QuotaRow struct {
 	MemoryGiB    string
 	// Absolute borrow limits, per resource ("" takes the percentage).
 	BorrowGPUs, BorrowNeuron, BorrowVCPU, BorrowMemoryGiB string
+	// Absolute lend limits, per resource ("" lends all).
+	LendGPUs, LendNeuron, LendVCPU, LendMemoryGiB string
 }
 
 func (r QuotaRow) empty() bool {
 	return r.InstanceType == "" && r.Count == "" && r.GPUs == "" && r.Neuron == "" && r.VCPU == "" && r.MemoryGiB == "" &&
-		r.BorrowGPUs == "" && r.BorrowNeuron == "" && r.BorrowVCPU == "" && r.BorrowMemoryGiB == ""
+		r.BorrowGPUs == "" && r.BorrowNeuron == "" && r.BorrowVCPU == "" && r.BorrowMemoryGiB == "" &&
+		r.LendGPUs == "" && r.LendNeuron == "" && r.LendVCPU == "" && r.LendMemoryGiB == ""
 }
 
 // TeamForm is the team allocation form as typed.
@@ -158,6 +162,11 @@ func ParseTeam(v url.Values) TeamForm {
 			BorrowNeuron:    strings.TrimSpace(v.Get(p + "borrowNeuron")),
 			BorrowVCPU:      strings.TrimSpace(v.Get(p + "borrowVCPU")),
 			BorrowMemoryGiB: strings.TrimSpace(v.Get(p + "borrowMemoryGiB")),
+
+			LendGPUs:      strings.TrimSpace(v.Get(p + "lendGPUs")),
+			LendNeuron:    strings.TrimSpace(v.Get(p + "lendNeuron")),
+			LendVCPU:      strings.TrimSpace(v.Get(p + "lendVCPU")),
+			LendMemoryGiB: strings.TrimSpace(v.Get(p + "lendMemoryGiB")),
 		}
 		if !row.empty() {
 			t.Quota = append(t.Quota, row)
@@ -194,7 +203,8 @@ func FromTeam(t domain.Team) TeamForm {
 	for _, q := range t.Quota {
 		f.Quota = append(f.Quota, QuotaRow{InstanceType: q.InstanceType, Count: str(q.Count), GPUs: str(q.GPUs),
 			Neuron: str(q.Neuron), VCPU: str(q.VCPU), MemoryGiB: str(q.MemoryGiB),
-			BorrowGPUs: str(q.BorrowGPUs), BorrowNeuron: str(q.BorrowNeuron), BorrowVCPU: str(q.BorrowVCPU), BorrowMemoryGiB: str(q.BorrowMemoryGiB)})
+			BorrowGPUs: str(q.BorrowGPUs), BorrowNeuron: str(q.BorrowNeuron), BorrowVCPU: str(q.BorrowVCPU), BorrowMemoryGiB: str(q.BorrowMemoryGiB),
+			LendGPUs: str(q.LendGPUs), LendNeuron: str(q.LendNeuron), LendVCPU: str(q.LendVCPU), LendMemoryGiB: str(q.LendMemoryGiB)})
 	}
 	if len(f.Quota) == 0 {
 		f.Quota = []QuotaRow{{}}
@@ -271,6 +281,13 @@ func (f TeamForm) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 			ok = false
 		}
 		if ok {
+			shape, _ := shapes(q.InstanceType)
+			for _, p := range t.LendLimitProblems(q, shape) {
+				errs.Add(fmt.Sprintf("quota.%d.%s", i, p.Field), p.Message)
+				ok = false
+			}
+		}
+		if ok {
 			t.Quota = append(t.Quota, q)
 		}
 	}
@@ -316,6 +333,10 @@ func validateRow(i int, row QuotaRow, shapes domain.ShapeLookup, seen map[string
 	q.BorrowNeuron = number("borrowNeuron", row.BorrowNeuron, 0)
 	q.BorrowVCPU = number("borrowVCPU", row.BorrowVCPU, 0)
 	q.BorrowMemoryGiB = number("borrowMemoryGiB", row.BorrowMemoryGiB, 0)
+	q.LendGPUs = number("lendGPUs", row.LendGPUs, 0)
+	q.LendNeuron = number("lendNeuron", row.LendNeuron, 0)
+	q.LendVCPU = number("lendVCPU", row.LendVCPU, 0)
+	q.LendMemoryGiB = number("lendMemoryGiB", row.LendMemoryGiB, 0)
 	if !ok {
 		return q, false
 	}

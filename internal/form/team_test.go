@@ -79,6 +79,12 @@ func TestTeamFormErrors(t *testing.T) {
 		{"a ServiceAccount as member", func(v url.Values) { v.Set("users", "system:serviceaccount:kube-system:default") }, "users", "Kubernetes' own"},
 		{"invalid UTF-8 in description", func(v url.Values) { v.Set("description", "ok \xff\xfe bad") }, "description", "not valid UTF-8"},
 		{"no quota rows", func(v url.Values) { v.Del("quota.0.instanceType"); v.Del("quota.0.gpus"); v.Del("quota.0.vcpu") }, "quota", "at least one instance type"},
+		{"lend limit above the quota", func(v url.Values) { v.Set("quota.0.lendGPUs", "3") }, "quota.0.lendGPUs", "Lend at most the team's quota of ml.g6.12xlarge: 2 GPUs."},
+		{"lend limit above the vCPU quota", func(v url.Values) { v.Set("quota.0.lendVCPU", "49") }, "quota.0.lendVCPU", "at most the team's quota of ml.g6.12xlarge: 48 vCPU"},
+		{"lend limit on Neuron of a GPU type", func(v url.Values) { v.Set("quota.0.lendNeuron", "1") }, "quota.0.lendNeuron", "no Neuron devices of ml.g6.12xlarge to lend"},
+		{"negative lend limit", func(v url.Values) { v.Set("quota.0.lendMemoryGiB", "-1") }, "quota.0.lendMemoryGiB", "whole number"},
+		{"lend limit on a team that doesn't lend", func(v url.Values) { v.Set("lending", "DontLend"); v.Set("quota.0.lendGPUs", "1") },
+			"quota.0.lendGPUs", "doesn't lend"},
 		{"absurd instance count", func(v url.Values) { v.Del("quota.0.gpus"); v.Set("quota.0.count", "10001") }, "quota.0.count", "0 to 10000"},
 	}
 	for _, tc := range cases {
@@ -90,6 +96,25 @@ func TestTeamFormErrors(t *testing.T) {
 				t.Errorf("error on %s = %q, want it to say %q (errors on %v)", tc.field, got, tc.says, errs.Fields())
 			}
 		})
+	}
+}
+
+// Lend limits up to the quota are taken, with either lending choice that lends.
+func TestTeamFormLendLimits(t *testing.T) {
+	for _, lending := range []string{"LendAndBorrow", "Lend"} {
+		v := validForm()
+		v.Set("lending", lending)
+		v.Set("quota.0.lendGPUs", "2")
+		v.Set("quota.0.lendVCPU", "0")
+		got, errs := ParseTeam(v).Validate(domain.LookupShape)
+		if errs.Any() {
+			t.Fatalf("%s: errors on %v", lending, errs.Fields())
+		}
+		want := domain.QuotaInput{InstanceType: "ml.g6.12xlarge", GPUs: ptr.To[int64](2), VCPU: ptr.To[int64](48),
+			LendGPUs: ptr.To[int64](2), LendVCPU: ptr.To[int64](0)}
+		if diff := cmp.Diff([]domain.QuotaInput{want}, got.Quota); diff != "" {
+			t.Errorf("%s: quota (-want +got):\n%s", lending, diff)
+		}
 	}
 }
 

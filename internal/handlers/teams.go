@@ -119,13 +119,24 @@ func (p teamPages) allocations(visible scope) ([]domain.TeamState, []domain.Type
 }
 
 func lendingLabel(t domain.Team) string {
+	lends := ""
+	if abs := t.AbsoluteLendWords(); abs != "" {
+		lends = "lends at most " + abs
+	}
 	switch t.Lending {
 	case domain.LendAndBorrow:
+		label := "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %"
 		if abs := t.AbsoluteBorrowWords(); abs != "" {
-			return "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %; at most " + abs + ")"
+			label += "; at most " + abs
 		}
-		return "Lend and borrow (" + itoa(t.BorrowLimitPercent) + " %)"
+		if lends != "" {
+			label += "; " + lends
+		}
+		return label + ")"
 	case domain.Lend:
+		if lends != "" {
+			return "Lend only (" + lends + ")"
+		}
 		return "Lend only"
 	case domain.DontLend:
 		return "Don't lend"

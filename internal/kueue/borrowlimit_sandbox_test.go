@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -59,28 +60,40 @@ func TestAbsoluteBorrowLimitIsEnforcedAndReadsBack(t *testing.T) {
 	// Its 2 GPUs and 1 borrowed are admitted; a third GPU more waits.
 	submitAdmitted(t, c, s, "borrower", gpuJob("own", 2))
 	submitAdmitted(t, c, s, "borrower", gpuJob("borrowed", 1))
-	job := gpuJob("beyond", 1)
-	job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue("borrower")}
-	if _, err := c.Kube.BatchV1().Jobs(s.Namespace("borrower")).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	wl := submitPending(t, c, s, "borrower", gpuJob("beyond", 1))
+	if reason := domain.FactsOf(wl, s, "").ReasonAt(time.Now(), false); !strings.Contains(reason, "Waiting for quota: needs 1 more") {
+		t.Errorf("the reason in words does not say it waits for quota: %q", reason)
+	}
+}
+
+// submitPending creates a job in the team's LocalQueue and waits until Kueue
+// says why its Workload waits (QuotaReserved false, with a message); it
+// fails the test if Kueue admits it.
+func submitPending(t *testing.T, c testClients, s domain.Settings, team string, job *batchv1.Job) *kueuev1beta2.Workload {
+	t.Helper()
+	ctx := context.Background()
+	ns := s.Namespace(team)
+	job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue(team)}
+	if _, err := c.Kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var reason string
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		wls, err := c.Kueue.KueueV1beta2().Workloads(s.Namespace("borrower")).List(ctx, metav1.ListOptions{})
+	var pending *kueuev1beta2.Workload
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		wls, err := c.Kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		for i := range wls.Items {
 			wl := &wls.Items[i]
-			if !strings.Contains(wl.Name, "beyond") {
+			if !strings.Contains(wl.Name, job.Name) {
 				continue
 			}
 			if wl.Status.Admission != nil {
-				t.Fatalf("Kueue admitted %s beyond the absolute borrow limit", wl.Name)
+				t.Fatalf("Kueue admitted %s beyond the limit", wl.Name)
 			}
 			for _, cond := range wl.Status.Conditions {
 				if cond.Type == kueuev1beta2.WorkloadQuotaReserved && cond.Status == metav1.ConditionFalse && cond.Message != "" {
-					reason = domain.FactsOf(wl, s, "").ReasonAt(time.Now(), false)
+					pending = wl
 					return true, nil
 				}
 			}
@@ -88,9 +101,7 @@ func TestAbsoluteBorrowLimitIsEnforcedAndReadsBack(t *testing.T) {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("the job beyond the limit never showed why it waits: %v", err)
+		t.Fatalf("job %s/%s never showed why it waits: %v", ns, job.Name, err)
 	}
-	if !strings.Contains(reason, "Waiting for quota: needs 1 more") {
-		t.Errorf("the reason in words does not say it waits for quota: %q", reason)
-	}
+	return pending
 }

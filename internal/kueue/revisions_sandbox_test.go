@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
@@ -230,8 +231,8 @@ func TestAuditAnnotationsAndTeamRevisions(t *testing.T) {
 	if diff := cmp.Diff(wantLines, got); diff != "" {
 		t.Errorf("history, newest first (-want +got):\n%s", diff)
 	}
-	if nominal, _ := gpuQuotaOf(t, c, s, "audited"); nominal != 4 {
-		t.Errorf("after the rollback the ClusterQueue has %d GPUs, want 4", nominal)
+	if gpu := gpuQuotaOf(t, c, s, "audited"); gpu.NominalQuota.Value() != 4 {
+		t.Errorf("after the rollback the ClusterQueue has %s GPUs, want 4", &gpu.NominalQuota)
 	}
 	cm, err := c.Kube.CoreV1().ConfigMaps(s.State()).Get(context.Background(), domain.TeamRevisionsName(s, "audited"), metav1.GetOptions{})
 	if err != nil {
@@ -256,17 +257,14 @@ func TestAuditAnnotationsAndTeamRevisions(t *testing.T) {
 	}
 }
 
-func gpuQuotaOf(t *testing.T, c testClients, s domain.Settings, team string) (nominal, borrowing int64) {
+// gpuQuotaOf is the GPU quota of the team's first flavor in Kueue, with its limits.
+func gpuQuotaOf(t *testing.T, c testClients, s domain.Settings, team string) kueuev1beta2.ResourceQuota {
 	t.Helper()
 	cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(context.Background(), s.ClusterQueue(team), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
-	if r.BorrowingLimit != nil {
-		borrowing = r.BorrowingLimit.Value()
-	}
-	return r.NominalQuota.Value(), borrowing
+	return cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
 }
 
 func TestTeamHistoryKeepsTheLast50(t *testing.T) {

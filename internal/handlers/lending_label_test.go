@@ -1,0 +1,36 @@
+package handlers
+
+import (
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/openquota/console/internal/domain"
+)
+
+// The teams table and its CSV state the absolute borrow and lend limits
+// in the Lending column, beside the percentage.
+func TestLendingLabel(t *testing.T) {
+	p5 := func(set func(*domain.QuotaInput)) []domain.QuotaInput {
+		q := domain.QuotaInput{InstanceType: "ml.p5.48xlarge", GPUs: ptr.To[int64](8)}
+		set(&q)
+		return []domain.QuotaInput{q}
+	}
+	for _, tc := range []struct {
+		team domain.Team
+		want string
+	}{
+		{domain.Team{Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Quota: p5(func(*domain.QuotaInput) {})}, "Lend and borrow (50 %)"},
+		{domain.Team{Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Quota: p5(func(q *domain.QuotaInput) {
+			q.BorrowGPUs, q.LendGPUs, q.LendVCPU = ptr.To[int64](6), ptr.To[int64](4), ptr.To[int64](96)
+		})}, "Lend and borrow (50 %; at most ml.p5.48xlarge: 6 GPUs; lends at most ml.p5.48xlarge: 4 GPUs, 96 vCPU)"},
+		{domain.Team{Lending: domain.Lend, Quota: p5(func(q *domain.QuotaInput) { q.LendGPUs = ptr.To[int64](2) })},
+			"Lend only (lends at most ml.p5.48xlarge: 2 GPUs)"},
+		{domain.Team{Lending: domain.Lend, Quota: p5(func(*domain.QuotaInput) {})}, "Lend only"},
+		{domain.Team{Lending: domain.DontLend, Quota: p5(func(*domain.QuotaInput) {})}, "Don't lend"},
+	} {
+		if got := lendingLabel(tc.team); got != tc.want {
+			t.Errorf("lendingLabel = %q, want %q", got, tc.want)
+		}
+	}
+}
