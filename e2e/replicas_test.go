@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -96,12 +97,14 @@ func TestReplicasShareSessions(t *testing.T) {
 	id := krand.String(5)
 	state := "qc-replicas-" + id
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), state, metav1.DeleteOptions{}) })
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
+	// A key as an admin makes one (openssl rand -hex 32): text, and a
+	// newline the console drops.
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
 		t.Fatal(err)
 	}
 	keyFile := filepath.Join(t.TempDir(), "session-key")
-	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--auth", "token", "--session-key-file", keyFile, "--state-namespace", state,

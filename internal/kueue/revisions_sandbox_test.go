@@ -102,13 +102,17 @@ func readTeam(t *testing.T, c testClients, s domain.Settings, team string) teamO
 		t.Fatal(err)
 	}
 	l := teamObjectsRead{ns: ns, cq: cq, lq: lq, rb: rb, rvs: map[string]string{}}
-	for name, o := range map[string]metav1.Object{"Namespace": ns, "LocalQueue": lq, "RoleBinding": rb} {
+	for name, o := range map[string]metav1.Object{"Namespace": ns, "RoleBinding": rb} {
 		l.rvs[name] = o.GetResourceVersion()
 	}
-	// A ClusterQueue's status moves with Kueue's bookkeeping: its spec and
-	// metadata are what the console writes.
-	l.rvs["ClusterQueue generation"] = fmt.Sprint(cq.Generation)
-	l.rvs["ClusterQueue annotations"] = fmt.Sprint(cq.Annotations)
+	// The queues' status moves with Kueue's bookkeeping (a new LocalQueue's
+	// first status may come after it is read): their spec and metadata are
+	// what the console writes.
+	for name, o := range map[string]metav1.Object{"ClusterQueue": cq, "LocalQueue": lq} {
+		l.rvs[name+" generation"] = fmt.Sprint(o.GetGeneration())
+		l.rvs[name+" annotations"] = fmt.Sprint(o.GetAnnotations())
+		l.rvs[name+" labels"] = fmt.Sprint(o.GetLabels())
+	}
 	return l
 }
 
