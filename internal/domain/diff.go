@@ -50,6 +50,12 @@ func cohortWord(c string) string {
 	return c
 }
 
+// numberChange is one number of a quota row, before and after.
+type numberChange struct {
+	name          string
+	before, after *int64
+}
+
 func diffQuota(before, after []QuotaInput) []string {
 	var out []string
 	old := map[string]QuotaInput{}
@@ -64,40 +70,23 @@ func diffQuota(before, after []QuotaInput) []string {
 			out = append(out, fmt.Sprintf("quota %s added: %s", q.InstanceType, DescribeQuotaInput(q)))
 			continue
 		}
-		fields := []struct {
-			name string
-			b, a *int64
+		// Each group of the row's numbers: what it is, and what an empty
+		// value means.
+		for _, g := range []struct {
+			what, empty string
+			fields      []numberChange
 		}{
-			{"instances", b.Count, q.Count}, {"GPUs", b.GPUs, q.GPUs}, {"Neuron devices", b.Neuron, q.Neuron},
-			{"vCPU", b.VCPU, q.VCPU}, {"memory GiB", b.MemoryGiB, q.MemoryGiB},
-		}
-		for _, f := range fields {
-			if !sameInt(f.b, f.a) {
-				out = append(out, fmt.Sprintf("quota %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "derived"), intOr(f.a, "derived")))
-			}
-		}
-		limits := []struct {
-			name string
-			b, a *int64
-		}{
-			{"GPUs", b.BorrowGPUs, q.BorrowGPUs}, {"Neuron devices", b.BorrowNeuron, q.BorrowNeuron},
-			{"vCPU", b.BorrowVCPU, q.BorrowVCPU}, {"memory GiB", b.BorrowMemoryGiB, q.BorrowMemoryGiB},
-		}
-		for _, f := range limits {
-			if !sameInt(f.b, f.a) {
-				out = append(out, fmt.Sprintf("borrow limit %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "the percentage"), intOr(f.a, "the percentage")))
-			}
-		}
-		lends := []struct {
-			name string
-			b, a *int64
-		}{
-			{"GPUs", b.LendGPUs, q.LendGPUs}, {"Neuron devices", b.LendNeuron, q.LendNeuron},
-			{"vCPU", b.LendVCPU, q.LendVCPU}, {"memory GiB", b.LendMemoryGiB, q.LendMemoryGiB},
-		}
-		for _, f := range lends {
-			if !sameInt(f.b, f.a) {
-				out = append(out, fmt.Sprintf("lend limit %s %s %s → %s", q.InstanceType, f.name, intOr(f.b, "all"), intOr(f.a, "all")))
+			{"quota", "derived", []numberChange{{"instances", b.Count, q.Count}, {"GPUs", b.GPUs, q.GPUs},
+				{"Neuron devices", b.Neuron, q.Neuron}, {"vCPU", b.VCPU, q.VCPU}, {"memory GiB", b.MemoryGiB, q.MemoryGiB}}},
+			{"borrow limit", "the percentage", []numberChange{{"GPUs", b.BorrowGPUs, q.BorrowGPUs}, {"Neuron devices", b.BorrowNeuron, q.BorrowNeuron},
+				{"vCPU", b.BorrowVCPU, q.BorrowVCPU}, {"memory GiB", b.BorrowMemoryGiB, q.BorrowMemoryGiB}}},
+			{"lend limit", "all", []numberChange{{"GPUs", b.LendGPUs, q.LendGPUs}, {"Neuron devices", b.LendNeuron, q.LendNeuron},
+				{"vCPU", b.LendVCPU, q.LendVCPU}, {"memory GiB", b.LendMemoryGiB, q.LendMemoryGiB}}},
+		} {
+			for _, f := range g.fields {
+				if !sameInt(f.before, f.after) {
+					out = append(out, fmt.Sprintf("%s %s %s %s → %s", g.what, q.InstanceType, f.name, intOr(f.before, g.empty), intOr(f.after, g.empty)))
+				}
 			}
 		}
 	}

@@ -17,7 +17,7 @@ func TestTeamOfClusterQueue(t *testing.T) {
 		"x-labelled": {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-x-labelled-clusterqueue", Labels: map[string]string{TeamLabel: "labelled"}}},
 		// A hand-made copy keeping the label: a queue of its own.
 		"labelled-copy": {ObjectMeta: metav1.ObjectMeta{Name: "labelled-copy", Labels: map[string]string{TeamLabel: "labelled"}}},
-		"handmade": {ObjectMeta: metav1.ObjectMeta{Name: "handmade"}},
+		"handmade":      {ObjectMeta: metav1.ObjectMeta{Name: "handmade"}},
 	}
 	for want, cq := range cases {
 		if got := DefaultSettings.TeamOfClusterQueue(cq); got != want {
