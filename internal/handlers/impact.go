@@ -34,8 +34,21 @@ func step(values url.Values, readOnly string) string {
 	return ""
 }
 
-// movedShown bounds the pending tasks listed as moving in their queue.
-const movedShown = 20
+// movedShown bounds the pending tasks listed as moving in their queue;
+// uncertainShown those listed as uncertain (a preview Kueue's cycles cut
+// short names every head it had not tried yet: thousands at 200 teams).
+const (
+	movedShown     = 20
+	uncertainShown = 50
+)
+
+// firstOf is the first n of ts, and how many are left out.
+func firstOf(ts []domain.ImpactTask, n int) ([]domain.ImpactTask, int) {
+	if len(ts) <= n {
+		return ts, 0
+	}
+	return ts[:n], len(ts) - n
+}
 
 // withPreviewNote is the request's context carrying the preview the admin
 // accepted, which the change's revision records.
@@ -83,13 +96,11 @@ func impactView(im domain.Impact, out write.Outcome) templates.ImpactView {
 		return rows
 	}
 	v.Preempted, v.Deleted, v.Admitted = tasks(im.Preempted), tasks(im.Deleted), tasks(im.Admitted)
-	v.Anyway, v.Uncertain = tasks(im.Anyway), tasks(im.Uncertain)
-	moved := im.Moved
-	if len(moved) > movedShown {
-		v.MovedMore = len(moved) - movedShown
-		moved = moved[:movedShown]
-	}
-	v.Moved = tasks(moved)
+	v.Anyway = tasks(im.Anyway)
+	moved, movedMore := firstOf(im.Moved, movedShown)
+	uncertain, uncertainMore := firstOf(im.Uncertain, uncertainShown)
+	v.Moved, v.MovedMore = tasks(moved), movedMore
+	v.Uncertain, v.UncertainMore = tasks(uncertain), uncertainMore
 	arrow := func(now, after int64) string {
 		if now == after {
 			return fmt.Sprint(now)

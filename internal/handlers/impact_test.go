@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -114,4 +115,25 @@ func TestDeleteConfirmationShowsItsImpact(t *testing.T) {
 		t.Fatalf("delete page: %d", code)
 	}
 	webtest.MustContain(t, "the delete confirmation", body, `id="impact-deleted"`, "hyperpod-ns-team-001/serve-1", "1 task deleted (4 GPUs running).")
+}
+
+// A preview that Kueue's cycles cut short names every task Kueue had not
+// tried: the page lists the first of them and counts the rest.
+func TestAPreviewListsTheFirstUncertainTasks(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("admin", listClusterQueues, editTeams)
+	for i := range 120 {
+		f.writes.impact.Uncertain = append(f.writes.impact.Uncertain, domain.ImpactTask{Namespace: "hyperpod-ns-team-001",
+			Name: fmt.Sprintf("wait-%03d", i), Team: "team-001", GPUs: 1, Why: "Kueue had not tried it yet when the preview stopped."})
+	}
+	admin := user(t, f.handler(), "admin")
+	admin.Get("/teams/team-001/edit")
+	typed := webtest.TeamForm("team-001", "8")
+	typed.Set("step", "preview")
+	code, _, body := admin.Post("/teams/team-001", typed)
+	if code != http.StatusOK {
+		t.Fatalf("preview: %d\n%.400s", code, body)
+	}
+	webtest.MustContain(t, "the preview", body, `id="impact-uncertain"`, "hyperpod-ns-team-001/wait-049", "and 70 more, for the same reasons.")
+	webtest.MustNotContain(t, "the preview", body, "hyperpod-ns-team-001/wait-050")
 }
