@@ -14,6 +14,20 @@ import (
 	"github.com/openquota/console/internal/write"
 )
 
+// reviewTeamCut posts team-001's edit form with 8 GPUs for review, as its
+// Review button does, and returns the preview page.
+func reviewTeamCut(t *testing.T, admin *webtest.Browser) string {
+	t.Helper()
+	admin.Get("/teams/team-001/edit")
+	typed := webtest.TeamForm("team-001", "8")
+	typed.Set("step", "preview")
+	code, _, body := admin.Post("/teams/team-001", typed)
+	if code != http.StatusOK {
+		t.Fatalf("preview: %d\n%.400s", code, body)
+	}
+	return body
+}
+
 // A team form goes through its preview: Review shows what Kueue will do
 // with the values typed, Back returns to the form with them, Apply saves
 // them.
@@ -27,13 +41,7 @@ func TestTeamFormGoesThroughItsImpactPreview(t *testing.T) {
 		GPUsPreempted: 8, GPUHoursAtRisk: 12,
 	}
 	admin := user(t, f.handler(), "admin")
-	admin.Get("/teams/team-001/edit")
-	typed := webtest.TeamForm("team-001", "8")
-	typed.Set("step", "preview")
-	code, _, body := admin.Post("/teams/team-001", typed)
-	if code != http.StatusOK {
-		t.Fatalf("preview: %d\n%.400s", code, body)
-	}
+	body := reviewTeamCut(t, admin)
 	webtest.MustContain(t, "the preview", body, `id="impact-preempted"`, "hyperpod-ns-team-001/train-7", "1h 30m", "12.0",
 		"would exceed its quota of 8 GPUs by 8", "16 → 8", `id="apply"`, `id="back"`,
 		"1 task preempted (8 GPUs, 12.0 GPU-hours of work).")
@@ -50,7 +58,7 @@ func TestTeamFormGoesThroughItsImpactPreview(t *testing.T) {
 	}
 	back := webtest.CloneValues(carried)
 	back.Set("step", "edit")
-	code, _, body = admin.Post("/teams/team-001", back)
+	code, _, body := admin.Post("/teams/team-001", back)
 	if code != http.StatusOK || !strings.Contains(body, `id="save"`) || !strings.Contains(body, `value="8"`) {
 		t.Errorf("back to the form: %d\n%.400s", code, body)
 	}
@@ -126,14 +134,7 @@ func TestAPreviewListsTheFirstUncertainTasks(t *testing.T) {
 		f.writes.impact.Uncertain = append(f.writes.impact.Uncertain, domain.ImpactTask{Namespace: "hyperpod-ns-team-001",
 			Name: fmt.Sprintf("wait-%03d", i), Team: "team-001", GPUs: 1, Why: "Kueue had not tried it yet when the preview stopped."})
 	}
-	admin := user(t, f.handler(), "admin")
-	admin.Get("/teams/team-001/edit")
-	typed := webtest.TeamForm("team-001", "8")
-	typed.Set("step", "preview")
-	code, _, body := admin.Post("/teams/team-001", typed)
-	if code != http.StatusOK {
-		t.Fatalf("preview: %d\n%.400s", code, body)
-	}
+	body := reviewTeamCut(t, user(t, f.handler(), "admin"))
 	webtest.MustContain(t, "the preview", body, `id="impact-uncertain"`, "hyperpod-ns-team-001/wait-049", "and 70 more, for the same reasons.")
 	webtest.MustNotContain(t, "the preview", body, "hyperpod-ns-team-001/wait-050")
 }
