@@ -115,6 +115,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Prometheus:  prom,
 		Positions:   kueue.NewPositions(kq, 15*time.Second),
 		WhatIf:      reads,
+		Bindings:    kueue.Bindings{Kube: kube},
 	}
 	return a, nil
 }

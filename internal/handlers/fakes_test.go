@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,6 +209,8 @@ type writes struct {
 	// impact is what a preview answers; previews are the ones asked.
 	impact   domain.Impact
 	previews []string
+	// served are the namespaces an import plan names, by queue.
+	served map[string][]string
 }
 
 // preview records a preview (it writes nothing, so it is no change made).
@@ -275,7 +278,9 @@ func (w *writes) AdoptTeam(_ context.Context, who kueue.Identity, team, _ string
 	return w.answer("adopt team "+team, who)
 }
 func (w *writes) ImportPlan(queue string) (domain.QueueImport, write.Outcome) {
-	return domain.QueueImport{ClusterQueue: queue, Team: domain.Team{Name: queue}, Fingerprint: "fp-" + queue,
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return domain.QueueImport{ClusterQueue: queue, Team: domain.Team{Name: queue}, Fingerprint: "fp-" + queue, Namespaces: w.served[queue],
 		Writes: []domain.FieldWrite{{Object: "ClusterQueue " + queue, Field: "metadata.labels[app.kubernetes.io/managed-by]", Before: "(none)", After: `"quota-console"`}}}, write.Outcome{}
 }
 func (w *writes) ImportQueues(_ context.Context, who kueue.Identity, queues []write.QueuePreviewed) write.Outcome {
@@ -487,4 +492,27 @@ func (f *fixture) withProxy() *fixture {
 // user is the browser of a user behind the proxy.
 func user(t testing.TB, h http.Handler, name string) *webtest.Browser {
 	return webtest.NewBrowser(t, h, map[string]string{auth.DefaultUserHeader: name})
+}
+
+// bindings are the RoleBindings of namespaces; asked records the
+// namespaces each read asked for.
+type bindings struct {
+	mu    sync.Mutex
+	of    map[string][]domain.Binding
+	asked [][]string
+}
+
+func (b *bindings) Of(_ context.Context, namespaces []string) ([]domain.Binding, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, slices.Clone(namespaces))
+	var out []domain.Binding
+	for _, ns := range namespaces {
+		out = append(out, b.of[ns]...)
+	}
+	return out, nil
+}
+
+func mayListRoleBindings(namespace string) kueue.Permission {
+	return kueue.Permission{Verb: "list", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: namespace}
 }

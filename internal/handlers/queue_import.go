@@ -21,6 +21,8 @@ type queueImportPages struct {
 	writes importWrites
 	// model finds the queues of a cohort to import together.
 	model ReadModel
+	// bindings are the members a queue's namespaces bind.
+	bindings TeamBindings
 }
 
 type importWrites interface {
@@ -66,6 +68,7 @@ func (p queueImportPages) renderImport(c echo.Context, status int, queues []stri
 			ClusterQueue: queue, Team: plan.Team.Name, Allocation: domain.DescribeTeam(plan.Team),
 			Namespaces: strings.Join(plan.Namespaces, ", "), Cohort: plan.Cohort, Kept: plan.Kept,
 			Writes: writeRows(plan.Writes), Reconciler: plan.Reconciler, Problem: plan.Problem, Fingerprint: plan.Fingerprint,
+			Members: p.boundMembers(c, p.bindings, plan.Namespaces),
 		})
 		if plan.Problem == "" {
 			teams = append(teams, plan.Team.Name)

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
 )
 
@@ -103,7 +104,11 @@ func (f frame) teamNamespaces() map[string][]string {
 	out := map[string][]string{}
 	if f.teams != nil {
 		for _, t := range f.teams.Teams() {
-			out[t.Name] = []string{f.settings.Namespace(t.Name)}
+			// An imported queue keeps its own namespaces: the conventional
+			// one is not the team's, whoever may create it.
+			if t.ClusterQueue == nil || !domain.Imported(t.ClusterQueue) {
+				out[t.Name] = []string{f.settings.Namespace(t.Name)}
+			}
 		}
 	}
 	if f.queues != nil {

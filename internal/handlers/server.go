@@ -75,6 +75,9 @@ type Config struct {
 	// Positions are Kueue's own queue positions; nil without them.
 	Positions QueuePositions
 	WhatIf    WhatIf
+	// Bindings read the RoleBindings of an imported team's namespaces;
+	// nil pages say they cannot.
+	Bindings TeamBindings
 }
 
 // Limits bound what one request or user may hold; zero values are the
@@ -323,10 +326,10 @@ func New(cfg Config) *echo.Echo {
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
 	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history),
 		summaryRows: &kept[[]templ.Component]{}, pieces: pieces}
-	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, pieces: pieces, kept: &kept[teamsTables]{}}
+	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, bindings: cfg.Bindings, pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
-	imports := queueImportPages{frame: f, writes: cfg.Writes, model: cfg.ReadModel}
+	imports := queueImportPages{frame: f, writes: cfg.Writes, model: cfg.ReadModel, bindings: cfg.Bindings}
 	cohorts := cohortPages{frame: f, overview: cfg.Overview, teams: cfg.Teams, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
 	whatIf := whatIfPage{frame: f, teams: cfg.Teams, policy: cfg.Policy, whatIf: cfg.WhatIf, rates: newAdmissionRates(history)}

@@ -139,6 +139,11 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 			imported = domain.Imported(cq)
 		}
 	}
+	if imported {
+		namespaces := p.teamNamespaces()[f.Name]
+		view.Imported, view.Namespaces = true, strings.Join(namespaces, ", ")
+		view.Bindings = p.boundMembers(c, p.bindings, namespaces)
+	}
 	view.Cohorts = cohortOptions(p.settings, p.teams.Cohorts(), f.Cohort, imported)
 	for _, t := range domain.KnownTypes(available) {
 		shape, _ := shapes(t)

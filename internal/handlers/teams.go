@@ -21,8 +21,10 @@ type teamPages struct {
 	teams  Teams
 	model  ReadModel // the tasks a deletion stops
 	writes teamWrites
-	pieces *pieces
-	kept   *kept[teamsTables]
+	// bindings are an imported team's members.
+	bindings TeamBindings
+	pieces   *pieces
+	kept     *kept[teamsTables]
 }
 
 // teamsTables are the allocation page's tables for one scope.

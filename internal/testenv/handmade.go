@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,8 +22,8 @@ import (
 // cohort of its own, serving two ordinary namespaces by a label, with two
 // resource groups (GPUs, vCPU and memory on an instance type's flavor, with
 // a lending limit on the GPUs; pods on a flavor without node labels), and a
-// LocalQueue "user-queue" in each namespace. All of it goes when the test
-// ends.
+// LocalQueue "user-queue" in each namespace, and a group bound to the edit
+// role in the first. All of it goes when the test ends.
 type HandMade struct {
 	ID, Flavor, ClusterQueue, Cohort string
 	Namespaces                       []string
@@ -87,6 +88,14 @@ func ApplyHandMade(t testing.TB, c Clients, gpuFlavor, cohort string) HandMade {
 		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, h.ClusterQueue, metav1.DeleteOptions{})
 		_ = c.Kueue.KueueV1beta2().ResourceFlavors().Delete(ctx, h.Flavor, metav1.DeleteOptions{})
 	})
+	// Who may run jobs: a group bound to Kubernetes' edit role in the first
+	// namespace, as a cluster without the console grants it.
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespaces[0], Name: "researchers"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: h.Group()}}}
+	if _, err := c.Kube.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, kubectl); err != nil {
+		t.Fatal(err)
+	}
 	for _, ns := range h.Namespaces {
 		lq := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "user-queue", Namespace: ns},
 			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(h.ClusterQueue)}}
@@ -96,6 +105,10 @@ func ApplyHandMade(t testing.TB, c Clients, gpuFlavor, cohort string) HandMade {
 	}
 	return h
 }
+
+// Group is the group the setup binds to the edit role in its first
+// namespace.
+func (h HandMade) Group() string { return "researchers-" + h.ID }
 
 // Workload submits a bare Workload of gpus GPUs to the namespace's
 // user-queue: Kueue admits it on quota alone.
