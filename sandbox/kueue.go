@@ -98,6 +98,13 @@ fairSharing:
 # their quota, evicted, for ever.
 waitForPodsReady:
   timeout: 87600h
+# Queues whose admissionScope asks for it order their LocalQueues by recent
+# use. Kueue writes each LocalQueue's use into its status every sampling
+# interval: often enough here to see it within a test, rarely for the load
+# instance's 200 queues.
+admissionFairSharing:
+  usageHalfLifeTime: 1h
+  usageSamplingInterval: %s
 featureGates:
   LocalQueueMetrics: true
   VisibilityOnDemand: true
@@ -105,7 +112,15 @@ visibilityServer:
   bindAddress: 127.0.0.1
   bindPort: %d
 `, kueueNamespace, in.addr(portKueueHealth), in.addr(portKueueMetrics), in.port(portKueueWebhook),
-		in.path("kueue-certs"), webhookService, webhookSecret, in.port(portKueueVisibility))
+		in.path("kueue-certs"), webhookService, webhookSecret, in.usageSampling(), in.port(portKueueVisibility))
+}
+
+// usageSampling is how often Kueue samples the LocalQueues' recent use.
+func (in *instance) usageSampling() string {
+	if in.opts.Name == Load.Name {
+		return "5m"
+	}
+	return "10s"
 }
 
 // kueueManifests returns Kueue's CRDs and webhook configurations rewired to a

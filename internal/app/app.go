@@ -116,6 +116,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Positions:   kueue.NewPositions(kq, 15*time.Second),
 		WhatIf:      reads,
 		Bindings:    kueue.Bindings{Kube: kube},
+		RecentUse:   reads,
 	}
 	return a, nil
 }

@@ -91,6 +91,21 @@ func (r *clusterReads) KueueFairSharing(ctx context.Context) (bool, error) {
 	return cfg.FairSharing != nil, err
 }
 
+// KueueRecentUse is how Kueue counts recent use; nil when its
+// configuration has no admissionFairSharing.
+func (r *clusterReads) KueueRecentUse(ctx context.Context) (*domain.RecentUseConfig, error) {
+	cfg, err := r.SchedulerConfig(ctx)
+	return domain.RecentUseConfigOf(cfg.AdmissionFairSharing), err
+}
+
+// LocalQueueUses are the recent use of the LocalQueues feeding
+// clusterQueue, least used first, from the cache.
+func (r *clusterReads) LocalQueueUses(ctx context.Context, clusterQueue string) ([]domain.LocalQueueUse, *domain.RecentUseConfig, bool) {
+	cfg, err := r.KueueRecentUse(ctx)
+	lqs, _ := r.cache.LocalQueues.List(labels.Everything())
+	return domain.LocalQueueUses(clusterQueue, lqs, cfg), cfg, err == nil
+}
+
 // SchedulerConfig is Kueue's configuration as the impact preview needs it,
 // read at most every 30 seconds.
 func (r *clusterReads) SchedulerConfig(ctx context.Context) (kueue.SchedulerConfig, error) {

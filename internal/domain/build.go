@@ -122,6 +122,7 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 			WithPreemption(preemption).
 			WithFairSharing(kueueac.FairSharing().WithWeight(*resource.NewQuantity(t.FairShareWeight, resource.DecimalSI))).
 			WithStopPolicy(stop).
+			WithAdmissionScope(admissionScopeAC(t.RecentUseOrder)).
 			WithResourceGroups(kueueac.ResourceGroup().
 				WithCoveredResources(CoveredResources...).
 				WithFlavors(flavors...)))
@@ -209,4 +210,13 @@ func MemberBinding(s Settings, t Team) *rbacv1ac.RoleBindingApplyConfiguration {
 		rb.WithSubjects(rbacv1ac.Subject().WithKind(kind).WithAPIGroup(rbacv1.GroupName).WithName(m.Name))
 	}
 	return rb
+}
+
+// admissionScopeAC is AdmissionScopeOf as an apply configuration; nil
+// leaves the field out.
+func admissionScopeAC(recentUseOrder bool) *kueueac.AdmissionScopeApplyConfiguration {
+	if scope := AdmissionScopeOf(recentUseOrder); scope != nil {
+		return kueueac.AdmissionScope().WithAdmissionMode(scope.AdmissionMode)
+	}
+	return nil
 }

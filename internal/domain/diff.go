@@ -28,6 +28,9 @@ func DiffTeams(before, after Team) []string {
 	if before.Preemption != after.Preemption {
 		out = append(out, fmt.Sprintf("preemption %s → %s", preemptionWord(before.Preemption), preemptionWord(after.Preemption)))
 	}
+	if before.RecentUseOrder != after.RecentUseOrder {
+		out = append(out, fmt.Sprintf("order of pending tasks %s → %s", orderWord(before.RecentUseOrder), orderWord(after.RecentUseOrder)))
+	}
 	if before.Lending != after.Lending {
 		out = append(out, fmt.Sprintf("lending %s → %s", LendingWord(before.Lending), LendingWord(after.Lending)))
 	}
@@ -131,6 +134,9 @@ func DescribeTeam(t Team) []string {
 	}
 	if t.Cohort != "" {
 		out = append(out, "cohort "+t.Cohort)
+	}
+	if t.RecentUseOrder {
+		out = append(out, "order of pending tasks "+orderWord(true))
 	}
 	for _, q := range t.Quota {
 		out = append(out, fmt.Sprintf("quota %s: %s", q.InstanceType, DescribeQuotaInput(q)))
@@ -274,4 +280,12 @@ func intOr(p *int64, none string) string {
 		return none
 	}
 	return strconv.FormatInt(*p, 10)
+}
+
+// orderWord names how a team's queue orders its pending tasks.
+func orderWord(recentUse bool) string {
+	if recentUse {
+		return "by each LocalQueue's recent use"
+	}
+	return "by priority, then arrival"
 }

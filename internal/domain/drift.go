@@ -119,6 +119,7 @@ func clusterQueueDrift(object string, want, got kueuev1beta2.ClusterQueueSpec) [
 	one := resource.MustParse("1") // Kueue's default weight
 	addQ("fair-share weight", "", weightOf(want.FairSharing, &one), weightOf(got.FairSharing, &one), "")
 
+	add("order of pending tasks (admissionScope)", orderWord(OrdersByRecentUse(want.AdmissionScope)), orderWord(OrdersByRecentUse(got.AdmissionScope)))
 	wp, gp := preemptionOf(want.Preemption), preemptionOf(got.Preemption)
 	add("preemption within the team (withinClusterQueue)", wp.within, gp.within)
 	add("reclaiming lent quota (reclaimWithinCohort)", wp.reclaim, gp.reclaim)
@@ -457,6 +458,8 @@ func AdoptTeam(s Settings, stored Team, cq *kueuev1beta2.ClusterQueue, shapes Sh
 		}
 		t.FairShareWeight = w
 	}
+
+	t.RecentUseOrder = OrdersByRecentUse(spec.AdmissionScope)
 
 	within := kueuev1beta2.PreemptionPolicyNever
 	if spec.Preemption != nil && spec.Preemption.WithinClusterQueue != "" {

@@ -178,7 +178,8 @@ func firstLimit(groups []kueuev1beta2.ResourceGroup) (corev1.ResourceName, kueue
 // (live, as it is now): its ClusterQueue as it is, with what the allocation
 // form changed and nothing else. Only the quota of the instance types the
 // queue already has can change (its resource groups are kept as they are);
-// lending limits, preemption and the fair-share weight are written only
+// lending limits, preemption, the order of pending tasks and the
+// fair-share weight are written only
 // when the form changed them from what the queue had, so the per-resource
 // settings the form cannot express stay. No namespace, LocalQueue, flavor
 // or member binding is written: the queue keeps its own.
@@ -232,6 +233,14 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 		spec.FairSharing = &kueuev1beta2.FairSharing{Weight: resource.NewQuantity(t.FairShareWeight, resource.DecimalSI)}
 	}
 	spec.CohortName = kueuev1beta2.CohortReference(t.Cohort)
+	if t.RecentUseOrder != was.RecentUseOrder {
+		// Stated, not left out: the field may be another manager's, which
+		// leaving it out of an apply would keep.
+		spec.AdmissionScope = &kueuev1beta2.AdmissionScope{AdmissionMode: kueuev1beta2.NoAdmissionFairSharing}
+		if t.RecentUseOrder {
+			spec.AdmissionScope.AdmissionMode = kueuev1beta2.UsageBasedAdmissionFairSharing
+		}
+	}
 	if t.Preemption != was.Preemption {
 		if spec.Preemption == nil {
 			spec.Preemption = &kueuev1beta2.ClusterQueuePreemption{}

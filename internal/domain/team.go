@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // QuotaInput is one quota row as the admin typed it: nil means "not given".
@@ -192,6 +193,27 @@ type Team struct {
 	// Cohort is the cohort its ClusterQueue is in: "" for the console's
 	// cohort (Settings.CohortOf); an imported queue's own otherwise.
 	Cohort string `json:"cohort,omitempty"`
+	// RecentUseOrder orders the team's pending tasks by how much each of
+	// its LocalQueues used lately (Kueue's admission fair sharing, the
+	// ClusterQueue's admissionScope): a namespace that used little goes
+	// before one that used much. Kueue applies it only while its
+	// configuration has admissionFairSharing.
+	RecentUseOrder bool `json:"recentUseOrder,omitempty"`
+}
+
+// AdmissionScopeOf is the admission scope that gives a team's queue its
+// order: nil for Kueue's default (no admission fair sharing).
+func AdmissionScopeOf(recentUseOrder bool) *kueuev1beta2.AdmissionScope {
+	if !recentUseOrder {
+		return nil
+	}
+	return &kueuev1beta2.AdmissionScope{AdmissionMode: kueuev1beta2.UsageBasedAdmissionFairSharing}
+}
+
+// OrdersByRecentUse reports whether a queue's admission scope orders it by
+// its LocalQueues' recent use.
+func OrdersByRecentUse(scope *kueuev1beta2.AdmissionScope) bool {
+	return scope != nil && scope.AdmissionMode == kueuev1beta2.UsageBasedAdmissionFairSharing
 }
 
 // TeamText is a free-text field of a team, stated once: the form field it

@@ -70,8 +70,11 @@ type TeamUsage struct {
 	// Imported: the console manages the queue since it imported it (it
 	// keeps its own name and namespaces). Reconciler names a GitOps tool
 	// that keeps the queue as its repository says (ReconciledBy).
-	Imported                    bool
-	Reconciler                  string
+	Imported   bool
+	Reconciler string
+	// RecentUseOrder: the queue orders its pending tasks by each
+	// LocalQueue's recent use (admissionScope).
+	RecentUseOrder              bool
 	Enabled                     bool
 	Allocated                   Amount // nominal quota
 	InUse                       Amount // admitted tasks' usage, own and borrowed
@@ -126,6 +129,7 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 		row := TeamUsage{Team: team, ClusterQueue: cq.Name, Namespaces: served[cq.Name],
 			Cohort: string(cq.Spec.CohortName), Enabled: !Stopped(cq)}
 		row.Imported, row.Reconciler = Imported(cq), ReconciledBy(cq)
+		row.RecentUseOrder = OrdersByRecentUse(cq.Spec.AdmissionScope)
 		if !ManagedByConsole(cq) {
 			row.Manager = QueueManager(cq)
 		} else if len(row.Namespaces) == 0 {

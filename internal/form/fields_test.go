@@ -66,6 +66,7 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 		{"Quota.LendVCPU", quota(func(q *domain.QuotaInput) { q.LendVCPU = ptr.To[int64](40) }), true},
 		{"Quota.LendMemoryGiB", quota(func(q *domain.QuotaInput) { q.LendMemoryGiB = ptr.To[int64](500) }), true},
 		{"Cohort", func(t *domain.Team) { t.Cohort = domain.DefaultSettings.Cohort + "-research" }, true},
+		{"RecentUseOrder", func(t *domain.Team) { t.RecentUseOrder = true }, true},
 	}
 	covered := map[string]bool{"Name": true} // the name is the team's identity: it never changes
 	for _, c := range edits {

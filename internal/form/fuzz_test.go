@@ -69,7 +69,7 @@ func checkFieldErrors(t *testing.T, errs Errors, re *regexp.Regexp, rows int) {
 func teamValues(f TeamForm) url.Values {
 	v := url.Values{"name": {f.Name}, "description": {f.Description}, "enabled": {f.Enabled}, "users": {f.Users},
 		"groups": {f.Groups}, "fairShareWeight": {f.FairShareWeight}, "preemption": {f.Preemption},
-		"lending": {f.Lending}, "borrowLimit": {f.BorrowLimit}}
+		"lending": {f.Lending}, "borrowLimit": {f.BorrowLimit}, "order": {f.Order}}
 	for i, r := range f.Quota {
 		p := fmt.Sprintf("quota.%d.", i)
 		v.Set(p+"instanceType", r.InstanceType)

@@ -114,7 +114,14 @@ type TeamFields struct {
 	Lending         string
 	BorrowLimit     string
 	Cohort          string // "" for the console's cohort
+	Order           string // OrderPriority or OrderRecentUse
 }
+
+// The orders of a team's pending tasks the form offers.
+const (
+	OrderPriority  = "priority"
+	OrderRecentUse = "recentUse"
+)
 
 // text is the field holding one of domain.TeamTexts.
 func (f *TeamFields) text(key string) *string {
@@ -128,7 +135,7 @@ func (f *TeamFields) text(key string) *string {
 // NewTeamForm is an empty form with the documented defaults.
 func NewTeamForm() TeamForm {
 	return TeamForm{TeamFields: TeamFields{Enabled: "true", FairShareWeight: "0", Preemption: string(domain.PreemptLowerPriority),
-		Lending: string(domain.LendAndBorrow), BorrowLimit: DefaultBorrow}, Quota: []QuotaRow{{}}}
+		Lending: string(domain.LendAndBorrow), BorrowLimit: DefaultBorrow, Order: OrderPriority}, Quota: []QuotaRow{{}}}
 }
 
 // ParseTeam reads a posted form. Quota rows come as quota.N.field; blank rows
@@ -144,6 +151,7 @@ func ParseTeam(v url.Values) TeamForm {
 		Lending:         v.Get("lending"),
 		BorrowLimit:     strings.TrimSpace(v.Get("borrowLimit")),
 		Cohort:          strings.TrimSpace(v.Get("cohort")),
+		Order:           v.Get("order"),
 	}}
 	for _, text := range domain.TeamTexts {
 		*t.text(text.Key) = strings.TrimSpace(v.Get(text.Key))
@@ -181,7 +189,11 @@ func FromTeam(t domain.Team) TeamForm {
 		Name: t.Name, Enabled: strconv.FormatBool(t.Enabled),
 		FairShareWeight: strconv.FormatInt(t.FairShareWeight, 10), Preemption: string(t.Preemption),
 		Lending: string(t.Lending), BorrowLimit: strconv.FormatInt(t.BorrowLimitPercent, 10), Cohort: t.Cohort,
+		Order: OrderPriority,
 	}}
+	if t.RecentUseOrder {
+		f.Order = OrderRecentUse
+	}
 	for _, text := range domain.TeamTexts {
 		*f.text(text.Key) = *text.Of(&t)
 	}
@@ -259,6 +271,13 @@ func (f TeamForm) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 	}
 	t.Preemption = oneOf(&errs, "preemption", f.Preemption, "Choose Never or Lower priority.",
 		domain.PreemptNever, domain.PreemptLowerPriority)
+	switch f.Order {
+	case OrderPriority, "": // forms from before the field send none
+	case OrderRecentUse:
+		t.RecentUseOrder = true
+	default:
+		errs.Add("order", "Choose by priority, then arrival, or by each namespace's recent use.")
+	}
 	t.Lending = oneOf(&errs, "lending", f.Lending, "Choose Lend and borrow, Lend, or Don't lend.",
 		domain.LendAndBorrow, domain.Lend, domain.DontLend)
 	if p, ok := wholeNumber(f.BorrowLimit, 1, MaxBorrowPct); ok {

@@ -61,6 +61,7 @@ func TestTeamFormErrors(t *testing.T) {
 		{"borrow limit 501", func(v url.Values) { v.Set("borrowLimit", "501") }, "borrowLimit", "1 to 500"},
 		{"unknown lending", func(v url.Values) { v.Set("lending", "Share") }, "lending", "Choose"},
 		{"unknown preemption", func(v url.Values) { v.Set("preemption", "Always") }, "preemption", "Choose"},
+		{"unknown order", func(v url.Values) { v.Set("order", "random") }, "order", "recent use"},
 		{"activation missing", func(v url.Values) { v.Del("enabled") }, "enabled", "Enabled or Disabled"},
 		{"negative GPUs", func(v url.Values) { v.Set("quota.0.gpus", "-2") }, "quota.0.gpus", "whole number"},
 		{"fractional GPUs", func(v url.Values) { v.Set("quota.0.gpus", "1.5") }, "quota.0.gpus", "whole number"},

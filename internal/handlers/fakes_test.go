@@ -98,9 +98,13 @@ type cluster struct {
 	// fairSharing is Kueue's setting, or why it cannot be read.
 	fairSharing    bool
 	fairSharingErr error
-	teamRevisions  map[string][]domain.TeamRevision
-	policyRevs     []domain.PolicyRevision
-	revisionsErr   error
+	// recentUse is Kueue's admission fair sharing; uses the LocalQueues'
+	// recent use by ClusterQueue.
+	recentUse     *domain.RecentUseConfig
+	uses          map[string][]domain.LocalQueueUse
+	teamRevisions map[string][]domain.TeamRevision
+	policyRevs    []domain.PolicyRevision
+	revisionsErr  error
 	// Tests change the fields above as they like: unless unchanged says
 	// they will not, every read counts as a change.
 	unchanged bool
@@ -515,4 +519,16 @@ func (b *bindings) Of(_ context.Context, namespaces []string) ([]domain.Binding,
 
 func mayListRoleBindings(namespace string) kueue.Permission {
 	return kueue.Permission{Verb: "list", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: namespace}
+}
+
+func (c *cluster) KueueRecentUse(context.Context) (*domain.RecentUseConfig, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recentUse, nil
+}
+
+func (c *cluster) LocalQueueUses(_ context.Context, clusterQueue string) ([]domain.LocalQueueUse, *domain.RecentUseConfig, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.uses[clusterQueue], c.recentUse, true
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -68,10 +69,27 @@ func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out wr
 	}
 	// Warn against what is stored (not what was typed and refused); when
 	// Kueue's configuration cannot be read, warn about nothing.
+	cfg, err := p.policy.KueueRecentUse(c.Request().Context())
+	view.RecentUse = domain.RecentUseMeaning(cfg, err == nil)
+	view.RecentUseTeams = p.recentUseTeams()
 	if enabled, err := p.policy.KueueFairSharing(c.Request().Context()); err == nil {
 		view.Mismatch = domain.FairSharingMismatch(p.policy.Policy(), enabled)
 	} else {
 		p.log.Debug("reading Kueue's configuration", "err", err)
 	}
 	return render(c, status, templates.Policy(view))
+}
+
+// recentUseTeams names the teams whose queues order by recent use.
+func (p policyPage) recentUseTeams() string {
+	if p.queues == nil {
+		return ""
+	}
+	var names []string
+	for _, r := range p.queues.Snapshot().Teams {
+		if r.RecentUseOrder {
+			names = append(names, r.Team)
+		}
+	}
+	return strings.Join(names, ", ")
 }

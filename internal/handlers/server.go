@@ -78,6 +78,9 @@ type Config struct {
 	// Bindings read the RoleBindings of an imported team's namespaces;
 	// nil pages say they cannot.
 	Bindings TeamBindings
+	// RecentUse is the LocalQueues' recent use, for teams that order by it;
+	// nil shows none.
+	RecentUse RecentUse
 }
 
 // Limits bound what one request or user may hold; zero values are the
@@ -162,6 +165,21 @@ type Policy interface {
 	// KueueFairSharing says whether Kueue's controller shares idle compute
 	// fairly (its configuration, read at most every 30 seconds).
 	KueueFairSharing(ctx context.Context) (bool, error)
+	kueueRecentUse
+}
+
+// kueueRecentUse is how Kueue counts recent use (its configuration's
+// admissionFairSharing, read at most every 30 seconds); nil when it has
+// none.
+type kueueRecentUse interface {
+	KueueRecentUse(ctx context.Context) (*domain.RecentUseConfig, error)
+}
+
+// RecentUse is the recent use of the LocalQueues feeding a ClusterQueue,
+// least used first, as Kueue keeps it; known is false when Kueue's
+// configuration could not be read.
+type RecentUse interface {
+	LocalQueueUses(ctx context.Context, clusterQueue string) (uses []domain.LocalQueueUse, cfg *domain.RecentUseConfig, known bool)
 }
 
 // Revisions are the revisions admins saved, newest first.
@@ -318,7 +336,8 @@ func New(cfg Config) *echo.Echo {
 	pieces, charts := newPieces(), newChartFeeds(prom)
 	trees := &cohortTrees{overview: cfg.Overview}
 	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
-	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces, trees: trees}
+	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces, trees: trees,
+		recentUse: cfg.RecentUse}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
@@ -326,7 +345,8 @@ func New(cfg Config) *echo.Echo {
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
 	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history),
 		summaryRows: &kept[[]templ.Component]{}, pieces: pieces}
-	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, bindings: cfg.Bindings, pieces: pieces, kept: &kept[teamsTables]{}}
+	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, bindings: cfg.Bindings, kueueConfig: cfg.Policy,
+		pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
 	drift := driftPages{frame: f, writes: cfg.Writes}
 	imports := queueImportPages{frame: f, writes: cfg.Writes, model: cfg.ReadModel, bindings: cfg.Bindings}

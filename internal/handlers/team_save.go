@@ -110,6 +110,10 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		ReadOnly:        p.readOnly(c, mayEditTeams),
 		WeightMeaning:   domain.FairShareWeightMeaning,
 	}
+	if p.kueueConfig != nil {
+		cfg, err := p.kueueConfig.KueueRecentUse(c.Request().Context())
+		view.OrderMeaning = domain.RecentUseMeaning(cfg, err == nil)
+	}
 	for _, l := range []struct {
 		value domain.Lending
 		label string

@@ -49,6 +49,9 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)),
 	}
 	page.Preemptions = p.preemptions.of(c.Request().Context(), p.frame, name)
+	if row, _ := teamRow(snap, name); row.RecentUseOrder && p.recentUse != nil {
+		page.RecentUse = recentUseView(p.recentUse.LocalQueueUses(c.Request().Context(), row.ClusterQueue))
+	}
 	return render(c, http.StatusOK, templates.TeamUsage(page))
 }
 
@@ -194,4 +197,20 @@ func limitUnits(r corev1.ResourceName) (string, func(int64) string) {
 		return "Memory (GiB)", domain.FormatGiB
 	}
 	return domain.ResourceWord(r), itoa
+}
+
+// recentUseView shows a team's LocalQueues in the order Kueue gives them.
+func recentUseView(uses []domain.LocalQueueUse, cfg *domain.RecentUseConfig, known bool) *templates.RecentUseView {
+	v := &templates.RecentUseView{Meaning: domain.RecentUseMeaning(cfg, known)}
+	for i, u := range uses {
+		row := templates.RecentUseRow{Order: strconv.Itoa(i + 1), Namespace: u.Namespace, LocalQueue: u.Name,
+			Weight: strconv.FormatFloat(u.Weight, 'g', 4, 64), Sampled: "not yet"}
+		if u.Counted {
+			oneDecimal := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+			row.GPUs, row.VCPU, row.MemoryGiB = oneDecimal(u.Consumed.GPUs), oneDecimal(u.Consumed.VCPU), oneDecimal(u.Consumed.MemoryGiB)
+			row.Sampled = u.LastUpdate.UTC().Format("2006-01-02 15:04:05 UTC")
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
 }

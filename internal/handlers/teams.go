@@ -23,8 +23,10 @@ type teamPages struct {
 	writes teamWrites
 	// bindings are an imported team's members.
 	bindings TeamBindings
-	pieces   *pieces
-	kept     *kept[teamsTables]
+	// kueueConfig says whether Kueue orders by recent use, for the form.
+	kueueConfig kueueRecentUse
+	pieces      *pieces
+	kept        *kept[teamsTables]
 }
 
 // teamsTables are the allocation page's tables for one scope.

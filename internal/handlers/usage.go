@@ -64,6 +64,8 @@ type usagePages struct {
 	preemptions *teamPreemptions
 	pieces      *pieces
 	trees       *cohortTrees
+	// recentUse is the LocalQueues' recent use, for a team ordered by it.
+	recentUse RecentUse
 }
 
 // hardwareUtil is each team's GPU utilization, from the utilization feed;

@@ -38,6 +38,13 @@ const gpu corev1.ResourceName = "nvidia.com/gpu"
 // in cohort ("" for a cohort of its own).
 func ApplyHandMade(t testing.TB, c Clients, gpuFlavor, cohort string) HandMade {
 	t.Helper()
+	return ApplyHandMadeWith(t, c, gpuFlavor, cohort, nil)
+}
+
+// ApplyHandMadeWith is ApplyHandMade with the ClusterQueue changed by edit
+// (nil: none) before it is created.
+func ApplyHandMadeWith(t testing.TB, c Clients, gpuFlavor, cohort string, edit func(*kueuev1beta2.ClusterQueue)) HandMade {
+	t.Helper()
 	ctx := context.Background()
 	id := rand.String(5)
 	if cohort == "" {
@@ -76,6 +83,9 @@ func ApplyHandMade(t testing.TB, c Clients, gpuFlavor, cohort string) HandMade {
 				}}},
 			}},
 		},
+	}
+	if edit != nil {
+		edit(cq)
 	}
 	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, kubectl); err != nil {
 		t.Fatal(err)

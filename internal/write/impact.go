@@ -53,7 +53,13 @@ func (s Service) PreviewTeam(ctx context.Context, req TeamSave) (domain.Impact, 
 		}
 		ch.LocalQueues = append(ch.LocalQueues, &lq)
 	}
-	return s.impact(ctx, ch)
+	im, o := s.impact(ctx, ch)
+	if _, stored, ok := s.Cache.Team(s.Settings, team.Name); ok {
+		if note := domain.RecentUseChangeNote(stored, team, true); note != "" {
+			im.Notes = append(im.Notes, note)
+		}
+	}
+	return im, o
 }
 
 // PreviewDeleteTeam is the impact of deleting a team: its namespace goes,
