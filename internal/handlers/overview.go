@@ -25,6 +25,8 @@ type overviewPage struct {
 	charts *chartFeeds
 	pieces *pieces
 	kept   *kept[overviewTables]
+	// insights give the headline and the count of open insights.
+	insights *insightRules
 }
 
 // visibleQueues are the ClusterQueues of the teams a viewer may see (the
@@ -88,7 +90,14 @@ func (p overviewPage) show(c echo.Context) error {
 		teams = teamSections(p.model.Snapshot(), visible, tables.borrowable)
 	}
 	rangeName, _ := chartRange(c, time.Now())
+	var head *templates.HeadlineView
+	if p.insights != nil {
+		found, h := p.insights.current(c.Request().Context())
+		v := headlineView(h, len(shownInsights(found, visible)))
+		head = &v
+	}
 	view := templates.OverviewView{
+		Headline:      head,
 		Page:          templates.Page{Title: "Cluster overview", Active: "overview", Problem: p.problem()},
 		Teams:         teams,
 		InstanceTypes: tables.instanceTypes,

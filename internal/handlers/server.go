@@ -335,7 +335,13 @@ func New(cfg Config) *echo.Echo {
 
 	pieces, charts := newPieces(), newChartFeeds(prom)
 	trees := &cohortTrees{overview: cfg.Overview}
-	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{}}
+	var insights *insightRules
+	if cfg.ReadModel != nil && cfg.Overview != nil {
+		insights = &insightRules{model: cfg.ReadModel, overview: cfg.Overview, utilization: feeds.utilization, history: history,
+			thresholds: domain.DefaultInsightThresholds, now: time.Now}
+	}
+	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{},
+		insights: insights}
 	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces, trees: trees,
 		recentUse: cfg.RecentUse}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
@@ -378,6 +384,9 @@ func New(cfg Config) *echo.Echo {
 	e.StaticFS("/static", static.FS)
 
 	e.GET("/", overview.show)
+	if insights != nil {
+		e.GET("/insights", insightsPage{frame: f, rules: insights}.show)
+	}
 	e.GET("/policy", policy.show)
 	e.POST("/policy", policy.save)
 	e.GET("/usage", usage.usage)

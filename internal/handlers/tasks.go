@@ -491,16 +491,7 @@ func duration(d time.Duration, samples int) string {
 	if samples == 0 {
 		return "—"
 	}
-	d = d.Round(time.Second)
-	switch {
-	case d >= 24*time.Hour:
-		return fmt.Sprintf("%dd %02dh", int(d.Hours())/24, int(d.Hours())%24)
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%ds", int(d.Seconds()))
+	return domain.FormatDuration(d)
 }
 
 func seconds(d time.Duration, samples int) string {

@@ -1,0 +1,278 @@
+// This file finds what needs a platform lead's attention: the insights
+// page's rules, evaluated on a snapshot and the cluster's capacity.
+
+package domain
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// Severity orders insights: Critical first.
+type Severity int
+
+const (
+	Info Severity = iota
+	Warning
+	Critical
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Critical:
+		return "critical"
+	case Warning:
+		return "warning"
+	}
+	return "info"
+}
+
+// Insight is one thing that needs attention: what, for whom, the evidence,
+// and the page that shows it.
+type Insight struct {
+	Rule     string // a stable key: "long-wait", "idle-gpus", …
+	Severity Severity
+	Team     string // "" when it concerns the cluster
+	Title    string
+	Evidence string
+	// Link is the page that shows it, with the filters that select it.
+	Link string
+}
+
+// InsightThresholds are when the rules speak up.
+type InsightThresholds struct {
+	// LongWait: a task waiting longer needs attention; a class whose tasks
+	// all wait longer, with none running, starves.
+	LongWait time.Duration
+	// IdleUtilization: a team holding GPUs whose hardware utilization is
+	// under this (percent) holds them idle.
+	IdleUtilization float64
+}
+
+// DefaultInsightThresholds are the thresholds unless an admin sets others.
+var DefaultInsightThresholds = InsightThresholds{LongWait: time.Hour, IdleUtilization: 10}
+
+// InsightInput is what the rules read.
+type InsightInput struct {
+	Snapshot *Snapshot
+	// Capacity is the cluster's nodes by instance type (Overview).
+	Capacity []InstanceTypeCapacity
+	// Utilization is each team's GPU utilization now (percent, from
+	// dcgm-exporter); nil when Prometheus did not answer.
+	Utilization map[string]float64
+	// Unavailable are the dependencies that do not answer, each said in a
+	// sentence (the task history, Prometheus).
+	Unavailable []string
+	Thresholds  InsightThresholds
+	Now         time.Time
+}
+
+// Insights evaluates every rule: the most severe first, then by rule and
+// team.
+func Insights(in InsightInput) []Insight {
+	var out []Insight
+	out = append(out, waitInsights(in)...)
+	out = append(out, idleInsights(in)...)
+	out = append(out, borrowingInsights(in.Snapshot)...)
+	out = append(out, capacityInsights(in.Snapshot, in.Capacity)...)
+	for _, u := range in.Unavailable {
+		out = append(out, Insight{Rule: "dependency", Severity: Warning, Title: u,
+			Evidence: "The figures that come from it are missing or old until it answers."})
+	}
+	slices.SortStableFunc(out, func(a, b Insight) int {
+		return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Team, b.Team))
+	})
+	return out
+}
+
+// waitInsights: tasks of a team and class waiting longer than the
+// threshold, and classes whose tasks wait that long with none running.
+func waitInsights(in InsightInput) []Insight {
+	var out []Insight
+	type classTotals struct {
+		waiting, running int
+		longest          time.Duration
+	}
+	classes := map[string]*classTotals{}
+	for _, o := range in.Snapshot.Ongoing(Selection{}, 0, in.Now) {
+		ct := classes[o.Class]
+		if ct == nil {
+			ct = &classTotals{}
+			classes[o.Class] = ct
+		}
+		waiting := o.Pending + o.Preempted
+		ct.waiting += waiting
+		ct.running += o.Running
+		ct.longest = max(ct.longest, o.LongestWait)
+		if waiting == 0 || o.LongestWait <= in.Thresholds.LongWait || o.Team == "" {
+			continue
+		}
+		sev := Warning
+		if o.LongestWait > 4*in.Thresholds.LongWait {
+			sev = Critical
+		}
+		out = append(out, Insight{Rule: "long-wait", Severity: sev, Team: o.Team,
+			Title: fmt.Sprintf("Team %s: %s of class %s waiting, the longest for %s", o.Team, tasksWord(waiting), orNone(o.Class), FormatDuration(o.LongestWait)),
+			Evidence: fmt.Sprintf("Over the %s threshold; %d of the team's tasks of this class run. The Tasks page gives Kueue's reason for each.",
+				FormatDuration(in.Thresholds.LongWait), o.Running),
+			Link: "/tasks?" + queryOf("team", o.Team, "class", o.Class, "state", "Queued")})
+	}
+	for class, ct := range classes {
+		if ct.waiting == 0 || ct.running > 0 || ct.longest <= in.Thresholds.LongWait {
+			continue
+		}
+		out = append(out, Insight{Rule: "starving-class", Severity: Critical,
+			Title: fmt.Sprintf("Class %s: %s waiting and none running", orNone(class), tasksWord(ct.waiting)),
+			Evidence: fmt.Sprintf("The longest has waited %s. Higher classes or quota elsewhere take every admission.",
+				FormatDuration(ct.longest)),
+			Link: "/tasks?" + queryOf("class", class, "state", "Queued")})
+	}
+	return out
+}
+
+// idleInsights: teams whose admitted tasks hold GPUs that barely work.
+func idleInsights(in InsightInput) []Insight {
+	if in.Utilization == nil {
+		return nil
+	}
+	var out []Insight
+	for _, u := range in.Snapshot.Teams {
+		util, ok := in.Utilization[u.Team]
+		if !ok || u.InUse.GPUs == 0 || util >= in.Thresholds.IdleUtilization {
+			continue
+		}
+		out = append(out, Insight{Rule: "idle-gpus", Severity: Warning, Team: u.Team,
+			Title: fmt.Sprintf("Team %s holds %d GPUs at %.0f %% utilization", u.Team, u.InUse.GPUs, util),
+			Evidence: fmt.Sprintf("Hardware utilization (dcgm-exporter) is under %.0f %%: %d GPU-hours an hour are held without work.",
+				in.Thresholds.IdleUtilization, u.InUse.GPUs),
+			Link: "/usage/" + u.Team})
+	}
+	return out
+}
+
+// borrowingInsights: a team that borrows while a team of its cohort that
+// lends has tasks waiting (Kueue reclaims only when the lender preempts).
+func borrowingInsights(s *Snapshot) []Insight {
+	var out []Insight
+	for _, b := range s.Teams {
+		if b.Borrowed.GPUs == 0 || b.Cohort == "" {
+			continue
+		}
+		for _, l := range s.Teams {
+			if l.Team == b.Team || l.Cohort != b.Cohort || l.Lent.GPUs == 0 || l.PendingDemand.GPUs == 0 {
+				continue
+			}
+			out = append(out, Insight{Rule: "borrowing", Severity: Info, Team: b.Team,
+				Title:    fmt.Sprintf("Team %s borrows %d GPUs while team %s, which lends, waits for %d", b.Team, b.Borrowed.GPUs, l.Team, l.PendingDemand.GPUs),
+				Evidence: fmt.Sprintf("Both are in cohort %s. Kueue gives the lender its quota back only by preemption, when the lender's policy allows it.", b.Cohort),
+				Link:     "/usage/" + b.Team})
+		}
+	}
+	return out
+}
+
+// capacityInsights: GPU quota on an instance type beyond its ready nodes,
+// and nodes that are not ready.
+func capacityInsights(s *Snapshot, capacity []InstanceTypeCapacity) []Insight {
+	quota := map[string]int64{}
+	for _, u := range s.Teams {
+		for _, l := range u.Limits {
+			if l.Resource == ResourceGPU {
+				quota[l.Flavor] += l.Nominal
+			}
+		}
+	}
+	var out []Insight
+	for _, c := range capacity {
+		perNode := int64(0)
+		if c.Count > 0 {
+			perNode = c.GPUs / int64(c.Count)
+		}
+		ready := perNode * int64(c.Ready)
+		if q := quota[c.Type]; q > ready && perNode > 0 {
+			out = append(out, Insight{Rule: "quota-beyond-capacity", Severity: Warning,
+				Title: fmt.Sprintf("%d GPUs of quota on %s, %d on its ready nodes", q, c.Type, ready),
+				Evidence: fmt.Sprintf("%d of %d nodes ready. Teams cannot all use their quota at once: Kueue admits what fits, the rest waits.",
+					c.Ready, c.Count),
+				Link: "/teams"})
+		}
+		if c.NotReady > 0 {
+			out = append(out, Insight{Rule: "not-ready-nodes", Severity: Info,
+				Title:    fmt.Sprintf("%d of %d %s nodes not ready", c.NotReady, c.Count, c.Type),
+				Evidence: "Not ready or cordoned: the overview counts every node, admissions fit only on the ready ones.",
+				Link:     "/"})
+		}
+	}
+	return out
+}
+
+// Headline is the cluster's figures at a glance, in GPUs.
+type Headline struct {
+	Ready, Allocated, InUse, Borrowed int64
+	// Idle are GPUs held by teams whose utilization is under the threshold;
+	// IdleKnown is false without utilization figures.
+	Idle      int64
+	IdleKnown bool
+	// Waiting counts the tasks waiting, the longest for LongestWait.
+	Waiting     int
+	LongestWait time.Duration
+}
+
+// HeadlineOf sums the cluster's figures.
+func HeadlineOf(in InsightInput) Headline {
+	var h Headline
+	for _, c := range in.Capacity {
+		if c.Count > 0 {
+			h.Ready += c.GPUs / int64(c.Count) * int64(c.Ready)
+		}
+	}
+	h.IdleKnown = in.Utilization != nil
+	for _, u := range in.Snapshot.Teams {
+		h.Allocated += u.Allocated.GPUs
+		h.InUse += u.InUse.GPUs
+		h.Borrowed += u.Borrowed.GPUs
+		if util, ok := in.Utilization[u.Team]; ok && util < in.Thresholds.IdleUtilization {
+			h.Idle += u.InUse.GPUs
+		}
+	}
+	for _, o := range in.Snapshot.Ongoing(Selection{}, 0, in.Now) {
+		h.Waiting += o.Pending + o.Preempted
+		h.LongestWait = max(h.LongestWait, o.LongestWait)
+	}
+	return h
+}
+
+func tasksWord(n int) string {
+	if n == 1 {
+		return "1 task"
+	}
+	return fmt.Sprintf("%d tasks", n)
+}
+
+// queryOf is a query string of name, value pairs, empty values left out.
+func queryOf(pairs ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			q.Set(pairs[i], pairs[i+1])
+		}
+	}
+	return q.Encode()
+}
+
+// FormatDuration shows a duration briefly: "2h 05m", "3d 04h", "45s".
+func FormatDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("%dd %02dh", int(d.Hours())/24, int(d.Hours())%24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}

@@ -1,0 +1,63 @@
+package domain
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/kueuetest"
+)
+
+func TestInsights(t *testing.T) {
+	s := DefaultSettings
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	cq := func(team string, total, borrowed int64) *kueuev1beta2.ClusterQueue {
+		return kueuetest.MakeClusterQueue(s.ClusterQueue(team)).Cohort(s.Cohort).Nominal(8, nil).Usage(total, borrowed).Obj()
+	}
+	in := SnapshotInput{Settings: s,
+		ClusterQueues: []*kueuev1beta2.ClusterQueue{cq("alpha", 12, 4), cq("beta", 0, 0)},
+		LocalQueues: []*kueuev1beta2.LocalQueue{
+			kueuetest.MakeLocalQueue(s.Namespace("alpha"), s.LocalQueue("alpha"), s.ClusterQueue("alpha")),
+			kueuetest.MakeLocalQueue(s.Namespace("beta"), s.LocalQueue("beta"), s.ClusterQueue("beta"))},
+		Workloads: []*kueuev1beta2.Workload{
+			kueuetest.MakeWorkload(s, s.Namespace("alpha"), "serve").Queue(s.LocalQueue("alpha")).Class("inference").GPUs(12, 1).
+				Created(now.Add(-5*time.Hour)).Admitted(now.Add(-5*time.Hour), "ml.p5.48xlarge").Obj(),
+			kueuetest.MakeWorkload(s, s.Namespace("beta"), "train").Queue(s.LocalQueue("beta")).Class("training").GPUs(4, 1).
+				Created(now.Add(-3*time.Hour)).Pending("Pending", "couldn't assign flavors", now.Add(-3*time.Hour)).Obj(),
+		}}
+	snap := BuildSnapshot(in, now)
+	got := Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds,
+		Capacity:    []InstanceTypeCapacity{{Type: "ml.p5.48xlarge", Count: 2, Ready: 1, NotReady: 1, GPUs: 16}},
+		Utilization: map[string]float64{"alpha": 4, "beta": 80},
+		Unavailable: []string{"Prometheus does not answer."}})
+	var rules []string
+	for _, i := range got {
+		rules = append(rules, i.Severity.String()+" "+i.Rule+" "+i.Team+": "+i.Title)
+	}
+	want := []string{
+		"critical starving-class : Class training: 1 task waiting and none running",
+		"warning dependency : Prometheus does not answer.",
+		"warning idle-gpus alpha: Team alpha holds 12 GPUs at 4 % utilization",
+		"warning long-wait beta: Team beta: 1 task of class training waiting, the longest for 3h 00m",
+		"warning quota-beyond-capacity : 16 GPUs of quota on ml.p5.48xlarge, 8 on its ready nodes",
+		"info borrowing alpha: Team alpha borrows 4 GPUs while team beta, which lends, waits for 4",
+		"info not-ready-nodes : 1 of 2 ml.p5.48xlarge nodes not ready",
+	}
+	if diff := cmp.Diff(want, rules); diff != "" {
+		t.Errorf("insights (-want +got):\n%s", diff)
+	}
+	if got[3].Link != "/tasks?class=training&state=Queued&team=beta" {
+		t.Errorf("the long wait links to %q", got[3].Link)
+	}
+
+	// Below every threshold, nothing needs attention.
+	calm := Insights(InsightInput{Snapshot: snap, Now: now.Add(-150 * time.Minute), Thresholds: DefaultInsightThresholds,
+		Capacity: []InstanceTypeCapacity{{Type: "ml.p5.48xlarge", Count: 2, Ready: 2, GPUs: 16}}, Utilization: map[string]float64{"alpha": 50}})
+	for _, i := range calm {
+		if i.Rule != "borrowing" {
+			t.Errorf("a calm cluster has insight %+v", i)
+		}
+	}
+}

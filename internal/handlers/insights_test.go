@@ -1,0 +1,73 @@
+package handlers_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/html"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueuetest"
+	"github.com/openquota/console/internal/webtest"
+)
+
+// The insights page lists what needs attention, each team's only to who
+// sees that team; the overview's headline sums the cluster and counts the
+// insights the viewer may see.
+func TestInsightsAndHeadline(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.Workloads = append(objs.Workloads,
+		kueuetest.MakeWorkload(s, s.Namespace("team-000"), "stuck").Queue(s.LocalQueue("team-000")).GPUs(8, 1).
+			Created(now.Add(-3*time.Hour)).Pending("Pending", "couldn't assign flavors", now.Add(-3*time.Hour)).Obj(),
+		kueuetest.MakeWorkload(s, s.Namespace("team-001"), "run").Queue(s.LocalQueue("team-001")).GPUs(2, 1).
+			Created(now.Add(-time.Hour)).Admitted(now.Add(-time.Hour), "ml.p5.48xlarge").Obj())
+	for _, cq := range objs.ClusterQueues {
+		cq.Spec.ResourceGroups = kueuetest.MakeClusterQueue(cq.Name).Nominal(8, nil).Obj().Spec.ResourceGroups
+	}
+	objs.ClusterQueues[1].Status = kueuetest.MakeClusterQueue("x").Usage(2, 0).Obj().Status
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cluster.overview = domain.Overview{InstanceTypes: []domain.InstanceTypeCapacity{{Type: "ml.p5.48xlarge", Count: 2, Ready: 1, NotReady: 1, GPUs: 16}}}
+	f.access.grant("admin", listClusterQueues)
+	f.access.grant("member", listWorkloads(s.Namespace("team-001")))
+
+	code, body := user(t, f.handler(), "admin").Get("/insights")
+	if code != http.StatusOK {
+		t.Fatalf("/insights: %d\n%.300s", code, body)
+	}
+	got := webtest.HTMLRows(t, body, "insights", webtest.ByAttr("data-rule"))
+	for _, rule := range []string{"long-wait", "quota-beyond-capacity", "not-ready-nodes", "dependency"} {
+		if _, ok := got[rule]; !ok {
+			t.Errorf("no %s insight: %v", rule, got)
+		}
+	}
+	if row := got["long-wait"]; len(row) < 3 || row[1] != "team-000" || !strings.Contains(row[2], "the longest for 3h 00m") {
+		t.Errorf("long wait row %v", row)
+	}
+
+	_, body = user(t, f.handler(), "member").Get("/insights")
+	if strings.Contains(body, `data-rule="long-wait"`) {
+		t.Error("a member of team-001 sees team-000's long wait")
+	}
+
+	_, body = user(t, f.handler(), "admin").Get("/")
+	want := map[string]string{"headline-ready": "8", "headline-allocated": "16", "headline-in-use": "2", "headline-waiting": "1",
+		"headline-longest-wait": "3h 00m", "headline-idle": "—"}
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotHead := map[string]string{}
+	for id := range want {
+		if n := webtest.FindNode(doc, func(n *html.Node) bool { return webtest.Attr(n, "id") == id }); n != nil {
+			gotHead[id] = strings.TrimSpace(webtest.NodeText(n))
+		}
+	}
+	if diff := cmp.Diff(want, gotHead); diff != "" {
+		t.Errorf("headline (-want +got):\n%s", diff)
+	}
+}
