@@ -5,6 +5,7 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -35,7 +36,27 @@ func (q Quota) quantity(r corev1.ResourceName) resource.Quantity {
 	case corev1.ResourceMemory:
 		return *resource.NewQuantity(q.MemoryMiB<<20, resource.BinarySI)
 	}
-	return resource.Quantity{}
+	if q.Partition != "" && r == PartitionResource(q.Partition) {
+		return *resource.NewQuantity(q.Partitions, resource.DecimalSI)
+	}
+	return *resource.NewQuantity(0, resource.DecimalSI)
+}
+
+// coveredBy are the resources a team's quota rows cover: the console's own,
+// then the MIG profiles any row gives, sorted. Kueue wants every flavor of a
+// resource group to list each of them.
+func coveredBy(rows []QuotaInput) []corev1.ResourceName {
+	out := slices.Clone(CoveredResources)
+	var partitions []corev1.ResourceName
+	for _, row := range rows {
+		if row.Partition != "" {
+			if r := PartitionResource(row.Partition); !slices.Contains(partitions, r) {
+				partitions = append(partitions, r)
+			}
+		}
+	}
+	slices.Sort(partitions)
+	return append(out, partitions...)
 }
 
 // percentOf is p % of a quantity, rounded down; whole-device resources stay whole.
@@ -124,7 +145,7 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 			WithStopPolicy(stop).
 			WithAdmissionScope(admissionScopeAC(t.RecentUseOrder)).
 			WithResourceGroups(kueueac.ResourceGroup().
-				WithCoveredResources(CoveredResources...).
+				WithCoveredResources(coveredBy(t.Quota)...).
 				WithFlavors(flavors...)))
 
 	nsAnnotations := map[string]string{}
@@ -158,7 +179,7 @@ func nominalFlavors(rows []QuotaInput, shapes ShapeLookup, limits func(*kueueac.
 		}
 		q := DeriveQuota(row, shape)
 		fq := kueueac.FlavorQuotas().WithName(kueuev1beta2.ResourceFlavorReference(row.InstanceType))
-		for _, r := range CoveredResources {
+		for _, r := range coveredBy(rows) {
 			nominal := q.quantity(r)
 			rq := kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal)
 			limits(rq, row, nominal, r)

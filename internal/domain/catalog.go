@@ -20,6 +20,9 @@ type InstanceShape struct {
 	Neuron    int64 // aws.amazon.com/neurondevice
 	EFA       int64 // vpc.amazonaws.com/efa
 	GPUMemGiB int64 // memory of one GPU
+	// Partitions are the MIG partitions of one instance by profile
+	// ("mig-1g.10gb": 14), as its nodes offer them; nil without any.
+	Partitions map[string]int64
 }
 
 // Catalog lists common SageMaker HyperPod instance types (catalog.tsv, from
@@ -103,10 +106,14 @@ func LiveShapes(nodes []*corev1.Node) (ShapeLookup, map[string]int) {
 			Type: t, GPUModel: n.Labels[GPUProductLabel],
 			GPUs: quantity(a, ResourceGPU), VCPU: quantity(a, corev1.ResourceCPU), MemoryGiB: gib(a),
 			Neuron: quantity(a, ResourceNeuron), EFA: quantity(a, ResourceEFA),
+			Partitions: partitionsOf(a),
 		}
 	}
 	lookup := func(instanceType string) (InstanceShape, bool) {
 		if s, ok := LookupShape(instanceType); ok {
+			// How a type's GPUs are partitioned is the cluster's choice:
+			// the catalog cannot know it.
+			s.Partitions = live[instanceType].Partitions
 			return s, true
 		}
 		s, ok := live[instanceType]

@@ -73,6 +73,9 @@ func diffQuota(before, after []QuotaInput) []string {
 			out = append(out, fmt.Sprintf("quota %s added: %s", q.InstanceType, DescribeQuotaInput(q)))
 			continue
 		}
+		if b.Partition != q.Partition {
+			out = append(out, fmt.Sprintf("quota %s partition profile %s → %s", q.InstanceType, orNone(b.Partition), orNone(q.Partition)))
+		}
 		// Each group of the row's numbers: what it is, and what an empty
 		// value means.
 		for _, g := range []struct {
@@ -80,7 +83,8 @@ func diffQuota(before, after []QuotaInput) []string {
 			fields      []numberChange
 		}{
 			{"quota", "derived", []numberChange{{"instances", b.Count, q.Count}, {"GPUs", b.GPUs, q.GPUs},
-				{"Neuron devices", b.Neuron, q.Neuron}, {"vCPU", b.VCPU, q.VCPU}, {"memory GiB", b.MemoryGiB, q.MemoryGiB}}},
+				{"Neuron devices", b.Neuron, q.Neuron}, {"vCPU", b.VCPU, q.VCPU}, {"memory GiB", b.MemoryGiB, q.MemoryGiB},
+				{"partitions", b.Partitions, q.Partitions}}},
 			{"borrow limit", "the percentage", []numberChange{{"GPUs", b.BorrowGPUs, q.BorrowGPUs}, {"Neuron devices", b.BorrowNeuron, q.BorrowNeuron},
 				{"vCPU", b.BorrowVCPU, q.BorrowVCPU}, {"memory GiB", b.BorrowMemoryGiB, q.BorrowMemoryGiB}}},
 			{"lend limit", "all", []numberChange{{"GPUs", b.LendGPUs, q.LendGPUs}, {"Neuron devices", b.LendNeuron, q.LendNeuron},
@@ -164,6 +168,9 @@ func DescribeQuotaInput(q QuotaInput) string {
 	add(q.Neuron, "Neuron devices")
 	add(q.VCPU, "vCPU")
 	add(q.MemoryGiB, "GiB memory")
+	if q.Partition != "" {
+		add(q.Partitions, q.Partition+" partitions")
+	}
 	add(q.BorrowGPUs, "GPUs borrowable")
 	add(q.BorrowNeuron, "Neuron devices borrowable")
 	add(q.BorrowVCPU, "vCPU borrowable")

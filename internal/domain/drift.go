@@ -280,6 +280,9 @@ func ResourceWord(r corev1.ResourceName) string {
 	case ResourceEFA:
 		return "EFA"
 	}
+	if p, ok := PartitionOf(r); ok {
+		return p + " partitions"
+	}
 	return string(r)
 }
 
@@ -642,13 +645,19 @@ func liveQuota(rs []kueuev1beta2.ResourceQuota) Quota {
 			q.CPUMilli = r.NominalQuota.MilliValue()
 		case corev1.ResourceMemory:
 			q.MemoryMiB = r.NominalQuota.Value() >> 20
+		default:
+			// One profile a row: the first with a quota.
+			if p, ok := PartitionOf(r.Name); ok && q.Partition == "" && r.NominalQuota.Value() > 0 {
+				q.Partition, q.Partitions = p, r.NominalQuota.Value()
+			}
 		}
 	}
 	return q
 }
 
 func sameDerived(a, b Quota) bool {
-	return a.GPUs == b.GPUs && a.Neuron == b.Neuron && a.CPUMilli == b.CPUMilli && a.MemoryMiB == b.MemoryMiB
+	return a.GPUs == b.GPUs && a.Neuron == b.Neuron && a.CPUMilli == b.CPUMilli && a.MemoryMiB == b.MemoryMiB &&
+		a.Partition == b.Partition && a.Partitions == b.Partitions
 }
 
 // adoptRow is the quota row that derives a live quota: the stored row when it
@@ -660,6 +669,10 @@ func adoptRow(stored QuotaInput, instanceType string, shape InstanceShape, live 
 		return stored, nil
 	}
 	row := QuotaInput{InstanceType: instanceType}
+	if live.Partition != "" {
+		partitions := live.Partitions
+		row.Partition, row.Partitions = live.Partition, &partitions
+	}
 	gpus, neuron := live.GPUs, live.Neuron
 	switch {
 	case shape.GPUs > 0:

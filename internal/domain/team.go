@@ -19,6 +19,12 @@ type QuotaInput struct {
 	Neuron       *int64 `json:"neuron,omitempty"`
 	VCPU         *int64 `json:"vcpu,omitempty"`
 	MemoryGiB    *int64 `json:"memoryGiB,omitempty"`
+	// Partition is a MIG profile of the instance type's GPUs
+	// ("mig-1g.10gb", HyperPod's AcceleratorPartition type) and Partitions
+	// how many of them; vCPU and memory follow their share of a GPU unless
+	// given.
+	Partition  string `json:"partition,omitempty"`
+	Partitions *int64 `json:"partitions,omitempty"`
 	// Absolute borrow limits of the instance type, per resource (HyperPod's
 	// AbsoluteBorrowLimits, Kueue's borrowingLimit): nil takes the team's
 	// borrow percentage. They apply when the team lends and borrows.
@@ -240,6 +246,9 @@ type Quota struct {
 	EFA       int64
 	CPUMilli  int64
 	MemoryMiB int64
+	// Partitions of the MIG profile Partition ("" without).
+	Partition  string
+	Partitions int64
 }
 
 // DeriveQuota resolves a quota row against an instance shape:
@@ -247,9 +256,22 @@ type Quota struct {
 //   - GPUs (or Neuron devices) g give vCPU, memory and EFA in proportion g/per-instance;
 //   - vCPU given without memory gives memory in proportion vCPU/instance vCPU;
 //   - given vCPU and memory always win over derived ones;
+//   - MIG partitions p of a profile count as their compute slices' share of
+//     a GPU (p × slices / 7 GPUs) for vCPU and memory, beside any GPUs;
 //   - whole-device resources (GPU, Neuron, EFA) are rounded to whole devices.
 func DeriveQuota(in QuotaInput, shape InstanceShape) Quota {
 	var q Quota
+	var partitionGPUs float64 // the partitions' share of the GPUs
+	if in.Partition != "" {
+		q.Partition = in.Partition
+		switch {
+		case in.Partitions != nil:
+			q.Partitions = *in.Partitions
+		case in.Count != nil:
+			q.Partitions = *in.Count * shape.Partitions[in.Partition]
+		}
+		partitionGPUs = GPUEquivalent(in.Partition, float64(q.Partitions))
+	}
 	var fraction float64 // of one instance, for what the admin left out
 	switch {
 	case in.Count != nil:
@@ -257,10 +279,12 @@ func DeriveQuota(in QuotaInput, shape InstanceShape) Quota {
 		q.GPUs, q.Neuron = *in.Count*shape.GPUs, *in.Count*shape.Neuron
 	case in.GPUs != nil:
 		q.GPUs = *in.GPUs
-		fraction = ratio(*in.GPUs, shape.GPUs)
+		fraction = (float64(*in.GPUs) + partitionGPUs) / float64(max(shape.GPUs, 1))
 	case in.Neuron != nil:
 		q.Neuron = *in.Neuron
 		fraction = ratio(*in.Neuron, shape.Neuron)
+	case in.Partitions != nil:
+		fraction = partitionGPUs / float64(max(shape.GPUs, 1))
 	case in.VCPU != nil:
 		fraction = ratio(*in.VCPU, shape.VCPU)
 	}

@@ -93,6 +93,8 @@ type ResourceLimit struct {
 	Flavor   string
 	Resource corev1.ResourceName
 	Nominal  int64
+	// InUse is what its admitted tasks use of it (status.flavorsUsage).
+	InUse int64
 	// BorrowingLimit and LendingLimit are nil when unset (no limit).
 	BorrowingLimit, LendingLimit *int64
 	// Borrowed is what Kueue says the queue borrows (status.flavorsUsage);
@@ -150,7 +152,7 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 				row.InUse.addUnits(r.Name, units(r.Name, r.Total))
 				row.Borrowed.addUnits(r.Name, units(r.Name, r.Borrowed))
 				if l := row.limit(string(f.Name), r.Name); l != nil {
-					l.Borrowed = units(r.Name, r.Borrowed)
+					l.InUse, l.Borrowed = units(r.Name, r.Total), units(r.Name, r.Borrowed)
 				}
 			}
 		}

@@ -53,6 +53,12 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 		}, true},
 		{"Quota.VCPU", quota(func(q *domain.QuotaInput) { q.VCPU = ptr.To[int64](100) }), true},
 		{"Quota.MemoryGiB", quota(func(q *domain.QuotaInput) { q.MemoryGiB = ptr.To[int64](700) }), true},
+		{"Quota.Partition", func(t *domain.Team) {
+			t.Quota = []domain.QuotaInput{{InstanceType: "ml.p4de.24xlarge", Partition: "mig-1g.10gb", Partitions: ptr.To[int64](7)}}
+		}, true},
+		{"Quota.Partitions", func(t *domain.Team) {
+			t.Quota = []domain.QuotaInput{{InstanceType: "ml.p4de.24xlarge", GPUs: ptr.To[int64](2), Partition: "mig-3g.40gb", Partitions: ptr.To[int64](4)}}
+		}, true},
 		{"Quota.BorrowGPUs", quota(func(q *domain.QuotaInput) { q.BorrowGPUs = ptr.To[int64](6) }), true},
 		{"Quota.BorrowNeuron", func(t *domain.Team) {
 			t.Quota = []domain.QuotaInput{{InstanceType: "ml.trn1.32xlarge", Neuron: ptr.To[int64](8), BorrowNeuron: ptr.To[int64](3)}}
@@ -84,7 +90,13 @@ func TestEveryTeamFieldSurvivesTheWritePath(t *testing.T) {
 	}
 
 	s := domain.DefaultSettings
-	shapes := domain.ShapeLookup(domain.LookupShape)
+	shapes := func(instanceType string) (domain.InstanceShape, bool) {
+		s, ok := domain.LookupShape(instanceType)
+		if instanceType == "ml.p4de.24xlarge" { // its nodes partition half their GPUs
+			s.Partitions = map[string]int64{"mig-1g.10gb": 14, "mig-3g.40gb": 4}
+		}
+		return s, ok
+	}
 	for _, c := range edits {
 		t.Run(c.field, func(t *testing.T) {
 			want := base

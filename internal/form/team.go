@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -33,7 +34,7 @@ const (
 // Largest accepted value per quota field: far beyond any cluster, and small
 // enough that derived byte counts and percentages never overflow.
 var quotaMax = map[string]int64{
-	"count": 10_000, "gpus": 100_000, "neuron": 100_000, "vcpu": 10_000_000, "memoryGiB": 100_000_000,
+	"count": 10_000, "gpus": 100_000, "neuron": 100_000, "vcpu": 10_000_000, "memoryGiB": 100_000_000, "partitions": 700_000,
 	"borrowGPUs": 100_000, "borrowNeuron": 100_000, "borrowVCPU": 10_000_000, "borrowMemoryGiB": 100_000_000,
 	"lendGPUs": 100_000, "lendNeuron": 100_000, "lendVCPU": 10_000_000, "lendMemoryGiB": 100_000_000,
 }
@@ -83,6 +84,8 @@ type QuotaRow struct {
 	Neuron       string
 	VCPU         string
 	MemoryGiB    string
+	// Partition is a MIG profile ("mig-1g.10gb"), Partitions how many.
+	Partition, Partitions string
 	// Absolute borrow limits, per resource ("" takes the percentage).
 	BorrowGPUs, BorrowNeuron, BorrowVCPU, BorrowMemoryGiB string
 	// Absolute lend limits, per resource ("" lends all).
@@ -91,6 +94,7 @@ type QuotaRow struct {
 
 func (r QuotaRow) empty() bool {
 	return r.InstanceType == "" && r.Count == "" && r.GPUs == "" && r.Neuron == "" && r.VCPU == "" && r.MemoryGiB == "" &&
+		r.Partition == "" && r.Partitions == "" &&
 		r.BorrowGPUs == "" && r.BorrowNeuron == "" && r.BorrowVCPU == "" && r.BorrowMemoryGiB == "" &&
 		r.LendGPUs == "" && r.LendNeuron == "" && r.LendVCPU == "" && r.LendMemoryGiB == ""
 }
@@ -165,6 +169,8 @@ func ParseTeam(v url.Values) TeamForm {
 			Neuron:       strings.TrimSpace(v.Get(p + "neuron")),
 			VCPU:         strings.TrimSpace(v.Get(p + "vcpu")),
 			MemoryGiB:    strings.TrimSpace(v.Get(p + "memoryGiB")),
+			Partition:    strings.TrimSpace(v.Get(p + "partition")),
+			Partitions:   strings.TrimSpace(v.Get(p + "partitions")),
 
 			BorrowGPUs:      strings.TrimSpace(v.Get(p + "borrowGPUs")),
 			BorrowNeuron:    strings.TrimSpace(v.Get(p + "borrowNeuron")),
@@ -214,7 +220,7 @@ func FromTeam(t domain.Team) TeamForm {
 	}
 	for _, q := range t.Quota {
 		f.Quota = append(f.Quota, QuotaRow{InstanceType: q.InstanceType, Count: str(q.Count), GPUs: str(q.GPUs),
-			Neuron: str(q.Neuron), VCPU: str(q.VCPU), MemoryGiB: str(q.MemoryGiB),
+			Neuron: str(q.Neuron), VCPU: str(q.VCPU), MemoryGiB: str(q.MemoryGiB), Partition: q.Partition, Partitions: str(q.Partitions),
 			BorrowGPUs: str(q.BorrowGPUs), BorrowNeuron: str(q.BorrowNeuron), BorrowVCPU: str(q.BorrowVCPU), BorrowMemoryGiB: str(q.BorrowMemoryGiB),
 			LendGPUs: str(q.LendGPUs), LendNeuron: str(q.LendNeuron), LendVCPU: str(q.LendVCPU), LendMemoryGiB: str(q.LendMemoryGiB)})
 	}
@@ -348,6 +354,7 @@ func validateRow(i int, row QuotaRow, shapes domain.ShapeLookup, seen map[string
 	q.Neuron = number("neuron", row.Neuron, 0)
 	q.VCPU = number("vcpu", row.VCPU, 0)
 	q.MemoryGiB = number("memoryGiB", row.MemoryGiB, 0)
+	q.Partition, q.Partitions = row.Partition, number("partitions", row.Partitions, 0)
 	q.BorrowGPUs = number("borrowGPUs", row.BorrowGPUs, 0)
 	q.BorrowNeuron = number("borrowNeuron", row.BorrowNeuron, 0)
 	q.BorrowVCPU = number("borrowVCPU", row.BorrowVCPU, 0)
@@ -357,6 +364,10 @@ func validateRow(i int, row QuotaRow, shapes domain.ShapeLookup, seen map[string
 	q.LendVCPU = number("lendVCPU", row.LendVCPU, 0)
 	q.LendMemoryGiB = number("lendMemoryGiB", row.LendMemoryGiB, 0)
 	if !ok {
+		return q, false
+	}
+	if msg := partitionProblem(q, shape); msg != "" {
+		errs.Add(field("partition"), msg)
 		return q, false
 	}
 	switch {
@@ -376,14 +387,40 @@ func validateRow(i int, row QuotaRow, shapes domain.ShapeLookup, seen map[string
 		errs.Add(field("gpus"), fmt.Sprintf("%s has no GPUs.", shape.Type))
 	case q.Neuron != nil && shape.Neuron == 0 && *q.Neuron > 0:
 		errs.Add(field("neuron"), fmt.Sprintf("%s has no Neuron devices.", shape.Type))
-	case q.MemoryGiB != nil && q.VCPU == nil && q.Count == nil && q.GPUs == nil && q.Neuron == nil:
-		errs.Add(field("count"), "Memory alone is not a quota: give GPUs, vCPUs or an instance count too.")
-	case q.Count == nil && q.GPUs == nil && q.Neuron == nil && q.VCPU == nil:
-		errs.Add(field("count"), "Give an instance count, GPUs, Neuron devices or vCPUs.")
+	case q.MemoryGiB != nil && q.VCPU == nil && q.Count == nil && q.GPUs == nil && q.Neuron == nil && q.Partitions == nil:
+		errs.Add(field("count"), "Memory alone is not a quota: give GPUs, partitions, vCPUs or an instance count too.")
+	case q.Count == nil && q.GPUs == nil && q.Neuron == nil && q.VCPU == nil && q.Partitions == nil:
+		errs.Add(field("count"), "Give an instance count, GPUs, GPU partitions, Neuron devices or vCPUs.")
 	default:
 		return q, true
 	}
 	return q, false
+}
+
+// partitionProblem says what is wrong with a row's GPU partitions, "" when
+// nothing is: a MIG profile the instance type's nodes offer, and how many.
+func partitionProblem(q domain.QuotaInput, shape domain.InstanceShape) string {
+	switch {
+	case q.Partition == "" && q.Partitions == nil:
+		return ""
+	case q.Partition == "":
+		return "Choose the partitions' MIG profile."
+	}
+	if _, ok := domain.PartitionSlices(q.Partition); !ok {
+		return fmt.Sprintf("%q is not a MIG profile: choose one such as mig-1g.10gb.", truncate(q.Partition, 40))
+	}
+	offered := shape.Profiles()
+	switch {
+	case shape.GPUs == 0:
+		return fmt.Sprintf("%s has no GPUs to partition.", shape.Type)
+	case len(offered) == 0:
+		return fmt.Sprintf("The cluster's %s nodes offer no MIG partitions (the NVIDIA device plugin's mixed strategy names them nvidia.com/mig-…).", shape.Type)
+	case !slices.Contains(offered, q.Partition):
+		return fmt.Sprintf("The cluster's %s nodes offer %s, not %s.", shape.Type, strings.Join(offered, ", "), q.Partition)
+	case q.Partitions == nil && q.Count == nil:
+		return "Give how many " + q.Partition + " partitions."
+	}
+	return ""
 }
 
 func parseMembers(text, kind, field string, errs *Errors) []domain.Member {
@@ -434,7 +471,7 @@ func (r QuotaRow) Lenient() domain.QuotaInput {
 		return &n
 	}
 	return domain.QuotaInput{InstanceType: r.InstanceType, Count: num(r.Count), GPUs: num(r.GPUs),
-		Neuron: num(r.Neuron), VCPU: num(r.VCPU), MemoryGiB: num(r.MemoryGiB)}
+		Neuron: num(r.Neuron), VCPU: num(r.VCPU), MemoryGiB: num(r.MemoryGiB), Partition: r.Partition, Partitions: num(r.Partitions)}
 }
 
 // oneOf is value when it is one of the choices, else the zero choice with

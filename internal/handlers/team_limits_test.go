@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueuetest"
@@ -23,11 +24,14 @@ func TestTeamPageShowsLimits(t *testing.T) {
 	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
 	q := resource.MustParse
 	team0 := (&kueuetest.ClusterQueueWrapper{ClusterQueue: *objs.ClusterQueues[0]}).Quota("ml.p5.48xlarge", corev1.ResourceCPU, "192").
-		Quota("ml.p5.48xlarge", corev1.ResourceMemory, "2Ti").Quota("ml.trn1.32xlarge", domain.ResourceNeuron, "16").Obj()
+		Quota("ml.p5.48xlarge", corev1.ResourceMemory, "2Ti").Quota("ml.trn1.32xlarge", domain.ResourceNeuron, "16").
+		Quota("ml.p4de.24xlarge", domain.PartitionResource("mig-1g.10gb"), "7").Obj()
 	gpu, cpu, mem := &team0.Spec.ResourceGroups[0].Flavors[0].Resources[0], &team0.Spec.ResourceGroups[0].Flavors[0].Resources[1],
 		&team0.Spec.ResourceGroups[0].Flavors[0].Resources[2]
 	gpu.LendingLimit, cpu.BorrowingLimit, mem.LendingLimit = ptr(q("4")), ptr(q("96500m")), ptr(q("512Gi"))
 	team0.Status.FlavorsUsage[0].Resources[0].Total = q("2")
+	team0.Status.FlavorsUsage = append(team0.Status.FlavorsUsage, kueuev1beta2.FlavorUsage{Name: "ml.p4de.24xlarge",
+		Resources: []kueuev1beta2.ResourceUsage{{Name: domain.PartitionResource("mig-1g.10gb"), Total: q("3")}}})
 	// team-001 uses 11 of its 8 GPUs: the 3 it borrows are team-000's, the
 	// only queue with idle GPUs (6, of which it lends at most 4).
 	team1 := objs.ClusterQueues[1]
@@ -41,13 +45,14 @@ func TestTeamPageShowsLimits(t *testing.T) {
 		want map[string][]string
 	}{
 		{"team-000", map[string][]string{
-			"ml.p5.48xlarge/GPUs":             {"ml.p5.48xlarge", "GPUs", "8", "none", "4", "0", "3"},
-			"ml.p5.48xlarge/vCPU":             {"ml.p5.48xlarge", "vCPU", "192", "96.5", "none", "0", "0"},
-			"ml.p5.48xlarge/Memory (GiB)":     {"ml.p5.48xlarge", "Memory (GiB)", "2048", "none", "512", "0", "0"},
-			"ml.trn1.32xlarge/Neuron devices": {"ml.trn1.32xlarge", "Neuron devices", "16", "none", "none", "0", "0"},
+			"ml.p5.48xlarge/GPUs":                     {"ml.p5.48xlarge", "GPUs", "8", "2", "none", "4", "0", "3"},
+			"ml.p5.48xlarge/vCPU":                     {"ml.p5.48xlarge", "vCPU", "192", "0", "96.5", "none", "0", "0"},
+			"ml.p5.48xlarge/Memory (GiB)":             {"ml.p5.48xlarge", "Memory (GiB)", "2048", "0", "none", "512", "0", "0"},
+			"ml.trn1.32xlarge/Neuron devices":         {"ml.trn1.32xlarge", "Neuron devices", "16", "0", "none", "none", "0", "0"},
+			"ml.p4de.24xlarge/mig-1g.10gb partitions": {"ml.p4de.24xlarge", "mig-1g.10gb partitions", "7", "3", "none", "none", "0", "0"},
 		}},
 		{"team-001", map[string][]string{
-			"ml.p5.48xlarge/GPUs": {"ml.p5.48xlarge", "GPUs", "8", "none", "none", "3", "0"},
+			"ml.p5.48xlarge/GPUs": {"ml.p5.48xlarge", "GPUs", "8", "11", "none", "none", "3", "0"},
 		}},
 	} {
 		t.Run(tc.team, func(t *testing.T) {
@@ -57,7 +62,7 @@ func TestTeamPageShowsLimits(t *testing.T) {
 			}
 			got := webtest.HTMLRows(t, body, "team-limits", webtest.ByAttr("data-limit"))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("limits: flavor, resource, nominal, borrowing limit, lending limit, borrowed, lent (-want +got):\n%s", diff)
+				t.Errorf("limits: flavor, resource, nominal, in use, borrowing limit, lending limit, borrowed, lent (-want +got):\n%s", diff)
 			}
 		})
 	}

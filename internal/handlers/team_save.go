@@ -3,8 +3,10 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -149,9 +151,16 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		view.Bindings = p.boundMembers(c, p.bindings, namespaces)
 	}
 	view.Cohorts = cohortOptions(p.settings, p.teams.Cohorts(), f.Cohort, imported)
+	offeredBy := map[string][]string{}
 	for _, t := range domain.KnownTypes(available) {
 		shape, _ := shapes(t)
 		view.InstanceTypes = append(view.InstanceTypes, templates.InstanceOption{Type: t, Label: optionLabel(shape, available[t])})
+		for _, p := range shape.Profiles() {
+			offeredBy[p] = append(offeredBy[p], fmt.Sprintf("%s (%d an instance)", t, shape.Partitions[p]))
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(offeredBy)) {
+		view.Profiles = append(view.Profiles, templates.ProfileOption{Profile: p, Label: strings.Join(offeredBy[p], ", ")})
 	}
 	rows := f.Quota
 	if len(rows) == 0 {
@@ -188,13 +197,17 @@ func optionLabel(s domain.InstanceShape, available int) string {
 // and a warning when it exceeds what the cluster has (allowed, flagged).
 func describeQuota(in domain.QuotaInput, shapes domain.ShapeLookup, available map[string]int) (derived, warning string) {
 	shape, ok := shapes(in.InstanceType)
-	if !ok || (in.Count == nil && in.GPUs == nil && in.Neuron == nil && in.VCPU == nil) {
+	if !ok || (in.Count == nil && in.GPUs == nil && in.Neuron == nil && in.VCPU == nil && in.Partitions == nil) {
 		return "", ""
 	}
 	q := domain.DeriveQuota(in, shape)
 	var parts []string
 	if q.GPUs > 0 {
 		parts = append(parts, fmt.Sprintf("%d GPUs", q.GPUs))
+	}
+	if q.Partitions > 0 {
+		parts = append(parts, fmt.Sprintf("%d × %s (%s GPU-equivalent)", q.Partitions, q.Partition,
+			domain.FormatGPUs(domain.GPUEquivalent(q.Partition, float64(q.Partitions)))))
 	}
 	if q.Neuron > 0 {
 		parts = append(parts, fmt.Sprintf("%d Neuron", q.Neuron))
@@ -222,6 +235,7 @@ func (p teamPages) deriveQuota(c echo.Context) error {
 	row := form.QuotaRow{
 		InstanceType: c.QueryParam("instanceType"), Count: c.QueryParam("count"), GPUs: c.QueryParam("gpus"),
 		Neuron: c.QueryParam("neuron"), VCPU: c.QueryParam("vcpu"), MemoryGiB: c.QueryParam("memoryGiB"),
+		Partition: c.QueryParam("partition"), Partitions: c.QueryParam("partitions"),
 	}
 	shapes, available := p.teams.Fleet()
 	in := row.Lenient()

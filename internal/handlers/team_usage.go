@@ -177,7 +177,7 @@ func teamLimits(u domain.TeamUsage) templates.TeamLimits {
 			}
 			return format(*v)
 		}
-		v.Rows = append(v.Rows, templates.LimitRow{Flavor: l.Flavor, Resource: word, Nominal: format(l.Nominal),
+		v.Rows = append(v.Rows, templates.LimitRow{Flavor: l.Flavor, Resource: word, Nominal: format(l.Nominal), InUse: format(l.InUse),
 			BorrowingLimit: limit(l.BorrowingLimit), LendingLimit: limit(l.LendingLimit), Borrowed: format(l.Borrowed), Lent: format(l.Lent)})
 	}
 	return v

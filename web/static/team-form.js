@@ -36,7 +36,7 @@
   // typed value still overrides them.
   async function derive(row) {
     const params = new URLSearchParams();
-    for (const key of ["instanceType", "count", "gpus", "neuron", "vcpu", "memoryGiB"]) {
+    for (const key of ["instanceType", "count", "gpus", "partition", "partitions", "neuron", "vcpu", "memoryGiB"]) {
       params.set(key, field(row, key).value.trim());
     }
     try {

@@ -1,0 +1,84 @@
+// This file reads GPU partitions (NVIDIA MIG): the NVIDIA device plugin's
+// mixed strategy offers each MIG profile as an extended resource of its own,
+// nvidia.com/mig-<profile>.
+
+package domain
+
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// migResourcePrefix starts the resource name of every MIG profile.
+const migResourcePrefix = "nvidia.com/mig-"
+
+// migProfile is a MIG profile's name as the device plugin spells it:
+// compute slices (of a GPU's 7), memory, and "+me" for media extensions.
+var migProfile = regexp.MustCompile(`^mig-([1-7])g\.(\d+)gb(\+me)?$`)
+
+// gpuSlices is how many compute slices one GPU has for MIG.
+const gpuSlices = 7
+
+// PartitionSlices are the compute slices of a MIG profile ("mig-3g.40gb"
+// has 3 of a GPU's 7); ok is false when profile is not one.
+func PartitionSlices(profile string) (slices int64, ok bool) {
+	m := migProfile.FindStringSubmatch(profile)
+	if m == nil {
+		return 0, false
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n, true
+}
+
+// PartitionResource is the resource name of a MIG profile.
+func PartitionResource(profile string) corev1.ResourceName {
+	return corev1.ResourceName("nvidia.com/" + profile)
+}
+
+// PartitionOf is the MIG profile a resource name offers; ok is false when
+// it offers none.
+func PartitionOf(r corev1.ResourceName) (profile string, ok bool) {
+	rest, found := strings.CutPrefix(string(r), migResourcePrefix)
+	if !found {
+		return "", false
+	}
+	profile = "mig-" + rest
+	_, ok = PartitionSlices(profile)
+	return profile, ok
+}
+
+// GPUEquivalent is how many whole GPUs n partitions of profile are worth,
+// by their compute slices.
+func GPUEquivalent(profile string, n float64) float64 {
+	s, _ := PartitionSlices(profile)
+	return n * float64(s) / gpuSlices
+}
+
+// partitionsOf are the MIG profiles of a node's resources, by profile.
+func partitionsOf(l corev1.ResourceList) map[string]int64 {
+	var out map[string]int64
+	for r, q := range l {
+		if p, ok := PartitionOf(r); ok && q.Value() > 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[p] = q.Value()
+		}
+	}
+	return out
+}
+
+// Profiles are the MIG profiles an instance shape offers, sorted.
+func (s InstanceShape) Profiles() []string {
+	return slices.Sorted(maps.Keys(s.Partitions))
+}
+
+// FormatGPUs writes a number of GPUs that may be a fraction: "1", "0.43".
+func FormatGPUs(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
+}
