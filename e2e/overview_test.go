@@ -46,7 +46,7 @@ func TestOverviewShowsSandboxFleet(t *testing.T) {
 		} else {
 			r.ready++
 		}
-		r.gpus += n.Shape.GPUs
+		r.gpus += n.WholeGPUs()
 		r.vcpu += n.Shape.VCPU
 		r.memoryGiB += n.Shape.MemoryGiB
 		r.neuron += n.Shape.Neuron

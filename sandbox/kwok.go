@@ -38,7 +38,14 @@ type FakeNode struct {
 	Name     string
 	Shape    domain.InstanceShape
 	NotReady bool
+	// PartitionedGPUs of the node's GPUs are split into MIG partitions
+	// (Shape.Partitions, the NVIDIA device plugin's mixed strategy); the
+	// others are offered whole.
+	PartitionedGPUs int64
 }
+
+// WholeGPUs are the GPUs the node offers as nvidia.com/gpu.
+func (n FakeNode) WholeGPUs() int64 { return n.Shape.GPUs - n.PartitionedGPUs }
 
 // Fleet is the sandbox's fake GPU cluster: a few instances of the common
 // HyperPod types, one of them NotReady so that "pending recovery" shows.
@@ -62,6 +69,15 @@ func Fleet() []FakeNode {
 	add("ml.g6.12xlarge", 2, 0)
 	add("ml.trn1.32xlarge", 2, 0)
 	add("ml.c5.2xlarge", 2, 0)
+	// A100 80 GB nodes in MIG mixed strategy: 4 GPUs whole, 2 as seven
+	// 1g.10gb partitions each, 2 as two 3g.40gb partitions each.
+	add("ml.p4de.24xlarge", 2, 0)
+	for i := range nodes {
+		if nodes[i].Shape.Type == "ml.p4de.24xlarge" {
+			nodes[i].PartitionedGPUs = 4
+			nodes[i].Shape.Partitions = map[string]int64{"mig-1g.10gb": 14, "mig-3g.40gb": 4}
+		}
+	}
 	return nodes
 }
 
@@ -71,7 +87,7 @@ func (n FakeNode) object() *corev1.Node {
 		corev1.ResourceCPU:    *resource.NewQuantity(s.VCPU, resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", s.MemoryGiB)),
 		corev1.ResourcePods:   resource.MustParse("110"),
-		ResourceGPU:           *resource.NewQuantity(s.GPUs, resource.DecimalSI),
+		ResourceGPU:           *resource.NewQuantity(n.WholeGPUs(), resource.DecimalSI),
 		ResourceNeuron:        *resource.NewQuantity(s.Neuron, resource.DecimalSI),
 		ResourceEFA:           *resource.NewQuantity(s.EFA, resource.DecimalSI),
 	}
@@ -82,6 +98,10 @@ func (n FakeNode) object() *corev1.Node {
 		"node.kubernetes.io/instance-type":           s.Type,
 		"type":                                       "kwok",
 		"sagemaker.amazonaws.com/node-health-status": "Schedulable",
+	}
+	for profile, count := range s.Partitions {
+		capacity[domain.PartitionResource(profile)] = *resource.NewQuantity(count, resource.DecimalSI)
+		labels["nvidia.com/mig.strategy"] = "mixed"
 	}
 	if s.GPUs > 0 {
 		labels["nvidia.com/gpu.product"] = s.GPUModel

@@ -48,8 +48,10 @@ func PartitionOf(r corev1.ResourceName) (profile string, ok bool) {
 		return "", false
 	}
 	profile = "mig-" + rest
-	_, ok = PartitionSlices(profile)
-	return profile, ok
+	if _, ok := PartitionSlices(profile); !ok {
+		return "", false
+	}
+	return profile, true
 }
 
 // GPUEquivalent is how many whole GPUs n partitions of profile are worth,

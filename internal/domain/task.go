@@ -54,6 +54,8 @@ type Task struct {
 	// Queued: Kueue holds it in its ClusterQueue's pending queue (pending or
 	// preempted, active, no quota reserved). Only queued tasks get a Position.
 	Queued bool
+	// Partitions are the MIG partitions it asks for, in words ("" for none).
+	Partitions string
 	// GPUs is the task's nvidia.com/gpu as Kueue counts it
 	// (WorkloadReading.GPUs): the admitted usage while quota is reserved,
 	// else the pod sets' requests.
@@ -112,6 +114,7 @@ type TaskFacts struct {
 	Deactivated, Queued   bool
 	GPUs                  int64
 	Flavors               []string
+	Partitions            string // as WorkloadReading.Partitions
 	// Usage is what the task's admission holds per flavor, while quota is
 	// reserved (WorkloadReading.Usage).
 	Usage                  []FlavorAmount
@@ -146,7 +149,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 	f := &TaskFacts{
 		Namespace: intern(r.Namespace), Name: r.Name, Team: intern(r.Team),
 		ClusterQueue: intern(r.ClusterQueue), LocalQueue: intern(r.LocalQueue), Class: intern(cmp.Or(r.ClassRef, lowestClass)),
-		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs,
+		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs, Partitions: intern(r.Partitions),
 		Created: r.Created, WaitStart: r.WaitStart, QueueOrder: r.QueueOrder, AdmittedAt: r.AdmittedAt, FinishedAt: r.FinishedAt,
 		KueueMessage: intern(r.KueueMessage),
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
@@ -223,7 +226,7 @@ func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 	return Task{
 		Namespace: f.Namespace, Name: f.Name, Team: f.Team, ClusterQueue: f.ClusterQueue, LocalQueue: f.LocalQueue,
 		Class: f.Class, Priority: f.Priority, State: f.State, Deactivated: f.Deactivated, Queued: f.Queued,
-		GPUs: f.GPUs, Flavors: f.Flavors, Borrowing: borrowing,
+		GPUs: f.GPUs, Flavors: f.Flavors, Partitions: f.Partitions, Borrowing: borrowing,
 		Created: f.Created, WaitStart: f.WaitStart, QueueOrder: f.QueueOrder, AdmittedAt: f.AdmittedAt, FinishedAt: f.FinishedAt,
 		Wait: f.WaitAt(now), Run: f.RunAt(now),
 		Reason: f.ReasonAt(now, borrowing), KueueMessage: f.KueueMessage,

@@ -80,15 +80,15 @@ func TestQueueRowsLimits(t *testing.T) {
 	want := map[string][]ResourceLimit{
 		"a": {
 			// Idle 6, of which it lends at most 4: all of b's 3 borrowed is from a.
-			{Flavor: "p5", Resource: ResourceGPU, Nominal: 8, LendingLimit: ptrTo[int64](4), Lent: 3},
+			{Flavor: "p5", Resource: ResourceGPU, Nominal: 8, InUse: 2, LendingLimit: ptrTo[int64](4), Lent: 3},
 			{Flavor: "p5", Resource: corev1.ResourceCPU, Nominal: 95500},
 			// b borrows 10 GiB of memory beyond its 0, but a lends none: nobody's.
 			{Flavor: "p5", Resource: corev1.ResourceMemory, Nominal: 1 << 20, BorrowingLimit: ptrTo[int64](512 << 10), LendingLimit: ptrTo[int64](0)},
 			{Flavor: "trn", Resource: ResourceNeuron, Nominal: 16},
 		},
 		"b": {
-			{Flavor: "p5", Resource: ResourceGPU, Nominal: 4, BorrowingLimit: ptrTo[int64](8), Borrowed: 3},
-			{Flavor: "p5", Resource: corev1.ResourceMemory, Borrowed: 10 << 10},
+			{Flavor: "p5", Resource: ResourceGPU, Nominal: 4, InUse: 7, BorrowingLimit: ptrTo[int64](8), Borrowed: 3},
+			{Flavor: "p5", Resource: corev1.ResourceMemory, InUse: 10 << 10, Borrowed: 10 << 10},
 		},
 		"alone": {{Flavor: "p5", Resource: ResourceGPU, Nominal: 2}},
 	}

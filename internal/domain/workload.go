@@ -7,8 +7,10 @@
 package domain
 
 import (
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,6 +101,9 @@ type WorkloadReading struct {
 	// Flavors are the flavors assigned to nvidia.com/gpu, or every assigned
 	// one for a task without GPUs. Sorted; empty without a reservation.
 	Flavors []string
+	// Partitions are the MIG partitions its pods ask for, in words
+	// ("2 × mig-1g.10gb"); "" without any.
+	Partitions string
 
 	Created time.Time
 	// WaitStart is when the task last started waiting: the last transition
@@ -165,6 +170,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		reclaimable[rp.Name] = rp.Count
 	}
 	r.PodSets, r.Requests = podSetRequests(wl, reclaimable)
+	r.Partitions = partitionsWord(wl, reclaimable)
 
 	reserved := trueCondition(conds, kueuev1beta2.WorkloadQuotaReserved)
 	r.Reserved = reserved != nil
@@ -491,3 +497,29 @@ func admittedFlavors(a *kueuev1beta2.Admission) []string {
 // Units is a quantity of r in the units Amount keeps: millicores of cpu,
 // MiB of memory, whole devices of the rest.
 func Units(r corev1.ResourceName, q resource.Quantity) int64 { return units(r, q) }
+
+// partitionsWord says which MIG partitions a Workload's pods ask for, all
+// pods together ("2 × mig-1g.10gb, 1 × mig-3g.40gb"); "" without any. A
+// container's limit stands in for a missing request, as for GPUs.
+func partitionsWord(wl *kueuev1beta2.Workload, reclaimable map[kueuev1beta2.PodSetReference]int32) string {
+	var counts map[string]int64
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		pods := int64(ps.Count - min(reclaimable[ps.Name], ps.Count))
+		for _, c := range ps.Template.Spec.Containers {
+			for r, q := range withLimits(c.Resources.Requests, c.Resources.Limits) {
+				if p, ok := PartitionOf(r); ok && q.Value() > 0 {
+					if counts == nil {
+						counts = map[string]int64{}
+					}
+					counts[p] += q.Value() * pods
+				}
+			}
+		}
+	}
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, strconv.FormatInt(counts[p], 10)+" × "+p)
+	}
+	return strings.Join(parts, ", ")
+}

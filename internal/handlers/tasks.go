@@ -465,7 +465,7 @@ func statsRow(f taskFilter, team string, s domain.ClassStats) templates.StatsRow
 
 func taskRow(t *domain.Task) templates.TaskRow {
 	row := templates.TaskRow{Namespace: t.Namespace, Name: t.Name, Team: t.Team, Class: t.Class, State: stateLabel(t),
-		GPUs: t.GPUs, Waited: duration(t.Wait, 1), Ran: "—", Position: "—", Reason: t.Reason, KueueMessage: t.KueueMessage,
+		GPUs: t.GPUs, Partitions: t.Partitions, Waited: duration(t.Wait, 1), Ran: "—", Position: "—", Reason: t.Reason, KueueMessage: t.KueueMessage,
 		Borrowing: t.Borrowing}
 	if t.Run > 0 || t.State == domain.TaskAdmitted {
 		row.Ran = duration(t.Run, 1)
@@ -532,7 +532,7 @@ func breakdownRows(s *csvStream, rows []domain.TeamClassStats) error {
 
 // tasksCSV streams tasks as they are listed, one row at a time.
 func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, waits *waitEstimates) error {
-	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)",
+	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)", "GPU partitions (MIG)",
 		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message", "Estimated wait")
 	if err != nil {
 		return err
@@ -545,7 +545,7 @@ func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, 
 			pos = strconv.Itoa(t.Position)
 		}
 		_, basis := waits.of(f)
-		if err := s.Row(t.Namespace, t.Name, t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10),
+		if err := s.Row(t.Namespace, t.Name, t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10), t.Partitions,
 			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage, basis); err != nil {
 			return err
 		}

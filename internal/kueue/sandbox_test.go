@@ -69,8 +69,8 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 		} else {
 			row.Ready++
 		}
-		row.GPUs += n.Shape.GPUs
-		row.GPUMemGiB += n.Shape.GPUs * n.Shape.GPUMemGiB
+		row.GPUs += n.WholeGPUs()
+		row.GPUMemGiB += n.WholeGPUs() * n.Shape.GPUMemGiB
 		row.VCPU += n.Shape.VCPU
 		row.MemoryGiB += n.Shape.MemoryGiB
 		row.Neuron += n.Shape.Neuron
