@@ -16,7 +16,8 @@ import (
 )
 
 // The agent is the sandbox's own long-running helper process: it serves the
-// dcgm-exporter stand-in and, for the demo instance, keeps jobs flowing.
+// dcgm-exporter stand-in and, for the demo instance, keeps jobs flowing; for
+// the load instance it finishes the evictions of its job-less Workloads.
 // It runs as the sandbox command itself ("sandbox agent"), copied into the
 // state folder so that rebuilding the command never pulls it from under it.
 
@@ -42,6 +43,9 @@ func (in *instance) startAgent(ctx context.Context, _ pki) error {
 	args := []string{"agent", "--instance", in.opts.Name, "--port-base", fmt.Sprint(in.opts.PortBase)}
 	if in.opts.Demo {
 		args = append(args, "--demo")
+	}
+	if in.opts.ReleaseEvicted {
+		args = append(args, "--release-evicted")
 	}
 	if err := in.launch("agent", agent, args); err != nil {
 		return err
@@ -73,10 +77,13 @@ func RunAgent(ctx context.Context, opts Options) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Addr: in.addr(portDCGM), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- srv.ListenAndServe() }()
 	if opts.Demo {
 		go func() { errc <- runDemoLoad(ctx, kube, in.log) }()
+	}
+	if opts.ReleaseEvicted {
+		go func() { errc <- runReleaseEvicted(ctx, c.rest, c.kueue, in.log) }()
 	}
 	select {
 	case <-ctx.Done():

@@ -94,8 +94,7 @@ fairSharing:
   preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
 # Kueue evicts an admitted Workload whose pods are not ready within this
 # time (30 minutes unless set). The load instance's Workloads are bare, with
-# no pods to become ready and no job to finish an eviction: they would hold
-# their quota, evicted, for ever.
+# no pods to become ready: every admitted one would be evicted and requeued.
 waitForPodsReady:
   timeout: 87600h
 # Queues whose admissionScope asks for it order their LocalQueues by recent

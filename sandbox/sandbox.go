@@ -36,7 +36,10 @@ type Options struct {
 	Name     string // instance name: "demo" or "test"
 	PortBase int    // first of the instance's 16 ports
 	Demo     bool   // seed demo teams and keep a trickle of jobs running
-	Log      io.Writer
+	// ReleaseEvicted makes the agent clear the quota reservation of evicted
+	// Workloads no job owns, as a job controller would (see release.go).
+	ReleaseEvicted bool
+	Log            io.Writer
 }
 
 // Demo and Test are the two instances the Makefile and tests use; Load is
@@ -45,7 +48,7 @@ type Options struct {
 var (
 	Demo = Options{Name: "demo", PortBase: 17100, Demo: true}
 	Test = Options{Name: "test", PortBase: 17200}
-	Load = Options{Name: "load", PortBase: 17300}
+	Load = Options{Name: "load", PortBase: 17300, ReleaseEvicted: true}
 )
 
 // Env is what a running sandbox hands to its users.

@@ -33,6 +33,7 @@ func main() {
 	name := fs.String("instance", "demo", "sandbox instance: demo (with demo teams and jobs), test, or load")
 	portBase := fs.Int("port-base", 0, "first port of the instance (default: the instance's own)")
 	demo := fs.Bool("demo", false, "agent: run the demo job trickle")
+	releaseEvicted := fs.Bool("release-evicted", false, "agent: clear the quota reservation of evicted Workloads no job owns")
 	_ = fs.Parse(os.Args[2:])
 
 	opts, err := instanceOptions(*name)
@@ -70,6 +71,7 @@ func main() {
 		}
 	case "agent":
 		opts.Demo = *demo
+		opts.ReleaseEvicted = *releaseEvicted
 		if err := sandbox.RunAgent(ctx, opts); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
