@@ -138,7 +138,9 @@ func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
 	}
 	port := int64(in.port(portKueueWebhook))
 	service := map[string]any{"namespace": kueueNamespace, "name": webhookService, "port": port}
-	converted := map[string]bool{"localqueues": true, "clusterqueues": true, "workloads": true, "cohorts": true, "multikueueclusters": true, "resourceflavors": true}
+	// The CRDs Kueue's own kustomization gives a conversion webhook (not
+	// ResourceFlavors: Kueue injects no CA there, and each conversion would fail).
+	converted := map[string]bool{"localqueues": true, "clusterqueues": true, "workloads": true, "cohorts": true, "multikueueclusters": true}
 	for _, crd := range crds {
 		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 		if !converted[plural] {
