@@ -38,6 +38,7 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/sandbox"
 	"github.com/openquota/console/sandbox/sandboxtest"
 )
@@ -183,8 +184,12 @@ type Job struct {
 	Namespace, LocalQueue, Name, Class string
 	Pods                               int32
 	GPUs, Neuron                       int64
-	InstanceType                       string
-	RunFor                             time.Duration
+	// Partitions of the MIG profile Partition ("mig-1g.10gb") each pod
+	// asks for, instead of GPUs.
+	Partition    string
+	Partitions   int64
+	InstanceType string
+	RunFor       time.Duration
 }
 
 // podRequests are one pod's requests: gpus GPUs, or neuron Neuron devices
@@ -212,6 +217,10 @@ func onInstanceType(instanceType string) map[string]string {
 func Submit(t testing.TB, kube kubernetes.Interface, j Job) *batchv1.Job {
 	t.Helper()
 	res := podRequests(j.GPUs, j.Neuron)
+	if j.Partitions > 0 {
+		delete(res, sandbox.ResourceGPU)
+		res[domain.PartitionResource(j.Partition)] = *resource.NewQuantity(j.Partitions, resource.DecimalSI)
+	}
 	pods := max(j.Pods, 1)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: map[string]string{"kueue.x-k8s.io/queue-name": j.LocalQueue}},

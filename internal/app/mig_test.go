@@ -1,0 +1,79 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/testenv"
+	"github.com/openquota/console/internal/webtest"
+)
+
+// Teams with quotas of MIG partitions on the sandbox's A100 nodes: a Job
+// asking for more 1g.10gb partitions than its team holds is admitted by
+// borrowing the other team's, and shows with its partitions on the tasks
+// page and in the team's limits.
+func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
+	c := newConsole(t)
+	defer cleanupTeams(c)
+	ctx := context.Background()
+	const p4de, profile = "ml.p4de.24xlarge", "mig-1g.10gb"
+	for _, team := range []struct{ name, partitions string }{{"mig-small", "2"}, {"mig-lender", "4"}} {
+		form := webtest.TeamForm(team.name, "")
+		form.Set("quota.0.instanceType", p4de)
+		form.Del("quota.0.gpus")
+		form.Set("quota.0.partition", profile)
+		form.Set("quota.0.partitions", team.partitions)
+		form.Set("borrowLimit", "100")
+		if code, _, body := c.post(t, "/teams", form); code != 303 {
+			t.Fatalf("creating team %s: %d\n%.800s", team.name, code, body)
+		}
+	}
+	cq := c.clusterQueue(t, "mig-small")
+	found := false
+	for _, r := range cq.Spec.ResourceGroups[0].Flavors[0].Resources {
+		if r.Name == domain.PartitionResource(profile) {
+			found = r.NominalQuota.Value() == 2
+		}
+	}
+	if !found {
+		t.Fatalf("team mig-small's ClusterQueue has no quota of 2 %s: %+v", profile, cq.Spec.ResourceGroups)
+	}
+
+	job := testenv.Submit(t, c.kube, testenv.Job{Namespace: c.settings.Namespace("mig-small"), LocalQueue: c.settings.LocalQueue("mig-small"),
+		Name: "notebook", Partition: profile, Partitions: 3, InstanceType: p4de})
+	testenv.WorkloadOf(t, c.kueue, job, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadQuotaReserved))
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue("mig-small"), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, f := range cq.Status.FlavorsUsage {
+			for _, r := range f.Resources {
+				if r.Name == domain.PartitionResource(profile) {
+					return r.Total.Value() == 3 && r.Borrowed.Value() == 1, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("Kueue never counted 3 %s in use, 1 borrowed, for mig-small", profile)
+	}
+
+	tasks := c.eventually(t, "/tasks?team=mig-small", "3 × "+profile)
+	if !strings.Contains(tasks, "notebook") {
+		t.Error("the tasks page does not list the notebook")
+	}
+	page := c.eventually(t, "/usage/mig-small", profile+" partitions")
+	row := webtest.HTMLRows(t, page, "team-limits", webtest.ByAttr("data-limit"))[p4de+"/"+profile+" partitions"]
+	if len(row) < 7 || row[2] != "2" || row[3] != "3" || row[6] != "1" {
+		t.Errorf("the team's %s row: %v, want quota 2, in use 3, borrowed 1", profile, row)
+	}
+}
