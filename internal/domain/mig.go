@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -83,4 +84,23 @@ func (s InstanceShape) Profiles() []string {
 // FormatGPUs writes a number of GPUs that may be a fraction: "1", "0.43".
 func FormatGPUs(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
+}
+
+// PartitionHours are partition-hours and their whole-GPU equivalent, for a
+// task whose pods hold partitions (in the words of WorkloadReading's
+// Partitions) for held.
+func PartitionHours(partitions string, held time.Duration) (hours, gpuEquivalent float64) {
+	if partitions == "" {
+		return 0, 0
+	}
+	for _, part := range strings.Split(partitions, ", ") {
+		n, profile, ok := strings.Cut(part, " × ")
+		count, err := strconv.ParseFloat(n, 64)
+		if !ok || err != nil {
+			continue
+		}
+		hours += count * held.Hours()
+		gpuEquivalent += GPUEquivalent(profile, count) * held.Hours()
+	}
+	return hours, gpuEquivalent
 }

@@ -74,3 +74,13 @@ func TestTaskPartitions(t *testing.T) {
 		t.Errorf("7 × 3g is %v GPUs, want 3", got)
 	}
 }
+
+func TestPartitionHours(t *testing.T) {
+	hours, whole := PartitionHours("3 × mig-1g.10gb, 2 × mig-3g.40gb", 90*time.Minute)
+	if hours != 7.5 || whole != (3.0/7+6.0/7)*1.5 {
+		t.Errorf("partition-hours %v, GPU-equivalent %v", hours, whole)
+	}
+	if h, w := PartitionHours("", time.Hour); h != 0 || w != 0 {
+		t.Errorf("no partitions: %v, %v", h, w)
+	}
+}

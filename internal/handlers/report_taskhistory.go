@@ -417,6 +417,10 @@ func taskReportRow(r taskhistory.ReportRow) templates.TaskReportRow {
 	row := templates.TaskReportRow{Task: taskName(r.Task), Team: r.Task.Team, Class: r.Task.Class,
 		InstanceType: strings.Join(r.InstanceTypes, ", "), Start: "—", End: "—", GPUHours: domain.FormatHours(r.GPUHours),
 		Borrowed: "no", Preempted: strconv.Itoa(r.TimesPreempted), Outcome: outcomeLabel(r)}
+	if r.Partitions != "" {
+		hours, whole := domain.PartitionHours(r.Partitions, r.Held)
+		row.Partitions = fmt.Sprintf("%s partition-hours of %s (%s GPU-hours equivalent)", domain.FormatHours(hours), r.Partitions, domain.FormatHours(whole))
+	}
 	if !r.Start.IsZero() {
 		row.Start = recordedTime(r.Start)
 	}
@@ -485,7 +489,7 @@ func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) er
 		}
 		var err error
 		s, err = startCSV(c, "task-report.csv", "Namespace", "Task", "Team", "Priority class", "Instance types", "Start (UTC)", "End (UTC)",
-			"GPU-hours (h)", "Borrowed", "Times preempted", "Outcome")
+			"GPU-hours (h)", "GPU partitions (MIG)", "Partition-hours (h)", "Partition GPU-equivalent hours (h)", "Borrowed", "Times preempted", "Outcome")
 		return err
 	}
 	stamp := func(t time.Time) string {
@@ -498,8 +502,10 @@ func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) er
 		if err := start(); err != nil {
 			return err
 		}
+		hours, whole := domain.PartitionHours(r.Partitions, r.Held)
 		return s.Row(r.Task.Namespace, r.Task.Name, r.Task.Team, r.Task.Class, strings.Join(r.InstanceTypes, " "), stamp(r.Start), stamp(r.End),
-			domain.FormatHours(r.GPUHours), strconv.FormatBool(r.Borrowed), strconv.Itoa(r.TimesPreempted), outcomeLabel(r))
+			domain.FormatHours(r.GPUHours), r.Partitions, domain.FormatHours(hours), domain.FormatHours(whole),
+			strconv.FormatBool(r.Borrowed), strconv.Itoa(r.TimesPreempted), outcomeLabel(r))
 	})
 	switch {
 	case err != nil && s == nil:

@@ -389,6 +389,7 @@ func layout(changes []Change) genTask {
 		if open != nil && open[10] == nil && open[1].(int64) <= at {
 			open[10] = at
 			out.row.gpuMS += open[6].(int64) * (at - open[1].(int64))
+			out.row.heldMS += at - open[1].(int64)
 		}
 	}
 	for _, c := range changes {

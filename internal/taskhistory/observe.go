@@ -78,7 +78,7 @@ func observe(wl *kueuev1beta2.Workload, teamPrefix string, now time.Time) Change
 		OwnerKind: r.OwnerKind, OwnerName: r.OwnerName, OwnerUID: r.OwnerUID,
 		Team: r.Team, Class: r.ClassRef, Priority: r.Priority,
 		ClusterQueue: r.ClusterQueue, LocalQueue: r.LocalQueue,
-		Created: r.Created, Requests: r.Requests, PodSets: r.PodSets, State: r.State,
+		Created: r.Created, Requests: r.Requests, Partitions: r.Partitions, PodSets: r.PodSets, State: r.State,
 		WaitStart: r.WaitStart, AdmittedAt: r.AdmittedAt, FinishedAt: r.FinishedAt,
 		PastExecution: r.PastExecution,
 		Flavors:       r.Flavors,

@@ -22,7 +22,11 @@ type ReportRow struct {
 	Start, End time.Time
 	// GPUHours are its admissions' GPUs × time held (up to now for one
 	// still held).
-	GPUHours       float64
+	GPUHours float64
+	// Partitions are the MIG partitions it asks for, in words; Held how
+	// long its admissions held them (up to now for one still held).
+	Partitions     string
+	Held           time.Duration
 	Borrowed       bool
 	TimesPreempted int
 	State          domain.TaskState
@@ -171,8 +175,10 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 	}
 	query := `SELECT t.uid, t.namespace, t.name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
 		COALESCE((SELECT SUM(a.gpus * (? - a.admitted_ms)) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
-		t.borrowed, t.preempted, t.state, t.outcome FROM ` + from + ` WHERE ` + where
-	args = append([]any{r.now}, args...)
+		t.borrowed, t.preempted, t.state, t.outcome, t.partitions,
+		t.held_ms + COALESCE((SELECT ? - MIN(a.admitted_ms) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0)
+		FROM ` + from + ` WHERE ` + where
+	args = append([]any{r.now, r.now}, args...)
 	if r.team != "" {
 		query += ` AND t.team = ?`
 		args = append(args, r.team)
@@ -194,9 +200,9 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 		var row ReportRow
 		var flavors, state, outcome string
 		var first, ended sql.NullInt64
-		var gpuMS, openGPUMS, borrowed int64
+		var gpuMS, openGPUMS, borrowed, heldMS int64
 		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
-			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome); err != nil {
+			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome, &row.Partitions, &heldMS); err != nil {
 			return nil, err
 		}
 		if flavors != "" {
@@ -204,6 +210,7 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 		}
 		row.Start, row.End = fromNullMS(first), fromNullMS(ended)
 		row.GPUHours = gpuHours(gpuMS + openGPUMS)
+		row.Held = time.Duration(heldMS) * time.Millisecond
 		row.Borrowed = borrowed != 0
 		row.State, row.Outcome = domain.TaskState(state), Outcome(outcome)
 		out = append(out, reportRow{ReportRow: row, pos: posOf(row)})

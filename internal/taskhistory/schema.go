@@ -169,4 +169,8 @@ CREATE TABLE stats_rollup (
 	// 3: the admissions holding each ClusterQueue's flavor, with what they
 	// hold, to decide which borrowed (borrowed.go) from the index alone.
 	`CREATE INDEX admissions_queue ON admissions (cluster_queue, flavor, ended_ms, admitted_ms, gpus, neuron, cpu_milli, borrowed);`,
+	// 4: the MIG partitions a task asks for, in words, and the time its
+	// ended admissions held them, for partition-hours in the report.
+	`ALTER TABLE tasks ADD COLUMN partitions TEXT NOT NULL DEFAULT '';
+ALTER TABLE tasks ADD COLUMN held_ms BIGINT NOT NULL DEFAULT 0;`,
 }

@@ -46,6 +46,9 @@ type Task struct {
 	LocalQueue   string
 	Created      time.Time
 	Requests     Resources // all pod sets together
+	// Partitions are the MIG partitions its pods ask for, in words
+	// (domain.WorkloadReading.Partitions).
+	Partitions string
 	PodSets      []PodSetRequest
 	State        domain.TaskState
 

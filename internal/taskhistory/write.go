@@ -145,18 +145,21 @@ type taskRow struct {
 	deletedMS, waitMS, runMS, spanClass                  sql.NullInt64
 	firstAdmittedMS, endedMS                             sql.NullInt64
 	gpuMS, borrowed, preempted                           int64
+	partitions                                           string
+	heldMS                                               int64 // the ended admissions' time held
 }
 
 const taskColumns = `uid, namespace, name, owner_kind, owner_name, owner_uid, team, class, priority,
 	cluster_queue, local_queue, created_ms, gpus, neuron, cpu_milli, memory_mib, pod_sets, state,
 	wait_start_ms, admitted_ms, finished_ms, released_ms, past_ms, outcome, finish_reason, flavors,
-	deleted_ms, wait_ms, run_ms, span_class, first_admitted_ms, ended_ms, gpu_ms, borrowed, preempted`
+	deleted_ms, wait_ms, run_ms, span_class, first_admitted_ms, ended_ms, gpu_ms, borrowed, preempted, partitions, held_ms`
 
 func (r *taskRow) fields() []any {
 	return []any{&r.uid, &r.namespace, &r.name, &r.ownerKind, &r.ownerName, &r.ownerUID, &r.team, &r.class, &r.priority,
 		&r.clusterQueue, &r.localQueue, &r.createdMS, &r.gpus, &r.neuron, &r.cpuMilli, &r.memoryMiB, &r.podSets, &r.state,
 		&r.waitStartMS, &r.admittedMS, &r.finishedMS, &r.releasedMS, &r.pastMS, &r.outcome, &r.finishReason, &r.flavors,
-		&r.deletedMS, &r.waitMS, &r.runMS, &r.spanClass, &r.firstAdmittedMS, &r.endedMS, &r.gpuMS, &r.borrowed, &r.preempted}
+		&r.deletedMS, &r.waitMS, &r.runMS, &r.spanClass, &r.firstAdmittedMS, &r.endedMS, &r.gpuMS, &r.borrowed, &r.preempted,
+		&r.partitions, &r.heldMS}
 }
 
 func (r *taskRow) values() []any {
@@ -210,7 +213,7 @@ func rowOf(t *Task) taskRow {
 		podSets: string(podSets), state: string(t.State),
 		waitStartMS: ms(t.WaitStart), admittedMS: nullMS(t.AdmittedAt), finishedMS: nullMS(t.FinishedAt), releasedMS: nullMS(t.ReleasedAt),
 		pastMS: t.PastExecution.Milliseconds(), outcome: string(t.Outcome), finishReason: text(t.FinishReason),
-		flavors: strings.Join(t.Flavors, ","), deletedMS: nullMS(t.DeletedAt),
+		flavors: strings.Join(t.Flavors, ","), deletedMS: nullMS(t.DeletedAt), partitions: text(t.Partitions),
 	}
 	if r.admittedMS.Valid {
 		r.waitMS = sql.NullInt64{Int64: t.Wait.Milliseconds(), Valid: true}
@@ -258,6 +261,7 @@ func (t *txn) writeChange(c *Change, dirty map[int64]bool) (bool, int, error) {
 	row := rowOf(&c.Task)
 	if exists {
 		row.firstAdmittedMS, row.gpuMS, row.borrowed, row.preempted = old.firstAdmittedMS, old.gpuMS, old.borrowed, old.preempted
+		row.heldMS = old.heldMS
 	}
 
 	inserted := 0
@@ -345,7 +349,7 @@ func taskOfRow(r *taskRow, at time.Time) (Task, error) {
 		State:    domain.TaskState(r.state), WaitStart: fromMS(r.waitStartMS),
 		AdmittedAt: fromNullMS(r.admittedMS), FinishedAt: fromNullMS(r.finishedMS), ReleasedAt: fromNullMS(r.releasedMS),
 		PastExecution: time.Duration(r.pastMS) * time.Millisecond,
-		Outcome:       Outcome(r.outcome), FinishReason: r.finishReason,
+		Outcome:       Outcome(r.outcome), FinishReason: r.finishReason, Partitions: r.partitions,
 	}
 	if r.podSets != "" && r.podSets != "null" {
 		if err := json.Unmarshal([]byte(r.podSets), &t.PodSets); err != nil {
@@ -461,11 +465,13 @@ func (t *txn) denormalize(r *taskRow) error {
 		(SELECT COALESCE(SUM(gpus * (ended_ms - admitted_ms)), 0) FROM admissions WHERE uid = ? AND ended_ms IS NOT NULL),
 		(SELECT COALESCE(MAX(borrowed), 0) FROM admissions WHERE uid = ?),
 		(SELECT MIN(admitted_ms) FROM admissions WHERE uid = ?),
-		(SELECT COUNT(*) FROM preemptions WHERE uid = ?)`, r.uid, r.uid, r.uid, r.uid)
+		(SELECT COUNT(*) FROM preemptions WHERE uid = ?),
+		(SELECT COALESCE(SUM(e - a), 0) FROM (SELECT DISTINCT admitted_ms AS a, ended_ms AS e FROM admissions WHERE uid = ? AND ended_ms IS NOT NULL) held)`,
+		r.uid, r.uid, r.uid, r.uid, r.uid)
 	if err != nil {
 		return err
 	}
-	return row.Scan(&r.gpuMS, &r.borrowed, &r.firstAdmittedMS, &r.preempted)
+	return row.Scan(&r.gpuMS, &r.borrowed, &r.firstAdmittedMS, &r.preempted, &r.heldMS)
 }
 
 // text is s as both databases store it: valid UTF-8 without NUL bytes
