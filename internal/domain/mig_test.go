@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func TestTaskPartitions(t *testing.T) {
 
 func TestPartitionHours(t *testing.T) {
 	hours, whole := PartitionHours("3 × mig-1g.10gb, 2 × mig-3g.40gb", 90*time.Minute)
-	if hours != 7.5 || whole != (3.0/7+6.0/7)*1.5 {
+	if hours != 7.5 || math.Abs(whole-9.0/7*1.5) > 1e-9 {
 		t.Errorf("partition-hours %v, GPU-equivalent %v", hours, whole)
 	}
 	if h, w := PartitionHours("", time.Hour); h != 0 || w != 0 {
