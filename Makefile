@@ -6,7 +6,7 @@ LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
 .PHONY: run test agreement build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
-.PHONY: image image-push helm test-tools test-image test-image-deps manifests measure-wait
+.PHONY: image image-push helm promtool test-tools test-image test-image-deps manifests measure-wait
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
 run: build
@@ -15,7 +15,7 @@ run: build
 	bin/console --kubeconfig $(STATE)/demo/kubeconfig --prometheus-url http://127.0.0.1:17111 --listen $(LISTEN)
 
 ## test: every test — unit, integration against the test sandbox, browser e2e
-test: check-generated vet build e2e-deps test-image-deps test-sandbox-up test-tools
+test: check-generated vet build e2e-deps test-image-deps test-sandbox-up test-tools promtool
 	$(GO) test -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory agreement
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
@@ -118,6 +118,13 @@ image-push:
 helm:
 	@mkdir -p bin
 	@ln -sf "$$(tools/build.sh helm)" bin/helm
+
+# promtool (Debian's prometheus package, tools/promtool.sh), fetched once into
+# ~/.cache/quota-console-tools: the chart's tests check and unit-test its alert
+# rules with it (deploy/helm), and fail without it.
+promtool:
+	@mkdir -p bin
+	@ln -sf "$$(tools/promtool.sh)" bin/promtool
 
 # The tools modules' own tests (their go.mod keeps them out of ./...).
 test-tools:

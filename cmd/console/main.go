@@ -46,6 +46,8 @@ type options struct {
 	kubeconfig    string
 	prometheusURL string
 	listen        string
+	// metricsListen serves /metrics with the figures of the cluster ("" off).
+	metricsListen string
 	logFormat     string
 	logLevel      string
 	settings      domain.Settings
@@ -78,6 +80,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "base URL of the Prometheus that scrapes Kueue and dcgm-exporter")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "address to serve /metrics on with the console's figures of the cluster too (per team, priority class and instance type: what its alerts and dashboard read); off when empty. They name every team: serve them where only Prometheus reaches, never on --listen, whose /metrics anyone may read")
 	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", domain.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
 	fs.StringVar(&o.settings.Cohort, "cohort", domain.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
 	fs.StringVar(&o.settings.StateNamespace, "state-namespace", domain.DefaultSettings.StateNamespace, "the console's own namespace, where it keeps revision histories (installs create it; a local run creates it if needed)")
@@ -115,6 +118,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.profileListen != "" && !auth.IsLoopback(o.profileListen) {
 		return o, fmt.Errorf("--profile-listen must be a loopback address, not %q: profiles show the console's memory", o.profileListen)
+	}
+	if o.metricsListen != "" && o.metricsListen == o.listen {
+		return o, fmt.Errorf("--metrics-listen must differ from --listen (%q): its /metrics names every team", o.listen)
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return o, fmt.Errorf("--log-format must be text or json, not %q", o.logFormat)
@@ -328,8 +334,19 @@ func run(o options, log *slog.Logger) error {
 	if o.authMode == auth.ModeToken && !o.secureCookies && !auth.IsLoopback(o.listen) {
 		log.Warn("--auth token on plain HTTP: serve the console behind TLS and set --secure-cookies, or session cookies travel in clear text")
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	servers := []*http.Server{srv}
+	if o.metricsListen != "" {
+		mln, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		msrv := handlers.NewHTTPServer(console.MetricsHandler(), handlers.DefaultTimeouts)
+		log.Info("serving metrics with the cluster's figures", "url", "http://"+mln.Addr().String()+"/metrics")
+		go func() { errc <- msrv.Serve(mln) }()
+		servers = append(servers, msrv)
+	}
 	if o.profileListen != "" {
 		go serveProfiles(o.profileListen, log)
 	}
@@ -343,8 +360,10 @@ func run(o options, log *slog.Logger) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Shutdown waits for in-flight requests; live streams end with ctx.
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for _, s := range servers {
+		if err := s.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -241,7 +242,7 @@ func TestChartDefaults(t *testing.T) {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	wantArgs := []string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline",
+	wantArgs := []string{"--listen=:8080", "--metrics-listen=:8081", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline",
 		"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=quota-console",
 		"--leader-election-lease=qc-quota-console-leader", "--history-store=none", "--history-retention=2160h"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
@@ -250,8 +251,11 @@ func TestChartDefaults(t *testing.T) {
 	if c.Image != "quota-console:0.1.0" {
 		t.Errorf("image %q, want the chart's appVersion as tag", c.Image)
 	}
-	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != "http" {
-		t.Errorf("ports %+v, want http 8080", c.Ports)
+	// The pages' port, and the metrics port: /metrics with the figures of
+	// the cluster, which name every team.
+	if len(c.Ports) != 2 || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != "http" ||
+		c.Ports[1].ContainerPort != 8081 || c.Ports[1].Name != "metrics" {
+		t.Errorf("ports %+v, want http 8080 and metrics 8081", c.Ports)
 	}
 	for name, probe := range map[string]struct {
 		p    *corev1.Probe
@@ -304,7 +308,8 @@ func TestChartDefaults(t *testing.T) {
 		t.Errorf("PodDisruptionBudget minAvailable %d, want 1", pdb.Spec.MinAvailable)
 	}
 	svc := typed[corev1.Service](t, objs, "Service")
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.StrVal != "http" ||
+	if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.StrVal != "http" ||
+		svc.Spec.Ports[1].Name != "metrics" || svc.Spec.Ports[1].Port != 8081 || svc.Spec.Ports[1].TargetPort.StrVal != "metrics" ||
 		!cmp.Equal(svc.Spec.Selector, selector) {
 		t.Errorf("service %+v", svc.Spec)
 	}
@@ -334,7 +339,8 @@ func TestChartEverythingOn(t *testing.T) {
 		"NetworkPolicy quota-console/qc-quota-console", "PersistentVolumeClaim quota-console/qc-quota-console-history",
 		"PodDisruptionBudget quota-console/qc-quota-console", "Secret quota-console/qc-quota-console-session-key",
 		"Service quota-console/qc-quota-console", "ServiceAccount quota-console/qc-quota-console",
-		"ServiceMonitor quota-console/qc-quota-console",
+		"ServiceMonitor quota-console/qc-quota-console", "PrometheusRule quota-console/qc-quota-console",
+		"ConfigMap quota-console/qc-quota-console-dashboard",
 	}, sharedRoles, consoleRBAC("quota-console", "console-state"))
 	if diff := cmp.Diff(want, placed(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
@@ -342,7 +348,7 @@ func TestChartEverythingOn(t *testing.T) {
 	d := typed[appsv1.Deployment](t, objs, "Deployment")
 	c := d.Spec.Template.Spec.Containers[0]
 	wantArgs := []string{
-		"--listen=0.0.0.0:9090", "--log-level=debug", "--memory-limit-mib=512", "--log-format=text", "--auth=proxy",
+		"--listen=0.0.0.0:9090", "--metrics-listen=:8081", "--log-level=debug", "--memory-limit-mib=512", "--log-format=text", "--auth=proxy",
 		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cohort=research", "--team-pod-security=restricted",
 		"--auth-proxy-user-header=X-Auth-Request-User", "--auth-proxy-groups-header=X-Auth-Request-Groups",
 		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
@@ -391,13 +397,36 @@ func TestChartEverythingOn(t *testing.T) {
 	}
 	key := typed[corev1.Secret](t, objs, "Secret")
 	checkSessionKey(t, key.Data["key"])
+
+	// Prometheus scrapes the metrics port (the figures of the cluster),
+	// which the NetworkPolicy opens to metricsFrom only.
+	np := typed[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy")
+	var rules []string
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			for _, f := range r.From {
+				rules = append(rules, p.Port.StrVal+" from "+f.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"http from ingress-nginx", "metrics from monitoring"}, rules); diff != "" {
+		t.Errorf("NetworkPolicy ingress (-want +got):\n%s", diff)
+	}
+	sm := typed[struct {
+		Spec struct {
+			Endpoints []struct{ Port, Path string }
+		}
+	}](t, objs, "ServiceMonitor")
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" || sm.Spec.Endpoints[0].Path != "/metrics" {
+		t.Errorf("ServiceMonitor endpoints %+v, want /metrics on port metrics", sm.Spec.Endpoints)
+	}
 }
 
 // Values map to flags: the Lease and the history store always (off by
 // default), the others only when set.
 func TestChartArgs(t *testing.T) {
 	head := func(auth string) []string {
-		return []string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline"}
+		return []string{"--listen=:8080", "--metrics-listen=:8081", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=" + auth, "--namespace-prefix=hyperpod-ns-", "--team-pod-security=baseline"}
 	}
 	state := []string{"--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=qc"}
 	// tail is the lease and the history flags, last.
@@ -434,10 +463,10 @@ func TestChartArgs(t *testing.T) {
 		{"a proxy of one's own", []string{"auth.trustedProxyCIDRs={10.244.0.0/16}"},
 			join(head("token"), []string{"--trusted-proxy-cidrs=10.244.0.0/16"}, state, defaults)},
 		{"prefix and cohort", []string{"namespacePrefix=team-", "cohort=research"},
-			join([]string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research",
+			join([]string{"--listen=:8080", "--metrics-listen=:8081", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research",
 				"--team-pod-security=baseline"}, state, defaults)},
 		{"restricted team namespaces", []string{"teamNamespaces.podSecurity=restricted"},
-			join([]string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
+			join([]string{"--listen=:8080", "--metrics-listen=:8081", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
 				"--team-pod-security=restricted"}, state, defaults)},
 		{"no session key: a random key per process", []string{"sessionKey.enabled=false"},
 			join(head("token"), []string{"--state-namespace=qc"}, defaults)},
@@ -447,6 +476,9 @@ func TestChartArgs(t *testing.T) {
 			join(head("token"), state, tail("leader"))},
 		{"postgres history", []string{"history.store=postgres", "history.postgres.existingSecret=history-db"},
 			join(head("token"), state, tail("qc-quota-console-leader", "--history-store=postgres", "--history-dsn-file=/etc/quota-console/history/dsn"))},
+		{"no metrics port: the figures of the cluster not served", []string{"metricsPort=0"},
+			join([]string{"--listen=:8080", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",
+				"--team-pod-security=baseline"}, state, defaults)},
 		{"sqlite history on an emptyDir", []string{"replicas=1", "history.store=sqlite", "history.sqlite.path=/data/h.db"},
 			join(head("token"), state, tail("qc-quota-console-leader", "--history-store=sqlite", "--history-path=/data/h.db"))},
 	} {
@@ -662,6 +694,13 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"sqlite with two replicas", []string{"history.store=sqlite"}, []string{"replicas"}},
 		{"sqlite claim shared by replicas", []string{"history.store=sqlite", "history.sqlite.persistence.enabled=true",
 			"history.sqlite.persistence.accessModes={ReadWriteMany}"}, []string{"replicas"}},
+		{"metrics on the pages' port", []string{"metricsPort=8080"}, []string{"metricsPort must differ from the port of listen"}},
+		{"alert window not a duration", []string{"alerts.idleGPUs.window=an hour"}, []string{"idleGPUs", "window"}},
+		{"alert duration of two units", []string{"alerts.sustainedBorrowing.window=1h30m"}, []string{"sustainedBorrowing", "window"}},
+		{"utilization above 100", []string{"alerts.idleGPUs.utilizationPercent=150"}, []string{"utilizationPercent"}},
+		{"long wait of a class not a duration", []string{"alerts.longWait.byClass.inference=soon"}, []string{"byClass"}},
+		{"misspelled alert", []string{"alerts.idleGPU.enabled=false"}, []string{"idleGPU"}},
+		{"dashboard label value with a space", []string{"grafanaDashboard.labelValue=a b"}, []string{"labelValue"}},
 		{"sqlite on a ReadWriteMany claim", []string{"replicas=1", "history.store=sqlite", "history.sqlite.persistence.enabled=true",
 			"history.sqlite.persistence.accessModes={ReadWriteMany}"}, []string{"accessModes"}},
 	} {
@@ -764,12 +803,21 @@ func (c *testCluster) resource(t *testing.T, obj *unstructured.Unstructured) dyn
 	return c.dyn.Resource(m.Resource)
 }
 
-// ensureServiceMonitorCRD installs the minimal ServiceMonitor CRD copy when
-// the cluster has none, and removes it afterwards.
-func (c *testCluster) ensureServiceMonitorCRD(t *testing.T) {
+// ensureMonitoringCRDs installs the minimal copies of the Prometheus
+// Operator's ServiceMonitor and PrometheusRule CRDs when the cluster has
+// none, and removes them afterwards.
+func (c *testCluster) ensureMonitoringCRDs(t *testing.T) {
+	t.Helper()
+	c.ensureCRD(t, "testdata/servicemonitor-crd.yaml", "ServiceMonitor")
+	c.ensureCRD(t, "testdata/prometheusrule-crd.yaml", "PrometheusRule")
+}
+
+// ensureCRD installs the CRD in file (of monitoring.coreos.com/v1 kind)
+// when the cluster has none, and removes it afterwards.
+func (c *testCluster) ensureCRD(t *testing.T, file, kind string) {
 	t.Helper()
 	ctx := context.Background()
-	data, err := os.ReadFile("testdata/servicemonitor-crd.yaml")
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -784,11 +832,11 @@ func (c *testCluster) ensureServiceMonitorCRD(t *testing.T) {
 	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		c.mapper.Reset()
-		_, err := c.mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}, "v1")
+		_, err := c.mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: kind}, "v1")
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the ServiceMonitor CRD was not served: %v", err)
+		t.Fatalf("the %s CRD was not served: %v", kind, err)
 	}
 }
 
@@ -800,7 +848,7 @@ func (c *testCluster) ensureServiceMonitorCRD(t *testing.T) {
 // they name.
 func TestChartPassesServerDryRun(t *testing.T) {
 	c := cluster(t)
-	c.ensureServiceMonitorCRD(t)
+	c.ensureMonitoringCRDs(t)
 	for _, tc := range []struct {
 		name string
 		args []string

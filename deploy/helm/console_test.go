@@ -202,6 +202,23 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 	args = append(args, "--kubeconfig", saKubeconfig)
 	logs := startConsole(t, consoleBinary(t), args, "http://"+addr)
 
+	// The metrics port serves the figures of the cluster, read from what
+	// the ServiceAccount may list.
+	for _, a := range args {
+		if metrics, ok := strings.CutPrefix(a, "--metrics-listen="); ok {
+			res, err := http.Get("http://" + metrics + "/metrics")
+			if err != nil {
+				t.Fatalf("the metrics port: %v", err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "quota_console_read_model_snapshot_timestamp_seconds ") ||
+				!strings.Contains(string(body), "quota_console_instance_type_nodes{") {
+				t.Errorf("the metrics port answered %d without the figures of the cluster:\n%.1000s", res.StatusCode, body)
+			}
+		}
+	}
+
 	// Sign-outs (token mode, which this console is not in) with the
 	// ServiceAccount: the list is watched by name and written.
 	saCfg, err := clientcmd.BuildConfigFromFlags("", saKubeconfig)
@@ -380,6 +397,11 @@ func localArgs(t *testing.T, c *testCluster, d *appsv1.Deployment) []string {
 				t.Fatal(err)
 			}
 			a = sessionKeyFlag + path
+		}
+		// The pod's metrics port, on all addresses: a free one on loopback
+		// here.
+		if strings.HasPrefix(a, "--metrics-listen=") {
+			a = "--metrics-listen=" + freeLoopbackAddr(t)
 		}
 		if strings.HasPrefix(a, "--") && strings.Contains(a, "=/etc/") {
 			t.Fatalf("%s names a file only the pod has", a)

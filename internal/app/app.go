@@ -17,6 +17,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
@@ -93,6 +97,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			history.close()
 			return nil, fmt.Errorf("--prometheus-url: %w", err)
 		}
+		m.ObservePrometheus(p)
+		go probePrometheus(ctx, p, time.Minute)
 		// Every viewer and live update reads the same figures: ask
 		// Prometheus at most every 30 seconds for each.
 		prom = metrics.NewCached(p, 30*time.Second)
@@ -103,6 +109,18 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	access := kueue.NewAccess(kube)
 	applier := kueue.Applier{Kube: kube, Kueue: kq, Log: cfg.Log}
 	reads := newClusterReads(cache, applier, s, cfg.KueueConfigMap)
+	// The figures of the cluster MetricsHandler exports, for alerts and
+	// dashboards elsewhere: read from the read model and the caches when
+	// scraped.
+	m.RegisterCluster(metrics.ClusterSources{
+		Snapshot: live.Snapshot,
+		InstanceTypes: func() []domain.InstanceTypeCapacity {
+			nodes, _ := cache.Nodes.List(labels.Everything())
+			return domain.BuildOverview(s, nodes, nil).InstanceTypes
+		},
+		Teams: reads.Teams,
+		Fleet: reads.Fleet,
+	})
 	a := &App{Cache: cache, Live: live, Metrics: m, TaskHistory: history}
 	a.pages = handlers.Config{
 		Settings: s, Log: cfg.Log, Metrics: m, Auth: cfg.Auth, Limits: cfg.Limits, Shutdown: ctx,
@@ -119,6 +137,32 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		RecentUse:   reads,
 	}
 	return a, nil
+}
+
+// probePrometheus asks Prometheus the smallest query every interval until
+// ctx ends, so that quota_console_prometheus_queries_total tells whether
+// the console reaches it while nobody looks at a chart.
+func probePrometheus(ctx context.Context, p *metrics.Prom, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = p.Ping(ctx)
+		}
+	}
+}
+
+// MetricsHandler serves /metrics with everything the console exports: its
+// own metrics and its figures of the cluster, which name every team. Serve
+// it on an address of its own (--metrics-listen) that only Prometheus
+// reaches, never next to the pages, whose /metrics anyone may read.
+func (a *App) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{a.Metrics.Registry, a.Metrics.Cluster}, promhttp.HandlerOpts{}))
+	return mux
 }
 
 // Handler serves the console's pages.

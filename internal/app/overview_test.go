@@ -96,3 +96,44 @@ func TestOverviewWithoutKueue(t *testing.T) {
 		t.Errorf("/readyz = %d %q, want 503 naming Kueue", code, text)
 	}
 }
+
+// The figures of the cluster, which name every team, are served by the
+// metrics handler (--metrics-listen) and never on the pages' /metrics,
+// which anyone may read.
+func TestClusterFiguresOnlyOnTheMetricsListener(t *testing.T) {
+	cfg, err := sandboxtest.Env(t).RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a, err := app.New(ctx, app.Config{Settings: domain.DefaultSettings,
+		Clients:     kueue.Clients{Kube: kubernetes.NewForConfigOrDie(cfg), Kueue: kueueclient.NewForConfigOrDie(cfg)},
+		TaskHistory: app.TaskHistoryConfig{Driver: app.TaskHistoryOff}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, figures := webtest.AtLoopback(a.Handler()), a.MetricsHandler()
+	var body string
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		var code int
+		code, body = webtest.Get(t, figures, "/metrics")
+		return code == http.StatusOK && strings.Contains(body, "quota_console_read_model_snapshot_timestamp_seconds "), nil
+	}); err != nil {
+		t.Fatalf("the metrics handler never served the snapshot's figures:\n%.2000s", body)
+	}
+	want := []string{"quota_console_build_info{", "quota_console_history_enabled 0"}
+	for _, n := range sandbox.Fleet() {
+		want = append(want, `quota_console_instance_type_nodes{instance_type="`+n.Shape.Type+`",state="ready"}`)
+	}
+	webtest.MustContain(t, "the metrics handler's /metrics", body, want...)
+	_, public := webtest.Get(t, pages, "/metrics")
+	for _, name := range []string{"quota_console_read_model_snapshot_timestamp_seconds", "quota_console_instance_type_", "quota_console_team_", "quota_console_namespace_team"} {
+		if strings.Contains(public, name) {
+			t.Errorf("the pages' public /metrics has %s", name)
+		}
+	}
+	if !strings.Contains(public, "quota_console_build_info{") {
+		t.Errorf("the pages' /metrics lost the console's own metrics")
+	}
+}

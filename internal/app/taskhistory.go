@@ -63,6 +63,8 @@ type TaskHistory struct {
 
 	recorder atomic.Pointer[taskhistory.Recorder]
 	leading  atomic.Bool
+	// enabled: started with a store (--history-store sqlite or postgres).
+	enabled atomic.Bool
 	// recorded is closed when the recorder and its Lease have stopped
 	// (nil: none was started).
 	recorded chan struct{}
@@ -181,16 +183,18 @@ const retryOpen = 30 * time.Second
 func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*TaskHistory, error) {
 	h := &TaskHistory{}
 	r.metrics.RegisterTaskHistory(h.leading.Load, func() metrics.TaskHistoryStats {
+		st := metrics.TaskHistoryStats{Enabled: h.enabled.Load(), StoreOpen: h.Available() == nil}
 		if rec := h.recorder.Load(); rec != nil {
-			st := rec.Stats()
-			return metrics.TaskHistoryStats{Written: st.Written, Dropped: st.Dropped, WriteErrors: st.WriteErrors}
+			s := rec.Stats()
+			st.Written, st.Dropped, st.WriteErrors = s.Written, s.Dropped, s.WriteErrors
 		}
-		return metrics.TaskHistoryStats{}
+		return st
 	})
 	if o.Lease == "" {
 		o.Lease = DefaultLease
 	}
 	if o.Store != nil {
+		h.enabled.Store(true)
 		h.set(o.Store, nil)
 		hooks(r.cache, h)
 		h.recorded = make(chan struct{})
@@ -217,6 +221,7 @@ func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*T
 			return h, nil
 		}
 	}
+	h.enabled.Store(true)
 	hooks(r.cache, h)
 	cfg := taskhistory.Config{Driver: o.Driver, Path: o.Path, DSN: o.DSN, Retention: o.Retention}
 	open := func() (*taskhistory.Store, error) {

@@ -227,6 +227,9 @@ func scratchOngoing(tasks []Task, windowStart, now time.Time) []Ongoing {
 			o = &Ongoing{Team: t.Team, Class: t.Class}
 			byKey[k] = o
 		}
+		if t.AdmittedAt.After(o.LastAdmission) {
+			o.LastAdmission = t.AdmittedAt
+		}
 		switch {
 		case t.State == TaskAdmitted:
 			o.Running++

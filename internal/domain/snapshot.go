@@ -155,7 +155,9 @@ func (s *Snapshot) StatsByTeamAndClass(sel Selection, teams, classes []string, w
 // Waits count the running tasks and the waiting ones (pending or preempted,
 // active, never admitted), with their runs and waits so far; Samples counts
 // those that count in ClassStats.Samples without a completed fact in the
-// window (running tasks admitted before it, waiting tasks).
+// window (running tasks admitted before it, waiting tasks). LastAdmission
+// is the latest admission of any of them the cluster still holds, running
+// or finished (zero when none).
 type Ongoing struct {
 	Team, Class                 string
 	Running, Pending, Preempted int
@@ -163,6 +165,7 @@ type Ongoing struct {
 	RunSum, WaitSum             time.Duration
 	LongestRun, LongestWait     time.Duration
 	Samples                     int
+	LastAdmission               time.Time
 }
 
 // Ongoing gives the selection's ongoing figures for a window ending at now,
@@ -175,7 +178,7 @@ func (s *Snapshot) Ongoing(sel Selection, window time.Duration, now time.Time) [
 			Runs: t.ongoingRuns, Waits: t.ongoingWaits,
 			RunSum: t.ongoingRun.sum(now), WaitSum: t.ongoingWait.sum(now),
 			LongestRun: t.ongoingRun.longest(now), LongestWait: t.ongoingWait.longest(now),
-			Samples: t.ongoingSamples})
+			Samples: t.ongoingSamples, LastAdmission: t.lastAdmission})
 	}
 	slices.SortFunc(out, func(a, b Ongoing) int {
 		if a.Team != b.Team {

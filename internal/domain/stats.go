@@ -156,6 +156,7 @@ type tally struct {
 	// What still runs or waits (see Ongoing).
 	ongoingRuns, ongoingWaits, ongoingSamples int
 	ongoingRun, ongoingWait                   durations
+	lastAdmission                             time.Time // the latest AdmittedAt
 }
 
 // count counts a task in (sign 1) or out (sign −1).
@@ -195,6 +196,9 @@ func (t *tally) addFacts(f *TaskFacts, window time.Duration) {
 	at := t.at
 	start := at.Add(-window)
 	t.count(f.State, f.Deactivated, f.GPUs, 1)
+	if f.AdmittedAt.After(t.lastAdmission) {
+		t.lastAdmission = f.AdmittedAt
+	}
 	run := countsRun(f.State, f.AdmittedAt, f.FinishedAt, f.RunAt(at), start, at)
 	wait := countsWait(f.State, f.Deactivated, f.AdmittedAt, start, at)
 	if run {

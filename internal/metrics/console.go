@@ -19,7 +19,12 @@ import (
 
 // Console is the console's own metrics registry, served on /metrics.
 type Console struct {
-	Registry       *prometheus.Registry
+	Registry *prometheus.Registry
+	// Cluster holds the console's figures of the cluster (RegisterCluster).
+	// They name every team, so they are served apart from the pages, whose
+	// /metrics anyone may read: only where Registry is served too, on an
+	// address of its own (--metrics-listen).
+	Cluster        *prometheus.Registry
 	requests       *prometheus.CounterVec
 	duration       *prometheus.HistogramVec
 	InformerEvents *prometheus.CounterVec
@@ -39,37 +44,69 @@ type Console struct {
 	LiveFragments, LiveEvents prometheus.Counter
 }
 
-// TaskHistoryStats are the task history recorder's counters since start.
+// TaskHistoryStats are the task history recorder's counters since start,
+// and the state of its store.
 type TaskHistoryStats struct {
 	Written, Dropped, WriteErrors int64
+	// Enabled: the console was started with a task history store;
+	// StoreOpen: this replica has it open (it reads it, and records while
+	// it holds the Lease).
+	Enabled, StoreOpen bool
 }
 
 // RegisterTaskHistory exposes whether this replica holds the task history's
-// Lease (quota_console_leader, 1 on the holder) and its recorder's
-// counters, read when scraped.
+// Lease (quota_console_leader, 1 on the holder), whether it has a store,
+// and its recorder's counters, read when scraped.
 func (c *Console) RegisterTaskHistory(leader func() bool, stats func() TaskHistoryStats) {
 	counter := func(name, help string, v func(TaskHistoryStats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(stats())) })
 	}
-	c.Registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "quota_console_leader", Help: "1 on the replica that holds the task history Lease and records, else 0.",
-		}, func() float64 {
-			if leader() {
+	flag := func(name, help string, v func() bool) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			if v() {
 				return 1
 			}
 			return 0
-		}),
+		})
+	}
+	c.Registry.MustRegister(
+		flag("quota_console_leader", "1 on the replica that holds the task history Lease and records, else 0.", leader),
+		flag("quota_console_history_enabled", "1 when the console was started with a task history store (--history-store sqlite or postgres), else 0.",
+			func() bool { return stats().Enabled }),
+		flag("quota_console_history_store_up", "1 while this replica has its task history store open, else 0 (off, or not reachable yet).",
+			func() bool { return stats().StoreOpen }),
 		counter("quota_console_history_tasks_written_total", "Task records the history recorder wrote or changed.", func(s TaskHistoryStats) int64 { return s.Written }),
 		counter("quota_console_history_events_dropped_total", "Workload events the history recorder dropped (queue full, or refused by the store): recorded as gaps.", func(s TaskHistoryStats) int64 { return s.Dropped }),
 		counter("quota_console_history_write_errors_total", "Failed writes to the task history store (each retried).", func(s TaskHistoryStats) int64 { return s.WriteErrors }),
 	)
 }
 
+// Outcomes of the queries sent to Prometheus (ObservePrometheus).
+const (
+	PromOK          = "ok"
+	PromUnavailable = "unavailable" // not reachable, timed out, a server error
+	PromError       = "error"       // a query it rejected, an answer of the wrong kind
+)
+
+// ObservePrometheus counts p's queries by outcome
+// (quota_console_prometheus_queries_total). Call it before p is used.
+func (c *Console) ObservePrometheus(p *Prom) {
+	queries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "quota_console_prometheus_queries_total",
+		Help: "Queries the console sent to Prometheus (pages and a probe every minute), by outcome: ok, unavailable (not reachable, timed out, a server error), error (a query it rejected).",
+	}, []string{"outcome"})
+	for _, o := range []string{PromOK, PromUnavailable, PromError} {
+		queries.WithLabelValues(o) // every outcome from 0, so that increase() sees the first
+	}
+	c.Registry.MustRegister(queries)
+	p.observe = func(outcome string) { queries.WithLabelValues(outcome).Inc() }
+}
+
 // NewConsole registers the console's metrics and the Go runtime collectors.
 func NewConsole() *Console {
 	c := &Console{
 		Registry: prometheus.NewRegistry(),
+		Cluster:  prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quota_console_http_requests_total", Help: "HTTP requests by route, method and status code.",
 		}, []string{"route", "method", "code"}),

@@ -36,6 +36,8 @@ type Prom struct {
 	// ReportStep is the resolution of the usage report's range queries
 	// (0 means DefaultReportStep).
 	ReportStep time.Duration
+	// observe is told each query's outcome (Console.ObservePrometheus).
+	observe func(outcome string)
 }
 
 // NewProm returns a Prom for the Prometheus at url (e.g.
@@ -260,13 +262,34 @@ func run[T model.Value](ctx context.Context, p *Prom, query, want string, send f
 	defer cancel()
 	v, _, err := send(ctx)
 	if err != nil {
-		return none, queryError(query, err)
+		err = queryError(query, err)
+		if errors.Is(err, ErrUnavailable) {
+			p.observed(PromUnavailable)
+		} else {
+			p.observed(PromError)
+		}
+		return none, err
 	}
 	got, ok := v.(T)
 	if !ok {
+		p.observed(PromError)
 		return none, fmt.Errorf("%s: want %s, got %s", query, want, v.Type())
 	}
+	p.observed(PromOK)
 	return got, nil
+}
+
+func (p *Prom) observed(outcome string) {
+	if p.observe != nil {
+		p.observe(outcome)
+	}
+}
+
+// Ping sends Prometheus the smallest query there is, to learn whether it
+// answers (ErrUnavailable when it does not).
+func (p *Prom) Ping(ctx context.Context) error {
+	_, err := p.instant(ctx, "vector(1)")
+	return err
 }
 
 // series runs a range query whose result has at most one series (an

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -426,5 +427,57 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	}
 	if b.GPUHoursAllocated <= 0 || l.GPUHoursAllocated <= b.GPUHoursAllocated || b.GPUHoursUsed < 3*b.GPUHoursBorrowed-1e-9 || l.GPUHoursUsed != 0 || l.GPUHoursBorrowed != 0 {
 		t.Errorf("report: borrower %+v, lender %+v", b, l)
+	}
+}
+
+// Every query's outcome is counted: answered, Prometheus unavailable, or a
+// query it rejected; the three series exist from the start.
+func TestQueriesAreCountedByOutcome(t *testing.T) {
+	c := NewConsole()
+	counts := func() string {
+		var out []string
+		for _, o := range []string{PromOK, PromUnavailable, PromError} {
+			n, err := testutil.GatherAndCount(c.Registry, "quota_console_prometheus_queries_total")
+			if err != nil || n != 3 {
+				t.Fatalf("%d series, %v; want 3", n, err)
+			}
+			out = append(out, fmt.Sprintf("%s=%g", o, valueOf(t, c, "quota_console_prometheus_queries_total", "outcome", o)))
+		}
+		return strings.Join(out, " ")
+	}
+	ok, _ := fakeProm(t, http.StatusOK, func(string) string {
+		return `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1782864000,"1"]}]}}`
+	})
+	down, _ := fakeProm(t, http.StatusServiceUnavailable, func(string) string { return "overloaded" })
+	bad, _ := fakeProm(t, http.StatusBadRequest, func(string) string {
+		return `{"status":"error","errorType":"bad_data","error":"1:5: parse error"}`
+	})
+	// One console counts for one Prom: these three stand for one Prometheus
+	// that answers, is down, and rejects a query.
+	c.ObservePrometheus(ok)
+	down.observe, bad.observe = ok.observe, ok.observe
+	if got := counts(); got != "ok=0 unavailable=0 error=0" {
+		t.Errorf("before any query: %s", got)
+	}
+	for range 2 {
+		if err := ok.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := down.Ping(context.Background()); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("503: %v", err)
+	}
+	if _, err := bad.TeamGPUUtilization(context.Background(), "x-"); err == nil {
+		t.Error("bad_data accepted")
+	}
+	if got := counts(); got != "ok=2 unavailable=1 error=1" {
+		t.Errorf("after the queries: %s", got)
+	}
+	// Without a URL nothing is sent, so nothing is counted.
+	none, _ := NewProm("")
+	none.observe = ok.observe
+	_ = none.Ping(context.Background())
+	if got := counts(); got != "ok=2 unavailable=1 error=1" {
+		t.Errorf("after a query without a URL: %s", got)
 	}
 }

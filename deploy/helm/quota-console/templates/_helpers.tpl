@@ -90,6 +90,9 @@ when their value is set, so the defaults run with today's console.
 */}}
 {{- define "quota-console.args" -}}
 - {{ printf "--listen=%s" .Values.listen | quote }}
+{{- if .Values.metricsPort }}
+- {{ printf "--metrics-listen=:%d" (int .Values.metricsPort) | quote }}
+{{- end }}
 - {{ printf "--log-level=%s" .Values.logLevel | quote }}
 - {{ printf "--memory-limit-mib=%d" (int .Values.memoryLimitMiB) | quote }}
 - {{ printf "--log-format=%s" .Values.logFormat | quote }}
@@ -155,4 +158,20 @@ when their value is set, so the defaults run with today's console.
 {{- if and (eq .Values.history.store "postgres") (not .Values.history.postgres.existingSecret) }}
 {{- fail "history.store postgres needs history.postgres.existingSecret, a Secret with the DSN" }}
 {{- end }}
+{{- if and .Values.metricsPort (eq (int .Values.metricsPort) (int (include "quota-console.port" .))) }}
+{{- fail "metricsPort must differ from the port of listen: its /metrics names every team" }}
+{{- end }}
+{{- end }}
+
+{{/* The labels of an alert (files/rules.yaml): its severity, and alerts.alertLabels (which may replace it). Called with (list $ severity). */}}
+{{- define "quota-console.alertLabels" -}}
+{{- $root := index . 0 -}}
+{{- toYaml (merge (deepCopy (default (dict) $root.Values.alerts.alertLabels)) (dict "severity" (index . 1))) }}
+{{- end }}
+
+{{/* A duration of values.schema.json's form (a whole number and one of s, m, h, d) in seconds, for PromQL comparisons. */}}
+{{- define "quota-console.seconds" -}}
+{{- $n := regexFind "^[0-9]+" . -}}
+{{- $unit := trimPrefix $n . -}}
+{{- mul ($n | int64) (get (dict "s" 1 "m" 60 "h" 3600 "d" 86400) $unit) -}}
 {{- end }}
