@@ -71,9 +71,13 @@ func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
 	if !strings.Contains(tasks, "notebook") {
 		t.Error("the tasks page does not list the notebook")
 	}
-	page := c.eventually(t, "/usage/mig-small", profile+" partitions")
-	row := webtest.HTMLRows(t, page, "team-limits", webtest.ByAttr("data-limit"))[p4de+"/"+profile+" partitions"]
-	if len(row) < 7 || row[2] != "2" || row[3] != "3" || row[6] != "1" {
+	var row []string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, page := c.get(t, "/usage/mig-small")
+		row = webtest.HTMLRows(t, page, "team-limits", webtest.ByAttr("data-limit"))[p4de+"/"+profile+" partitions"]
+		return len(row) >= 7 && row[2] == "2" && row[3] == "3" && row[6] == "1", nil
+	})
+	if err != nil {
 		t.Errorf("the team's %s row: %v, want quota 2, in use 3, borrowed 1", profile, row)
 	}
 }

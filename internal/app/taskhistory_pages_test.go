@@ -737,7 +737,9 @@ func TestUsageReportPages(t *testing.T) {
 			wantTasks[w.Namespace+"/"+w.Name] = map[string]string{"Namespace": w.Namespace, "Task": w.Name, "Team": team,
 				"Priority class": map[bool]string{true: class, false: ""}[w.Name == small.Name], "Instance types": "ml.p5.48xlarge",
 				"Start (UTC)": start.UTC().Format(time.RFC3339), "End (UTC)": end.UTC().Format(time.RFC3339),
-				"GPU-hours (h)": hours(float64(gpus) * end.Sub(start).Hours()), "Borrowed": "false", "Times preempted": "0", "Outcome": outcome}
+				"GPU-hours (h)": hours(float64(gpus) * end.Sub(start).Hours()), "Borrowed": "false", "Times preempted": "0", "Outcome": outcome,
+				// No MIG partitions asked for.
+				"GPU partitions (MIG)": "", "Partition-hours (h)": "0.00", "Partition GPU-equivalent hours (h)": "0.00"}
 			for key, u := range perDay {
 				d, _ := time.Parse("2006-01-02", key)
 				if held := overlap(start, end, d, d.Add(day)); held > 0 {
