@@ -104,3 +104,13 @@ func PartitionHours(partitions string, held time.Duration) (hours, gpuEquivalent
 	}
 	return hours, gpuEquivalent
 }
+
+// PartitionsWord names partitions by profile: "28 × mig-1g.10gb,
+// 8 × mig-3g.40gb"; "" for none.
+func PartitionsWord(partitions map[string]int64) string {
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(partitions)) {
+		parts = append(parts, strconv.FormatInt(partitions[p], 10)+" × "+p)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openquota/console/internal/kueuetest"
 )
@@ -83,5 +84,21 @@ func TestPartitionHours(t *testing.T) {
 	}
 	if h, w := PartitionHours("", time.Hour); h != 0 || w != 0 {
 		t.Errorf("no partitions: %v, %v", h, w)
+	}
+}
+
+func TestOverviewCountsPartitions(t *testing.T) {
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{InstanceTypeLabel: "ml.p4de.24xlarge"}},
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{ResourceGPU: resource.MustParse("4"),
+				PartitionResource("mig-1g.10gb"): resource.MustParse("14"), PartitionResource("mig-3g.40gb"): resource.MustParse("4")},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	}
+	ov := BuildOverview(DefaultSettings, []*corev1.Node{node("a"), node("b")}, nil)
+	if got := PartitionsWord(ov.InstanceTypes[0].Partitions); got != "28 × mig-1g.10gb, 8 × mig-3g.40gb" {
+		t.Errorf("partitions %q", got)
+	}
+	if ov.InstanceTypes[0].GPUs != 8 {
+		t.Errorf("whole GPUs %d, want 8", ov.InstanceTypes[0].GPUs)
 	}
 }

@@ -34,6 +34,8 @@ type InstanceTypeCapacity struct {
 	MemoryGiB int64
 	Neuron    int64
 	EFA       int64
+	// Partitions are the nodes' MIG partitions by profile; nil without any.
+	Partitions map[string]int64
 }
 
 // QueueQuota is one ClusterQueue as the overview lists it.
@@ -100,6 +102,12 @@ func BuildOverview(s Settings, nodes []*corev1.Node, queues []*kueuev1beta2.Clus
 			r.MemoryGiB += gib(capacity)
 			r.Neuron += quantity(capacity, ResourceNeuron)
 			r.EFA += quantity(capacity, ResourceEFA)
+			for p, n := range partitionsOf(capacity) {
+				if r.Partitions == nil {
+					r.Partitions = map[string]int64{}
+				}
+				r.Partitions[p] += n
+			}
 		}
 	}
 	for _, row := range byType {

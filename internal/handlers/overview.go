@@ -120,7 +120,7 @@ func (p overviewPage) show(c echo.Context) error {
 
 func instanceRow(r domain.InstanceTypeCapacity) templates.InstanceRow {
 	return templates.InstanceRow{Type: r.Type, GPUModel: r.GPUModel, Count: int64(r.Count), Ready: int64(r.Ready), NotReady: int64(r.NotReady),
-		GPUs: r.GPUs, GPUMemGiB: r.GPUMemGiB, VCPU: r.VCPU, MemoryGiB: r.MemoryGiB, Neuron: r.Neuron}
+		GPUs: r.GPUs, GPUMemGiB: r.GPUMemGiB, VCPU: r.VCPU, MemoryGiB: r.MemoryGiB, Neuron: r.Neuron, Partitions: domain.PartitionsWord(r.Partitions)}
 }
 
 func queuesCSV(c echo.Context, queues []domain.QueueQuota) error {
@@ -142,13 +142,14 @@ func queuesCSV(c echo.Context, queues []domain.QueueQuota) error {
 
 func instancesCSV(c echo.Context, ov domain.Overview) error {
 	w, err := startCSV(c, "instance-types.csv", "Instance type", "GPU model", "Instances (count)", "Ready (count)",
-		"Pending recovery (count)", "GPUs (count)", "GPU memory (GiB)", "vCPUs (count)", "Memory (GiB)", "Neuron devices (count)", "EFA (count)")
+		"Pending recovery (count)", "GPUs (count)", "GPU memory (GiB)", "vCPUs (count)", "Memory (GiB)", "Neuron devices (count)", "EFA (count)",
+		"GPU partitions (MIG)")
 	if err != nil {
 		return err
 	}
 	for _, r := range append(ov.InstanceTypes, ov.Total) {
 		if err := w.Row(r.Type, r.GPUModel, strconv.Itoa(r.Count), strconv.Itoa(r.Ready), strconv.Itoa(r.NotReady),
-			itoa(r.GPUs), itoa(r.GPUMemGiB), itoa(r.VCPU), itoa(r.MemoryGiB), itoa(r.Neuron), itoa(r.EFA)); err != nil {
+			itoa(r.GPUs), itoa(r.GPUMemGiB), itoa(r.VCPU), itoa(r.MemoryGiB), itoa(r.Neuron), itoa(r.EFA), domain.PartitionsWord(r.Partitions)); err != nil {
 			return err
 		}
 	}

@@ -75,6 +75,12 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 		row.MemoryGiB += n.Shape.MemoryGiB
 		row.Neuron += n.Shape.Neuron
 		row.EFA += n.Shape.EFA
+		for p, count := range n.Shape.Partitions {
+			if row.Partitions == nil {
+				row.Partitions = map[string]int64{}
+			}
+			row.Partitions[p] += count
+		}
 		want[n.Shape.Type] = row
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -49,8 +49,8 @@ type Task struct {
 	// Partitions are the MIG partitions its pods ask for, in words
 	// (domain.WorkloadReading.Partitions).
 	Partitions string
-	PodSets      []PodSetRequest
-	State        domain.TaskState
+	PodSets    []PodSetRequest
+	State      domain.TaskState
 
 	// WaitStart, AdmittedAt and FinishedAt are domain.FactsOf's. AdmittedAt is
 	// zero while no admission holds (never admitted, or evicted and not
