@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,17 +12,23 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
 )
 
 // Teams with quotas of MIG partitions on the sandbox's A100 nodes: a Job
 // asking for more 1g.10gb partitions than its team holds is admitted by
-// borrowing the other team's, and shows with its partitions on the tasks
-// page and in the team's limits.
+// borrowing the other team's, shows with its partitions on the tasks page
+// and in the team's limits, and the per-task report counts its
+// partition-hours (and their whole-GPU equivalent) from the Workload's
+// times.
 func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
-	c := newConsole(t)
-	defer cleanupTeams(c)
+	s := taskHistorySettings()
+	st := taskHistoryStore{cfg: taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: filepath.Join(t.TempDir(), "history.db")}}.open(t)
+	hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), st, nil)
+	c := hc.console
+	t.Cleanup(func() { cleanupTeams(c) })
 	ctx := context.Background()
 	const p4de, profile = "ml.p4de.24xlarge", "mig-1g.10gb"
 	for _, team := range []struct{ name, partitions string }{{"mig-small", "2"}, {"mig-lender", "4"}} {
@@ -47,7 +54,7 @@ func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
 	}
 
 	job := testenv.Submit(t, c.kube, testenv.Job{Namespace: c.settings.Namespace("mig-small"), LocalQueue: c.settings.LocalQueue("mig-small"),
-		Name: "notebook", Partition: profile, Partitions: 3, InstanceType: p4de})
+		Name: "notebook", Partition: profile, Partitions: 3, InstanceType: p4de, RunFor: 20 * time.Second})
 	testenv.WorkloadOf(t, c.kueue, job, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadQuotaReserved))
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue("mig-small"), metav1.GetOptions{})
@@ -79,5 +86,30 @@ func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the team's %s row: %v, want quota 2, in use 3, borrowed 1", profile, row)
+	}
+
+	// Finished, the task's partition-hours are its three partitions over
+	// the time its admission held them.
+	wl := testenv.WorkloadOf(t, c.kueue, job, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
+	start, end := since(wl, kueuev1beta2.WorkloadAdmitted), since(wl, kueuev1beta2.WorkloadFinished)
+	held := end.Sub(start)
+	want := map[string]string{"GPU partitions (MIG)": "3 × " + profile,
+		"Partition-hours (h)": domain.FormatHours(3 * held.Hours()), "Partition GPU-equivalent hours (h)": domain.FormatHours(3.0 / 7 * held.Hours())}
+	report := "/reports/usage?source=history&from=" + start.UTC().Format("2006-01-02") + "&to=" + end.UTC().Format("2006-01-02") +
+		"&team=mig-small&format=csv&table=tasks"
+	var got map[string]string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		r := csvRecords(t, c, report, func(r map[string]string) string { return r["Task"] })[wl.Name]
+		got = map[string]string{}
+		for k := range want {
+			got[k] = r[k]
+		}
+		return r["End (UTC)"] != "" && got["Partition-hours (h)"] == want["Partition-hours (h)"], nil
+	})
+	if err != nil {
+		t.Errorf("the per-task report says %v; from the Workload's %s held: %v", got, held, want)
+	}
+	if held < 10*time.Second {
+		t.Errorf("the notebook held its partitions %s, not about the 20 s it ran", held)
 	}
 }

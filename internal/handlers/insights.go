@@ -4,21 +4,23 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/web/templates"
 )
 
-// insightsCadence is how often the rules are evaluated again while the
-// cluster does not change: waits grow with the clock.
+// insightsCadence is how often the rules are evaluated again: the headline
+// and the insights may be that old, so that no request waits for them
+// while the cluster churns.
 const insightsCadence = 10 * time.Second
 
 // insightRules evaluates the insight rules for the overview's headline and
-// the insights page, at most once per snapshot and cadence.
+// the insights page, at most once per cadence, in the background once a
+// first answer is known.
 type insightRules struct {
 	model       ReadModel
 	overview    ClusterOverview
@@ -26,25 +28,28 @@ type insightRules struct {
 	history     taskhistoryAvailability
 	thresholds  domain.InsightThresholds
 	now         func() time.Time
+	evaluated   *memo.Memo[evaluatedInsights]
+}
 
-	mu    sync.Mutex
-	key   string
+type evaluatedInsights struct {
 	found []domain.Insight
 	head  domain.Headline
 }
 
-// current are the insights and the headline now.
+func newInsightRules(model ReadModel, overview ClusterOverview, utilization *utilizationFeed, history taskhistoryAvailability) *insightRules {
+	return &insightRules{model: model, overview: overview, utilization: utilization, history: history,
+		thresholds: domain.DefaultInsightThresholds, now: time.Now,
+		evaluated: &memo.Memo[evaluatedInsights]{TTL: insightsCadence, FailureTTL: insightsCadence}}
+}
+
+// current are the insights and the headline, at most insightsCadence old.
 func (r *insightRules) current(ctx context.Context) ([]domain.Insight, domain.Headline) {
-	snap := r.model.Snapshot()
-	now := r.now()
-	key := strconv.FormatUint(snap.Version, 10) + "/" + strconv.FormatUint(r.overview.Changes(), 10) + "/" +
-		strconv.FormatInt(now.Truncate(insightsCadence).Unix(), 10)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if key == r.key {
-		return r.found, r.head
-	}
-	in := domain.InsightInput{Snapshot: snap, Thresholds: r.thresholds, Now: now}
+	e, _ := r.evaluated.Recent(ctx, "", func(ctx context.Context) (evaluatedInsights, error) { return r.evaluate(ctx), nil })
+	return e.found, e.head
+}
+
+func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
+	in := domain.InsightInput{Snapshot: r.model.Snapshot(), Thresholds: r.thresholds, Now: r.now()}
 	if ov, err := r.overview.Overview(); err == nil {
 		in.Capacity = ov.InstanceTypes
 	}
@@ -57,8 +62,7 @@ func (r *insightRules) current(ctx context.Context) ([]domain.Insight, domain.He
 	if err := r.history.Available(); err != nil && err != errTaskHistoryOff {
 		in.Unavailable = append(in.Unavailable, "The task history cannot be read now: statistics and reports stop at its last record.")
 	}
-	r.key, r.found, r.head = key, domain.Insights(in), domain.HeadlineOf(in)
-	return r.found, r.head
+	return evaluatedInsights{found: domain.Insights(in), head: domain.HeadlineOf(in)}
 }
 
 // insightsPage lists what needs attention.
@@ -73,11 +77,26 @@ func (p insightsPage) show(c echo.Context) error {
 	view := templates.InsightsView{Page: templates.Page{Title: "Insights", Active: "insights", Problem: p.problem()},
 		Thresholds: "Long wait: over " + domain.FormatDuration(p.rules.thresholds.LongWait) + "; idle GPUs: under " +
 			strconv.FormatFloat(p.rules.thresholds.IdleUtilization, 'f', 0, 64) + " % utilization."}
-	for _, i := range shownInsights(found, visible) {
-		view.Rows = append(view.Rows, templates.InsightRow{Severity: i.Severity.String(), Rule: i.Rule, Team: orDash(i.Team),
+	team := c.QueryParam("team")
+	if team != "" {
+		view.Title = "Insights: team " + team
+	}
+	view.Rows = insightRows(shownInsights(found, visible), team)
+	return render(c, http.StatusOK, templates.Insights(view))
+}
+
+// insightRows are the insights ready to show: of team only when team is
+// not "".
+func insightRows(found []domain.Insight, team string) []templates.InsightRow {
+	var out []templates.InsightRow
+	for _, i := range found {
+		if team != "" && i.Team != team {
+			continue
+		}
+		out = append(out, templates.InsightRow{Severity: i.Severity.String(), Rule: i.Rule, Team: orDash(i.Team),
 			Title: i.Title, Evidence: i.Evidence, Link: i.Link})
 	}
-	return render(c, http.StatusOK, templates.Insights(view))
+	return out
 }
 
 // shownInsights are the insights a user may see: a team's only to who sees

@@ -71,3 +71,25 @@ func TestInsightsAndHeadline(t *testing.T) {
 		t.Errorf("headline (-want +got):\n%s", diff)
 	}
 }
+
+// A team's page lists the insights about that team; /insights?team= lists
+// only them.
+func TestTeamInsights(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.Workloads = append(objs.Workloads,
+		kueuetest.MakeWorkload(s, s.Namespace("team-000"), "stuck").Queue(s.LocalQueue("team-000")).GPUs(8, 1).
+			Created(now.Add(-3*time.Hour)).Pending("Pending", "couldn't assign flavors", now.Add(-3*time.Hour)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	h := f.handler()
+	_, body := webtest.Get(t, h, "/usage/team-000")
+	webtest.MustContain(t, "team-000's page", body, `id="team-insights"`, `data-rule="long-wait"`)
+	if _, body := webtest.Get(t, h, "/usage/team-001"); strings.Contains(body, `data-rule="long-wait"`) {
+		t.Error("team-001's page lists team-000's long wait")
+	}
+	_, body = webtest.Get(t, h, "/insights?team=team-001")
+	if strings.Contains(body, `data-rule="long-wait"`) {
+		t.Error("/insights?team=team-001 lists team-000's long wait")
+	}
+}

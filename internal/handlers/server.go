@@ -337,13 +337,12 @@ func New(cfg Config) *echo.Echo {
 	trees := &cohortTrees{overview: cfg.Overview}
 	var insights *insightRules
 	if cfg.ReadModel != nil && cfg.Overview != nil {
-		insights = &insightRules{model: cfg.ReadModel, overview: cfg.Overview, utilization: feeds.utilization, history: history,
-			thresholds: domain.DefaultInsightThresholds, now: time.Now}
+		insights = newInsightRules(cfg.ReadModel, cfg.Overview, feeds.utilization, history)
 	}
 	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{},
 		insights: insights}
 	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces, trees: trees,
-		recentUse: cfg.RecentUse}
+		recentUse: cfg.RecentUse, insights: insights}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})

@@ -49,6 +49,10 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)),
 	}
 	page.Preemptions = p.preemptions.of(c.Request().Context(), p.frame, name)
+	if p.insights != nil {
+		found, _ := p.insights.current(c.Request().Context())
+		page.Insights = insightRows(found, name)
+	}
 	if row, _ := teamRow(snap, name); row.RecentUseOrder && p.recentUse != nil {
 		page.RecentUse = recentUseView(p.recentUse.LocalQueueUses(c.Request().Context(), row.ClusterQueue))
 	}

@@ -66,6 +66,8 @@ type usagePages struct {
 	trees       *cohortTrees
 	// recentUse is the LocalQueues' recent use, for a team ordered by it.
 	recentUse RecentUse
+	// insights are what needs attention, a team's on its page.
+	insights *insightRules
 }
 
 // hardwareUtil is each team's GPU utilization, from the utilization feed;
