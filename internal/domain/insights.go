@@ -68,6 +68,16 @@ type InsightInput struct {
 	Unavailable []string
 	Thresholds  InsightThresholds
 	Now         time.Time
+	// Ongoing are the snapshot's figures by team and class at Now
+	// (Snapshot.Ongoing), when the caller has them; nil reads them.
+	Ongoing []Ongoing
+}
+
+func (in InsightInput) ongoing() []Ongoing {
+	if in.Ongoing != nil {
+		return in.Ongoing
+	}
+	return in.Snapshot.Ongoing(Selection{}, 0, in.Now)
 }
 
 // Insights evaluates every rule: the most severe first, then by rule and
@@ -97,7 +107,7 @@ func waitInsights(in InsightInput) []Insight {
 		longest          time.Duration
 	}
 	classes := map[string]*classTotals{}
-	for _, o := range in.Snapshot.Ongoing(Selection{}, 0, in.Now) {
+	for _, o := range in.ongoing() {
 		ct := classes[o.Class]
 		if ct == nil {
 			ct = &classTotals{}
@@ -238,7 +248,7 @@ func HeadlineOf(in InsightInput) Headline {
 			h.Idle += u.InUse.GPUs
 		}
 	}
-	for _, o := range in.Snapshot.Ongoing(Selection{}, 0, in.Now) {
+	for _, o := range in.ongoing() {
 		h.Waiting += o.Pending + o.Preempted
 		h.LongestWait = max(h.LongestWait, o.LongestWait)
 	}

@@ -53,12 +53,15 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 	if ov, err := r.overview.Overview(); err == nil {
 		in.Capacity = ov.InstanceTypes
 	}
-	util, note := r.utilization.current(ctx)
-	if note != "" {
+	// Never wait for Prometheus here: the figures a page already shows.
+	switch util, note, asked := r.utilization.latest(); {
+	case !asked:
+	case note != "":
 		in.Unavailable = append(in.Unavailable, "GPU utilization is unavailable: "+note)
-	} else {
+	default:
 		in.Utilization = util
 	}
+	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)
 	if err := r.history.Available(); err != nil && err != errTaskHistoryOff {
 		in.Unavailable = append(in.Unavailable, "The task history cannot be read now: statistics and reports stop at its last record.")
 	}

@@ -40,7 +40,7 @@ func TestInsightsAndHeadline(t *testing.T) {
 		t.Fatalf("/insights: %d\n%.300s", code, body)
 	}
 	got := webtest.HTMLRows(t, body, "insights", webtest.ByAttr("data-rule"))
-	for _, rule := range []string{"long-wait", "quota-beyond-capacity", "not-ready-nodes", "dependency"} {
+	for _, rule := range []string{"long-wait", "quota-beyond-capacity", "not-ready-nodes"} {
 		if _, ok := got[rule]; !ok {
 			t.Errorf("no %s insight: %v", rule, got)
 		}

@@ -79,6 +79,20 @@ func (u *utilizationFeed) current(ctx context.Context) (map[string]float64, stri
 	return u.util, u.note
 }
 
+// latest is current without waiting for Prometheus: what was last asked
+// (asked is false before the first answer), and a refresh in the
+// background when one is due.
+func (u *utilizationFeed) latest() (util map[string]float64, note string, asked bool) {
+	u.mu.Lock()
+	util, note, asked = u.util, u.note, !u.asked.IsZero()
+	due := time.Since(u.asked) >= utilizationEvery
+	u.mu.Unlock()
+	if due {
+		go u.refreshIfDue(context.Background())
+	}
+	return util, note, asked
+}
+
 func (u *utilizationFeed) refreshIfDue(ctx context.Context) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
