@@ -163,23 +163,40 @@ func idleInsights(in InsightInput) []Insight {
 	return out
 }
 
-// borrowingInsights: a team that borrows while a team of its cohort that
-// lends has tasks waiting (Kueue reclaims only when the lender preempts).
+// borrowingInsights: a team that borrows while teams of its cohort that
+// lend have tasks waiting (Kueue reclaims only when a lender preempts): one
+// insight a borrower, naming the first waiting lender.
 func borrowingInsights(s *Snapshot) []Insight {
+	waiting := map[string][]TeamUsage{} // cohort → lenders with demand
+	for _, l := range s.Teams {
+		if l.Cohort != "" && l.Lent.GPUs > 0 && l.PendingDemand.GPUs > 0 {
+			waiting[l.Cohort] = append(waiting[l.Cohort], l)
+		}
+	}
 	var out []Insight
 	for _, b := range s.Teams {
 		if b.Borrowed.GPUs == 0 || b.Cohort == "" {
 			continue
 		}
-		for _, l := range s.Teams {
-			if l.Team == b.Team || l.Cohort != b.Cohort || l.Lent.GPUs == 0 || l.PendingDemand.GPUs == 0 {
-				continue
+		var names []string
+		var demand int64
+		for _, l := range waiting[b.Cohort] {
+			if l.Team != b.Team {
+				names = append(names, l.Team)
+				demand += l.PendingDemand.GPUs
 			}
-			out = append(out, Insight{Rule: "borrowing", Severity: Info, Team: b.Team,
-				Title:    fmt.Sprintf("Team %s borrows %d GPUs while team %s, which lends, waits for %d", b.Team, b.Borrowed.GPUs, l.Team, l.PendingDemand.GPUs),
-				Evidence: fmt.Sprintf("Both are in cohort %s. Kueue gives the lender its quota back only by preemption, when the lender's policy allows it.", b.Cohort),
-				Link:     "/usage/" + b.Team})
 		}
+		if len(names) == 0 {
+			continue
+		}
+		lenders := "team " + names[0]
+		if len(names) > 1 {
+			lenders = fmt.Sprintf("%d teams that lend (%s, …)", len(names), names[0])
+		}
+		out = append(out, Insight{Rule: "borrowing", Severity: Info, Team: b.Team,
+			Title:    fmt.Sprintf("Team %s borrows %d GPUs while %s, which lends, waits for %d", b.Team, b.Borrowed.GPUs, lenders, demand),
+			Evidence: fmt.Sprintf("They are in cohort %s. Kueue gives a lender its quota back only by preemption, when the lender's policy allows it.", b.Cohort),
+			Link:     "/usage/" + b.Team})
 	}
 	return out
 }

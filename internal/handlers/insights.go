@@ -114,6 +114,20 @@ func shownInsights(all []domain.Insight, visible scope) []domain.Insight {
 	return out
 }
 
+// countShown counts the insights a user may see, without copying them.
+func countShown(all []domain.Insight, visible scope) int {
+	if visible.all {
+		return len(all)
+	}
+	n := 0
+	for _, i := range all {
+		if i.Team == "" || visible.sees(i.Team) {
+			n++
+		}
+	}
+	return n
+}
+
 // headlineView is the overview's top row.
 func headlineView(h domain.Headline, open int) templates.HeadlineView {
 	v := templates.HeadlineView{Ready: itoa(h.Ready), Allocated: itoa(h.Allocated), InUse: itoa(h.InUse),

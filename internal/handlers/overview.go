@@ -93,7 +93,7 @@ func (p overviewPage) show(c echo.Context) error {
 	var head *templates.HeadlineView
 	if p.insights != nil {
 		found, h := p.insights.current(c.Request().Context())
-		v := headlineView(h, len(shownInsights(found, visible)))
+		v := headlineView(h, countShown(found, visible))
 		head = &v
 	}
 	view := templates.OverviewView{
