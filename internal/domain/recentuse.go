@@ -55,10 +55,10 @@ func RecentUseMeaning(c *RecentUseConfig, known bool) string {
 // order on an update).
 const restartNote = "Kueue applies the choice when it creates the queue; a change to an existing queue takes effect when Kueue restarts."
 
-// RecentUseChangeNote says when a change of a team's order takes effect;
-// "" when the order does not change or the queue is new.
-func RecentUseChangeNote(before, after Team, existing bool) string {
-	if !existing || before.RecentUseOrder == after.RecentUseOrder {
+// RecentUseChangeNote says when a change of an existing team's order takes
+// effect; "" when the order does not change.
+func RecentUseChangeNote(before, after Team) string {
+	if before.RecentUseOrder == after.RecentUseOrder {
 		return ""
 	}
 	return "The order of waiting tasks changes: " + restartNote

@@ -104,10 +104,10 @@ func TestImportedTeamOrder(t *testing.T) {
 			}
 		})
 	}
-	if note := RecentUseChangeNote(Team{}, Team{RecentUseOrder: true}, true); !strings.Contains(note, "when Kueue restarts") {
+	if note := RecentUseChangeNote(Team{}, Team{RecentUseOrder: true}); !strings.Contains(note, "when Kueue restarts") {
 		t.Errorf("a changed order on an existing queue says %q", note)
 	}
-	if note := RecentUseChangeNote(Team{}, Team{RecentUseOrder: true}, false); note != "" {
-		t.Errorf("a new queue's order says %q", note)
+	if note := RecentUseChangeNote(Team{RecentUseOrder: true}, Team{RecentUseOrder: true}); note != "" {
+		t.Errorf("an unchanged order says %q", note)
 	}
 }

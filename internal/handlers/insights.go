@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -57,12 +58,12 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 	switch util, note, asked := r.utilization.latest(); {
 	case !asked:
 	case note != "":
-		in.Unavailable = append(in.Unavailable, "GPU utilization is unavailable: "+note)
+		in.Unavailable = append(in.Unavailable, note)
 	default:
 		in.Utilization = util
 	}
 	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)
-	if err := r.history.Available(); err != nil && err != errTaskHistoryOff {
+	if err := r.history.Available(); err != nil && !errors.Is(err, errTaskHistoryOff) {
 		in.Unavailable = append(in.Unavailable, "The task history cannot be read now: statistics and reports stop at its last record.")
 	}
 	return evaluatedInsights{found: domain.Insights(in), head: domain.HeadlineOf(in)}

@@ -55,7 +55,7 @@ func (s Service) PreviewTeam(ctx context.Context, req TeamSave) (domain.Impact, 
 	}
 	im, o := s.impact(ctx, ch)
 	if _, stored, ok := s.Cache.Team(s.Settings, team.Name); ok {
-		if note := domain.RecentUseChangeNote(stored, team, true); note != "" {
+		if note := domain.RecentUseChangeNote(stored, team); note != "" {
 			im.Notes = append(im.Notes, note)
 		}
 	}
