@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // FormatVCPU writes millicores as vCPUs, with decimals only when needed
@@ -45,3 +46,22 @@ func FormatHours(h float64) string { return fmt.Sprintf("%.2f", h) }
 
 // FormatPercentTenths writes an average percentage with one decimal ("73.4").
 func FormatPercentTenths(v float64) string { return fmt.Sprintf("%.1f", v) }
+
+// FormatDuration shows a duration briefly: "2h 05m", "3d 04h", "45s".
+func FormatDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("%dd %02dh", int(d.Hours())/24, int(d.Hours())%24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+// FormatGPUs writes a number of GPUs that may be a fraction: "1", "0.43".
+func FormatGPUs(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
+}

@@ -289,17 +289,3 @@ func queryOf(pairs ...string) string {
 	}
 	return q.Encode()
 }
-
-// FormatDuration shows a duration briefly: "2h 05m", "3d 04h", "45s".
-func FormatDuration(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d >= 24*time.Hour:
-		return fmt.Sprintf("%dd %02dh", int(d.Hours())/24, int(d.Hours())%24)
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%ds", int(d.Seconds()))
-}

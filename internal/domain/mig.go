@@ -81,11 +81,6 @@ func (s InstanceShape) Profiles() []string {
 	return slices.Sorted(maps.Keys(s.Partitions))
 }
 
-// FormatGPUs writes a number of GPUs that may be a fraction: "1", "0.43".
-func FormatGPUs(v float64) string {
-	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
-}
-
 // PartitionHours are partition-hours and their whole-GPU equivalent, for a
 // task whose pods hold partitions (in the words of WorkloadReading's
 // Partitions) for held.
