@@ -118,3 +118,44 @@ func finish(t *testing.T, wls interface {
 		t.Fatalf("finishing Workload %s: %v", name, err)
 	}
 }
+
+// From the policy page, every team's waiting tasks are ordered by recent
+// use at once: each team's queue gets Kueue's admissionScope and a revision
+// of its own, and the opposite choice takes it back.
+func TestPolicyPageOrdersEveryTeamByRecentUse(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	teams := []string{"alpha", "beta"}
+	for _, team := range teams {
+		createTeam(t, c, webtest.TeamForm(team, "1"))
+	}
+	policy := c.eventually(t, "/policy", `id="recent-use-recent-use"`)
+	choice := webtest.FormValues(t, policy, "recent-use-recent-use")
+	if got := choice.Get("previewed"); got != "alpha, beta" {
+		t.Fatalf("the choice names %q, want alpha, beta", got)
+	}
+	if code, _, body := c.post(t, "/policy/recent-use", choice); code != 303 {
+		t.Fatalf("ordering every team by recent use: %d\n%.600s", code, body)
+	}
+	for _, team := range teams {
+		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue(team), metav1.GetOptions{})
+		if err != nil || !domain.OrdersByRecentUse(cq.Spec.AdmissionScope) {
+			t.Errorf("%s's admissionScope is %+v (%v), want admission fair sharing", team, cq.Spec.AdmissionScope, err)
+		}
+		history := c.eventually(t, "/teams/"+team+"/history", "ordered by recent use from the cluster policy")
+		webtest.MustContain(t, team+"'s history", history, `data-rev="2"`)
+	}
+	policy = c.eventually(t, "/policy", `id="recent-use-teams">alpha, beta<`)
+	webtest.MustNotContain(t, "the policy page with every team ordered by recent use", policy, `id="recent-use-recent-use"`)
+
+	back := webtest.FormValues(t, policy, "recent-use-arrival")
+	if code, _, body := c.post(t, "/policy/recent-use", back); code != 303 {
+		t.Fatalf("ordering every team by arrival: %d\n%.600s", code, body)
+	}
+	for _, team := range teams {
+		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue(team), metav1.GetOptions{})
+		if err != nil || domain.OrdersByRecentUse(cq.Spec.AdmissionScope) {
+			t.Errorf("after ordering by arrival, %s's admissionScope is %+v (%v)", team, cq.Spec.AdmissionScope, err)
+		}
+	}
+}

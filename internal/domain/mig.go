@@ -85,19 +85,67 @@ func (s InstanceShape) Profiles() []string {
 // task whose pods hold partitions (in the words of WorkloadReading's
 // Partitions) for held.
 func PartitionHours(partitions string, held time.Duration) (hours, gpuEquivalent float64) {
-	if partitions == "" {
-		return 0, 0
-	}
-	for _, part := range strings.Split(partitions, ", ") {
-		n, profile, ok := strings.Cut(part, " × ")
-		count, err := strconv.ParseFloat(n, 64)
-		if !ok || err != nil {
-			continue
-		}
-		hours += count * held.Hours()
-		gpuEquivalent += GPUEquivalent(profile, count) * held.Hours()
+	for profile, count := range PartitionCounts(partitions) {
+		hours += float64(count) * held.Hours()
+		gpuEquivalent += GPUEquivalent(profile, float64(count)) * held.Hours()
 	}
 	return hours, gpuEquivalent
+}
+
+// PartitionCounts reads partitions in the words of PartitionsWord back
+// into counts by profile; nil for none.
+func PartitionCounts(partitions string) map[string]int64 {
+	if partitions == "" {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, part := range strings.Split(partitions, ", ") {
+		n, profile, ok := strings.Cut(part, " × ")
+		count, err := strconv.ParseInt(n, 10, 64)
+		if ok && err == nil {
+			out[profile] += count
+		}
+	}
+	return out
+}
+
+// PartitionUsage is a team's quota and use of one MIG profile, summed over
+// flavors, in partitions.
+type PartitionUsage struct {
+	Allocated, InUse, Borrowed, Lent, Pending int64
+}
+
+// Partition is the team's quota and use of a MIG profile: from its limits
+// (Kueue's figures per flavor and resource) and its waiting tasks' demand.
+func (u TeamUsage) Partition(profile string) PartitionUsage {
+	p := PartitionUsage{Pending: u.PendingPartitions[profile]}
+	r := PartitionResource(profile)
+	for _, l := range u.Limits {
+		if l.Resource == r {
+			p.Allocated += l.Nominal
+			p.InUse += l.InUse
+			p.Borrowed += l.Borrowed
+			p.Lent += l.Lent
+		}
+	}
+	return p
+}
+
+// UsedProfiles are the MIG profiles some team has quota of or waits for,
+// sorted.
+func UsedProfiles(rows []TeamUsage) []string {
+	seen := map[string]bool{}
+	for _, u := range rows {
+		for _, l := range u.Limits {
+			if p, ok := PartitionOf(l.Resource); ok {
+				seen[p] = true
+			}
+		}
+		for p := range u.PendingPartitions {
+			seen[p] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // PartitionsWord names partitions by profile: "28 × mig-1g.10gb,

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/kueuetest"
 )
@@ -100,5 +101,42 @@ func TestOverviewCountsPartitions(t *testing.T) {
 	}
 	if ov.InstanceTypes[0].GPUs != 8 {
 		t.Errorf("whole GPUs %d, want 8", ov.InstanceTypes[0].GPUs)
+	}
+}
+
+// A team's use of a MIG profile is Kueue's figures of the profile's
+// resource, summed over flavors, and its waiting tasks' partitions.
+func TestTeamPartitionUsage(t *testing.T) {
+	s, now := DefaultSettings, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	mig := PartitionResource("mig-1g.10gb")
+	cq := testCQ("nlp").Quota("ml.p4de.24xlarge", mig, "14").Quota("ml.p4de.24xlarge", ResourceGPU, "2").Obj()
+	cq.Status.FlavorsUsage = []kueuev1beta2.FlavorUsage{{Name: "ml.p4de.24xlarge", Resources: []kueuev1beta2.ResourceUsage{
+		{Name: mig, Total: resource.MustParse("16"), Borrowed: resource.MustParse("2")}}}}
+	spec := func(n string) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "main",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{mig: resource.MustParse(n)}}}}}
+	}
+	waiting := func(name, perPod string, pods int32) *kueuev1beta2.Workload {
+		return newWorkload(s.Namespace("nlp"), name).Queue(s.LocalQueue("nlp")).PodSpec("main", pods, spec(perPod)).
+			Created(now.Add(-time.Hour)).Pending("Pending", "", now.Add(-time.Hour)).Obj()
+	}
+	m := NewModel(s)
+	m.Load(SnapshotInput{ClusterQueues: []*kueuev1beta2.ClusterQueue{cq},
+		LocalQueues: []*kueuev1beta2.LocalQueue{kueuetest.MakeLocalQueue(s.Namespace("nlp"), s.LocalQueue("nlp"), s.ClusterQueue("nlp"))},
+		Workloads:   []*kueuev1beta2.Workload{waiting("a", "2", 3), waiting("b", "1", 1)}})
+
+	team := m.Snapshot(now).Teams[0]
+	if diff := cmp.Diff(PartitionUsage{Allocated: 14, InUse: 16, Borrowed: 2, Pending: 7}, team.Partition("mig-1g.10gb")); diff != "" {
+		t.Errorf("Partition (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"mig-1g.10gb"}, UsedProfiles([]TeamUsage{team})); diff != "" {
+		t.Errorf("UsedProfiles (-want +got):\n%s", diff)
+	}
+	m.DeleteWorkload(s.Namespace("nlp"), "a")
+	if got := m.Snapshot(now).Teams[0].Partition("mig-1g.10gb").Pending; got != 1 {
+		t.Errorf("pending partitions after a task left: %d, want 1", got)
+	}
+	if got := m.Snapshot(now).Teams[0].Partition("mig-3g.40gb"); got != (PartitionUsage{}) {
+		t.Errorf("a profile the team has nothing of: %+v", got)
 	}
 }

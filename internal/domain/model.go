@@ -300,7 +300,7 @@ func (m *Model) place(f *TaskFacts, add bool) {
 	if !add {
 		sign = -1
 	}
-	b.counts.count(f.State, f.Deactivated, f.GPUs, sign)
+	b.counts.count(f.State, f.Deactivated, f.GPUs, f.Partitions, sign)
 	m.dirtyBuckets[tc] = true
 	if b.tasks.Len() == 0 {
 		delete(m.buckets, tc)
@@ -364,7 +364,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 		s.tallies = cloneMap(prev.tallies)
 		for tc := range m.dirtyBuckets {
 			if b := m.buckets[tc]; b != nil {
-				s.tallies[tc] = &teamClassTasks{key: tc, tasks: b.tasks.Clone(), counts: b.counts, windows: map[time.Duration]*tally{}}
+				s.tallies[tc] = &teamClassTasks{key: tc, tasks: b.tasks.Clone(), counts: b.counts.frozen(), windows: map[time.Duration]*tally{}}
 			} else {
 				delete(s.tallies, tc)
 			}
@@ -434,6 +434,15 @@ func withTaskCounts(rows []TeamUsage, buckets map[teamAndClass]*bucket) []TeamUs
 		out[i].Pending += b.counts.Pending
 		out[i].Preempted += b.counts.Preempted
 		out[i].PendingDemand.GPUs += b.counts.PendingGPUs
+		for profile, n := range b.counts.PendingPartitions {
+			if n == 0 {
+				continue
+			}
+			if out[i].PendingPartitions == nil {
+				out[i].PendingPartitions = map[string]int64{}
+			}
+			out[i].PendingPartitions[profile] += n
+		}
 	}
 	return out
 }

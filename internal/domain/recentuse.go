@@ -46,14 +46,14 @@ func RecentUseMeaning(c *RecentUseConfig, known bool) string {
 		return what + "Kueue does not apply it yet: its configuration has no admissionFairSharing. " +
 			"Set admissionFairSharing (usageHalfLifeTime, usageSamplingInterval) in Kueue's configuration and restart Kueue."
 	}
-	return what + fmt.Sprintf("Kueue counts use with a half-life of %s, sampled every %s. ", c.HalfLife, c.Sampling) + restartNote
+	return what + fmt.Sprintf("Kueue counts use with a half-life of %s, sampled every %s. ", c.HalfLife, c.Sampling) + RecentUseRestartNote
 }
 
-// restartNote is when Kueue applies a change of the order: Kueue v0.19
+// RecentUseRestartNote is when Kueue applies a change of the order: Kueue v0.19
 // keeps the order a ClusterQueue's waiting tasks had when it read the queue
 // first, until it restarts (its queue manager does not rebuild the queue's
 // order on an update).
-const restartNote = "Kueue applies the choice when it creates the queue; a change to an existing queue takes effect when Kueue restarts."
+const RecentUseRestartNote = "Kueue applies the choice when it creates the queue; a change to an existing queue takes effect when Kueue restarts."
 
 // RecentUseChangeNote says when a change of an existing team's order takes
 // effect; "" when the order does not change.
@@ -61,7 +61,7 @@ func RecentUseChangeNote(before, after Team) string {
 	if before.RecentUseOrder == after.RecentUseOrder {
 		return ""
 	}
-	return "The order of waiting tasks changes: " + restartNote
+	return "The order of waiting tasks changes: " + RecentUseRestartNote
 }
 
 // LocalQueueUse is one LocalQueue's recent use, as Kueue keeps it in the

@@ -3,6 +3,7 @@
 package domain
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -147,8 +148,11 @@ func countsWait(state TaskState, deactivated bool, admittedAt, windowStart, now 
 // time before validBefore: until then no task enters or leaves the window
 // and none starts to grow.
 type tally struct {
-	Running, Pending, Preempted      int
-	PendingGPUs                      int64 // asked for by pending (active) and preempted tasks
+	Running, Pending, Preempted int
+	PendingGPUs                 int64 // asked for by pending (active) and preempted tasks
+	// PendingPartitions are the MIG partitions they ask for, by profile
+	// (nil for none; a profile's entry stays, at 0, once counted).
+	PendingPartitions                map[string]int64
 	Samples, RunSamples, WaitSamples int
 	run, wait                        durations
 	at, validBefore                  time.Time // validBefore zero: valid for ever
@@ -159,23 +163,37 @@ type tally struct {
 	lastAdmission                             time.Time // the latest AdmittedAt
 }
 
+// frozen is a copy of t that later counting in t does not change.
+func (t tally) frozen() tally {
+	t.PendingPartitions = maps.Clone(t.PendingPartitions)
+	return t
+}
+
 // count counts a task in (sign 1) or out (sign −1).
-func (t *tally) count(state TaskState, deactivated bool, gpus int64, sign int) {
+func (t *tally) count(state TaskState, deactivated bool, gpus int64, partitions string, sign int) {
 	switch {
 	case state == TaskAdmitted:
 		t.Running += sign
+		return
 	case state == TaskPreempted && !deactivated:
 		t.Preempted += sign
-		t.PendingGPUs += int64(sign) * gpus
 	case state == TaskPending && !deactivated:
 		t.Pending += sign
-		t.PendingGPUs += int64(sign) * gpus
+	default:
+		return
+	}
+	t.PendingGPUs += int64(sign) * gpus
+	for profile, n := range PartitionCounts(partitions) {
+		if t.PendingPartitions == nil {
+			t.PendingPartitions = map[string]int64{}
+		}
+		t.PendingPartitions[profile] += int64(sign) * n
 	}
 }
 
 // addTask counts a task as seen at now (its Wait and Run fixed).
 func (t *tally) addTask(task *Task, windowStart, now time.Time) {
-	t.count(task.State, task.Deactivated, task.GPUs, 1)
+	t.count(task.State, task.Deactivated, task.GPUs, task.Partitions, 1)
 	run := countsRun(task.State, task.AdmittedAt, task.FinishedAt, task.Run, windowStart, now)
 	wait := countsWait(task.State, task.Deactivated, task.AdmittedAt, windowStart, now)
 	if run {
@@ -195,7 +213,7 @@ func (t *tally) addTask(task *Task, windowStart, now time.Time) {
 func (t *tally) addFacts(f *TaskFacts, window time.Duration) {
 	at := t.at
 	start := at.Add(-window)
-	t.count(f.State, f.Deactivated, f.GPUs, 1)
+	t.count(f.State, f.Deactivated, f.GPUs, f.Partitions, 1)
 	if f.AdmittedAt.After(t.lastAdmission) {
 		t.lastAdmission = f.AdmittedAt
 	}

@@ -74,13 +74,16 @@ type TeamUsage struct {
 	Reconciler string
 	// RecentUseOrder: the queue orders its pending tasks by each
 	// LocalQueue's recent use (admissionScope).
-	RecentUseOrder              bool
-	Enabled                     bool
-	Allocated                   Amount // nominal quota
-	InUse                       Amount // admitted tasks' usage, own and borrowed
-	Borrowed                    Amount // usage above nominal, from other teams' quota
-	Lent                        Amount // its idle quota used by others (attributed)
-	PendingDemand               Amount // what its queued tasks ask for
+	RecentUseOrder bool
+	Enabled        bool
+	Allocated      Amount // nominal quota
+	InUse          Amount // admitted tasks' usage, own and borrowed
+	Borrowed       Amount // usage above nominal, from other teams' quota
+	Lent           Amount // its idle quota used by others (attributed)
+	PendingDemand  Amount // what its queued tasks ask for
+	// PendingPartitions are the MIG partitions its queued tasks ask for,
+	// by profile; nil for none.
+	PendingPartitions           map[string]int64
 	Running, Pending, Preempted int
 	// Limits are its quota and limits per flavor and resource, in the
 	// ClusterQueue's order, with what it borrows and lends there now.

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -215,6 +216,9 @@ type writes struct {
 	previews []string
 	// served are the namespaces an import plan names, by queue.
 	served map[string][]string
+	// recentUse are the teams each order of waiting tasks changes (true:
+	// by recent use).
+	recentUse map[bool][]string
 }
 
 // preview records a preview (it writes nothing, so it is no change made).
@@ -311,6 +315,15 @@ func (w *writes) CohortForEdit(name string) (domain.CohortAllocation, write.Outc
 }
 func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.PolicyForm) write.Outcome {
 	return w.answer("save the policy", who)
+}
+
+func (w *writes) RecentUseChanges(on bool) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.recentUse[on]
+}
+func (w *writes) SetRecentUseOrder(_ context.Context, who kueue.Identity, on bool) write.Outcome {
+	return w.answer(fmt.Sprintf("order every team by recent use %v", on), who)
 }
 
 // taskHistory answers the pages' queries from memory, or fails with err.
@@ -424,8 +437,9 @@ func (w *whatIfs) jobs() []domain.WhatIf {
 
 // prometheus answers its figures, or fails with err.
 type prometheus struct {
-	err  error
-	util map[string]float64
+	err        error
+	util       map[string]float64
+	partitions map[string]map[string]float64 // by team and MIG profile
 }
 
 func (p prometheus) ClusterUtilization(context.Context, metrics.Range, float64) (metrics.Charts, error) {
@@ -433,6 +447,9 @@ func (p prometheus) ClusterUtilization(context.Context, metrics.Range, float64) 
 }
 func (p prometheus) TeamGPUUtilization(context.Context, string) (map[string]float64, error) {
 	return p.util, p.err
+}
+func (p prometheus) TeamPartitionUtilization(context.Context, string) (map[string]map[string]float64, error) {
+	return p.partitions, p.err
 }
 func (p prometheus) TeamSeries(context.Context, domain.Settings, string, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, p.err

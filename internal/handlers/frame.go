@@ -134,6 +134,9 @@ func (noPrometheus) ClusterUtilization(context.Context, metrics.Range, float64) 
 func (noPrometheus) TeamGPUUtilization(context.Context, string) (map[string]float64, error) {
 	return nil, errNoPrometheus
 }
+func (noPrometheus) TeamPartitionUtilization(context.Context, string) (map[string]map[string]float64, error) {
+	return nil, errNoPrometheus
+}
 func (noPrometheus) TeamSeries(context.Context, domain.Settings, string, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, errNoPrometheus
 }

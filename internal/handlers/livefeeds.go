@@ -55,11 +55,13 @@ type utilizationFeed struct {
 	namespacePrefix string
 	log             *slog.Logger
 
-	mu    sync.Mutex
-	util  map[string]float64
-	note  string
-	asked time.Time
-	ver   uint64
+	mu   sync.Mutex
+	util map[string]float64
+	// partitions are the teams' MIG partitions' activity, by team and profile.
+	partitions map[string]map[string]float64
+	note       string
+	asked      time.Time
+	ver        uint64
 }
 
 func (u *utilizationFeed) version() uint64 {
@@ -77,6 +79,17 @@ func (u *utilizationFeed) current(ctx context.Context) (map[string]float64, stri
 		u.askLocked(ctx)
 	}
 	return u.util, u.note
+}
+
+// currentPartitions is the teams' MIG partitions' activity by team and
+// profile, asked with current's figures.
+func (u *utilizationFeed) currentPartitions(ctx context.Context) map[string]map[string]float64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if time.Since(u.asked) >= utilizationEvery {
+		u.askLocked(ctx)
+	}
+	return u.partitions
 }
 
 // latest is current without waiting for Prometheus: what was last asked
@@ -107,6 +120,10 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	util, err := u.source.TeamGPUUtilization(ctx, u.namespacePrefix)
+	var partitions map[string]map[string]float64
+	if err == nil {
+		partitions, err = u.source.TeamPartitionUtilization(ctx, u.namespacePrefix)
+	}
 	note := ""
 	switch {
 	case errors.Is(err, errNoPrometheus):
@@ -116,12 +133,16 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 		note = "Prometheus is unavailable, so hardware utilization is not shown; everything else comes from Kubernetes."
 	}
 	u.asked = time.Now()
-	if note == u.note && maps.Equal(util, u.util) && u.ver > 0 {
+	if note == u.note && maps.Equal(util, u.util) && samePartitionUse(partitions, u.partitions) && u.ver > 0 {
 		return false
 	}
-	u.util, u.note = util, note
+	u.util, u.partitions, u.note = util, partitions, note
 	u.ver++
 	return true
+}
+
+func samePartitionUse(a, b map[string]map[string]float64) bool {
+	return maps.EqualFunc(a, b, func(x, y map[string]float64) bool { return maps.Equal(x, y) })
 }
 
 // positionsFeed keeps Kueue's queue positions of the ClusterQueues the

@@ -72,12 +72,57 @@ func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out wr
 	cfg, err := p.policy.KueueRecentUse(c.Request().Context())
 	view.RecentUse = domain.RecentUseMeaning(cfg, err == nil)
 	view.RecentUseTeams = p.recentUseTeams()
+	view.RecentUseChoices = p.recentUseChoices()
 	if enabled, err := p.policy.KueueFairSharing(c.Request().Context()); err == nil {
 		view.Mismatch = domain.FairSharingMismatch(p.policy.Policy(), enabled)
 	} else {
 		p.log.Debug("reading Kueue's configuration", "err", err)
 	}
 	return render(c, status, templates.Policy(view))
+}
+
+// recentUseChoices are the two ways to set every team's order of waiting
+// tasks at once, each naming the teams it changes.
+func (p policyPage) recentUseChoices() []templates.RecentUseChoice {
+	var out []templates.RecentUseChoice
+	for _, on := range []bool{true, false} {
+		changes := p.writes.RecentUseChanges(on)
+		if len(changes) == 0 {
+			continue
+		}
+		c := templates.RecentUseChoice{Order: recentUseOrderValue[on], Teams: strings.Join(changes, ", "), Count: len(changes)}
+		if on {
+			c.Label = "Order every team's waiting tasks by recent use"
+		} else {
+			c.Label = "Order every team's waiting tasks by priority and arrival"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// recentUseOrderValue is the posted value of each order.
+var recentUseOrderValue = map[bool]string{true: "recent-use", false: "arrival"}
+
+// setRecentUse sets every team's order of waiting tasks. The page named
+// the teams it changes; when they are no longer the same, nothing is
+// written and the page shows the new list.
+func (p policyPage) setRecentUse(c echo.Context) error {
+	if msg := p.readOnly(c, mayEditPolicy); msg != "" {
+		return echo.NewHTTPError(http.StatusForbidden, msg)
+	}
+	order := c.FormValue("order")
+	on := order == recentUseOrderValue[true]
+	if !on && order != recentUseOrderValue[false] {
+		return echo.NewHTTPError(http.StatusBadRequest, "Choose an order: recent-use or arrival.")
+	}
+	current := p.policy.Policy()
+	if strings.Join(p.writes.RecentUseChanges(on), ", ") != c.FormValue("previewed") {
+		return p.render(c, http.StatusConflict, form.FromPolicy(current), write.Outcome{Kind: write.Conflict,
+			Message: "The teams changed since the page was shown; nothing was changed. Review the list below and choose again."})
+	}
+	out := p.writes.SetRecentUseOrder(c.Request().Context(), p.identity(c), on)
+	return respond(c, out, "/policy?saved=1", func(status int) error { return p.render(c, status, form.FromPolicy(current), out) })
 }
 
 // recentUseTeams names the teams whose queues order by recent use.

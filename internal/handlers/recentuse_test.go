@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,50 @@ func TestOrderByRecentUse(t *testing.T) {
 	other := s.TeamOfClusterQueue(objs.ClusterQueues[1])
 	if _, body := webtest.Get(t, f.handler(), "/usage/"+other); strings.Contains(body, `id="recent-use"`) {
 		t.Errorf("team %s orders by priority but its page lists recent use", other)
+	}
+}
+
+// The policy page sets every team's order of waiting tasks at once: each
+// choice names the teams it changes, and a post whose list is no longer
+// the teams it would change writes nothing.
+func TestPolicyOrdersEveryTeamByRecentUse(t *testing.T) {
+	f := newFixture(t, 3, 0).withProxy()
+	f.access.grant("admin", listClusterQueues, editTeams, editPolicy)
+	f.access.grant("viewer", listClusterQueues)
+	f.writes.recentUse = map[bool][]string{true: {"team-000", "team-002"}, false: {"team-001"}}
+	h := f.handler()
+	admin := user(t, h, "admin")
+
+	_, body := admin.Get("/policy")
+	webtest.MustContain(t, "the policy page", body, `id="recent-use-recent-use"`, "Changes 2 teams: team-000, team-002.",
+		`id="recent-use-arrival"`, "Changes team team-001.")
+	if got := webtest.FormValues(t, body, "recent-use-recent-use"); got.Get("previewed") != "team-000, team-002" {
+		t.Errorf("the choice posts back %q as previewed", got.Get("previewed"))
+	}
+
+	code, _, body := admin.Post("/policy/recent-use", url.Values{"order": {"recent-use"}, "previewed": {"team-000"}})
+	if code != http.StatusConflict || !strings.Contains(body, "The teams changed since the page was shown") {
+		t.Errorf("a stale list: %d\n%.300s", code, body)
+	}
+	if made := f.writes.made(); len(made) != 0 {
+		t.Errorf("a stale list wrote %v", made)
+	}
+
+	code, location, _ := admin.Post("/policy/recent-use", url.Values{"order": {"recent-use"}, "previewed": {"team-000, team-002"}})
+	if code != http.StatusSeeOther || location != "/policy?saved=1" {
+		t.Errorf("the choice: %d %q", code, location)
+	}
+	if diff := cmp.Diff([]string{"order every team by recent use true by admin"}, f.writes.made()); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+
+	viewer := user(t, h, "viewer")
+	_, body = viewer.Get("/policy")
+	webtest.MustContain(t, "a viewer's policy page", body, `<button type="submit" disabled>Order every team`)
+	if code, _, _ := viewer.Post("/policy/recent-use", url.Values{"order": {"arrival"}, "previewed": {"team-001"}}); code != http.StatusForbidden {
+		t.Errorf("a viewer's post: %d", code)
+	}
+	if len(f.writes.made()) != 1 {
+		t.Errorf("a viewer's post wrote: %v", f.writes.made())
 	}
 }

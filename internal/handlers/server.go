@@ -228,6 +228,10 @@ type driftWrites interface {
 type policyWrites interface {
 	SavePolicy(ctx context.Context, who kueue.Identity, f form.PolicyForm) write.Outcome
 	PreviewPolicy(ctx context.Context, f form.PolicyForm) (domain.Impact, write.Outcome)
+	// RecentUseChanges and SetRecentUseOrder set every team's order of
+	// waiting tasks (admission fair sharing) from the policy page.
+	RecentUseChanges(on bool) []string
+	SetRecentUseOrder(ctx context.Context, who kueue.Identity, on bool) write.Outcome
 }
 
 // WhatIf answers what Kueue would do with a job if it were submitted now
@@ -286,6 +290,7 @@ type clusterCharts interface {
 
 type teamUtilization interface {
 	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
+	TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error)
 }
 
 type teamCharts interface {
@@ -388,6 +393,7 @@ func New(cfg Config) *echo.Echo {
 	}
 	e.GET("/policy", policy.show)
 	e.POST("/policy", policy.save)
+	e.POST("/policy/recent-use", policy.setRecentUse)
 	e.GET("/usage", usage.usage)
 	e.GET("/usage/:team", usage.teamUsage)
 	e.GET("/tasks", tasks.show)

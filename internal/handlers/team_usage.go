@@ -156,10 +156,15 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 		gone, err := part("team-live", templates.Message("Team "+r.view.team+" no longer exists."))
 		return []templates.LivePart{gone}, err
 	}
-	util, note := p.hardwareUtil(r.ctx)
-	row := usageRowOf(u, resourceOf("gpu"), util, false)
+	gpus := resourceOf("gpu")
+	util, note := p.hardwareUtil(r.ctx, gpus)
+	row := usageRowOf(u, gpus, util, false)
 	if _, ok := util[u.Team]; !ok && note != "" {
 		row.HardwareUtil = "unavailable"
+	}
+	for _, profile := range domain.UsedProfiles([]domain.TeamUsage{u}) {
+		util, _ := p.hardwareUtil(r.ctx, profileResource(profile))
+		row.ProfileUtil = append(row.ProfileUtil, templates.ProfileFigure{Profile: profile, Value: shownPercent(hardwareOf(u.Team, util, false))})
 	}
 	summary, err := part("team-live", templates.TeamSummary(row))
 	if err != nil {

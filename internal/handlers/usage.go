@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,25 +15,69 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-// usageResource is a resource the usage dashboard can show.
+// usageResource is a resource the usage dashboard can show: one of the
+// four every team has, or a MIG profile some team has quota of.
 type usageResource struct {
 	key, label, unit string
-	of               func(domain.Amount) int64
+	figures          func(domain.TeamUsage) usageFigures
 	format           func(int64) string
+	// profile is the MIG profile shown; "" for the four.
+	profile string
+}
+
+// usageFigures are a team's figures in one resource.
+type usageFigures struct{ allocated, inUse, borrowed, lent, wants int64 }
+
+func (f *usageFigures) add(g usageFigures) {
+	f.allocated += g.allocated
+	f.inUse += g.inUse
+	f.borrowed += g.borrowed
+	f.lent += g.lent
+	f.wants += g.wants
+}
+
+// amountResource is a resource the usage rows keep as an Amount.
+func amountResource(key, label, unit string, of func(domain.Amount) int64, format func(int64) string) usageResource {
+	return usageResource{key: key, label: label, unit: unit, format: format, figures: func(u domain.TeamUsage) usageFigures {
+		return usageFigures{of(u.Allocated), of(u.InUse), of(u.Borrowed), of(u.Lent), of(u.PendingDemand)}
+	}}
 }
 
 var usageResources = []usageResource{
-	{"gpu", "GPUs", "GPUs", func(a domain.Amount) int64 { return a.GPUs }, itoa},
-	{"neuron", "Neuron devices", "devices", func(a domain.Amount) int64 { return a.Neuron }, itoa},
-	{"cpu", "vCPU", "vCPU", func(a domain.Amount) int64 { return a.CPUMilli }, domain.FormatVCPU},
-	{"memory", "Memory", "GiB", func(a domain.Amount) int64 { return a.MemoryMiB }, domain.FormatGiB},
+	amountResource("gpu", "GPUs", "GPUs", func(a domain.Amount) int64 { return a.GPUs }, itoa),
+	amountResource("neuron", "Neuron devices", "devices", func(a domain.Amount) int64 { return a.Neuron }, itoa),
+	amountResource("cpu", "vCPU", "vCPU", func(a domain.Amount) int64 { return a.CPUMilli }, domain.FormatVCPU),
+	amountResource("memory", "Memory", "GiB", func(a domain.Amount) int64 { return a.MemoryMiB }, domain.FormatGiB),
 }
 
+// profileResource is a MIG profile's partitions.
+func profileResource(profile string) usageResource {
+	return usageResource{key: profile, label: profile, unit: "partitions", format: itoa, profile: profile,
+		figures: func(u domain.TeamUsage) usageFigures {
+			p := u.Partition(profile)
+			return usageFigures{p.Allocated, p.InUse, p.Borrowed, p.Lent, p.Pending}
+		}}
+}
+
+// resourcesOf are the resources the dashboard offers: the four, then each
+// MIG profile some team has quota of or waits for.
+func resourcesOf(teams []domain.TeamUsage) []usageResource {
+	out := slices.Clone(usageResources)
+	for _, p := range domain.UsedProfiles(teams) {
+		out = append(out, profileResource(p))
+	}
+	return out
+}
+
+// resourceOf is the resource key names, GPUs when it names none.
 func resourceOf(key string) usageResource {
 	for _, r := range usageResources {
 		if r.key == key {
 			return r
 		}
+	}
+	if _, ok := domain.PartitionSlices(key); ok {
+		return profileResource(key)
 	}
 	return usageResources[0]
 }
@@ -70,10 +115,22 @@ type usagePages struct {
 	insights *insightRules
 }
 
-// hardwareUtil is each team's GPU utilization, from the utilization feed;
-// the note says why there is none.
-func (p usagePages) hardwareUtil(ctx context.Context) (map[string]float64, string) {
-	return p.live.feeds.utilization.current(ctx)
+// hardwareUtil is each team's hardware utilization in res, from the
+// utilization feed: its GPUs', or its partitions' of res's MIG profile; the
+// note says why there is none.
+func (p usagePages) hardwareUtil(ctx context.Context, res usageResource) (map[string]float64, string) {
+	feed := p.live.feeds.utilization
+	util, note := feed.current(ctx)
+	if res.profile == "" {
+		return util, note
+	}
+	byProfile := map[string]float64{}
+	for team, profiles := range feed.currentPartitions(ctx) {
+		if v, ok := profiles[res.profile]; ok {
+			byProfile[team] = v
+		}
+	}
+	return byProfile, note
 }
 
 func (p usagePages) usage(c echo.Context) error {
@@ -81,8 +138,8 @@ func (p usagePages) usage(c echo.Context) error {
 	res := resourceOf(c.QueryParam("resource"))
 	visible, _ := p.scopeOf(c)
 	if _, ok := csvTable(c); ok {
-		util, _ := p.hardwareUtil(c.Request().Context())
-		return usageCSV(c, res, visibleRows(snap, visible), domain.Totals(snap.Teams), util)
+		util, _ := p.hardwareUtil(c.Request().Context(), res)
+		return usageCSV(c, res, visibleRows(snap, visible), snap.Teams, util)
 	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
 	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
@@ -95,8 +152,8 @@ func (p usagePages) usage(c echo.Context) error {
 		Live:    parts,
 		AsOf:    snap.Taken.Format(time.TimeOnly),
 	}
-	for _, r := range usageResources {
-		page.Resources = append(page.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + r.key, Current: r.key == res.key})
+	for _, r := range resourcesOf(snap.Teams) {
+		page.Resources = append(page.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + url.QueryEscape(r.key), Current: r.key == res.key})
 	}
 	page.CohortTree = p.trees.table(visible)
 	return render(c, http.StatusOK, templates.Usage(page))
@@ -123,7 +180,7 @@ func (p usagePages) usageAffects(_ liveView, c liveChange) bool {
 // each (rendered again when the team changed), and the cluster's totals.
 func (p usagePages) usageParts(r *liveRender) ([]templates.LivePart, error) {
 	res := resourceOf(r.view.query.Get("resource"))
-	util, note := p.hardwareUtil(r.ctx)
+	util, note := p.hardwareUtil(r.ctx, res)
 	var rows []templates.LivePart
 	for _, u := range visibleRows(r.snap, r.view.scope) {
 		id := "usage-queue-" + u.ClusterQueue
@@ -137,7 +194,7 @@ func (p usagePages) usageParts(r *liveRender) ([]templates.LivePart, error) {
 		}
 		rows = append(rows, row)
 	}
-	total, err := part("usage-total", templates.UsageRowCells(usageRowOf(domain.Totals(r.snap.Teams), res, util, true), true))
+	total, err := part("usage-total", templates.UsageRowCells(totalRowOf(r.snap.Teams, res, util), true))
 	if err != nil {
 		return nil, err
 	}
@@ -164,14 +221,32 @@ func hardwareOf(team string, util map[string]float64, total bool) (string, bool)
 	return domain.FormatPercentValue(sum / float64(len(util))), true
 }
 
-// usageRowOf formats one team's usage (or the totals) in the chosen
-// resource, each figure linked to the tasks it is made of.
+// usageRowOf formats one team's usage in the chosen resource, each figure
+// linked to the tasks it is made of.
 func usageRowOf(u domain.TeamUsage, res usageResource, util map[string]float64, total bool) templates.UsageRow {
+	return usageRowWith(u, res.figures(u), res, util, total)
+}
+
+// totalRowOf is the totals row of teams in the chosen resource.
+func totalRowOf(teams []domain.TeamUsage, res usageResource, util map[string]float64) templates.UsageRow {
+	return usageRowWith(domain.Totals(teams), totalFigures(teams, res), res, util, true)
+}
+
+// totalFigures sums the teams' figures in res.
+func totalFigures(teams []domain.TeamUsage, res usageResource) usageFigures {
+	var f usageFigures
+	for _, u := range teams {
+		f.add(res.figures(u))
+	}
+	return f
+}
+
+func usageRowWith(u domain.TeamUsage, f usageFigures, res usageResource, util map[string]float64, total bool) templates.UsageRow {
 	r := templates.UsageRow{
 		Team: u.Team, Namespace: u.Namespace, Enabled: u.Enabled,
-		Allocated: res.format(res.of(u.Allocated)), InUse: res.format(res.of(u.InUse)),
-		Borrowed: res.format(res.of(u.Borrowed)), Lent: res.format(res.of(u.Lent)), Wants: res.format(res.of(u.PendingDemand)),
-		AllocUtil: shownPercent(domain.FormatPercent(res.of(u.InUse), res.of(u.Allocated))),
+		Allocated: res.format(f.allocated), InUse: res.format(f.inUse),
+		Borrowed: res.format(f.borrowed), Lent: res.format(f.lent), Wants: res.format(f.wants),
+		AllocUtil: shownPercent(domain.FormatPercent(f.inUse, f.allocated)),
 		Running:   u.Running, Pending: u.Pending + u.Preempted, Preempted: u.Preempted,
 		HardwareUtil: "—",
 	}
@@ -195,30 +270,34 @@ func usageRowOf(u domain.TeamUsage, res usageResource, util map[string]float64, 
 	return r
 }
 
-func usageCSV(c echo.Context, res usageResource, teams []domain.TeamUsage, total domain.TeamUsage, util map[string]float64) error {
+func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, util map[string]float64) error {
 	u := " (" + res.unit + ")"
+	hwHeader := "Hardware GPU utilization (%)"
+	if res.profile != "" {
+		hwHeader = "Hardware utilization of the " + res.profile + " partitions (%)"
+	}
 	w, err := startCSV(c, "team-usage-"+res.key+".csv", "Team", "Namespace", "Enabled", "Allocated"+u, "In use by tasks"+u,
-		"Borrowed"+u, "Lent"+u, "Pending demand"+u, "Allocation utilization (%)", "Hardware GPU utilization (%)",
+		"Borrowed"+u, "Lent"+u, "Pending demand"+u, "Allocation utilization (%)", hwHeader,
 		"Running tasks (count)", "Pending tasks (count)")
 	if err != nil {
 		return err
 	}
-	row := func(t domain.TeamUsage, isTotal bool) error {
+	row := func(t domain.TeamUsage, f usageFigures, isTotal bool) error {
 		enabled := strconv.FormatBool(t.Enabled)
 		if isTotal {
 			enabled = ""
 		}
-		alloc, _ := domain.FormatPercent(res.of(t.InUse), res.of(t.Allocated))
+		alloc, _ := domain.FormatPercent(f.inUse, f.allocated)
 		hw, _ := hardwareOf(t.Team, util, isTotal)
-		return w.Row(t.Team, t.Namespace, enabled, res.format(res.of(t.Allocated)), res.format(res.of(t.InUse)), res.format(res.of(t.Borrowed)),
-			res.format(res.of(t.Lent)), res.format(res.of(t.PendingDemand)), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted))
+		return w.Row(t.Team, t.Namespace, enabled, res.format(f.allocated), res.format(f.inUse), res.format(f.borrowed),
+			res.format(f.lent), res.format(f.wants), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted))
 	}
 	for _, t := range teams {
-		if err := row(t, false); err != nil {
+		if err := row(t, res.figures(t), false); err != nil {
 			return err
 		}
 	}
-	if err := row(total, true); err != nil {
+	if err := row(domain.Totals(all), totalFigures(all, res), true); err != nil {
 		return err
 	}
 	return w.Close()

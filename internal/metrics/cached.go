@@ -42,6 +42,13 @@ func (c *Cached) TeamGPUUtilization(ctx context.Context, namespacePrefix string)
 	})
 }
 
+// TeamPartitionUtilization is Prom.TeamPartitionUtilization, cached.
+func (c *Cached) TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error) {
+	return ask(ctx, c, "partitions\x00"+namespacePrefix, func(ctx context.Context) (map[string]map[string]float64, error) {
+		return c.Prom.TeamPartitionUtilization(ctx, namespacePrefix)
+	})
+}
+
 // ClusterUtilization is Prom.ClusterUtilization, cached.
 func (c *Cached) ClusterUtilization(ctx context.Context, r Range, vcpuCapacity float64) (Charts, error) {
 	key := fmt.Sprintf("cluster\x00%s\x00%g", rangeKey(r), vcpuCapacity)

@@ -169,6 +169,17 @@ func teamGPUUtilQuery(namespacePrefix string) string {
 	return `avg by (namespace) (` + metricGPUUtil + `{namespace=~` + prefixRegexp(namespacePrefix) + `})`
 }
 
+// metricEngineActive is dcgm-exporter's ratio of time the graphics engine
+// is active (0-1): the utilization it reports for a MIG partition, which
+// DCGM_FI_DEV_GPU_UTIL does not cover.
+const metricEngineActive = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+// teamPartitionUtilQuery averages, in %, the activity of the MIG partitions
+// held by pods in namespaces starting with prefix, by namespace and profile.
+func teamPartitionUtilQuery(namespacePrefix string) string {
+	return `100 * avg by (namespace, GPU_I_PROFILE) (` + metricEngineActive + `{namespace=~` + prefixRegexp(namespacePrefix) + `,GPU_I_PROFILE!=""})`
+}
+
 // namespaceGPUUtilQuery averages the utilization of the GPUs held by pods of one namespace.
 func namespaceGPUUtilQuery(namespace string) string {
 	return `avg(` + metricGPUUtil + `{namespace=` + quoted(namespace) + `})`
@@ -394,6 +405,30 @@ func (p *Prom) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (
 			continue
 		}
 		out[team] = v
+	}
+	return out, nil
+}
+
+// TeamPartitionUtilization is each team's MIG partitions' activity in %,
+// by team and profile ("mig-1g.10gb"), for the teams of namespacePrefix.
+func (p *Prom) TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error) {
+	vec, err := p.instant(ctx, teamPartitionUtilQuery(namespacePrefix))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]float64{}
+	teams := domain.Settings{NamespacePrefix: namespacePrefix}
+	for _, s := range vec {
+		v := float64(s.Value)
+		team, ok := teams.TeamOfNamespace(string(s.Metric["namespace"]))
+		if math.IsNaN(v) || !ok {
+			continue
+		}
+		if out[team] == nil {
+			out[team] = map[string]float64{}
+		}
+		// dcgm-exporter names the profile without the device plugin's "mig-".
+		out[team]["mig-"+string(s.Metric["GPU_I_PROFILE"])] = v
 	}
 	return out, nil
 }
