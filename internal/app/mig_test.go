@@ -87,6 +87,18 @@ func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
 	if err != nil {
 		t.Errorf("the team's %s row: %v, want quota 2, in use 3, borrowed 1", profile, row)
 	}
+	// The usage page's tab of the profile: mig-small uses 3 of its 2 and
+	// borrows 1, which mig-lender lends.
+	var rows map[string][]string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, page := c.get(t, "/usage?resource="+profile)
+		rows = webtest.HTMLRows(t, page, "team-usage", webtest.ByAttr("data-team"))
+		small, lender := rows["mig-small"], rows["mig-lender"]
+		return len(small) > 4 && len(lender) > 4 && small[1] == "2" && small[2] == "3" && small[3] == "1" && lender[1] == "4" && lender[4] == "1", nil
+	})
+	if err != nil {
+		t.Errorf("the usage page's %s rows: %v; want mig-small 2 allocated, 3 in use, 1 borrowed, mig-lender 4 allocated, 1 lent", profile, rows)
+	}
 
 	// Finished, the task's partition-hours are its three partitions over
 	// the time its admission held them.

@@ -275,12 +275,14 @@ func TestSandboxTeamGPUUtilizationSeesPinnedPods(t *testing.T) {
 	p, kube, _ := sandboxClients(t)
 	ctx := context.Background()
 	s := isolated()
-	// Two teams: one GPU busy at 85 %, two GPUs at 30 %; the scheduler places
-	// the pods on fake GPU nodes and the exporter stand-in reports them.
+	// Three teams: one GPU busy at 85 %, two GPUs at 30 %, two MIG
+	// partitions at 40 %; the scheduler places the pods on fake GPU nodes
+	// and the exporter stand-in reports them.
 	for team, pod := range map[string]struct {
-		gpus int64
-		util string
-	}{"vision": {1, "85"}, "nlp": {2, "30"}} {
+		resource corev1.ResourceName
+		gpus     int64
+		util     string
+	}{"vision": {sandbox.ResourceGPU, 1, "85"}, "nlp": {sandbox.ResourceGPU, 2, "30"}, "notebooks": {domain.PartitionResource("mig-1g.10gb"), 2, "40"}} {
 		ns := s.Namespace(team)
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -290,18 +292,26 @@ func TestSandboxTeamGPUUtilizationSeesPinnedPods(t *testing.T) {
 		if _, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "trainer", Annotations: map[string]string{sandbox.GPUUtilAnnotation: pod.util}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer", Image: "trainer",
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{sandbox.ResourceGPU: gpus}}}}},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{pod.resource: gpus}}}}},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	want := map[string]float64{"vision": 85, "nlp": 30}
+	want := map[string]float64{"vision": 85, "nlp": 30, "notebooks": 40}
 	var got map[string]float64
 	poll(t, 90*time.Second, "pinned utilization never reached TeamGPUUtilization", func(ctx context.Context) (bool, error) {
 		var err error
 		got, err = p.TeamGPUUtilization(ctx, s.NamespacePrefix)
 		return cmp.Equal(want, got), err
+	})
+	// The partitions' engine activity, by team and profile.
+	wantPartitions := map[string]map[string]float64{"notebooks": {"mig-1g.10gb": 40}}
+	var gotPartitions map[string]map[string]float64
+	poll(t, 30*time.Second, "pinned utilization never reached TeamPartitionUtilization", func(ctx context.Context) (bool, error) {
+		var err error
+		gotPartitions, err = p.TeamPartitionUtilization(ctx, s.NamespacePrefix)
+		return cmp.Equal(wantPartitions, gotPartitions), err
 	})
 
 	// The cluster charts over the last hour have GPU samples (the sandbox's
