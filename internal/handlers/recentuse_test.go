@@ -61,6 +61,17 @@ func TestOrderByRecentUse(t *testing.T) {
 	if _, body := webtest.Get(t, f.handler(), "/usage/"+other); strings.Contains(body, `id="recent-use"`) {
 		t.Errorf("team %s orders by priority but its page lists recent use", other)
 	}
+
+	// The tasks of the team say what orders them; the usage page marks it.
+	_, body = webtest.Get(t, f.handler(), "/tasks?team="+team)
+	webtest.MustContain(t, "the team's tasks", body, `id="order-note"`, `href="/usage/`+team+`#recent-use"`)
+	_, body = webtest.Get(t, f.handler(), "/tasks?team="+other)
+	webtest.MustNotContain(t, "the other team's tasks", body, `id="order-note"`)
+	_, body = webtest.Get(t, f.handler(), "/usage")
+	badges := webtest.HTMLRows(t, body, "team-usage", webtest.ByAttr("data-team"))
+	if !strings.Contains(badges[team][0], "by recent use") || strings.Contains(badges[other][0], "by recent use") {
+		t.Errorf("the usage page's team cells: %q and %q; want only %s marked by recent use", badges[team][0], badges[other][0], team)
+	}
 }
 
 // The policy page sets every team's order of waiting tasks at once: each

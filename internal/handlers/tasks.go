@@ -200,6 +200,11 @@ func tasksView(f taskFilter, visible scope, parts []templates.LivePart, snap *do
 	for _, w := range taskWindows {
 		page.Windows = append(page.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
 	}
+	if row, ok := teamRow(snap, f.Team); ok && row.RecentUseOrder && visible.sees(f.Team) {
+		page.OrderNote = "Team " + f.Team + " orders its waiting tasks by each namespace's recent use (admission fair sharing): " +
+			"the namespace that used the least lately goes first, so positions follow recent use before priority and arrival."
+		page.OrderLink = "/usage/" + url.PathEscape(f.Team) + "#recent-use"
+	}
 	page.Teams = append(page.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
 	for _, t := range visibleTeams(snap, visible) {
 		page.Teams = append(page.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
