@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DiffTeams lists, in words, what changed from one allocation to the next:
@@ -194,19 +195,30 @@ func DiffPolicies(before, after Policy) []string {
 	if before.IdleAllocation != after.IdleAllocation {
 		out = append(out, fmt.Sprintf("idle compute %s → %s", idleWord(before.IdleAllocation), idleWord(after.IdleAllocation)))
 	}
-	old := map[string]int32{}
+	if before.Alerts.LongWaitMinutes != after.Alerts.LongWaitMinutes {
+		out = append(out, fmt.Sprintf("long wait alert %s → %s", minutesWord(before.Alerts.LongWaitMinutes, DefaultInsightThresholds.LongWait),
+			minutesWord(after.Alerts.LongWaitMinutes, DefaultInsightThresholds.LongWait)))
+	}
+	if before.Alerts.IdleUtilizationPercent != after.Alerts.IdleUtilizationPercent {
+		out = append(out, fmt.Sprintf("idle GPU alert under %s → %s", percentWord(before.Alerts.IdleUtilizationPercent),
+			percentWord(after.Alerts.IdleUtilizationPercent)))
+	}
+	old := map[string]PriorityClass{}
 	for _, c := range before.Classes {
-		old[c.Name] = c.Weight
+		old[c.Name] = c
 	}
 	seen := map[string]bool{}
 	for _, c := range after.Classes {
 		seen[c.Name] = true
-		w, ok := old[c.Name]
+		b, ok := old[c.Name]
 		switch {
 		case !ok:
 			out = append(out, fmt.Sprintf("priority class %s added (weight %d)", c.Name, c.Weight))
-		case w != c.Weight:
-			out = append(out, fmt.Sprintf("priority class %s weight %d → %d", c.Name, w, c.Weight))
+		case b.Weight != c.Weight:
+			out = append(out, fmt.Sprintf("priority class %s weight %d → %d", c.Name, b.Weight, c.Weight))
+		}
+		if ok && b.LongWaitMinutes != c.LongWaitMinutes || !ok && c.LongWaitMinutes != 0 {
+			out = append(out, fmt.Sprintf("priority class %s long wait alert %s → %s", c.Name, minutesWord(b.LongWaitMinutes, 0), minutesWord(c.LongWaitMinutes, 0)))
 		}
 	}
 	for _, c := range before.Classes {
@@ -220,10 +232,38 @@ func DiffPolicies(before, after Policy) []string {
 // DescribePolicy states a policy in the words DiffPolicies uses.
 func DescribePolicy(p Policy) []string {
 	out := []string{"prioritization " + prioritizationWord(p.Prioritization), "idle compute " + idleWord(p.IdleAllocation)}
+	if p.Alerts != (PolicyAlerts{}) {
+		out = append(out, "long wait alert "+minutesWord(p.Alerts.LongWaitMinutes, DefaultInsightThresholds.LongWait),
+			"idle GPU alert under "+percentWord(p.Alerts.IdleUtilizationPercent))
+	}
 	for _, c := range p.Classes {
-		out = append(out, fmt.Sprintf("priority class %s (weight %d)", c.Name, c.Weight))
+		word := fmt.Sprintf("priority class %s (weight %d)", c.Name, c.Weight)
+		if c.LongWaitMinutes > 0 {
+			word = fmt.Sprintf("priority class %s (weight %d, long wait alert %s)", c.Name, c.Weight, minutesWord(c.LongWaitMinutes, 0))
+		}
+		out = append(out, word)
 	}
 	return out
+}
+
+// minutesWord is a threshold in minutes as the policy page says it; 0 is
+// the default (def), or the policy's for a class (def 0).
+func minutesWord(minutes int, def time.Duration) string {
+	switch {
+	case minutes > 0:
+		return FormatDuration(time.Duration(minutes) * time.Minute)
+	case def > 0:
+		return "default (" + FormatDuration(def) + ")"
+	}
+	return "the policy's"
+}
+
+// percentWord is the idle-utilization threshold; 0 is the default.
+func percentWord(percent int) string {
+	if percent > 0 {
+		return fmt.Sprintf("%d %%", percent)
+	}
+	return fmt.Sprintf("default (%.0f %%)", DefaultInsightThresholds.IdleUtilization)
 }
 
 func enabledWord(enabled bool) string {

@@ -50,6 +50,16 @@ type InsightThresholds struct {
 	// IdleUtilization: a team holding GPUs whose hardware utilization is
 	// under this (percent) holds them idle.
 	IdleUtilization float64
+	// ClassLongWait are the classes' own LongWait, where they have one.
+	ClassLongWait map[string]time.Duration
+}
+
+// LongWaitOf is the long-wait threshold of class.
+func (t InsightThresholds) LongWaitOf(class string) time.Duration {
+	if d, ok := t.ClassLongWait[class]; ok {
+		return d
+	}
+	return t.LongWait
 }
 
 // DefaultInsightThresholds are the thresholds unless an admin sets others.
@@ -117,21 +127,22 @@ func waitInsights(in InsightInput) []Insight {
 		ct.waiting += waiting
 		ct.running += o.Running
 		ct.longest = max(ct.longest, o.LongestWait)
-		if waiting == 0 || o.LongestWait <= in.Thresholds.LongWait || o.Team == "" {
+		threshold := in.Thresholds.LongWaitOf(o.Class)
+		if waiting == 0 || o.LongestWait <= threshold || o.Team == "" {
 			continue
 		}
 		sev := Warning
-		if o.LongestWait > 4*in.Thresholds.LongWait {
+		if o.LongestWait > 4*threshold {
 			sev = Critical
 		}
 		out = append(out, Insight{Rule: "long-wait", Severity: sev, Team: o.Team,
 			Title: fmt.Sprintf("Team %s: %s of class %s waiting, the longest for %s", o.Team, tasksWord(waiting), orNone(o.Class), FormatDuration(o.LongestWait)),
 			Evidence: fmt.Sprintf("Over the %s threshold; %d of the team's tasks of this class run. The Tasks page gives Kueue's reason for each.",
-				FormatDuration(in.Thresholds.LongWait), o.Running),
+				FormatDuration(threshold), o.Running),
 			Link: "/tasks?" + queryOf("team", o.Team, "class", o.Class, "state", "Queued")})
 	}
 	for class, ct := range classes {
-		if ct.waiting == 0 || ct.running > 0 || ct.longest <= in.Thresholds.LongWait {
+		if ct.waiting == 0 || ct.running > 0 || ct.longest <= in.Thresholds.LongWaitOf(class) {
 			continue
 		}
 		out = append(out, Insight{Rule: "starving-class", Severity: Critical,

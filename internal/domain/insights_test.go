@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,34 @@ func TestInsights(t *testing.T) {
 	}
 	if got[3].Link != "/tasks?class=training&state=Queued&team=beta" {
 		t.Errorf("the long wait links to %q", got[3].Link)
+	}
+
+	// The policy's thresholds: a class's own long wait wins over the
+	// policy's, and a higher idle threshold finds beta's GPUs idle too.
+	p := Policy{Alerts: PolicyAlerts{LongWaitMinutes: 240, IdleUtilizationPercent: 90},
+		Classes: []PriorityClass{{Name: "training", LongWaitMinutes: 120}, {Name: "inference"}}}
+	th := p.InsightThresholds()
+	if diff := cmp.Diff(InsightThresholds{LongWait: 4 * time.Hour, IdleUtilization: 90,
+		ClassLongWait: map[string]time.Duration{"training": 2 * time.Hour}}, th); diff != "" {
+		t.Errorf("thresholds (-want +got):\n%s", diff)
+	}
+	var waits []string
+	for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: th}) {
+		if i.Rule == "long-wait" || i.Rule == "starving-class" {
+			waits = append(waits, i.Rule+" "+i.Evidence)
+		}
+	}
+	if len(waits) != 2 || !strings.Contains(waits[1], "Over the 2h 00m threshold") {
+		t.Errorf("with training's own 2 h, its 3 h wait: %v", waits)
+	}
+	p.Classes[0].LongWaitMinutes = 0 // the policy's 4 h: a 3 h wait is fine
+	for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: p.InsightThresholds()}) {
+		if i.Rule == "long-wait" || i.Rule == "starving-class" {
+			t.Errorf("under a 4 h threshold a 3 h wait is an insight: %+v", i)
+		}
+	}
+	if got := DefaultPolicy.InsightThresholds(); !cmp.Equal(got, DefaultInsightThresholds) {
+		t.Errorf("a policy without alerts has thresholds %+v", got)
 	}
 
 	// Below every threshold, nothing needs attention.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -16,6 +17,9 @@ import (
 type PriorityClass struct {
 	Name   string `json:"name"`
 	Weight int32  `json:"weight"` // 0-100; higher runs first
+	// LongWaitMinutes: a task of the class waiting longer needs attention
+	// (an insight); 0 takes the policy's.
+	LongWaitMinutes int `json:"longWaitMinutes,omitempty"`
 }
 
 // Policy is the cluster policy.
@@ -23,6 +27,40 @@ type Policy struct {
 	Prioritization Prioritization  `json:"prioritization"`
 	Classes        []PriorityClass `json:"classes"`
 	IdleAllocation IdleAllocation  `json:"idleAllocation"`
+	// Alerts are when the insights speak up.
+	Alerts PolicyAlerts `json:"alerts,omitzero"`
+}
+
+// PolicyAlerts are the insights' thresholds an admin sets; 0 takes
+// DefaultInsightThresholds'.
+type PolicyAlerts struct {
+	// LongWaitMinutes: a task waiting longer needs attention, unless its
+	// class has a threshold of its own.
+	LongWaitMinutes int `json:"longWaitMinutes,omitempty"`
+	// IdleUtilizationPercent: a team holding GPUs under this hardware
+	// utilization holds them idle.
+	IdleUtilizationPercent int `json:"idleUtilizationPercent,omitempty"`
+}
+
+// InsightThresholds are the policy's thresholds, the defaults where it
+// sets none.
+func (p Policy) InsightThresholds() InsightThresholds {
+	t := DefaultInsightThresholds
+	if p.Alerts.LongWaitMinutes > 0 {
+		t.LongWait = time.Duration(p.Alerts.LongWaitMinutes) * time.Minute
+	}
+	if p.Alerts.IdleUtilizationPercent > 0 {
+		t.IdleUtilization = float64(p.Alerts.IdleUtilizationPercent)
+	}
+	for _, c := range p.Classes {
+		if c.LongWaitMinutes > 0 {
+			if t.ClassLongWait == nil {
+				t.ClassLongWait = map[string]time.Duration{}
+			}
+			t.ClassLongWait[c.Name] = time.Duration(c.LongWaitMinutes) * time.Minute
+		}
+	}
+	return t
 }
 
 // WeightAnnotation keeps a class's ranking weight while the policy is

@@ -79,6 +79,11 @@ func TestDiffPolicies(t *testing.T) {
 			p.Classes = []PriorityClass{{Name: "high", Weight: 90}, {Name: "urgent", Weight: 100}}
 		},
 			[]string{"priority class high weight 80 → 90", "priority class urgent added (weight 100)", "priority class low removed (was weight 20)"}},
+		{"alerts", func(p *Policy) {
+			p.Alerts = PolicyAlerts{LongWaitMinutes: 30, IdleUtilizationPercent: 20}
+			p.Classes[1].LongWaitMinutes = 480
+		},
+			[]string{"long wait alert default (1h 00m) → 30m 00s", "idle GPU alert under default (10 %) → 20 %", "priority class low long wait alert the policy's → 8h 00m"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,6 +26,25 @@ func TestPolicyForm(t *testing.T) {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}
 
+	// The insights' thresholds: blank keeps the defaults; typed, they are
+	// kept, and a class may have its own long wait.
+	v := valid()
+	v.Set("alerts.longWait", "90")
+	v.Set("alerts.idleUtilization", "15")
+	v.Set("class.0.longWait", "10")
+	got, errs = ParsePolicy(v).Validate()
+	if errs.Any() {
+		t.Fatalf("errors on %v", errs.Fields())
+	}
+	want.Alerts = domain.PolicyAlerts{LongWaitMinutes: 90, IdleUtilizationPercent: 15}
+	want.Classes[0].LongWaitMinutes = 10
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("policy with alerts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ParsePolicy(v), FromPolicy(got)); diff != "" {
+		t.Errorf("the form of the stored policy (-typed +shown):\n%s", diff)
+	}
+
 	cases := []struct {
 		name   string
 		change func(url.Values)
@@ -51,6 +70,11 @@ func TestPolicyForm(t *testing.T) {
 		}, "classes", "at most 10"},
 		{"unknown prioritization", func(v url.Values) { v.Set("prioritization", "Random") }, "prioritization", "Choose"},
 		{"unknown idle allocation", func(v url.Values) { v.Del("idleAllocation") }, "idleAllocation", "Choose"},
+		{"long wait not a number", func(v url.Values) { v.Set("alerts.longWait", "an hour") }, "alerts.longWait", "whole minutes"},
+		{"long wait over a week", func(v url.Values) { v.Set("alerts.longWait", "10081") }, "alerts.longWait", "a week"},
+		{"idle alert at 0 %", func(v url.Values) { v.Set("alerts.idleUtilization", "0") }, "alerts.idleUtilization", "1 to 100"},
+		{"class long wait of 0", func(v url.Values) { v.Set("class.1.longWait", "0") }, "class.1.longWait", "the policy's"},
+		{"long wait without a class", func(v url.Values) { v.Set("class.2.longWait", "30") }, "class.2.name", "Enter a class name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,9 @@ package handlers
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,9 +29,10 @@ type insightRules struct {
 	overview    ClusterOverview
 	utilization *utilizationFeed
 	history     taskhistoryAvailability
-	thresholds  domain.InsightThresholds
-	now         func() time.Time
-	evaluated   *memo.Memo[evaluatedInsights]
+	// policy holds the thresholds; nil takes the defaults.
+	policy    storedPolicy
+	now       func() time.Time
+	evaluated *memo.Memo[evaluatedInsights]
 }
 
 type evaluatedInsights struct {
@@ -37,9 +40,9 @@ type evaluatedInsights struct {
 	head  domain.Headline
 }
 
-func newInsightRules(model ReadModel, overview ClusterOverview, utilization *utilizationFeed, history taskhistoryAvailability) *insightRules {
+func newInsightRules(model ReadModel, overview ClusterOverview, utilization *utilizationFeed, history taskhistoryAvailability, policy storedPolicy) *insightRules {
 	return &insightRules{model: model, overview: overview, utilization: utilization, history: history,
-		thresholds: domain.DefaultInsightThresholds, now: time.Now,
+		policy: policy, now: time.Now,
 		evaluated: &memo.Memo[evaluatedInsights]{TTL: insightsCadence, FailureTTL: insightsCadence}}
 }
 
@@ -50,7 +53,7 @@ func (r *insightRules) current(ctx context.Context) ([]domain.Insight, domain.He
 }
 
 func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
-	in := domain.InsightInput{Snapshot: r.model.Snapshot(), Thresholds: r.thresholds, Now: r.now()}
+	in := domain.InsightInput{Snapshot: r.model.Snapshot(), Thresholds: r.thresholds(), Now: r.now()}
 	if ov, err := r.overview.Overview(); err == nil {
 		in.Capacity = ov.InstanceTypes
 	}
@@ -69,6 +72,14 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 	return evaluatedInsights{found: domain.Insights(in), head: domain.HeadlineOf(in)}
 }
 
+// thresholds are the policy's, the defaults where it sets none.
+func (r *insightRules) thresholds() domain.InsightThresholds {
+	if r.policy == nil {
+		return domain.DefaultInsightThresholds
+	}
+	return r.policy.Policy().InsightThresholds()
+}
+
 // insightsPage lists what needs attention.
 type insightsPage struct {
 	frame
@@ -79,14 +90,22 @@ func (p insightsPage) show(c echo.Context) error {
 	visible, _ := p.scopeOf(c)
 	found, _ := p.rules.current(c.Request().Context())
 	view := templates.InsightsView{Page: templates.Page{Title: "Insights", Active: "insights", Problem: p.problem()},
-		Thresholds: "Long wait: over " + domain.FormatDuration(p.rules.thresholds.LongWait) + "; idle GPUs: under " +
-			strconv.FormatFloat(p.rules.thresholds.IdleUtilization, 'f', 0, 64) + " % utilization."}
+		Thresholds: thresholdsWord(p.rules.thresholds())}
 	team := c.QueryParam("team")
 	if team != "" {
 		view.Title = "Insights: team " + team
 	}
 	view.Rows = insightRows(shownInsights(found, visible), team)
 	return render(c, http.StatusOK, templates.Insights(view))
+}
+
+// thresholdsWord says when the insights speak up.
+func thresholdsWord(t domain.InsightThresholds) string {
+	word := "Long wait: over " + domain.FormatDuration(t.LongWait)
+	for _, class := range slices.Sorted(maps.Keys(t.ClassLongWait)) {
+		word += " (class " + class + ": " + domain.FormatDuration(t.ClassLongWait[class]) + ")"
+	}
+	return word + "; idle GPUs: under " + strconv.FormatFloat(t.IdleUtilization, 'f', 0, 64) + " % utilization. The cluster policy sets them."
 }
 
 // insightRows are the insights ready to show: of team only when team is

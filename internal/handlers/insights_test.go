@@ -2,6 +2,8 @@ package handlers_test
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +12,10 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/form"
 	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/webtest"
+	"github.com/openquota/console/internal/write"
 )
 
 // The insights page lists what needs attention, each team's only to who
@@ -92,4 +96,59 @@ func TestTeamInsights(t *testing.T) {
 	if strings.Contains(body, `data-rule="long-wait"`) {
 		t.Error("/insights?team=team-001 lists team-000's long wait")
 	}
+}
+
+// The cluster policy sets when the insights speak up: a long wait of 4 h
+// with a 3 h wait is no insight; a class's own 2 h is. The policy form keeps
+// a threshold it refuses, with the reason next to the field.
+func TestInsightThresholdsFromThePolicy(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, s.Namespace("team-000"), "stuck").Queue(s.LocalQueue("team-000")).
+		Class("training").GPUs(8, 1).Created(now.Add(-3*time.Hour)).Pending("Pending", "couldn't assign flavors", now.Add(-3*time.Hour)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	rulesOf := func(body string) []string {
+		var rules []string
+		for rule := range webtest.HTMLRows(t, body, "insights", webtest.ByAttr("data-rule")) {
+			rules = append(rules, rule)
+		}
+		return rules
+	}
+
+	f.cluster.policy = domain.Policy{Prioritization: domain.TaskRanking, IdleAllocation: domain.IdleFairShare,
+		Alerts: domain.PolicyAlerts{LongWaitMinutes: 240}, Classes: []domain.PriorityClass{{Name: "training", Weight: 10}}}
+	_, body := webtest.Get(t, f.handler(), "/insights")
+	webtest.MustContain(t, "the insights' thresholds", body, "Long wait: over 4h 00m;")
+	for _, rule := range rulesOf(body) {
+		if rule == "long-wait" || rule == "starving-class" {
+			t.Errorf("a 3 h wait under a 4 h threshold is insight %s", rule)
+		}
+	}
+
+	f.cluster.policy.Classes[0].LongWaitMinutes = 120
+	_, body = webtest.Get(t, f.handler(), "/insights")
+	webtest.MustContain(t, "the insights' thresholds", body, "(class training: 2h 00m)")
+	if rules := rulesOf(body); !slices.Contains(rules, "long-wait") {
+		t.Errorf("a 3 h wait of a class with a 2 h threshold: insights %v", rules)
+	}
+
+	_, body = webtest.Get(t, f.handler(), "/policy")
+	if got := webtest.FormValues(t, body, "policy-form"); got.Get("alerts.longWait") != "240" || got.Get("class.0.longWait") != "120" {
+		t.Errorf("the policy form shows long waits %q and %q", got.Get("alerts.longWait"), got.Get("class.0.longWait"))
+	}
+	// The write path refuses an idle alert of 101 %: the form shows why
+	// next to the field, with what was typed.
+	typed := url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"}, "class.0.name": {"training"},
+		"class.0.weight": {"10"}, "alerts.idleUtilization": {"101"}}
+	_, errs := form.ParsePolicy(typed).Validate()
+	f.writes.outcome = &write.Outcome{Kind: write.Rejected, Fields: errs}
+	b := webtest.NewBrowser(t, f.handler(), nil)
+	b.Get("/policy")
+	code, _, body := b.Post("/policy", typed)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("an idle alert of 101 %%: %d", code)
+	}
+	webtest.MustContain(t, "the refused form", body, `data-error-for="alerts.idleUtilization"`,
+		"Enter a whole percentage from 1 to 100", `value="101"`)
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -52,8 +53,11 @@ func (p policyPage) save(c echo.Context) error {
 // message when it is Saved).
 func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out write.Outcome) error {
 	view := templates.PolicyView{
-		Page:   templates.Page{Title: "Cluster policy", Active: "policy", Problem: p.problem()},
-		Form:   templates.PolicyFields{Prioritization: f.Prioritization, IdleAllocation: f.IdleAllocation},
+		Page: templates.Page{Title: "Cluster policy", Active: "policy", Problem: p.problem()},
+		Form: templates.PolicyFields{Prioritization: f.Prioritization, IdleAllocation: f.IdleAllocation,
+			LongWait: f.LongWait, IdleUtilization: f.IdleUtilization,
+			DefaultLongWait:        strconv.Itoa(int(domain.DefaultInsightThresholds.LongWait.Minutes())),
+			DefaultIdleUtilization: strconv.FormatFloat(domain.DefaultInsightThresholds.IdleUtilization, 'f', 0, 64)},
 		Errors: fieldErrors(out.Fields), ReadOnly: p.readOnly(c, mayEditPolicy),
 	}
 	if out.Kind == write.Saved {

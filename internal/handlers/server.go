@@ -342,7 +342,7 @@ func New(cfg Config) *echo.Echo {
 	trees := &cohortTrees{overview: cfg.Overview}
 	var insights *insightRules
 	if cfg.ReadModel != nil && cfg.Overview != nil {
-		insights = newInsightRules(cfg.ReadModel, cfg.Overview, feeds.utilization, history)
+		insights = newInsightRules(cfg.ReadModel, cfg.Overview, feeds.utilization, history, cfg.Policy)
 	}
 	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{},
 		insights: insights}

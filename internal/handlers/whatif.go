@@ -40,7 +40,8 @@ type whatIfTeams interface {
 	fleet
 }
 
-// storedPolicy is the cluster policy as stored: its priority classes.
+// storedPolicy is the cluster policy as stored: its priority classes,
+// the insights' thresholds.
 type storedPolicy interface {
 	Policy() domain.Policy
 }
