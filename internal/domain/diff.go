@@ -199,6 +199,10 @@ func DiffPolicies(before, after Policy) []string {
 		out = append(out, fmt.Sprintf("long wait alert %s → %s", minutesWord(before.Alerts.LongWaitMinutes, DefaultInsightThresholds.LongWait),
 			minutesWord(after.Alerts.LongWaitMinutes, DefaultInsightThresholds.LongWait)))
 	}
+	if before.Alerts.BorrowingMinutes != after.Alerts.BorrowingMinutes {
+		out = append(out, fmt.Sprintf("sustained borrowing alert %s → %s", minutesWord(before.Alerts.BorrowingMinutes, DefaultInsightThresholds.SustainedBorrowing),
+			minutesWord(after.Alerts.BorrowingMinutes, DefaultInsightThresholds.SustainedBorrowing)))
+	}
 	if before.Alerts.IdleUtilizationPercent != after.Alerts.IdleUtilizationPercent {
 		out = append(out, fmt.Sprintf("idle GPU alert under %s → %s", percentWord(before.Alerts.IdleUtilizationPercent),
 			percentWord(after.Alerts.IdleUtilizationPercent)))
@@ -234,7 +238,8 @@ func DescribePolicy(p Policy) []string {
 	out := []string{"prioritization " + prioritizationWord(p.Prioritization), "idle compute " + idleWord(p.IdleAllocation)}
 	if p.Alerts != (PolicyAlerts{}) {
 		out = append(out, "long wait alert "+minutesWord(p.Alerts.LongWaitMinutes, DefaultInsightThresholds.LongWait),
-			"idle GPU alert under "+percentWord(p.Alerts.IdleUtilizationPercent))
+			"idle GPU alert under "+percentWord(p.Alerts.IdleUtilizationPercent),
+			"sustained borrowing alert "+minutesWord(p.Alerts.BorrowingMinutes, DefaultInsightThresholds.SustainedBorrowing))
 	}
 	for _, c := range p.Classes {
 		word := fmt.Sprintf("priority class %s (weight %d)", c.Name, c.Weight)

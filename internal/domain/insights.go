@@ -52,6 +52,9 @@ type InsightThresholds struct {
 	IdleUtilization float64
 	// ClassLongWait are the classes' own LongWait, where they have one.
 	ClassLongWait map[string]time.Duration
+	// SustainedBorrowing: a team borrowing longer while a lender waits
+	// needs attention.
+	SustainedBorrowing time.Duration
 }
 
 // LongWaitOf is the long-wait threshold of class.
@@ -63,7 +66,7 @@ func (t InsightThresholds) LongWaitOf(class string) time.Duration {
 }
 
 // DefaultInsightThresholds are the thresholds unless an admin sets others.
-var DefaultInsightThresholds = InsightThresholds{LongWait: time.Hour, IdleUtilization: 10}
+var DefaultInsightThresholds = InsightThresholds{LongWait: time.Hour, IdleUtilization: 10, SustainedBorrowing: 2 * time.Hour}
 
 // InsightInput is what the rules read.
 type InsightInput struct {
@@ -78,6 +81,9 @@ type InsightInput struct {
 	Unavailable []string
 	Thresholds  InsightThresholds
 	Now         time.Time
+	// BorrowingSince is since when each team that borrows GPUs now has
+	// done so without a break, as far as the caller saw (TrackBorrowing).
+	BorrowingSince map[string]time.Time
 	// Ongoing are the snapshot's figures by team and class at Now
 	// (Snapshot.Ongoing), when the caller has them; nil reads them.
 	Ongoing []Ongoing
@@ -96,7 +102,7 @@ func Insights(in InsightInput) []Insight {
 	var out []Insight
 	out = append(out, waitInsights(in)...)
 	out = append(out, idleInsights(in)...)
-	out = append(out, borrowingInsights(in.Snapshot)...)
+	out = append(out, borrowingInsights(in)...)
 	out = append(out, capacityInsights(in.Snapshot, in.Capacity)...)
 	for _, u := range in.Unavailable {
 		out = append(out, Insight{Rule: "dependency", Severity: Warning, Title: u,
@@ -115,6 +121,7 @@ func waitInsights(in InsightInput) []Insight {
 	type classTotals struct {
 		waiting, running int
 		longest          time.Duration
+		lastAdmission    time.Time
 	}
 	classes := map[string]*classTotals{}
 	for _, o := range in.ongoing() {
@@ -127,6 +134,9 @@ func waitInsights(in InsightInput) []Insight {
 		ct.waiting += waiting
 		ct.running += o.Running
 		ct.longest = max(ct.longest, o.LongestWait)
+		if o.LastAdmission.After(ct.lastAdmission) {
+			ct.lastAdmission = o.LastAdmission
+		}
 		threshold := in.Thresholds.LongWaitOf(o.Class)
 		if waiting == 0 || o.LongestWait <= threshold || o.Team == "" {
 			continue
@@ -142,13 +152,20 @@ func waitInsights(in InsightInput) []Insight {
 			Link: "/tasks?" + queryOf("team", o.Team, "class", o.Class, "state", "Queued")})
 	}
 	for class, ct := range classes {
-		if ct.waiting == 0 || ct.running > 0 || ct.longest <= in.Thresholds.LongWaitOf(class) {
+		// Starving: tasks wait past the threshold and none of the class was
+		// admitted within it.
+		threshold := in.Thresholds.LongWaitOf(class)
+		if ct.waiting == 0 || ct.longest <= threshold || in.Now.Sub(ct.lastAdmission) <= threshold {
 			continue
 		}
+		last := "No task of the class known to Kueue now was ever admitted."
+		if !ct.lastAdmission.IsZero() {
+			last = fmt.Sprintf("The last admission of the class was %s ago.", FormatDuration(in.Now.Sub(ct.lastAdmission)))
+		}
 		out = append(out, Insight{Rule: "starving-class", Severity: Critical,
-			Title: fmt.Sprintf("Class %s: %s waiting and none running", orNone(class), tasksWord(ct.waiting)),
-			Evidence: fmt.Sprintf("The longest has waited %s. Higher classes or quota elsewhere take every admission.",
-				FormatDuration(ct.longest)),
+			Title: fmt.Sprintf("Class %s: %s waiting, none admitted in %s", orNone(class), tasksWord(ct.waiting), FormatDuration(threshold)),
+			Evidence: fmt.Sprintf("%s %d of the class run; the longest wait is %s. Higher classes or quota elsewhere take every admission.",
+				last, ct.running, FormatDuration(ct.longest)),
 			Link: "/tasks?" + queryOf("class", class, "state", "Queued")})
 	}
 	return out
@@ -176,8 +193,10 @@ func idleInsights(in InsightInput) []Insight {
 
 // borrowingInsights: a team that borrows while teams of its cohort that
 // lend have tasks waiting (Kueue reclaims only when a lender preempts): one
-// insight a borrower, naming the first waiting lender.
-func borrowingInsights(s *Snapshot) []Insight {
+// insight a borrower, naming the first waiting lender; a warning once it
+// has borrowed longer than the threshold.
+func borrowingInsights(in InsightInput) []Insight {
+	s := in.Snapshot
 	waiting := map[string][]TeamUsage{} // cohort → lenders with demand
 	for _, l := range s.Teams {
 		if l.Cohort != "" && l.Lent.GPUs > 0 && l.PendingDemand.GPUs > 0 {
@@ -204,10 +223,34 @@ func borrowingInsights(s *Snapshot) []Insight {
 		if len(names) > 1 {
 			lenders = fmt.Sprintf("%d teams that lend (%s, …)", len(names), names[0])
 		}
-		out = append(out, Insight{Rule: "borrowing", Severity: Info, Team: b.Team,
+		i := Insight{Rule: "borrowing", Severity: Info, Team: b.Team,
 			Title:    fmt.Sprintf("Team %s borrows %d GPUs while %s, which lends, waits for %d", b.Team, b.Borrowed.GPUs, lenders, demand),
 			Evidence: fmt.Sprintf("They are in cohort %s. Kueue gives a lender its quota back only by preemption, when the lender's policy allows it.", b.Cohort),
-			Link:     "/usage/" + b.Team})
+			Link:     "/usage/" + b.Team}
+		if since, ok := in.BorrowingSince[b.Team]; ok && in.Now.Sub(since) > in.Thresholds.SustainedBorrowing {
+			i.Severity = Warning
+			i.Title += fmt.Sprintf(", borrowing for %s", FormatDuration(in.Now.Sub(since)))
+			i.Evidence += fmt.Sprintf(" It has borrowed without a break for longer than the %s threshold.", FormatDuration(in.Thresholds.SustainedBorrowing))
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// TrackBorrowing is since when each team that borrows GPUs now has done so
+// without a break: prev's time for a team that borrowed at the last look,
+// now for one that starts.
+func TrackBorrowing(prev map[string]time.Time, teams []TeamUsage, now time.Time) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, u := range teams {
+		if u.Borrowed.GPUs == 0 {
+			continue
+		}
+		if since, ok := prev[u.Team]; ok {
+			out[u.Team] = since
+		} else {
+			out[u.Team] = now
+		}
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func TestInsights(t *testing.T) {
 		rules = append(rules, i.Severity.String()+" "+i.Rule+" "+i.Team+": "+i.Title)
 	}
 	want := []string{
-		"critical starving-class : Class training: 1 task waiting and none running",
+		"critical starving-class : Class training: 1 task waiting, none admitted in 1h 00m",
 		"warning dependency : Prometheus does not answer.",
 		"warning idle-gpus alpha: Team alpha holds 12 GPUs at 4 % utilization",
 		"warning long-wait beta: Team beta: 1 task of class training waiting, the longest for 3h 00m",
@@ -59,7 +59,7 @@ func TestInsights(t *testing.T) {
 		Classes: []PriorityClass{{Name: "training", LongWaitMinutes: 120}, {Name: "inference"}}}
 	th := p.InsightThresholds()
 	if diff := cmp.Diff(InsightThresholds{LongWait: 4 * time.Hour, IdleUtilization: 90,
-		ClassLongWait: map[string]time.Duration{"training": 2 * time.Hour}}, th); diff != "" {
+		ClassLongWait: map[string]time.Duration{"training": 2 * time.Hour}, SustainedBorrowing: 2 * time.Hour}, th); diff != "" {
 		t.Errorf("thresholds (-want +got):\n%s", diff)
 	}
 	var waits []string
@@ -79,6 +79,43 @@ func TestInsights(t *testing.T) {
 	}
 	if got := DefaultPolicy.InsightThresholds(); !cmp.Equal(got, DefaultInsightThresholds) {
 		t.Errorf("a policy without alerts has thresholds %+v", got)
+	}
+
+	// A class that runs but admitted nothing within the threshold starves
+	// too: alpha's inference task has run for 5 h, its next waits for 2 h.
+	in.Workloads = append(in.Workloads, kueuetest.MakeWorkload(s, s.Namespace("alpha"), "serve-next").Queue(s.LocalQueue("alpha")).
+		Class("inference").GPUs(1, 1).Created(now.Add(-2*time.Hour)).Pending("Pending", "", now.Add(-2*time.Hour)).Obj())
+	var starving []string
+	for _, i := range Insights(InsightInput{Snapshot: BuildSnapshot(in, now), Now: now, Thresholds: DefaultInsightThresholds}) {
+		if i.Rule == "starving-class" {
+			starving = append(starving, i.Title+" "+i.Evidence)
+		}
+	}
+	if len(starving) != 2 || !strings.Contains(strings.Join(starving, "\n"), "Class inference: 1 task waiting, none admitted in 1h 00m The last admission of the class was 5h 00m ago. 1 of the class run") {
+		t.Errorf("starving classes: %q", starving)
+	}
+
+	// Borrowing seen since 3 h ago is sustained: a warning with how long;
+	// seen since 1 h ago, still a note.
+	since := TrackBorrowing(nil, snap.Teams, now.Add(-3*time.Hour))
+	if diff := cmp.Diff(map[string]time.Time{"alpha": now.Add(-3 * time.Hour)}, TrackBorrowing(since, snap.Teams, now)); diff != "" {
+		t.Errorf("TrackBorrowing keeps the first sighting (-want +got):\n%s", diff)
+	}
+	for seen, want := range map[time.Duration]string{3 * time.Hour: "warning Team alpha borrows 4 GPUs while team beta, which lends, waits for 4, borrowing for 3h 00m",
+		time.Hour: "info Team alpha borrows 4 GPUs while team beta, which lends, waits for 4"} {
+		found := ""
+		for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds,
+			BorrowingSince: map[string]time.Time{"alpha": now.Add(-seen)}}) {
+			if i.Rule == "borrowing" {
+				found = i.Severity.String() + " " + i.Title
+			}
+		}
+		if found != want {
+			t.Errorf("borrowing seen for %s: %q, want %q", seen, found, want)
+		}
+	}
+	if got := TrackBorrowing(since, nil, now); len(got) != 0 {
+		t.Errorf("a team that stopped borrowing is still tracked: %v", got)
 	}
 
 	// Below every threshold, nothing needs attention.

@@ -40,6 +40,9 @@ type PolicyAlerts struct {
 	// IdleUtilizationPercent: a team holding GPUs under this hardware
 	// utilization holds them idle.
 	IdleUtilizationPercent int `json:"idleUtilizationPercent,omitempty"`
+	// BorrowingMinutes: a team borrowing longer while a lender waits needs
+	// attention.
+	BorrowingMinutes int `json:"borrowingMinutes,omitempty"`
 }
 
 // InsightThresholds are the policy's thresholds, the defaults where it
@@ -48,6 +51,9 @@ func (p Policy) InsightThresholds() InsightThresholds {
 	t := DefaultInsightThresholds
 	if p.Alerts.LongWaitMinutes > 0 {
 		t.LongWait = time.Duration(p.Alerts.LongWaitMinutes) * time.Minute
+	}
+	if p.Alerts.BorrowingMinutes > 0 {
+		t.SustainedBorrowing = time.Duration(p.Alerts.BorrowingMinutes) * time.Minute
 	}
 	if p.Alerts.IdleUtilizationPercent > 0 {
 		t.IdleUtilization = float64(p.Alerts.IdleUtilizationPercent)

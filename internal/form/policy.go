@@ -24,6 +24,8 @@ type PolicyForm struct {
 	// LongWait (minutes) and IdleUtilization (%) are the insights'
 	// thresholds; blank takes the defaults.
 	LongWait, IdleUtilization string
+	// Borrowing (minutes) is the sustained-borrowing threshold.
+	Borrowing string
 }
 
 // maxLongWaitMinutes bounds a long-wait alert: a week.
@@ -32,7 +34,8 @@ const maxLongWaitMinutes = 7 * 24 * 60
 // ParsePolicy reads a posted policy form; blank class rows are dropped.
 func ParsePolicy(v url.Values) PolicyForm {
 	p := PolicyForm{Prioritization: v.Get("prioritization"), IdleAllocation: v.Get("idleAllocation"),
-		LongWait: strings.TrimSpace(v.Get("alerts.longWait")), IdleUtilization: strings.TrimSpace(v.Get("alerts.idleUtilization"))}
+		LongWait: strings.TrimSpace(v.Get("alerts.longWait")), IdleUtilization: strings.TrimSpace(v.Get("alerts.idleUtilization")),
+		Borrowing: strings.TrimSpace(v.Get("alerts.borrowing"))}
 	for i := 0; i < MaxPriorityClasses*2; i++ {
 		row := ClassRow{
 			Name:     strings.TrimSpace(v.Get(fmt.Sprintf("class.%d.name", i))),
@@ -49,7 +52,8 @@ func ParsePolicy(v url.Values) PolicyForm {
 // FromPolicy fills the form from the stored policy.
 func FromPolicy(p domain.Policy) PolicyForm {
 	f := PolicyForm{Prioritization: string(p.Prioritization), IdleAllocation: string(p.IdleAllocation),
-		LongWait: blankZero(p.Alerts.LongWaitMinutes), IdleUtilization: blankZero(p.Alerts.IdleUtilizationPercent)}
+		LongWait: blankZero(p.Alerts.LongWaitMinutes), IdleUtilization: blankZero(p.Alerts.IdleUtilizationPercent),
+		Borrowing: blankZero(p.Alerts.BorrowingMinutes)}
 	for _, c := range p.Classes {
 		f.Classes = append(f.Classes, ClassRow{Name: c.Name, Weight: strconv.Itoa(int(c.Weight)), LongWait: blankZero(c.LongWaitMinutes)})
 	}
@@ -94,6 +98,8 @@ func (f PolicyForm) Validate() (domain.Policy, Errors) {
 		"Enter whole minutes from 1 to 10080 (a week), or leave it blank for the default.")
 	p.Alerts.IdleUtilizationPercent = optionalWhole(&errs, "alerts.idleUtilization", f.IdleUtilization, 1, 100,
 		"Enter a whole percentage from 1 to 100, or leave it blank for the default.")
+	p.Alerts.BorrowingMinutes = optionalWhole(&errs, "alerts.borrowing", f.Borrowing, 1, maxLongWaitMinutes,
+		"Enter whole minutes from 1 to 10080 (a week), or leave it blank for the default.")
 	return p, errs
 }
 

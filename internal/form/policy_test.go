@@ -31,12 +31,13 @@ func TestPolicyForm(t *testing.T) {
 	v := valid()
 	v.Set("alerts.longWait", "90")
 	v.Set("alerts.idleUtilization", "15")
+	v.Set("alerts.borrowing", "180")
 	v.Set("class.0.longWait", "10")
 	got, errs = ParsePolicy(v).Validate()
 	if errs.Any() {
 		t.Fatalf("errors on %v", errs.Fields())
 	}
-	want.Alerts = domain.PolicyAlerts{LongWaitMinutes: 90, IdleUtilizationPercent: 15}
+	want.Alerts = domain.PolicyAlerts{LongWaitMinutes: 90, IdleUtilizationPercent: 15, BorrowingMinutes: 180}
 	want.Classes[0].LongWaitMinutes = 10
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("policy with alerts (-want +got):\n%s", diff)
@@ -73,6 +74,7 @@ func TestPolicyForm(t *testing.T) {
 		{"long wait not a number", func(v url.Values) { v.Set("alerts.longWait", "an hour") }, "alerts.longWait", "whole minutes"},
 		{"long wait over a week", func(v url.Values) { v.Set("alerts.longWait", "10081") }, "alerts.longWait", "a week"},
 		{"idle alert at 0 %", func(v url.Values) { v.Set("alerts.idleUtilization", "0") }, "alerts.idleUtilization", "1 to 100"},
+		{"negative borrowing alert", func(v url.Values) { v.Set("alerts.borrowing", "-5") }, "alerts.borrowing", "whole minutes"},
 		{"class long wait of 0", func(v url.Values) { v.Set("class.1.longWait", "0") }, "class.1.longWait", "the policy's"},
 		{"long wait without a class", func(v url.Values) { v.Set("class.2.longWait", "30") }, "class.2.name", "Enter a class name"},
 	}

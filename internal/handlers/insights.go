@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,9 +31,13 @@ type insightRules struct {
 	utilization *utilizationFeed
 	history     taskhistoryAvailability
 	// policy holds the thresholds; nil takes the defaults.
-	policy    storedPolicy
-	now       func() time.Time
-	evaluated *memo.Memo[evaluatedInsights]
+	policy storedPolicy
+	now    func() time.Time
+	// borrowingSince is since when each borrowing team has borrowed, as
+	// the evaluations saw it (domain.TrackBorrowing).
+	mu             sync.Mutex
+	borrowingSince map[string]time.Time
+	evaluated      *memo.Memo[evaluatedInsights]
 }
 
 type evaluatedInsights struct {
@@ -66,6 +71,10 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 		in.Utilization = util
 	}
 	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)
+	r.mu.Lock()
+	r.borrowingSince = domain.TrackBorrowing(r.borrowingSince, in.Snapshot.Teams, in.Now)
+	in.BorrowingSince = r.borrowingSince
+	r.mu.Unlock()
 	if err := r.history.Available(); err != nil && !errors.Is(err, errTaskHistoryOff) {
 		in.Unavailable = append(in.Unavailable, "The task history cannot be read now: statistics and reports stop at its last record.")
 	}
@@ -105,7 +114,8 @@ func thresholdsWord(t domain.InsightThresholds) string {
 	for _, class := range slices.Sorted(maps.Keys(t.ClassLongWait)) {
 		word += " (class " + class + ": " + domain.FormatDuration(t.ClassLongWait[class]) + ")"
 	}
-	return word + "; idle GPUs: under " + strconv.FormatFloat(t.IdleUtilization, 'f', 0, 64) + " % utilization. The cluster policy sets them."
+	return word + "; idle GPUs: under " + strconv.FormatFloat(t.IdleUtilization, 'f', 0, 64) + " % utilization; sustained borrowing: over " +
+		domain.FormatDuration(t.SustainedBorrowing) + ". The cluster policy sets them."
 }
 
 // insightRows are the insights ready to show: of team only when team is

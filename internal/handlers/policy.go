@@ -55,7 +55,8 @@ func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out wr
 	view := templates.PolicyView{
 		Page: templates.Page{Title: "Cluster policy", Active: "policy", Problem: p.problem()},
 		Form: templates.PolicyFields{Prioritization: f.Prioritization, IdleAllocation: f.IdleAllocation,
-			LongWait: f.LongWait, IdleUtilization: f.IdleUtilization,
+			LongWait: f.LongWait, IdleUtilization: f.IdleUtilization, Borrowing: f.Borrowing,
+			DefaultBorrowing:       strconv.Itoa(int(domain.DefaultInsightThresholds.SustainedBorrowing.Minutes())),
 			DefaultLongWait:        strconv.Itoa(int(domain.DefaultInsightThresholds.LongWait.Minutes())),
 			DefaultIdleUtilization: strconv.FormatFloat(domain.DefaultInsightThresholds.IdleUtilization, 'f', 0, 64)},
 		Errors: fieldErrors(out.Fields), ReadOnly: p.readOnly(c, mayEditPolicy),
