@@ -65,6 +65,10 @@ func (t InsightThresholds) LongWaitOf(class string) time.Duration {
 	return t.LongWait
 }
 
+// IdleWindow is how long GPUs must work under the idle threshold, on
+// average, to be idle.
+const IdleWindow = time.Hour
+
 // DefaultInsightThresholds are the thresholds unless an admin sets others.
 var DefaultInsightThresholds = InsightThresholds{LongWait: time.Hour, IdleUtilization: 10, SustainedBorrowing: 2 * time.Hour}
 
@@ -76,6 +80,9 @@ type InsightInput struct {
 	// Utilization is each team's GPU utilization now (percent, from
 	// dcgm-exporter); nil when Prometheus did not answer.
 	Utilization map[string]float64
+	// UtilizationOverWindow is each team's GPU utilization averaged over
+	// IdleWindow; nil when not known (the idle rule then reads Utilization).
+	UtilizationOverWindow map[string]float64
 	// Unavailable are the dependencies that do not answer, each said in a
 	// sentence (the task history, Prometheus).
 	Unavailable []string
@@ -171,21 +178,26 @@ func waitInsights(in InsightInput) []Insight {
 	return out
 }
 
-// idleInsights: teams whose admitted tasks hold GPUs that barely work.
+// idleInsights: teams whose admitted tasks hold GPUs that barely work, on
+// average over IdleWindow where that is known, else now.
 func idleInsights(in InsightInput) []Insight {
-	if in.Utilization == nil {
+	util, over := in.UtilizationOverWindow, "averaged over the last "+FormatDuration(IdleWindow)
+	if util == nil {
+		util, over = in.Utilization, "now"
+	}
+	if util == nil {
 		return nil
 	}
 	var out []Insight
 	for _, u := range in.Snapshot.Teams {
-		util, ok := in.Utilization[u.Team]
-		if !ok || u.InUse.GPUs == 0 || util >= in.Thresholds.IdleUtilization {
+		v, ok := util[u.Team]
+		if !ok || u.InUse.GPUs == 0 || v >= in.Thresholds.IdleUtilization {
 			continue
 		}
 		out = append(out, Insight{Rule: "idle-gpus", Severity: Warning, Team: u.Team,
-			Title: fmt.Sprintf("Team %s holds %d GPUs at %.0f %% utilization", u.Team, u.InUse.GPUs, util),
-			Evidence: fmt.Sprintf("Hardware utilization (dcgm-exporter) is under %.0f %%: %d GPU-hours an hour are held without work.",
-				in.Thresholds.IdleUtilization, u.InUse.GPUs),
+			Title: fmt.Sprintf("Team %s holds %d GPUs at %.0f %% utilization", u.Team, u.InUse.GPUs, v),
+			Evidence: fmt.Sprintf("Hardware utilization (dcgm-exporter), %s, is under %.0f %%: %d GPU-hours an hour are held without work.",
+				over, in.Thresholds.IdleUtilization, u.InUse.GPUs),
 			Link: "/usage/" + u.Team})
 	}
 	return out

@@ -95,6 +95,24 @@ func TestInsights(t *testing.T) {
 		t.Errorf("starving classes: %q", starving)
 	}
 
+	// Idle GPUs are judged on the hour's average where it is known: alpha
+	// at 4 % now but 50 % over the hour is not idle; at 80 % now but 5 %
+	// over the hour it is.
+	idle := func(current, hour map[string]float64) string {
+		for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds, Utilization: current, UtilizationOverWindow: hour}) {
+			if i.Rule == "idle-gpus" {
+				return i.Evidence
+			}
+		}
+		return ""
+	}
+	if got := idle(map[string]float64{"alpha": 4}, map[string]float64{"alpha": 50}); got != "" {
+		t.Errorf("busy over the hour, idle now: %q", got)
+	}
+	if got := idle(map[string]float64{"alpha": 80}, map[string]float64{"alpha": 5}); !strings.Contains(got, "averaged over the last 1h 00m, is under 10 %") {
+		t.Errorf("idle over the hour: %q", got)
+	}
+
 	// Borrowing seen since 3 h ago is sustained: a warning with how long;
 	// seen since 1 h ago, still a note.
 	since := TrackBorrowing(nil, snap.Teams, now.Add(-3*time.Hour))

@@ -440,6 +440,8 @@ type prometheus struct {
 	err        error
 	util       map[string]float64
 	partitions map[string]map[string]float64 // by team and MIG profile
+	// over is each team's utilization over the idle window; nil answers util.
+	over map[string]float64
 }
 
 func (p prometheus) ClusterUtilization(context.Context, metrics.Range, float64) (metrics.Charts, error) {
@@ -450,6 +452,12 @@ func (p prometheus) TeamGPUUtilization(context.Context, string) (map[string]floa
 }
 func (p prometheus) TeamPartitionUtilization(context.Context, string) (map[string]map[string]float64, error) {
 	return p.partitions, p.err
+}
+func (p prometheus) TeamGPUUtilizationOver(context.Context, string, time.Duration) (map[string]float64, error) {
+	if p.over == nil {
+		return p.util, p.err
+	}
+	return p.over, p.err
 }
 func (p prometheus) TeamSeries(context.Context, domain.Settings, string, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, p.err

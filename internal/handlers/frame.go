@@ -137,6 +137,9 @@ func (noPrometheus) TeamGPUUtilization(context.Context, string) (map[string]floa
 func (noPrometheus) TeamPartitionUtilization(context.Context, string) (map[string]map[string]float64, error) {
 	return nil, errNoPrometheus
 }
+func (noPrometheus) TeamGPUUtilizationOver(context.Context, string, time.Duration) (map[string]float64, error) {
+	return nil, errNoPrometheus
+}
 func (noPrometheus) TeamSeries(context.Context, domain.Settings, string, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, errNoPrometheus
 }

@@ -68,7 +68,7 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 	case note != "":
 		in.Unavailable = append(in.Unavailable, note)
 	default:
-		in.Utilization = util
+		in.Utilization, in.UtilizationOverWindow = util, r.utilization.latestOverIdleWindow()
 	}
 	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)
 	r.mu.Lock()

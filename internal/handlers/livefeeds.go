@@ -7,6 +7,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // Figures the live parts show that do not come from the read model arrive
@@ -59,9 +61,11 @@ type utilizationFeed struct {
 	util map[string]float64
 	// partitions are the teams' MIG partitions' activity, by team and profile.
 	partitions map[string]map[string]float64
-	note       string
-	asked      time.Time
-	ver        uint64
+	// overIdleWindow is the teams' utilization over domain.IdleWindow.
+	overIdleWindow map[string]float64
+	note           string
+	asked          time.Time
+	ver            uint64
 }
 
 func (u *utilizationFeed) version() uint64 {
@@ -106,6 +110,14 @@ func (u *utilizationFeed) latest() (util map[string]float64, note string, asked 
 	return util, note, asked
 }
 
+// latestOverIdleWindow is the teams' utilization over domain.IdleWindow as
+// last asked (nil before an answer), without waiting for Prometheus.
+func (u *utilizationFeed) latestOverIdleWindow() map[string]float64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.overIdleWindow
+}
+
 func (u *utilizationFeed) refreshIfDue(ctx context.Context) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -124,6 +136,10 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 	if err == nil {
 		partitions, err = u.source.TeamPartitionUtilization(ctx, u.namespacePrefix)
 	}
+	var over map[string]float64
+	if err == nil {
+		over, err = u.source.TeamGPUUtilizationOver(ctx, u.namespacePrefix, domain.IdleWindow)
+	}
 	note := ""
 	switch {
 	case errors.Is(err, errNoPrometheus):
@@ -133,6 +149,7 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 		note = "Prometheus is unavailable, so hardware utilization is not shown; everything else comes from Kubernetes."
 	}
 	u.asked = time.Now()
+	u.overIdleWindow = over // the insights read it; no page shows it
 	if note == u.note && maps.Equal(util, u.util) && samePartitionUse(partitions, u.partitions) && u.ver > 0 {
 		return false
 	}

@@ -291,6 +291,7 @@ type clusterCharts interface {
 type teamUtilization interface {
 	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
 	TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error)
+	TeamGPUUtilizationOver(ctx context.Context, namespacePrefix string, window time.Duration) (map[string]float64, error)
 }
 
 type teamCharts interface {

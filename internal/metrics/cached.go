@@ -42,6 +42,13 @@ func (c *Cached) TeamGPUUtilization(ctx context.Context, namespacePrefix string)
 	})
 }
 
+// TeamGPUUtilizationOver is Prom.TeamGPUUtilizationOver, cached.
+func (c *Cached) TeamGPUUtilizationOver(ctx context.Context, namespacePrefix string, window time.Duration) (map[string]float64, error) {
+	return ask(ctx, c, "util-over\x00"+namespacePrefix+"\x00"+window.String(), func(ctx context.Context) (map[string]float64, error) {
+		return c.Prom.TeamGPUUtilizationOver(ctx, namespacePrefix, window)
+	})
+}
+
 // TeamPartitionUtilization is Prom.TeamPartitionUtilization, cached.
 func (c *Cached) TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error) {
 	return ask(ctx, c, "partitions\x00"+namespacePrefix, func(ctx context.Context) (map[string]map[string]float64, error) {

@@ -180,6 +180,13 @@ func teamPartitionUtilQuery(namespacePrefix string) string {
 	return `100 * avg by (namespace, GPU_I_PROFILE) (` + metricEngineActive + `{namespace=~` + prefixRegexp(namespacePrefix) + `,GPU_I_PROFILE!=""})`
 }
 
+// teamGPUUtilOverQuery averages each GPU's utilization over window, then
+// the GPUs held by pods of a namespace starting with prefix, by namespace.
+func teamGPUUtilOverQuery(namespacePrefix string, window time.Duration) string {
+	return `avg by (namespace) (avg_over_time(` + metricGPUUtil + `{namespace=~` + prefixRegexp(namespacePrefix) + `}[` +
+		model.Duration(window).String() + `]))`
+}
+
 // namespaceGPUUtilQuery averages the utilization of the GPUs held by pods of one namespace.
 func namespaceGPUUtilQuery(namespace string) string {
 	return `avg(` + metricGPUUtil + `{namespace=` + quoted(namespace) + `})`
@@ -389,7 +396,18 @@ func (p *Prom) ClusterUtilization(ctx context.Context, r Range, vcpuCapacity flo
 // namespace (namespacePrefix + team). Teams whose pods hold no GPU are
 // absent.
 func (p *Prom) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error) {
-	vec, err := p.instant(ctx, teamGPUUtilQuery(namespacePrefix))
+	return p.teamUtilization(ctx, teamGPUUtilQuery(namespacePrefix), namespacePrefix)
+}
+
+// TeamGPUUtilizationOver is TeamGPUUtilization averaged over the window
+// that ends now: each GPU's readings held by the team's pods.
+func (p *Prom) TeamGPUUtilizationOver(ctx context.Context, namespacePrefix string, window time.Duration) (map[string]float64, error) {
+	return p.teamUtilization(ctx, teamGPUUtilOverQuery(namespacePrefix, window), namespacePrefix)
+}
+
+// teamUtilization runs a query answering a figure by namespace, by team.
+func (p *Prom) teamUtilization(ctx context.Context, query, namespacePrefix string) (map[string]float64, error) {
+	vec, err := p.instant(ctx, query)
 	if err != nil {
 		return nil, err
 	}

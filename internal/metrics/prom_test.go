@@ -305,6 +305,12 @@ func TestSandboxTeamGPUUtilizationSeesPinnedPods(t *testing.T) {
 		got, err = p.TeamGPUUtilization(ctx, s.NamespacePrefix)
 		return cmp.Equal(want, got), err
 	})
+	// Over the last hour: the pods' readings since they started, the same.
+	poll(t, 30*time.Second, "pinned utilization never reached TeamGPUUtilizationOver", func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = p.TeamGPUUtilizationOver(ctx, s.NamespacePrefix, time.Hour)
+		return cmp.Equal(want, got), err
+	})
 	// The partitions' engine activity, by team and profile.
 	wantPartitions := map[string]map[string]float64{"notebooks": {"mig-1g.10gb": 40}}
 	var gotPartitions map[string]map[string]float64
