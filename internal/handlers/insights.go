@@ -20,7 +20,7 @@ import (
 // insightsCadence is how often the rules are evaluated again: the headline
 // and the insights may be that old, so that no request waits for them
 // while the cluster churns.
-const insightsCadence = 10 * time.Second
+const insightsCadence = time.Second
 
 // insightRules evaluates the insight rules for the overview's headline and
 // the insights page, at most once per cadence, in the background once a

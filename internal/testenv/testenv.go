@@ -190,6 +190,9 @@ type Job struct {
 	Partitions   int64
 	InstanceType string
 	RunFor       time.Duration
+	// GPUUtil pins the utilization the sandbox's dcgm-exporter reports for
+	// the pods' GPUs ("2"); "" leaves it to the exporter.
+	GPUUtil string
 }
 
 // podRequests are one pod's requests: gpus GPUs, or neuron Neuron devices
@@ -235,6 +238,9 @@ func Submit(t testing.TB, kube kubernetes.Interface, j Job) *batchv1.Job {
 	}
 	if j.RunFor > 0 {
 		job.Spec.Template.Annotations[sandbox.PodCompleteDelay] = j.RunFor.String()
+	}
+	if j.GPUUtil != "" {
+		job.Spec.Template.Annotations[sandbox.GPUUtilAnnotation] = j.GPUUtil
 	}
 	job, err := kube.BatchV1().Jobs(j.Namespace).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
