@@ -6,6 +6,7 @@ package domain
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"time"
@@ -80,6 +81,9 @@ type InsightInput struct {
 	// Utilization is each team's GPU utilization now (percent, from
 	// dcgm-exporter); nil when Prometheus did not answer.
 	Utilization map[string]float64
+	// PartitionUtilization is each team's MIG partitions' activity now
+	// (percent) by profile; nil when not known.
+	PartitionUtilization map[string]map[string]float64
 	// UtilizationOverWindow is each team's GPU utilization averaged over
 	// IdleWindow; nil when not known (the idle rule then reads Utilization).
 	UtilizationOverWindow map[string]float64
@@ -185,9 +189,6 @@ func idleInsights(in InsightInput) []Insight {
 	if util == nil {
 		util, over = in.Utilization, "now"
 	}
-	if util == nil {
-		return nil
-	}
 	var out []Insight
 	for _, u := range in.Snapshot.Teams {
 		v, ok := util[u.Team]
@@ -199,6 +200,19 @@ func idleInsights(in InsightInput) []Insight {
 			Evidence: fmt.Sprintf("Hardware utilization (dcgm-exporter), %s, is under %.0f %%: %d GPU-hours an hour are held without work.",
 				over, in.Thresholds.IdleUtilization, u.InUse.GPUs),
 			Link: "/usage/" + u.Team})
+	}
+	for _, u := range in.Snapshot.Teams {
+		for _, profile := range slices.Sorted(maps.Keys(in.PartitionUtilization[u.Team])) {
+			v, held := in.PartitionUtilization[u.Team][profile], u.Partition(profile).InUse
+			if held == 0 || v >= in.Thresholds.IdleUtilization {
+				continue
+			}
+			out = append(out, Insight{Rule: "idle-partitions", Severity: Warning, Team: u.Team,
+				Title: fmt.Sprintf("Team %s holds %d %s partitions at %.0f %% activity", u.Team, held, profile, v),
+				Evidence: fmt.Sprintf("Their graphics engines are active under %.0f %% of the time (dcgm-exporter's DCGM_FI_PROF_GR_ENGINE_ACTIVE, now): %s GPU-hours an hour, in whole GPUs, are held without work.",
+					in.Thresholds.IdleUtilization, FormatHours(GPUEquivalent(profile, float64(held)))),
+				Link: "/usage?resource=" + profile})
+		}
 	}
 	return out
 }

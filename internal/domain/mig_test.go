@@ -2,6 +2,7 @@ package domain
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,33 @@ func TestTeamPartitionUsage(t *testing.T) {
 	}
 	if got := m.Snapshot(now).Teams[0].Partition("mig-3g.40gb"); got != (PartitionUsage{}) {
 		t.Errorf("a profile the team has nothing of: %+v", got)
+	}
+}
+
+// Partitions held at low activity are idle, per profile.
+func TestIdlePartitions(t *testing.T) {
+	s, now := DefaultSettings, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	mig := PartitionResource("mig-1g.10gb")
+	cq := testCQ("nlp").Quota("ml.p4de.24xlarge", mig, "14").Obj()
+	cq.Status.FlavorsUsage = []kueuev1beta2.FlavorUsage{{Name: "ml.p4de.24xlarge", Resources: []kueuev1beta2.ResourceUsage{
+		{Name: mig, Total: resource.MustParse("7")}}}}
+	snap := BuildSnapshot(SnapshotInput{Settings: s, ClusterQueues: []*kueuev1beta2.ClusterQueue{cq}}, now)
+	for util, want := range map[float64]string{
+		3:  "Team nlp holds 7 mig-1g.10gb partitions at 3 % activity",
+		55: "",
+	} {
+		got := ""
+		for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds,
+			PartitionUtilization: map[string]map[string]float64{"nlp": {"mig-1g.10gb": util}}}) {
+			if i.Rule == "idle-partitions" {
+				got = i.Title
+				if !strings.Contains(i.Evidence, "1.00 GPU-hours an hour") {
+					t.Errorf("evidence %q", i.Evidence)
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("at %v %%: %q, want %q", util, got, want)
+		}
 	}
 }

@@ -69,6 +69,7 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 		in.Unavailable = append(in.Unavailable, note)
 	default:
 		in.Utilization, in.UtilizationOverWindow = util, r.utilization.latestOverIdleWindow()
+		in.PartitionUtilization = r.utilization.latestPartitions()
 	}
 	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)
 	r.mu.Lock()

@@ -118,6 +118,14 @@ func (u *utilizationFeed) latestOverIdleWindow() map[string]float64 {
 	return u.overIdleWindow
 }
 
+// latestPartitions is the teams' MIG partitions' activity as last asked,
+// without waiting for Prometheus.
+func (u *utilizationFeed) latestPartitions() map[string]map[string]float64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.partitions
+}
+
 func (u *utilizationFeed) refreshIfDue(ctx context.Context) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
