@@ -484,6 +484,7 @@ func TestPreemptionHistoryPage(t *testing.T) {
 
 		want := map[string]string{
 			"When (UTC)": cond.LastTransitionTime.UTC().Format(time.RFC3339), "Namespace": preempted.Namespace, "Task": preempted.Name,
+			"Owner kind": "Job", "Owner name": victimJob.Name, "Preemptor owner kind": "Job", "Preemptor owner name": urgentJob.Name,
 			"Team": victim, "Priority class": low, "GPUs (count)": fmt.Sprint(victimGPUs),
 			"Preemptor namespace": urgent.Namespace, "Preemptor task": urgent.Name, "Preemptor UID": string(urgent.UID),
 			"Preemptor team": taker, "Preemptor class": high, "Kueue reason": cond.Reason, "GPU-hours lost (h)": lost,
@@ -526,8 +527,9 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		// The page, with its filters, as the admin.
 		_, page := admin.Get("/preemptions")
 		row := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[victimKey]
-		wantRow := []string{recordedMinute(cond.LastTransitionTime.Time), victimKey, victim, low, fmt.Sprint(victimGPUs),
-			urgent.Namespace + "/" + urgent.Name, taker, high, reasonWords, lost}
+		// Tasks are named by their Jobs (the Workloads' names on hover).
+		wantRow := []string{recordedMinute(cond.LastTransitionTime.Time), "Job " + victimJob.Name, victim, low, fmt.Sprint(victimGPUs),
+			"Job " + urgentJob.Name, taker, high, reasonWords, lost}
 		if diff := cmp.Diff(wantRow, row); diff != "" {
 			t.Errorf("the preemption on /preemptions (-want +page):\n%s", diff)
 		}
@@ -730,11 +732,15 @@ func TestUsageReportPages(t *testing.T) {
 			perDay[d.Format("2006-01-02")] = &use{}
 		}
 		wantTasks := map[string]map[string]string{}
+		shownAs := map[string]string{}
 		for _, w := range tasks {
 			gpus, cpu := gpusOf(w)
 			start, end := since(w, kueuev1beta2.WorkloadAdmitted), since(w, kueuev1beta2.WorkloadFinished)
 			outcome := map[string]string{kueuev1beta2.WorkloadFinishedReasonSucceeded: "succeeded", kueuev1beta2.WorkloadFinishedReasonFailed: "failed"}[apimeta.FindStatusCondition(w.Status.Conditions, kueuev1beta2.WorkloadFinished).Reason]
+			owner := metav1.GetControllerOf(w) // the Job, as its people know the task
+			shownAs[w.Namespace+"/"+w.Name] = owner.Kind + " " + owner.Name
 			wantTasks[w.Namespace+"/"+w.Name] = map[string]string{"Namespace": w.Namespace, "Task": w.Name, "Team": team,
+				"Owner kind": owner.Kind, "Owner name": owner.Name,
 				"Priority class": map[bool]string{true: class, false: ""}[w.Name == small.Name], "Instance types": "ml.p5.48xlarge",
 				"Start (UTC)": start.UTC().Format(time.RFC3339), "End (UTC)": end.UTC().Format(time.RFC3339),
 				"GPU-hours (h)": hours(float64(gpus) * end.Sub(start).Hours()), "Borrowed": "false", "Times preempted": "0", "Outcome": outcome,
@@ -770,7 +776,7 @@ func TestUsageReportPages(t *testing.T) {
 		pageTasks := webtest.HTMLRows(t, body, "task-report", webtest.ByAttr("data-task"))
 		for key, w := range wantTasks {
 			row := pageTasks[key]
-			if len(row) != 10 || row[0] != key || row[1] != team || row[6] != w["GPU-hours (h)"] || row[9] != w["Outcome"] {
+			if len(row) != 10 || row[0] != shownAs[key] || row[1] != team || row[6] != w["GPU-hours (h)"] || row[9] != w["Outcome"] {
 				t.Errorf("per-task report row %s on the page: %q; want GPU-hours %s, outcome %s", key, row, w["GPU-hours (h)"], w["Outcome"])
 			}
 		}

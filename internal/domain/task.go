@@ -242,18 +242,18 @@ func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 // with its Workload's name ("job-big-869d5") beside; a Workload without an
 // owner by its own name. It is the console's one rule for naming a task.
 type TaskName struct {
-	Workload             string
+	Namespace, Workload  string
 	OwnerKind, OwnerName string
 }
 
 // Named is the task's name as people know it.
 func (t Task) Named() TaskName {
-	return TaskName{Workload: t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName}
+	return TaskName{Namespace: t.Namespace, Workload: t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName}
 }
 
 // Named is the task's name as people know it.
 func (f *TaskFacts) Named() TaskName {
-	return TaskName{Workload: f.Name, OwnerKind: f.OwnerKind, OwnerName: f.OwnerName}
+	return TaskName{Namespace: f.Namespace, Workload: f.Name, OwnerKind: f.OwnerKind, OwnerName: f.OwnerName}
 }
 
 // Shown is the name to show: the owner's kind and name ("Job big"), or
@@ -266,13 +266,31 @@ func (n TaskName) Shown() string {
 	return strings.TrimSpace(n.OwnerKind + " " + n.OwnerName)
 }
 
-// Aside names the Workload, for beside the shown name or on hover
-// ("Workload job-big-869d5"); "" when Shown is the Workload's name already.
+// Aside names the Workload with its namespace, for beside the shown name
+// or on hover ("Workload hyperpod-ns-nlp/job-big-869d5"); "" for no
+// Workload.
 func (n TaskName) Aside() string {
-	if n.OwnerName == "" || n.Workload == "" {
+	switch {
+	case n.Workload == "":
 		return ""
+	case n.Namespace == "":
+		return "Workload " + n.Workload
 	}
-	return "Workload " + n.Workload
+	return "Workload " + n.Namespace + "/" + n.Workload
+}
+
+// InWords names the task in a sentence: "Job big (Workload
+// hyperpod-ns-nlp/job-big-869d5)", or "hyperpod-ns-nlp/solo" for a
+// Workload without an owner.
+func (n TaskName) InWords() string {
+	workload := n.Workload
+	if n.Namespace != "" {
+		workload = n.Namespace + "/" + n.Workload
+	}
+	if n.OwnerName == "" {
+		return workload
+	}
+	return n.Shown() + " (Workload " + workload + ")"
 }
 
 // Matches reports whether the owner's or the Workload's name contains part

@@ -173,7 +173,7 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 	if index != "" && !r.s.postgres {
 		from += " INDEXED BY " + index
 	}
-	query := `SELECT t.uid, t.namespace, t.name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
+	query := `SELECT t.uid, t.namespace, t.name, t.owner_kind, t.owner_name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
 		COALESCE((SELECT SUM(a.gpus * (? - a.admitted_ms)) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
 		t.borrowed, t.preempted, t.state, t.outcome, t.partitions,
 		t.held_ms + COALESCE((SELECT ? - MIN(a.admitted_ms) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0)
@@ -201,7 +201,7 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 		var flavors, state, outcome string
 		var first, ended sql.NullInt64
 		var gpuMS, openGPUMS, borrowed, heldMS int64
-		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
+		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.OwnerKind, &row.Task.OwnerName, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
 			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome, &row.Partitions, &heldMS); err != nil {
 			return nil, err
 		}

@@ -219,9 +219,10 @@ func TestPreemptionHistory(t *testing.T) {
 			t.Fatalf("pages gave %d preemptions, newest first expected: %+v", len(got), got)
 		}
 		a := got[4]
-		want := Preemption{At: at(100), Task: TaskRef{UID: "uid-nlp-a", Namespace: "hyperpod-ns-nlp", Name: "a", Team: "nlp", Class: "training"},
+		want := Preemption{At: at(100), Task: TaskRef{UID: "uid-nlp-a", Namespace: "hyperpod-ns-nlp", Name: "a", Team: "nlp", Class: "training",
+			OwnerKind: "Job", OwnerName: "a"},
 			GPUs: 8, ClusterQueue: "hyperpod-ns-nlp-clusterqueue",
-			Preemptor:             TaskRef{UID: "uid-cv-urgent", Namespace: "hyperpod-ns-cv", Name: "urgent", Team: "cv", Class: "inference"},
+			Preemptor:             TaskRef{UID: "uid-cv-urgent", Namespace: "hyperpod-ns-cv", Name: "urgent", Team: "cv", Class: "inference", OwnerKind: "Job", OwnerName: "urgent"},
 			PreemptorClusterQueue: "hyperpod-ns-cv-clusterqueue",
 			Reason:                kueuev1beta2.InCohortReclamationReason, ReasonWords: "Preempted: team cv reclaimed its lent quota",
 			Message:      preemptionMsg("uid-cv-urgent", "reclamation within the cohort", "hyperpod-ns-cv-clusterqueue", "hyperpod-ns-nlp-clusterqueue"),
