@@ -279,6 +279,15 @@ func (n TaskName) Aside() string {
 	return "Workload " + n.Namespace + "/" + n.Workload
 }
 
+// Plain is the name without the kind: the owner's, else the Workload's
+// (for a column of its own next to the owner's kind).
+func (n TaskName) Plain() string {
+	if n.OwnerName == "" {
+		return n.Workload
+	}
+	return n.OwnerName
+}
+
 // InWords names the task in a sentence: "Job big (Workload
 // hyperpod-ns-nlp/job-big-869d5)", or "hyperpod-ns-nlp/solo" for a
 // Workload without an owner.

@@ -84,6 +84,9 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 30*time.Second)
 	defer cancel()
 	rq := taskhistory.ReportQuery{Window: window, Team: team, Teams: teams}
+	if isCSV && f.Layout == layoutHyperPod {
+		return p.exports.run(c, func() error { return p.hyperPodCSV(c, days, rq, sees) })
+	}
 	if isCSV && table == "tasks" {
 		return p.exports.run(c, func() error { return p.taskReportCSV(c, rq) })
 	}
@@ -123,6 +126,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	})
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
+	h.HyperPodCSV = f.query("format", "csv", "layout", layoutHyperPod, "after", "")
 
 	rq.Limit, rq.After = reportPageSize, f.After
 	next := ""
