@@ -199,7 +199,7 @@ func usageCSV(c echo.Context, res usageResource, teams []domain.TeamUsage, total
 	u := " (" + res.unit + ")"
 	w, err := startCSV(c, "team-usage-"+res.key+".csv", "Team", "Namespace", "Enabled", "Allocated"+u, "In use by tasks"+u,
 		"Borrowed"+u, "Lent"+u, "Pending demand"+u, "Allocation utilization (%)", "Hardware GPU utilization (%)",
-		"Running tasks (count)", "Pending tasks (count)")
+		"Running tasks (count)", "Pending tasks, preempted included (count)")
 	if err != nil {
 		return err
 	}
