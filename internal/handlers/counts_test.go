@@ -49,4 +49,3 @@ func TestPagesSayWhichInstancesTheyCount(t *testing.T) {
 		t.Errorf("instances counted (-want +got):\n%s", diff)
 	}
 }
-
