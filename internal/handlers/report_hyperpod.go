@@ -177,7 +177,7 @@ func (p reportPage) hyperPodCSV(c echo.Context, days taskhistory.Window, rq task
 		partHours, partWhole := domain.PartitionHours(r.Partitions, r.Held)
 		if err := s.Row(r.Start.UTC().Format(dateLayout), r.Start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339),
 			r.Task.Namespace, r.Task.Team, n.Plain(), strings.Join(r.InstanceTypes, " "), hyperPodStatus(r),
-			domain.FormatHours(r.Held.Hours()), count, r.Task.Class, "",
+			domain.FormatHours(r.Held.Hours()), count, r.Task.Class, r.Labels,
 			n.OwnerKind, r.Task.Name, unit, domain.FormatHours(r.GPUHours), r.Partitions,
 			domain.FormatHours(partHours), domain.FormatHours(partWhole)); err != nil {
 			return err

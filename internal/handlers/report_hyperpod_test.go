@@ -100,7 +100,7 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 		report: []taskhistory.ReportRow{
 			{Task: taskhistory.TaskRef{UID: "u1", Namespace: ns("team-000"), Name: "job-big-869d5", Team: "team-000", Class: "training",
 				OwnerKind: "Job", OwnerName: "big"}, InstanceTypes: []string{"ml.p5.48xlarge"}, Requests: taskhistory.Resources{GPUs: 8, CPUMilli: 96000},
-				Start: admitted, End: admitted.Add(3 * time.Hour), Held: 3 * time.Hour, GPUHours: 24, State: domain.TaskFinished, Outcome: taskhistory.OutcomeSucceeded},
+				Start: admitted, End: admitted.Add(3 * time.Hour), Held: 3 * time.Hour, GPUHours: 24, Labels: "app=bert; stage=train", State: domain.TaskFinished, Outcome: taskhistory.OutcomeSucceeded},
 			{Task: taskhistory.TaskRef{UID: "u2", Namespace: ns("team-001"), Name: "neuron-run", Team: "team-001", Class: "batch"},
 				InstanceTypes: []string{"ml.trn1.32xlarge"}, Requests: taskhistory.Resources{Neuron: 16, CPUMilli: 64000},
 				Start: admitted, Held: 5 * time.Hour, State: domain.TaskAdmitted},
@@ -214,6 +214,9 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 			}
 			if r["Hours"] != domain.FormatHours(in.Held.Hours()) {
 				t.Errorf("%s: %s hours, want the %s it held", in.Task.Name, r["Hours"], in.Held)
+			}
+			if r["Labels"] != in.Labels {
+				t.Errorf("%s: labels %q, want %q", in.Task.Name, r["Labels"], in.Labels)
 			}
 			if want := max(in.Requests.GPUs, in.Requests.Neuron); r["Count"] != strconv.FormatInt(want, 10) {
 				t.Errorf("%s: count %s, want its %d accelerators", in.Task.Name, r["Count"], want)
