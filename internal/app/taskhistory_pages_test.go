@@ -737,8 +737,13 @@ func TestUsageReportPages(t *testing.T) {
 			gpus, cpu := gpusOf(w)
 			start, end := since(w, kueuev1beta2.WorkloadAdmitted), since(w, kueuev1beta2.WorkloadFinished)
 			outcome := map[string]string{kueuev1beta2.WorkloadFinishedReasonSucceeded: "succeeded", kueuev1beta2.WorkloadFinishedReasonFailed: "failed"}[apimeta.FindStatusCondition(w.Status.Conditions, kueuev1beta2.WorkloadFinished).Reason]
-			owner := metav1.GetControllerOf(w) // the Job, as its people know the task
-			shownAs[w.Namespace+"/"+w.Name] = owner.Kind + " " + owner.Name
+			// The Job's task is named by its Job; a bare Workload keeps its name.
+			var owner metav1.OwnerReference
+			shownAs[w.Namespace+"/"+w.Name] = w.Name
+			if ref := metav1.GetControllerOf(w); ref != nil {
+				owner = *ref
+				shownAs[w.Namespace+"/"+w.Name] = owner.Kind + " " + owner.Name
+			}
 			wantTasks[w.Namespace+"/"+w.Name] = map[string]string{"Namespace": w.Namespace, "Task": w.Name, "Team": team,
 				"Owner kind": owner.Kind, "Owner name": owner.Name,
 				"Priority class": map[bool]string{true: class, false: ""}[w.Name == small.Name], "Instance types": "ml.p5.48xlarge",
