@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"encoding/csv"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,11 +16,11 @@ import (
 )
 
 // HyperPod's usage report as its documentation lays it out ("Reports
-// details and data breakdown"): common header lines, then the summary's
-// and the detailed report's columns. The console's own columns follow
+// details and data breakdown"): common header lines
+// (webtest.HyperPodHeaderLines), then the summary's and the detailed
+// report's columns. The console's own columns follow
 // HyperPod's in the detailed report.
 var (
-	hyperPodHeaderLines    = []string{"ClusterName", "Type", "Date Generated", "Date Range (UTC)", "Missing data periods"}
 	hyperPodSummaryColumns = []string{"Date", "Namespace", "Team", "Instance Type",
 		"Total GPU Hours", "Allocated GPU Hours", "Borrowed GPU Hours",
 		"Total Neuron Device Hours", "Allocated Neuron Device Hours", "Borrowed Neuron Device Hours",
@@ -29,50 +28,6 @@ var (
 	hyperPodDetailedColumns = []string{"Date", "Period Start", "Period End", "Namespace", "Team", "Task", "Instance", "Status",
 		"Hours", "Count", "Priority Class", "Labels"}
 )
-
-// hyperPodSection is one report of the HyperPod-layout file.
-type hyperPodSection struct {
-	header  map[string]string
-	columns []string
-	rows    []map[string]string
-}
-
-// readHyperPodCSV splits the file into its reports: each starts with its
-// ClusterName line.
-func readHyperPodCSV(t *testing.T, body string) []hyperPodSection {
-	t.Helper()
-	r := csv.NewReader(strings.NewReader(body))
-	r.FieldsPerRecord = -1
-	records, err := r.ReadAll()
-	if err != nil {
-		t.Fatalf("not CSV: %v\n%.500s", err, body)
-	}
-	var out []hyperPodSection
-	for i := 0; i < len(records); {
-		if records[i][0] != hyperPodHeaderLines[0] || i+len(hyperPodHeaderLines) >= len(records) {
-			t.Fatalf("line %d: %q, want a report's %q line", i+1, records[i], hyperPodHeaderLines[0])
-		}
-		s := hyperPodSection{header: map[string]string{}}
-		for j, name := range hyperPodHeaderLines {
-			line := records[i+j]
-			if len(line) != 2 || line[0] != name {
-				t.Fatalf("header line %d: %q, want %q and its value", i+j+1, line, name)
-			}
-			s.header[name] = line[1]
-		}
-		i += len(hyperPodHeaderLines)
-		s.columns = records[i]
-		for i++; i < len(records) && records[i][0] != hyperPodHeaderLines[0]; i++ {
-			row := map[string]string{}
-			for j, col := range s.columns {
-				row[col] = records[i][j]
-			}
-			s.rows = append(s.rows, row)
-		}
-		out = append(out, s)
-	}
-	return out
-}
 
 // /reports/usage?format=csv&layout=hyperpod is the usage report in the
 // layout of SageMaker HyperPod task governance's: header lines, then the
@@ -116,7 +71,7 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("the HyperPod layout: %d\n%.500s", code, body)
 	}
-	sections := readHyperPodCSV(t, body)
+	sections := webtest.ReadHyperPodCSV(t, body)
 	if len(sections) != 2 {
 		t.Fatalf("%d reports in the file, want the summary and the detailed one", len(sections))
 	}
@@ -124,24 +79,24 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 
 	// The header lines.
 	for i, s := range sections {
-		if g := s.header["Date Generated"]; g != generatedFrom && g != generatedTo {
+		if g := s.Header["Date Generated"]; g != generatedFrom && g != generatedTo {
 			t.Errorf("report %d generated %q, want the day it was asked", i+1, g)
 		}
-		delete(s.header, "Date Generated")
+		delete(s.Header, "Date Generated")
 		want := map[string]string{"ClusterName": "ml-cluster", "Type": []string{"Summary Utilization Report", "Detailed Utilization Report"}[i],
 			"Date Range (UTC)":     d1.Format("2006-01-02") + " to " + d2.Format("2006-01-02"),
 			"Missing data periods": gap.From.Format("2006-01-02 15:04:05") + " to " + gap.To.Format("2006-01-02 15:04:05")}
-		if diff := cmp.Diff(want, s.header); diff != "" {
+		if diff := cmp.Diff(want, s.Header); diff != "" {
 			t.Errorf("report %d's header lines (-want +got):\n%s", i+1, diff)
 		}
 	}
 	// The columns: HyperPod's, in its order (the console's own follow in
 	// the detailed report).
-	if diff := cmp.Diff(hyperPodSummaryColumns, summary.columns); diff != "" {
+	if diff := cmp.Diff(hyperPodSummaryColumns, summary.Columns); diff != "" {
 		t.Errorf("the summary's columns (-HyperPod's +got):\n%s", diff)
 	}
-	if n := len(hyperPodDetailedColumns); len(detailed.columns) < n || !cmp.Equal(hyperPodDetailedColumns, detailed.columns[:n]) {
-		t.Errorf("the detailed report's columns %q, want HyperPod's %q first", detailed.columns, hyperPodDetailedColumns)
+	if n := len(hyperPodDetailedColumns); len(detailed.Columns) < n || !cmp.Equal(hyperPodDetailedColumns, detailed.Columns[:n]) {
+		t.Errorf("the detailed report's columns %q, want HyperPod's %q first", detailed.Columns, hyperPodDetailedColumns)
 	}
 
 	// The summary's figures are the console's own summary's: total is what
@@ -170,11 +125,11 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 		slices.SortFunc(rows, func(a, b map[string]string) int { return strings.Compare(key(a), key(b)) })
 	}
 	sortRows(want)
-	sortRows(summary.rows)
+	sortRows(summary.Rows)
 	if len(want) == 0 {
 		t.Fatal("the console's summary has no rows to compare with")
 	}
-	if diff := cmp.Diff(want, summary.rows); diff != "" {
+	if diff := cmp.Diff(want, summary.Rows); diff != "" {
 		t.Errorf("the summary's figures (-the console's summary +HyperPod layout):\n%s", diff)
 	}
 
@@ -195,7 +150,7 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 			"Priority Class": r["Priority class"], "GPU Hours": r["GPU-hours (h)"]}
 	}
 	gotTasks := map[string]map[string]string{}
-	for _, r := range detailed.rows {
+	for _, r := range detailed.Rows {
 		gotTasks[r["Namespace"]+"/"+r["Workload"]] = map[string]string{"Period Start": r["Period Start"], "Namespace": r["Namespace"],
 			"Team": r["Team"], "Task": r["Task"], "Owner Kind": r["Owner Kind"], "Instance": r["Instance"],
 			"Priority Class": r["Priority Class"], "GPU Hours": r["GPU Hours"]}
@@ -207,7 +162,7 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 		t.Errorf("the detailed report's tasks (-the console's per-task report +HyperPod layout):\n%s", diff)
 	}
 	// Each task's hours, count and status, from the fixture.
-	for _, r := range detailed.rows {
+	for _, r := range detailed.Rows {
 		for _, in := range f.cfg.TaskHistory.(*taskHistory).report {
 			if in.Task.Name != r["Workload"] {
 				continue
@@ -223,7 +178,7 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 			}
 		}
 	}
-	if s := detailed.rows[0]["Status"] + "," + detailed.rows[1]["Status"]; s != "Succeeded,Running" {
+	if s := detailed.Rows[0]["Status"] + "," + detailed.Rows[1]["Status"]; s != "Succeeded,Running" {
 		t.Errorf("statuses %s, want the finished task Succeeded and the open one Running", s)
 	}
 
