@@ -838,6 +838,53 @@ func TestUsageReportPages(t *testing.T) {
 			t.Errorf("usage summary CSV (-from the Workloads +CSV):\n%s", diff)
 		}
 
+		// The same window in HyperPod's layout: the summary's hours, and
+		// each task's GPU-hours, count, status, name and labels, from the
+		// Workloads.
+		code, body = hc.get(t, report+"&format=csv&layout=hyperpod")
+		if code != http.StatusOK {
+			t.Fatalf("the HyperPod layout: %d\n%.500s", code, body)
+		}
+		reports := webtest.ReadHyperPodCSV(t, body)
+		if len(reports) != 2 {
+			t.Fatalf("%d reports in the HyperPod layout, want the summary and the detailed one", len(reports))
+		}
+		gotHP, wantHP := map[string]map[string]string{}, map[string]map[string]string{}
+		for _, r := range reports[0].Rows {
+			gotHP[r["Date"]] = map[string]string{"Team": r["Team"], "Namespace": r["Namespace"], "Instance Type": r["Instance Type"],
+				"Total GPU Hours": r["Total GPU Hours"], "Allocated GPU Hours": r["Allocated GPU Hours"], "Borrowed GPU Hours": r["Borrowed GPU Hours"],
+				"Total vCPU Hours": r["Total vCPU Hours"], "Borrowed vCPU Hours": r["Borrowed vCPU Hours"]}
+		}
+		for key, u := range perDay {
+			// Nothing borrowed: all the team used was within its quota.
+			wantHP[key] = map[string]string{"Team": team, "Namespace": s.Namespace(team), "Instance Type": "ml.p5.48xlarge",
+				"Total GPU Hours": hours(u.gpuH), "Allocated GPU Hours": hours(u.gpuH), "Borrowed GPU Hours": "0.00",
+				"Total vCPU Hours": hours(u.cpuH), "Borrowed vCPU Hours": "0.00"}
+		}
+		if diff := cmp.Diff(wantHP, gotHP); diff != "" {
+			t.Errorf("HyperPod layout summary (-from the Workloads +CSV):\n%s", diff)
+		}
+		gotHP, wantHP = map[string]map[string]string{}, map[string]map[string]string{}
+		for _, r := range reports[1].Rows {
+			gotHP[r["Namespace"]+"/"+r["Workload"]] = map[string]string{"Task": r["Task"], "Owner Kind": r["Owner Kind"], "Status": r["Status"],
+				"Count": r["Count"], "GPU Hours": r["GPU Hours"], "Period Start": r["Period Start"], "Period End": r["Period End"], "Labels": r["Labels"]}
+		}
+		for _, w := range tasks {
+			key := w.Namespace + "/" + w.Name
+			gpus, _ := gpusOf(w)
+			wt := wantTasks[key]
+			name := w.Name // a bare Workload keeps its name; a Job's task is its Job's
+			if wt["Owner name"] != "" {
+				name = wt["Owner name"]
+			}
+			wantHP[key] = map[string]string{"Task": name, "Owner Kind": wt["Owner kind"],
+				"Status": map[string]string{"succeeded": "Succeeded", "failed": "Failed"}[wt["Outcome"]], "Count": fmt.Sprint(gpus),
+				"GPU Hours": wt["GPU-hours (h)"], "Period Start": wt["Start (UTC)"], "Period End": wt["End (UTC)"], "Labels": domain.LabelsWord(w.Labels)}
+		}
+		if diff := cmp.Diff(wantHP, gotHP); diff != "" {
+			t.Errorf("HyperPod layout tasks (-from the Workloads +CSV):\n%s", diff)
+		}
+
 		// The summary on the page, per resource.
 		for _, tc := range []struct {
 			resource, unit string
