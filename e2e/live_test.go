@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"os"
+	"regexp"
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
@@ -98,6 +99,9 @@ func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 	running := page.Locator(`#task-list tr[data-state="Running"]`)
 	must(expect.Locator(running).ToHaveCount(1))
 	must(expect.Locator(running.Locator(".why")).ToContainText("Admitted"))
+	// Named by its Job, its Workload's name on hover.
+	must(expect.Locator(running.Locator("th .task-name")).ToHaveText("Job " + job.Name))
+	must(expect.Locator(running.Locator("th .task-name")).ToHaveAttribute("title", regexp.MustCompile(`^Workload `+s.Namespace("live")+`/`)))
 	must(expect.Locator(page.Locator(`#class-stats`)).ToBeVisible())
 	_, err = page.Evaluate(`window.__noReload = true`)
 	must(err)

@@ -84,6 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.settings.NamespacePrefix, "namespace-prefix", domain.DefaultSettings.NamespacePrefix, "prefix of team namespaces (team t gets <prefix>t)")
 	fs.StringVar(&o.settings.Cohort, "cohort", domain.DefaultSettings.Cohort, "the cohort every team's ClusterQueue joins")
 	fs.StringVar(&o.settings.StateNamespace, "state-namespace", domain.DefaultSettings.StateNamespace, "the console's own namespace, where it keeps revision histories (installs create it; a local run creates it if needed)")
+	fs.StringVar(&o.settings.ClusterName, "cluster-name", "", "the cluster's name in reports (the usage report's HyperPod layout); default: the apiserver's address")
 	fs.StringVar(&o.settings.PodSecurity, "team-pod-security", domain.DefaultPodSecurity, "the Pod Security level team namespaces enforce: "+strings.Join(domain.PodSecurityLevels, " or "))
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -303,6 +304,9 @@ func run(o options, log *slog.Logger) error {
 	clients, err := kueue.NewClients(cfg)
 	if err != nil {
 		return err
+	}
+	if o.settings.ClusterName == "" {
+		o.settings.ClusterName = cfg.Host
 	}
 	authn, err := authenticator(ctx, o, clients.Kube, cfg.Host, log)
 	if err != nil {

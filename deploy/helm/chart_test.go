@@ -349,7 +349,7 @@ func TestChartEverythingOn(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	wantArgs := []string{
 		"--listen=0.0.0.0:9090", "--metrics-listen=:8081", "--log-level=debug", "--memory-limit-mib=512", "--log-format=text", "--auth=proxy",
-		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cohort=research", "--team-pod-security=restricted",
+		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cluster-name=ml-research", "--cohort=research", "--team-pod-security=restricted",
 		"--auth-proxy-user-header=X-Auth-Request-User", "--auth-proxy-groups-header=X-Auth-Request-Groups",
 		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
 		"--secure-cookies", "--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state",
@@ -462,8 +462,8 @@ func TestChartArgs(t *testing.T) {
 			join(head("token"), state, defaults)},
 		{"a proxy of one's own", []string{"auth.trustedProxyCIDRs={10.244.0.0/16}"},
 			join(head("token"), []string{"--trusted-proxy-cidrs=10.244.0.0/16"}, state, defaults)},
-		{"prefix and cohort", []string{"namespacePrefix=team-", "cohort=research"},
-			join([]string{"--listen=:8080", "--metrics-listen=:8081", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cohort=research",
+		{"prefix, cluster name and cohort", []string{"namespacePrefix=team-", "clusterName=ml-research", "cohort=research"},
+			join([]string{"--listen=:8080", "--metrics-listen=:8081", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=team-", "--cluster-name=ml-research", "--cohort=research",
 				"--team-pod-security=baseline"}, state, defaults)},
 		{"restricted team namespaces", []string{"teamNamespaces.podSecurity=restricted"},
 			join([]string{"--listen=:8080", "--metrics-listen=:8081", "--log-level=info", "--memory-limit-mib=208", "--log-format=json", "--auth=token", "--namespace-prefix=hyperpod-ns-",

@@ -64,7 +64,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 		row = c.csv(t, "/usage?format=csv&resource=gpu")[team+"/"+strings.Join(h.Namespaces, ", ")]
 		return row != nil && row["In use by tasks (GPUs)"] == "4", nil
 	})
-	if err != nil || row["Allocated (GPUs)"] != "4" || row["Running tasks (count)"] != "2" || row["Pending tasks (count)"] != "1" {
+	if err != nil || row["Allocated (GPUs)"] != "4" || row["Running tasks (count)"] != "2" || row["Pending tasks, preempted included (count)"] != "1" {
 		t.Errorf("usage row of team %s serving %v: %v", team, h.Namespaces, row)
 	}
 
@@ -328,7 +328,7 @@ func TestEveryHandWrittenQueueShowsAndImportsWithoutEviction(t *testing.T) {
 			}
 			row = c.csv(t, "/usage?format=csv&resource=gpu")[q.ClusterQueue+"/"+strings.Join(q.Namespaces, ", ")]
 			return row != nil && kueueInUse > 0 && row["In use by tasks (GPUs)"] == strconv.FormatInt(kueueInUse, 10) &&
-				row["Pending tasks (count)"] == "1", nil
+				row["Pending tasks, preempted included (count)"] == "1", nil
 		})
 		if err != nil {
 			t.Errorf("queue %s: row %v, Kueue's GPUs in use %d", q.ClusterQueue, row, kueueInUse)

@@ -484,6 +484,7 @@ func TestPreemptionHistoryPage(t *testing.T) {
 
 		want := map[string]string{
 			"When (UTC)": cond.LastTransitionTime.UTC().Format(time.RFC3339), "Namespace": preempted.Namespace, "Task": preempted.Name,
+			"Owner kind": "Job", "Owner name": victimJob.Name, "Preemptor owner kind": "Job", "Preemptor owner name": urgentJob.Name,
 			"Team": victim, "Priority class": low, "GPUs (count)": fmt.Sprint(victimGPUs),
 			"Preemptor namespace": urgent.Namespace, "Preemptor task": urgent.Name, "Preemptor UID": string(urgent.UID),
 			"Preemptor team": taker, "Preemptor class": high, "Kueue reason": cond.Reason, "GPU-hours lost (h)": lost,
@@ -526,8 +527,9 @@ func TestPreemptionHistoryPage(t *testing.T) {
 		// The page, with its filters, as the admin.
 		_, page := admin.Get("/preemptions")
 		row := webtest.HTMLRows(t, page, "preemptions", webtest.ByAttr("data-task"))[victimKey]
-		wantRow := []string{recordedMinute(cond.LastTransitionTime.Time), victimKey, victim, low, fmt.Sprint(victimGPUs),
-			urgent.Namespace + "/" + urgent.Name, taker, high, reasonWords, lost}
+		// Tasks are named by their Jobs (the Workloads' names on hover).
+		wantRow := []string{recordedMinute(cond.LastTransitionTime.Time), "Job " + victimJob.Name, victim, low, fmt.Sprint(victimGPUs),
+			"Job " + urgentJob.Name, taker, high, reasonWords, lost}
 		if diff := cmp.Diff(wantRow, row); diff != "" {
 			t.Errorf("the preemption on /preemptions (-want +page):\n%s", diff)
 		}
@@ -730,11 +732,20 @@ func TestUsageReportPages(t *testing.T) {
 			perDay[d.Format("2006-01-02")] = &use{}
 		}
 		wantTasks := map[string]map[string]string{}
+		shownAs := map[string]string{}
 		for _, w := range tasks {
 			gpus, cpu := gpusOf(w)
 			start, end := since(w, kueuev1beta2.WorkloadAdmitted), since(w, kueuev1beta2.WorkloadFinished)
 			outcome := map[string]string{kueuev1beta2.WorkloadFinishedReasonSucceeded: "succeeded", kueuev1beta2.WorkloadFinishedReasonFailed: "failed"}[apimeta.FindStatusCondition(w.Status.Conditions, kueuev1beta2.WorkloadFinished).Reason]
+			// The Job's task is named by its Job; a bare Workload keeps its name.
+			var owner metav1.OwnerReference
+			shownAs[w.Namespace+"/"+w.Name] = w.Name
+			if ref := metav1.GetControllerOf(w); ref != nil {
+				owner = *ref
+				shownAs[w.Namespace+"/"+w.Name] = owner.Kind + " " + owner.Name
+			}
 			wantTasks[w.Namespace+"/"+w.Name] = map[string]string{"Namespace": w.Namespace, "Task": w.Name, "Team": team,
+				"Owner kind": owner.Kind, "Owner name": owner.Name,
 				"Priority class": map[bool]string{true: class, false: ""}[w.Name == small.Name], "Instance types": "ml.p5.48xlarge",
 				"Start (UTC)": start.UTC().Format(time.RFC3339), "End (UTC)": end.UTC().Format(time.RFC3339),
 				"GPU-hours (h)": hours(float64(gpus) * end.Sub(start).Hours()), "Borrowed": "false", "Times preempted": "0", "Outcome": outcome,
@@ -770,7 +781,7 @@ func TestUsageReportPages(t *testing.T) {
 		pageTasks := webtest.HTMLRows(t, body, "task-report", webtest.ByAttr("data-task"))
 		for key, w := range wantTasks {
 			row := pageTasks[key]
-			if len(row) != 10 || row[0] != key || row[1] != team || row[6] != w["GPU-hours (h)"] || row[9] != w["Outcome"] {
+			if len(row) != 10 || row[0] != shownAs[key] || row[1] != team || row[6] != w["GPU-hours (h)"] || row[9] != w["Outcome"] {
 				t.Errorf("per-task report row %s on the page: %q; want GPU-hours %s, outcome %s", key, row, w["GPU-hours (h)"], w["Outcome"])
 			}
 		}
@@ -825,6 +836,53 @@ func TestUsageReportPages(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, summary); diff != "" {
 			t.Errorf("usage summary CSV (-from the Workloads +CSV):\n%s", diff)
+		}
+
+		// The same window in HyperPod's layout: the summary's hours, and
+		// each task's GPU-hours, count, status, name and labels, from the
+		// Workloads.
+		code, body = hc.get(t, report+"&format=csv&layout=hyperpod")
+		if code != http.StatusOK {
+			t.Fatalf("the HyperPod layout: %d\n%.500s", code, body)
+		}
+		reports := webtest.ReadHyperPodCSV(t, body)
+		if len(reports) != 2 {
+			t.Fatalf("%d reports in the HyperPod layout, want the summary and the detailed one", len(reports))
+		}
+		gotHP, wantHP := map[string]map[string]string{}, map[string]map[string]string{}
+		for _, r := range reports[0].Rows {
+			gotHP[r["Date"]] = map[string]string{"Team": r["Team"], "Namespace": r["Namespace"], "Instance Type": r["Instance Type"],
+				"Total GPU Hours": r["Total GPU Hours"], "Allocated GPU Hours": r["Allocated GPU Hours"], "Borrowed GPU Hours": r["Borrowed GPU Hours"],
+				"Total vCPU Hours": r["Total vCPU Hours"], "Borrowed vCPU Hours": r["Borrowed vCPU Hours"]}
+		}
+		for key, u := range perDay {
+			// Nothing borrowed: all the team used was within its quota.
+			wantHP[key] = map[string]string{"Team": team, "Namespace": s.Namespace(team), "Instance Type": "ml.p5.48xlarge",
+				"Total GPU Hours": hours(u.gpuH), "Allocated GPU Hours": hours(u.gpuH), "Borrowed GPU Hours": "0.00",
+				"Total vCPU Hours": hours(u.cpuH), "Borrowed vCPU Hours": "0.00"}
+		}
+		if diff := cmp.Diff(wantHP, gotHP); diff != "" {
+			t.Errorf("HyperPod layout summary (-from the Workloads +CSV):\n%s", diff)
+		}
+		gotHP, wantHP = map[string]map[string]string{}, map[string]map[string]string{}
+		for _, r := range reports[1].Rows {
+			gotHP[r["Namespace"]+"/"+r["Workload"]] = map[string]string{"Task": r["Task"], "Owner Kind": r["Owner Kind"], "Status": r["Status"],
+				"Count": r["Count"], "GPU Hours": r["GPU Hours"], "Period Start": r["Period Start"], "Period End": r["Period End"], "Labels": r["Labels"]}
+		}
+		for _, w := range tasks {
+			key := w.Namespace + "/" + w.Name
+			gpus, _ := gpusOf(w)
+			wt := wantTasks[key]
+			name := w.Name // a bare Workload keeps its name; a Job's task is its Job's
+			if wt["Owner name"] != "" {
+				name = wt["Owner name"]
+			}
+			wantHP[key] = map[string]string{"Task": name, "Owner Kind": wt["Owner kind"],
+				"Status": map[string]string{"succeeded": "Succeeded", "failed": "Failed"}[wt["Outcome"]], "Count": fmt.Sprint(gpus),
+				"GPU Hours": wt["GPU-hours (h)"], "Period Start": wt["Start (UTC)"], "Period End": wt["End (UTC)"], "Labels": domain.LabelsWord(w.Labels)}
+		}
+		if diff := cmp.Diff(wantHP, gotHP); diff != "" {
+			t.Errorf("HyperPod layout tasks (-from the Workloads +CSV):\n%s", diff)
 		}
 
 		// The summary on the page, per resource.

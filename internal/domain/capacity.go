@@ -42,7 +42,7 @@ func TeamTotal(t Team, shapes ShapeLookup) Quota {
 // what the cluster has.
 type TypeAllocation struct {
 	Type      string
-	Instances int // in the cluster
+	Instances int // ready in the cluster (LiveShapes): what can take tasks now
 	Allocated Quota
 	Capacity  Quota
 }

@@ -70,11 +70,17 @@ type Impact struct {
 // ImpactTask is one task in the preview, with strings ready to show.
 type ImpactTask struct {
 	Namespace, Name, Team, Class string
+	OwnerKind, OwnerName         string // as Task's
 	GPUs                         int64
 	Ran                          time.Duration
 	GPUHours                     float64
 	Why                          string
 	PositionNow, PositionAfter   int
+}
+
+// Named is the task's name as people know it.
+func (t ImpactTask) Named() TaskName {
+	return TaskName{Namespace: t.Namespace, Workload: t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName}
 }
 
 // TeamImpact is one team before and after the change, in GPUs.
@@ -161,7 +167,7 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 		if f.Task == nil {
 			continue
 		}
-		t := ImpactTask{Namespace: f.Task.Namespace, Name: f.Task.Name, Team: f.Task.Team, Class: f.Task.Class, GPUs: f.Task.GPUs,
+		t := ImpactTask{Namespace: f.Task.Namespace, Name: f.Task.Name, OwnerKind: f.Task.OwnerKind, OwnerName: f.Task.OwnerName, Team: f.Task.Team, Class: f.Task.Class, GPUs: f.Task.GPUs,
 			PositionNow: f.PositionNow, PositionAfter: f.PositionAfter}
 		if f.Uncertain != "" {
 			t.Why = f.Uncertain
@@ -223,7 +229,7 @@ func preemptionWhy(f FateChange, team TeamUsage) string {
 	}
 	for_ := ""
 	if p := f.Preemptor; p != nil {
-		for_ = fmt.Sprintf(" for %s/%s (team %s, %d GPUs)", p.Namespace, p.Name, p.Team, p.GPUs)
+		for_ = fmt.Sprintf(" for %s (team %s, %d GPUs)", p.Named().InWords(), p.Team, p.GPUs)
 	}
 	switch f.Reason {
 	case kueuev1beta2.InClusterQueueReason:

@@ -27,7 +27,7 @@ type TaskQuery struct {
 	Selection
 	State     string // ListUnfinished, ListQueued, ListAll or a TaskState
 	Borrowing bool   // only tasks that borrow
-	Search    string // part of the task's name or namespace
+	Search    string // part of the task's name (its owner's or its Workload's) or namespace
 	Sort      string // one of TaskSorts; "" is the first
 	Desc      bool   // the sort reversed
 }
@@ -43,7 +43,7 @@ func (s *Snapshot) list(q TaskQuery) []*TaskFacts {
 	picks := q.picker()
 	keep := func(f *TaskFacts) bool {
 		return picks(teamAndClass{f.Team, f.Class}) && q.matches(f) && (!q.Borrowing || s.Borrowing(f)) &&
-			(search == "" || strings.Contains(f.Name, search) || strings.Contains(f.Namespace, search))
+			(search == "" || f.Named().Matches(search) || strings.Contains(f.Namespace, search))
 	}
 	var out []*TaskFacts
 	if (q.Sort == "" || q.Sort == TaskSorts[0]) && q.Teams == nil {

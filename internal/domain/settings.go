@@ -29,6 +29,9 @@ type Settings struct {
 	// PodSecurity is the Pod Security level team namespaces enforce (see
 	// PodSecurityLevels); "" means DefaultPodSecurity.
 	PodSecurity string
+	// ClusterName names the cluster in reports (the HyperPod layout's
+	// ClusterName line); "" names it by its apiserver's address.
+	ClusterName string
 }
 
 // PodSecurityEnforceLabel is the Pod Security admission's label of the level

@@ -33,7 +33,10 @@ const (
 // Task is one Kueue Workload as the Tasks dashboard shows it.
 type Task struct {
 	Namespace string
-	Name      string
+	Name      string // the Workload's
+	// OwnerKind and OwnerName name the Workload's owner, as people know
+	// the task (WorkloadReading.OwnerKind); empty for a Workload without.
+	OwnerKind, OwnerName string
 	// Team is the team of its ClusterQueue (Settings.TeamOfClusterQueue):
 	// a team is a ClusterQueue, whoever made it. A task whose ClusterQueue
 	// is not known yet falls back to its namespace's team ("hyperpod-ns-nlp"
@@ -107,6 +110,7 @@ type Task struct {
 // change of the Workload makes a new one.
 type TaskFacts struct {
 	Namespace, Name, Team string
+	OwnerKind, OwnerName  string // as Task's
 	ClusterQueue          string // as Task.ClusterQueue
 	LocalQueue, Class     string
 	Priority              int32
@@ -147,7 +151,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 	// Most strings repeat across tasks (namespaces, queues, classes,
 	// flavors, Kueue's messages): one copy of each is kept.
 	f := &TaskFacts{
-		Namespace: intern(r.Namespace), Name: r.Name, Team: intern(r.Team),
+		Namespace: intern(r.Namespace), Name: r.Name, Team: intern(r.Team), OwnerKind: intern(r.OwnerKind), OwnerName: r.OwnerName,
 		ClusterQueue: intern(r.ClusterQueue), LocalQueue: intern(r.LocalQueue), Class: intern(cmp.Or(r.ClassRef, lowestClass)),
 		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs, Partitions: intern(r.Partitions),
 		Created: r.Created, WaitStart: r.WaitStart, QueueOrder: r.QueueOrder, AdmittedAt: r.AdmittedAt, FinishedAt: r.FinishedAt,
@@ -224,7 +228,7 @@ func (f *TaskFacts) ReasonAt(now time.Time, borrowing bool) string {
 // (0 when not queued) and whether it borrows.
 func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 	return Task{
-		Namespace: f.Namespace, Name: f.Name, Team: f.Team, ClusterQueue: f.ClusterQueue, LocalQueue: f.LocalQueue,
+		Namespace: f.Namespace, Name: f.Name, OwnerKind: f.OwnerKind, OwnerName: f.OwnerName, Team: f.Team, ClusterQueue: f.ClusterQueue, LocalQueue: f.LocalQueue,
 		Class: f.Class, Priority: f.Priority, State: f.State, Deactivated: f.Deactivated, Queued: f.Queued,
 		GPUs: f.GPUs, Flavors: f.Flavors, Partitions: f.Partitions, Borrowing: borrowing,
 		Created: f.Created, WaitStart: f.WaitStart, QueueOrder: f.QueueOrder, AdmittedAt: f.AdmittedAt, FinishedAt: f.FinishedAt,
@@ -232,6 +236,76 @@ func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 		Reason: f.ReasonAt(now, borrowing), KueueMessage: f.KueueMessage,
 		Position: position,
 	}
+}
+
+// TaskName is a task as people know it: by its owner (the Job "big"),
+// with its Workload's name ("job-big-869d5") beside; a Workload without an
+// owner by its own name. It is the console's one rule for naming a task.
+type TaskName struct {
+	Namespace, Workload  string
+	OwnerKind, OwnerName string
+}
+
+// Named is the task's name as people know it.
+func (t Task) Named() TaskName {
+	return TaskName{Namespace: t.Namespace, Workload: t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName}
+}
+
+// Named is the task's name as people know it.
+func (f *TaskFacts) Named() TaskName {
+	return TaskName{Namespace: f.Namespace, Workload: f.Name, OwnerKind: f.OwnerKind, OwnerName: f.OwnerName}
+}
+
+// Shown is the name to show: the owner's kind and name ("Job big"), or
+// the Workload's name when it has no owner (or the owner is not known, as
+// in history recorded without it).
+func (n TaskName) Shown() string {
+	if n.OwnerName == "" {
+		return n.Workload
+	}
+	return strings.TrimSpace(n.OwnerKind + " " + n.OwnerName)
+}
+
+// Aside names the Workload with its namespace, for beside the shown name
+// or on hover ("Workload hyperpod-ns-nlp/job-big-869d5"); "" for no
+// Workload.
+func (n TaskName) Aside() string {
+	switch {
+	case n.Workload == "":
+		return ""
+	case n.Namespace == "":
+		return "Workload " + n.Workload
+	}
+	return "Workload " + n.Namespace + "/" + n.Workload
+}
+
+// Plain is the name without the kind: the owner's, else the Workload's
+// (for a column of its own next to the owner's kind).
+func (n TaskName) Plain() string {
+	if n.OwnerName == "" {
+		return n.Workload
+	}
+	return n.OwnerName
+}
+
+// InWords names the task in a sentence: "Job big (Workload
+// hyperpod-ns-nlp/job-big-869d5)", or "hyperpod-ns-nlp/solo" for a
+// Workload without an owner.
+func (n TaskName) InWords() string {
+	workload := n.Workload
+	if n.Namespace != "" {
+		workload = n.Namespace + "/" + n.Workload
+	}
+	if n.OwnerName == "" {
+		return workload
+	}
+	return n.Shown() + " (Workload " + workload + ")"
+}
+
+// Matches reports whether the owner's or the Workload's name contains part
+// (lower case).
+func (n TaskName) Matches(part string) bool {
+	return strings.Contains(strings.ToLower(n.Workload), part) || strings.Contains(strings.ToLower(n.OwnerName), part)
 }
 
 func intern(s string) string { return unique.Make(s).Value() }

@@ -466,3 +466,49 @@ func TestStatsByTeamAndClass(t *testing.T) {
 		t.Errorf("StatsByTeamAndClass (-want +got):\n%s", diff)
 	}
 }
+
+func TestTaskNamedByOwner(t *testing.T) {
+	type named struct{ OwnerKind, OwnerName, Shown, Aside, InWords string }
+	cases := []struct {
+		name string
+		wl   *kueuetest.WorkloadWrapper
+		want named
+	}{
+		{name: "a bare Workload keeps its own name", wl: newWorkload(nlp, "solo"),
+			want: named{Shown: "solo", Aside: "Workload hyperpod-ns-nlp/solo", InWords: "hyperpod-ns-nlp/solo"}},
+		{name: "a Job's Workload is named by its Job", wl: newWorkload(nlp, "job-big-869d5").OwnedBy("Job", "big", true),
+			want: named{OwnerKind: "Job", OwnerName: "big", Shown: "Job big", Aside: "Workload hyperpod-ns-nlp/job-big-869d5",
+				InWords: "Job big (Workload hyperpod-ns-nlp/job-big-869d5)"}},
+		{name: "the controller first, whatever the order", wl: newWorkload(nlp, "pytorchjob-bert-1a2b3").
+			OwnedBy("ConfigMap", "settings", false).OwnedBy("PyTorchJob", "bert", true),
+			want: named{OwnerKind: "PyTorchJob", OwnerName: "bert", Shown: "PyTorchJob bert", Aside: "Workload hyperpod-ns-nlp/pytorchjob-bert-1a2b3",
+				InWords: "PyTorchJob bert (Workload hyperpod-ns-nlp/pytorchjob-bert-1a2b3)"}},
+		{name: "without a controller, the first owner", wl: newWorkload(nlp, "jobset-train-77aa1").
+			OwnedBy("JobSet", "train", false).OwnedBy("RayJob", "other", false),
+			want: named{OwnerKind: "JobSet", OwnerName: "train", Shown: "JobSet train", Aside: "Workload hyperpod-ns-nlp/jobset-train-77aa1",
+				InWords: "JobSet train (Workload hyperpod-ns-nlp/jobset-train-77aa1)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			task := TaskOf(tc.wl.Obj(), DefaultSettings, "", taskT0)
+			n := task.Named()
+			got := named{OwnerKind: task.OwnerKind, OwnerName: task.OwnerName, Shown: n.Shown(), Aside: n.Aside(), InWords: n.InWords()}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("named (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTaskNameMatches(t *testing.T) {
+	n := TaskName{Workload: "job-big-869d5", OwnerKind: "Job", OwnerName: "big"}
+	cases := []struct {
+		part string
+		want bool
+	}{{"big", true}, {"869d5", true}, {"job", true}, {"small", false}}
+	for _, tc := range cases {
+		if got := n.Matches(tc.part); got != tc.want {
+			t.Errorf("Matches(%q) = %v, want %v", tc.part, got, tc.want)
+		}
+	}
+}

@@ -65,6 +65,8 @@ type WorkloadReading struct {
 	// OwnerKind, OwnerName and OwnerUID name the controlling owner (usually
 	// a batch/v1 Job), else the first owner.
 	OwnerKind, OwnerName, OwnerUID string
+	// Labels are the Workload's labels in words (LabelsWord); "" for none.
+	Labels string
 	// Team is the namespace without the settings' prefix; empty outside
 	// team namespaces.
 	Team string
@@ -154,6 +156,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		ref := wl.OwnerReferences[0]
 		r.OwnerKind, r.OwnerName, r.OwnerUID = ref.Kind, ref.Name, string(ref.UID)
 	}
+	r.Labels = LabelsWord(wl.Labels)
 	r.Team, _ = s.TeamOfNamespace(wl.Namespace)
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		r.ClassRef = ref.Name
@@ -522,4 +525,14 @@ func partitionsWord(wl *kueuev1beta2.Workload, reclaimable map[kueuev1beta2.PodS
 		parts = append(parts, strconv.FormatInt(counts[p], 10)+" × "+p)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// LabelsWord writes labels as "key=value" pairs sorted by key, joined by
+// "; " (a label value holds no ";"); "" for none.
+func LabelsWord(labels map[string]string) string {
+	pairs := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		pairs = append(pairs, k+"="+labels[k])
+	}
+	return strings.Join(pairs, "; ")
 }

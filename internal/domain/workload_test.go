@@ -170,3 +170,18 @@ func TestParsePreemptor(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelsWord(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{nil, ""},
+		{map[string]string{"team": "nlp"}, "team=nlp"},
+		{map[string]string{"team": "nlp", "app": "bert", "kueue.x-k8s.io/job-uid": "1a2b"}, "app=bert; kueue.x-k8s.io/job-uid=1a2b; team=nlp"},
+	} {
+		if diff := cmp.Diff(tc.want, LabelsWord(tc.labels)); diff != "" {
+			t.Errorf("LabelsWord(%v) (-want +got):\n%s", tc.labels, diff)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func impactView(im domain.Impact, out write.Outcome) templates.ImpactView {
 	tasks := func(ts []domain.ImpactTask) []templates.ImpactTaskRow {
 		rows := make([]templates.ImpactTaskRow, 0, len(ts))
 		for _, t := range ts {
-			rows = append(rows, templates.ImpactTaskRow{Team: t.Team, Task: t.Namespace + "/" + t.Name, Class: t.Class,
+			rows = append(rows, templates.ImpactTaskRow{Team: t.Team, Task: taskLabel(t.Named()), Class: t.Class,
 				GPUs: fmt.Sprint(t.GPUs), Ran: duration(t.Ran, 1), GPUHours: fmt.Sprintf("%.1f", t.GPUHours), Why: t.Why,
 				Position: fmt.Sprintf("%d → %d", t.PositionNow, t.PositionAfter)})
 		}

@@ -141,8 +141,8 @@ func queuesCSV(c echo.Context, queues []domain.QueueQuota) error {
 }
 
 func instancesCSV(c echo.Context, ov domain.Overview) error {
-	w, err := startCSV(c, "instance-types.csv", "Instance type", "GPU model", "Instances (count)", "Ready (count)",
-		"Pending recovery (count)", "GPUs (count)", "GPU memory (GiB)", "vCPUs (count)", "Memory (GiB)", "Neuron devices (count)", "EFA (count)",
+	w, err := startCSV(c, "instance-types.csv", "Instance type", "GPU model", "All instances (count)", "Ready (count)",
+		"Pending recovery (count)", "GPUs of all instances (count)", "GPU memory (GiB)", "vCPUs (count)", "Memory (GiB)", "Neuron devices (count)", "EFA (count)",
 		"GPU partitions (MIG)")
 	if err != nil {
 		return err

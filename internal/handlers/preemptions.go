@@ -145,7 +145,7 @@ const preemptorNotShown = "another team's task"
 func preemptionRow(p taskhistory.Preemption, visible scope) templates.PreemptionRow {
 	p, shown := shownTo(p, visible)
 	r := templates.PreemptionRow{
-		When: recordedTime(p.At), Task: taskName(p.Task), Team: p.Task.Team, Class: p.Task.Class, GPUs: strconv.FormatInt(p.GPUs, 10),
+		When: recordedTime(p.At), Task: taskName(p.Task), TaskLabel: taskLabel(p.Task.Named()), Team: p.Task.Team, Class: p.Task.Class, GPUs: strconv.FormatInt(p.GPUs, 10),
 		Preemptor: taskName(p.Preemptor), PreemptorTeam: p.Preemptor.Team, PreemptorClass: p.Preemptor.Class,
 		Reason: p.ReasonWords, Message: p.Message, Lost: "unknown",
 	}
@@ -157,6 +157,11 @@ func preemptionRow(p taskhistory.Preemption, visible scope) templates.Preemption
 		if p.Preemptor.UID != "" {
 			r.Preemptor += " (UID " + p.Preemptor.UID + ")"
 		}
+	default:
+		r.PreemptorLabel = taskLabel(p.Preemptor.Named())
+	}
+	if r.PreemptorLabel.Text == "" {
+		r.PreemptorLabel.Text = r.Preemptor
 	}
 	if r.Reason == "" {
 		r.Reason = p.Reason
@@ -167,7 +172,8 @@ func preemptionRow(p taskhistory.Preemption, visible scope) templates.Preemption
 	return r
 }
 
-// taskName is a recorded task's namespace/name ("" when not recorded).
+// taskName is a recorded task's namespace/Workload name ("" when not
+// recorded): what identifies it in a page's data attributes.
 func taskName(t taskhistory.TaskRef) string {
 	if t.Name == "" {
 		return ""
@@ -184,9 +190,10 @@ func (p preemptionsPage) preemptionsCSV(c echo.Context, pq taskhistory.Preemptio
 	if err != nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 	}
-	s, err := startCSV(c, "preemptions.csv", "When (UTC)", "Namespace", "Task", "Team", "Priority class", "GPUs (count)",
-		"Preemptor namespace", "Preemptor task", "Preemptor UID", "Preemptor team", "Preemptor class", "Reason", "Kueue reason",
-		"GPU-hours lost (h)", "Kueue message")
+	header := append(append([]string{"When (UTC)", "Namespace", "Task"}, ownerColumns...), "Team", "Priority class", "GPUs (count)",
+		"Preemptor namespace", "Preemptor task", "Preemptor owner kind", "Preemptor owner name", "Preemptor UID", "Preemptor team", "Preemptor class",
+		"Reason", "Kueue reason", "GPU-hours lost (h)", "Kueue message")
+	s, err := startCSV(c, "preemptions.csv", header...)
 	if err != nil {
 		return err
 	}
@@ -197,9 +204,11 @@ func (p preemptionsPage) preemptionsCSV(c echo.Context, pq taskhistory.Preemptio
 			if pr.LostKnown {
 				lost = domain.FormatHours(pr.GPUHoursLost)
 			}
-			if err := s.Row(pr.At.UTC().Format(time.RFC3339), pr.Task.Namespace, pr.Task.Name, pr.Task.Team, pr.Task.Class, strconv.FormatInt(pr.GPUs, 10),
-				pr.Preemptor.Namespace, pr.Preemptor.Name, pr.Preemptor.UID, pr.Preemptor.Team, pr.Preemptor.Class, pr.ReasonWords, pr.Reason,
-				lost, pr.Message); err != nil {
+			cells := append(append([]string{pr.At.UTC().Format(time.RFC3339), pr.Task.Namespace, pr.Task.Name}, ownerCells(pr.Task.Named())...),
+				pr.Task.Team, pr.Task.Class, strconv.FormatInt(pr.GPUs, 10), pr.Preemptor.Namespace, pr.Preemptor.Name)
+			cells = append(append(cells, ownerCells(pr.Preemptor.Named())...), pr.Preemptor.UID, pr.Preemptor.Team, pr.Preemptor.Class,
+				pr.ReasonWords, pr.Reason, lost, pr.Message)
+			if err := s.Row(cells...); err != nil {
 				return err
 			}
 		}

@@ -25,6 +25,8 @@ const (
 // reportFilter is the usage report's query, as typed in its URL.
 type reportFilter struct {
 	Source, From, To, Team, Resource, After string
+	// Layout is the CSV's layout: layoutConsole or layoutHyperPod.
+	Layout string
 }
 
 func (f reportFilter) query(extra ...string) string {
@@ -52,7 +54,13 @@ type reportPage struct {
 func (p reportPage) show(c echo.Context) error {
 	q := c.QueryParams()
 	f := reportFilter{Source: q.Get("source"), From: q.Get("from"), To: q.Get("to"), Team: q.Get("team"),
-		Resource: q.Get("resource"), After: q.Get("after")}
+		Resource: q.Get("resource"), After: q.Get("after"), Layout: q.Get("layout")}
+	if f.Layout != layoutConsole && f.Layout != layoutHyperPod {
+		return echo.NewHTTPError(http.StatusBadRequest, "Unknown layout "+quoteName(f.Layout)+`: leave it out for the console's, or choose "hyperpod".`)
+	}
+	if f.Layout == layoutHyperPod {
+		f.Source = sourceTaskHistory // its tasks and instance types are the history's
+	}
 	if f.Source != sourceTaskHistory && f.Source != sourcePrometheus {
 		f.Source = sourcePrometheus
 		if p.taskHistory.Available() == nil {

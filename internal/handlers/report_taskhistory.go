@@ -84,6 +84,9 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 30*time.Second)
 	defer cancel()
 	rq := taskhistory.ReportQuery{Window: window, Team: team, Teams: teams}
+	if isCSV && f.Layout == layoutHyperPod {
+		return p.exports.run(c, func() error { return p.hyperPodCSV(c, days, rq, sees) })
+	}
 	if isCSV && table == "tasks" {
 		return p.exports.run(c, func() error { return p.taskReportCSV(c, rq) })
 	}
@@ -123,6 +126,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	})
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
+	h.HyperPodCSV = f.query("format", "csv", "layout", layoutHyperPod, "after", "")
 
 	rq.Limit, rq.After = reportPageSize, f.After
 	next := ""
@@ -414,7 +418,7 @@ func missingNote(day taskhistory.UsageDay) string {
 }
 
 func taskReportRow(r taskhistory.ReportRow) templates.TaskReportRow {
-	row := templates.TaskReportRow{Task: taskName(r.Task), Team: r.Task.Team, Class: r.Task.Class,
+	row := templates.TaskReportRow{Task: taskName(r.Task), Label: taskLabel(r.Task.Named()), Team: r.Task.Team, Class: r.Task.Class,
 		InstanceType: strings.Join(r.InstanceTypes, ", "), Start: "—", End: "—", GPUHours: domain.FormatHours(r.GPUHours),
 		Borrowed: "no", Preempted: strconv.Itoa(r.TimesPreempted), Outcome: outcomeLabel(r)}
 	if r.Partitions != "" {
@@ -488,8 +492,9 @@ func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) er
 			return nil
 		}
 		var err error
-		s, err = startCSV(c, "task-report.csv", "Namespace", "Task", "Team", "Priority class", "Instance types", "Start (UTC)", "End (UTC)",
+		header := append(append([]string{"Namespace", "Task"}, ownerColumns...), "Team", "Priority class", "Instance types", "Start (UTC)", "End (UTC)",
 			"GPU-hours (h)", "GPU partitions (MIG)", "Partition-hours (h)", "Partition GPU-equivalent hours (h)", "Borrowed", "Times preempted", "Outcome")
+		s, err = startCSV(c, "task-report.csv", header...)
 		return err
 	}
 	stamp := func(t time.Time) string {
@@ -503,9 +508,10 @@ func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) er
 			return err
 		}
 		hours, whole := domain.PartitionHours(r.Partitions, r.Held)
-		return s.Row(r.Task.Namespace, r.Task.Name, r.Task.Team, r.Task.Class, strings.Join(r.InstanceTypes, " "), stamp(r.Start), stamp(r.End),
+		cells := append(append([]string{r.Task.Namespace, r.Task.Name}, ownerCells(r.Task.Named())...), r.Task.Team, r.Task.Class, strings.Join(r.InstanceTypes, " "), stamp(r.Start), stamp(r.End),
 			domain.FormatHours(r.GPUHours), r.Partitions, domain.FormatHours(hours), domain.FormatHours(whole),
 			strconv.FormatBool(r.Borrowed), strconv.Itoa(r.TimesPreempted), outcomeLabel(r))
+		return s.Row(cells...)
 	})
 	switch {
 	case err != nil && s == nil:

@@ -469,7 +469,7 @@ func statsRow(f taskFilter, team string, s domain.ClassStats) templates.StatsRow
 }
 
 func taskRow(t *domain.Task) templates.TaskRow {
-	row := templates.TaskRow{Namespace: t.Namespace, Name: t.Name, Team: t.Team, Class: t.Class, State: stateLabel(t),
+	row := templates.TaskRow{Namespace: t.Namespace, Name: t.Name, Label: taskLabel(t.Named()), Team: t.Team, Class: t.Class, State: stateLabel(t),
 		GPUs: t.GPUs, Partitions: t.Partitions, Waited: duration(t.Wait, 1), Ran: "—", Position: "—", Reason: t.Reason, KueueMessage: t.KueueMessage,
 		Borrowing: t.Borrowing}
 	if t.Run > 0 || t.State == domain.TaskAdmitted {
@@ -537,8 +537,9 @@ func breakdownRows(s *csvStream, rows []domain.TeamClassStats) error {
 
 // tasksCSV streams tasks as they are listed, one row at a time.
 func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, waits *waitEstimates) error {
-	s, err := startCSV(c, "tasks.csv", "Namespace", "Task", "Team", "Priority class", "State", "GPUs (count)", "GPU partitions (MIG)",
+	header := append(append([]string{"Namespace", "Task"}, ownerColumns...), "Team", "Priority class", "State", "GPUs (count)", "GPU partitions (MIG)",
 		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message", "Estimated wait")
+	s, err := startCSV(c, "tasks.csv", header...)
 	if err != nil {
 		return err
 	}
@@ -550,8 +551,9 @@ func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, 
 			pos = strconv.Itoa(t.Position)
 		}
 		_, basis := waits.of(f)
-		if err := s.Row(t.Namespace, t.Name, t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10), t.Partitions,
-			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage, basis); err != nil {
+		cells := append(append([]string{t.Namespace, t.Name}, ownerCells(t.Named())...), t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10), t.Partitions,
+			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage, basis)
+		if err := s.Row(cells...); err != nil {
 			return err
 		}
 	}

@@ -36,7 +36,7 @@ func (p teamPages) renderDelete(c echo.Context, status int, team, applyErr strin
 	var tasks []templates.TaskLine
 	for _, f := range snap.Tasks(domain.TaskQuery{Selection: domain.Selection{Teams: []string{team}}, Sort: "name"}) {
 		t := snap.Task(f)
-		tasks = append(tasks, templates.TaskLine{Name: t.Name, State: stateLabel(&t), GPUs: t.GPUs})
+		tasks = append(tasks, templates.TaskLine{Name: taskLabel(t.Named()), State: stateLabel(&t), GPUs: t.GPUs})
 	}
 	return render(c, status, templates.TeamDelete(templates.TeamDeleteView{
 		Page:       templates.Page{Title: "Delete team " + team, Active: "teams", Problem: p.problem()},

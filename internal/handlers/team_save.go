@@ -190,7 +190,7 @@ func optionLabel(s domain.InstanceShape, available int) string {
 		parts = append(parts, fmt.Sprintf("%d Neuron", s.Neuron))
 	}
 	parts = append(parts, fmt.Sprintf("%d vCPU", s.VCPU), fmt.Sprintf("%d GiB", s.MemoryGiB))
-	return fmt.Sprintf("%s — %s (%d available)", s.Type, strings.Join(parts, ", "), available)
+	return fmt.Sprintf("%s — %s (%d ready)", s.Type, strings.Join(parts, ", "), available)
 }
 
 // describeQuota is the live preview of a row: what the console will write,
@@ -218,7 +218,7 @@ func describeQuota(in domain.QuotaInput, shapes domain.ShapeLookup, available ma
 	}
 	n := available[in.InstanceType]
 	if q.Exceeds(domain.Capacity(shape, n)) {
-		warning = fmt.Sprintf("Above the %d instances the cluster has (planned capacity).", n)
+		warning = fmt.Sprintf("Above the %d ready instances the cluster has (planned capacity).", n)
 	}
 	return strings.Join(parts, " · "), warning
 }

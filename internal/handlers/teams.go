@@ -181,8 +181,9 @@ func teamsCSV(c echo.Context, namespaces func(team string) string, teams []domai
 }
 
 func byTypeCSV(c echo.Context, byType []domain.TypeAllocation) error {
-	w, err := startCSV(c, "quota-by-instance-type.csv", "Instance type", "Instances (count)", "GPUs allocated (count)",
-		"GPUs capacity (count)", "vCPU allocated (count)", "vCPU capacity (count)", "Memory allocated (GiB)", "Memory capacity (GiB)", "Above capacity")
+	w, err := startCSV(c, "quota-by-instance-type.csv", "Instance type", "Ready instances (count)", "GPUs allocated (count)",
+		"GPUs capacity of ready instances (count)", "vCPU allocated (count)", "vCPU capacity of ready instances (count)", "Memory allocated (GiB)",
+		"Memory capacity of ready instances (GiB)", "Above capacity")
 	if err != nil {
 		return err
 	}

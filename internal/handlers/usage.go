@@ -278,7 +278,7 @@ func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, 
 	}
 	w, err := startCSV(c, "team-usage-"+res.key+".csv", "Team", "Namespace", "Enabled", "Allocated"+u, "In use by tasks"+u,
 		"Borrowed"+u, "Lent"+u, "Pending demand"+u, "Allocation utilization (%)", hwHeader,
-		"Running tasks (count)", "Pending tasks (count)")
+		"Running tasks (count)", "Pending tasks, preempted included (count)")
 	if err != nil {
 		return err
 	}

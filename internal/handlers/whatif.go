@@ -175,17 +175,21 @@ type whatIfJSON struct {
 
 // whatIfTaskID is a task the job would preempt.
 type whatIfTaskID struct {
-	Team  string `json:"team"`
-	Task  string `json:"task"`
-	Class string `json:"class"`
-	GPUs  int64  `json:"gpus"`
+	Team string `json:"team"`
+	Task string `json:"task"` // namespace/Workload
+	// OwnerKind and OwnerName name the task as its owner knows it (empty
+	// for a Workload without an owner).
+	OwnerKind string `json:"owner_kind"`
+	OwnerName string `json:"owner_name"`
+	Class     string `json:"class"`
+	GPUs      int64  `json:"gpus"`
 }
 
 func (r whatIfReply) json() whatIfJSON {
 	out := whatIfJSON{Admitted: r.Admitted, Borrowing: r.Borrowing, Position: r.Position, EstimatedStart: r.start, Basis: r.basis,
 		Reason: r.Reason, Preempts: []whatIfTaskID{}, PreemptsHidden: r.hidden, Uncertain: r.Uncertain, Verdict: r.Verdict()}
 	for _, t := range r.shown {
-		out.Preempts = append(out.Preempts, whatIfTaskID{Team: t.Team, Task: t.Namespace + "/" + t.Name, Class: t.Class, GPUs: t.GPUs})
+		out.Preempts = append(out.Preempts, whatIfTaskID{Team: t.Team, Task: t.Namespace + "/" + t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName, Class: t.Class, GPUs: t.GPUs})
 	}
 	return out
 }
@@ -217,7 +221,7 @@ func (r whatIfReply) view(jsonURL string) *templates.WhatIfAnswerView {
 		v.Estimate = r.start
 	}
 	for _, t := range r.shown {
-		v.Preempts = append(v.Preempts, templates.WhatIfTaskRow{Team: t.Team, Task: t.Namespace + "/" + t.Name, Class: t.Class,
+		v.Preempts = append(v.Preempts, templates.WhatIfTaskRow{Team: t.Team, Task: taskLabel(t.Named()), Class: t.Class,
 			GPUs: itoa(t.GPUs), Ran: duration(t.Ran, 1), GPUHours: fmt.Sprintf("%.1f", t.GPUHours)})
 	}
 	switch {

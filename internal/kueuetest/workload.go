@@ -50,6 +50,14 @@ func (b *WorkloadWrapper) In(cq string) *WorkloadWrapper {
 	return b
 }
 
+// OwnedBy adds an owner reference, as the job integrations of Kueue set
+// it (apiVersion left out: the console reads kind and name).
+func (b *WorkloadWrapper) OwnedBy(kind, name string, controller bool) *WorkloadWrapper {
+	b.OwnerReferences = append(b.OwnerReferences, metav1.OwnerReference{Kind: kind, Name: name,
+		UID: types.UID(kind + "-" + name), Controller: ptr.To(controller)})
+	return b
+}
+
 func (b *WorkloadWrapper) Queue(lq string) *WorkloadWrapper {
 	b.Spec.QueueName = kueuev1beta2.LocalQueueName(lq)
 	return b

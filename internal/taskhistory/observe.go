@@ -75,7 +75,7 @@ func observe(wl *kueuev1beta2.Workload, teamPrefix string, now time.Time) Change
 	facts := r.Facts("")
 	t := Task{
 		UID: r.UID, Namespace: r.Namespace, Name: r.Name,
-		OwnerKind: r.OwnerKind, OwnerName: r.OwnerName, OwnerUID: r.OwnerUID,
+		OwnerKind: r.OwnerKind, OwnerName: r.OwnerName, OwnerUID: r.OwnerUID, Labels: r.Labels,
 		Team: r.Team, Class: r.ClassRef, Priority: r.Priority,
 		ClusterQueue: r.ClusterQueue, LocalQueue: r.LocalQueue,
 		Created: r.Created, Requests: r.Requests, Partitions: r.Partitions, PodSets: r.PodSets, State: r.State,

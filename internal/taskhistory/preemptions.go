@@ -8,12 +8,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // TaskRef names a recorded task. Fields are empty when the task is not
 // recorded (a preemptor the recorder never saw).
 type TaskRef struct {
 	UID, Namespace, Name, Team, Class string
+	// OwnerKind and OwnerName name the Workload's owner (Task's); empty
+	// for a Workload without one.
+	OwnerKind, OwnerName string
+}
+
+// Named is the task's name as people know it.
+func (r TaskRef) Named() domain.TaskName {
+	return domain.TaskName{Namespace: r.Namespace, Workload: r.Name, OwnerKind: r.OwnerKind, OwnerName: r.OwnerName}
 }
 
 // Preemption is one preemption of a task.
@@ -103,9 +113,10 @@ func (s *Store) Preemptions(ctx context.Context, pq PreemptionQuery) (*Preemptio
 		args = append(args, at, at, uid)
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT p.uid, p.at_ms, COALESCE(t.namespace, ''), COALESCE(t.name, ''), p.team, p.class,
+		COALESCE(t.owner_kind, ''), COALESCE(t.owner_name, ''),
 		p.gpus, p.cluster_queue, p.lost_gpu_ms, p.reason, p.reason_words, p.message,
 		p.preemptor_uid, p.preemptor_cluster_queue, COALESCE(pt.namespace, ''), COALESCE(pt.name, ''),
-		COALESCE(pt.team, q.team, ''), COALESCE(pt.class, '')
+		COALESCE(pt.team, q.team, ''), COALESCE(pt.class, ''), COALESCE(pt.owner_kind, ''), COALESCE(pt.owner_name, '')
 		FROM preemptions p
 		LEFT JOIN tasks t ON t.uid = p.uid
 		LEFT JOIN tasks pt ON pt.uid = p.preemptor_uid
@@ -120,9 +131,10 @@ func (s *Store) Preemptions(ctx context.Context, pq PreemptionQuery) (*Preemptio
 		var at int64
 		var lost sql.NullInt64
 		if err := rows.Scan(&p.Task.UID, &at, &p.Task.Namespace, &p.Task.Name, &p.Task.Team, &p.Task.Class,
+			&p.Task.OwnerKind, &p.Task.OwnerName,
 			&p.GPUs, &p.ClusterQueue, &lost, &p.Reason, &p.ReasonWords, &p.Message,
 			&p.Preemptor.UID, &p.PreemptorClusterQueue, &p.Preemptor.Namespace, &p.Preemptor.Name,
-			&p.Preemptor.Team, &p.Preemptor.Class); err != nil {
+			&p.Preemptor.Team, &p.Preemptor.Class, &p.Preemptor.OwnerKind, &p.Preemptor.OwnerName); err != nil {
 			return fail(err)
 		}
 		p.At = fromMS(at)

@@ -17,6 +17,11 @@ type ReportRow struct {
 	Task TaskRef
 	// InstanceTypes are the flavors of its last admission.
 	InstanceTypes []string
+	// Requests are what it asks for, all pod sets together.
+	Requests Resources
+	// Labels are its Workload's labels in words ("" for none, and for
+	// tasks recorded before the history kept them).
+	Labels string
 	// Start is its first admission (zero: never admitted); End its finish or
 	// deletion (zero: not ended yet).
 	Start, End time.Time
@@ -173,10 +178,11 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 	if index != "" && !r.s.postgres {
 		from += " INDEXED BY " + index
 	}
-	query := `SELECT t.uid, t.namespace, t.name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
+	query := `SELECT t.uid, t.namespace, t.name, t.owner_kind, t.owner_name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
 		COALESCE((SELECT SUM(a.gpus * (? - a.admitted_ms)) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
 		t.borrowed, t.preempted, t.state, t.outcome, t.partitions,
-		t.held_ms + COALESCE((SELECT ? - MIN(a.admitted_ms) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0)
+		t.held_ms + COALESCE((SELECT ? - MIN(a.admitted_ms) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
+		t.gpus, t.neuron, t.cpu_milli, t.memory_mib, t.labels
 		FROM ` + from + ` WHERE ` + where
 	args = append([]any{r.now, r.now}, args...)
 	if r.team != "" {
@@ -201,8 +207,9 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 		var flavors, state, outcome string
 		var first, ended sql.NullInt64
 		var gpuMS, openGPUMS, borrowed, heldMS int64
-		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
-			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome, &row.Partitions, &heldMS); err != nil {
+		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.OwnerKind, &row.Task.OwnerName, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
+			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome, &row.Partitions, &heldMS,
+			&row.Requests.GPUs, &row.Requests.Neuron, &row.Requests.CPUMilli, &row.Requests.MemoryMiB, &row.Labels); err != nil {
 			return nil, err
 		}
 		if flavors != "" {

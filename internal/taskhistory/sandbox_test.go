@@ -227,12 +227,16 @@ func TestSandboxPreemptionIsRecorded(t *testing.T) {
 			return err == nil && len(page.Preemptions) == 1 && page.Preemptions[0].Preemptor.Name != ""
 		})
 		p := page.Preemptions[0]
+		// Both tasks named by their Jobs, the Workloads' owners.
+		owner, urgentOwner := metav1.GetControllerOf(preempted), metav1.GetControllerOf(urgent)
 		want := Preemption{
-			At:           preemptedAt,
-			Task:         TaskRef{UID: string(preempted.UID), Namespace: preempted.Namespace, Name: preempted.Name, Team: "speech", Class: low},
+			At: preemptedAt,
+			Task: TaskRef{UID: string(preempted.UID), Namespace: preempted.Namespace, Name: preempted.Name, Team: "speech", Class: low,
+				OwnerKind: owner.Kind, OwnerName: owner.Name},
 			GPUs:         8,
 			ClusterQueue: s.ClusterQueue("speech"),
-			Preemptor:    TaskRef{UID: string(urgent.UID), Namespace: urgent.Namespace, Name: urgent.Name, Team: "speech", Class: high},
+			Preemptor: TaskRef{UID: string(urgent.UID), Namespace: urgent.Namespace, Name: urgent.Name, Team: "speech", Class: high,
+				OwnerKind: urgentOwner.Kind, OwnerName: urgentOwner.Name},
 			// Kueue names the preemptor's ClusterQueue in the message.
 			PreemptorClusterQueue: s.ClusterQueue("speech"),
 			Reason:                kueuev1beta2.InClusterQueueReason,

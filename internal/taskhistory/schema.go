@@ -173,4 +173,7 @@ CREATE TABLE stats_rollup (
 	// ended admissions held them, for partition-hours in the report.
 	`ALTER TABLE tasks ADD COLUMN partitions TEXT NOT NULL DEFAULT '';
 ALTER TABLE tasks ADD COLUMN held_ms BIGINT NOT NULL DEFAULT 0;`,
+	// 5: the Workload's labels, in words, for the report's labels column.
+	// Rows written before have none.
+	`ALTER TABLE tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '';`,
 }

@@ -219,9 +219,10 @@ func TestPreemptionHistory(t *testing.T) {
 			t.Fatalf("pages gave %d preemptions, newest first expected: %+v", len(got), got)
 		}
 		a := got[4]
-		want := Preemption{At: at(100), Task: TaskRef{UID: "uid-nlp-a", Namespace: "hyperpod-ns-nlp", Name: "a", Team: "nlp", Class: "training"},
+		want := Preemption{At: at(100), Task: TaskRef{UID: "uid-nlp-a", Namespace: "hyperpod-ns-nlp", Name: "a", Team: "nlp", Class: "training",
+			OwnerKind: "Job", OwnerName: "a"},
 			GPUs: 8, ClusterQueue: "hyperpod-ns-nlp-clusterqueue",
-			Preemptor:             TaskRef{UID: "uid-cv-urgent", Namespace: "hyperpod-ns-cv", Name: "urgent", Team: "cv", Class: "inference"},
+			Preemptor:             TaskRef{UID: "uid-cv-urgent", Namespace: "hyperpod-ns-cv", Name: "urgent", Team: "cv", Class: "inference", OwnerKind: "Job", OwnerName: "urgent"},
 			PreemptorClusterQueue: "hyperpod-ns-cv-clusterqueue",
 			Reason:                kueuev1beta2.InCohortReclamationReason, ReasonWords: "Preempted: team cv reclaimed its lent quota",
 			Message:      preemptionMsg("uid-cv-urgent", "reclamation within the cohort", "hyperpod-ns-cv-clusterqueue", "hyperpod-ns-nlp-clusterqueue"),
@@ -663,4 +664,65 @@ func TestStoreTrouble(t *testing.T) {
 	if !storeTrouble(context.DeadlineExceeded) {
 		t.Error("a timeout is not store trouble")
 	}
+}
+
+// The history keeps each task's owner and labels, for the report to name it
+// as its owner knows it and to list its labels. Schema 5 adds the labels:
+// a task recorded before has none, and keeps its owner.
+func TestTaskReportNamesOwnersAndLabels(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	labelled := newWL("nlp", "job-big-869d5", now.Add(-time.Hour)).pods(1, 8)
+	labelled.OwnerReferences[0].Name = "big"
+	labelled.Labels = map[string]string{"team": "nlp", "app": "bert"}
+	labelled.admit(now.Add(-50*time.Minute), "ml.p5.48xlarge")
+	bare := newWL("nlp", "solo", now.Add(-time.Hour)).pods(1, 1)
+	bare.OwnerReferences = nil
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		report := func(s *Store) map[string][3]string {
+			out := map[string][3]string{}
+			_, _, err := s.TaskReport(context.Background(), ReportQuery{Window: Window{From: now.Add(-2 * time.Hour), To: now}},
+				func(r ReportRow) error {
+					out[r.Task.Name] = [3]string{r.Task.OwnerKind + " " + r.Task.OwnerName, r.Task.Named().Shown(), r.Labels}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		record(t, s, []stateAt{{wl: labelled.snap()}}, []stateAt{{wl: bare.snap()}})
+		want := map[string][3]string{
+			"job-big-869d5": {"Job big", "Job big", "app=bert; team=nlp"},
+			"solo":          {" ", "solo", ""},
+		}
+		if diff := cmp.Diff(want, report(s)); diff != "" {
+			t.Errorf("owner, name shown and labels (-want +got):\n%s", diff)
+		}
+
+		// The same store as schema 4 left it, opened again: migration 5
+		// adds the labels, empty for the tasks recorded before.
+		for _, stmt := range []string{`ALTER TABLE tasks DROP COLUMN labels`, `DELETE FROM schema_migrations WHERE version = 5`} {
+			if _, err := s.db.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := Config{Driver: DriverSQLite, Path: s.name}
+		if s.postgres {
+			cfg = Config{Driver: DriverPostgres, DSN: dsnFor(s)}
+		}
+		again, err := Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer again.Close()
+		again.clock = s.clock
+		want["job-big-869d5"] = [3]string{"Job big", "Job big", ""}
+		if diff := cmp.Diff(want, report(again)); diff != "" {
+			t.Errorf("after migrating from schema 4: owner, name shown and labels (-want +got):\n%s", diff)
+		}
+		var version int
+		if err := again.db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(migrations) || version != 5 {
+			t.Errorf("schema version %d (%v), want 5", version, err)
+		}
+	})
 }

@@ -37,6 +37,8 @@ type Task struct {
 	// OwnerKind, OwnerName and OwnerUID name the Workload's controlling owner
 	// (usually a batch/v1 Job).
 	OwnerKind, OwnerName, OwnerUID string
+	// Labels are the Workload's labels in words (domain.LabelsWord).
+	Labels string
 	// Team is the namespace without the team prefix; empty outside team
 	// namespaces. Class is the priority class name; empty when the Workload
 	// has none (the live read model then shows its lowest class).

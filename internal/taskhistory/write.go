@@ -147,19 +147,20 @@ type taskRow struct {
 	gpuMS, borrowed, preempted                           int64
 	partitions                                           string
 	heldMS                                               int64 // the ended admissions' time held
+	labels                                               string
 }
 
 const taskColumns = `uid, namespace, name, owner_kind, owner_name, owner_uid, team, class, priority,
 	cluster_queue, local_queue, created_ms, gpus, neuron, cpu_milli, memory_mib, pod_sets, state,
 	wait_start_ms, admitted_ms, finished_ms, released_ms, past_ms, outcome, finish_reason, flavors,
-	deleted_ms, wait_ms, run_ms, span_class, first_admitted_ms, ended_ms, gpu_ms, borrowed, preempted, partitions, held_ms`
+	deleted_ms, wait_ms, run_ms, span_class, first_admitted_ms, ended_ms, gpu_ms, borrowed, preempted, partitions, held_ms, labels`
 
 func (r *taskRow) fields() []any {
 	return []any{&r.uid, &r.namespace, &r.name, &r.ownerKind, &r.ownerName, &r.ownerUID, &r.team, &r.class, &r.priority,
 		&r.clusterQueue, &r.localQueue, &r.createdMS, &r.gpus, &r.neuron, &r.cpuMilli, &r.memoryMiB, &r.podSets, &r.state,
 		&r.waitStartMS, &r.admittedMS, &r.finishedMS, &r.releasedMS, &r.pastMS, &r.outcome, &r.finishReason, &r.flavors,
 		&r.deletedMS, &r.waitMS, &r.runMS, &r.spanClass, &r.firstAdmittedMS, &r.endedMS, &r.gpuMS, &r.borrowed, &r.preempted,
-		&r.partitions, &r.heldMS}
+		&r.partitions, &r.heldMS, &r.labels}
 }
 
 func (r *taskRow) values() []any {
@@ -214,6 +215,7 @@ func rowOf(t *Task) taskRow {
 		waitStartMS: ms(t.WaitStart), admittedMS: nullMS(t.AdmittedAt), finishedMS: nullMS(t.FinishedAt), releasedMS: nullMS(t.ReleasedAt),
 		pastMS: t.PastExecution.Milliseconds(), outcome: string(t.Outcome), finishReason: text(t.FinishReason),
 		flavors: strings.Join(t.Flavors, ","), deletedMS: nullMS(t.DeletedAt), partitions: text(t.Partitions),
+		labels: text(t.Labels),
 	}
 	if r.admittedMS.Valid {
 		r.waitMS = sql.NullInt64{Int64: t.Wait.Milliseconds(), Valid: true}
@@ -342,7 +344,7 @@ func (t *txn) goneByUID(g GoneUID, dirty map[int64]bool) (bool, int, error) {
 // not finished (as observe reads a Workload at the time it is gone).
 func taskOfRow(r *taskRow, at time.Time) (Task, error) {
 	t := Task{
-		UID: r.uid, Namespace: r.namespace, Name: r.name, OwnerKind: r.ownerKind, OwnerName: r.ownerName, OwnerUID: r.ownerUID,
+		UID: r.uid, Namespace: r.namespace, Name: r.name, OwnerKind: r.ownerKind, OwnerName: r.ownerName, OwnerUID: r.ownerUID, Labels: r.labels,
 		Team: r.team, Class: r.class, Priority: int32(r.priority), ClusterQueue: r.clusterQueue, LocalQueue: r.localQueue,
 		Created:  fromMS(r.createdMS),
 		Requests: Resources{GPUs: r.gpus, Neuron: r.neuron, CPUMilli: r.cpuMilli, MemoryMiB: r.memoryMiB},

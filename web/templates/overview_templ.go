@@ -127,7 +127,7 @@ func Overview(v OverviewView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</h2><p class=\"hint\">Capacity counts every node; <em>pending recovery</em> are nodes that are not Ready or are cordoned.</p><table id=\"instance-types\" class=\"grid\"><thead><tr><th scope=\"col\">Instance type</th><th scope=\"col\">GPU model</th><th scope=\"col\" class=\"num\">Instances</th><th scope=\"col\" class=\"num\">Ready</th><th scope=\"col\" class=\"num\">Pending recovery</th><th scope=\"col\" class=\"num\">GPUs</th><th scope=\"col\" class=\"num\">GPU memory (GiB)</th><th scope=\"col\" class=\"num\">vCPUs</th><th scope=\"col\" class=\"num\">Memory (GiB)</th><th scope=\"col\" class=\"num\">Neuron devices</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</h2><p class=\"hint\">This table counts every instance, ready or not: <em>ready</em> are those that take tasks (Ready and not cordoned), <em>pending recovery</em> the others. The Teams page and the quota checks count the ready ones only.</p><table id=\"instance-types\" class=\"grid\"><thead><tr><th scope=\"col\">Instance type</th><th scope=\"col\">GPU model</th><th scope=\"col\" class=\"num\">All instances</th><th scope=\"col\" class=\"num\">Ready</th><th scope=\"col\" class=\"num\">Pending recovery</th><th scope=\"col\" class=\"num\" title=\"Of all instances, ready or not\">GPUs (all)</th><th scope=\"col\" class=\"num\">GPU memory (GiB)</th><th scope=\"col\" class=\"num\">vCPUs</th><th scope=\"col\" class=\"num\">Memory (GiB)</th><th scope=\"col\" class=\"num\">Neuron devices</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -636,7 +636,7 @@ func yourTeam(t TeamSection) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "\" class=\"grid\"><thead><tr><th scope=\"col\" class=\"num\">GPU quota</th><th scope=\"col\" class=\"num\">GPUs in use</th><th scope=\"col\" class=\"num\">GPUs borrowed</th><th scope=\"col\" class=\"num\">Running tasks</th><th scope=\"col\" class=\"num\">Pending tasks</th><th scope=\"col\" class=\"num\">GPUs pending tasks ask for</th></tr></thead> <tbody><tr data-team=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "\" class=\"grid\"><thead><tr><th scope=\"col\" class=\"num\">GPU quota</th><th scope=\"col\" class=\"num\">GPUs in use</th><th scope=\"col\" class=\"num\">GPUs borrowed</th><th scope=\"col\" class=\"num\">Running tasks</th><th scope=\"col\" class=\"num\" title=\"Tasks waiting for quota, preempted ones included (the Tasks page counts these apart)\">Pending tasks (incl. preempted)</th><th scope=\"col\" class=\"num\">GPUs pending tasks ask for</th></tr></thead> <tbody><tr data-team=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -257,7 +257,7 @@ func UsageTable(v UsageTablePart) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, ")</th><th scope=\"col\" class=\"num\" title=\"In use by tasks ÷ allocated\">Allocation utilization</th><th scope=\"col\" class=\"num\" title=\"Average DCGM_FI_DEV_GPU_UTIL over the GPUs the team's pods hold (dcgm-exporter)\">Hardware GPU utilization</th><th scope=\"col\" class=\"num\">Running</th><th scope=\"col\" class=\"num\">Pending</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, ")</th><th scope=\"col\" class=\"num\" title=\"In use by tasks ÷ allocated\">Allocation utilization</th><th scope=\"col\" class=\"num\" title=\"Average DCGM_FI_DEV_GPU_UTIL over the GPUs the team's pods hold (dcgm-exporter)\">Hardware GPU utilization</th><th scope=\"col\" class=\"num\">Running</th><th scope=\"col\" class=\"num\" title=\"Tasks waiting for quota, preempted ones included (the Tasks page counts these apart)\">Pending (incl. preempted)</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -101,6 +101,9 @@ when their value is set, so the defaults run with today's console.
 - {{ printf "--prometheus-url=%s" . | quote }}
 {{- end }}
 - {{ printf "--namespace-prefix=%s" .Values.namespacePrefix | quote }}
+{{- with .Values.clusterName }}
+- {{ printf "--cluster-name=%s" . | quote }}
+{{- end }}
 {{- with .Values.cohort }}
 - {{ printf "--cohort=%s" . | quote }}
 {{- end }}

@@ -1,0 +1,194 @@
+package handlers_test
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/taskhistory"
+	"github.com/openquota/console/internal/webtest"
+)
+
+// HyperPod's usage report as its documentation lays it out ("Reports
+// details and data breakdown"): common header lines
+// (webtest.HyperPodHeaderLines), then the summary's and the detailed
+// report's columns. The console's own columns follow
+// HyperPod's in the detailed report.
+var (
+	hyperPodSummaryColumns = []string{"Date", "Namespace", "Team", "Instance Type",
+		"Total GPU Hours", "Allocated GPU Hours", "Borrowed GPU Hours",
+		"Total Neuron Device Hours", "Allocated Neuron Device Hours", "Borrowed Neuron Device Hours",
+		"Total vCPU Hours", "Allocated vCPU Hours", "Borrowed vCPU Hours"}
+	hyperPodDetailedColumns = []string{"Date", "Period Start", "Period End", "Namespace", "Team", "Task", "Instance", "Status",
+		"Hours", "Count", "Priority Class", "Labels"}
+)
+
+// /reports/usage?format=csv&layout=hyperpod is the usage report in the
+// layout of SageMaker HyperPod task governance's: header lines, then the
+// summary (total, allocated and borrowed hours per GPU, Neuron device and
+// vCPU) with the figures of the console's own summary of the same window,
+// then the tasks with those of its per-task report.
+func TestUsageReportInHyperPodLayout(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	f.cfg.Settings.ClusterName = "ml-cluster"
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	d1, d2 := today.AddDate(0, 0, -2), today.AddDate(0, 0, -1)
+	hours := func(alloc, used, borrowed float64) taskhistory.ResourceHours {
+		return taskhistory.ResourceHours{Allocated: alloc, Used: used, Borrowed: borrowed}
+	}
+	gap := taskhistory.Period{From: d2.Add(3 * time.Hour), To: d2.Add(4*time.Hour + 30*time.Minute)}
+	ns := f.settings.Namespace
+	admitted := d1.Add(2 * time.Hour)
+	f.cfg.TaskHistory = &taskHistory{
+		summary: taskhistory.UsageSummary{UpTo: today, Days: []taskhistory.UsageDay{{Day: d1}, {Day: d2, Missing: []taskhistory.Period{gap}}},
+			Rows: []taskhistory.UsageRow{
+				{Day: d1, Team: "team-000", InstanceType: "ml.p5.48xlarge", GPU: hours(192, 150.5, 20.25), VCPU: hours(4608, 1200, 0)},
+				{Day: d1, Team: "team-001", InstanceType: "ml.trn1.32xlarge", Neuron: hours(384, 100, 12), VCPU: hours(3072, 640, 80)},
+				{Day: d2, Team: "team-000", InstanceType: "ml.p5.48xlarge", GPU: hours(192, 24, 0), VCPU: hours(4608, 96, 0)},
+			}},
+		report: []taskhistory.ReportRow{
+			{Task: taskhistory.TaskRef{UID: "u1", Namespace: ns("team-000"), Name: "job-big-869d5", Team: "team-000", Class: "training",
+				OwnerKind: "Job", OwnerName: "big"}, InstanceTypes: []string{"ml.p5.48xlarge"}, Requests: taskhistory.Resources{GPUs: 8, CPUMilli: 96000},
+				Start: admitted, End: admitted.Add(3 * time.Hour), Held: 3 * time.Hour, GPUHours: 24, Labels: "app=bert; stage=train", State: domain.TaskFinished, Outcome: taskhistory.OutcomeSucceeded},
+			{Task: taskhistory.TaskRef{UID: "u2", Namespace: ns("team-001"), Name: "neuron-run", Team: "team-001", Class: "batch"},
+				InstanceTypes: []string{"ml.trn1.32xlarge"}, Requests: taskhistory.Resources{Neuron: 16, CPUMilli: 64000},
+				Start: admitted, Held: 5 * time.Hour, State: domain.TaskAdmitted},
+			{Task: taskhistory.TaskRef{UID: "u3", Namespace: ns("team-001"), Name: "never-ran", Team: "team-001"}, State: domain.TaskPending},
+		},
+	}
+	h := f.handler()
+	window := "&from=" + d1.Format("2006-01-02") + "&to=" + d2.Format("2006-01-02")
+
+	generatedFrom := time.Now().UTC().Format("2006-01-02")
+	code, body := webtest.Get(t, h, "/reports/usage?format=csv&layout=hyperpod"+window)
+	generatedTo := time.Now().UTC().Format("2006-01-02")
+	if code != http.StatusOK {
+		t.Fatalf("the HyperPod layout: %d\n%.500s", code, body)
+	}
+	sections := webtest.ReadHyperPodCSV(t, body)
+	if len(sections) != 2 {
+		t.Fatalf("%d reports in the file, want the summary and the detailed one", len(sections))
+	}
+	summary, detailed := sections[0], sections[1]
+
+	// The header lines.
+	for i, s := range sections {
+		if g := s.Header["Date Generated"]; g != generatedFrom && g != generatedTo {
+			t.Errorf("report %d generated %q, want the day it was asked", i+1, g)
+		}
+		delete(s.Header, "Date Generated")
+		want := map[string]string{"ClusterName": "ml-cluster", "Type": []string{"Summary Utilization Report", "Detailed Utilization Report"}[i],
+			"Date Range (UTC)":     d1.Format("2006-01-02") + " to " + d2.Format("2006-01-02"),
+			"Missing data periods": gap.From.Format("2006-01-02 15:04:05") + " to " + gap.To.Format("2006-01-02 15:04:05")}
+		if diff := cmp.Diff(want, s.Header); diff != "" {
+			t.Errorf("report %d's header lines (-want +got):\n%s", i+1, diff)
+		}
+	}
+	// The columns: HyperPod's, in its order (the console's own follow in
+	// the detailed report).
+	if diff := cmp.Diff(hyperPodSummaryColumns, summary.Columns); diff != "" {
+		t.Errorf("the summary's columns (-HyperPod's +got):\n%s", diff)
+	}
+	if n := len(hyperPodDetailedColumns); len(detailed.Columns) < n || !cmp.Equal(hyperPodDetailedColumns, detailed.Columns[:n]) {
+		t.Errorf("the detailed report's columns %q, want HyperPod's %q first", detailed.Columns, hyperPodDetailedColumns)
+	}
+
+	// The summary's figures are the console's own summary's: total is what
+	// tasks used, borrowed what they held beyond the quota, allocated the rest.
+	code, own := webtest.Get(t, h, "/reports/usage?source=history&format=csv&table=summary"+window)
+	header, rows := webtest.ReadCSV(t, "the console's summary", code, own)
+	num := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("not a number: %q", s)
+		}
+		return v
+	}
+	var want []map[string]string
+	for _, r := range webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Day (UTC)"] + r["Team"] + r["Instance type"] }) {
+		row := map[string]string{"Date": r["Day (UTC)"], "Namespace": f.settings.Namespace(r["Team"]), "Team": r["Team"], "Instance Type": r["Instance type"]}
+		for res, unit := range map[string]string{"GPU": "GPU-hours", "Neuron Device": "Neuron-device-hours", "vCPU": "vCPU-hours"} {
+			used, borrowed := r[unit+" used (h)"], r[unit+" borrowed (h)"]
+			row["Total "+res+" Hours"], row["Borrowed "+res+" Hours"] = used, borrowed
+			row["Allocated "+res+" Hours"] = strconv.FormatFloat(num(used)-num(borrowed), 'f', 2, 64)
+		}
+		want = append(want, row)
+	}
+	sortRows := func(rows []map[string]string) {
+		key := func(r map[string]string) string { return r["Date"] + r["Team"] + r["Instance Type"] }
+		slices.SortFunc(rows, func(a, b map[string]string) int { return strings.Compare(key(a), key(b)) })
+	}
+	sortRows(want)
+	sortRows(summary.Rows)
+	if len(want) == 0 {
+		t.Fatal("the console's summary has no rows to compare with")
+	}
+	if diff := cmp.Diff(want, summary.Rows); diff != "" {
+		t.Errorf("the summary's figures (-the console's summary +HyperPod layout):\n%s", diff)
+	}
+
+	// The detailed report: the tasks that held compute, with the figures of
+	// the console's per-task report, named as their owners know them.
+	code, tasksCSV := webtest.Get(t, h, "/reports/usage?source=history&format=csv&table=tasks"+window)
+	header, rows = webtest.ReadCSV(t, "the console's per-task report", code, tasksCSV)
+	wantTasks := map[string]map[string]string{}
+	for key, r := range webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Namespace"] + "/" + r["Task"] }) {
+		if r["Start (UTC)"] == "" {
+			continue // never admitted: it used nothing
+		}
+		if r["Owner name"] == "" {
+			r["Owner name"] = r["Task"] // a Workload without an owner keeps its own name
+		}
+		wantTasks[key] = map[string]string{"Period Start": r["Start (UTC)"], "Namespace": r["Namespace"], "Team": r["Team"],
+			"Task": r["Owner name"], "Owner Kind": r["Owner kind"], "Instance": r["Instance types"],
+			"Priority Class": r["Priority class"], "GPU Hours": r["GPU-hours (h)"]}
+	}
+	gotTasks := map[string]map[string]string{}
+	for _, r := range detailed.Rows {
+		gotTasks[r["Namespace"]+"/"+r["Workload"]] = map[string]string{"Period Start": r["Period Start"], "Namespace": r["Namespace"],
+			"Team": r["Team"], "Task": r["Task"], "Owner Kind": r["Owner Kind"], "Instance": r["Instance"],
+			"Priority Class": r["Priority Class"], "GPU Hours": r["GPU Hours"]}
+	}
+	if len(wantTasks) == 0 {
+		t.Fatal("the per-task report has no tasks to compare with")
+	}
+	if diff := cmp.Diff(wantTasks, gotTasks); diff != "" {
+		t.Errorf("the detailed report's tasks (-the console's per-task report +HyperPod layout):\n%s", diff)
+	}
+	// Each task's hours, count and status, from the fixture.
+	for _, r := range detailed.Rows {
+		for _, in := range f.cfg.TaskHistory.(*taskHistory).report {
+			if in.Task.Name != r["Workload"] {
+				continue
+			}
+			if r["Hours"] != domain.FormatHours(in.Held.Hours()) {
+				t.Errorf("%s: %s hours, want the %s it held", in.Task.Name, r["Hours"], in.Held)
+			}
+			if r["Labels"] != in.Labels {
+				t.Errorf("%s: labels %q, want %q", in.Task.Name, r["Labels"], in.Labels)
+			}
+			if want := max(in.Requests.GPUs, in.Requests.Neuron); r["Count"] != strconv.FormatInt(want, 10) {
+				t.Errorf("%s: count %s, want its %d accelerators", in.Task.Name, r["Count"], want)
+			}
+		}
+	}
+	if s := detailed.Rows[0]["Status"] + "," + detailed.Rows[1]["Status"]; s != "Succeeded,Running" {
+		t.Errorf("statuses %s, want the finished task Succeeded and the open one Running", s)
+	}
+
+	// The report page offers the layout next to the console's own CSV.
+	code, page := webtest.Get(t, h, "/reports/usage?source=history"+window)
+	if code != http.StatusOK {
+		t.Fatalf("the report page: %d", code)
+	}
+	webtest.MustContain(t, "the report page", page, `id="export-hyperpod"`, "layout=hyperpod", `id="export-summary"`)
+	if code, _ := webtest.Get(t, h, "/reports/usage?format=csv&layout=excel"+window); code != http.StatusBadRequest {
+		t.Errorf("an unknown layout answers %d, want 400", code)
+	}
+}

@@ -1,0 +1,19 @@
+package handlers
+
+import (
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/web/templates"
+)
+
+// ownerColumns are the CSV columns naming a task's owner, next to the
+// column of its Workload's name (which stays, so spreadsheets that read it
+// keep working). Both are empty for a Workload without an owner.
+var ownerColumns = []string{"Owner kind", "Owner name"}
+
+// ownerCells are a task's cells of ownerColumns.
+func ownerCells(n domain.TaskName) []string { return []string{n.OwnerKind, n.OwnerName} }
+
+// taskLabel is a task's name as the pages show it.
+func taskLabel(n domain.TaskName) templates.TaskLabel {
+	return templates.TaskLabel{Text: n.Shown(), Title: n.Aside()}
+}
