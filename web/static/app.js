@@ -1,6 +1,30 @@
 // Progressive enhancement only: every page works without JavaScript.
 "use strict";
 
+// Narrow screens show a table's rows as cards (app.css): each cell is
+// labelled with its column's heading.
+function labelCells(root) {
+  for (const table of root.querySelectorAll("table.grid")) {
+    const head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+    if (!head) continue;
+    const labels = [];
+    for (const th of head.cells) {
+      for (let i = 0; i < th.colSpan; i++) labels.push(th.textContent.trim());
+    }
+    for (const body of [...table.tBodies, table.tFoot]) {
+      if (!body) continue;
+      for (const row of body.rows) {
+        let col = 0;
+        for (const cell of row.cells) {
+          if (labels[col] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", labels[col]);
+          col += cell.colSpan;
+        }
+      }
+    }
+  }
+}
+labelCells(document);
+
 // Live updates: the page opens a stream for its own view (its address) and
 // the server pushes the live parts (elements with data-live and an id) that
 // changed, rendered once for everyone watching the same view. Forms and
@@ -16,6 +40,7 @@
       const el = document.getElementById(id);
       if (el && el.hasAttribute("data-live") && el.innerHTML !== html) el.innerHTML = html;
     }
+    labelCells(document);
     document.body.dataset.liveVersion = String(Number(document.body.dataset.liveVersion || 0) + 1);
   }
 
@@ -75,6 +100,7 @@
           const fresh = doc.getElementById(el.id);
           if (fresh && !fresh.hasAttribute("data-filling")) el.replaceWith(fresh);
         }
+        labelCells(document);
       }
     } catch (_) { /* the next round retries */ }
     setTimeout(fill, 1000 * tries);
