@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/playwright-community/playwright-go"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/openquota/console/deploy/rbac"
+	"github.com/openquota/console/internal/auth"
+	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/testenv"
+)
+
+// fitCheck measures, in the page, whether it scrolls sideways and which
+// tables are wider than the element that holds them.
+const fitCheck = `() => {
+	const out = [];
+	const over = document.documentElement.scrollWidth - window.innerWidth;
+	if (over > 0) out.push("the page is " + over + " px too wide");
+	for (const table of document.querySelectorAll("table")) {
+		if (table.offsetParent === null) continue; // not shown (a closed detail)
+		const box = table.parentElement;
+		const extra = Math.round(table.getBoundingClientRect().width - box.clientWidth);
+		if (extra > 1) out.push("table " + (table.id || table.className || "?") + " is " + extra + " px wider than its container");
+	}
+	return out;
+}`
+
+// axeRun runs axe-core in the page and returns its violations, each as
+// "impact rule (help) on n: up to three of the elements it names".
+const axeRun = `async () => {
+	const r = await axe.run(document, { resultTypes: ["violations"] });
+	return r.violations.map(v =>
+		v.impact + " " + v.id + " (" + v.help + ") on " + v.nodes.length + ": " +
+		v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", "));
+}`
+
+// At 1280 px every page fits (no page scrolls sideways, no table is wider
+// than its container) and axe-core finds no serious or critical
+// accessibility violation, signed in as an admin and as a team member; at
+// 390 px (a phone) the overview and a team's page fit too. The data has the
+// longest of names and columns: a team of a long name, tasks of long names
+// running, waiting (with Kueue's reasons) and finished. FIT_SHOTS=1 saves a
+// screenshot of every page at 1280 px for a person to look at.
+func TestPagesFitAndPassAxe(t *testing.T) {
+	env, kube, kq, s := securitySetup(t, "fit")
+	team := "research-platform-inference-team"
+	t.Cleanup(func() { _ = (kueue.Applier{Kube: kube, Kueue: kq}).DeleteTeam(context.Background(), s, team) })
+	base := proxyConsole(t, env, s)
+	admin := bindRole(t, kube, "admin", rbac.AdminRole)
+	member := "member-" + rand.String(5)
+	axePath, err := axeScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	axeSource, err := os.ReadFile(axePath)
+	if err != nil {
+		t.Fatalf("axe-core (e2e/setup.sh unpacks it): %v", err)
+	}
+
+	// page is a browser page whose requests carry the proxy's headers for
+	// user. The console's Content-Security-Policy admits its own scripts
+	// only; the test's context bypasses it to run axe-core in the page.
+	page := func(user string, width, height int) playwright.Page {
+		p := newPageWith(t, playwright.BrowserNewContextOptions{
+			Viewport:  &playwright.Size{Width: width, Height: height},
+			BypassCSP: playwright.Bool(true),
+		})
+		if err := p.SetExtraHTTPHeaders(map[string]string{auth.DefaultUserHeader: user, auth.DefaultGroupsHeader: ""}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	createTeam(t, page(admin, 1280, 900), base, team, member)
+	for i := range 2 { // one runs on the team's GPU, one waits for it
+		testenv.Submit(t, kube, testenv.Job{Namespace: s.Namespace(team), LocalQueue: s.LocalQueue(team),
+			Name: fmt.Sprintf("fine-tune-llama-with-a-rather-long-job-name-%d", i), GPUs: 1, InstanceType: "ml.g5.2xlarge"})
+	}
+	testenv.FinishedWorkload(t, kq, s.Namespace(team), s.LocalQueue(team), "evaluate-checkpoint-with-a-long-name", "Job finished successfully")
+
+	pages := []string{"/", "/insights", "/usage", "/usage/" + team, "/tasks", "/tasks?team=" + team,
+		"/preemptions", "/reports/usage", "/teams", "/teams/new", "/teams/" + team + "/edit", "/teams/" + team + "/history",
+		"/teams/" + team + "/delete", "/policy", "/cohorts", "/whatif",
+		"/whatif?team=" + team + "&row.0.instanceType=ml.g5.2xlarge&row.0.pods=1&row.0.gpus=1"}
+	visit := func(t *testing.T, p playwright.Page, path string, axeToo bool) {
+		resp, err := p.Goto(base + path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		// Parts that wait for Prometheus or the task history fill in after
+		// the page loads.
+		if _, err := p.WaitForFunction(`() => document.querySelectorAll("[data-filling]").length === 0`, nil,
+			playwright.PageWaitForFunctionOptions{Timeout: playwright.Float(15000)}); err != nil {
+			t.Logf("%s: still filling: %v", path, err)
+		}
+		width := p.ViewportSize().Width
+		fit, err := p.Evaluate(fitCheck)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, problem := range fit.([]any) {
+			t.Errorf("%s (%d) at %d px: %v", path, resp.Status(), width, problem)
+		}
+		if len(fit.([]any)) > 0 {
+			screenshot(t, p, fmt.Sprintf("too-wide-%d-%s", width, safeName(t.Name()+path)))
+		}
+		if !axeToo {
+			return
+		}
+		if _, err := p.AddScriptTag(playwright.PageAddScriptTagOptions{Content: playwright.String(string(axeSource))}); err != nil {
+			t.Fatalf("%s: injecting axe-core: %v", path, err)
+		}
+		found, err := p.Evaluate(axeRun)
+		if err != nil {
+			t.Fatalf("%s: axe-core: %v", path, err)
+		}
+		var violations []any
+		for _, v := range found.([]any) {
+			if strings.HasPrefix(v.(string), "serious ") || strings.HasPrefix(v.(string), "critical ") {
+				violations = append(violations, v)
+				t.Errorf("%s (%d): axe-core: %v", path, resp.Status(), v)
+			} else {
+				t.Logf("%s: axe-core: %v", path, v)
+			}
+		}
+		if os.Getenv("FIT_SHOTS") != "" {
+			screenshot(t, p, fmt.Sprintf("fit-%d-%s", width, safeName(t.Name()+path)))
+		}
+		if b, err := json.Marshal(map[string]int{path: len(violations)}); err == nil {
+			t.Logf("axe serious+critical %s", b)
+		}
+	}
+	for _, who := range []struct{ role, user string }{{"admin", admin}, {"member", member}} {
+		t.Run(who.role, func(t *testing.T) {
+			wide := page(who.user, 1280, 900)
+			for _, path := range pages {
+				visit(t, wide, path, true)
+			}
+			phone := page(who.user, 390, 844)
+			for _, path := range []string{"/", "/usage/" + team} {
+				visit(t, phone, path, false)
+			}
+		})
+	}
+}
