@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -17,14 +16,15 @@ import (
 	"github.com/openquota/console/internal/testenv"
 )
 
-// fitCheck measures, in the page, whether it scrolls sideways and which
-// tables are wider than the element that holds them.
+// fitCheck measures, in the page with every detail open, whether it scrolls
+// sideways and which tables are wider than the element that holds them.
 const fitCheck = `() => {
+	for (const d of document.querySelectorAll("details")) d.open = true; // a row's or a chart's detail fits too
 	const out = [];
 	const over = document.documentElement.scrollWidth - window.innerWidth;
 	if (over > 0) out.push("the page is " + over + " px too wide");
 	for (const table of document.querySelectorAll("table")) {
-		if (table.offsetParent === null) continue; // not shown (a closed detail)
+		if (table.offsetParent === null) continue; // not shown
 		const box = table.parentElement;
 		const extra = Math.round(table.getBoundingClientRect().width - box.clientWidth);
 		if (extra > 1) out.push("table " + (table.id || table.className || "?") + " is " + extra + " px wider than its container");
@@ -47,7 +47,7 @@ const axeRun = `async () => {
 // 390 px (a phone) the overview and a team's page fit too. The data has the
 // longest of names and columns: a team of a long name, tasks of long names
 // running, waiting (with Kueue's reasons) and finished. FIT_SHOTS=1 saves a
-// screenshot of every page at 1280 px for a person to look at.
+// screenshot of every page it visits for a person to look at.
 func TestPagesFitAndPassAxe(t *testing.T) {
 	env, kube, kq, s := securitySetup(t, "fit")
 	team := "research-platform-inference-team"
@@ -110,6 +110,9 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 		if len(fit.([]any)) > 0 {
 			screenshot(t, p, fmt.Sprintf("too-wide-%d-%s", width, safeName(t.Name()+path)))
 		}
+		if os.Getenv("FIT_SHOTS") != "" {
+			screenshot(t, p, fmt.Sprintf("fit-%d-%s", width, safeName(t.Name()+path)))
+		}
 		if !axeToo {
 			return
 		}
@@ -129,13 +132,31 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 				t.Logf("%s: axe-core: %v", path, v)
 			}
 		}
-		if os.Getenv("FIT_SHOTS") != "" {
-			screenshot(t, p, fmt.Sprintf("fit-%d-%s", width, safeName(t.Name()+path)))
-		}
-		if b, err := json.Marshal(map[string]int{path: len(violations)}); err == nil {
-			t.Logf("axe serious+critical %s", b)
-		}
+		t.Logf("%s: axe-core: %d serious or critical", path, len(violations))
 	}
+	// The usage report prints with its charts, each with its figures as a
+	// table, and without navigation and forms.
+	t.Run("print", func(t *testing.T) {
+		p := page(admin, 1280, 900)
+		expect := playwright.NewPlaywrightAssertions()
+		must := mustFor(t)
+		_, err := p.Goto(base + "/reports/usage?team=" + team)
+		must(err)
+		must(expect.Locator(p.Locator("#report-charts figure.chart")).ToHaveCount(2))
+		must(expect.Locator(p.Locator("#report-used .chart-legend li")).ToHaveText([]string{team}))
+		must(expect.Locator(p.Locator("#report-used-table tbody tr")).Not().ToHaveCount(0))
+		must(expect.Locator(p.Locator("#print-report")).ToBeVisible())
+		must(p.EmulateMedia(playwright.PageEmulateMediaOptions{Media: playwright.MediaPrint}))
+		must(expect.Locator(p.Locator("header.top")).ToBeHidden())
+		must(expect.Locator(p.Locator("#report-range")).ToBeHidden())
+		must(expect.Locator(p.Locator("#report-range-printed")).ToBeVisible())
+		must(expect.Locator(p.Locator("#report-used svg.chart-plot")).ToBeVisible())
+		must(expect.Locator(p.Locator("#report-borrowed svg.chart-plot")).ToBeVisible())
+		must(expect.Locator(p.Locator("#history-usage")).ToBeVisible())
+		if os.Getenv("FIT_SHOTS") != "" {
+			screenshot(t, p, "fit-print-reports-usage")
+		}
+	})
 	for _, who := range []struct{ role, user string }{{"admin", admin}, {"member", member}} {
 		t.Run(who.role, func(t *testing.T) {
 			wide := page(who.user, 1280, 900)

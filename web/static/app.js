@@ -25,6 +25,12 @@ function labelCells(root) {
 }
 labelCells(document);
 
+// A print button (the usage report) prints the page with its print styles.
+for (const button of document.querySelectorAll("button[data-print]")) {
+  button.hidden = false;
+  button.addEventListener("click", () => window.print());
+}
+
 // Live updates: the page opens a stream for its own view (its address) and
 // the server pushes the live parts (elements with data-live and an id) that
 // changed, rendered once for everyone watching the same view. Forms and
