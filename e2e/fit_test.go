@@ -100,6 +100,9 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 			t.Logf("%s: still filling: %v", path, err)
 		}
 		width := p.ViewportSize().Width
+		if os.Getenv("FIT_SHOTS") != "" {
+			screenshot(t, p, fmt.Sprintf("fit-%d-%s", width, safeName(t.Name()+path)))
+		}
 		fit, err := p.Evaluate(fitCheck)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -109,9 +112,6 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 		}
 		if len(fit.([]any)) > 0 {
 			screenshot(t, p, fmt.Sprintf("too-wide-%d-%s", width, safeName(t.Name()+path)))
-		}
-		if os.Getenv("FIT_SHOTS") != "" {
-			screenshot(t, p, fmt.Sprintf("fit-%d-%s", width, safeName(t.Name()+path)))
 		}
 		if !axeToo {
 			return
