@@ -23,8 +23,6 @@ function labelCells(root) {
     }
   }
 }
-labelCells(document);
-
 // A print button (the usage report) prints the page with its print styles.
 for (const button of document.querySelectorAll("button[data-print]")) {
   button.hidden = false;
@@ -40,11 +38,18 @@ for (const button of document.querySelectorAll("button[data-print]")) {
   if (live.length === 0 || !window.EventSource) return;
   const main = document.querySelector("main");
   let shown = Number(main.dataset.snapshot || 0);
+  // What the server sent for each live part: labelCells adds attributes, so
+  // the part's innerHTML is not what to compare with.
+  const received = new Map();
+  for (const el of live) received.set(el.id, el.innerHTML);
 
   function swap(fragments) {
     for (const [id, html] of Object.entries(fragments)) {
       const el = document.getElementById(id);
-      if (el && el.hasAttribute("data-live") && el.innerHTML !== html) el.innerHTML = html;
+      if (el && el.hasAttribute("data-live") && received.get(id) !== html) {
+        el.innerHTML = html;
+        received.set(id, html);
+      }
     }
     labelCells(document);
     document.body.dataset.liveVersion = String(Number(document.body.dataset.liveVersion || 0) + 1);
@@ -113,3 +118,5 @@ for (const button of document.querySelectorAll("button[data-print]")) {
   }
   setTimeout(fill, 500);
 })();
+
+labelCells(document);
