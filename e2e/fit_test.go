@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/playwright-community/playwright-go"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -46,7 +47,7 @@ const axeRun = `async () => {
 // accessibility violation, signed in as an admin and as a team member; at
 // 390 px (a phone) the overview and a team's page fit too. The data has the
 // longest of names and columns: a team of a long name, tasks of long names
-// running, waiting (with Kueue's reasons) and finished. FIT_SHOTS=1 saves a
+// running, waiting (with Kueue's reasons), preempted and finished. FIT_SHOTS=1 saves a
 // screenshot of every page it visits for a person to look at.
 func TestPagesFitAndPassAxe(t *testing.T) {
 	env, kube, kq, s := securitySetup(t, "fit")
@@ -83,11 +84,30 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 			Name: fmt.Sprintf("fine-tune-llama-with-a-rather-long-job-name-%d", i), GPUs: 1, InstanceType: "ml.g5.2xlarge"})
 	}
 	testenv.FinishedWorkload(t, kq, s.Namespace(team), s.LocalQueue(team), "evaluate-checkpoint-with-a-long-name", "Job finished successfully")
+	// A task of a higher class preempts the running one: the preemptions
+	// table, the widest, has a row.
+	urgent := "urgent-inference-serving-" + rand.String(5)
+	testenv.PriorityClass(t, kq, urgent, 1000)
+	testenv.Submit(t, kube, testenv.Job{Namespace: s.Namespace(team), LocalQueue: s.LocalQueue(team),
+		Name: "serve-llama-for-the-product-launch-with-a-long-name", Class: urgent, GPUs: 1, InstanceType: "ml.g5.2xlarge"})
+	// The preemptions page shows the history when loaded: wait for the row.
+	waiter := page(admin, 1280, 900)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
+		if _, err := waiter.Goto(base + "/preemptions"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := waiter.Locator("#preemptions tbody tr").Count(); err == nil && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no preemption recorded within 60 s")
+		}
+	}
 
 	pages := []string{"/", "/insights", "/usage", "/usage/" + team, "/tasks", "/tasks?team=" + team,
 		"/preemptions", "/reports/usage", "/teams", "/teams/new", "/teams/" + team + "/edit", "/teams/" + team + "/history",
 		"/teams/" + team + "/delete", "/policy", "/cohorts", "/whatif",
-		"/whatif?team=" + team + "&row.0.instanceType=ml.g5.2xlarge&row.0.pods=1&row.0.gpus=1"}
+		"/whatif?team=" + team + "&class=" + urgent + "&row.0.instanceType=ml.g5.2xlarge&row.0.pods=1&row.0.gpus=1"}
 	visit := func(t *testing.T, p playwright.Page, path string, axeToo bool) {
 		resp, err := p.Goto(base + path)
 		if err != nil {
