@@ -107,7 +107,7 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 	pages := []string{"/", "/insights", "/usage", "/usage/" + team, "/tasks", "/tasks?team=" + team,
 		"/preemptions", "/reports/usage", "/teams", "/teams/new", "/teams/" + team + "/edit", "/teams/" + team + "/history",
 		"/teams/" + team + "/delete", "/policy", "/cohorts", "/whatif",
-		"/whatif?team=" + team + "&class=" + urgent + "&row.0.instanceType=ml.g5.2xlarge&row.0.pods=1&row.0.gpus=1"}
+		"/whatif?team=" + team + "&row.0.instanceType=ml.g5.2xlarge&row.0.pods=1&row.0.gpus=1"}
 	visit := func(t *testing.T, p playwright.Page, path string, axeToo bool) {
 		resp, err := p.Goto(base + path)
 		if err != nil {
