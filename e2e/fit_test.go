@@ -33,6 +33,17 @@ const fitCheck = `() => {
 	return out;
 }`
 
+// ownChecks are what axe-core does not check: every chart has its figures
+// as a table.
+const ownChecks = `() => {
+	const out = [];
+	for (const plot of document.querySelectorAll("figure.chart svg")) {
+		const fig = plot.closest("figure");
+		if (!fig.querySelector("details.chart-data table")) out.push("chart " + fig.id + " has no table of its figures");
+	}
+	return out;
+}`
+
 // axeRun runs axe-core in the page and returns its violations, each as
 // "impact rule (help) on n: up to three of the elements it names".
 const axeRun = `async () => {
@@ -43,11 +54,12 @@ const axeRun = `async () => {
 }`
 
 // At 1280 px every page fits (no page scrolls sideways, no table is wider
-// than its container) and axe-core finds no serious or critical
-// accessibility violation, signed in as an admin and as a team member; at
-// 390 px (a phone) the overview and a team's page fit too. The data has the
-// longest of names and columns: a team of a long name, tasks of long names
-// running, waiting (with Kueue's reasons), preempted and finished. FIT_SHOTS=1 saves a
+// than its container), axe-core finds no serious or critical accessibility
+// violation, every chart has its figures as a table and keyboard focus is
+// visible, signed in as an admin and as a team member; at 390 px (a phone)
+// the overview and a team's page fit too. The data has the longest of names
+// and columns: a team of a long name, tasks of long names running, waiting
+// (with Kueue's reasons), preempted and finished. FIT_SHOTS=1 saves a
 // screenshot of every page it visits for a person to look at.
 func TestPagesFitAndPassAxe(t *testing.T) {
 	env, kube, kq, s := securitySetup(t, "fit")
@@ -153,6 +165,27 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 			}
 		}
 		t.Logf("%s: axe-core: %d serious or critical", path, len(violations))
+		own, err := p.Evaluate(ownChecks)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, problem := range own.([]any) {
+			t.Errorf("%s (%d): %v", path, resp.Status(), problem)
+		}
+		// Keyboard focus is visible: the first stop (the brand link) and the
+		// next have an outline.
+		for range 2 {
+			if err := p.Keyboard().Press("Tab"); err != nil {
+				t.Fatal(err)
+			}
+			outline, err := p.Evaluate(`() => { const s = getComputedStyle(document.activeElement); return document.activeElement.tagName + " " + s.outlineStyle + " " + s.outlineWidth; }`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := outline.(string); strings.Contains(o, " none ") || strings.HasSuffix(o, " 0px") || strings.HasPrefix(o, "BODY") {
+				t.Errorf("%s: focus is not visible: %s", path, o)
+			}
+		}
 	}
 	// The usage report prints with its charts, each with its figures as a
 	// table, and without navigation and forms.
