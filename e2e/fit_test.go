@@ -26,8 +26,9 @@ const fitCheck = `() => {
 	if (over > 0) out.push("the page is " + over + " px too wide");
 	for (const table of document.querySelectorAll("table")) {
 		if (table.offsetParent === null) continue; // not shown
-		const box = table.parentElement;
-		const extra = Math.round(table.getBoundingClientRect().width - box.clientWidth);
+		const box = table.parentElement, style = getComputedStyle(box);
+		const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+		const extra = Math.round(table.getBoundingClientRect().width - inner);
 		if (extra > 1) out.push("table " + (table.id || table.className || "?") + " is " + extra + " px wider than its container");
 	}
 	return out;
