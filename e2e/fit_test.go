@@ -109,7 +109,7 @@ func TestPagesFitAndPassAxe(t *testing.T) {
 		if _, err := waiter.Goto(base + "/preemptions"); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := waiter.Locator("#preemptions tbody tr").Count(); err == nil && n > 0 {
+		if n, err := waiter.Locator(`#preemptions tr[data-team="` + team + `"]`).Count(); err == nil && n > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
