@@ -30,8 +30,10 @@ import (
 const (
 	// playwright-go v0.5200.1 refuses any other driver version.
 	driverVersion = "1.52.0"
-	chromiumPath  = "/usr/lib/chromium/chromium"
-	readyTimeout  = 60 * time.Second
+	// axe-core, the accessibility checks (e2e/setup.sh's axe_version).
+	axeVersion   = "4.11.0"
+	chromiumPath = "/usr/lib/chromium/chromium"
+	readyTimeout = 60 * time.Second
 )
 
 // Started lazily by the first test that needs them, stopped in TestMain.
@@ -223,14 +225,22 @@ func freeAddr() (string, error) {
 // storage shared between tests). On failure the page is screenshotted.
 func newPage(t testing.TB) playwright.Page {
 	t.Helper()
+	return newPageWith(t, playwright.BrowserNewContextOptions{})
+}
+
+// newPageWith is newPage with the context's options (1400×900 unless
+// opts says otherwise).
+func newPageWith(t testing.TB, opts playwright.BrowserNewContextOptions) playwright.Page {
+	t.Helper()
 	skipIfDisabled(t)
 	browserOnce.Do(func() { browserErr = launchBrowser() })
 	if browserErr != nil {
 		t.Fatalf("starting the browser: %v", browserErr)
 	}
-	ctx, err := browser.NewContext(playwright.BrowserNewContextOptions{
-		Viewport: &playwright.Size{Width: 1400, Height: 900},
-	})
+	if opts.Viewport == nil {
+		opts.Viewport = &playwright.Size{Width: 1400, Height: 900}
+	}
+	ctx, err := browser.NewContext(opts)
 	if err != nil {
 		t.Fatalf("new browser context: %v", err)
 	}
@@ -288,8 +298,21 @@ func driverDir() (string, error) {
 	return filepath.Join(cache, "quota-console-sandbox", "playwright-"+driverVersion), nil
 }
 
+// axeScript is axe-core's browser bundle, where e2e/setup.sh unpacks it.
+func axeScript() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "quota-console-sandbox", "axe-core-"+axeVersion, "package", "axe.min.js"), nil
+}
+
 func installed(dir string) bool {
-	paths := []string{chromiumPath, filepath.Join(dir, "package", "cli.js")}
+	axe, err := axeScript()
+	if err != nil {
+		return false
+	}
+	paths := []string{chromiumPath, filepath.Join(dir, "package", "cli.js"), axe}
 	if os.Getenv("PLAYWRIGHT_NODEJS_PATH") == "" {
 		paths = append(paths, filepath.Join(dir, "node"))
 	}

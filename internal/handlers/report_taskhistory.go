@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -124,6 +126,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		}
 		return joinRendered(rows)
 	})
+	h.Charts = p.summaryCharts(visibleUsage(sum.UsageSummary, sees), res.unit, res.of)
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
 	h.HyperPodCSV = f.query("format", "csv", "layout", layoutHyperPod, "after", "")
@@ -351,6 +354,81 @@ func visibleUsage(sum *taskhistory.UsageSummary, sees func(team string) bool) []
 		}
 	}
 	return rows
+}
+
+// chartedTeams is how many teams the report's charts draw a line each for;
+// the others are summed in one line.
+const chartedTeams = 5
+
+// summaryCharts are the usage summary's hours used and borrowed per UTC day,
+// a line per team (the teams that used the most; the rest summed), summed
+// over the instance types.
+func (p reportPage) summaryCharts(rows []taskhistory.UsageRow, unit string, of func(taskhistory.UsageRow) taskhistory.ResourceHours) []templ.Component {
+	used, borrowed := dailySeries(rows, of)
+	if used == nil {
+		return nil
+	}
+	return []templ.Component{
+		p.pieces.chart(templates.ChartModel{ID: "report-used", Title: unit + " used per UTC day", Unit: "h", Series: used}),
+		p.pieces.chart(templates.ChartModel{ID: "report-borrowed", Title: unit + " borrowed per UTC day", Unit: "h", Series: borrowed}),
+	}
+}
+
+// dailySeries are the hours used and borrowed per UTC day, a series per team
+// (the chartedTeams teams that used and borrowed the most, then one for the
+// others), summed over instance types; nil without rows.
+func dailySeries(rows []taskhistory.UsageRow, of func(taskhistory.UsageRow) taskhistory.ResourceHours) (usedSeries, borrowedSeries []templates.ChartSeries) {
+	used, borrowed := map[string]map[time.Time]float64{}, map[string]map[time.Time]float64{}
+	total := map[string]float64{}
+	var days []time.Time
+	for _, r := range rows {
+		h := of(r)
+		if used[r.Team] == nil {
+			used[r.Team], borrowed[r.Team] = map[time.Time]float64{}, map[time.Time]float64{}
+		}
+		if !slices.ContainsFunc(days, r.Day.Equal) {
+			days = append(days, r.Day)
+		}
+		used[r.Team][r.Day] += h.Used
+		borrowed[r.Team][r.Day] += h.Borrowed
+		total[r.Team] += h.Used + h.Borrowed
+	}
+	if len(days) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(days, time.Time.Compare)
+	teams := slices.Collect(maps.Keys(total))
+	slices.SortFunc(teams, func(a, b string) int {
+		if c := cmp.Compare(total[b], total[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	series := func(byTeam map[string]map[time.Time]float64) []templates.ChartSeries {
+		var out []templates.ChartSeries
+		others := make([]templates.ChartPoint, len(days))
+		for i, d := range days {
+			others[i].T = d
+		}
+		for i, team := range teams {
+			if i >= chartedTeams && len(teams) > chartedTeams+1 {
+				for j, d := range days {
+					others[j].V += byTeam[team][d]
+				}
+				continue
+			}
+			s := templates.ChartSeries{Name: team}
+			for _, d := range days {
+				s.Points = append(s.Points, templates.ChartPoint{T: d, V: byTeam[team][d]})
+			}
+			out = append(out, s)
+		}
+		if len(teams) > chartedTeams+1 {
+			out = append(out, templates.ChartSeries{Name: fmt.Sprintf("%d other teams", len(teams)-chartedTeams), Points: others})
+		}
+		return out
+	}
+	return series(used), series(borrowed)
 }
 
 // incompleteDays are the days of a summary the history has no full record of.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -49,5 +50,42 @@ func TestMissingNotes(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The report's charts draw a line per team, the five that used the most
+// first, and sum the others in one line; a day without a team's record is 0.
+func TestDailySeriesTopTeamsAndTheRest(t *testing.T) {
+	d1 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	d2 := d1.AddDate(0, 0, 1)
+	var rows []taskhistory.UsageRow
+	for i, team := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		rows = append(rows, taskhistory.UsageRow{Day: d1, Team: team, InstanceType: "ml.g5.2xlarge",
+			GPU: taskhistory.ResourceHours{Used: float64(10 - i), Borrowed: 1}})
+	}
+	rows = append(rows, taskhistory.UsageRow{Day: d2, Team: "a", InstanceType: "ml.p5.48xlarge", GPU: taskhistory.ResourceHours{Used: 2}},
+		taskhistory.UsageRow{Day: d2, Team: "a", InstanceType: "ml.g5.2xlarge", GPU: taskhistory.ResourceHours{Used: 3}})
+	used, borrowed := dailySeries(rows, func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.GPU })
+	var names []string
+	for _, s := range used {
+		names = append(names, s.Name)
+	}
+	if want := []string{"a", "b", "c", "d", "e", "2 other teams"}; !slices.Equal(names, want) {
+		t.Fatalf("series %v, want %v", names, want)
+	}
+	if a := used[0].Points; len(a) != 2 || a[0].V != 10 || a[1].V != 5 || !a[1].T.Equal(d2) {
+		t.Errorf("team a used %v, want 10 on the first day and 2+3 on the second", a)
+	}
+	if b := used[1].Points; len(b) != 2 || b[1].V != 0 {
+		t.Errorf("team b used %v, want 0 on the day it has no record", b)
+	}
+	if rest := used[5].Points; rest[0].V != 5+4 {
+		t.Errorf("other teams used %v, want 9 (f and g) on the first day", rest)
+	}
+	if rest := borrowed[5].Points; rest[0].V != 2 {
+		t.Errorf("other teams borrowed %v, want 2 on the first day", rest)
+	}
+	if u, b := dailySeries(nil, nil); u != nil || b != nil {
+		t.Errorf("no rows: %v %v, want no series", u, b)
 	}
 }

@@ -15,5 +15,9 @@ func ownerCells(n domain.TaskName) []string { return []string{n.OwnerKind, n.Own
 
 // taskLabel is a task's name as the pages show it.
 func taskLabel(n domain.TaskName) templates.TaskLabel {
-	return templates.TaskLabel{Text: n.Shown(), Title: n.Aside()}
+	l := templates.TaskLabel{Text: n.Shown(), Title: n.Aside()}
+	if n.OwnerName != "" && l.Title != "" {
+		l.Title = l.Text + " — " + l.Title // the shown name may be cut short
+	}
+	return l
 }

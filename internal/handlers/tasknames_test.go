@@ -64,7 +64,7 @@ func TestTasksAreNamedByTheirOwners(t *testing.T) {
 			t.Errorf("%s and its CSV name the tasks (-want +got):\n%s", tc.page, diff)
 		}
 		// The Workloads' names on hover.
-		webtest.MustContain(t, tc.page, body, `title="Workload `+ns+`/job-big-869d5"`, `title="Workload `+ns+`/solo"`)
+		webtest.MustContain(t, tc.page, body, `title="Job big — Workload `+ns+`/job-big-869d5"`, `title="Workload `+ns+`/solo"`)
 	}
 
 	// The preemptions page and CSV name the preempted task and its preemptor alike.
@@ -76,7 +76,7 @@ func TestTasksAreNamedByTheirOwners(t *testing.T) {
 	if len(row) < 6 || row[1] != "solo" || row[5] != "Job big" {
 		t.Errorf("the preemption row %q does not name the task solo preempted by Job big", row)
 	}
-	webtest.MustContain(t, "/preemptions", body, `title="Workload `+ns+`/job-big-869d5"`)
+	webtest.MustContain(t, "/preemptions", body, `title="Job big — Workload `+ns+`/job-big-869d5"`)
 	code, csvBody := webtest.Get(t, h, "/preemptions?format=csv")
 	header, rows := webtest.ReadCSV(t, "/preemptions?format=csv", code, csvBody)
 	r := webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Task"] })["solo"]

@@ -1,6 +1,34 @@
 // Progressive enhancement only: every page works without JavaScript.
 "use strict";
 
+// Narrow screens show a table's rows as cards (app.css): each cell is
+// labelled with its column's heading.
+function labelCells(root) {
+  for (const table of root.querySelectorAll("table.grid")) {
+    const head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+    if (!head) continue;
+    const labels = [];
+    for (const th of head.cells) {
+      for (let i = 0; i < th.colSpan; i++) labels.push(th.textContent.trim());
+    }
+    for (const body of [...table.tBodies, table.tFoot]) {
+      if (!body) continue;
+      for (const row of body.rows) {
+        let col = 0;
+        for (const cell of row.cells) {
+          if (labels[col] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", labels[col]);
+          col += cell.colSpan;
+        }
+      }
+    }
+  }
+}
+// A print button (the usage report) prints the page with its print styles.
+for (const button of document.querySelectorAll("button[data-print]")) {
+  button.hidden = false;
+  button.addEventListener("click", () => window.print());
+}
+
 // Live updates: the page opens a stream for its own view (its address) and
 // the server pushes the live parts (elements with data-live and an id) that
 // changed, rendered once for everyone watching the same view. Forms and
@@ -10,12 +38,20 @@
   if (live.length === 0 || !window.EventSource) return;
   const main = document.querySelector("main");
   let shown = Number(main.dataset.snapshot || 0);
+  // What the server sent for each live part: labelCells adds attributes, so
+  // the part's innerHTML is not what to compare with.
+  const received = new Map();
+  for (const el of live) received.set(el.id, el.innerHTML);
 
   function swap(fragments) {
     for (const [id, html] of Object.entries(fragments)) {
       const el = document.getElementById(id);
-      if (el && el.hasAttribute("data-live") && el.innerHTML !== html) el.innerHTML = html;
+      if (el && el.hasAttribute("data-live") && received.get(id) !== html) {
+        el.innerHTML = html;
+        received.set(id, html);
+      }
     }
+    labelCells(document);
     document.body.dataset.liveVersion = String(Number(document.body.dataset.liveVersion || 0) + 1);
   }
 
@@ -75,9 +111,12 @@
           const fresh = doc.getElementById(el.id);
           if (fresh && !fresh.hasAttribute("data-filling")) el.replaceWith(fresh);
         }
+        labelCells(document);
       }
     } catch (_) { /* the next round retries */ }
     setTimeout(fill, 1000 * tries);
   }
   setTimeout(fill, 500);
 })();
+
+labelCells(document);

@@ -150,3 +150,35 @@ func labels(html, class string) []string {
 	}
 	return out
 }
+
+// A chart's text alternative is its figures as a table: a row per sample
+// time, a column per series, "—" where a series has no sample; each series
+// has its own dash pattern class, on its line and in its legend.
+func TestLineChartHasItsFiguresAsATable(t *testing.T) {
+	start := time.Date(2026, 7, 1, 12, 0, 0, 0, time.Local)
+	html := renderChart(t, ChartModel{
+		ID: "team-gpu", Title: "GPUs", Unit: "GPUs",
+		Series: []ChartSeries{
+			{Name: "In use", Points: every(start, 3, func(i int) float64 { return float64(i) + 0.125 })},
+			{Name: "Quota", Points: every(start.Add(time.Minute), 2, func(int) float64 { return 8 })},
+		},
+	})
+	table := html[strings.Index(html, `<details class="chart-data">`):]
+	table = table[:strings.Index(table, "</details>")]
+	if !strings.Contains(table, "(GPUs)") || !strings.Contains(table, `id="team-gpu-table"`) {
+		t.Errorf("the table does not name its unit or id:\n%s", table)
+	}
+	var rows []string
+	for _, m := range regexp.MustCompile(`(?s)<tr>(.*?)</tr>`).FindAllStringSubmatch(table, -1) {
+		rows = append(rows, regexp.MustCompile(`<[^>]+>`).ReplaceAllString(m[1], "|"))
+	}
+	want := []string{"|Time||In use||Quota|", "|12:00||0.13||—|", "|12:01||1.13||8|", "|12:02||2.13||8|"}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("table rows\n%q\nwant\n%q", rows, want)
+	}
+	for _, class := range []string{`<li class="s0"><svg class="swatch"`, `<li class="s1"><svg class="swatch"`} {
+		if !strings.Contains(html, class) {
+			t.Errorf("legend entry %q missing", class)
+		}
+	}
+}
