@@ -84,7 +84,7 @@ func TestImpactPreviewNamesWhatKueueWillPreempt(t *testing.T) {
 	preempted := page.Locator("#impact-preempted")
 	// Tasks are named by their Jobs, their Workloads on hover.
 	must(expect.Locator(preempted).ToContainText("Job " + batch.Name))
-	must(expect.Locator(preempted.Locator(`[title="Workload ` + ns + "/" + batchWl.Name + `"]`)).ToHaveText("Job " + batch.Name))
+	must(expect.Locator(preempted.Locator(`[title$="Workload ` + ns + "/" + batchWl.Name + `"]`)).ToHaveText("Job " + batch.Name))
 	must(expect.Locator(preempted).ToContainText("A task of higher priority in its own team needs the GPUs for Job " + urgent.Name + " (Workload " + ns + "/" + urgentWl.Name + ")"))
 	must(expect.Locator(page.Locator("#impact-admitted")).ToContainText("Job " + urgent.Name))
 	must(expect.Locator(page.Locator("#impact-summary")).ToContainText("1 task preempted (8 GPUs"))
