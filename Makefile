@@ -14,15 +14,19 @@ run: build
 	@echo "Console: http://$(LISTEN)   (Ctrl-C stops the console; 'make sandbox-down' stops the sandbox)"
 	bin/console --kubeconfig $(STATE)/demo/kubeconfig --prometheus-url http://127.0.0.1:17111 --listen $(LISTEN)
 
+# Test binaries are linked without symbol tables and DWARF: they are run,
+# never debugged here, and linking about 25 of them is much of a cold run.
+TESTFLAGS := -count=1 -ldflags=-s\ -w
+
 ## test: every test — unit, integration against the test sandbox, browser e2e
 test: check-generated vet build e2e-deps test-image-deps test-sandbox-up test-tools promtool
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test $(TESTFLAGS) -timeout 15m ./...
 	$(MAKE) --no-print-directory agreement
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
 ## agreement: the previews against the real Kueue on the test sandbox, one suite at a time (make test runs it last)
 agreement: test-sandbox-up
-	AGREEMENT_SUITES=1 $(GO) test -count=1 -timeout 15m -p 1 -run '^(TestImpactHarness|TestWhatIfAgreesWithKueue)$$' ./internal/kueue/impact/ ./internal/app/
+	AGREEMENT_SUITES=1 $(GO) test $(TESTFLAGS) -timeout 15m -p 1 -run '^(TestImpactHarness|TestWhatIfAgreesWithKueue)$$' ./internal/kueue/impact/ ./internal/app/
 
 build:
 	$(GO) build -o bin/console ./cmd/console
