@@ -101,7 +101,7 @@ func TestDashboardsUpdateLiveAndExportCSV(t *testing.T) {
 	must(expect.Locator(running.Locator(".why")).ToContainText("Admitted"))
 	// Named by its Job, its Workload's name on hover.
 	must(expect.Locator(running.Locator("th .task-name")).ToHaveText("Job " + job.Name))
-	must(expect.Locator(running.Locator("th .task-name")).ToHaveAttribute("title", regexp.MustCompile(`^Workload `+s.Namespace("live")+`/`)))
+	must(expect.Locator(running.Locator("th .task-name")).ToHaveAttribute("title", regexp.MustCompile(`^Job `+job.Name+` — Workload `+s.Namespace("live")+`/`)))
 	must(expect.Locator(page.Locator(`#class-stats`)).ToBeVisible())
 	_, err = page.Evaluate(`window.__noReload = true`)
 	must(err)

@@ -412,6 +412,9 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	// The report, sampled every 5 s so that the last minute shows: what the
 	// borrower borrows, the lender (alone in the cohort with idle quota) lent.
 	p.ReportStep = 5 * time.Second
+	// A day's queues at that step, on a shared sandbox that has seen many
+	// tests' queues since midnight, take Prometheus seconds to read.
+	p.Timeout = 30 * time.Second
 	byTeam := map[string]UsageRow{}
 	poll(t, 60*time.Second, "usage report never showed the borrowing", func(ctx context.Context) (bool, error) {
 		now := time.Now()
