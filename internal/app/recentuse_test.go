@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -121,38 +122,68 @@ func finish(t *testing.T, wls interface {
 
 // From the policy page, every team's waiting tasks are ordered by recent
 // use at once: each team's queue gets Kueue's admissionScope and a revision
-// of its own, and the opposite choice takes it back.
+// of its own, and the opposite choice takes it back. A team whose queue was
+// edited by hand is left as it is, and the page says so.
 func TestPolicyPageOrdersEveryTeamByRecentUse(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
-	teams := []string{"alpha", "beta"}
+	teams := []string{"alpha", "beta", "edited"}
 	for _, team := range teams {
 		createTeam(t, c, webtest.TeamForm(team, "1"))
 	}
+	// Someone raises edited's quota with kubectl.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue("edited"), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("3")
+		_, err = c.kueue.KueueV1beta2().ClusterQueues().Update(ctx, cq, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(t, "/teams/edited/drift", `id="drift-summary"`)
+
 	policy := c.eventually(t, "/policy", `id="recent-use-recent-use"`)
 	choice := webtest.FormValues(t, policy, "recent-use-recent-use")
-	if got := choice.Get("previewed"); got != "alpha, beta" {
-		t.Fatalf("the choice names %q, want alpha, beta", got)
+	if got := choice.Get("previewed"); got != "alpha, beta, edited" {
+		t.Fatalf("the choice names %q, want alpha, beta, edited", got)
 	}
 	if code, _, body := c.post(t, "/policy/recent-use", choice); code != 303 {
 		t.Fatalf("ordering every team by recent use: %d\n%.600s", code, body)
 	}
+	_, page := c.get(t, "/policy?saved=1")
+	webtest.MustContain(t, "the policy page after the change", page, "2 teams (alpha, beta)", "edited by hand: edited")
 	for _, team := range teams {
 		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue(team), metav1.GetOptions{})
-		if err != nil || !domain.OrdersByRecentUse(cq.Spec.AdmissionScope) {
-			t.Errorf("%s's admissionScope is %+v (%v), want admission fair sharing", team, cq.Spec.AdmissionScope, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if team == "edited" {
+			if domain.OrdersByRecentUse(cq.Spec.AdmissionScope) || cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota.Value() != 3 {
+				t.Errorf("the hand-edited team was written: admissionScope %+v, quota %v", cq.Spec.AdmissionScope,
+					cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota.String())
+			}
+			continue
+		}
+		if !domain.OrdersByRecentUse(cq.Spec.AdmissionScope) {
+			t.Errorf("%s's admissionScope is %+v, want admission fair sharing", team, cq.Spec.AdmissionScope)
 		}
 		history := c.eventually(t, "/teams/"+team+"/history", "ordered by recent use from the cluster policy")
 		webtest.MustContain(t, team+"'s history", history, `data-rev="2"`)
 	}
-	policy = c.eventually(t, "/policy", `id="recent-use-teams">alpha, beta<`)
-	webtest.MustNotContain(t, "the policy page with every team ordered by recent use", policy, `id="recent-use-recent-use"`)
 
+	policy = c.eventually(t, "/policy", `id="recent-use-arrival"`)
 	back := webtest.FormValues(t, policy, "recent-use-arrival")
+	if got := back.Get("previewed"); got != "alpha, beta" {
+		t.Errorf("ordering by arrival names %q, want alpha, beta", got)
+	}
 	if code, _, body := c.post(t, "/policy/recent-use", back); code != 303 {
 		t.Fatalf("ordering every team by arrival: %d\n%.600s", code, body)
 	}
-	for _, team := range teams {
+	for _, team := range teams[:2] {
 		cq, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, c.settings.ClusterQueue(team), metav1.GetOptions{})
 		if err != nil || domain.OrdersByRecentUse(cq.Spec.AdmissionScope) {
 			t.Errorf("after ordering by arrival, %s's admissionScope is %+v (%v)", team, cq.Spec.AdmissionScope, err)

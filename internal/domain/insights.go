@@ -93,7 +93,7 @@ type InsightInput struct {
 	Thresholds  InsightThresholds
 	Now         time.Time
 	// BorrowingSince is since when each team that borrows GPUs now has
-	// done so without a break, as far as the caller saw (TrackBorrowing).
+	// done so without a break (Snapshot.BorrowingSince).
 	BorrowingSince map[string]time.Time
 	// Ongoing are the snapshot's figures by team and class at Now
 	// (Snapshot.Ongoing), when the caller has them; nil reads them.
@@ -185,10 +185,7 @@ func waitInsights(in InsightInput) []Insight {
 // idleInsights: teams whose admitted tasks hold GPUs that barely work, on
 // average over IdleWindow where that is known, else now.
 func idleInsights(in InsightInput) []Insight {
-	util, over := in.UtilizationOverWindow, "averaged over the last "+FormatDuration(IdleWindow)
-	if util == nil {
-		util, over = in.Utilization, "now"
-	}
+	util, over := in.idleReading()
 	var out []Insight
 	for _, u := range in.Snapshot.Teams {
 		v, ok := util[u.Team]
@@ -215,6 +212,15 @@ func idleInsights(in InsightInput) []Insight {
 		}
 	}
 	return out
+}
+
+// idleReading is the utilization the idle rule and the headline judge
+// teams by: averaged over IdleWindow where known, else now; over says which.
+func (in InsightInput) idleReading() (util map[string]float64, over string) {
+	if in.UtilizationOverWindow != nil {
+		return in.UtilizationOverWindow, "averaged over the last " + FormatDuration(IdleWindow)
+	}
+	return in.Utilization, "now"
 }
 
 // borrowingInsights: a team that borrows while teams of its cohort that
@@ -336,12 +342,13 @@ func HeadlineOf(in InsightInput) Headline {
 			h.Ready += c.GPUs / int64(c.Count) * int64(c.Ready)
 		}
 	}
-	h.IdleKnown = in.Utilization != nil
+	idle, _ := in.idleReading()
+	h.IdleKnown = idle != nil
 	for _, u := range in.Snapshot.Teams {
 		h.Allocated += u.Allocated.GPUs
 		h.InUse += u.InUse.GPUs
 		h.Borrowed += u.Borrowed.GPUs
-		if util, ok := in.Utilization[u.Team]; ok && util < in.Thresholds.IdleUtilization {
+		if util, ok := idle[u.Team]; ok && util < in.Thresholds.IdleUtilization {
 			h.Idle += u.InUse.GPUs
 		}
 	}

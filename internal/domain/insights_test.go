@@ -112,6 +112,14 @@ func TestInsights(t *testing.T) {
 	if got := idle(map[string]float64{"alpha": 80}, map[string]float64{"alpha": 5}); !strings.Contains(got, "averaged over the last 1h 00m, is under 10 %") {
 		t.Errorf("idle over the hour: %q", got)
 	}
+	// The headline counts idle GPUs by the same reading.
+	for hour, want := range map[float64]int64{50: 0, 5: 12} {
+		in := InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds,
+			Utilization: map[string]float64{"alpha": 100 - hour}, UtilizationOverWindow: map[string]float64{"alpha": hour}}
+		if got := HeadlineOf(in).Idle; got != want {
+			t.Errorf("alpha at %v %% over the hour: the headline counts %d idle GPUs, want %d", hour, got, want)
+		}
+	}
 
 	// Borrowing seen since 3 h ago is sustained: a warning with how long;
 	// seen since 1 h ago, still a note.
@@ -142,6 +150,33 @@ func TestInsights(t *testing.T) {
 	for _, i := range calm {
 		if i.Rule != "borrowing" {
 			t.Errorf("a calm cluster has insight %+v", i)
+		}
+	}
+}
+
+// The model dates each team's borrowing from the snapshot that first saw
+// it, keeps the date while it lasts, and starts again after a break.
+func TestModelDatesBorrowing(t *testing.T) {
+	s := DefaultSettings
+	t0 := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	m := NewModel(s)
+	set := func(used, borrowed int64) {
+		m.SetClusterQueue(kueuetest.MakeClusterQueue(s.ClusterQueue("alpha")).Cohort(s.Cohort).Nominal(8, nil).Usage(used, borrowed).Obj())
+	}
+	for _, step := range []struct {
+		at             time.Duration
+		used, borrowed int64
+		since          time.Duration // -1: not borrowing
+	}{
+		{0, 10, 2, 0}, {time.Hour, 12, 4, 0}, {2 * time.Hour, 6, 0, -1}, {3 * time.Hour, 9, 1, 3 * time.Hour},
+	} {
+		set(step.used, step.borrowed)
+		got, ok := m.Snapshot(t0.Add(step.at)).BorrowingSince["alpha"]
+		switch {
+		case step.since < 0 && ok:
+			t.Errorf("at +%s, not borrowing, dated %s", step.at, got)
+		case step.since >= 0 && (!ok || !got.Equal(t0.Add(step.since))):
+			t.Errorf("at +%s borrowing since %s (%v), want %s", step.at, got, ok, t0.Add(step.since))
 		}
 	}
 }

@@ -357,7 +357,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 		prev = &Snapshot{}
 	}
 	s := &Snapshot{Version: prev.Version + 1, Taken: now, Policy: m.policy, Classes: m.classes, Size: len(m.tasks),
-		changes: m.changes, tallies: prev.tallies, queues: prev.queues, borrowing: prev.borrowing, Teams: prev.Teams,
+		changes: m.changes, tallies: prev.tallies, queues: prev.queues, borrowing: prev.borrowing, Teams: prev.Teams, BorrowingSince: prev.BorrowingSince,
 		unqueued: m.unqueued.Clone(), running: m.running.Clone(), finished: m.finished.Clone(), lists: newListCache()}
 
 	if len(m.dirtyBuckets) > 0 {
@@ -400,6 +400,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 	}
 	if len(m.dirtyBuckets) > 0 || m.queuesDirty || s.Teams == nil {
 		s.Teams = withTaskCounts(m.queueRows, m.buckets)
+		s.BorrowingSince = TrackBorrowing(prev.BorrowingSince, s.Teams, now)
 	}
 	clear(m.dirtyBuckets)
 	clear(m.dirtyQueues)

@@ -21,6 +21,10 @@ type Snapshot struct {
 	Classes []string // highest priority first; tasks naming none count in the last
 	Teams   []TeamUsage
 	Size    int // how many tasks
+	// BorrowingSince is, for each team borrowing GPUs, since when it has
+	// borrowed without a break, as the model saw the teams change
+	// (TrackBorrowing): its first snapshot dates what it found.
+	BorrowingSince map[string]time.Time
 
 	changes   uint64 // the model's changes when it was taken
 	tallies   map[teamAndClass]*teamClassTasks

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -31,13 +30,9 @@ type insightRules struct {
 	utilization *utilizationFeed
 	history     taskhistoryAvailability
 	// policy holds the thresholds; nil takes the defaults.
-	policy storedPolicy
-	now    func() time.Time
-	// borrowingSince is since when each borrowing team has borrowed, as
-	// the evaluations saw it (domain.TrackBorrowing).
-	mu             sync.Mutex
-	borrowingSince map[string]time.Time
-	evaluated      *memo.Memo[evaluatedInsights]
+	policy    storedPolicy
+	now       func() time.Time
+	evaluated *memo.Memo[evaluatedInsights]
 }
 
 type evaluatedInsights struct {
@@ -72,10 +67,7 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 		in.PartitionUtilization = r.utilization.latestPartitions()
 	}
 	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)
-	r.mu.Lock()
-	r.borrowingSince = domain.TrackBorrowing(r.borrowingSince, in.Snapshot.Teams, in.Now)
-	in.BorrowingSince = r.borrowingSince
-	r.mu.Unlock()
+	in.BorrowingSince = in.Snapshot.BorrowingSince
 	if err := r.history.Available(); err != nil && !errors.Is(err, errTaskHistoryOff) {
 		in.Unavailable = append(in.Unavailable, "The task history cannot be read now: statistics and reports stop at its last record.")
 	}

@@ -140,13 +140,18 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	util, err := u.source.TeamGPUUtilization(ctx, u.namespacePrefix)
+	// The partitions' and the hour's figures fail on their own: without
+	// them the pages and the idle rule use the GPUs' current figures.
 	var partitions map[string]map[string]float64
-	if err == nil {
-		partitions, err = u.source.TeamPartitionUtilization(ctx, u.namespacePrefix)
-	}
 	var over map[string]float64
 	if err == nil {
-		over, err = u.source.TeamGPUUtilizationOver(ctx, u.namespacePrefix, domain.IdleWindow)
+		var perr, oerr error
+		if partitions, perr = u.source.TeamPartitionUtilization(ctx, u.namespacePrefix); perr != nil {
+			u.log.Debug("prometheus: partitions' utilization", "err", perr)
+		}
+		if over, oerr = u.source.TeamGPUUtilizationOver(ctx, u.namespacePrefix, domain.IdleWindow); oerr != nil {
+			u.log.Debug("prometheus: utilization over the idle window", "err", oerr)
+		}
 	}
 	note := ""
 	switch {

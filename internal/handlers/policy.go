@@ -76,8 +76,13 @@ func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out wr
 	// Kueue's configuration cannot be read, warn about nothing.
 	cfg, err := p.policy.KueueRecentUse(c.Request().Context())
 	view.RecentUse = domain.RecentUseMeaning(cfg, err == nil)
-	view.RecentUseTeams = p.recentUseTeams()
-	view.RecentUseChoices = p.recentUseChoices()
+	// Names of teams only as the viewer may see them; the choices, which
+	// name every team, only to who may make them.
+	visible, _ := p.scopeOf(c)
+	view.RecentUseTeams = p.recentUseTeams(visible)
+	if view.ReadOnly == "" {
+		view.RecentUseChoices = p.recentUseChoices()
+	}
 	if enabled, err := p.policy.KueueFairSharing(c.Request().Context()); err == nil {
 		view.Mismatch = domain.FairSharingMismatch(p.policy.Policy(), enabled)
 	} else {
@@ -130,14 +135,15 @@ func (p policyPage) setRecentUse(c echo.Context) error {
 	return respond(c, out, "/policy?saved=1", func(status int) error { return p.render(c, status, form.FromPolicy(current), out) })
 }
 
-// recentUseTeams names the teams whose queues order by recent use.
-func (p policyPage) recentUseTeams() string {
+// recentUseTeams names the teams whose queues order by recent use, of
+// those visible.
+func (p policyPage) recentUseTeams(visible scope) string {
 	if p.queues == nil {
 		return ""
 	}
 	var names []string
 	for _, r := range p.queues.Snapshot().Teams {
-		if r.RecentUseOrder {
+		if r.RecentUseOrder && visible.sees(r.Team) {
 			names = append(names, r.Team)
 		}
 	}

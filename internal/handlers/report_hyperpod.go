@@ -172,18 +172,41 @@ func (p reportPage) hyperPodCSV(c echo.Context, days taskhistory.Window, rq task
 		if end.IsZero() {
 			end = sum.UpTo // still running: its figures run up to then
 		}
+		from, to, share := withinRange(r.Start, end, days)
+		if share == 0 {
+			continue
+		}
+		held := time.Duration(float64(r.Held) * share)
 		n := r.Task.Named()
 		count, unit := hyperPodCount(r.Requests)
-		partHours, partWhole := domain.PartitionHours(r.Partitions, r.Held)
-		if err := s.Row(r.Start.UTC().Format(dateLayout), r.Start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339),
+		partHours, partWhole := domain.PartitionHours(r.Partitions, held)
+		if err := s.Row(from.UTC().Format(dateLayout), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339),
 			r.Task.Namespace, r.Task.Team, n.Plain(), strings.Join(r.InstanceTypes, " "), hyperPodStatus(r),
-			domain.FormatHours(r.Held.Hours()), count, r.Task.Class, r.Labels,
-			n.OwnerKind, r.Task.Name, unit, domain.FormatHours(r.GPUHours), r.Partitions,
+			domain.FormatHours(held.Hours()), count, r.Task.Class, r.Labels,
+			n.OwnerKind, r.Task.Name, unit, domain.FormatHours(r.GPUHours*share), r.Partitions,
 			domain.FormatHours(partHours), domain.FormatHours(partWhole)); err != nil {
 			return err
 		}
 	}
 	return s.Close()
+}
+
+// withinRange is the part of a task's period [start, end) inside the
+// report's days, and its share of the period: a task's hours count in the
+// report only for the time inside it (in proportion, for a task evicted and
+// admitted again meanwhile). share is 0 outside it.
+func withinRange(start, end time.Time, days taskhistory.Window) (from, to time.Time, share float64) {
+	from, to = maxTime(start, days.From), end
+	if days.To.Before(to) {
+		to = days.To
+	}
+	if !to.After(from) {
+		return from, to, 0
+	}
+	if !end.After(start) {
+		return from, to, 1
+	}
+	return from, to, float64(to.Sub(from)) / float64(end.Sub(start))
 }
 
 // clusterName is the cluster's name in reports.

@@ -116,8 +116,9 @@ func (m *Memo[V]) Peek(ctx context.Context, key string, grace time.Duration, ask
 	}
 	m.mu.Lock()
 	a := m.answers[key]
+	first := a != nil && !answered(a) && a.prev == nil // prev is written under the lock
 	m.mu.Unlock()
-	if a != nil && !answered(a) && a.prev == nil {
+	if first {
 		t := time.NewTimer(grace)
 		select {
 		case <-a.done:
