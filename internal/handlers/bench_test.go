@@ -128,3 +128,5 @@ func BenchmarkSignedInTeamsPage(b *testing.B)     { benchSignedIn(b, "/teams") }
 func BenchmarkSignedInTeamUsagePage(b *testing.B) { benchSignedIn(b, "/usage/team-007") }
 func BenchmarkSignedInTasksPage(b *testing.B)     { benchSignedIn(b, "/tasks") }
 func BenchmarkSignedInReportPage(b *testing.B)    { benchSignedIn(b, "/reports/usage") }
+
+func BenchmarkPolicyPage(b *testing.B) { benchPage(b, "/policy") }

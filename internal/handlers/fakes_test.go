@@ -317,10 +317,10 @@ func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.Policy
 	return w.answer("save the policy", who)
 }
 
-func (w *writes) RecentUseChanges(on bool) []string {
+func (w *writes) RecentUseChanges() map[bool][]string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.recentUse[on]
+	return w.recentUse
 }
 func (w *writes) SetRecentUseOrder(_ context.Context, who kueue.Identity, on bool) write.Outcome {
 	return w.answer(fmt.Sprintf("order every team by recent use %v", on), who)

@@ -95,8 +95,9 @@ func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out wr
 // tasks at once, each naming the teams it changes.
 func (p policyPage) recentUseChoices() []templates.RecentUseChoice {
 	var out []templates.RecentUseChoice
+	all := p.writes.RecentUseChanges()
 	for _, on := range []bool{true, false} {
-		changes := p.writes.RecentUseChanges(on)
+		changes := all[on]
 		if len(changes) == 0 {
 			continue
 		}
@@ -127,7 +128,7 @@ func (p policyPage) setRecentUse(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "Choose an order: recent-use or arrival.")
 	}
 	current := p.policy.Policy()
-	if strings.Join(p.writes.RecentUseChanges(on), ", ") != c.FormValue("previewed") {
+	if strings.Join(p.writes.RecentUseChanges()[on], ", ") != c.FormValue("previewed") {
 		return p.render(c, http.StatusConflict, form.FromPolicy(current), write.Outcome{Kind: write.Conflict,
 			Message: "The teams changed since the page was shown; nothing was changed. Review the list below and choose again."})
 	}

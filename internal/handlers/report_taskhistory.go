@@ -126,7 +126,9 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		}
 		return joinRendered(rows)
 	})
-	h.Charts = p.summaryCharts(visibleUsage(sum.UsageSummary, sees), res.unit, res.of)
+	h.Charts, _ = p.summaryRows.get("charts\x00"+shown, sum.key, func() ([]templ.Component, error) {
+		return p.summaryCharts(visibleUsage(sum.UsageSummary, sees), res.unit, res.of), nil
+	})
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
 	h.HyperPodCSV = f.query("format", "csv", "layout", layoutHyperPod, "after", "")

@@ -230,7 +230,7 @@ type policyWrites interface {
 	PreviewPolicy(ctx context.Context, f form.PolicyForm) (domain.Impact, write.Outcome)
 	// RecentUseChanges and SetRecentUseOrder set every team's order of
 	// waiting tasks (admission fair sharing) from the policy page.
-	RecentUseChanges(on bool) []string
+	RecentUseChanges() map[bool][]string
 	SetRecentUseOrder(ctx context.Context, who kueue.Identity, on bool) write.Outcome
 }
 
