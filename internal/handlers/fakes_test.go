@@ -216,9 +216,6 @@ type writes struct {
 	previews []string
 	// served are the namespaces an import plan names, by queue.
 	served map[string][]string
-	// recentUse are the teams each order of waiting tasks changes (true:
-	// by recent use).
-	recentUse map[bool][]string
 }
 
 // preview records a preview (it writes nothing, so it is no change made).
@@ -317,11 +314,6 @@ func (w *writes) SavePolicy(_ context.Context, who kueue.Identity, _ form.Policy
 	return w.answer("save the policy", who)
 }
 
-func (w *writes) RecentUseChanges() map[bool][]string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.recentUse
-}
 func (w *writes) SetRecentUseOrder(_ context.Context, who kueue.Identity, on bool) write.Outcome {
 	return w.answer(fmt.Sprintf("order every team by recent use %v", on), who)
 }

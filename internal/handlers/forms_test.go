@@ -25,7 +25,7 @@ var forms = map[string]struct {
 	"delete team":      {"/teams/team-001/delete", url.Values{}},
 	"save policy":      {"/policy", url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"}, "class.0.name": {"high"}, "class.0.weight": {"10"}}},
 	"roll back team":   {"/teams/team-001/history/1/rollback", url.Values{}},
-	"order every team": {"/policy/recent-use", url.Values{"order": {"recent-use"}, "previewed": {""}}},
+	"order every team": {"/policy/recent-use", url.Values{"order": {"recent-use"}, "previewed": {"team-000, team-001"}}},
 	"roll back policy": {"/policy/history/1/rollback", url.Values{}},
 	"re-apply team":    {"/teams/team-001/drift/reapply", url.Values{}},
 	"adopt edits":      {"/teams/team-001/drift/adopt", url.Values{"adopt": {"fingerprint"}}},

@@ -95,7 +95,7 @@ func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out wr
 // tasks at once, each naming the teams it changes.
 func (p policyPage) recentUseChoices() []templates.RecentUseChoice {
 	var out []templates.RecentUseChoice
-	all := p.writes.RecentUseChanges()
+	all := p.recentUseChanges()
 	for _, on := range []bool{true, false} {
 		changes := all[on]
 		if len(changes) == 0 {
@@ -108,6 +108,24 @@ func (p policyPage) recentUseChoices() []templates.RecentUseChoice {
 			c.Label = "Order every team's waiting tasks by priority and arrival"
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// recentUseChanges are the console's teams each order would change, from
+// the read model's rows (the page must not read every allocation):
+// [true] those that would order by recent use, [false] the others.
+func (p policyPage) recentUseChanges() map[bool][]string {
+	out := map[bool][]string{}
+	if p.queues == nil {
+		return out
+	}
+	for _, r := range p.queues.Snapshot().Teams {
+		// This console's teams, as kueue.Cache.Teams counts them: named
+		// with its prefix, or imported.
+		if r.Manager == "" && (r.Imported || r.ClusterQueue == p.settings.ClusterQueue(r.Team)) {
+			out[!r.RecentUseOrder] = append(out[!r.RecentUseOrder], r.Team)
+		}
 	}
 	return out
 }
@@ -128,7 +146,7 @@ func (p policyPage) setRecentUse(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "Choose an order: recent-use or arrival.")
 	}
 	current := p.policy.Policy()
-	if strings.Join(p.writes.RecentUseChanges()[on], ", ") != c.FormValue("previewed") {
+	if strings.Join(p.recentUseChanges()[on], ", ") != c.FormValue("previewed") {
 		return p.render(c, http.StatusConflict, form.FromPolicy(current), write.Outcome{Kind: write.Conflict,
 			Message: "The teams changed since the page was shown; nothing was changed. Review the list below and choose again."})
 	}

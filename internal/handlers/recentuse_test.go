@@ -79,9 +79,12 @@ func TestOrderByRecentUse(t *testing.T) {
 // the teams it would change writes nothing.
 func TestPolicyOrdersEveryTeamByRecentUse(t *testing.T) {
 	f := newFixture(t, 3, 0).withProxy()
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 3, 0, now)
+	objs.ClusterQueues[1].Spec.AdmissionScope = domain.AdmissionScopeOf(true)
+	f.model.publish(snapshotOf(s, objs, now))
 	f.access.grant("admin", listClusterQueues, editTeams, editPolicy)
 	f.access.grant("viewer", listClusterQueues)
-	f.writes.recentUse = map[bool][]string{true: {"team-000", "team-002"}, false: {"team-001"}}
 	h := f.handler()
 	admin := user(t, h, "admin")
 
@@ -112,7 +115,7 @@ func TestPolicyOrdersEveryTeamByRecentUse(t *testing.T) {
 	// name every team.
 	viewer := user(t, h, "viewer")
 	_, body = viewer.Get("/policy")
-	webtest.MustNotContain(t, "a viewer's policy page", body, `id="recent-use-recent-use"`, "team-002")
+	webtest.MustNotContain(t, "a viewer's policy page", body, `id="recent-use-recent-use"`, "team-002.")
 	if code, _, _ := viewer.Post("/policy/recent-use", url.Values{"order": {"arrival"}, "previewed": {"team-001"}}); code != http.StatusForbidden {
 		t.Errorf("a viewer's post: %d", code)
 	}

@@ -228,9 +228,8 @@ type driftWrites interface {
 type policyWrites interface {
 	SavePolicy(ctx context.Context, who kueue.Identity, f form.PolicyForm) write.Outcome
 	PreviewPolicy(ctx context.Context, f form.PolicyForm) (domain.Impact, write.Outcome)
-	// RecentUseChanges and SetRecentUseOrder set every team's order of
-	// waiting tasks (admission fair sharing) from the policy page.
-	RecentUseChanges() map[bool][]string
+	// SetRecentUseOrder sets every team's order of waiting tasks
+	// (admission fair sharing) from the policy page.
 	SetRecentUseOrder(ctx context.Context, who kueue.Identity, on bool) write.Outcome
 }
 
