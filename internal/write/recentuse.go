@@ -9,15 +9,16 @@ import (
 	"github.com/openquota/console/internal/kueue"
 )
 
-// RecentUseChanges are the teams whose order of waiting tasks each choice
-// changes: [true] those that would order by recent use, [false] those
-// that would go back to priority and arrival.
-func (s Service) RecentUseChanges() map[bool][]string {
-	out := map[bool][]string{}
+// teamsToReorder are the teams whose order of waiting tasks changes when
+// every team orders them by recent use (on) or by priority and arrival.
+func (s Service) teamsToReorder(on bool) []string {
+	var names []string
 	for _, t := range s.Cache.Teams(s.Settings) {
-		out[!t.Team.RecentUseOrder] = append(out[!t.Team.RecentUseOrder], t.Team.Name)
+		if t.Team.RecentUseOrder != on {
+			names = append(names, t.Team.Name)
+		}
 	}
-	return out
+	return names
 }
 
 // SetRecentUseOrder sets the order of waiting tasks of every team the
@@ -35,7 +36,7 @@ func (s Service) SetRecentUseOrder(ctx context.Context, who kueue.Identity, on b
 	drifted := s.Cache.DriftedTeams(s.Settings, shapes)
 	var done, edited, failures []string
 	first := Outcome{Kind: Saved}
-	for _, name := range s.RecentUseChanges()[on] {
+	for _, name := range s.teamsToReorder(on) {
 		if drifted[name] {
 			edited = append(edited, name)
 			continue
