@@ -2,17 +2,23 @@ package app_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/testenv"
@@ -87,4 +93,105 @@ func TestInsightsAppearAndClear(t *testing.T) {
 		_, ok := insights("lender")["long-wait"]
 		return !ok
 	})
+}
+
+// A node that is not ready under a quota, on a real cluster: two nodes of
+// an instance type only this test uses, one of them not ready (nothing
+// heartbeats it, as a node waiting for repair), and a team whose quota is
+// both nodes' GPUs. The not-ready and quota-beyond-capacity insights
+// appear, on an open insights page as a push too, and clear once KWOK
+// takes the node over and it is ready.
+func TestNotReadyNodeUnderAQuota(t *testing.T) {
+	c := newConsole(t)
+	t.Cleanup(func() { cleanupTeams(c) })
+	ctx := context.Background()
+	instanceType := "ml.notready-" + rand.String(5) + ".xlarge"
+	node := func(name string, ready bool) *corev1.Node {
+		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods: resource.MustParse("110"), domain.ResourceGPU: resource.MustParse("4")}
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{},
+				Labels: map[string]string{domain.InstanceTypeLabel: instanceType, "type": "kwok", "kubernetes.io/hostname": name}},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy()},
+		}
+		if ready {
+			n.Annotations["kwok.x-k8s.io/node"] = "fake" // KWOK heartbeats it
+		} else {
+			n.Spec.Unschedulable = true
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+				Message: "GPU health check failed", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		}
+		return n
+	}
+	up, down := node(instanceType+"-up", true), node(instanceType+"-down", false)
+	for _, n := range []*corev1.Node{up, down} {
+		if _, err := c.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.kube.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	}
+	team := webtest.TeamForm("repair", "8")
+	team.Set("quota.0.instanceType", instanceType)
+	// KWOK reports the first node ready, the lister has both: the form
+	// knows the type then.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		code, _, _ := c.post(t, "/teams", team)
+		return code == 303, nil
+	}); err != nil {
+		code, _, body := c.post(t, "/teams", team)
+		t.Fatalf("creating a team with quota on %s: %d\n%.800s", instanceType, code, body)
+	}
+
+	srv := httptest.NewServer(c.h)
+	t.Cleanup(srv.Close)
+	_, page := c.get(t, "/insights")
+	pushes := webtest.Watch(t, srv.URL, "/insights", 0, nil)
+	notReady := "1 of 2 " + instanceType + " nodes not ready"
+	beyond := "8 GPUs of quota on " + instanceType + ", 4 on its ready nodes"
+	if !strings.Contains(page, notReady) {
+		// The page was read before the cache had the nodes: the stream
+		// brings them.
+		awaitPush(t, pushes, "the not-ready node", func(list string) bool { return strings.Contains(list, notReady) })
+	}
+	_, page = c.get(t, "/insights")
+	webtest.MustContain(t, "/insights", page, notReady, beyond)
+
+	// Repaired: KWOK takes the node over and reports it ready.
+	repaired := down.DeepCopy()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.kube.CoreV1().Nodes().Get(ctx, down.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Annotations["kwok.x-k8s.io/node"] = "fake"
+		n.Spec.Unschedulable = false
+		repaired, err = c.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	awaitPush(t, pushes, "the repaired node", func(list string) bool {
+		return !strings.Contains(list, instanceType)
+	})
+	t.Logf("the insights cleared on the open page %v after %s was repaired", time.Since(start).Round(10*time.Millisecond), repaired.Name)
+}
+
+// awaitPush waits for a push of the insights list that satisfies ok.
+func awaitPush(t *testing.T, pushes <-chan webtest.Pushed, what string, ok func(list string) bool) {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case p, open := <-pushes:
+			if !open {
+				t.Fatalf("%s: the insights page's stream ended", what)
+			}
+			if list, pushed := p.Fragments["insights-live"]; pushed && ok(list) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s: never pushed to the insights page", what)
+		}
+	}
 }

@@ -122,7 +122,11 @@ func (c *cluster) Changes() uint64 {
 func (c *cluster) Reachable() (bool, time.Time) {
 	return c.reachable, c.since
 }
-func (c *cluster) Overview() (domain.Overview, error) { return c.overview, nil }
+func (c *cluster) Overview() (domain.Overview, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.overview, nil
+}
 func (c *cluster) Teams() []domain.TeamState {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -82,23 +82,39 @@ func (r *insightRules) thresholds() domain.InsightThresholds {
 	return r.policy.Policy().InsightThresholds()
 }
 
-// insightsPage lists what needs attention.
+// insightsPage lists what needs attention; the list is a live part, pushed
+// to open pages as the rules find more or less.
 type insightsPage struct {
 	frame
 	rules *insightRules
+	model ReadModel
+	live  *liveViews
 }
 
 func (p insightsPage) show(c echo.Context) error {
 	visible, _ := p.scopeOf(c)
-	found, _ := p.rules.current(c.Request().Context())
-	view := templates.InsightsView{Page: templates.Page{Title: "Insights", Active: "insights", Problem: p.problem()},
-		Thresholds: thresholdsWord(p.rules.thresholds())}
-	team := c.QueryParam("team")
-	if team != "" {
-		view.Title = "Insights: team " + team
+	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
+	parts, snap, err := p.live.render(c.Request().Context(), view, p.model.Snapshot())
+	if err != nil {
+		return err
 	}
-	view.Rows = insightRows(shownInsights(found, visible), team)
-	return render(c, http.StatusOK, templates.Insights(view))
+	page := templates.InsightsView{Page: templates.Page{Title: "Insights", Active: "insights", Problem: p.problem(), Snapshot: snap.Version},
+		Thresholds: thresholdsWord(p.rules.thresholds()), Live: parts}
+	if team := view.query.Get("team"); team != "" {
+		page.Title = "Insights: team " + team
+	}
+	return render(c, http.StatusOK, templates.Insights(page))
+}
+
+// insightsAffects: the list changes when the rules find something else.
+func (p insightsPage) insightsAffects(_ liveView, c liveChange) bool { return c.insights }
+
+// insightsParts renders the list of the insights the viewer may see (of
+// the view's team, when it names one).
+func (p insightsPage) insightsParts(r *liveRender) ([]templates.LivePart, error) {
+	found := r.feeds.insights.current(r.ctx)
+	list, err := part("insights-live", templates.InsightsList(insightRows(shownInsights(found, r.view.scope), r.view.query.Get("team"))))
+	return []templates.LivePart{list}, err
 }
 
 // thresholdsWord says when the insights speak up.

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -151,4 +152,48 @@ func TestInsightThresholdsFromThePolicy(t *testing.T) {
 	}
 	webtest.MustContain(t, "the refused form", body, `data-error-for="alerts.idleUtilization"`,
 		"Enter a whole percentage from 1 to 100", `value="101"`)
+}
+
+// The insights page's list is live: a node that stops being ready (no
+// change of the read model) reaches an open page as the rules find it, and
+// its recovery clears it there.
+func TestInsightsReachAnOpenPage(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	capacity := func(notReady int) {
+		f.cluster.mu.Lock()
+		defer f.cluster.mu.Unlock()
+		f.cluster.overview = domain.Overview{InstanceTypes: []domain.InstanceTypeCapacity{
+			{Type: "ml.p5.48xlarge", Count: 4, Ready: 4 - notReady, NotReady: notReady, GPUs: 32}}}
+	}
+	capacity(0)
+	srv := httptest.NewServer(f.handler())
+	t.Cleanup(srv.Close)
+	if _, body := webtest.Get(t, srv.Config.Handler, "/insights"); strings.Contains(body, "not-ready-nodes") {
+		t.Fatalf("insights with every node ready:\n%.600s", body)
+	}
+	pushes := webtest.Watch(t, srv.URL, "/insights", f.model.Snapshot().Version, nil)
+	// awaitList waits for a push of the list that satisfies ok.
+	awaitList := func(what string, ok func(list string) bool) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case p, open := <-pushes:
+				if !open {
+					t.Fatalf("%s: the stream ended", what)
+				}
+				if list, pushed := p.Fragments["insights-live"]; pushed && ok(list) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("%s: never pushed", what)
+			}
+		}
+	}
+	capacity(1)
+	awaitList("a node not ready", func(list string) bool {
+		return strings.Contains(list, `data-rule="not-ready-nodes"`) && strings.Contains(list, "1 of 4 ml.p5.48xlarge nodes not ready")
+	})
+	capacity(0)
+	awaitList("every node ready again", func(list string) bool { return !strings.Contains(list, "not-ready-nodes") })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 
 // Figures the live parts show that do not come from the read model arrive
 // through feeds, each on its own schedule: every team's hardware GPU
-// utilization from Prometheus, and Kueue's queue positions from its
-// visibility API. A rendering reads what a feed holds; a feed asks its
+// utilization from Prometheus, Kueue's queue positions from its
+// visibility API, and the insights the rules find. A rendering reads what a feed holds; a feed asks its
 // source only when its figures are older than its schedule, and the hub
 // asks them on that schedule while anyone watches, pushing what changed.
 
@@ -27,28 +28,32 @@ const (
 	// positionsKept: queues no rendering asked about for this long are not
 	// asked again on schedule.
 	positionsKept = time.Minute
-	// feedTick is how often the hub looks whether a feed is due.
-	feedTick = 5 * time.Second
+	// feedTick is how often the hub looks whether a feed is due: the
+	// insights' cadence, the shortest schedule.
+	feedTick = insightsCadence
 )
 
 // feedVersions tell which figures a rendering showed.
-type feedVersions struct{ utilization, positions uint64 }
+type feedVersions struct{ utilization, positions, insights uint64 }
 
 // liveFeeds are the feeds of the live parts.
 type liveFeeds struct {
 	utilization *utilizationFeed
 	positions   *positionsFeed
+	// insights is nil without the rules (no read model or overview).
+	insights *insightsFeed
 }
 
 func (f *liveFeeds) versions() feedVersions {
-	return feedVersions{f.utilization.version(), f.positions.version()}
+	return feedVersions{f.utilization.version(), f.positions.version(), f.insights.version()}
 }
 
 // refresh asks the feeds that are due; ok when a figure changed.
 func (f *liveFeeds) refresh(ctx context.Context) (c liveChange, ok bool) {
 	c.utilization = f.utilization.refreshIfDue(ctx)
 	c.positions = f.positions.refreshIfDue(ctx)
-	return c, c.utilization || c.positions
+	c.insights = f.insights.refreshIfDue(ctx)
+	return c, c.utilization || c.positions || c.insights
 }
 
 // utilizationFeed keeps every team's hardware GPU utilization.
@@ -264,4 +269,88 @@ func (p *positionsFeed) refreshIfDue(ctx context.Context) bool {
 		changed = p.ask(ctx, cq, q) || changed
 	}
 	return changed
+}
+
+// insightsFeed keeps the insights the rules found last, for the live
+// views that list them: while such a view is watched the rules run every
+// insightsCadence, so an insight shows within that of the rule finding it.
+type insightsFeed struct {
+	rules *insightRules
+
+	evaluating sync.Mutex // one evaluation at a time
+
+	mu        sync.Mutex
+	found     []domain.Insight
+	evaluated time.Time
+	used      time.Time
+	ver       uint64
+}
+
+func (f *insightsFeed) version() uint64 {
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ver
+}
+
+// current are the insights last found, evaluated first when there are none
+// yet; a stale answer is refreshed in the background.
+func (f *insightsFeed) current(ctx context.Context) []domain.Insight {
+	f.mu.Lock()
+	f.used = time.Now()
+	first, stale := f.evaluated.IsZero(), time.Since(f.evaluated) >= insightsCadence
+	f.mu.Unlock()
+	switch {
+	case first:
+		f.evaluate(ctx)
+	case stale:
+		go f.evaluate(context.WithoutCancel(ctx))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.found
+}
+
+// watched notes that a page showing the insights is open.
+func (f *insightsFeed) watched() {
+	f.mu.Lock()
+	f.used = time.Now()
+	f.mu.Unlock()
+}
+
+// refreshIfDue runs the rules again when a view showed the insights
+// lately and they are older than insightsCadence; true when they changed.
+func (f *insightsFeed) refreshIfDue(ctx context.Context) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	due := time.Since(f.used) <= positionsKept && time.Since(f.evaluated) >= insightsCadence
+	f.mu.Unlock()
+	return due && f.evaluate(ctx)
+}
+
+// evaluate runs the rules; true when what they found changed.
+func (f *insightsFeed) evaluate(ctx context.Context) bool {
+	f.evaluating.Lock()
+	defer f.evaluating.Unlock()
+	f.mu.Lock()
+	fresh := !f.evaluated.IsZero() && time.Since(f.evaluated) < insightsCadence
+	f.mu.Unlock()
+	if fresh { // evaluated while this one waited
+		return false
+	}
+	found := f.rules.evaluate(ctx).found
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first := f.evaluated.IsZero()
+	f.evaluated = time.Now()
+	if !first && slices.Equal(found, f.found) {
+		return false
+	}
+	f.found = found
+	f.ver++
+	return !first
 }

@@ -149,9 +149,26 @@ func (h *liveHub) run(ctx context.Context) {
 		case c := <-changed:
 			h.push(ctx, liveChange{model: c})
 		case <-feeds.C:
+			h.tellWatched()
 			if c, ok := h.views.feeds.refresh(ctx); ok {
 				h.push(ctx, c)
 			}
+		}
+	}
+}
+
+// tellWatched tells the routes that want to know that their views are
+// watched.
+func (h *liveHub) tellWatched() {
+	h.mu.Lock()
+	routes := map[string]bool{}
+	for _, wv := range h.watched {
+		routes[wv.view.route] = true
+	}
+	h.mu.Unlock()
+	for route := range routes {
+		if r := h.views.routes[route]; r.watched != nil {
+			r.watched()
 		}
 	}
 }

@@ -56,8 +56,8 @@ type liveStreams struct {
 func (s liveStreams) serve(c echo.Context) error {
 	visible, _ := s.scopeOf(c)
 	view, ok := viewOf(c.QueryParam("view"), visible)
-	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "This page has no live parts: view must name the Tasks or a Team usage page.")
+	if _, served := s.live.routes[view.route]; !ok || !served {
+		return echo.NewHTTPError(http.StatusNotFound, "This page has no live parts: view must name the Tasks, Insights or a Team usage page.")
 	}
 	if view.team != "" && !visible.sees(view.team) {
 		return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("You may not see team %s.", view.team))

@@ -50,6 +50,7 @@ var liveParams = map[string]map[string]string{
 	"/tasks":       taskParams,
 	"/usage":       {"resource": "gpu"},
 	"/usage/:team": nil,
+	"/insights":    {"team": ""},
 }
 
 // liveChange is what may have changed for the live views: the read
@@ -60,6 +61,8 @@ type liveChange struct {
 	utilization bool
 	// positions: Kueue's queue positions changed.
 	positions bool
+	// insights: the insights the rules find changed.
+	insights bool
 }
 
 // liveRoute is how a page's live parts are made: affects tells whether a
@@ -68,6 +71,9 @@ type liveChange struct {
 type liveRoute struct {
 	affects func(v liveView, c liveChange) bool
 	parts   func(r *liveRender) ([]templates.LivePart, error)
+	// watched, when set, is told before each look at the feeds that a view
+	// of the route is watched (a feed that runs only for open pages).
+	watched func()
 }
 
 // liveViews render the pages' live parts and keep each view's, and push the
@@ -329,7 +335,8 @@ func (l *liveViews) current(ctx context.Context, v liveView, snap *domain.Snapsh
 		r := &liveRender{ctx: context.WithoutCancel(ctx), view: v, snap: snap, feeds: l.feeds, fresh: st.snap == nil}
 		if !r.fresh {
 			r.change = liveChange{model: domain.ChangesBetween(st.snap, snap),
-				utilization: st.feeds.utilization != versions.utilization, positions: st.feeds.positions != versions.positions}
+				utilization: st.feeds.utilization != versions.utilization, positions: st.feeds.positions != versions.positions,
+				insights: st.feeds.insights != versions.insights}
 			r.prev = make(map[string]templates.LivePart, len(st.parts))
 			for _, p := range st.parts {
 				r.prev[p.ID] = p

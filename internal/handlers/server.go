@@ -343,6 +343,7 @@ func New(cfg Config) *echo.Echo {
 	var insights *insightRules
 	if cfg.ReadModel != nil && cfg.Overview != nil {
 		insights = newInsightRules(cfg.ReadModel, cfg.Overview, feeds.utilization, history, cfg.Policy)
+		feeds.insights = &insightsFeed{rules: insights}
 	}
 	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{},
 		insights: insights}
@@ -352,6 +353,10 @@ func New(cfg Config) *echo.Echo {
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})
 	live.register("/usage/:team", liveRoute{affects: usage.teamUsageAffects, parts: usage.teamUsageParts})
+	insightsList := insightsPage{frame: f, rules: insights, model: cfg.ReadModel, live: live}
+	if insights != nil {
+		live.register("/insights", liveRoute{affects: insightsList.insightsAffects, parts: insightsList.insightsParts, watched: feeds.insights.watched})
+	}
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
 	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history),
 		summaryRows: &kept[[]templ.Component]{}, pieces: pieces}
@@ -389,7 +394,7 @@ func New(cfg Config) *echo.Echo {
 
 	e.GET("/", overview.show)
 	if insights != nil {
-		e.GET("/insights", insightsPage{frame: f, rules: insights}.show)
+		e.GET("/insights", insightsList.show)
 	}
 	e.GET("/policy", policy.show)
 	e.POST("/policy", policy.save)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,9 @@ func TestCacheOverviewMatchesSandboxFleet(t *testing.T) {
 		}
 		want[n.Shape.Type] = row
 	}
+	// Other tests add nodes of types of their own for a while: the fleet's
+	// types are compared.
+	maps.DeleteFunc(got, func(typ string, _ domain.InstanceTypeCapacity) bool { _, fleet := want[typ]; return !fleet })
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("overview by instance type (-fleet +cache):\n%s", diff)
 	}
