@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -28,15 +29,29 @@ type routeHistograms map[string]*histogram
 // (text format), adding up the series of each route (other labels, such as
 // method or code, are merged).
 func parseRouteHistograms(r io.Reader, name string) (routeHistograms, error) {
+	families, err := parseFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	return histogramsBy(families, name, "route"), nil
+}
+
+func parseFamilies(r io.Reader) (map[string]*dto.MetricFamily, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading /metrics: %w", err)
 	}
+	return families, nil
+}
+
+// histogramsBy is the histogram family name by the value of label (""
+// for a family without it).
+func histogramsBy(families map[string]*dto.MetricFamily, name, label string) routeHistograms {
 	out := routeHistograms{}
 	fam := families[name]
 	if fam == nil {
-		return out, nil
+		return out
 	}
 	for _, m := range fam.GetMetric() {
 		hm := m.GetHistogram()
@@ -45,7 +60,7 @@ func parseRouteHistograms(r io.Reader, name string) (routeHistograms, error) {
 		}
 		route := ""
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "route" {
+			if l.GetName() == label {
 				route = l.GetValue()
 			}
 		}
@@ -63,7 +78,7 @@ func parseRouteHistograms(r io.Reader, name string) (routeHistograms, error) {
 		}
 		out[route] = h
 	}
-	return out, nil
+	return out
 }
 
 // plus returns h + sign×o; both must have the same buckets (a console

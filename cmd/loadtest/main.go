@@ -423,6 +423,10 @@ func runWatchers(ctx context.Context, o options, client *http.Client, con *conso
 	if err != nil {
 		return nil, err
 	}
+	liveBefore, err := scrapeLiveTimes(ctx, client, con.Base)
+	if err != nil {
+		return nil, err
+	}
 	wctx, stopWatchers := context.WithCancel(ctx)
 	defer stopWatchers()
 	var ready, done sync.WaitGroup
@@ -455,7 +459,12 @@ func runWatchers(ctx context.Context, o options, client *http.Client, con *conso
 	if err != nil {
 		return nil, err
 	}
+	liveAfter, err := scrapeLiveTimes(ctx, client, con.Base)
+	if err != nil {
+		return nil, err
+	}
 	wr := summarizeWatchers(ws, probes, o.seeTimeout)
+	wr.Snapshots, wr.Renders = stageOf(liveBefore.snapshot, liveAfter.snapshot), stageOf(liveBefore.render, liveAfter.render)
 	wr.ConnectSeconds = connected.Seconds()
 	wr.CreateSeconds = b.At.Sub(a.At).Seconds()
 	wr.CPUPercent = cpuPercent(a, b)

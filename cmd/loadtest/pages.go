@@ -90,6 +90,56 @@ func scrape(ctx context.Context, client *http.Client, base string) (routeHistogr
 	return parseRouteHistograms(res.Body, durationMetric)
 }
 
+// Where a change spends its time in the console: the read model's
+// snapshots and the live views' renderings.
+const (
+	readModelMetric  = "quota_console_read_model_update_duration_seconds"
+	liveRenderMetric = "quota_console_live_render_duration_seconds"
+)
+
+// liveTimes are the console's snapshot and live rendering histograms.
+type liveTimes struct{ snapshot, render *histogram }
+
+// scrapeLiveTimes reads the console's snapshot and rendering times.
+func scrapeLiveTimes(ctx context.Context, client *http.Client, base string) (liveTimes, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return liveTimes{}, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return liveTimes{}, fmt.Errorf("reading /metrics: %w", err)
+	}
+	defer res.Body.Close()
+	families, err := parseFamilies(res.Body)
+	if err != nil {
+		return liveTimes{}, err
+	}
+	return liveTimes{snapshot: histogramsBy(families, readModelMetric, "kind")["snapshot"],
+		render: histogramsBy(families, liveRenderMetric, "")[""]}, nil
+}
+
+// stage is how long one stage of a change took, over a phase.
+type stage struct {
+	Count      float64 `json:"count"`
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
+}
+
+// stageOf is what after observed since before.
+func stageOf(before, after *histogram) stage {
+	if after == nil {
+		return stage{}
+	}
+	d := after
+	if before != nil {
+		d = after.plus(before, -1)
+	}
+	p50, _ := d.quantile(0.5)
+	p99, _ := d.quantile(0.99)
+	return stage{Count: d.Count, P50Seconds: p50, P99Seconds: p99}
+}
+
 // drivePage runs clients concurrent clients, each requesting the page
 // again as soon as it has the previous answer, until d has passed; requests
 // in flight then finish and count. Throughput is requests over the time

@@ -66,6 +66,10 @@ type watchResult struct {
 	ToolCPUPercent      float64        `json:"tool_cpu_percent_of_core"`
 	RSSWithWatchersMiB  float64        `json:"rss_with_watchers_mib"`
 	RSSPeakMiB          float64        `json:"rss_peak_mib"`
+	// Snapshots and Renders are the console's own times over the phase:
+	// the read model's snapshots, and each live view's rendering.
+	Snapshots stage `json:"snapshots"`
+	Renders   stage `json:"renders"`
 }
 
 // kindResult is the watchers of one page (or all of them).
@@ -285,6 +289,9 @@ func (r *result) markdown() string {
 		}
 		fmt.Fprintf(&b, "\nServer time of page requests while watching: p99 %s over %.0f requests. ", fmtServerP99(wr.ServerPages), wr.ServerPages.Count)
 		fmt.Fprintf(&b, "The load tool itself used %.0f %% of a core.\n", wr.ToolCPUPercent)
+		fmt.Fprintf(&b, "Where a change spends its time: the create call p50 %s; %.0f snapshots (p50 %s, p99 %s); %.0f renderings of a view (p50 %s, p99 %s).\n",
+			fmtSeconds(wr.CreateP50Seconds), wr.Snapshots.Count, fmtSeconds(wr.Snapshots.P50Seconds), fmtSeconds(wr.Snapshots.P99Seconds),
+			wr.Renders.Count, fmtSeconds(wr.Renders.P50Seconds), fmtSeconds(wr.Renders.P99Seconds))
 		if wr.ProbeCreateFailures > 0 {
 			fmt.Fprintf(&b, "Probe creates failed: %d (%s).\n", wr.ProbeCreateFailures, wr.ProbeCreateError)
 		}

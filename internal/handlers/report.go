@@ -25,13 +25,15 @@ const (
 // reportFilter is the usage report's query, as typed in its URL.
 type reportFilter struct {
 	Source, From, To, Team, Resource, After string
+	// Rows is the first row of the usage summary's page.
+	Rows string
 	// Layout is the CSV's layout: layoutConsole or layoutHyperPod.
 	Layout string
 }
 
 func (f reportFilter) query(extra ...string) string {
 	return pageURL("/reports/usage", nil, append([]string{"source", f.Source, "from", f.From, "to", f.To,
-		"team", f.Team, "resource", f.Resource, "after", f.After}, extra...)...)
+		"team", f.Team, "resource", f.Resource, "after", f.After, "rows", f.Rows}, extra...)...)
 }
 
 // reportPage is the usage report, from the task history or from
@@ -54,7 +56,7 @@ type reportPage struct {
 func (p reportPage) show(c echo.Context) error {
 	q := c.QueryParams()
 	f := reportFilter{Source: q.Get("source"), From: q.Get("from"), To: q.Get("to"), Team: q.Get("team"),
-		Resource: q.Get("resource"), After: q.Get("after"), Layout: q.Get("layout")}
+		Resource: q.Get("resource"), After: q.Get("after"), Rows: q.Get("rows"), Layout: q.Get("layout")}
 	if f.Layout != layoutConsole && f.Layout != layoutHyperPod {
 		return echo.NewHTTPError(http.StatusBadRequest, "Unknown layout "+quoteName(f.Layout)+`: leave it out for the console's, or choose "hyperpod".`)
 	}
@@ -92,10 +94,10 @@ func (p reportPage) show(c echo.Context) error {
 	}
 	for _, s := range []struct{ key, label string }{{sourceTaskHistory, "From the task history"}, {sourcePrometheus, "From Prometheus"}} {
 		g := f
-		g.Source, g.After = s.key, ""
+		g.Source, g.After, g.Rows = s.key, "", ""
 		view.Sources = append(view.Sources, templates.ResourceChoice{Key: s.key, Label: s.label, Href: g.query(), Current: s.key == f.Source})
 	}
-	view.CSVHref = f.query("format", "csv", "after", "")
+	view.CSVHref = f.query("format", "csv", "after", "", "rows", "")
 	if view.FromError != "" || view.ToError != "" {
 		return render(c, http.StatusUnprocessableEntity, templates.Report(view))
 	}

@@ -54,7 +54,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 			res = r
 		}
 		g := f
-		g.Resource, g.After = r.key, ""
+		g.Resource, g.After, g.Rows = r.key, "", ""
 		h.Resources = append(h.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: g.query(), Current: r.key == res.key})
 	}
 	h.Unit = res.unit
@@ -111,7 +111,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	h.Missing = missingNotes(sum.Days)
 	// The rows of the same summary, resource and teams are made once.
 	shown := strings.Join([]string{f.Team, res.key, visible.key()}, "\x00")
-	h.Rows, _ = p.summaryRows.get(shown, sum.key, func() ([]templ.Component, error) {
+	rows, _ := p.summaryRows.get(shown, sum.key, func() ([]templ.Component, error) {
 		incomplete := incompleteDays(sum.UsageSummary)
 		var rows []templ.Component
 		for _, r := range visibleUsage(sum.UsageSummary, sees) {
@@ -124,14 +124,15 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 				Borrowed: domain.FormatHours(hours.Borrowed), Lent: domain.FormatHours(hours.Lent), Incomplete: incomplete[r.Day]}
 			rows = append(rows, p.pieces.of(row, templates.UsageSummaryRowCells(row)))
 		}
-		return joinRendered(rows)
+		return rows, nil
 	})
+	p.summaryPage(h, f, rows)
 	h.Charts, _ = p.summaryRows.get("charts\x00"+shown, sum.key, func() ([]templ.Component, error) {
 		return p.summaryCharts(visibleUsage(sum.UsageSummary, sees), res.unit, res.of), nil
 	})
-	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "")
-	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "")
-	h.HyperPodCSV = f.query("format", "csv", "layout", layoutHyperPod, "after", "")
+	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "", "rows", "")
+	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "", "rows", "")
+	h.HyperPodCSV = f.query("format", "csv", "layout", layoutHyperPod, "after", "", "rows", "")
 
 	rq.Limit, rq.After = reportPageSize, f.After
 	next := ""
@@ -154,6 +155,35 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.TasksNext = f.query("after", next)
 	}
 	return render(c, http.StatusOK, templates.Report(view))
+}
+
+// summaryPageSize is how many rows of the usage summary a page shows: a
+// week of 200 teams is thousands, which people read in the CSV.
+const summaryPageSize = 100
+
+// summaryPage shows the rows of the summary from f.Rows (an offset), a
+// page of them, with links to the pages before and after.
+func (p reportPage) summaryPage(h *templates.TaskHistoryReport, f reportFilter, rows []templ.Component) {
+	from, _ := strconv.Atoi(f.Rows)
+	from = min(max(from, 0)/summaryPageSize*summaryPageSize, max(len(rows)-1, 0)/summaryPageSize*summaryPageSize)
+	to := min(from+summaryPageSize, len(rows))
+	h.Rows = rows[from:to]
+	if len(rows) <= summaryPageSize {
+		return
+	}
+	h.RowsShown = fmt.Sprintf("Rows %d–%d of %d; the CSV has them all.", from+1, to, len(rows))
+	page := func(offset int) string {
+		if offset == 0 {
+			return f.query("rows", "")
+		}
+		return f.query("rows", strconv.Itoa(offset))
+	}
+	if from > 0 {
+		h.RowsPrevious = page(from - summaryPageSize)
+	}
+	if to < len(rows) {
+		h.RowsNext = page(to)
+	}
 }
 
 // taskPages are the per-task report's pages, each shared for reportTTL
