@@ -91,7 +91,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.maxRun, "max-run", time.Hour, "the whole run, fill included, ends after this")
 	skip := fs.String("skip", "", "phases to leave out, comma-separated: "+strings.Join(phases, ","))
 	fs.BoolVar(&o.keepProbes, "keep-probes", false, "leave the probe Workloads and their priority class in the sandbox")
-	profile := fs.String("profile", "", "pages (as in the table, comma-separated) whose console CPU profile is written to <out>-<page>.pprof while their clients run")
+	profile := fs.String("profile", "", "pages (as in the table, comma-separated; \"watch\" for the live phase) whose console CPU profile is written to <out>-<page>.pprof while their clients run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -402,7 +402,10 @@ func (r *runner) measureWatchers(ctx context.Context) error {
 	if r.o.watchers == 0 {
 		return nil
 	}
+	// While the probes are created: the watchers connect first.
+	stopProfile := r.profileAfter(ctx, "watch", 15*time.Second, max(1, int(r.o.createFor/time.Second)-20))
 	w, err := runWatchers(ctx, r.o, r.client, r.con, r.pr, r.probeTeams)
+	stopProfile()
 	if err != nil {
 		return err
 	}

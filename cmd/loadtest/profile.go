@@ -28,14 +28,24 @@ var unsafeInName = regexp.MustCompile(`[^A-Za-z0-9]+`)
 // --profile names it; the returned func waits for it and writes it to
 // <out>-<page>.pprof.
 func (r *runner) profilePage(ctx context.Context, page string) func() {
+	return r.profileAfter(ctx, page, 0, max(1, int(r.o.pageDuration/time.Second)-1))
+}
+
+// profileAfter takes the console's CPU profile for seconds, after delay,
+// when --profile names page ("watch": while the watchers watch).
+func (r *runner) profileAfter(ctx context.Context, page string, delay time.Duration, seconds int) func() {
 	if r.profileBase == "" || !r.o.profile[page] {
 		return func() {}
 	}
-	seconds := max(1, int(r.o.pageDuration/time.Second)-1)
 	path := fmt.Sprintf("%s-%s.pprof", r.o.out, unsafeInName.ReplaceAllString(page, "_"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
 		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", r.profileBase, seconds)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
