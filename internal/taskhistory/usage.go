@@ -53,10 +53,14 @@ func (r UsageRow) PartitionGPUHours() ResourceHours {
 	return out
 }
 
-// Profiles are the MIG profiles of rows, sorted.
-func Profiles(rows []UsageRow) []string {
+// Profiles are the MIG profiles of the rows of the teams sees accepts
+// (nil: every team), sorted.
+func Profiles(rows []UsageRow, sees func(team string) bool) []string {
 	seen := map[string]bool{}
 	for _, r := range rows {
+		if r.Partitions == nil || sees != nil && !sees(r.Team) {
+			continue
+		}
 		for p := range r.Partitions {
 			seen[p] = true
 		}

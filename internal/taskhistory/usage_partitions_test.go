@@ -140,8 +140,26 @@ func TestPartitionGPUHours(t *testing.T) {
 			}
 		})
 	}
-	rows := []UsageRow{{Partitions: map[string]ResourceHours{"mig-3g.40gb": {}}}, {}, {Partitions: map[string]ResourceHours{"mig-1g.10gb": {}, "mig-3g.40gb": {}}}}
-	if diff := cmp.Diff([]string{"mig-1g.10gb", "mig-3g.40gb"}, Profiles(rows)); diff != "" {
-		t.Errorf("profiles (-want +got):\n%s", diff)
+}
+
+// The profiles of a summary are those of the rows of the teams asked for.
+func TestProfiles(t *testing.T) {
+	rows := []UsageRow{{Team: "a", Partitions: map[string]ResourceHours{"mig-3g.40gb": {}}}, {Team: "a"},
+		{Team: "b", Partitions: map[string]ResourceHours{"mig-1g.10gb": {}, "mig-3g.40gb": {}}}}
+	cases := []struct {
+		name string
+		sees func(string) bool
+		want []string
+	}{
+		{"every team", nil, []string{"mig-1g.10gb", "mig-3g.40gb"}},
+		{"one team", func(team string) bool { return team == "a" }, []string{"mig-3g.40gb"}},
+		{"no team", func(string) bool { return false }, []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Profiles(rows, tc.sees), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("profiles (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
