@@ -63,14 +63,18 @@ func GPUEquivalent(profile string, n float64) float64 {
 }
 
 // partitionsOf are the MIG profiles of a node's resources, by profile.
-func partitionsOf(l corev1.ResourceList) map[string]int64 {
+func partitionsOf(l corev1.ResourceList) map[string]int64 { return partitionsIn(l, 1) }
+
+// partitionsIn are the MIG partitions of l, times n, by profile; nil for
+// none.
+func partitionsIn(l corev1.ResourceList, n int64) map[string]int64 {
 	var out map[string]int64
 	for r, q := range l {
 		if p, ok := PartitionOf(r); ok && q.Value() > 0 {
 			if out == nil {
 				out = map[string]int64{}
 			}
-			out[p] = q.Value()
+			out[p] += q.Value() * n
 		}
 	}
 	return out

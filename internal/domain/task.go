@@ -169,7 +169,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 	if len(r.Usage) > 0 {
 		f.Usage = make([]FlavorAmount, len(r.Usage))
 		for i, u := range r.Usage {
-			f.Usage[i] = FlavorAmount{Flavor: intern(u.Flavor), Amount: u.Amount}
+			f.Usage[i] = FlavorAmount{Flavor: intern(u.Flavor), Amount: u.Amount, Partitions: u.Partitions}
 		}
 	}
 	if r.countdownAt >= 0 {

@@ -26,6 +26,9 @@ import (
 type FlavorAmount struct {
 	Flavor string `json:"flavor"`
 	Amount
+	// Partitions are the MIG partitions held on the flavor, by profile
+	// ("mig-1g.10gb"); nil for none. Never changed once read.
+	Partitions map[string]int64 `json:"partitions,omitempty"`
 }
 
 // PodSetAmount is what one pod set asks for, all its pods together.
@@ -94,7 +97,8 @@ type WorkloadReading struct {
 	// Usage is what the admission holds per flavor while quota is reserved,
 	// as Kueue counts an admitted Workload: each pod set's recorded
 	// resourceUsage (else its requests at the admitted count), less its
-	// reclaimable pods, each resource on the flavor assigned to it. Sorted
+	// reclaimable pods, each resource on the flavor assigned to it (MIG
+	// partitions too; one Kueue assigns no flavor is held on none). Sorted
 	// by flavor; nil without a reservation.
 	Usage []FlavorAmount
 	// GPUs is the task's nvidia.com/gpu: its Usage while quota is reserved,
@@ -366,14 +370,18 @@ func podSetRequests(wl *kueuev1beta2.Workload, reclaimable map[kueuev1beta2.PodS
 }
 
 // onePod is what one pod of spec asks for, as the scheduler counts it.
-func onePod(spec *corev1.PodSpec) kueueAmount {
+func onePod(spec *corev1.PodSpec) kueueAmount { return kueueAmountOf(onePodRequests(spec)) }
+
+// onePodRequests are one pod's requests of every resource, as the
+// scheduler counts them.
+func onePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	pod := &corev1.Pod{Spec: *spec}
 	pod.Spec.Containers = limitsAsRequests(spec.Containers)
 	pod.Spec.InitContainers = limitsAsRequests(spec.InitContainers)
 	if spec.Resources != nil {
 		pod.Spec.Resources = &corev1.ResourceRequirements{Requests: withLimits(spec.Resources.Requests, spec.Resources.Limits)}
 	}
-	return kueueAmountOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
 // limitsAsRequests is cs with a limit standing in for each missing request
@@ -419,54 +427,85 @@ func withLimits(requests, limits corev1.ResourceList) corev1.ResourceList {
 // admitted Workload (totalRequestsFromAdmission, FlavorResourceUsage).
 func admittedUsage(wl *kueuev1beta2.Workload, a *kueuev1beta2.Admission, reclaimable map[kueuev1beta2.PodSetReference]int32) []FlavorAmount {
 	type flavorHeld struct {
-		flavor string
-		held   kueueAmount
+		flavor     string
+		held       kueueAmount
+		partitions map[string]int64
 	}
 	var byFlavor []flavorHeld
+	on := func(flavor kueuev1beta2.ResourceFlavorReference) *flavorHeld {
+		i := slices.IndexFunc(byFlavor, func(f flavorHeld) bool { return f.flavor == string(flavor) })
+		if i < 0 {
+			byFlavor = append(byFlavor, flavorHeld{flavor: string(flavor)})
+			i = len(byFlavor) - 1
+		}
+		return &byFlavor[i]
+	}
 	for _, psa := range a.PodSetAssignments {
-		ps := findPodSet(wl, psa.Name)
-		count := int32(0)
-		if ps != nil {
-			count = ps.Count
-		}
-		if psa.Count != nil {
-			count = *psa.Count
-		}
-		var held kueueAmount
-		switch {
-		case psa.ResourceUsage != nil:
-			held = kueueAmountOf(psa.ResourceUsage)
-		case ps != nil: // no recorded usage: the requests at the admitted count
-			held = onePod(&ps.Template.Spec).times(int64(count))
-		}
-		// Pods that finished for good give their quota back.
-		if ps != nil {
-			if after := ps.Count - min(reclaimable[ps.Name], ps.Count); after < count {
-				held = held.scaled(int64(count), int64(after))
-			}
-		}
+		held, partitions := podSetHeld(wl, &psa, reclaimable)
 		for _, r := range followedResources {
 			flavor, ok := psa.Flavors[r]
 			part := held.only(r)
 			if !ok || part == (kueueAmount{}) {
 				continue
 			}
-			i := slices.IndexFunc(byFlavor, func(f flavorHeld) bool { return f.flavor == string(flavor) })
-			if i < 0 {
-				byFlavor = append(byFlavor, flavorHeld{flavor: string(flavor)})
-				i = len(byFlavor) - 1
+			f := on(flavor)
+			f.held = f.held.plus(part)
+		}
+		for p, n := range partitions {
+			flavor, ok := psa.Flavors[PartitionResource(p)]
+			if !ok || n <= 0 {
+				continue
 			}
-			byFlavor[i].held = byFlavor[i].held.plus(part)
+			f := on(flavor)
+			if f.partitions == nil {
+				f.partitions = map[string]int64{}
+			}
+			f.partitions[p] += n
 		}
 	}
 	var out []FlavorAmount
 	for _, f := range byFlavor {
-		if a := f.held.amount(); a != (Amount{}) {
-			out = append(out, FlavorAmount{Flavor: f.flavor, Amount: a})
+		if a := f.held.amount(); a != (Amount{}) || f.partitions != nil {
+			out = append(out, FlavorAmount{Flavor: f.flavor, Amount: a, Partitions: f.partitions})
 		}
 	}
 	slices.SortFunc(out, func(a, b FlavorAmount) int { return strings.Compare(a.Flavor, b.Flavor) })
 	return out
+}
+
+// podSetHeld is what one pod set's assignment holds, as Kueue counts it:
+// its recorded resourceUsage, else its requests at the admitted count, less
+// its pods done for good; and its MIG partitions, by profile, alike.
+func podSetHeld(wl *kueuev1beta2.Workload, psa *kueuev1beta2.PodSetAssignment, reclaimable map[kueuev1beta2.PodSetReference]int32) (kueueAmount, map[string]int64) {
+	ps := findPodSet(wl, psa.Name)
+	count := int32(0)
+	if ps != nil {
+		count = ps.Count
+	}
+	if psa.Count != nil {
+		count = *psa.Count
+	}
+	var held kueueAmount
+	var partitions map[string]int64
+	switch {
+	case psa.ResourceUsage != nil:
+		held = kueueAmountOf(psa.ResourceUsage)
+		partitions = partitionsIn(psa.ResourceUsage, 1)
+	case ps != nil: // no recorded usage: the requests at the admitted count
+		one := onePodRequests(&ps.Template.Spec)
+		held = kueueAmountOf(one).times(int64(count))
+		partitions = partitionsIn(one, int64(count))
+	}
+	// Pods that finished for good give their quota back.
+	if ps != nil {
+		if after := ps.Count - min(reclaimable[ps.Name], ps.Count); after < count {
+			held = held.scaled(int64(count), int64(after))
+			for p, n := range partitions {
+				partitions[p] = n / int64(count) * int64(after)
+			}
+		}
+	}
+	return held, partitions
 }
 
 func findPodSet(wl *kueuev1beta2.Workload, name kueuev1beta2.PodSetReference) *kueuev1beta2.PodSet {

@@ -29,6 +29,16 @@ func list(kv ...any) corev1.ResourceList {
 	return l
 }
 
+// withoutFlavorOf is wl with no flavor assigned to r, as Kueue leaves a
+// resource it is told to ignore.
+func withoutFlavorOf(r corev1.ResourceName, wl *kueuev1beta2.Workload) *kueuev1beta2.Workload {
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		delete(psa.Flavors, r)
+		delete(psa.ResourceUsage, r)
+	}
+	return wl
+}
+
 // The figures of a Workload are Kueue's: requests with init containers,
 // sidecars, overhead and limits for missing requests, less reclaimable
 // pods; while quota is reserved, the admission's usage per flavor. MIG
@@ -92,6 +102,23 @@ func TestReadWorkloadFigures(t *testing.T) {
 			name: "MIG slices are not GPUs",
 			wl: newWorkload(cv, "m").Queue("lq").PodSpec("main", 2, corev1.PodSpec{Containers: []corev1.Container{container("c", list(mig, "1", cpu, "1"), nil)}}).
 				Admitted(at(1), p4d).Obj(),
+			podSets:  []PodSetAmount{{Name: "main", Count: 2, Amount: Amount{CPUMilli: 2000}}},
+			requests: Amount{CPUMilli: 2000},
+			usage:    []FlavorAmount{{Flavor: p4d, Amount: Amount{CPUMilli: 2000}, Partitions: map[string]int64{"mig-1g.10gb": 2}}},
+			flavors:  []string{p4d},
+		},
+		{
+			name: "MIG partitions alone, a pod done for good",
+			wl: newWorkload(cv, "m2").Queue("lq").PodSpec("main", 3, corev1.PodSpec{Containers: []corev1.Container{container("c", nil, list(mig, "2"))}}).
+				Admitted(at(1), p4d).Reclaimable("main", 1).Obj(),
+			podSets: []PodSetAmount{{Name: "main", Count: 2}},
+			usage:   []FlavorAmount{{Flavor: p4d, Partitions: map[string]int64{"mig-1g.10gb": 4}}},
+			flavors: []string{p4d},
+		},
+		{
+			name: "MIG partitions Kueue assigns no flavor are held on none",
+			wl: withoutFlavorOf(mig, newWorkload(cv, "m3").Queue("lq").
+				PodSpec("main", 2, corev1.PodSpec{Containers: []corev1.Container{container("c", list(mig, "1", cpu, "1"), nil)}}).Admitted(at(1), p4d).Obj()),
 			podSets:  []PodSetAmount{{Name: "main", Count: 2, Amount: Amount{CPUMilli: 2000}}},
 			requests: Amount{CPUMilli: 2000},
 			usage:    []FlavorAmount{{Flavor: p4d, Amount: Amount{CPUMilli: 2000}}},

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,24 +36,43 @@ const (
 	hyperPodDetailedType  = "Detailed Utilization Report"
 )
 
-// hyperPodResources are the summary's resources, as HyperPod names them,
-// with the console's figures of each. The console counts Neuron devices
-// (aws.amazon.com/neurondevice), not cores, and says so.
-var hyperPodResources = []struct {
+// hyperPodResource is a resource of the summary as HyperPod names it, with
+// the console's figures of it.
+type hyperPodResource struct {
 	name string
 	of   func(taskhistory.UsageRow) taskhistory.ResourceHours
-}{
+}
+
+// hyperPodResources are HyperPod's resources of the summary. The console
+// counts Neuron devices (aws.amazon.com/neurondevice), not cores, and says
+// so.
+var hyperPodResources = []hyperPodResource{
 	{"GPU", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.GPU }},
 	{"Neuron Device", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.Neuron }},
 	{"vCPU", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.VCPU }},
 }
 
+// hyperPodSummaryResources are the summary's resources: HyperPod's, then
+// the console's MIG partitions (partitionColumns), named in HyperPod's
+// manner ("mig-1g.10gb Partition", "MIG GPU-Equivalent").
+func hyperPodSummaryResources(profiles []string) []hyperPodResource {
+	out := slices.Clone(hyperPodResources)
+	for _, r := range partitionColumns(profiles) {
+		name := "MIG GPU-Equivalent"
+		if r.key != "" {
+			name = r.key + " Partition"
+		}
+		out = append(out, hyperPodResource{name, r.of})
+	}
+	return out
+}
+
 // hyperPodSummaryColumns are the summary's columns: per day, namespace,
 // team and instance type, the total hours used and their allocated (within
 // the team's quota) and borrowed parts, per resource.
-func hyperPodSummaryColumns() []string {
+func hyperPodSummaryColumns(resources []hyperPodResource) []string {
 	cols := []string{"Date", "Namespace", "Team", "Instance Type"}
-	for _, r := range hyperPodResources {
+	for _, r := range resources {
 		cols = append(cols, "Total "+r.name+" Hours", "Allocated "+r.name+" Hours", "Borrowed "+r.name+" Hours")
 	}
 	return cols
@@ -141,12 +161,14 @@ func (p reportPage) hyperPodCSV(c echo.Context, days taskhistory.Window, rq task
 	if err := header(hyperPodSummaryType); err != nil {
 		return err
 	}
-	if err := s.Row(hyperPodSummaryColumns()...); err != nil {
+	rows := visibleUsage(sum.UsageSummary, sees)
+	resources := hyperPodSummaryResources(taskhistory.Profiles(rows, nil))
+	if err := s.Row(hyperPodSummaryColumns(resources)...); err != nil {
 		return err
 	}
-	for _, r := range visibleUsage(sum.UsageSummary, sees) {
+	for _, r := range rows {
 		cells := []string{r.Day.Format(dateLayout), p.settings.Namespace(r.Team), r.Team, r.InstanceType}
-		for _, res := range hyperPodResources {
+		for _, res := range resources {
 			h := res.of(r)
 			cells = append(cells, domain.FormatHours(h.Used), domain.FormatHours(max(h.Used-h.Borrowed, 0)), domain.FormatHours(h.Borrowed))
 		}

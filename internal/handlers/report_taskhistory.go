@@ -24,14 +24,85 @@ import (
 // reportPageSize is how many tasks a page of the per-task report lists.
 const reportPageSize = 50
 
-// summaryResources are the resources of the history's usage summary.
-var summaryResources = []struct {
-	key, label, unit string
-	of               func(taskhistory.UsageRow) taskhistory.ResourceHours
-}{
-	{"gpu", "GPUs", "GPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.GPU }},
-	{"neuron", "Neuron", "Neuron-device-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.Neuron }},
-	{"vcpu", "vCPU", "vCPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.VCPU }},
+// summaryResource is a resource of the history's usage summary: its key
+// (?resource=), label and unit on the page, its name in the summary CSV's
+// columns, and its hours in a row.
+type summaryResource struct {
+	key, label, unit, column string
+	of                       func(taskhistory.UsageRow) taskhistory.ResourceHours
+}
+
+// summaryResources are the resources of every usage summary.
+var summaryResources = []summaryResource{
+	{"gpu", "GPUs", "GPU-hours", "GPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.GPU }},
+	{"neuron", "Neuron", "Neuron-device-hours", "Neuron-device-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.Neuron }},
+	{"vcpu", "vCPU", "vCPU-hours", "vCPU-hours", func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.VCPU }},
+}
+
+// partitionResource is a MIG profile's partitions as a resource of the
+// summary, in partition-hours.
+func partitionResource(profile string) summaryResource {
+	return summaryResource{key: profile, label: profile + " partitions", unit: "partition-hours", column: profile + " partition-hours",
+		of: func(r taskhistory.UsageRow) taskhistory.ResourceHours { return r.Partitions[profile] }}
+}
+
+// partitionGPUHours are the partition-hours of every MIG profile in
+// whole-GPU-hours, a column of the CSVs.
+var partitionGPUHours = summaryResource{column: "Partition GPU-equivalent hours", of: taskhistory.UsageRow.PartitionGPUHours}
+
+// pageResources are the resources the page offers: summaryResources, then
+// each MIG profile of the summary.
+func pageResources(profiles []string) []summaryResource {
+	out := slices.Clone(summaryResources)
+	for _, p := range profiles {
+		out = append(out, partitionResource(p))
+	}
+	return out
+}
+
+// partitionColumns are the resources the CSVs add after their first
+// columns: each MIG profile's partition-hours, then all of them in
+// whole-GPU-hours; none without partitions, so that a CSV without them
+// keeps its columns.
+func partitionColumns(profiles []string) []summaryResource {
+	if len(profiles) == 0 {
+		return nil
+	}
+	var out []summaryResource
+	for _, p := range profiles {
+		out = append(out, partitionResource(p))
+	}
+	return append(out, partitionGPUHours)
+}
+
+// chooseResource offers resources as the page's tabs and returns the one
+// f asks for (GPUs when it names none of them).
+func chooseResource(h *templates.TaskHistoryReport, f reportFilter, resources []summaryResource) summaryResource {
+	res := resources[0]
+	for _, r := range resources {
+		if r.key == f.Resource {
+			res = r
+		}
+	}
+	h.Resources = h.Resources[:0]
+	for _, r := range resources {
+		g := f
+		g.Resource, g.After, g.Rows = r.key, "", ""
+		h.Resources = append(h.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: g.query(), Current: r.key == res.key})
+	}
+	h.Unit, h.UnitNote = res.unit, partitionNote(res.key)
+	return res
+}
+
+// partitionNote says what a MIG profile's partition-hours are worth in
+// whole GPUs; "" for another resource.
+func partitionNote(profile string) string {
+	n, ok := domain.PartitionSlices(profile)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("A %s partition has %d of a GPU's 7 compute slices: a partition-hour is %d/7 of a whole-GPU-hour (the CSVs give both).",
+		profile, n, n)
 }
 
 // taskHistoryReport shows (or exports) the usage summary per team, instance
@@ -48,16 +119,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	window := taskhistory.Window{From: from, To: to}
 	h := &templates.TaskHistoryReport{}
 	view.TaskHistory = h
-	res := summaryResources[0]
-	for _, r := range summaryResources {
-		if r.key == f.Resource {
-			res = r
-		}
-		g := f
-		g.Resource, g.After, g.Rows = r.key, "", ""
-		h.Resources = append(h.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: g.query(), Current: r.key == res.key})
-	}
-	h.Unit = res.unit
+	res := chooseResource(h, f, summaryResources)
 	choices := teamChoices(snap, visible, f.Team)
 	h.TeamFilter = p.pieces.of(choicesKey("team", choices), templates.FilterSelect("team", "Team", choices))
 	team, teams := f.Team, []string(nil)
@@ -106,6 +168,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
+	res = chooseResource(h, f, pageResources(taskhistory.Profiles(sum.Rows, sees)))
 	h.UpTo = "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC."
 	h.UpToAt = sum.UpTo.UTC().Format(time.RFC3339Nano)
 	h.Missing = missingNotes(sum.Days)
@@ -563,32 +626,46 @@ func outcomeLabel(r taskhistory.ReportRow) string {
 
 // usageSummaryCSV writes a summary's rows. The summary may be shared from
 // a moment before, so each row says up to when its figures run, as the page
-// does.
+// does. The MIG partitions' columns come last, so that the columns before
+// keep their places.
 func usageSummaryCSV(c echo.Context, upTo time.Time, rows []taskhistory.UsageRow, incomplete map[time.Time]bool) error {
-	header := []string{"Day (UTC)", "Team", "Instance type"}
-	for _, r := range summaryResources {
-		for _, what := range []string{"allocated", "used", "borrowed", "lent"} {
-			header = append(header, fmt.Sprintf("%s %s (h)", r.unit, what))
-		}
-	}
-	header = append(header, "Day fully recorded", "Figures up to (UTC)")
+	partitions := partitionColumns(taskhistory.Profiles(rows, nil))
+	header := append(summaryColumns([]string{"Day (UTC)", "Team", "Instance type"}, summaryResources), "Day fully recorded", "Figures up to (UTC)")
+	header = summaryColumns(header, partitions)
 	end := upTo.UTC().Format(time.RFC3339Nano)
 	s, err := startCSV(c, "usage-summary.csv", header...)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		cells := []string{r.Day.Format(dateLayout), r.Team, r.InstanceType}
-		for _, res := range summaryResources {
-			h := res.of(r)
-			cells = append(cells, domain.FormatHours(h.Allocated), domain.FormatHours(h.Used), domain.FormatHours(h.Borrowed), domain.FormatHours(h.Lent))
-		}
-		cells = append(cells, strconv.FormatBool(!incomplete[r.Day]), end)
-		if err := s.Row(cells...); err != nil {
+		cells := append(summaryCells([]string{r.Day.Format(dateLayout), r.Team, r.InstanceType}, r, summaryResources),
+			strconv.FormatBool(!incomplete[r.Day]), end)
+		if err := s.Row(summaryCells(cells, r, partitions)...); err != nil {
 			return err
 		}
 	}
 	return s.Close()
+}
+
+// summaryColumns are columns with the summary CSV's four of each resource
+// after them.
+func summaryColumns(columns []string, resources []summaryResource) []string {
+	for _, r := range resources {
+		for _, what := range []string{"allocated", "used", "borrowed", "lent"} {
+			columns = append(columns, fmt.Sprintf("%s %s (h)", r.column, what))
+		}
+	}
+	return columns
+}
+
+// summaryCells are cells with row's hours of each resource after them, in
+// the order of summaryColumns.
+func summaryCells(cells []string, row taskhistory.UsageRow, resources []summaryResource) []string {
+	for _, res := range resources {
+		h := res.of(row)
+		cells = append(cells, domain.FormatHours(h.Allocated), domain.FormatHours(h.Used), domain.FormatHours(h.Borrowed), domain.FormatHours(h.Lent))
+	}
+	return cells
 }
 
 // taskReportCSV streams the per-task report, batch by batch as the store

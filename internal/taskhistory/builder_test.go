@@ -54,6 +54,17 @@ func (w *wl) pods(pods int32, gpus int64) *wl {
 	return w
 }
 
+// migPods adds the pod set "mig": pods pods of one container asking for
+// perPod partitions of a MIG profile ("mig-1g.10gb") and nothing else.
+func (w *wl) migPods(pods int32, profile string, perPod int64) *wl {
+	w.Spec.PodSets = append(w.Spec.PodSets, kueuev1beta2.PodSet{Name: "mig", Count: pods, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			domain.PartitionResource(profile): *resource.NewQuantity(perPod, resource.DecimalSI),
+		}}}},
+	}}})
+	return w
+}
+
 func (w *wl) cond(typ string, status bool, reason, msg string, at time.Time) *wl {
 	s := metav1.ConditionFalse
 	if status {
@@ -75,23 +86,23 @@ func (w *wl) clusterQueue() string {
 	return domain.Settings{NamespacePrefix: teamPrefix}.ClusterQueue(w.Namespace[len(teamPrefix):])
 }
 
-// admit reserves quota on flavor and admits, clearing an eviction as Kueue does.
+// admit reserves quota on flavor for every resource asked for and admits,
+// clearing an eviction as Kueue does.
 func (w *wl) admit(at time.Time, flavor string) *wl {
 	a := &kueuev1beta2.Admission{ClusterQueue: kueuev1beta2.ClusterQueueReference(w.clusterQueue())}
 	for _, ps := range w.Spec.PodSets {
 		req := ps.Template.Spec.Containers[0].Resources.Requests
 		usage := corev1.ResourceList{}
+		flavors := map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{}
 		for name, q := range req {
 			v := q.DeepCopy()
 			for range ps.Count - 1 {
 				v.Add(q)
 			}
-			usage[name] = v
+			usage[name], flavors[name] = v, kueuev1beta2.ResourceFlavorReference(flavor)
 		}
 		a.PodSetAssignments = append(a.PodSetAssignments, kueuev1beta2.PodSetAssignment{Name: ps.Name, ResourceUsage: usage, Count: ptr.To(ps.Count),
-			Flavors: map[corev1.ResourceName]kueuev1beta2.ResourceFlavorReference{
-				domain.ResourceGPU: kueuev1beta2.ResourceFlavorReference(flavor), corev1.ResourceCPU: kueuev1beta2.ResourceFlavorReference(flavor),
-				corev1.ResourceMemory: kueuev1beta2.ResourceFlavorReference(flavor)}})
+			Flavors: flavors})
 	}
 	w.Status.Admission = a
 	w.cond(kueuev1beta2.WorkloadQuotaReserved, true, "QuotaReserved", "Quota reserved in ClusterQueue "+w.clusterQueue(), at)

@@ -169,6 +169,7 @@ func TestQueueOf(t *testing.T) {
 				{Name: corev1.ResourceCPU, NominalQuota: q("384")},
 				{Name: corev1.ResourceMemory, NominalQuota: q("4Ti")},
 				{Name: "vpc.amazonaws.com/efa", NominalQuota: q("64")},
+				{Name: "nvidia.com/mig-1g.10gb", NominalQuota: q("7")},
 			}}},
 		}}},
 	}
@@ -177,6 +178,7 @@ func TestQueueOf(t *testing.T) {
 		{Flavor: "ml.p5.48xlarge", Resource: "nvidia.com/gpu", Nominal: 16, BorrowingLimit: ptr.To[int64](8), LendingLimit: ptr.To[int64](4)},
 		{Flavor: "ml.p5.48xlarge", Resource: "cpu", Nominal: 384000},
 		{Flavor: "ml.p5.48xlarge", Resource: "memory", Nominal: 4 << 20},
+		{Flavor: "ml.p5.48xlarge", Resource: "nvidia.com/mig-1g.10gb", Nominal: 7},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("QueueOf (-want +got):\n%s", diff)
@@ -294,7 +296,7 @@ func TestLiveAndHistoryCountAlike(t *testing.T) {
 	want := map[string][]domain.FlavorAmount{
 		"two-flavors": {{Flavor: "ml.c5.2xlarge", Amount: Resources{CPUMilli: 2000, MemoryMiB: 4096}},
 			{Flavor: "ml.p5.48xlarge", Amount: Resources{GPUs: 16, CPUMilli: 194_000, MemoryMiB: 2 * (1<<20 + 1024)}}},
-		"mig":       {{Flavor: "ml.p4d.24xlarge", Amount: Resources{CPUMilli: 2000}}},
+		"mig":       {{Flavor: "ml.p4d.24xlarge", Amount: Resources{CPUMilli: 2000}, Partitions: map[string]int64{"mig-1g.10gb": 2}}},
 		"neuron":    {{Flavor: "ml.trn1.32xlarge", Amount: Resources{Neuron: 32, CPUMilli: 8000}}},
 		"reclaimed": {{Flavor: "ml.p5.48xlarge", Amount: Resources{GPUs: 24, CPUMilli: 3000}}},
 		"finished":  {{Flavor: "ml.g5.2xlarge", Amount: Resources{GPUs: 2, CPUMilli: 1000}}},

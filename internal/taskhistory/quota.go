@@ -13,8 +13,8 @@ import (
 )
 
 // Quota is a ClusterQueue's quota of one resource on one flavor, in the
-// units of Resources (GPUs, Neuron devices, vCPU millicores, memory MiB).
-// A nil limit is no limit.
+// units of Resources (GPUs, Neuron devices, vCPU millicores, memory MiB)
+// or in partitions for a MIG profile. A nil limit is no limit.
 type Quota struct {
 	Flavor, Resource string
 	Nominal          int64
@@ -35,8 +35,15 @@ type QueueState struct {
 	Deleted bool
 }
 
-// followed are the resources whose quota the history keeps.
+// followed are the resources whose quota the history keeps, besides every
+// MIG profile (isFollowed).
 var followed = []corev1.ResourceName{domain.ResourceGPU, domain.ResourceNeuron, corev1.ResourceCPU, corev1.ResourceMemory}
+
+// isFollowed reports whether the history keeps the quota of r.
+func isFollowed(r corev1.ResourceName) bool {
+	_, mig := domain.PartitionOf(r)
+	return mig || slices.Contains(followed, r)
+}
 
 // QueueOf reads a ClusterQueue's quotas of the followed resources, seen at
 // at; teamPrefix is the namespace prefix of team namespaces.
@@ -53,7 +60,7 @@ func QueueOf(cq *kueuev1beta2.ClusterQueue, teamPrefix string, at time.Time) Que
 	for _, rg := range cq.Spec.ResourceGroups {
 		for _, f := range rg.Flavors {
 			for _, r := range f.Resources {
-				if !slices.Contains(followed, r.Name) {
+				if !isFollowed(r.Name) {
 					continue
 				}
 				q.Quotas = append(q.Quotas, Quota{Flavor: string(f.Name), Resource: string(r.Name),

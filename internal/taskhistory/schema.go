@@ -176,4 +176,8 @@ ALTER TABLE tasks ADD COLUMN held_ms BIGINT NOT NULL DEFAULT 0;`,
 	// 5: the Workload's labels, in words, for the report's labels column.
 	// Rows written before have none.
 	`ALTER TABLE tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '';`,
+	// 6: the MIG partitions each admission holds on its flavor, in words
+	// (domain.PartitionsWord), for partition-hours in the usage summary.
+	// Admissions written before hold none.
+	`ALTER TABLE admissions ADD COLUMN partitions TEXT NOT NULL DEFAULT '';`,
 }

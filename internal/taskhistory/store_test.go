@@ -700,8 +700,10 @@ func TestTaskReportNamesOwnersAndLabels(t *testing.T) {
 		}
 
 		// The same store as schema 4 left it, opened again: migration 5
-		// adds the labels, empty for the tasks recorded before.
-		for _, stmt := range []string{`ALTER TABLE tasks DROP COLUMN labels`, `DELETE FROM schema_migrations WHERE version = 5`} {
+		// adds the labels, empty for the tasks recorded before (and the
+		// later ones what they add).
+		for _, stmt := range []string{`ALTER TABLE tasks DROP COLUMN labels`, `ALTER TABLE admissions DROP COLUMN partitions`,
+			`DELETE FROM schema_migrations WHERE version >= 5`} {
 			if _, err := s.db.Exec(stmt); err != nil {
 				t.Fatal(err)
 			}
@@ -721,8 +723,8 @@ func TestTaskReportNamesOwnersAndLabels(t *testing.T) {
 			t.Errorf("after migrating from schema 4: owner, name shown and labels (-want +got):\n%s", diff)
 		}
 		var version int
-		if err := again.db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(migrations) || version != 5 {
-			t.Errorf("schema version %d (%v), want 5", version, err)
+		if err := again.db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(migrations) {
+			t.Errorf("schema version %d (%v), want %d", version, err, len(migrations))
 		}
 	})
 }

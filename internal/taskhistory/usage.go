@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -15,7 +16,8 @@ import (
 )
 
 // ResourceHours are one resource's hours of a team on one instance type and
-// day: GPU-hours, Neuron-device-hours or vCPU-hours.
+// day: GPU-hours, Neuron-device-hours, vCPU-hours or partition-hours of a
+// MIG profile.
 type ResourceHours struct {
 	// Allocated is the nominal quota over time.
 	Allocated float64
@@ -32,6 +34,38 @@ type UsageRow struct {
 	Day                time.Time
 	Team, InstanceType string
 	GPU, Neuron, VCPU  ResourceHours
+	// Partitions are the partition-hours of each MIG profile
+	// ("mig-1g.10gb"), by the same rules; nil for none.
+	Partitions map[string]ResourceHours
+}
+
+// PartitionGPUHours are the whole-GPU-hours the row's partition-hours of
+// every MIG profile are worth (domain.GPUEquivalent).
+func (r UsageRow) PartitionGPUHours() ResourceHours {
+	var out ResourceHours
+	for _, p := range slices.Sorted(maps.Keys(r.Partitions)) {
+		h, per := r.Partitions[p], domain.GPUEquivalent(p, 1)
+		out.Allocated += h.Allocated * per
+		out.Used += h.Used * per
+		out.Borrowed += h.Borrowed * per
+		out.Lent += h.Lent * per
+	}
+	return out
+}
+
+// Profiles are the MIG profiles of the rows of the teams sees accepts
+// (nil: every team), sorted.
+func Profiles(rows []UsageRow, sees func(team string) bool) []string {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.Partitions == nil || sees != nil && !sees(r.Team) {
+			continue
+		}
+		for p := range r.Partitions {
+			seen[p] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // UsageDay is one UTC day of a usage summary and its periods without a
@@ -50,16 +84,20 @@ type UsageSummary struct {
 	UpTo time.Time
 }
 
-// usageResources are the resources of the summary, in the order of the
-// admissions table's gpus, neuron, cpu_milli columns.
+// usageResources are the resources of the summary besides MIG profiles, in
+// the order of the admissions table's gpus, neuron, cpu_milli columns.
 var usageResources = []corev1.ResourceName{domain.ResourceGPU, domain.ResourceNeuron, corev1.ResourceCPU}
+
+// anyPartition matches the resource name of every MIG profile in SQL.
+var anyPartition = string(domain.PartitionResource("mig-")) + "%"
 
 // UsageSummary integrates the recorded quotas and admissions over the
 // recorded parts of w (up to now), per team, instance type and UTC day. At
 // every instant, per ClusterQueue, flavor and resource: allocated is the
 // nominal quota, used the sum of the admitted tasks' amounts, borrowed
 // max(used − nominal, 0), and lent the queue's domain.LentShares of its
-// cohort's borrowing. Teams are the ClusterQueues' (QueueState.Team).
+// cohort's borrowing. Each MIG profile counts as a resource of its own, in
+// partitions. Teams are the ClusterQueues' (QueueState.Team).
 func (s *Store) UsageSummary(ctx context.Context, w Window) (*UsageSummary, error) {
 	fail := func(err error) (*UsageSummary, error) {
 		return nil, fmt.Errorf("task history store %s: usage summary: %w", s.name, err)
@@ -95,8 +133,8 @@ func (s *Store) UsageSummary(ctx context.Context, w Window) (*UsageSummary, erro
 
 func (s *Store) loadQuotas(ctx context.Context, sw *sweep) error {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT cluster_queue, flavor, resource, from_ms, to_ms, team, cohort, nominal, lending_limit
-		FROM quotas WHERE from_ms < ? AND (to_ms IS NULL OR to_ms > ?) AND resource IN (?, ?, ?)`),
-		sw.end, sw.start, string(domain.ResourceGPU), string(domain.ResourceNeuron), string(corev1.ResourceCPU))
+		FROM quotas WHERE from_ms < ? AND (to_ms IS NULL OR to_ms > ?) AND (resource IN (?, ?, ?) OR resource LIKE ?)`),
+		sw.end, sw.start, string(domain.ResourceGPU), string(domain.ResourceNeuron), string(corev1.ResourceCPU), anyPartition)
 	if err != nil {
 		return err
 	}
@@ -107,6 +145,9 @@ func (s *Store) loadQuotas(ctx context.Context, sw *sweep) error {
 		var toMS, lending sql.NullInt64
 		if err := rows.Scan(&cq, &flavor, &res, &fromMS, &toMS, &team, &cohort, &nominal, &lending); err != nil {
 			return err
+		}
+		if !isSummed(corev1.ResourceName(res)) {
+			continue
 		}
 		lend := math.Inf(1)
 		if lending.Valid {
@@ -142,21 +183,21 @@ func (s *Store) loadAdmissions(ctx context.Context, sw *sweep) error {
 		return err
 	}
 	// Two indexed halves: ended in the window, and still open.
-	rows, err = s.db.QueryContext(ctx, s.q(`SELECT cluster_queue, flavor, team, admitted_ms, ended_ms, gpus, neuron, cpu_milli
+	rows, err = s.db.QueryContext(ctx, s.q(`SELECT cluster_queue, flavor, team, admitted_ms, ended_ms, gpus, neuron, cpu_milli, partitions
 		FROM admissions WHERE ended_ms > ? AND admitted_ms < ?
 		UNION ALL
-		SELECT cluster_queue, flavor, team, admitted_ms, ended_ms, gpus, neuron, cpu_milli
+		SELECT cluster_queue, flavor, team, admitted_ms, ended_ms, gpus, neuron, cpu_milli, partitions
 		FROM admissions WHERE ended_ms IS NULL AND admitted_ms < ?`), sw.start, sw.end, sw.end)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var cq, flavor, taskTeam string
+		var cq, flavor, taskTeam, partitions string
 		var admitted int64
 		var ended sql.NullInt64
 		var amounts [3]int64
-		if err := rows.Scan(&cq, &flavor, &taskTeam, &admitted, &ended, &amounts[0], &amounts[1], &amounts[2]); err != nil {
+		if err := rows.Scan(&cq, &flavor, &taskTeam, &admitted, &ended, &amounts[0], &amounts[1], &amounts[2], &partitions); err != nil {
 			return err
 		}
 		stop := sw.end
@@ -164,13 +205,28 @@ func (s *Store) loadAdmissions(ctx context.Context, sw *sweep) error {
 			stop = min(ended.Int64, sw.end)
 		}
 		q := queues[cq]
+		use := func(r corev1.ResourceName, amount int64) {
+			sw.use(queueKey{cq, flavor, string(r)}, max(admitted, sw.start), stop, float64(amount), cmp.Or(q.team, taskTeam), q.cohort)
+		}
 		for i, r := range usageResources {
 			if amounts[i] != 0 {
-				sw.use(queueKey{cq, flavor, string(r)}, max(admitted, sw.start), stop, float64(amounts[i]), cmp.Or(q.team, taskTeam), q.cohort)
+				use(r, amounts[i])
+			}
+		}
+		for profile, n := range domain.PartitionCounts(partitions) {
+			if _, ok := domain.PartitionSlices(profile); ok && n > 0 {
+				use(domain.PartitionResource(profile), n)
 			}
 		}
 	}
 	return rows.Err()
+}
+
+// isSummed reports whether the summary counts resource r: one of
+// usageResources, or a MIG profile.
+func isSummed(r corev1.ResourceName) bool {
+	_, mig := domain.PartitionOf(r)
+	return mig || slices.Contains(usageResources, r)
 }
 
 // queueKey is one ClusterQueue's flavor and resource.
@@ -228,7 +284,39 @@ type sweep struct {
 	states     map[queueKey]*queueState
 	groups     map[string]*group
 	steps      []quotaStep
-	acc        map[usageKey]*UsageRow
+	acc        map[usageKey]*usageAcc
+}
+
+// usageAcc is a row being summed, with its MIG profiles' hours kept by
+// address (a map's values have none) until the row is done.
+type usageAcc struct {
+	row        UsageRow
+	partitions map[string]*ResourceHours
+}
+
+// partition is where the row's hours of a MIG profile add up.
+func (a *usageAcc) partition(profile string) *ResourceHours {
+	h := a.partitions[profile]
+	if h == nil {
+		if a.partitions == nil {
+			a.partitions = map[string]*ResourceHours{}
+		}
+		h = &ResourceHours{}
+		a.partitions[profile] = h
+	}
+	return h
+}
+
+// done is the row with its MIG profiles' hours.
+func (a *usageAcc) done() UsageRow {
+	r := a.row
+	if a.partitions != nil {
+		r.Partitions = make(map[string]ResourceHours, len(a.partitions))
+		for p, h := range a.partitions {
+			r.Partitions[p] = *h
+		}
+	}
+	return r
 }
 
 type usageKey struct {
@@ -238,7 +326,7 @@ type usageKey struct {
 
 func newSweep(start, end int64, covered []span) *sweep {
 	return &sweep{start: start, end: end, covered: covered, states: map[queueKey]*queueState{},
-		groups: map[string]*group{}, acc: map[usageKey]*UsageRow{}}
+		groups: map[string]*group{}, acc: map[usageKey]*usageAcc{}}
 }
 
 func (sw *sweep) state(k queueKey, team, cohort string) *queueState {
@@ -366,8 +454,8 @@ func (sw *sweep) run() []UsageRow {
 		sw.flush(g, sw.end)
 	}
 	rows := make([]UsageRow, 0, len(sw.acc))
-	for _, r := range sw.acc {
-		rows = append(rows, *r)
+	for _, a := range sw.acc {
+		rows = append(rows, a.done())
 	}
 	slices.SortFunc(rows, func(a, b UsageRow) int {
 		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.Team, b.Team), cmp.Compare(a.InstanceType, b.InstanceType))
@@ -431,18 +519,22 @@ func (sw *sweep) hoursOf(st *queueState, day int64) *ResourceHours {
 		return st.hours
 	}
 	k := usageKey{day, st.team, st.key.flavor}
-	row := sw.acc[k]
-	if row == nil {
-		row = &UsageRow{Day: fromMS(day), Team: st.team, InstanceType: st.key.flavor}
-		sw.acc[k] = row
+	acc := sw.acc[k]
+	if acc == nil {
+		acc = &usageAcc{row: UsageRow{Day: fromMS(day), Team: st.team, InstanceType: st.key.flavor}}
+		sw.acc[k] = acc
 	}
-	switch st.key.resource {
-	case string(domain.ResourceGPU):
+	row := &acc.row
+	switch r := corev1.ResourceName(st.key.resource); r {
+	case domain.ResourceGPU:
 		st.hours, st.unit = &row.GPU, 1
-	case string(domain.ResourceNeuron):
+	case domain.ResourceNeuron:
 		st.hours, st.unit = &row.Neuron, 1
-	default:
+	case corev1.ResourceCPU:
 		st.hours, st.unit = &row.VCPU, 1000
+	default: // a MIG profile (isSummed)
+		profile, _ := domain.PartitionOf(r)
+		st.hours, st.unit = acc.partition(profile), 1
 	}
 	st.day = day
 	return st.hours

@@ -415,9 +415,9 @@ func (t *txn) admit(r *taskRow, e Event) error {
 		usage = []FlavorUsage{{}} // an admission holding nothing we follow still ran
 	}
 	for _, u := range usage {
-		if _, err := t.exec(`INSERT INTO admissions (uid, admitted_ms, flavor, cluster_queue, team, borrowed, gpus, neuron, cpu_milli, memory_mib)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			r.uid, at, u.Flavor, e.ClusterQueue, r.team, 0, u.GPUs, u.Neuron, u.CPUMilli, u.MemoryMiB); err != nil {
+		if _, err := t.exec(`INSERT INTO admissions (uid, admitted_ms, flavor, cluster_queue, team, borrowed, gpus, neuron, cpu_milli, memory_mib, partitions)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			r.uid, at, u.Flavor, e.ClusterQueue, r.team, 0, u.GPUs, u.Neuron, u.CPUMilli, u.MemoryMiB, text(domain.PartitionsWord(u.Partitions))); err != nil {
 			return err
 		}
 		held = append(held, queueFlavor{e.ClusterQueue, u.Flavor})
