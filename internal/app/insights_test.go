@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -99,8 +98,8 @@ func TestInsightsAppearAndClear(t *testing.T) {
 // an instance type only this test uses, one of them not ready (nothing
 // heartbeats it, as a node waiting for repair), and a team whose quota is
 // both nodes' GPUs. The not-ready and quota-beyond-capacity insights
-// appear, on an open insights page as a push too, and clear once KWOK
-// takes the node over and it is ready.
+// appear, on an open insights page as a push too, and clear once the node
+// is replaced by a ready one.
 func TestNotReadyNodeUnderAQuota(t *testing.T) {
 	c := newConsole(t)
 	t.Cleanup(func() { cleanupTeams(c) })
@@ -156,25 +155,23 @@ func TestNotReadyNodeUnderAQuota(t *testing.T) {
 	_, page = c.get(t, "/insights")
 	webtest.MustContain(t, "/insights", page, notReady, beyond)
 
-	// Repaired: KWOK takes the node over and reports it ready.
-	repaired := down.DeepCopy()
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.kube.CoreV1().Nodes().Get(ctx, down.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Annotations["kwok.x-k8s.io/node"] = "fake"
-		n.Spec.Unschedulable = false
-		repaired, err = c.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
+	// Replaced, as HyperPod replaces a faulty instance: the new node,
+	// under the same name, is one KWOK reports ready.
+	if err := c.kube.CoreV1().Nodes().Delete(ctx, down.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	replaced := node(down.Name, true)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.kube.CoreV1().Nodes().Create(ctx, replaced, metav1.CreateOptions{})
+		return err == nil, nil // AlreadyExists while the old one goes
+	}); err != nil {
+		t.Fatalf("creating the replacement of %s: %v", down.Name, err)
 	}
 	start := time.Now()
 	awaitPush(t, pushes, "the repaired node", func(list string) bool {
 		return !strings.Contains(list, instanceType)
 	})
-	t.Logf("the insights cleared on the open page %v after %s was repaired", time.Since(start).Round(10*time.Millisecond), repaired.Name)
+	t.Logf("the insights cleared on the open page %v after %s was replaced", time.Since(start).Round(10*time.Millisecond), replaced.Name)
 }
 
 // awaitPush waits for a push of the insights list that satisfies ok.
