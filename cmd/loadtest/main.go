@@ -484,7 +484,7 @@ func runWatchers(ctx context.Context, o options, client *http.Client, con *conso
 	for _, p := range probes {
 		took = append(took, p.Took)
 	}
-	wr.CreateP50Seconds = percentile(took, 0.5).Seconds()
+	wr.CreateP50Seconds, wr.CreateP95Seconds = percentile(took, 0.5).Seconds(), percentile(took, 0.95).Seconds()
 	if wr.CreateSeconds > 0 {
 		wr.CreatedPerSec = float64(len(probes)) / wr.CreateSeconds
 	}

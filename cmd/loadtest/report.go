@@ -55,6 +55,7 @@ type watchResult struct {
 	Probes              int            `json:"probes"`          // Workloads created while watching
 	CreatedPerSec       float64        `json:"created_per_sec"` // achieved rate
 	CreateP50Seconds    float64        `json:"create_p50_seconds"`
+	CreateP95Seconds    float64        `json:"create_p95_seconds"`
 	ProbeCreateFailures int            `json:"probe_create_failures"`
 	ProbeCreateError    string         `json:"probe_create_error,omitempty"`
 	ConnectSeconds      float64        `json:"connect_seconds"`
@@ -289,8 +290,8 @@ func (r *result) markdown() string {
 		}
 		fmt.Fprintf(&b, "\nServer time of page requests while watching: p99 %s over %.0f requests. ", fmtServerP99(wr.ServerPages), wr.ServerPages.Count)
 		fmt.Fprintf(&b, "The load tool itself used %.0f %% of a core.\n", wr.ToolCPUPercent)
-		fmt.Fprintf(&b, "Where a change spends its time: the create call p50 %s; %.0f snapshots (p50 %s, p99 %s); %.0f renderings of a view (p50 %s, p99 %s).\n",
-			fmtSeconds(wr.CreateP50Seconds), wr.Snapshots.Count, fmtSeconds(wr.Snapshots.P50Seconds), fmtSeconds(wr.Snapshots.P99Seconds),
+		fmt.Fprintf(&b, "Where a change spends its time: the create call p50 %s, p95 %s; %.0f snapshots (p50 %s, p99 %s); %.0f renderings of a view (p50 %s, p99 %s).\n",
+			fmtSeconds(wr.CreateP50Seconds), fmtSeconds(wr.CreateP95Seconds), wr.Snapshots.Count, fmtSeconds(wr.Snapshots.P50Seconds), fmtSeconds(wr.Snapshots.P99Seconds),
 			wr.Renders.Count, fmtSeconds(wr.Renders.P50Seconds), fmtSeconds(wr.Renders.P99Seconds))
 		if wr.ProbeCreateFailures > 0 {
 			fmt.Fprintf(&b, "Probe creates failed: %d (%s).\n", wr.ProbeCreateFailures, wr.ProbeCreateError)

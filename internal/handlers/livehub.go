@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -174,7 +175,9 @@ func (h *liveHub) tellWatched() {
 }
 
 // push renders again the watched views c affects, at the current snapshot,
-// and offers the changed parts to their watchers.
+// and offers the changed parts to their watchers. Views render side by
+// side, as many at once as there are processors: a cheap view's watchers
+// need not wait for the full Tasks view.
 func (h *liveHub) push(ctx context.Context, c liveChange) {
 	snap := h.views.model.Snapshot()
 	h.mu.Lock()
@@ -185,25 +188,42 @@ func (h *liveHub) push(ctx context.Context, c liveChange) {
 		}
 	}
 	h.mu.Unlock()
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var rendering sync.WaitGroup
 	for _, wv := range views {
 		if ctx.Err() != nil {
-			return
+			break
 		}
-		parts, shown, err := h.views.current(ctx, wv.view, snap, true)
-		if err != nil {
-			h.views.log.Warn("rendering a live view", "route", wv.view.route, "err", err)
-			continue
+		slots <- struct{}{}
+		rendering.Go(func() {
+			defer func() { <-slots }()
+			h.pushView(ctx, wv, snap)
+		})
+	}
+	rendering.Wait()
+}
+
+// pushView renders one watched view and offers its changed parts.
+func (h *liveHub) pushView(ctx context.Context, wv *watchedView, snap *domain.Snapshot) {
+	parts, shown, err := h.views.current(ctx, wv.view, snap, true)
+	if err != nil {
+		h.views.log.Warn("rendering a live view", "route", wv.view.route, "err", err)
+		return
+	}
+	// Only this push writes the view's parts (joins read them): the
+	// differences are made outside the hub's lock.
+	h.mu.Lock()
+	shownBefore := wv.parts
+	h.mu.Unlock()
+	changed := changes(shownBefore, parts)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	wv.parts = parts
+	if len(changed) > 0 {
+		for w := range wv.watchers {
+			w.offer(shown, changed)
 		}
-		h.mu.Lock()
-		changed := changes(wv.parts, parts)
-		wv.parts = parts
-		if len(changed) > 0 {
-			for w := range wv.watchers {
-				w.offer(shown, changed)
-			}
-			h.views.metrics.LiveFragments.Add(float64(len(changed) * len(wv.watchers)))
-		}
-		h.mu.Unlock()
+		h.views.metrics.LiveFragments.Add(float64(len(changed) * len(wv.watchers)))
 	}
 }
 

@@ -32,7 +32,7 @@ func TestUsageSummaryIsPaged(t *testing.T) {
 	h := f.handler()
 
 	type page struct {
-		First, Last, Rows    string
+		First, Last, Rows     string
 		Shown, Previous, Next string
 	}
 	read := func(path string) page {
