@@ -10,7 +10,7 @@ export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test agreement build generate check-generated vet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
+.PHONY: run test agreement build generate check-generated vet govet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
 .PHONY: image image-push helm promtool test-tools test-image test-image-deps manifests measure-wait
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
@@ -24,8 +24,14 @@ run: build
 TESTFLAGS := -count=1 -ldflags=-s\ -w
 
 ## test: every test — unit, integration against the test sandbox, browser e2e
-test: check-generated vet build e2e-deps test-image-deps test-sandbox-up test-tools promtool
-	$(GO) test $(TESTFLAGS) -timeout 15m ./...
+# go vet first (it compiles what the tests then reuse); staticcheck beside
+# the tests, which wait on the sandbox much of the time.
+test: check-generated govet build e2e-deps test-image-deps test-sandbox-up test-tools promtool
+	@mkdir -p bin; $(GO) tool staticcheck ./... >bin/staticcheck.log 2>&1 & check=$$!; \
+	$(GO) test $(TESTFLAGS) -timeout 15m ./...; tests=$$?; \
+	wait $$check; checked=$$?; cat bin/staticcheck.log; \
+	if [ $$checked -ne 0 ]; then echo "staticcheck failed (above)"; fi; \
+	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
 	$(MAKE) --no-print-directory agreement
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
@@ -51,9 +57,11 @@ check-generated:
 	@$(GO) tool templ generate >/dev/null 2>&1
 	@git diff --exit-code --stat -- '*_templ.go' || { echo "templ output was stale: commit the regenerated files"; exit 1; }
 
-vet:
-	$(GO) vet ./...
+vet: govet
 	$(GO) tool staticcheck ./...
+
+govet:
+	$(GO) vet ./...
 
 unit:
 	SANDBOX_SKIP=1 $(GO) test -count=1 ./...

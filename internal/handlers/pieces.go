@@ -67,21 +67,6 @@ func renderNow(c templ.Component) (templ.Component, error) {
 	return templ.Raw(b.String()), nil
 }
 
-// joinRendered is rows rendered as one piece: a page of thousands of kept
-// rows writes them at once. None for no rows.
-func joinRendered(rows []templ.Component) ([]templ.Component, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	var b strings.Builder
-	for _, r := range rows {
-		if err := r.Render(context.Background(), &b); err != nil {
-			return nil, err
-		}
-	}
-	return []templ.Component{templ.Raw(b.String())}, nil
-}
-
 // filterKey identifies a filter's rendering by its name and choices.
 type filterKey struct{ name, choices string }
 
