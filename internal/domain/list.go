@@ -39,22 +39,152 @@ func (s *Snapshot) Tasks(q TaskQuery) []*TaskFacts {
 }
 
 func (s *Snapshot) list(q TaskQuery) []*TaskFacts {
-	search := strings.ToLower(strings.TrimSpace(q.Search))
-	picks := q.picker()
-	keep := func(f *TaskFacts) bool {
-		return picks(teamAndClass{f.Team, f.Class}) && q.matches(f) && (!q.Borrowing || s.Borrowing(f)) &&
-			(search == "" || f.Named().Matches(search) || strings.Contains(f.Namespace, search))
-	}
+	keep := s.keeper(q)
 	var out []*TaskFacts
-	if (q.Sort == "" || q.Sort == TaskSorts[0]) && q.Teams == nil {
+	if q.inQueueOrder() {
 		out = s.inQueueOrder(keep)
 	} else {
-		out = s.sorted(q, picks, keep)
+		out = s.sorted(q, q.picker(), keep)
 	}
 	if q.Desc {
 		slices.Reverse(out)
 	}
 	return out
+}
+
+// keeper tells the tasks q selects.
+func (s *Snapshot) keeper(q TaskQuery) func(*TaskFacts) bool {
+	search := strings.ToLower(strings.TrimSpace(q.Search))
+	picks := q.picker()
+	return func(f *TaskFacts) bool {
+		return picks(teamAndClass{f.Team, f.Class}) && q.matches(f) && (!q.Borrowing || s.Borrowing(f)) &&
+			(search == "" || f.Named().Matches(search) || strings.Contains(f.Namespace, search))
+	}
+}
+
+// inQueueOrder: q lists in the first order, merged from the snapshot's
+// ordered sets.
+func (q TaskQuery) inQueueOrder() bool { return (q.Sort == "" || q.Sort == TaskSorts[0]) && q.Teams == nil }
+
+// maxPrefix is how far into the first order a page is listed without
+// listing every task.
+const maxPrefix = 2_000
+
+// TasksPage is the tasks q selects from the from-th to before the to-th,
+// in q's order, and how many q selects. A page near the top of the first
+// order is merged from the queues only as far as the page, and the others
+// counted: the live Tasks view shows its first page again on every change
+// of 50 000 tasks.
+func (s *Snapshot) TasksPage(q TaskQuery, from, to int) (page []*TaskFacts, total int) {
+	if !q.inQueueOrder() || q.Desc || to > maxPrefix {
+		all := s.Tasks(q)
+		from, to = min(from, len(all)), min(to, len(all))
+		return all[from:to], len(all)
+	}
+	keep := s.keeper(q)
+	count := func(f *TaskFacts) bool {
+		if keep(f) {
+			total++
+		}
+		return true
+	}
+	counted, known := s.countOf(q)
+	if !known {
+		for _, qu := range s.queues {
+			qu.tasks.Ascend(count)
+		}
+	}
+	prefix := s.queuedPrefix(keep, to)
+	for _, set := range []*tree{s.unqueued, s.running, s.finished} {
+		if set == nil || len(prefix) >= to {
+			continue
+		}
+		set.Ascend(func(f *TaskFacts) bool {
+			if keep(f) {
+				prefix = append(prefix, f)
+			}
+			return len(prefix) < to
+		})
+	}
+	if known {
+		total = counted
+	} else {
+		for _, set := range []*tree{s.unqueued, s.running, s.finished} {
+			if set != nil {
+				set.Ascend(count)
+			}
+		}
+	}
+	from = min(from, len(prefix))
+	return prefix[from:], total
+}
+
+// countOf is how many tasks q selects, from the sizes of the ordered sets,
+// when q selects by state alone (known is false otherwise): the unfinished
+// wait in a queue or in none, or run.
+func (s *Snapshot) countOf(q TaskQuery) (n int, known bool) {
+	if q.Search != "" || q.Borrowing || q.Teams != nil || q.Class != "" || s.running == nil {
+		return 0, false
+	}
+	n = s.unqueued.Len() + s.running.Len()
+	for _, qu := range s.queues {
+		n += qu.tasks.Len()
+	}
+	switch q.State {
+	case ListUnfinished:
+		return n, true
+	case ListAll:
+		return n + s.finished.Len(), true
+	}
+	return 0, false
+}
+
+// queuedPrefix is the first limit waiting tasks keep selects, in the first
+// order (inQueueOrder's), taking from each queue only its first tasks:
+// positions are merged in turn, so the first limit come from the first
+// limit positions, unless keep leaves some out (then more are taken).
+func (s *Snapshot) queuedPrefix(keep func(*TaskFacts) bool, limit int) []*TaskFacts {
+	out := make([]*TaskFacts, 0, limit)
+	for depth := max(limit, 1); ; depth *= 2 {
+		out = out[:0]
+		deeper := false // a queue has tasks past depth
+		var heads [][]*TaskFacts
+		for _, q := range s.queues {
+			var tasks []*TaskFacts
+			q.tasks.Ascend(func(f *TaskFacts) bool {
+				if len(tasks) == depth {
+					deeper = true
+					return false
+				}
+				tasks = append(tasks, f)
+				return true
+			})
+			if len(tasks) > 0 {
+				heads = append(heads, tasks)
+			}
+		}
+		var at []*TaskFacts
+		for position := 0; position < depth && len(out) < limit; position++ {
+			at = at[:0]
+			for _, tasks := range heads {
+				if position < len(tasks) {
+					at = append(at, tasks[position])
+				}
+			}
+			if len(at) == 0 {
+				break
+			}
+			slices.SortFunc(at, compareNames)
+			for _, f := range at {
+				if len(out) < limit && keep(f) {
+					out = append(out, f)
+				}
+			}
+		}
+		if len(out) >= limit || !deeper {
+			return out
+		}
+	}
 }
 
 // inQueueOrder lists the whole cluster's tasks in the list's first order

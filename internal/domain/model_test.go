@@ -516,6 +516,20 @@ func compareWithScratch(t *testing.T, when string, snap *Snapshot, sc scratch, w
 	if diff := gocmp.Diff(scratchListOrder(sc.tasks), order); diff != "" {
 		t.Errorf("%s: list order (-scratch +model):\n%s", when, diff)
 	}
+	// A page of the first order comes from the queues' first tasks alone:
+	// the same tasks as the page of the whole list.
+	for _, q := range []TaskQuery{{}, {State: ListAll}, {State: ListQueued}, {Search: "1"}, {State: ListAll, Search: "w2"},
+		{Selection: Selection{Class: "training"}}} {
+		list := snap.Tasks(q)
+		for _, pg := range [][2]int{{0, 50}, {50, 100}, {0, 7}, {3, 20}, {100, 2000}, {len(list) - 5, len(list) + 45}, {len(list) + 50, len(list) + 100}} {
+			from, to := max(pg[0], 0), max(pg[1], 0)
+			page, total := snap.TasksPage(q, from, to)
+			want := list[min(from, len(list)):min(to, len(list))]
+			if total != len(list) || !slices.Equal(page, want) {
+				t.Fatalf("%s: TasksPage(%+v, %d, %d) = %d tasks of %d, want %d of %d", when, q, from, to, len(page), total, len(want), len(list))
+			}
+		}
+	}
 	// A narrower list (one team, unfinished, sorted the other way) comes
 	// from another path: the same order.
 	var teamTasks []Task

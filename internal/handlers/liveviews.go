@@ -204,6 +204,11 @@ func (r *liveRender) table(id string, frameAffected bool, rows []templates.LiveP
 		frame = p.HTML
 	}
 	var b strings.Builder
+	size := len(frame)
+	for _, r := range rows {
+		size += len(r.HTML)
+	}
+	b.Grow(size) // a table of 200 rows, written once
 	fill(&b, frame, rows)
 	return templates.LivePart{ID: id, Frame: frame, Rows: rows, HTML: b.String()}, nil
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/a-h/templ"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -65,24 +67,6 @@ func renderNow(c templ.Component) (templ.Component, error) {
 		return nil, err
 	}
 	return templ.Raw(b.String()), nil
-}
-
-// filterKey identifies a filter's rendering by its name and choices.
-type filterKey struct{ name, choices string }
-
-// choicesKey is the key of filter name's rendering with choices.
-func choicesKey(name string, choices []templates.Choice) filterKey {
-	var b strings.Builder
-	for _, c := range choices {
-		b.WriteString(c.Value)
-		b.WriteByte(0)
-		b.WriteString(c.Label)
-		if c.Selected {
-			b.WriteString("\x00selected")
-		}
-		b.WriteByte(1)
-	}
-	return filterKey{name, b.String()}
 }
 
 // chartKey identifies a chart by everything it draws.
@@ -175,4 +159,59 @@ func (k *kept[V]) get(scope, key string, build func() (V, error)) (V, error) {
 		k.mu.Unlock()
 		return tables, err
 	}
+}
+
+// teamFilters are a page's team filter (FilterSelect) as rendered for a
+// scope and a choice: a list of 200 teams is the same for every request
+// until a team comes or goes, and making it again for each request made
+// most of a page's garbage.
+type teamFilters struct {
+	label string
+
+	mu       sync.Mutex
+	names    []string // the teams the renderings list
+	rendered map[string]templ.Component
+}
+
+// maxTeamFilters bounds the renderings kept (scopes and choices).
+const maxTeamFilters = 256
+
+func newTeamFilters(label string) *teamFilters {
+	return &teamFilters{label: label, rendered: map[string]templ.Component{}}
+}
+
+// of is the filter of snap's teams that visible may see, selected chosen.
+func (f *teamFilters) of(snap *domain.Snapshot, visible scope, selected string) templ.Component {
+	names := snap.TeamNames()
+	key := visible.key() + "\x00" + selected
+	f.mu.Lock()
+	if !sameList(names, f.names) {
+		if !slices.Equal(names, f.names) {
+			clear(f.rendered)
+		}
+		f.names = names
+	}
+	c, ok := f.rendered[key]
+	f.mu.Unlock()
+	if ok {
+		return c
+	}
+	filter := templates.FilterSelect("team", f.label, teamChoices(snap, visible, selected))
+	c, err := renderNow(filter)
+	if err != nil {
+		return filter // rendered with the page, which reports the error
+	}
+	f.mu.Lock()
+	if len(f.rendered) >= maxTeamFilters {
+		clear(f.rendered)
+	}
+	f.rendered[key] = c
+	f.mu.Unlock()
+	return c
+}
+
+// sameList reports whether a and b are the same slice (a snapshot lists
+// its teams once).
+func sameList(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

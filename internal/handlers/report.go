@@ -48,6 +48,7 @@ type reportPage struct {
 	taskPages   *taskPages
 	summaryRows *kept[[]templ.Component]
 	pieces      *pieces
+	teamFilters *teamFilters
 }
 
 // show shows (or exports) the usage per team and day for a date range:

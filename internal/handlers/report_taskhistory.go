@@ -120,8 +120,7 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	h := &templates.TaskHistoryReport{}
 	view.TaskHistory = h
 	res := chooseResource(h, f, summaryResources)
-	choices := teamChoices(snap, visible, f.Team)
-	h.TeamFilter = p.pieces.of(choicesKey("team", choices), templates.FilterSelect("team", "Team", choices))
+	h.TeamFilter = p.teamFilters.of(snap, visible, f.Team)
 	team, teams := f.Team, []string(nil)
 	switch {
 	case team != "" && !visible.sees(team):

@@ -373,16 +373,20 @@ func (p tasksPage) breakdown(r *liveRender, f taskFilter, sees func(string) bool
 // does, or when the clock's figures are due.
 func (p tasksPage) taskList(r *liveRender, f taskFilter, csv string) (templates.LivePart, error) {
 	snap := r.snap
-	all := snap.Tasks(f.taskQuery(r.view.scope))
+	q := f.taskQuery(r.view.scope)
+	shown, total := snap.TasksPage(q, (f.Page-1)*tasksPageSize, f.Page*tasksPageSize)
 	waits := p.waitEstimates(r.ctx, snap)
-	pages := max(1, (len(all)+tasksPageSize-1)/tasksPageSize)
-	f.Page = min(f.Page, pages)
+	pages := max(1, (total+tasksPageSize-1)/tasksPageSize)
+	if f.Page > pages { // past the last page: the last
+		f.Page = pages
+		shown, _ = snap.TasksPage(q, (f.Page-1)*tasksPageSize, f.Page*tasksPageSize)
+	}
 	from := (f.Page - 1) * tasksPageSize
-	to := min(from+tasksPageSize, len(all))
+	to := from + len(shown)
 	v := templates.TaskListPart{CSV: csv}
 	summary := "No tasks match."
-	if len(all) > 0 {
-		summary = fmt.Sprintf("Tasks %d–%d of %d (page %d of %d).", from+1, to, len(all), f.Page, pages)
+	if total > 0 {
+		summary = fmt.Sprintf("Tasks %d–%d of %d (page %d of %d).", from+1, to, total, f.Page, pages)
 	}
 	var err error
 	if v.Summary, err = part("task-list-summary", templates.TaskListSummary(summary)); err != nil {
@@ -412,7 +416,7 @@ func (p tasksPage) taskList(r *liveRender, f taskFilter, csv string) (templates.
 	}
 	rows := []templates.LivePart{v.Summary}
 	clock := snap.Clock()
-	for i, t := range all[from:to] {
+	for i, t := range shown {
 		task := t.At(clock, snap.Position(t), snap.Borrowing(t))
 		cells := taskRow(&task)
 		cells.EstWait, cells.EstBasis = waits.of(t)

@@ -100,6 +100,22 @@ func BenchmarkFullTaskList(b *testing.B) {
 	}
 }
 
+// BenchmarkFirstTaskPage is the live Tasks view's first page as it shows
+// it on every change: merged from the queues' first tasks, the rest counted.
+func BenchmarkFirstTaskPage(b *testing.B) {
+	now := time.Now()
+	m, wl := loaded(50_000, now)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.SetWorkload(wl)
+		snap := m.Snapshot(now)
+		page, _ := snap.TasksPage(domain.TaskQuery{}, 0, 50)
+		for _, f := range page {
+			snap.Task(f)
+		}
+	}
+}
+
 // TestMemoryPerWorkload reports what the console keeps per Workload: what the
 // informer cache holds (kueue.WorkloadTask) and the read model. It is a
 // measurement, with a bound that catches a return of whole objects.
