@@ -61,12 +61,13 @@ func ChangesBetween(prev, next *Snapshot) Changes {
 			c.class(k.class)
 		}
 	}
-	rows := make(map[string]TeamUsage, len(prev.Teams))
+	rows := make(map[string]*TeamUsage, len(prev.Teams))
 	teamOf := make(map[string]string, len(next.Teams)) // ClusterQueue → team
-	for _, r := range prev.Teams {
-		rows[r.Team] = r
+	for i := range prev.Teams {
+		rows[prev.Teams[i].Team] = &prev.Teams[i]
 	}
-	for _, r := range next.Teams {
+	for i := range next.Teams {
+		r := &next.Teams[i]
 		teamOf[r.ClusterQueue] = r.Team
 		if old, ok := rows[r.Team]; !ok || !sameUsage(old, r) {
 			c.team(r.Team)
@@ -154,5 +155,6 @@ func (c Changes) Class(class string) bool {
 	return c.Everything || class == "" && len(c.Classes) > 0 || c.Classes[class]
 }
 
-// sameUsage compares two rows.
-func sameUsage(a, b TeamUsage) bool { return reflect.DeepEqual(a, b) }
+// sameUsage compares two rows (by pointer: a row is large, and a copy of
+// each in an interface was most of a snapshot's garbage).
+func sameUsage(a, b *TeamUsage) bool { return reflect.DeepEqual(a, b) }

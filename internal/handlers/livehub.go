@@ -259,7 +259,12 @@ func (w *liveWatcher) take() []byte {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b string) int { return w.pending[a].seq - w.pending[b].seq })
+	size := 64
+	for id, p := range w.pending {
+		size += len(id) + len(p.html) + 4
+	}
 	var b bytes.Buffer
+	b.Grow(size) // an event of a whole table's rows, made once per watcher
 	b.WriteString(`{"version":` + strconv.FormatUint(w.version, 10) + `,"asOf":`)
 	b.Write(jsonString(w.asOf))
 	b.WriteString(`,"fragments":{`)
