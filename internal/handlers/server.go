@@ -348,7 +348,7 @@ func New(cfg Config) *echo.Echo {
 	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{},
 		insights: insights}
 	usage := usagePages{frame: f, model: cfg.ReadModel, live: live, charts: charts, preemptions: newTeamPreemptions(history), pieces: pieces, trees: trees,
-		recentUse: cfg.RecentUse, insights: insights}
+		recentUse: cfg.RecentUse, insights: insights, drawn: &drawnCharts{}}
 	tasks := newTasksPage(f, cfg.ReadModel, live, history)
 	live.register("/tasks", liveRoute{affects: tasks.affects, parts: tasks.parts})
 	live.register("/usage", liveRoute{affects: usage.usageAffects, parts: usage.usageParts})

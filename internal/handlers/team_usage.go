@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/memo"
+	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/web/templates"
 )
@@ -40,14 +42,7 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
 		Edit:   teamURL(name, "edit"),
 	}
-	tc, pending, err := p.charts.teamSeries(c.Request().Context(), p.settings, name, rangeName)
-	unavailable := p.chartNote(err)
-	page.ChartsPending = pending
-	page.Charts = []templ.Component{
-		p.pieces.chart(chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse)),
-		p.pieces.chart(chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed)),
-		p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)),
-	}
+	page.Charts, page.ChartsPending = p.teamCharts(c.Request().Context(), name, rangeName)
 	page.Preemptions = p.preemptions.of(c.Request().Context(), p.frame, name)
 	if p.insights != nil {
 		found, _ := p.insights.current(c.Request().Context())
@@ -57,6 +52,58 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		page.RecentUse = recentUseView(p.recentUse.LocalQueueUses(c.Request().Context(), row.ClusterQueue))
 	}
 	return render(c, http.StatusOK, templates.TeamUsage(page))
+}
+
+// teamCharts are a team page's charts of the named range, drawn once for
+// each answer of the chart feed (asked again every chartsEvery), not for
+// every request; pending is true while the first answer is asked.
+func (p usagePages) teamCharts(ctx context.Context, team, rangeName string) (charts []templ.Component, pending bool) {
+	tc, pending, err := p.charts.teamSeries(ctx, p.settings, team, rangeName)
+	key := team + "\x00" + rangeName
+	p.drawn.mu.Lock()
+	d, ok := p.drawn.charts[key]
+	p.drawn.mu.Unlock()
+	if ok && d.err == err && sameTeamCharts(d.from, tc) {
+		return d.charts, pending
+	}
+	unavailable := p.chartNote(err)
+	d = drawnTeamCharts{from: tc, err: err, charts: []templ.Component{
+		p.pieces.chart(chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse)),
+		p.pieces.chart(chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed)),
+		p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)),
+	}}
+	p.drawn.mu.Lock()
+	if p.drawn.charts == nil || len(p.drawn.charts) >= maxDrawnCharts {
+		p.drawn.charts = map[string]drawnTeamCharts{}
+	}
+	p.drawn.charts[key] = d
+	p.drawn.mu.Unlock()
+	return d.charts, pending
+}
+
+// drawnCharts are the team pages' charts by team and range.
+type drawnCharts struct {
+	mu     sync.Mutex
+	charts map[string]drawnTeamCharts
+}
+
+// drawnTeamCharts are a team's charts and the answer they were drawn from.
+type drawnTeamCharts struct {
+	from   metrics.TeamCharts
+	err    error
+	charts []templ.Component
+}
+
+// maxDrawnCharts bounds the teams' charts kept (teams × ranges).
+const maxDrawnCharts = 2048
+
+// sameTeamCharts reports whether a and b are the same answer of the feed:
+// the same series, not merely equal ones.
+func sameTeamCharts(a, b metrics.TeamCharts) bool {
+	same := func(x, y metrics.Series) bool {
+		return x.Name == y.Name && len(x.Points) == len(y.Points) && (len(x.Points) == 0 || &x.Points[0] == &y.Points[0])
+	}
+	return same(a.Quota, b.Quota) && same(a.InUse, b.InUse) && same(a.Borrowed, b.Borrowed) && same(a.Utilization, b.Utilization)
 }
 
 // preemptedBy is a team's preemptions by preempting team, and the gaps of

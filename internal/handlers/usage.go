@@ -113,6 +113,8 @@ type usagePages struct {
 	recentUse RecentUse
 	// insights are what needs attention, a team's on its page.
 	insights *insightRules
+	// drawn are the team pages' charts, drawn once per answer.
+	drawn *drawnCharts
 }
 
 // hardwareUtil is each team's hardware utilization in res, from the
