@@ -150,7 +150,7 @@ func TestNotReadyNodeUnderAQuota(t *testing.T) {
 	if !strings.Contains(page, notReady) {
 		// The page was read before the cache had the nodes: the stream
 		// brings them.
-		awaitPush(t, pushes, "the not-ready node", func(list string) bool { return strings.Contains(list, notReady) })
+		webtest.AwaitPart(t, pushes, 2*time.Minute, "insights-live", "the not-ready node", func(list string) bool { return strings.Contains(list, notReady) })
 	}
 	_, page = c.get(t, "/insights")
 	webtest.MustContain(t, "/insights", page, notReady, beyond)
@@ -168,27 +168,8 @@ func TestNotReadyNodeUnderAQuota(t *testing.T) {
 		t.Fatalf("creating the replacement of %s: %v", down.Name, err)
 	}
 	start := time.Now()
-	awaitPush(t, pushes, "the repaired node", func(list string) bool {
+	webtest.AwaitPart(t, pushes, 2*time.Minute, "insights-live", "the replaced node", func(list string) bool {
 		return !strings.Contains(list, instanceType)
 	})
 	t.Logf("the insights cleared on the open page %v after %s was replaced", time.Since(start).Round(10*time.Millisecond), replaced.Name)
-}
-
-// awaitPush waits for a push of the insights list that satisfies ok.
-func awaitPush(t *testing.T, pushes <-chan webtest.Pushed, what string, ok func(list string) bool) {
-	t.Helper()
-	timeout := time.After(2 * time.Minute)
-	for {
-		select {
-		case p, open := <-pushes:
-			if !open {
-				t.Fatalf("%s: the insights page's stream ended", what)
-			}
-			if list, pushed := p.Fragments["insights-live"]; pushed && ok(list) {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("%s: never pushed to the insights page", what)
-		}
-	}
 }

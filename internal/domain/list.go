@@ -64,7 +64,9 @@ func (s *Snapshot) keeper(q TaskQuery) func(*TaskFacts) bool {
 
 // inQueueOrder: q lists in the first order, merged from the snapshot's
 // ordered sets.
-func (q TaskQuery) inQueueOrder() bool { return (q.Sort == "" || q.Sort == TaskSorts[0]) && q.Teams == nil }
+func (q TaskQuery) inQueueOrder() bool {
+	return (q.Sort == "" || q.Sort == TaskSorts[0]) && q.Teams == nil
+}
 
 // maxPrefix is how far into the first order a page is listed without
 // listing every task.

@@ -172,28 +172,12 @@ func TestInsightsReachAnOpenPage(t *testing.T) {
 		t.Fatalf("insights with every node ready:\n%.600s", body)
 	}
 	pushes := webtest.Watch(t, srv.URL, "/insights", f.model.Snapshot().Version, nil)
-	// awaitList waits for a push of the list that satisfies ok.
-	awaitList := func(what string, ok func(list string) bool) {
-		t.Helper()
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case p, open := <-pushes:
-				if !open {
-					t.Fatalf("%s: the stream ended", what)
-				}
-				if list, pushed := p.Fragments["insights-live"]; pushed && ok(list) {
-					return
-				}
-			case <-timeout:
-				t.Fatalf("%s: never pushed", what)
-			}
-		}
-	}
 	capacity(1)
-	awaitList("a node not ready", func(list string) bool {
+	webtest.AwaitPart(t, pushes, 10*time.Second, "insights-live", "a node not ready", func(list string) bool {
 		return strings.Contains(list, `data-rule="not-ready-nodes"`) && strings.Contains(list, "1 of 4 ml.p5.48xlarge nodes not ready")
 	})
 	capacity(0)
-	awaitList("every node ready again", func(list string) bool { return !strings.Contains(list, "not-ready-nodes") })
+	webtest.AwaitPart(t, pushes, 10*time.Second, "insights-live", "every node ready again", func(list string) bool {
+		return !strings.Contains(list, "not-ready-nodes")
+	})
 }

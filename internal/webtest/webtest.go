@@ -314,6 +314,26 @@ func AwaitOnlyPending(t testing.TB, watchers []<-chan Pushed, within time.Durati
 	}
 }
 
+// AwaitPart waits, at most within, for a push of the part id whose HTML
+// satisfies ok, and fails (saying what it waited for) if none comes.
+func AwaitPart(t testing.TB, watcher <-chan Pushed, within time.Duration, id, what string, ok func(html string) bool) {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case p, open := <-watcher:
+			if !open {
+				t.Fatalf("%s: the stream ended", what)
+			}
+			if html, pushed := p.Fragments[id]; pushed && ok(html) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s: %s never pushed", what, id)
+		}
+	}
+}
+
 // Quiet fails if the watcher of view is pushed anything within d.
 func Quiet(t testing.TB, watcher <-chan Pushed, d time.Duration, view string) {
 	t.Helper()
