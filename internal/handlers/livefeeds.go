@@ -284,6 +284,9 @@ type insightsFeed struct {
 	evaluated time.Time
 	used      time.Time
 	ver       uint64
+	// told is the version the hub last heard of: a page's request may
+	// have found the change (current), which the hub must push all the same.
+	told uint64
 }
 
 func (f *insightsFeed) version() uint64 {
@@ -321,7 +324,8 @@ func (f *insightsFeed) watched() {
 }
 
 // refreshIfDue runs the rules again when a view showed the insights
-// lately and they are older than insightsCadence; true when they changed.
+// lately and they are older than insightsCadence; true when what they
+// find changed since the hub last asked, whoever ran them.
 func (f *insightsFeed) refreshIfDue(ctx context.Context) bool {
 	if f == nil {
 		return false
@@ -329,28 +333,33 @@ func (f *insightsFeed) refreshIfDue(ctx context.Context) bool {
 	f.mu.Lock()
 	due := time.Since(f.used) <= positionsKept && time.Since(f.evaluated) >= insightsCadence
 	f.mu.Unlock()
-	return due && f.evaluate(ctx)
+	if due {
+		f.evaluate(ctx)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	changed := f.ver != f.told
+	f.told = f.ver
+	return changed
 }
 
-// evaluate runs the rules; true when what they found changed.
-func (f *insightsFeed) evaluate(ctx context.Context) bool {
+// evaluate runs the rules, unless they ran within insightsCadence.
+func (f *insightsFeed) evaluate(ctx context.Context) {
 	f.evaluating.Lock()
 	defer f.evaluating.Unlock()
 	f.mu.Lock()
 	fresh := !f.evaluated.IsZero() && time.Since(f.evaluated) < insightsCadence
 	f.mu.Unlock()
 	if fresh { // evaluated while this one waited
-		return false
+		return
 	}
 	found := f.rules.evaluate(ctx).found
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	first := f.evaluated.IsZero()
 	f.evaluated = time.Now()
-	if !first && slices.Equal(found, f.found) {
-		return false
+	if f.ver > 0 && slices.Equal(found, f.found) {
+		return
 	}
 	f.found = found
 	f.ver++
-	return !first
 }
