@@ -19,9 +19,13 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // The timings bound how long work stops when its replica dies without
@@ -136,7 +140,35 @@ func Run(ctx context.Context, cfg Config, onStart func(ctx context.Context), onS
 	for electorCtx.Err() == nil {
 		le.Run(electorCtx)
 	}
+	releaseIfHeld(cfg)
 	return nil
+}
+
+// releaseIfHeld clears the Lease when it still names this replica. The
+// elector releases it on stop, but its release loses to a conflict when the
+// stop comes right after it took the Lease, which would leave the other
+// replicas waiting a whole LeaseDuration.
+func releaseIfHeld(cfg Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), RenewDeadline)
+	defer cancel()
+	leases := cfg.Client.CoordinationV1().Leases(cfg.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != cfg.Identity {
+			return nil // released, or another replica holds it
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = nil, ptr.To[int32](1)
+		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		cfg.Log.Warn("leader election: releasing the lease", "lease", cfg.Namespace+"/"+cfg.Name, "err", err)
+	}
 }
 
 // DefaultIdentity names a candidate outside a pod: the host name and a random
