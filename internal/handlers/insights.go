@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -30,9 +29,11 @@ type insightRules struct {
 	utilization *utilizationFeed
 	history     taskhistoryAvailability
 	// policy holds the thresholds; nil takes the defaults.
-	policy    storedPolicy
-	now       func() time.Time
-	evaluated *memo.Memo[evaluatedInsights]
+	policy storedPolicy
+	now    func() time.Time
+	// latest is what the rules found last: the pages and the insights
+	// page's live list read the same evaluation.
+	latest *insightsFeed
 }
 
 type evaluatedInsights struct {
@@ -41,14 +42,15 @@ type evaluatedInsights struct {
 }
 
 func newInsightRules(model ReadModel, overview ClusterOverview, utilization *utilizationFeed, history taskhistoryAvailability, policy storedPolicy) *insightRules {
-	return &insightRules{model: model, overview: overview, utilization: utilization, history: history,
-		policy: policy, now: time.Now,
-		evaluated: &memo.Memo[evaluatedInsights]{TTL: insightsCadence, FailureTTL: insightsCadence}}
+	r := &insightRules{model: model, overview: overview, utilization: utilization, history: history,
+		policy: policy, now: time.Now}
+	r.latest = &insightsFeed{rules: r}
+	return r
 }
 
 // current are the insights and the headline, at most insightsCadence old.
 func (r *insightRules) current(ctx context.Context) ([]domain.Insight, domain.Headline) {
-	e, _ := r.evaluated.Recent(ctx, "", func(ctx context.Context) (evaluatedInsights, error) { return r.evaluate(ctx), nil })
+	e := r.latest.current(ctx)
 	return e.found, e.head
 }
 
@@ -112,7 +114,9 @@ func (p insightsPage) insightsAffects(_ liveView, c liveChange) bool { return c.
 // insightsParts renders the list of the insights the viewer may see (of
 // the view's team, when it names one).
 func (p insightsPage) insightsParts(r *liveRender) ([]templates.LivePart, error) {
-	found := r.feeds.insights.current(r.ctx)
+	feed := r.feeds.insights
+	feed.watched()
+	found := feed.current(r.ctx).found
 	list, err := part("insights-live", templates.InsightsList(insightRows(shownInsights(found, r.view.scope), r.view.query.Get("team"))))
 	return []templates.LivePart{list}, err
 }

@@ -280,7 +280,7 @@ type insightsFeed struct {
 	evaluating sync.Mutex // one evaluation at a time
 
 	mu        sync.Mutex
-	found     []domain.Insight
+	latest    evaluatedInsights
 	evaluated time.Time
 	used      time.Time
 	ver       uint64
@@ -298,11 +298,10 @@ func (f *insightsFeed) version() uint64 {
 	return f.ver
 }
 
-// current are the insights last found, evaluated first when there are none
-// yet; a stale answer is refreshed in the background.
-func (f *insightsFeed) current(ctx context.Context) []domain.Insight {
+// current is what the rules found last, evaluated first when there is
+// nothing yet; a stale answer is refreshed in the background.
+func (f *insightsFeed) current(ctx context.Context) evaluatedInsights {
 	f.mu.Lock()
-	f.used = time.Now()
 	first, stale := f.evaluated.IsZero(), time.Since(f.evaluated) >= insightsCadence
 	f.mu.Unlock()
 	switch {
@@ -313,10 +312,11 @@ func (f *insightsFeed) current(ctx context.Context) []domain.Insight {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.found
+	return f.latest
 }
 
-// watched notes that a page showing the insights is open.
+// watched notes that a page showing the insights' list is open: the hub
+// runs the rules on schedule for it.
 func (f *insightsFeed) watched() {
 	f.mu.Lock()
 	f.used = time.Now()
@@ -353,13 +353,13 @@ func (f *insightsFeed) evaluate(ctx context.Context) {
 	if fresh { // evaluated while this one waited
 		return
 	}
-	found := f.rules.evaluate(ctx).found
+	e := f.rules.evaluate(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.evaluated = time.Now()
-	if f.ver > 0 && slices.Equal(found, f.found) {
-		return
+	same := f.ver > 0 && slices.Equal(e.found, f.latest.found)
+	f.latest = e // the headline's figures move without the list
+	if !same {
+		f.ver++
 	}
-	f.found = found
-	f.ver++
 }

@@ -343,7 +343,7 @@ func New(cfg Config) *echo.Echo {
 	var insights *insightRules
 	if cfg.ReadModel != nil && cfg.Overview != nil {
 		insights = newInsightRules(cfg.ReadModel, cfg.Overview, feeds.utilization, history, cfg.Policy)
-		feeds.insights = &insightsFeed{rules: insights}
+		feeds.insights = insights.latest
 	}
 	overview := overviewPage{frame: f, overview: cfg.Overview, trees: trees, model: cfg.ReadModel, charts: charts, pieces: pieces, kept: &kept[overviewTables]{},
 		insights: insights}
