@@ -10,7 +10,7 @@ export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test agreement build generate check-generated vet govet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
+.PHONY: run test test-prep agreement build generate check-generated vet govet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
 .PHONY: image image-push helm promtool test-tools test-image test-image-deps manifests measure-wait
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
@@ -24,16 +24,24 @@ run: build
 TESTFLAGS := -count=1 -ldflags=-s\ -w
 
 ## test: every test — unit, integration against the test sandbox, browser e2e
-# go vet first (it compiles what the tests then reuse); staticcheck beside
-# the tests, which wait on the sandbox much of the time.
-test: check-generated govet build e2e-deps test-image-deps test-sandbox-up test-tools promtool
+# go vet (it compiles what the tests then reuse) beside the preparations,
+# which mostly wait (downloads, the sandbox starting); staticcheck beside the
+# tests, which wait on the sandbox much of the time, as do the tests run
+# side by side (-parallel 4: the sandbox tests that wait on Kueue's cycles).
+test: check-generated
+	@$(MAKE) --no-print-directory --output-sync=target -j2 govet test-prep
 	@mkdir -p bin; $(GO) tool staticcheck ./... >bin/staticcheck.log 2>&1 & check=$$!; \
-	$(GO) test $(TESTFLAGS) -timeout 15m ./...; tests=$$?; \
+	$(GO) test $(TESTFLAGS) -parallel 4 -timeout 15m ./...; tests=$$?; \
 	wait $$check; checked=$$?; cat bin/staticcheck.log; \
 	if [ $$checked -ne 0 ]; then echo "staticcheck failed (above)"; fi; \
 	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
 	$(MAKE) --no-print-directory agreement
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
+
+# What the tests need, one after another: apt-get, which several of them
+# use, takes a lock.
+test-prep:
+	@$(MAKE) --no-print-directory -j1 build e2e-deps test-image-deps test-sandbox-up test-tools promtool
 
 ## agreement: the previews against the real Kueue on the test sandbox, one suite at a time (make test runs it last)
 agreement: test-sandbox-up

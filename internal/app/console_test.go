@@ -291,3 +291,10 @@ func gpuQuota(cq *kueuev1beta2.ClusterQueue) (nominal, borrowing resource.Quanti
 	r := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
 	return r.NominalQuota, *r.BorrowingLimit
 }
+
+// waitsOnTheCluster marks a test that spends most of its time waiting (on
+// Kueue's cycles, a session's lifetime, Prometheus's scrapes or a window of
+// the task history): such tests run side by side once the others are done,
+// as many as go test's -parallel (make test gives 4). Each has its own
+// console, prefix and cohort: no two share quota.
+func waitsOnTheCluster(t *testing.T) { t.Parallel() }

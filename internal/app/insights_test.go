@@ -32,6 +32,7 @@ import (
 // the lender's wait is long and the borrowing sustained once a minute has
 // passed. Each insight appears on /insights and clears when its job goes.
 func TestInsightsAppearAndClear(t *testing.T) {
+	waitsOnTheCluster(t)
 	prom, err := metrics.NewProm(sandboxtest.Env(t).PrometheusURL)
 	if err != nil {
 		t.Fatal(err)

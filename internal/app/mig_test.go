@@ -24,6 +24,7 @@ import (
 // partition-hours (and their whole-GPU equivalent) from the Workload's
 // times.
 func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
+	waitsOnTheCluster(t)
 	s := taskHistorySettings()
 	st := taskHistoryStore{cfg: taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: filepath.Join(t.TempDir(), "history.db")}}.open(t)
 	hc := startTaskHistoryConsole(t, s, storeTaskHistory(st), st, nil)

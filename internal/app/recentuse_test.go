@@ -26,6 +26,7 @@ import (
 // admitted first. Changed through the form, the choice is written to the
 // queue (Kueue v0.19 applies a change to an existing queue when it restarts).
 func TestRecentUseAdmitsTheLighterNamespaceFirst(t *testing.T) {
+	waitsOnTheCluster(t)
 	c := newConsole(t)
 	ctx := context.Background()
 	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}

@@ -66,6 +66,7 @@ func TestPagesAnswerWithPrometheusDown(t *testing.T) {
 // When the apiserver stops answering, pages keep showing the last known data
 // and say how old it is.
 func TestPagesShowLastKnownDataWhenAPIServerIsUnreachable(t *testing.T) {
+	waitsOnTheCluster(t)
 	env := sandboxtest.Env(t)
 	target, err := url.Parse(env.APIServerURL)
 	if err != nil {

@@ -102,6 +102,7 @@ func TestLiveStreamEndsAtSignOut(t *testing.T) {
 }
 
 func TestLiveStreamEndsWhenTheSessionExpires(t *testing.T) {
+	waitsOnTheCluster(t)
 	const ttl = 15 * time.Second
 	started := time.Now()
 	c, b := tokenConsole(t, ttl)
@@ -127,6 +128,7 @@ func TestLiveStreamEndsWhenTheSessionExpires(t *testing.T) {
 }
 
 func TestLiveStreamEndsWhenTheViewerLosesTheTeam(t *testing.T) {
+	waitsOnTheCluster(t)
 	c := proxyConsole(t)
 	// The team's admin may do anything: what is tested is its member's stream.
 	admin := c.as(t, bindUser(t, c.kube, "admin", "cluster-admin"), "platform")

@@ -332,6 +332,7 @@ func secondsOf(d time.Duration) string { return fmt.Sprint(int64(d.Round(time.Se
 // on the page and in the CSVs. Without the history they are gone, so they
 // come from it.
 func TestTasksStatisticsOutliveDeletedJobs(t *testing.T) {
+	waitsOnTheCluster(t)
 	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
 		s := taskHistorySettings()
 		team, class := "stats-"+rand.String(4), "hist-"+rand.String(5)
@@ -443,6 +444,7 @@ func waitAllowed(t *testing.T, kube kubernetes.Interface, user, namespace string
 // preempting team. A member of the preempted team sees it; a member of
 // another team does not.
 func TestPreemptionHistoryPage(t *testing.T) {
+	waitsOnTheCluster(t)
 	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
 		s := taskHistorySettings()
 		proxy := proxyAuth()
@@ -603,6 +605,7 @@ func recordedMinute(at time.Time) string { return at.UTC().Format("2006-01-02 15
 // fall back to the live figures; the CSVs that only the history can fill
 // answer 503 with the same words rather than an empty table.
 func TestTaskHistoryPagesWhenTheStoreCloses(t *testing.T) {
+	waitsOnTheCluster(t)
 	s := taskHistorySettings()
 	base := startTaskHistoryConsole(t, s, nil, nil, nil)
 	t.Cleanup(func() { cleanupTeams(base.console) })
@@ -694,6 +697,7 @@ func TestTaskHistoryPagesWhenTheStoreCloses(t *testing.T) {
 // test computes from the Workloads it ran: GPUs (and vCPUs) × admission to
 // finish.
 func TestUsageReportPages(t *testing.T) {
+	waitsOnTheCluster(t)
 	forEachTaskHistoryStore(t, func(t *testing.T, hs taskHistoryStore) {
 		s := taskHistorySettings()
 		st := hs.open(t)
