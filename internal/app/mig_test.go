@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,7 +107,7 @@ func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
 	wl := testenv.WorkloadOf(t, c.kueue, job, "finished", testenv.CondTrue(kueuev1beta2.WorkloadFinished))
 	start, end := since(wl, kueuev1beta2.WorkloadAdmitted), since(wl, kueuev1beta2.WorkloadFinished)
 	held := end.Sub(start)
-	want := map[string]string{"GPU partitions (MIG)": "3 × " + profile,
+	want := map[string]string{"GPU partitions (MIG)": "3 × " + profile, "Borrowed": "true",
 		"Partition-hours (h)": domain.FormatHours(3 * held.Hours()), "Partition GPU-equivalent hours (h)": domain.FormatHours(3.0 / 7 * held.Hours())}
 	report := "/reports/usage?source=history&from=" + start.UTC().Format("2006-01-02") + "&to=" + end.UTC().Format("2006-01-02") +
 		"&team=mig-small&format=csv&table=tasks"
@@ -121,6 +122,25 @@ func TestMIGQuotaAdmitsAndBorrows(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the per-task report says %v; from the Workload's %s held: %v", got, held, want)
+	}
+	// The daily usage summary counts the same partition-hours, one of the
+	// three partitions borrowed over the time it was held.
+	day := start.UTC().Format("2006-01-02")
+	if end.UTC().Format("2006-01-02") != day {
+		t.Logf("the notebook ran over midnight (UTC): its summary is two days' rows, not compared")
+	} else {
+		summary := strings.Replace(report, "table=tasks", "table=summary", 1)
+		used, borrowed := profile+" partition-hours used (h)", profile+" partition-hours borrowed (h)"
+		wantRow := map[string]string{used: domain.FormatHours(3 * held.Hours()), borrowed: domain.FormatHours(held.Hours())}
+		var gotRow map[string]string
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			r := csvRecords(t, c, summary, func(r map[string]string) string { return r["Day (UTC)"] + "/" + r["Team"] + "/" + r["Instance type"] })[day+"/mig-small/"+p4de]
+			gotRow = map[string]string{used: r[used], borrowed: r[borrowed]}
+			return maps.Equal(gotRow, wantRow), nil
+		})
+		if err != nil {
+			t.Errorf("the usage summary's %s row of mig-small: %v, want %v", p4de, gotRow, wantRow)
+		}
 	}
 	if held < 10*time.Second {
 		t.Errorf("the notebook held its partitions %s, not about the 20 s it ran", held)

@@ -12,8 +12,17 @@ import (
 )
 
 // BorrowedResources are the resources whose borrowing the console accounts
-// for, those of the usage report: GPUs, Neuron devices and vCPU.
+// for, those of the usage report: GPUs, Neuron devices and vCPU, and every
+// MIG profile's partitions (accountsBorrowing).
 var BorrowedResources = []corev1.ResourceName{ResourceGPU, ResourceNeuron, corev1.ResourceCPU}
+
+// accountsBorrowing is whether a task that borrows r borrows: r is one of
+// BorrowedResources or a MIG profile's partitions, which the usage report
+// counts borrowed partition-hours of.
+func accountsBorrowing(r corev1.ResourceName) bool {
+	_, mig := PartitionOf(r)
+	return mig || slices.Contains(BorrowedResources, r)
+}
 
 // Borrows is whether a task that takes takes of a resource on a flavor
 // borrows, when its ClusterQueue already held held there and has a nominal
@@ -38,23 +47,26 @@ func Borrows(held, takes, nominal int64) bool { return takes > 0 && held+takes >
 type Holding struct {
 	At, Ended       int64
 	Namespace, Name string // the task's: at the same At, by name
-	Amount          Amount
+	Amount          FlavorAmount
 }
 
 // BorrowsAmong is Borrows for holding y among the other holdings of its
 // ClusterQueue's flavor (not those of y's own task): what those admitted
 // before y that still held quota when y began held, what y holds, and the
-// nominal quota in force then of each of BorrowedResources the queue has
-// one for.
+// nominal quota in force then of each resource it accounts borrowing of
+// (accountsBorrowing) the queue has one for.
 func BorrowsAmong(y Holding, others []Holding, nominal map[corev1.ResourceName]int64) bool {
-	var before Amount
-	for _, x := range others {
-		if (x.Ended == 0 || x.Ended > y.At) && CompareAdmissions(x.At, x.Namespace, x.Name, y.At, y.Namespace, y.Name) < 0 {
-			before.add(x.Amount)
-		}
-	}
 	for r, n := range nominal {
-		if slices.Contains(BorrowedResources, r) && Borrows(before.Of(r), y.Amount.Of(r), n) {
+		if !accountsBorrowing(r) {
+			continue
+		}
+		var before int64
+		for _, x := range others {
+			if (x.Ended == 0 || x.Ended > y.At) && CompareAdmissions(x.At, x.Namespace, x.Name, y.At, y.Namespace, y.Name) < 0 {
+				before += x.Amount.Of(r)
+			}
+		}
+		if Borrows(before, y.Amount.Of(r), n) {
 			return true
 		}
 	}
@@ -84,6 +96,14 @@ func (a Amount) Of(r corev1.ResourceName) int64 {
 	return 0
 }
 
+// Of is what f holds of r: a MIG profile's partitions, or its Amount's.
+func (f FlavorAmount) Of(r corev1.ResourceName) int64 {
+	if profile, ok := PartitionOf(r); ok {
+		return f.Partitions[profile]
+	}
+	return f.Amount.Of(r)
+}
+
 // admissionOrder orders tasks holding quota by CompareAdmissions.
 func admissionOrder(a, b *TaskFacts) int {
 	return CompareAdmissions(a.AdmittedAt.UnixMilli(), a.Namespace, a.Name, b.AdmittedAt.UnixMilli(), b.Namespace, b.Name)
@@ -108,6 +128,11 @@ func eachGroup(f *TaskFacts, fn func(groupKey)) {
 		for _, r := range BorrowedResources {
 			if u.Of(r) > 0 {
 				fn(groupKey{f.admittedIn, u.Flavor, r})
+			}
+		}
+		for profile, n := range u.Partitions {
+			if n > 0 {
+				fn(groupKey{f.admittedIn, u.Flavor, PartitionResource(profile)})
 			}
 		}
 	}
@@ -149,10 +174,8 @@ func nominalQuotas(cqs map[string]*kueuev1beta2.ClusterQueue) map[groupKey]int64
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
-					for _, b := range BorrowedResources {
-						if r.Name == b {
-							nominal[groupKey{cq.Name, string(f.Name), r.Name}] += units(r.Name, r.NominalQuota)
-						}
+					if accountsBorrowing(r.Name) {
+						nominal[groupKey{cq.Name, string(f.Name), r.Name}] += units(r.Name, r.NominalQuota)
 					}
 				}
 			}

@@ -24,6 +24,9 @@ func TestBorrowing(t *testing.T) {
 		return corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}
 	}
+	const p4de = "ml.p4de.24xlarge"
+	migPod := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{PartitionResource("mig-1g.10gb"): resource.MustParse("1")}}}}}
 	neuronPod := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 		Limits: corev1.ResourceList{ResourceNeuron: resource.MustParse("16")}}}}}
 	cases := []struct {
@@ -99,6 +102,17 @@ func TestBorrowing(t *testing.T) {
 			cqs:  []*kueuev1beta2.ClusterQueue{nlpCQ().Quota(trn1, ResourceNeuron, "16").Obj()},
 			want: map[string]bool{"gpus": false, "neuron": true},
 		},
+		{
+			// The quota of 2 1g.10gb partitions is held by the first; the
+			// second's 1 partition is borrowed, as Kueue counts it.
+			name: "MIG partitions past their profile's quota",
+			wls: []*kueuev1beta2.Workload{
+				newWorkload(nlp, "first").Queue("lq").PodSpec("main", 2, migPod).Created(at(0)).Admitted(at(1), p4de).Obj(),
+				newWorkload(nlp, "second").Queue("lq").PodSpec("main", 1, migPod).Created(at(0)).Admitted(at(2), p4de).Obj(),
+			},
+			cqs:  []*kueuev1beta2.ClusterQueue{nlpCQ().Quota(p4de, PartitionResource("mig-1g.10gb"), "2").Obj()},
+			want: map[string]bool{"first": false, "second": true},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,8 +132,10 @@ func TestBorrowing(t *testing.T) {
 
 // BorrowsAmong, the rule the task history applies to what it recorded.
 func TestBorrowsAmong(t *testing.T) {
-	gpus := func(n int64) Amount { return Amount{GPUs: n} }
+	gpus := func(n int64) FlavorAmount { return FlavorAmount{Amount: Amount{GPUs: n}} }
+	mig := func(n int64) FlavorAmount { return FlavorAmount{Partitions: map[string]int64{"mig-1g.10gb": n}} }
 	quota := map[corev1.ResourceName]int64{ResourceGPU: 8}
+	migQuota := map[corev1.ResourceName]int64{PartitionResource("mig-1g.10gb"): 2, PartitionResource("mig-3g.40gb"): 4}
 	y := Holding{At: 100, Namespace: "ns", Name: "y", Amount: gpus(8)}
 	cases := []struct {
 		name    string
@@ -136,8 +152,11 @@ func TestBorrowsAmong(t *testing.T) {
 		{"the same second, an earlier name", y, []Holding{{At: 100, Namespace: "ns", Name: "x", Amount: gpus(8)}}, quota, true},
 		{"the same second, a later name", y, []Holding{{At: 100, Namespace: "ns", Name: "z", Amount: gpus(8)}}, quota, false},
 		{"a resource without a quota", y, []Holding{{At: 50, Amount: gpus(8)}}, map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000}, false},
-		{"memory is not accounted", Holding{At: 100, Amount: Amount{MemoryMiB: 2048}}, nil, map[corev1.ResourceName]int64{corev1.ResourceMemory: 1024}, false},
-		{"vCPU past its quota", Holding{At: 100, Amount: Amount{CPUMilli: 1500}}, nil, map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000}, true},
+		{"memory is not accounted", Holding{At: 100, Amount: FlavorAmount{Amount: Amount{MemoryMiB: 2048}}}, nil, map[corev1.ResourceName]int64{corev1.ResourceMemory: 1024}, false},
+		{"vCPU past its quota", Holding{At: 100, Amount: FlavorAmount{Amount: Amount{CPUMilli: 1500}}}, nil, map[corev1.ResourceName]int64{corev1.ResourceCPU: 1000}, true},
+		{"partitions within their profile's quota", Holding{At: 100, Amount: mig(1)}, []Holding{{At: 50, Amount: mig(1)}}, migQuota, false},
+		{"partitions past their profile's quota", Holding{At: 100, Amount: mig(2)}, []Holding{{At: 50, Amount: mig(1)}}, migQuota, true},
+		{"partitions of another profile's quota", Holding{At: 100, Amount: mig(2)}, nil, map[corev1.ResourceName]int64{PartitionResource("mig-3g.40gb"): 1}, false},
 	}
 	for _, tc := range cases {
 		if got := BorrowsAmong(tc.y, tc.others, tc.nominal); got != tc.want {

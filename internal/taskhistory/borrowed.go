@@ -31,7 +31,7 @@ type heldRow struct {
 	uid             string
 	admitted        int64
 	ended           sql.NullInt64
-	amount          Resources
+	amount          FlavorUsage // its Flavor unset
 	borrowed        bool
 	namespace, name string // looked up for admissions at the same time only
 }
@@ -109,13 +109,13 @@ func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[
 	// In one statement: every admission that held quota at or after from
 	// (the ones to decide, and those that held quota before them), then
 	// the flavor's quotas.
-	st, err := t.stmt(`SELECT 0, uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, borrowed FROM admissions
+	st, err := t.stmt(`SELECT 0, uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, partitions, borrowed FROM admissions
 		WHERE cluster_queue = ? AND flavor = ? AND ended_ms IS NULL
 		UNION ALL
-		SELECT 0, uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, borrowed FROM admissions
+		SELECT 0, uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, partitions, borrowed FROM admissions
 		WHERE cluster_queue = ? AND flavor = ? AND ended_ms > ?
 		UNION ALL
-		SELECT 1, resource, from_ms, to_ms, nominal, 0, 0, 0 FROM quotas
+		SELECT 1, resource, from_ms, to_ms, nominal, 0, 0, '', 0 FROM quotas
 		WHERE cluster_queue = ? AND flavor = ?`)
 	if err != nil {
 		return err
@@ -129,7 +129,8 @@ func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[
 	for rows.Next() {
 		var h heldRow
 		var quota, borrowed int64
-		if err := rows.Scan(&quota, &h.uid, &h.admitted, &h.ended, &h.amount.GPUs, &h.amount.Neuron, &h.amount.CPUMilli, &borrowed); err != nil {
+		var partitions string
+		if err := rows.Scan(&quota, &h.uid, &h.admitted, &h.ended, &h.amount.GPUs, &h.amount.Neuron, &h.amount.CPUMilli, &partitions, &borrowed); err != nil {
 			rows.Close()
 			return err
 		}
@@ -138,6 +139,9 @@ func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[
 			continue
 		}
 		h.borrowed = borrowed != 0
+		if partitions != "" {
+			h.amount.Partitions = domain.PartitionCounts(partitions)
+		}
 		held = append(held, &h)
 	}
 	rows.Close()

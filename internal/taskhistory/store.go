@@ -116,9 +116,14 @@ func (s *Store) Close() error { return errors.Join(s.db.Close(), s.rec.Close()) 
 // Name is the store's file, or its server and database, for messages.
 func (s *Store) Name() string { return s.name }
 
+// sqliteDSN opens the file without memory-mapped reads: the pages a query
+// reads through a mapping count in the console's resident memory (26 MiB
+// of it at 200 teams x 50 000 Workloads, growing with the file), while read
+// through the kernel's page cache they do not, and the queries read the
+// history's hourly rollups, not whole tables.
 func sqliteDSN(path string) string {
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "mmap_size(4294967296)"} {
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	// Write transactions take the write lock at BEGIN: two writers never
