@@ -38,10 +38,10 @@ test: check-generated
 	$(MAKE) --no-print-directory agreement
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
-# What the tests need, one after another: apt-get, which several of them
-# use, takes a lock.
+# What the tests need, one after another (apt-get, which several of them
+# use, takes a lock), whatever -j runs this target.
 test-prep:
-	@$(MAKE) --no-print-directory -j1 build e2e-deps test-image-deps test-sandbox-up test-tools promtool
+	@for t in build e2e-deps test-image-deps test-sandbox-up test-tools promtool; do $(MAKE) --no-print-directory $$t || exit 1; done
 
 ## agreement: the previews against the real Kueue on the test sandbox, one suite at a time (make test runs it last)
 agreement: test-sandbox-up
