@@ -10,7 +10,7 @@ export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 LISTEN ?= 127.0.0.1:8080
 STATE := $(or $(SANDBOX_STATE),$(HOME)/.cache/quota-console-sandbox/state)
 
-.PHONY: run test test-prep agreement build generate check-generated vet govet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
+.PHONY: run test test-downloads agreement build generate check-generated vet govet unit sandbox-up sandbox-down test-sandbox-up test-sandbox-down e2e-deps bench load loadtest bench-history
 .PHONY: image image-push helm promtool test-tools test-image test-image-deps manifests measure-wait
 
 ## run: start the demo sandbox (Kubernetes, Kueue, KWOK GPU nodes, Prometheus, demo teams and jobs) and the console
@@ -24,12 +24,15 @@ run: build
 TESTFLAGS := -count=1 -ldflags=-s\ -w
 
 ## test: every test — unit, integration against the test sandbox, browser e2e
-# go vet (it compiles what the tests then reuse) beside the preparations,
-# which mostly wait (downloads, the sandbox starting); staticcheck beside the
-# tests, which wait on the sandbox much of the time, as do the tests run
-# side by side (-parallel 4: the sandbox tests that wait on Kueue's cycles).
+# go vet first, alone on the processors: it compiles what everything after it
+# reuses (two go commands at once would each compile the same packages).
+# Beside it only the downloads, which wait on the network. staticcheck runs
+# beside the tests, which wait on the sandbox much of the time, as do the
+# tests run side by side (-parallel 4: the sandbox tests that wait on
+# Kueue's cycles).
 test: check-generated
-	@$(MAKE) --no-print-directory --output-sync=target -j2 govet test-prep
+	@$(MAKE) --no-print-directory --output-sync=target -j2 govet test-downloads
+	@$(MAKE) --no-print-directory build test-sandbox-up test-tools
 	@mkdir -p bin; $(GO) tool staticcheck ./... >bin/staticcheck.log 2>&1 & check=$$!; \
 	$(GO) test $(TESTFLAGS) -parallel 4 -timeout 15m ./...; tests=$$?; \
 	wait $$check; checked=$$?; cat bin/staticcheck.log; \
@@ -38,10 +41,10 @@ test: check-generated
 	$(MAKE) --no-print-directory agreement
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
-# What the tests need, one after another (apt-get, which several of them
-# use, takes a lock), whatever -j runs this target.
-test-prep:
-	@for t in build e2e-deps test-image-deps test-sandbox-up test-tools promtool; do $(MAKE) --no-print-directory $$t || exit 1; done
+# What the tests download (Chromium, podman, promtool), one after another
+# whatever -j runs this target: apt-get, which each uses, takes a lock.
+test-downloads:
+	@for t in e2e-deps test-image-deps promtool; do $(MAKE) --no-print-directory $$t || exit 1; done
 
 ## agreement: the previews against the real Kueue on the test sandbox, one suite at a time (make test runs it last)
 agreement: test-sandbox-up

@@ -272,6 +272,32 @@ func roleHolder(t *testing.T, prefix, role string) (admin, as *rest.Config, user
 	return admin, as, user
 }
 
+// adminHolder is roleHolder of quota-console-admin once the apiserver
+// enforces both for the new user: the user's binding and a policy just
+// applied reach the apiserver's authorizer and admission a moment later (on
+// a fresh cluster, after a test's first requests). The user may then create
+// a team namespace (RBAC), and not another namespace (the admission policy).
+func adminHolder(t *testing.T, prefix string) (admin, as *rest.Config, user string) {
+	t.Helper()
+	admin, as, user = roleHolder(t, prefix, rbac.AdminRole)
+	kube := kubernetes.NewForConfigOrDie(as)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	createNamespace := func(ctx context.Context, name string) error {
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{domain.ManagedByLabel: domain.ManagedByValue, domain.PodSecurityEnforceLabel: domain.DefaultPodSecurity}}}, dry)
+		return err
+	}
+	var team, other error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		team, other = createNamespace(ctx, "hyperpod-ns-probe-"+rand.String(5)), createNamespace(ctx, "not-a-team-"+rand.String(5))
+		return team == nil && other != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s holds %s, but the apiserver never enforced it: a team namespace: %v; another namespace: %v", user, rbac.AdminRole, team, other)
+	}
+	return admin, as, user
+}
+
 func clusterRole(t *testing.T, name string) *rbacv1.ClusterRole {
 	t.Helper()
 	objs, err := rbac.Objects()
@@ -320,7 +346,7 @@ func grants(role *rbacv1.ClusterRole, verb, group, resource, name string) bool {
 // server-side dry run, so an attack that succeeds changes nothing.
 func TestAdminRoleCannotEscalate(t *testing.T) {
 	ctx := context.Background()
-	cfg, asCfg, user := roleHolder(t, "admin", rbac.AdminRole)
+	cfg, asCfg, user := adminHolder(t, "admin")
 	kube, as := kubernetes.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(asCfg)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	dryUpdate := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
@@ -459,7 +485,7 @@ func TestViewerRoleReadsOnlyWhatThePagesShow(t *testing.T) {
 // What the console itself writes for a team and the policy stays allowed.
 func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 	ctx := context.Background()
-	cfg, asCfg, _ := roleHolder(t, "admin", rbac.AdminRole)
+	cfg, asCfg, _ := adminHolder(t, "admin")
 	kube, kq := kubernetes.NewForConfigOrDie(cfg), kueueclient.NewForConfigOrDie(cfg)
 	id := rand.String(5)
 	as, asKueue := kubernetes.NewForConfigOrDie(asCfg), kueueclient.NewForConfigOrDie(asCfg)
