@@ -27,16 +27,15 @@ TESTFLAGS := -count=1 -ldflags=-s\ -w
 # go vet first, alone on the processors: it compiles what everything after it
 # reuses (two go commands at once would each compile the same packages).
 # Beside it only the downloads, which wait on the network. staticcheck runs
-# beside the tests, which wait on the sandbox much of the time: four test
-# binaries run or build at once (-p 4; go test counts a running test binary
-# as one of them, so with -p 2 two sandbox tests waiting on Kueue would stop
-# every compilation), and within one, four tests marked parallel (-parallel
-# 4: the sandbox tests that wait on Kueue's cycles).
+# beside the tests, which wait on the sandbox much of the time, as do the
+# tests run side by side (-parallel 4: the sandbox tests that wait on
+# Kueue's cycles). More test binaries at once (-p 4) was slower cold: the
+# compilations and the sandbox share two processors.
 test: check-generated
 	@$(MAKE) --no-print-directory --output-sync=target -j2 govet test-downloads
 	@$(MAKE) --no-print-directory build test-sandbox-up test-tools
 	@mkdir -p bin; $(GO) tool staticcheck ./... >bin/staticcheck.log 2>&1 & check=$$!; \
-	$(GO) test $(TESTFLAGS) -p 4 -parallel 4 -timeout 15m ./...; tests=$$?; \
+	$(GO) test $(TESTFLAGS) -parallel 4 -timeout 15m ./...; tests=$$?; \
 	wait $$check; checked=$$?; cat bin/staticcheck.log; \
 	if [ $$checked -ne 0 ]; then echo "staticcheck failed (above)"; fi; \
 	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]

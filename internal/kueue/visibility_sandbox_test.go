@@ -61,32 +61,34 @@ func queueThree(t *testing.T, c testClients, s domain.Settings) map[string]int {
 	ns := s.Namespace("queued")
 	var want = map[string]int{}
 	for i := range 3 {
-		job := gpuJob(fmt.Sprintf("waiting-%d", i), 2)
+		name := fmt.Sprintf("waiting-%d", i)
+		job := gpuJob(name, 2)
 		job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": s.LocalQueue("queued")}
 		if _, err := c.Kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: Kueue orders by them
-	}
-	// Kueue's order is by creation: waiting-0 next.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		wls, err := c.Kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		want = map[string]int{}
-		for _, wl := range wls.Items {
-			for i := range 3 {
-				if wl.OwnerReferences[0].Name == fmt.Sprintf("waiting-%d", i) {
+		// Kueue orders by the Workloads' creation seconds: each Workload is
+		// made (by Kueue's job reconciler, which a busy machine delays) a
+		// second after the one before.
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			wls, err := c.Kueue.KueueV1beta2().Workloads(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, wl := range wls.Items {
+				if len(wl.OwnerReferences) > 0 && wl.OwnerReferences[0].Name == name {
 					want[domain.LocalQueueKey(ns, wl.Name)] = i
+					return true, nil
 				}
 			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("the Workload of job %s: %v", name, err)
 		}
-		return len(want) == 3, nil
-	})
-	if err != nil {
-		t.Fatalf("the waiting jobs' Workloads: %v (%v)", err, want)
+		time.Sleep(1100 * time.Millisecond)
 	}
+	// Kueue's order is by creation: waiting-0 next.
 	return want
 }
 
