@@ -11,9 +11,9 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// BorrowedResources are the resources whose borrowing the console accounts
-// for, those of the usage report: GPUs, Neuron devices and vCPU, and every
-// MIG profile's partitions (accountsBorrowing).
+// BorrowedResources are the resources of fixed names whose borrowing the
+// console accounts for, those of the usage report: GPUs, Neuron devices and
+// vCPU. accountsBorrowing adds every MIG profile's partitions.
 var BorrowedResources = []corev1.ResourceName{ResourceGPU, ResourceNeuron, corev1.ResourceCPU}
 
 // accountsBorrowing is whether a task that borrows r borrows: r is one of
@@ -28,8 +28,8 @@ func accountsBorrowing(r corev1.ResourceName) bool {
 // borrows, when its ClusterQueue already held held there and has a nominal
 // quota of nominal: Kueue's rule (its flavor assigner borrows when usage +
 // request > nominal, ClusterQueueSnapshot.BorrowingWith). A task borrows
-// when it does so for any of BorrowedResources on any flavor it holds, of
-// those its ClusterQueue has a quota for (Kueue admits no other).
+// when it does so for any resource accountsBorrowing names on any flavor it
+// holds, of those its ClusterQueue has a quota for (Kueue admits no other).
 //
 // What the queue held before a task is what the tasks admitted before it
 // (CompareAdmissions) and still holding quota hold. At its admission that is
