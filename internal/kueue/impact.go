@@ -60,11 +60,12 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		return domain.Impact{}, ErrNoPreview
 	}
 	start := time.Now()
+	limit := impact.NewLimit(previewTimeLimit) // from the request: the copy's making counts
 	nowCopy, facts, err := c.impactCopy(cfg, ch)
 	if err != nil {
 		return domain.Impact{}, err
 	}
-	nowCopy.Limit = impact.NewLimit(previewTimeLimit)
+	nowCopy.Limit = limit
 	afterCopy := applyChange(nowCopy, ch)
 	// The two runs are independent (one per core), and stop at the same
 	// cycle when their time is up.
@@ -372,6 +373,7 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		return domain.WhatIfAnswer{}, ErrNoPreview
 	}
 	start := time.Now()
+	limit := impact.NewLimit(previewTimeLimit) // from the request: the copy's making counts
 	cq, _, ok := c.Team(s, job.Team)
 	if !ok {
 		return domain.WhatIfAnswer{}, fmt.Errorf("there is no team %q", job.Team)
@@ -401,7 +403,7 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		sh.PodSets = append(sh.PodSets, ps)
 	}
 	copyOf.Workloads = append(copyOf.Workloads, sh)
-	copyOf.Limit = impact.NewLimit(previewTimeLimit)
+	copyOf.Limit = limit
 	res, err := impact.Simulate(ctx, copyOf)
 	if err != nil {
 		return domain.WhatIfAnswer{}, err

@@ -56,31 +56,37 @@ type Cluster struct {
 }
 
 // Limit bounds in time runs compared with each other. On large cohorts
-// with fair sharing one cycle of Kueue's scheduler takes seconds, and a
-// change that sets off preemptions takes hundreds; past its time the
-// preview reports what the cycles so far did, as Kueue would do it first.
-// The runs stop at the same cycle, so what one run did and the other did
-// not yet is never read as the change's doing.
+// with fair sharing one cycle of Kueue's scheduler takes a good part of a
+// second, and a change that sets off preemptions takes hundreds of cycles;
+// past its time the preview reports what the cycles so far did, as Kueue
+// would do it first. The runs stop at the same cycle, so what one run did
+// and the other did not yet is never read as the change's doing.
 type Limit struct {
 	mu       sync.Mutex
 	deadline time.Time
-	stopAt   int // 0 until the time is up
-	furthest int // the most cycles a run sharing the limit has done
+	stopAt   int           // 0 until the time is up
+	furthest int           // the most cycles a run sharing the limit has done
+	longest  time.Duration // the longest cycle a run sharing the limit took
 }
 
 // NewLimit is a limit of d from now.
 func NewLimit(d time.Duration) *Limit { return &Limit{deadline: time.Now().Add(d)} }
 
-// stop reports whether a run that has done cycles must stop: once the time
-// is up, every run stops at the furthest cycle any of them had reached.
-func (l *Limit) stop(cycles int) bool {
+// stop reports whether a run that has done cycles, the last of which took
+// last, must stop. The time is up once one more cycle, as long as the
+// longest any run took, would end past the deadline: a cycle cannot be cut
+// short, so the limit does not start one it expects to overrun. Every run
+// then stops at the furthest cycle any of them had reached; each runs at
+// least one, since a preview of no cycle would say nothing.
+func (l *Limit) stop(cycles int, last time.Duration) bool {
 	if l == nil {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.furthest = max(l.furthest, cycles)
-	if l.stopAt == 0 && !time.Now().Before(l.deadline) {
+	l.longest = max(l.longest, last)
+	if l.stopAt == 0 && l.furthest > 0 && time.Now().Add(l.longest).After(l.deadline) {
 		l.stopAt = l.furthest
 	}
 	return l.stopAt > 0 && cycles >= l.stopAt
@@ -252,6 +258,7 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	}
 	stalled := 0
 	var stuck, cut map[string]bool
+	var last time.Duration // the last cycle's time
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -264,12 +271,13 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		if res.Cycles >= maxCycles {
 			return nil, errTooLong
 		}
-		if c.Limit.stop(res.Cycles) {
+		if c.Limit.stop(res.Cycles, last) {
 			res.Cut = true
 			cut = headsOf(queues, cache)
 			break
 		}
 		res.Cycles++
+		began := time.Now()
 		scheduleOnce(sched, ctx)
 		// What Kueue's Workload controller does when it sees a reservation:
 		// the Workload leaves its queue (else it would stay the queue's
@@ -298,6 +306,7 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		} else {
 			stalled = 0
 		}
+		last = time.Since(began)
 	}
 
 	snap, err := cache.Snapshot(ctx)

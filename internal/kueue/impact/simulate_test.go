@@ -223,7 +223,7 @@ func TestThePreviewEnds(t *testing.T) {
 // had not run.
 func TestLimitStopsRunsAtTheSameCycle(t *testing.T) {
 	l := NewLimit(time.Hour)
-	if l.stop(3) || l.stop(1) {
+	if l.stop(3, time.Millisecond) || l.stop(1, time.Millisecond) {
 		t.Fatal("a run stopped before the limit's time was up")
 	}
 	l.deadline = time.Now() // the time is up
@@ -231,13 +231,47 @@ func TestLimitStopsRunsAtTheSameCycle(t *testing.T) {
 		cycles int
 		want   bool
 	}{{1, false}, {2, false}, {3, true}, {4, true}} {
-		if got := l.stop(tc.cycles); got != tc.want {
+		if got := l.stop(tc.cycles, time.Millisecond); got != tc.want {
 			t.Errorf("stop(%d) = %v, want %v (stopAt %d)", tc.cycles, got, tc.want, l.stopAt)
 		}
 	}
 	var none *Limit
-	if none.stop(1_000) {
+	if none.stop(1_000, time.Hour) {
 		t.Error("a run without a limit stopped")
+	}
+}
+
+// A cycle cannot be cut short, so a Limit does not let a run start one
+// that, as long as the longest cycle any run sharing it took, would end
+// past its deadline; but every run does at least one.
+func TestLimitDoesNotStartACycleItExpectsToOverrun(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		left    time.Duration // until the deadline
+		cycles  int
+		longest time.Duration // the cycles so far, the longest
+		want    bool
+	}{
+		{"room for another cycle", time.Hour, 2, time.Second, false},
+		{"another cycle would overrun", time.Second, 2, time.Minute, true},
+		{"no cycle yet, whatever the time", -time.Second, 0, 0, false},
+		{"one cycle done, out of time", -time.Second, 1, time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLimit(tc.left)
+			if got := l.stop(tc.cycles, tc.longest); got != tc.want {
+				t.Errorf("stop(%d, %s) with %s left = %v, want %v", tc.cycles, tc.longest, tc.left, got, tc.want)
+			}
+		})
+	}
+	// The longest cycle of one run counts for the others.
+	l := NewLimit(time.Hour)
+	if l.stop(1, 10*time.Minute) {
+		t.Fatal("a run stopped with 50 minutes to spare after a cycle of 10")
+	}
+	l.deadline = time.Now().Add(5 * time.Minute)
+	if !l.stop(1, time.Millisecond) {
+		t.Error("a run of short cycles started one more, which the other run's 10 minutes say would end past the deadline")
 	}
 }
 
