@@ -153,6 +153,7 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			res, err = nil, fmt.Errorf("the preview: Kueue's scheduler failed on the copy: %v", r)
 		}
 	}()
+	defer roomToRun()()
 	log := logr.Discard()
 	ctx = ctrl.IntoContext(ctx, log)
 	scheme := runtime.NewScheme()
