@@ -47,8 +47,10 @@ type reportPage struct {
 	summaries   *usageSummaries
 	taskPages   *taskPages
 	summaryRows *kept[[]templ.Component]
-	pieces      *pieces
-	teamFilters *teamFilters
+	// summaryFacts are kept per summary and teams like its rows.
+	summaryFacts *kept[summaryFacts]
+	pieces       *pieces
+	teamFilters  *teamFilters
 }
 
 // show shows (or exports) the usage per team and day for a date range:

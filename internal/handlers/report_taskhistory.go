@@ -167,10 +167,14 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
-	res = chooseResource(h, f, pageResources(taskhistory.Profiles(sum.Rows, sees)))
-	h.UpTo = "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC."
-	h.UpToAt = sum.UpTo.UTC().Format(time.RFC3339Nano)
-	h.Missing = missingNotes(sum.Days)
+	// What the page takes from the summary beyond its rows is made once per
+	// summary and teams, like the rows: it reads every row and period.
+	facts, _ := p.summaryFacts.get(f.Team+"\x00"+visible.key(), sum.key, func() (summaryFacts, error) {
+		return summaryFacts{resources: pageResources(taskhistory.Profiles(sum.Rows, sees)), missing: missingNotes(sum.Days),
+			upTo: "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC.", upToAt: sum.UpTo.UTC().Format(time.RFC3339Nano)}, nil
+	})
+	res = chooseResource(h, f, facts.resources)
+	h.UpTo, h.UpToAt, h.Missing = facts.upTo, facts.upToAt, facts.missing
 	// The rows of the same summary, resource and teams are made once.
 	shown := strings.Join([]string{f.Team, res.key, visible.key()}, "\x00")
 	rows, _ := p.summaryRows.get(shown, sum.key, func() ([]templ.Component, error) {
@@ -217,6 +221,15 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.TasksNext = f.query("after", next)
 	}
 	return render(c, http.StatusOK, templates.Report(view))
+}
+
+// summaryFacts are what the report page shows of a summary for some teams
+// besides its rows: the resources it offers (MIG profiles the teams used
+// among them), the notes on periods with no record, and when it ends.
+type summaryFacts struct {
+	resources    []summaryResource
+	missing      []string
+	upTo, upToAt string
 }
 
 // summaryPageSize is how many rows of the usage summary a page shows: a
