@@ -10,10 +10,11 @@ import (
 // memory. The console runs under a soft memory limit close to what it holds
 // (--memory-limit-mib); a run over a cohort of 200 queues allocates hundreds
 // of MB of short-lived objects, and with no room above the limit the
-// runtime collects almost continuously, which made such a preview several
-// times slower. Two runs (a preview) stay within the 100 MiB a preview may
-// use beyond the console's steady memory.
-const runHeadroom = 50 << 20
+// runtime collects almost continuously, which made such a preview two to
+// three times slower. Two runs (a preview) stay within the 100 MiB a
+// preview may use beyond the console's steady memory, with the runtime's
+// own slack (50 MiB a run took 116 MiB).
+const runHeadroom = 40 << 20
 
 var memory struct {
 	sync.Mutex
