@@ -32,8 +32,10 @@ type reportFilter struct {
 }
 
 func (f reportFilter) query(extra ...string) string {
-	return pageURL("/reports/usage", nil, append([]string{"source", f.Source, "from", f.From, "to", f.To,
-		"team", f.Team, "resource", f.Resource, "after", f.After, "rows", f.Rows}, extra...)...)
+	var room [24]string // the pairs stay on the stack: a page makes a dozen links
+	pairs := append(room[:0], "source", f.Source, "from", f.From, "to", f.To,
+		"team", f.Team, "resource", f.Resource, "after", f.After, "rows", f.Rows)
+	return pageURL("/reports/usage", nil, append(pairs, extra...)...)
 }
 
 // reportPage is the usage report, from the task history or from

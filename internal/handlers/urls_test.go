@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"net/url"
+	"testing"
+)
+
+// pageURL's query is the one url.Values would encode from the same pairs,
+// set one after the other (a later pair replaces an earlier one, an empty or
+// default value deletes it).
+func TestPageURLIsURLValuesEncoding(t *testing.T) {
+	reference := func(path string, defaults map[string]string, pairs ...string) string {
+		q := url.Values{}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if name, value := pairs[i], pairs[i+1]; value != "" && value != defaults[name] {
+				q.Set(name, value)
+			} else {
+				q.Del(name)
+			}
+		}
+		if len(q) == 0 {
+			return path
+		}
+		return path + "?" + q.Encode()
+	}
+	defaults := map[string]string{"table": "tasks", "rows": "50"}
+	for _, tc := range []struct {
+		name  string
+		pairs []string
+		want  string
+	}{
+		{"no pairs", nil, "/reports/usage"},
+		{"empty values left out", []string{"team", "", "from", ""}, "/reports/usage"},
+		{"names in order", []string{"to", "2026-11-27", "from", "2026-11-20", "team", "nlp"},
+			"/reports/usage?from=2026-11-20&team=nlp&to=2026-11-27"},
+		{"a later pair replaces", []string{"team", "nlp", "after", "x", "team", "vision"},
+			"/reports/usage?after=x&team=vision"},
+		{"a later empty value deletes", []string{"team", "nlp", "after", "x", "after", ""},
+			"/reports/usage?team=nlp"},
+		{"defaults left out", []string{"table", "tasks", "rows", "100", "team", "nlp"},
+			"/reports/usage?rows=100&team=nlp"},
+		{"a default after a value deletes it", []string{"rows", "100", "rows", "50"}, "/reports/usage"},
+		{"escaped", []string{"team", "a b&c=d/é", "q", "100%"},
+			"/reports/usage?q=100%25&team=a+b%26c%3Dd%2F%C3%A9"},
+		{"an odd last name is ignored", []string{"team", "nlp", "after"}, "/reports/usage?team=nlp"},
+		{"more names than the room on the stack", []string{"a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6",
+			"g", "7", "h", "8", "i", "9", "j", "10", "k", "11", "l", "12", "m", "13", "n", "14", "o", "15", "p", "16", "q", "17"},
+			"/reports/usage?a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11&l=12&m=13&n=14&o=15&p=16&q=17"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := pageURL("/reports/usage", defaults, tc.pairs...)
+			if got != tc.want {
+				t.Errorf("pageURL = %q, want %q", got, tc.want)
+			}
+			if ref := reference("/reports/usage", defaults, tc.pairs...); got != ref {
+				t.Errorf("pageURL = %q, url.Values encodes %q", got, ref)
+			}
+		})
+	}
+}
