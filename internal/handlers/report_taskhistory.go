@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -374,7 +375,10 @@ func (u *usageSummaries) of(ctx context.Context, days taskhistory.Window) (daysS
 		if err != nil {
 			return daysSummary{}, err
 		}
-		fmt.Fprintf(&key, "%p,", sum)
+		// The summary's address names it (see daysSummary.days).
+		var room [16]byte
+		key.Write(strconv.AppendUint(room[:0], uint64(uintptr(unsafe.Pointer(sum))), 36))
+		key.WriteByte(',')
 		sums = append(sums, sum)
 	}
 	// The same days' summaries are joined once: a week of 200 teams is
@@ -415,7 +419,7 @@ func (u *usageSummaries) day(ctx context.Context, day taskhistory.Window, now ti
 			return sum, nil
 		}
 	}
-	sum, err := u.shared.Recent(ctx, day.From.String()+"\x00"+day.To.String(), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
+	sum, err := u.shared.Recent(ctx, strconv.FormatInt(day.From.UnixNano(), 36)+","+strconv.FormatInt(day.To.UnixNano(), 36), func(ctx context.Context) (*taskhistory.UsageSummary, error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		release, err := u.slots.take(ctx)
