@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,36 @@ type procSample struct {
 	HWMBytes  int64 // VmHWM: peak RSS since start
 	CPUTicks  int64 // utime + stime, in clock ticks
 	Available bool
+}
+
+// sandboxPIDs are the processes of the sandbox whose kubeconfig is given:
+// the sandbox writes one file per process ("<pid> <path>") in pids/ beside
+// it. None when it does not.
+func sandboxPIDs(kubeconfig string) []string {
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(kubeconfig), "pids", "*"))
+	var pids []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if fields := strings.Fields(string(b)); len(fields) > 0 {
+			pids = append(pids, fields[0])
+		}
+	}
+	return pids
+}
+
+// ticksOf is the CPU time the processes have used, in clock ticks (those
+// gone count nothing).
+func ticksOf(pids []string) int64 {
+	var n int64
+	for _, pid := range pids {
+		if s := readProc(pid); s.Available {
+			n += s.CPUTicks
+		}
+	}
+	return n
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every

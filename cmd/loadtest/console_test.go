@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -61,5 +63,34 @@ func TestOptionsAreBounded(t *testing.T) {
 	o, err := parseOptions([]string{"--skip", "kubectl, csv", "--workloads", "2000"})
 	if err != nil || !o.skip["kubectl"] || !o.skip["csv"] || o.skip["pages"] || o.workloads != 2000 {
 		t.Errorf("parseOptions = %+v, %v", o, err)
+	}
+}
+
+// The sandbox's processes are read from the pid files beside its
+// kubeconfig, and their CPU time adds up; a process gone counts nothing.
+func TestSandboxCPU(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "pids"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self := strconv.Itoa(os.Getpid())
+	for name, line := range map[string]string{"kueue": self + " /bin/kueue\n", "etcd": "0 /bin/etcd\n", "empty": ""} {
+		if err := os.WriteFile(filepath.Join(dir, "pids", name), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pids := sandboxPIDs(filepath.Join(dir, "kubeconfig"))
+	slices.Sort(pids)
+	if want := []string{"0", self}; !slices.Equal(pids, want) {
+		t.Fatalf("sandboxPIDs = %v, want %v", pids, want)
+	}
+	before := readProc(self).CPUTicks
+	got := ticksOf(pids)
+	after := readProc(self).CPUTicks
+	if got < before || got > after || after == 0 {
+		t.Errorf("ticksOf = %d, want this process's (%d to %d), and nothing for pid 0", got, before, after)
+	}
+	if got := sandboxPIDs(filepath.Join(t.TempDir(), "kubeconfig")); len(got) != 0 {
+		t.Errorf("a sandbox without pid files has processes %v", got)
 	}
 }

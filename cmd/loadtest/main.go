@@ -361,8 +361,15 @@ func (r *runner) measurePages(ctx context.Context) error {
 			return err
 		}
 		stopProfile := r.profilePage(ctx, p.Path)
+		sandbox := sandboxPIDs(r.env.Kubeconfig)
+		consoleFrom, sandboxFrom, from := readProc(r.pid), ticksOf(sandbox), time.Now()
 		pr := drivePage(ctx, r.client, r.con.Base, p, r.teams, r.o.clients, r.o.pageDuration)
+		consoleTo, sandboxTo, took := readProc(r.pid), ticksOf(sandbox), time.Since(from).Seconds()
 		stopProfile()
+		if consoleFrom.Available && consoleTo.Available {
+			pr.ConsoleCores = float64(consoleTo.CPUTicks-consoleFrom.CPUTicks) / clockTicks / took
+		}
+		pr.SandboxCores = float64(sandboxTo-sandboxFrom) / clockTicks / took
 		after, err := scrape(ctx, r.client, r.con.Base)
 		if err != nil {
 			return err
@@ -371,8 +378,9 @@ func (r *runner) measurePages(ctx context.Context) error {
 		if r.res.Kubectl != nil && pr.P50Seconds > 0 {
 			pr.KubectlRatio = r.res.Kubectl.Seconds / pr.P50Seconds
 		}
-		log.Printf("%-36s p50 %-9s p99 %-9s %7.1f req/s  server p99 %s  (%d requests, %d failed)",
-			p.Path, fmtSeconds(pr.P50Seconds), fmtSeconds(pr.P99Seconds), pr.ReqPerSec, fmtServerP99(pr.Server), pr.Requests, pr.Failed)
+		log.Printf("%-36s p50 %-9s p99 %-9s %7.1f req/s  server p99 %s  (%d requests, %d failed; CPU: console %.2f, sandbox %.2f cores)",
+			p.Path, fmtSeconds(pr.P50Seconds), fmtSeconds(pr.P99Seconds), pr.ReqPerSec, fmtServerP99(pr.Server), pr.Requests, pr.Failed,
+			pr.ConsoleCores, pr.SandboxCores)
 		r.res.Pages = append(r.res.Pages, pr)
 	}
 	return nil

@@ -46,6 +46,12 @@ type pageResult struct {
 	AvgBytes     int64          `json:"avg_bytes"`
 	Server       serverTime     `json:"server"`
 	KubectlRatio float64        `json:"kubectl_ratio,omitempty"` // kubectl way ÷ p50
+	// ConsoleCores and SandboxCores are the CPU the console and the
+	// sandbox's processes (Kueue, the apiserver, etcd, ...) used while the
+	// page was driven, in cores: on a shared machine the server's p99
+	// follows what the sandbox leaves it.
+	ConsoleCores float64 `json:"console_cores"`
+	SandboxCores float64 `json:"sandbox_cores"`
 }
 
 // serverTime is what the console's histogram says about a set of requests.

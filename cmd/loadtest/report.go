@@ -238,7 +238,7 @@ func (r *result) markdown() string {
 		r.Workloads, r.Teams, r.CPUs, orDash(r.Commit), r.Started.Format(time.RFC3339))
 	fmt.Fprintf(&b, "`%s`\n\n", r.Command)
 	if len(r.Pages) > 0 || r.Kubectl != nil || r.CSV != nil {
-		b.WriteString("| page | p50 | p99 | req/s | server p99 | × faster than kubectl |\n|---|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| page | p50 | p99 | req/s | server p99 | × faster than kubectl | CPU: console / sandbox (cores) |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, p := range r.Pages {
 			ratio := "—"
 			if p.KubectlRatio > 0 {
@@ -248,15 +248,15 @@ func (r *result) markdown() string {
 			if p.Failed > 0 {
 				failed = fmt.Sprintf(" (%d of %d failed)", p.Failed, p.Requests)
 			}
-			fmt.Fprintf(&b, "| `%s`%s | %s | %s | %.1f | %s | %s |\n", p.Page, failed, fmtSeconds(p.P50Seconds),
-				fmtSeconds(p.P99Seconds), p.ReqPerSec, fmtServerP99(p.Server), ratio)
+			fmt.Fprintf(&b, "| `%s`%s | %s | %s | %.1f | %s | %s | %.2f / %.2f |\n", p.Page, failed, fmtSeconds(p.P50Seconds),
+				fmtSeconds(p.P99Seconds), p.ReqPerSec, fmtServerP99(p.Server), ratio, p.ConsoleCores, p.SandboxCores)
 		}
 		if c := r.CSV; c != nil {
-			fmt.Fprintf(&b, "| `%s` (one download, %d rows, %.1f MB) | %s | | %.0f rows/s | %s | RSS +%.0f MiB |\n",
+			fmt.Fprintf(&b, "| `%s` (one download, %d rows, %.1f MB) | %s | | %.0f rows/s | %s | RSS +%.0f MiB | |\n",
 				fullTaskCSV, c.Rows, float64(c.Bytes)/1e6, fmtSeconds(c.Seconds), c.RowsPerSec, fmtSeconds(c.ServerSeconds), c.RSSGrowthMiB)
 		}
 		if k := r.Kubectl; k != nil {
-			fmt.Fprintf(&b, "| kubectl way: `kubectl get workloads -A -o json` (%.0f MB) + per-class table | %s | | | | 1× |\n",
+			fmt.Fprintf(&b, "| kubectl way: `kubectl get workloads -A -o json` (%.0f MB) + per-class table | %s | | | | 1× | |\n",
 				float64(k.Bytes)/1e6, fmtSeconds(k.Seconds))
 		}
 		b.WriteString("\n")

@@ -44,7 +44,7 @@ func TestMarkdownShowsEveryFigure(t *testing.T) {
 	r := &result{Command: "bin/loadtest", Workloads: 50000, Teams: 200, CPUs: 2,
 		Kubectl: &kubectlResult{Seconds: 40, Bytes: 95e6},
 		Pages: []pageResult{{Page: "/tasks", Requests: 10, P50Seconds: 4.6, P99Seconds: 6.3, ReqPerSec: 6.4, KubectlRatio: 40 / 4.6,
-			Server: serverTime{Count: 10, P99Seconds: 2.5, P99Above: true, MeanSeconds: 4.2}}},
+			Server: serverTime{Count: 10, P99Seconds: 2.5, P99Above: true, MeanSeconds: 4.2}, ConsoleCores: 0.8, SandboxCores: 1.4}},
 		CSV: &csvResult{Rows: 50000, Seconds: 0.5, RowsPerSec: 100000, RSSGrowthMiB: 12},
 		Watch: &watchResult{Watchers: 100, Streams: 83, NoLiveParts: 17, Modes: map[string]int{modeRefetch: 83}, Probes: 300, CreatedPerSec: 5,
 			All:   kindResult{Page: "all watchers whose page must change", Watchers: 83, Pairs: 100, P50Seconds: 18, P95Seconds: 30, P95Beyond: true, Missed: 10, WatchersMissing: 3},
@@ -54,7 +54,7 @@ func TestMarkdownShowsEveryFigure(t *testing.T) {
 	}
 	md := r.markdown()
 	for _, want := range []string{
-		"| `/tasks` | 4.60 s | 6.30 s | 6.4 | > 2.50 s (mean 4.20 s) | 9× |",
+		"| `/tasks` | 4.60 s | 6.30 s | 6.4 | > 2.50 s (mean 4.20 s) | 9× | 0.80 / 1.40 |",
 		"50000 rows", "100000 rows/s", "RSS +12 MiB",
 		"kubectl way", "| 40.00 s |",
 		"83 streams, 17 on pages without live parts, protocol: 83 refetch",
