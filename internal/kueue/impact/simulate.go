@@ -56,8 +56,9 @@ type Cluster struct {
 }
 
 // Limit bounds in time runs compared with each other. On large cohorts
-// with fair sharing one cycle of Kueue's scheduler takes a good part of a
-// second, and a change that sets off preemptions takes hundreds of cycles;
+// with fair sharing one cycle of Kueue's scheduler takes seconds (7 s at
+// 200 queues and 50 000 Workloads), and a change that sets off preemptions
+// takes hundreds of cycles;
 // past its time the preview reports what the cycles so far did, as Kueue
 // would do it first. The runs stop at the same cycle, so what one run did
 // and the other did not yet is never read as the change's doing.
