@@ -26,20 +26,21 @@ TESTFLAGS := -count=1 -ldflags=-s\ -w
 ## test: every test — unit, integration against the test sandbox, browser e2e
 # go vet first, alone on the processors: it compiles what everything after it
 # reuses (two go commands at once would each compile the same packages).
-# Beside it only the downloads, which wait on the network. staticcheck runs
-# beside the tests, which wait on the sandbox much of the time, as do the
-# tests run side by side (-parallel 4: the sandbox tests that wait on
-# Kueue's cycles). More test binaries at once (-p 4) was slower cold: the
-# compilations and the sandbox share two processors.
+# Beside it only the downloads, which wait on the network. Then the tests,
+# side by side (-parallel 4: the sandbox tests that wait on Kueue's cycles);
+# more test binaries at once (-p 4) was slower cold: the compilations and
+# the sandbox share two processors. staticcheck (about three minutes of
+# processor time cold) runs beside the agreement suites, which wait on
+# Kueue and leave the processors idle, not beside the tests, which compile.
 test: check-generated
 	@$(MAKE) --no-print-directory --output-sync=target -j2 govet test-downloads
 	@$(MAKE) --no-print-directory build test-sandbox-up test-tools
+	$(GO) test $(TESTFLAGS) -parallel 4 -timeout 15m ./...
 	@mkdir -p bin; $(GO) tool staticcheck ./... >bin/staticcheck.log 2>&1 & check=$$!; \
-	$(GO) test $(TESTFLAGS) -parallel 4 -timeout 15m ./...; tests=$$?; \
+	$(MAKE) --no-print-directory agreement; agreed=$$?; \
 	wait $$check; checked=$$?; cat bin/staticcheck.log; \
 	if [ $$checked -ne 0 ]; then echo "staticcheck failed (above)"; fi; \
-	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
-	$(MAKE) --no-print-directory agreement
+	[ $$agreed -eq 0 ] && [ $$checked -eq 0 ]
 	@if [ -n "$$CI" ]; then bin/sandbox down --instance test; fi
 
 # What the tests download (Chromium, podman, promtool), one after another

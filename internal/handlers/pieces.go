@@ -161,6 +161,48 @@ func (k *kept[V]) get(scope, key string, build func() (V, error)) (V, error) {
 	}
 }
 
+// bodies keep pages' bodies (what a page shows inside its layout) rendered
+// once per view, the viewer's teams and the page's query, while what they
+// are made of stays (key): a page whose every part is kept still spent most
+// of a request writing those parts into one page, and a report page is
+// about a hundred kilobytes. The layout, which carries the viewer's name, is
+// rendered for each request.
+type bodies struct {
+	mu     sync.Mutex
+	byView map[string]storedBody
+	bytes  int
+}
+
+type storedBody struct{ key, html string }
+
+// maxBodyBytes bounds the bodies kept; past it they are all forgotten.
+const maxBodyBytes = 8 << 20
+
+// get is view's body for key: the kept one, or build's rendered now and
+// kept. Requests that miss at once each render it: it is made of kept
+// parts, and a miss comes only with a change.
+func (b *bodies) get(view, key string, build func() templ.Component) (templ.Component, error) {
+	b.mu.Lock()
+	k, ok := b.byView[view]
+	b.mu.Unlock()
+	if ok && k.key == key {
+		return templ.Raw(k.html), nil
+	}
+	var h strings.Builder
+	if err := build().Render(context.Background(), &h); err != nil {
+		return nil, err
+	}
+	html := h.String()
+	b.mu.Lock()
+	if b.byView == nil || b.bytes+len(html) > maxBodyBytes {
+		b.byView, b.bytes = map[string]storedBody{}, 0
+	}
+	b.bytes += len(html) - len(b.byView[view].html)
+	b.byView[view] = storedBody{key: key, html: html}
+	b.mu.Unlock()
+	return templ.Raw(html), nil
+}
+
 // teamFilters are a page's team filter (FilterSelect) as rendered for a
 // scope and a choice: a list of 200 teams is the same for every request
 // until a team comes or goes, and making it again for each request made
@@ -171,6 +213,9 @@ type teamFilters struct {
 	mu       sync.Mutex
 	names    []string // the teams the renderings list
 	rendered map[string]templ.Component
+	// generation counts the changes of names: equal generations, equal
+	// renderings.
+	generation uint64
 }
 
 // maxTeamFilters bounds the renderings kept (scopes and choices).
@@ -180,34 +225,39 @@ func newTeamFilters(label string) *teamFilters {
 	return &teamFilters{label: label, rendered: map[string]templ.Component{}}
 }
 
-// of is the filter of snap's teams that visible may see, selected chosen.
-func (f *teamFilters) of(snap *domain.Snapshot, visible scope, selected string) templ.Component {
+// of is the filter of snap's teams that visible may see, selected chosen,
+// and the generation of the teams it lists.
+func (f *teamFilters) of(snap *domain.Snapshot, visible scope, selected string) (templ.Component, uint64) {
 	names := snap.TeamNames()
 	key := visible.key() + "\x00" + selected
 	f.mu.Lock()
 	if !sameList(names, f.names) {
 		if !slices.Equal(names, f.names) {
 			clear(f.rendered)
+			f.generation++
 		}
 		f.names = names
 	}
 	c, ok := f.rendered[key]
+	generation := f.generation
 	f.mu.Unlock()
 	if ok {
-		return c
+		return c, generation
 	}
 	filter := templates.FilterSelect("team", f.label, teamChoices(snap, visible, selected))
 	c, err := renderNow(filter)
 	if err != nil {
-		return filter // rendered with the page, which reports the error
+		return filter, generation // rendered with the page, which reports the error
 	}
 	f.mu.Lock()
 	if len(f.rendered) >= maxTeamFilters {
 		clear(f.rendered)
 	}
-	f.rendered[key] = c
+	if f.generation == generation { // else it lists teams that changed since
+		f.rendered[key] = c
+	}
 	f.mu.Unlock()
-	return c
+	return c, generation
 }
 
 // sameList reports whether a and b are the same slice (a snapshot lists

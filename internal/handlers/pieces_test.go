@@ -92,3 +92,44 @@ func TestTasksPageSharesItsBodyNotItsViewer(t *testing.T) {
 		t.Errorf("the page did not change with the snapshot")
 	}
 }
+
+// The usage report's body is rendered once per teams and query and shared:
+// each viewer still gets their own name around it, and a team that comes
+// shows in it (its team filter lists the teams).
+func TestUsageReportSharesItsBodyNotItsViewer(t *testing.T) {
+	f := newFixture(t, 3, 60).withProxy()
+	f.access.grant("ana", listClusterQueues)
+	f.access.grant("ben", listClusterQueues)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	history := &taskHistory{}
+	history.summary.Rows = []taskhistory.UsageRow{{Day: today, Team: "team-001", InstanceType: "ml.p5.48xlarge",
+		GPU: taskhistory.ResourceHours{Allocated: 8, Used: 2}}}
+	history.summary.Days = []taskhistory.UsageDay{{Day: today}}
+	f.cfg.TaskHistory = history
+	h := f.handler()
+	main := func(name string) (string, string) {
+		t.Helper()
+		code, body := user(t, h, name).Get("/reports/usage?source=history")
+		if code != http.StatusOK {
+			t.Fatalf("%s GET /reports/usage: %d", name, code)
+		}
+		_, rest, _ := strings.Cut(body, "<main")
+		inside, _, _ := strings.Cut(rest, "</main>")
+		return body, inside
+	}
+	anaPage, ana := main("ana")
+	benPage, ben := main("ben")
+	webtest.MustContain(t, "ana's page", anaPage, `id="signed-in-user"`, ">ana<", `id="history-usage"`, `data-team="team-001"`)
+	webtest.MustNotContain(t, "ana's page", anaPage, ">ben<")
+	webtest.MustContain(t, "ben's page", benPage, ">ben<")
+	webtest.MustNotContain(t, "ben's page", benPage, ">ana<")
+	if ana != ben {
+		t.Errorf("the same query for the same teams shows differently:\n%s", cmp.Diff(ana, ben))
+	}
+	webtest.MustNotContain(t, "the team filter before the team came", ana, `value="team-003"`)
+
+	now := time.Now()
+	f.model.publish(snapshotOf(f.settings, kueuetest.Cluster(f.settings, f.settings.Cohort, 4, 60, now), now))
+	_, after := main("ana")
+	webtest.MustContain(t, "the team filter after a team came", after, `value="team-003"`)
+}

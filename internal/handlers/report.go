@@ -53,6 +53,8 @@ type reportPage struct {
 	summaryFacts *kept[summaryFacts]
 	pieces       *pieces
 	teamFilters  *teamFilters
+	// bodies are the history report's bodies per teams and query.
+	bodies *bodies
 }
 
 // show shows (or exports) the usage per team and day for a date range:

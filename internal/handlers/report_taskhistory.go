@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -120,8 +121,9 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	window := taskhistory.Window{From: from, To: to}
 	h := &templates.TaskHistoryReport{}
 	view.TaskHistory = h
-	res := chooseResource(h, f, summaryResources)
-	h.TeamFilter = p.teamFilters.of(snap, visible, f.Team)
+	chooseResource(h, f, summaryResources) // the tabs of a page without a summary
+	var filterGeneration uint64
+	h.TeamFilter, filterGeneration = p.teamFilters.of(snap, visible, f.Team)
 	team, teams := f.Team, []string(nil)
 	switch {
 	case team != "" && !visible.sees(team):
@@ -168,13 +170,37 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.Unavailable = p.taskHistoryNote(err)
 		return render(c, http.StatusOK, templates.Report(view))
 	}
+	rq.Limit, rq.After = reportPageSize, f.After
+	tasks, err := p.taskPages.of(ctx, days, rq)
+	if err != nil {
+		h.TasksUnavailable = p.taskHistoryNote(err)
+		p.fillSummary(h, f, visible, sees, sum)
+		return render(c, http.StatusOK, templates.Report(view))
+	}
+	// Every request of the same teams and query shows the same body while
+	// the summary, the page of tasks and the teams stay.
+	key := strings.Join([]string{view.From, view.To, sum.key, strconv.FormatUint(tasks.id, 36), strconv.FormatUint(filterGeneration, 36)}, "\x00")
+	body, err := p.bodies.get(visible.key()+"\x00"+f.query(), key, func() templ.Component {
+		p.fillSummary(h, f, visible, sees, sum)
+		p.fillTasks(h, f, tasks)
+		return templates.ReportBody(view)
+	})
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, templates.Framed(view.Page, body))
+}
+
+// fillSummary puts the usage summary's part of the page in h: the
+// resources, the rows of the page asked for, the charts and the CSVs.
+func (p reportPage) fillSummary(h *templates.TaskHistoryReport, f reportFilter, visible scope, sees func(string) bool, sum daysSummary) {
 	// What the page takes from the summary beyond its rows is made once per
 	// summary and teams, like the rows: it reads every row and period.
 	facts, _ := p.summaryFacts.get(f.Team+"\x00"+visible.key(), sum.key, func() (summaryFacts, error) {
 		return summaryFacts{resources: pageResources(taskhistory.Profiles(sum.Rows, sees)), missing: missingNotes(sum.Days),
 			upTo: "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC.", upToAt: sum.UpTo.UTC().Format(time.RFC3339Nano)}, nil
 	})
-	res = chooseResource(h, f, facts.resources)
+	res := chooseResource(h, f, facts.resources)
 	h.UpTo, h.UpToAt, h.Missing = facts.upTo, facts.upToAt, facts.missing
 	// The rows of the same summary, resource and teams are made once.
 	shown := strings.Join([]string{f.Team, res.key, visible.key()}, "\x00")
@@ -200,15 +226,12 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "", "rows", "")
 	h.TasksCSV = f.query("format", "csv", "table", "tasks", "after", "", "rows", "")
 	h.HyperPodCSV = f.query("format", "csv", "layout", layoutHyperPod, "after", "", "rows", "")
+}
 
-	rq.Limit, rq.After = reportPageSize, f.After
-	next := ""
-	tasks, err := p.taskPages.of(ctx, days, rq)
-	h.Tasks, h.TaskCount, next = tasks.rows, tasks.count, tasks.next
-	if err != nil {
-		h.TasksUnavailable = p.taskHistoryNote(err)
-		return render(c, http.StatusOK, templates.Report(view))
-	}
+// fillTasks puts the page of the per-task report in h, with links to the
+// pages around it.
+func (p reportPage) fillTasks(h *templates.TaskHistoryReport, f reportFilter, tasks taskPage) {
+	h.Tasks, h.TaskCount = tasks.rows, tasks.count
 	switch {
 	case h.TaskCount == 0:
 		h.TasksSummary = "No tasks existed in this range."
@@ -218,10 +241,9 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 		h.TasksSummary = fmt.Sprintf("%d more tasks, by end (tasks still open last).", h.TaskCount)
 		h.TasksFirst = f.query("after", "")
 	}
-	if next != "" {
-		h.TasksNext = f.query("after", next)
+	if tasks.next != "" {
+		h.TasksNext = f.query("after", tasks.next)
 	}
-	return render(c, http.StatusOK, templates.Report(view))
 }
 
 // summaryFacts are what the report page shows of a summary for some teams
@@ -279,7 +301,12 @@ type taskPage struct {
 	rows  templ.Component
 	count int
 	next  string
+	// id names the page: a page made again has another.
+	id uint64
 }
+
+// taskPagesMade counts the pages of the per-task report made (their ids).
+var taskPagesMade atomic.Uint64
 
 func newTaskPages(h usageHistory) *taskPages {
 	return &taskPages{taskHistory: h, shared: &memo.Memo[taskPage]{TTL: reportTTL, FailureTTL: taskHistoryTTL, Max: 256}}
@@ -310,7 +337,7 @@ func (t *taskPages) of(ctx context.Context, days taskhistory.Window, rq taskhist
 		}
 		var html strings.Builder
 		err = templates.TaskReportRows(rows).Render(ctx, &html)
-		return taskPage{rows: templ.Raw(html.String()), count: len(rows), next: next}, err
+		return taskPage{rows: templ.Raw(html.String()), count: len(rows), next: next, id: taskPagesMade.Add(1)}, err
 	})
 }
 

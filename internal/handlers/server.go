@@ -359,7 +359,7 @@ func New(cfg Config) *echo.Echo {
 	}
 	preemptions := preemptionsPage{frame: f, model: cfg.ReadModel, taskHistory: history, exports: exports}
 	report := reportPage{frame: f, model: cfg.ReadModel, taskHistory: history, prometheus: prom, exports: exports, summaries: newSummaries(history), taskPages: newTaskPages(history),
-		summaryRows: &kept[[]templ.Component]{}, summaryFacts: &kept[summaryFacts]{}, pieces: pieces, teamFilters: newTeamFilters("Team")}
+		summaryRows: &kept[[]templ.Component]{}, summaryFacts: &kept[summaryFacts]{}, pieces: pieces, teamFilters: newTeamFilters("Team"), bodies: &bodies{}}
 	teams := teamPages{frame: f, teams: cfg.Teams, model: cfg.ReadModel, writes: cfg.Writes, bindings: cfg.Bindings, kueueConfig: cfg.Policy,
 		pieces: pieces, kept: &kept[teamsTables]{}}
 	revisions := revisionPages{frame: f, teams: cfg.Teams, revisions: cfg.Revisions, policy: cfg.Policy, writes: cfg.Writes}
