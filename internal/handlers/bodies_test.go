@@ -59,3 +59,34 @@ func TestBodiesAreKeptPerViewAndKey(t *testing.T) {
 		t.Errorf("a forgotten body was not rendered again")
 	}
 }
+
+// While a request builds a scope's tables for a new key, get gives the
+// others the tables of the key before; exact waits for the new ones.
+func TestKeptExactNeverGivesAnotherKeysTables(t *testing.T) {
+	var k kept[string]
+	built := func(v string) func() (string, error) { return func() (string, error) { return v, nil } }
+	if got, _ := k.get("s", "1", built("one")); got != "one" {
+		t.Fatalf("first tables %q", got)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_, _ = k.get("s", "2", func() (string, error) {
+			close(started)
+			<-release
+			return "two", nil
+		})
+	}()
+	<-started
+	if got, _ := k.get("s", "2", built("not built")); got != "one" {
+		t.Errorf("get while key 2 is built: %q, want the tables before (one)", got)
+	}
+	exact := make(chan string)
+	go func() {
+		got, _ := k.exact("s", "2", built("built twice"))
+		exact <- got
+	}()
+	close(release)
+	if got := <-exact; got != "two" {
+		t.Errorf("exact while key 2 is built: %q, want two", got)
+	}
+}

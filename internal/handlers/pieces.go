@@ -121,8 +121,19 @@ type keptTables[V any] struct {
 const maxKeptScopes = 512
 
 // get is the tables of scope for key, built when there are none for it (a
-// failure is not kept).
+// failure is not kept); while another request builds them, the tables kept
+// before, for another key.
 func (k *kept[V]) get(scope, key string, build func() (V, error)) (V, error) {
+	return k.tablesOf(scope, key, build, true)
+}
+
+// exact is get without the tables of another key: for what is kept in
+// turn, which must not keep them.
+func (k *kept[V]) exact(scope, key string, build func() (V, error)) (V, error) {
+	return k.tablesOf(scope, key, build, false)
+}
+
+func (k *kept[V]) tablesOf(scope, key string, build func() (V, error), previous bool) (V, error) {
 	for {
 		k.mu.Lock()
 		if k.byScope == nil || len(k.byScope) >= maxKeptScopes {
@@ -134,7 +145,7 @@ func (k *kept[V]) get(scope, key string, build func() (V, error)) (V, error) {
 			k.byScope[scope] = t
 		}
 		switch {
-		case t.ok && t.key == key, t.ok && t.building != nil:
+		case t.ok && t.key == key, previous && t.ok && t.building != nil:
 			tables := t.tables
 			k.mu.Unlock()
 			return tables, nil

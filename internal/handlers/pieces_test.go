@@ -64,16 +64,7 @@ func TestTasksPageSharesItsBodyNotItsViewer(t *testing.T) {
 	f.access.grant("ana", listClusterQueues)
 	f.access.grant("ben", listClusterQueues)
 	h := f.handler()
-	main := func(name string) (string, string) {
-		t.Helper()
-		code, body := user(t, h, name).Get("/tasks?team=team-001")
-		if code != http.StatusOK {
-			t.Fatalf("%s GET /tasks: %d", name, code)
-		}
-		_, rest, _ := strings.Cut(body, "<main")
-		inside, _, _ := strings.Cut(rest, "</main>")
-		return body, inside
-	}
+	main := func(name string) (string, string) { return pageAndMain(t, user(t, h, name), "/tasks?team=team-001") }
 	anaPage, ana := main("ana")
 	benPage, ben := main("ben")
 	webtest.MustContain(t, "ana's page", anaPage, `id="signed-in-user"`, ">ana<", `id="task-filters"`, `id="task-list-live"`)
@@ -107,16 +98,7 @@ func TestUsageReportSharesItsBodyNotItsViewer(t *testing.T) {
 	history.summary.Days = []taskhistory.UsageDay{{Day: today}}
 	f.cfg.TaskHistory = history
 	h := f.handler()
-	main := func(name string) (string, string) {
-		t.Helper()
-		code, body := user(t, h, name).Get("/reports/usage?source=history")
-		if code != http.StatusOK {
-			t.Fatalf("%s GET /reports/usage: %d", name, code)
-		}
-		_, rest, _ := strings.Cut(body, "<main")
-		inside, _, _ := strings.Cut(rest, "</main>")
-		return body, inside
-	}
+	main := func(name string) (string, string) { return pageAndMain(t, user(t, h, name), "/reports/usage?source=history") }
 	anaPage, ana := main("ana")
 	benPage, ben := main("ben")
 	webtest.MustContain(t, "ana's page", anaPage, `id="signed-in-user"`, ">ana<", `id="history-usage"`, `data-team="team-001"`)
@@ -132,4 +114,16 @@ func TestUsageReportSharesItsBodyNotItsViewer(t *testing.T) {
 	f.model.publish(snapshotOf(f.settings, kueuetest.Cluster(f.settings, f.settings.Cohort, 4, 60, now), now))
 	_, after := main("ana")
 	webtest.MustContain(t, "the team filter after a team came", after, `value="team-003"`)
+}
+
+// pageAndMain is the page at path as b gets it, and what its <main> holds.
+func pageAndMain(t *testing.T, b *webtest.Browser, path string) (page, inside string) {
+	t.Helper()
+	code, page := b.Get(path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d", path, code)
+	}
+	_, rest, _ := strings.Cut(page, "<main")
+	inside, _, _ = strings.Cut(rest, "</main>")
+	return page, inside
 }

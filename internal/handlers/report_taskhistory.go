@@ -192,11 +192,13 @@ func (p reportPage) taskHistoryReport(c echo.Context, f reportFilter, view templ
 }
 
 // fillSummary puts the usage summary's part of the page in h: the
-// resources, the rows of the page asked for, the charts and the CSVs.
+// resources, the rows of the page asked for, the charts and the CSVs. Its
+// parts are sum's own, never those kept for another summary while sum's
+// are made: the body they go in is kept.
 func (p reportPage) fillSummary(h *templates.TaskHistoryReport, f reportFilter, visible scope, sees func(string) bool, sum daysSummary) {
 	// What the page takes from the summary beyond its rows is made once per
 	// summary and teams, like the rows: it reads every row and period.
-	facts, _ := p.summaryFacts.get(f.Team+"\x00"+visible.key(), sum.key, func() (summaryFacts, error) {
+	facts, _ := p.summaryFacts.exact(f.Team+"\x00"+visible.key(), sum.key, func() (summaryFacts, error) {
 		return summaryFacts{resources: pageResources(taskhistory.Profiles(sum.Rows, sees)), missing: missingNotes(sum.Days),
 			upTo: "Figures up to " + sum.UpTo.UTC().Format("2006-01-02 15:04:05") + " UTC.", upToAt: sum.UpTo.UTC().Format(time.RFC3339Nano)}, nil
 	})
@@ -204,7 +206,7 @@ func (p reportPage) fillSummary(h *templates.TaskHistoryReport, f reportFilter, 
 	h.UpTo, h.UpToAt, h.Missing = facts.upTo, facts.upToAt, facts.missing
 	// The rows of the same summary, resource and teams are made once.
 	shown := strings.Join([]string{f.Team, res.key, visible.key()}, "\x00")
-	rows, _ := p.summaryRows.get(shown, sum.key, func() ([]templ.Component, error) {
+	rows, _ := p.summaryRows.exact(shown, sum.key, func() ([]templ.Component, error) {
 		incomplete := incompleteDays(sum.UsageSummary)
 		var rows []templ.Component
 		for _, r := range visibleUsage(sum.UsageSummary, sees) {
@@ -220,7 +222,7 @@ func (p reportPage) fillSummary(h *templates.TaskHistoryReport, f reportFilter, 
 		return rows, nil
 	})
 	p.summaryPage(h, f, rows)
-	h.Charts, _ = p.summaryRows.get("charts\x00"+shown, sum.key, func() ([]templ.Component, error) {
+	h.Charts, _ = p.summaryRows.exact("charts\x00"+shown, sum.key, func() ([]templ.Component, error) {
 		return p.summaryCharts(visibleUsage(sum.UsageSummary, sees), res.unit, res.of), nil
 	})
 	h.SummaryCSV = f.query("format", "csv", "table", "summary", "after", "", "rows", "")
