@@ -59,13 +59,26 @@ func sandboxPIDs(kubeconfig string) []string {
 	return pids
 }
 
-// ticksOf is the CPU time the processes have used, in clock ticks (those
-// gone count nothing).
-func ticksOf(pids []string) int64 {
-	var n int64
+// ticksOf is the CPU time each process has used, in clock ticks (those
+// gone are left out).
+func ticksOf(pids []string) map[string]int64 {
+	n := map[string]int64{}
 	for _, pid := range pids {
 		if s := readProc(pid); s.Available {
-			n += s.CPUTicks
+			n[pid] = s.CPUTicks
+		}
+	}
+	return n
+}
+
+// ticksBetween is the CPU time the processes used from one sample to the
+// next: a process gone in between (a sandbox process that exited) or come
+// counts nothing, rather than its whole life.
+func ticksBetween(from, to map[string]int64) int64 {
+	var n int64
+	for pid, ticks := range to {
+		if before, ok := from[pid]; ok {
+			n += ticks - before
 		}
 	}
 	return n

@@ -67,7 +67,8 @@ func TestOptionsAreBounded(t *testing.T) {
 }
 
 // The sandbox's processes are read from the pid files beside its
-// kubeconfig, and their CPU time adds up; a process gone counts nothing.
+// kubeconfig, and their CPU time adds up; a process gone counts nothing,
+// also when it went between two samples.
 func TestSandboxCPU(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "pids"), 0o755); err != nil {
@@ -87,8 +88,13 @@ func TestSandboxCPU(t *testing.T) {
 	before := readProc(self).CPUTicks
 	got := ticksOf(pids)
 	after := readProc(self).CPUTicks
-	if got < before || got > after || after == 0 {
-		t.Errorf("ticksOf = %d, want this process's (%d to %d), and nothing for pid 0", got, before, after)
+	if len(got) != 1 || got[self] < before || got[self] > after || after == 0 {
+		t.Errorf("ticksOf = %v, want this process's (%d to %d), and nothing for pid 0", got, before, after)
+	}
+	from := map[string]int64{self: 100, "gone": 5000}
+	to := map[string]int64{self: 150, "come": 7000}
+	if n := ticksBetween(from, to); n != 50 {
+		t.Errorf("ticksBetween = %d, want 50: only the process in both samples", n)
 	}
 	if got := sandboxPIDs(filepath.Join(t.TempDir(), "kubeconfig")); len(got) != 0 {
 		t.Errorf("a sandbox without pid files has processes %v", got)

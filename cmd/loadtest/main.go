@@ -369,7 +369,7 @@ func (r *runner) measurePages(ctx context.Context) error {
 		if consoleFrom.Available && consoleTo.Available {
 			pr.ConsoleCores = float64(consoleTo.CPUTicks-consoleFrom.CPUTicks) / clockTicks / took
 		}
-		pr.SandboxCores = float64(sandboxTo-sandboxFrom) / clockTicks / took
+		pr.SandboxCores = float64(ticksBetween(sandboxFrom, sandboxTo)) / clockTicks / took
 		after, err := scrape(ctx, r.client, r.con.Base)
 		if err != nil {
 			return err
