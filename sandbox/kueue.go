@@ -83,6 +83,11 @@ webhook:
   certDir: %s
 leaderElection:
   leaderElect: false
+# Kueue exits when its caches take longer than this to fill (2 minutes unless
+# set): the load instance's 50 000 Workloads, listed while a console lists
+# them too, took longer.
+controller:
+  cacheSyncTimeout: 600000000000 # 10 minutes: Kueue reads it as nanoseconds
 internalCertManagement:
   enable: true
   webhookServiceName: %s
