@@ -98,7 +98,9 @@ func TestUsageReportSharesItsBodyNotItsViewer(t *testing.T) {
 	history.summary.Days = []taskhistory.UsageDay{{Day: today}}
 	f.cfg.TaskHistory = history
 	h := f.handler()
-	main := func(name string) (string, string) { return pageAndMain(t, user(t, h, name), "/reports/usage?source=history") }
+	main := func(name string) (string, string) {
+		return pageAndMain(t, user(t, h, name), "/reports/usage?source=history")
+	}
 	anaPage, ana := main("ana")
 	benPage, ben := main("ben")
 	webtest.MustContain(t, "ana's page", anaPage, `id="signed-in-user"`, ">ana<", `id="history-usage"`, `data-team="team-001"`)
