@@ -31,8 +31,8 @@ TESTFLAGS := -count=1 -ldflags=-s\ -w
 # more test binaries at once (-p 4) was slower cold: the compilations and
 # the sandbox share two processors. staticcheck (three minutes of processor
 # time cold) runs beside them at the lowest priority, on what the tests
-# leave idle while they wait: at the same priority it took two minutes off
-# them, and beside the agreement suites it made Kueue twice as slow.
+# leave idle while they wait: at normal priority it made them two minutes
+# longer, and beside the agreement suites it made Kueue twice as slow.
 test: check-generated
 	@$(MAKE) --no-print-directory --output-sync=target -j2 govet test-downloads
 	@$(MAKE) --no-print-directory build test-sandbox-up test-tools
