@@ -56,8 +56,18 @@ func (r *clusterReads) Teams() []domain.TeamState { return r.cache.Teams(r.setti
 // Changes counts the changes of the objects the teams, the queues and the
 // fleet are read from.
 func (r *clusterReads) Changes() uint64 {
-	return r.cache.Changes("ClusterQueue", "Node", "TeamRevisions", "Cohort")
+	return r.cache.Changes(clusterKinds...)
 }
+
+// Redefinitions counts the changes of what those objects are, not of their
+// status.
+func (r *clusterReads) Redefinitions() uint64 {
+	return r.cache.Redefinitions(clusterKinds...)
+}
+
+// clusterKinds are the kinds the teams, the queues and the fleet are read
+// from (LocalQueues: the namespaces each team serves).
+var clusterKinds = []string{"ClusterQueue", "LocalQueue", "Node", "TeamRevisions", "Cohort"}
 
 func (r *clusterReads) Team(name string) (*kueuev1beta2.ClusterQueue, domain.Team, bool) {
 	return r.cache.Team(r.settings, name)

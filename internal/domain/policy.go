@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -43,6 +44,13 @@ type PolicyAlerts struct {
 	// BorrowingMinutes: a team borrowing longer while a lender waits needs
 	// attention.
 	BorrowingMinutes int `json:"borrowingMinutes,omitempty"`
+}
+
+// Copy is p with classes of its own: a policy kept for many readers is
+// handed out as copies, which a reader may change.
+func (p Policy) Copy() Policy {
+	p.Classes = slices.Clone(p.Classes)
+	return p
 }
 
 // InsightThresholds are the policy's thresholds, the defaults where it

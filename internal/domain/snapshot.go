@@ -6,14 +6,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // Snapshot is the read model at one time (see Model): everything the
 // dashboards show, shared by every page view and live update. It is never
-// changed once made; figures that grow with the clock are computed when
-// read, at the time the reader gives (pages use Taken).
+// changed once published (before, it is numbered and Follow keeps in it the
+// changes since the snapshots published before it);
+// figures that grow with the clock are computed when read, at the time the
+// reader gives (pages use Taken).
 type Snapshot struct {
 	Version uint64
 	Taken   time.Time
@@ -37,6 +40,18 @@ type Snapshot struct {
 
 	teamsOnce sync.Once
 	teams     []string // TeamNames
+
+	// steps are the changes of the last publishes up to it, oldest first
+	// (Follow): every view that moves from one of those snapshots to this
+	// one reads them rather than compare the two again.
+	steps []step
+}
+
+// step is one publish: the snapshot before it (a weak pointer: a
+// snapshot does not keep the ones before it) and the changes since.
+type step struct {
+	from    weak.Pointer[Snapshot]
+	changes Changes
 }
 
 // Changes is how many object changes the snapshot reflects (Model.Changes

@@ -119,6 +119,7 @@ func (c *cluster) Changes() uint64 {
 	}
 	return c.changes.Add(1)
 }
+func (c *cluster) Redefinitions() uint64 { return c.Changes() }
 func (c *cluster) Reachable() (bool, time.Time) {
 	return c.reachable, c.since
 }

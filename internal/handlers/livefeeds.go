@@ -48,12 +48,28 @@ func (f *liveFeeds) versions() feedVersions {
 	return feedVersions{f.utilization.version(), f.positions.version(), f.insights.version()}
 }
 
-// refresh asks the feeds that are due; ok when a figure changed.
-func (f *liveFeeds) refresh(ctx context.Context) (c liveChange, ok bool) {
+// refresh asks the feeds that are due; ok when a figure changed. snap
+// names the teams of the queues whose positions changed.
+func (f *liveFeeds) refresh(ctx context.Context, snap *domain.Snapshot) (c liveChange, ok bool) {
 	c.utilization = f.utilization.refreshIfDue(ctx)
-	c.positions = f.positions.refreshIfDue(ctx)
+	c.positions = teamsOfQueues(snap, f.positions.refreshIfDue(ctx))
 	c.insights = f.insights.refreshIfDue(ctx)
-	return c, c.utilization || c.positions || c.insights
+	return c, c.utilization || len(c.positions) > 0 || c.insights
+}
+
+// teamsOfQueues are the teams of the named ClusterQueues, as snap knows
+// them; nil for none.
+func teamsOfQueues(snap *domain.Snapshot, queues map[string]bool) map[string]bool {
+	if len(queues) == 0 {
+		return nil
+	}
+	teams := map[string]bool{}
+	for _, u := range snap.Teams {
+		if queues[u.ClusterQueue] {
+			teams[u.Team] = true
+		}
+	}
+	return teams
 }
 
 // utilizationFeed keeps every team's hardware GPU utilization.
@@ -195,6 +211,8 @@ type askedPositions struct {
 	ok        bool
 	asked     time.Time
 	used      time.Time
+	// changed is the feed's version when they last changed.
+	changed uint64
 }
 
 func (p *positionsFeed) version() uint64 {
@@ -240,15 +258,35 @@ func (p *positionsFeed) ask(ctx context.Context, clusterQueue string, q *askedPo
 	q.positions, q.ok = positions, ok
 	if !first {
 		p.ver++
+		q.changed = p.ver
 	}
 	return !first
 }
 
+// changedSince names the ClusterQueues whose positions changed after the
+// feed's version v. A queue no rendering asked about for positionsKept is
+// forgotten, its changes with it: a view that showed it that long ago
+// shows it again anyway, with the clock's figures (domain.ClockCadence).
+func (p *positionsFeed) changedSince(v uint64) map[string]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var changed map[string]bool
+	for cq, q := range p.queues {
+		if q.changed > v {
+			if changed == nil {
+				changed = map[string]bool{}
+			}
+			changed[cq] = true
+		}
+	}
+	return changed
+}
+
 // refreshIfDue asks again about the queues renderings used lately whose
-// positions are due, and forgets the others; true when any changed.
-func (p *positionsFeed) refreshIfDue(ctx context.Context) bool {
+// positions are due, and forgets the others; it names those that changed.
+func (p *positionsFeed) refreshIfDue(ctx context.Context) map[string]bool {
 	if p.source == nil {
-		return false
+		return nil
 	}
 	p.mu.Lock()
 	due := map[string]*askedPositions{}
@@ -261,12 +299,17 @@ func (p *positionsFeed) refreshIfDue(ctx context.Context) bool {
 		}
 	}
 	p.mu.Unlock()
-	changed := false
+	var changed map[string]bool
 	for cq, q := range due {
 		if ctx.Err() != nil {
 			break
 		}
-		changed = p.ask(ctx, cq, q) || changed
+		if p.ask(ctx, cq, q) {
+			if changed == nil {
+				changed = map[string]bool{}
+			}
+			changed[cq] = true
+		}
 	}
 	return changed
 }

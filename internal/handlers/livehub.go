@@ -151,7 +151,7 @@ func (h *liveHub) run(ctx context.Context) {
 			h.push(ctx, liveChange{model: c})
 		case <-feeds.C:
 			h.tellWatched()
-			if c, ok := h.views.feeds.refresh(ctx); ok {
+			if c, ok := h.views.feeds.refresh(ctx, h.views.model.Snapshot()); ok {
 				h.push(ctx, c)
 			}
 		}

@@ -59,8 +59,8 @@ type liveChange struct {
 	model domain.Changes
 	// utilization: the teams' hardware utilization (Prometheus) changed.
 	utilization bool
-	// positions: Kueue's queue positions changed.
-	positions bool
+	// positions are the teams whose queues' positions (Kueue's) changed.
+	positions map[string]bool
 	// insights: the insights the rules find changed.
 	insights bool
 }
@@ -340,7 +340,7 @@ func (l *liveViews) current(ctx context.Context, v liveView, snap *domain.Snapsh
 		r := &liveRender{ctx: context.WithoutCancel(ctx), view: v, snap: snap, feeds: l.feeds, fresh: st.snap == nil}
 		if !r.fresh {
 			r.change = liveChange{model: domain.ChangesBetween(st.snap, snap),
-				utilization: st.feeds.utilization != versions.utilization, positions: st.feeds.positions != versions.positions,
+				utilization: st.feeds.utilization != versions.utilization, positions: l.positionsSince(st.feeds.positions, versions.positions, snap),
 				insights: st.feeds.insights != versions.insights}
 			r.prev = make(map[string]templates.LivePart, len(st.parts))
 			for _, p := range st.parts {
@@ -368,6 +368,26 @@ func (l *liveViews) current(ctx context.Context, v liveView, snap *domain.Snapsh
 		}
 		return parts, snap, nil
 	}
+}
+
+// positionsSince are the teams whose queues' positions changed from the
+// feed's version shown to now.
+func (l *liveViews) positionsSince(shown, now uint64, snap *domain.Snapshot) map[string]bool {
+	if shown == now {
+		return nil
+	}
+	return teamsOfQueues(snap, l.feeds.positions.changedSince(shown))
+}
+
+// positionsMoved reports whether Kueue's positions changed in a queue of
+// a team sees reports true for.
+func (c liveChange) positionsMoved(sees func(team string) bool) bool {
+	for team := range c.positions {
+		if sees(team) {
+			return true
+		}
+	}
+	return false
 }
 
 // page is the body of v's page at snap: body renders it around the view's

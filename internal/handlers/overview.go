@@ -64,7 +64,13 @@ func (p overviewPage) show(c echo.Context) error {
 		}
 		return instancesCSV(c, ov)
 	}
-	tables, err := p.kept.get(visible.key(), strconv.FormatUint(p.overview.Changes(), 10), func() (overviewTables, error) {
+	// The cluster's tables show quotas and capacity; a member's also what
+	// their queues may borrow now, which changes with every admission.
+	changes := p.overview.Redefinitions()
+	if !visible.all {
+		changes = p.overview.Changes()
+	}
+	tables, err := p.kept.get(visible.key(), strconv.FormatUint(changes, 10), func() (overviewTables, error) {
 		ov, err := p.overview.Overview()
 		if err != nil {
 			return overviewTables{}, err

@@ -124,6 +124,10 @@ type ClusterOverview interface {
 // and a page keeps what it rendered of them.
 type changeCount interface {
 	Changes() uint64
+	// Redefinitions counts only the changes of what the teams, their queues
+	// and the nodes are, not of their status (the queues' usage): a page
+	// of quotas keeps its rendering through Kueue's admissions.
+	Redefinitions() uint64
 }
 
 // teamList is the teams the console manages, as the cache holds them.
@@ -366,7 +370,7 @@ func New(cfg Config) *echo.Echo {
 	drift := driftPages{frame: f, writes: cfg.Writes}
 	imports := queueImportPages{frame: f, writes: cfg.Writes, model: cfg.ReadModel, bindings: cfg.Bindings}
 	cohorts := cohortPages{frame: f, overview: cfg.Overview, teams: cfg.Teams, writes: cfg.Writes}
-	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes}
+	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes, orders: &recentUseOrders{}}
 	whatIf := whatIfPage{frame: f, teams: cfg.Teams, policy: cfg.Policy, whatIf: cfg.WhatIf, rates: newAdmissionRates(history)}
 	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime,
 		shutdown: cfg.Shutdown, metrics: cfg.Metrics}

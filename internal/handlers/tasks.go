@@ -142,10 +142,12 @@ type tasksPage struct {
 	stats taskStatistics
 	facts *memo.Memo[*taskhistory.WindowStats]
 	rates *admissionRates
+	// teamFilters are the team filter as rendered for each scope and choice.
+	teamFilters *teamFilters
 }
 
 func newTasksPage(f frame, model ReadModel, live *liveViews, stats taskStatistics) tasksPage {
-	return tasksPage{frame: f, model: model, live: live, stats: stats,
+	return tasksPage{frame: f, model: model, live: live, stats: stats, teamFilters: newTeamFilters("Team"),
 		facts: &memo.Memo[*taskhistory.WindowStats]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}, rates: newAdmissionRates(stats)}
 }
 
@@ -172,7 +174,9 @@ func (p tasksPage) show(c echo.Context) error {
 	body, snap, err := p.live.page(c.Request().Context(), view, snap, func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component {
 		// Of the view's query, as the parts are: requests of the same
 		// view share the body.
-		return templates.TasksBody(tasksView(parseTaskFilter(view.query), visible, parts, shown))
+		f := parseTaskFilter(view.query)
+		teamFilter, _ := p.teamFilters.of(shown, visible, f.Team)
+		return templates.TasksBody(tasksView(f, visible, teamFilter, parts, shown))
 	})
 	if err != nil {
 		return err
@@ -182,11 +186,12 @@ func (p tasksPage) show(c echo.Context) error {
 
 // tasksView is the Tasks page around its live parts, at the snapshot they
 // show.
-func tasksView(f taskFilter, visible scope, parts []templates.LivePart, snap *domain.Snapshot) templates.TasksView {
+func tasksView(f taskFilter, visible scope, teamFilter templ.Component, parts []templates.LivePart, snap *domain.Snapshot) templates.TasksView {
 	page := templates.TasksView{
-		Search: f.Search,
-		Live:   parts,
-		AsOf:   snap.Taken.Format(time.TimeOnly),
+		Search:     f.Search,
+		Live:       parts,
+		AsOf:       snap.Taken.Format(time.TimeOnly),
+		TeamFilter: teamFilter,
 	}
 	if f.Sort != taskParams["sort"] {
 		page.Keep = append(page.Keep, templates.Hidden{Name: "sort", Value: f.Sort})
@@ -204,10 +209,6 @@ func tasksView(f taskFilter, visible scope, parts []templates.LivePart, snap *do
 		page.OrderNote = "Team " + f.Team + " orders its waiting tasks by each namespace's recent use (admission fair sharing): " +
 			"the namespace that used the least lately goes first, so positions follow recent use before priority and arrival."
 		page.OrderLink = "/usage/" + url.PathEscape(f.Team) + "#recent-use"
-	}
-	page.Teams = append(page.Teams, templates.Choice{Value: "", Label: "All teams", Selected: f.Team == ""})
-	for _, t := range visibleTeams(snap, visible) {
-		page.Teams = append(page.Teams, templates.Choice{Value: t, Label: t, Selected: t == f.Team})
 	}
 	page.Classes = append(page.Classes, templates.Choice{Value: "", Label: "All classes", Selected: f.Class == ""})
 	for _, cl := range snap.Classes {
@@ -233,7 +234,8 @@ func (f taskFilter) sees(visible scope) func(team string) bool {
 // classes it shows, the clock (waits and runs so far) and Kueue's queue
 // positions (estimated waits).
 func (p tasksPage) affects(v liveView, c liveChange) bool {
-	return c.positions || c.model.Clock || c.model.AnyTeam(parseTaskFilter(v.query).sees(v.scope))
+	sees := parseTaskFilter(v.query).sees(v.scope)
+	return c.positionsMoved(sees) || c.model.Clock || c.model.AnyTeam(sees)
 }
 
 // parts renders the Tasks page's live parts: the statistics by class and
@@ -278,7 +280,7 @@ func (p tasksPage) parts(r *liveRender) ([]templates.LivePart, error) {
 		parts = append(parts, breakdown)
 	}
 
-	list, ok := r.reuse("task-list-live", teams || change.Clock || r.change.positions)
+	list, ok := r.reuse("task-list-live", teams || change.Clock || r.change.positionsMoved(sees))
 	if !ok {
 		var err error
 		list, err = p.taskList(r, f, csv("tasks"))

@@ -33,11 +33,10 @@ func (p usagePages) teamUsage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	links := usageRowOf(domain.TeamUsage{Team: name}, resourceOf("gpu"), nil, false)
 	rangeName, _ := chartRange(c, time.Now())
 	page := templates.TeamUsageView{
 		Page:        templates.Page{Title: "Team " + name, Active: "usage", Problem: p.problem(), Snapshot: snap.Version},
-		RunningLink: links.RunningLink, PendingLink: links.PendingLink,
+		RunningLink: stateLink(name, "Admitted"), PendingLink: stateLink(name, "Queued"),
 		Live:   parts,
 		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
 		Edit:   teamURL(name, "edit"),
@@ -106,25 +105,18 @@ func sameTeamCharts(a, b metrics.TeamCharts) bool {
 	return same(a.Quota, b.Quota) && same(a.InUse, b.InUse) && same(a.Borrowed, b.Borrowed) && same(a.Utilization, b.Utilization)
 }
 
-// preemptedBy is a team's preemptions by preempting team, and the gaps of
-// their record.
-type preemptedBy struct {
-	by   []taskhistory.PreemptedBy
-	gaps []taskhistory.Period
-}
-
-// teamPreemptions are the team pages' preemption counts, each shared for
-// taskHistoryTTL.
+// teamPreemptions are the team pages' preemption counts, each shared, as
+// the page shows them, for taskHistoryTTL.
 type teamPreemptions struct {
 	taskHistory interface {
 		taskhistoryAvailability
 		teamPreemptionCounts
 	}
-	counted *memo.Memo[preemptedBy]
+	counted *memo.Memo[*templates.TeamPreemptions]
 }
 
 func newTeamPreemptions(h TaskHistory) *teamPreemptions {
-	return &teamPreemptions{taskHistory: h, counted: &memo.Memo[preemptedBy]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}}
+	return &teamPreemptions{taskHistory: h, counted: &memo.Memo[*templates.TeamPreemptions]{TTL: taskHistoryTTL, FailureTTL: taskHistoryTTL}}
 }
 
 // of says how often the team's tasks were preempted in the last 7 days,
@@ -134,31 +126,41 @@ func (tp *teamPreemptions) of(ctx context.Context, f frame, team string) *templa
 	if errors.Is(err, errTaskHistoryOff) {
 		return nil
 	}
-	v := &templates.TeamPreemptions{Title: "Preempted in the last 7 days",
-		Link: preemptionFilter{Window: "7d", Team: team}.query()}
+	unavailable := func(err error) *templates.TeamPreemptions {
+		return &templates.TeamPreemptions{Title: preemptionsTitle, Link: preemptionsLink(team), Unavailable: f.taskHistoryNote(err)}
+	}
 	if err != nil {
-		v.Unavailable = f.taskHistoryNote(err)
-		return v
+		return unavailable(err)
 	}
 	now := time.Now()
 	// A page never waits for the history: the first count is filled in
 	// when it comes.
-	counted, pending, err := tp.counted.Peek(ctx, team, firstAnswerGrace, func(ctx context.Context) (preemptedBy, error) {
+	counted, pending, err := tp.counted.Peek(ctx, team, firstAnswerGrace, func(ctx context.Context) (*templates.TeamPreemptions, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		by, gaps, err := tp.taskHistory.PreemptionsByTeam(ctx, taskhistory.LiveWindow(now.Add(-7*24*time.Hour), now), team)
-		return preemptedBy{by, gaps}, err
+		if err != nil {
+			return nil, err
+		}
+		return preemptionsView(team, by, gaps), nil
 	})
-	if pending {
-		v.Pending = true
-		return v
+	switch {
+	case pending:
+		return &templates.TeamPreemptions{Title: preemptionsTitle, Link: preemptionsLink(team), Pending: true}
+	case err != nil:
+		return unavailable(err)
 	}
-	by, gaps := counted.by, counted.gaps
-	if err != nil {
-		v.Unavailable = f.taskHistoryNote(err)
-		return v
-	}
-	v.Gaps = gapNotes(gaps)
+	return counted
+}
+
+const preemptionsTitle = "Preempted in the last 7 days"
+
+func preemptionsLink(team string) string { return preemptionFilter{Window: "7d", Team: team}.query() }
+
+// preemptionsView is a team's preemptions by preempting team as its page
+// shows them.
+func preemptionsView(team string, by []taskhistory.PreemptedBy, gaps []taskhistory.Period) *templates.TeamPreemptions {
+	v := &templates.TeamPreemptions{Title: preemptionsTitle, Link: preemptionsLink(team), Gaps: gapNotes(gaps)}
 	var times int64
 	var lost float64
 	for _, b := range by {

@@ -51,7 +51,7 @@ func (p teamPages) list(c echo.Context) error {
 		CSVByType: csvHref(c, "by-type"),
 	}
 	drifted := p.teams.DriftedTeams()
-	key := strconv.FormatUint(p.teams.Changes(), 10) + "\x00" + strings.Join(slices.Sorted(maps.Keys(drifted)), ",")
+	key := strconv.FormatUint(p.teams.Redefinitions(), 10) + "\x00" + strings.Join(slices.Sorted(maps.Keys(drifted)), ",")
 	tables, _ := p.kept.get(visible.key(), key, func() (teamsTables, error) {
 		namespaces := namespacesOf(p.settings, p.model.Snapshot())
 		shown, byType, shapes := p.allocations(visible)

@@ -90,6 +90,16 @@ func shownPercent(v string, ok bool) string {
 	return v + " %"
 }
 
+// stateLink is the Tasks page of team's tasks ("": every team's) in
+// state, with more parameters.
+func stateLink(team, state string, more ...string) string {
+	params := append([]string{"state", state}, more...)
+	if team != "" {
+		params = append(params, "team", team)
+	}
+	return tasksLink(params...)
+}
+
 func tasksLink(params ...string) string {
 	q := url.Values{}
 	for i := 0; i+1 < len(params); i += 2 {
@@ -252,16 +262,16 @@ func usageRowWith(u domain.TeamUsage, f usageFigures, res usageResource, util ma
 		Running:   u.Running, Pending: u.Pending + u.Preempted, Preempted: u.Preempted,
 		HardwareUtil: "—",
 	}
-	team := []string{}
+	team := ""
 	if !total {
 		r.Link = "/usage/" + url.PathEscape(u.Team)
-		team = []string{"team", u.Team}
+		team = u.Team
 	}
-	r.InUseLink = tasksLink(append(team, "state", "Admitted")...)
+	r.InUseLink = stateLink(team, "Admitted")
 	r.RunningLink = r.InUseLink
-	r.BorrowedLink = tasksLink(append(team, "state", "Admitted", "borrowing", "1")...)
-	r.LentLink = tasksLink("state", "Admitted", "borrowing", "1")
-	r.WantsLink = tasksLink(append(team, "state", "Queued")...)
+	r.BorrowedLink = stateLink(team, "Admitted", "borrowing", "1")
+	r.LentLink = stateLink("", "Admitted", "borrowing", "1")
+	r.WantsLink = stateLink(team, "Queued")
 	r.PendingLink = r.WantsLink
 	if v, ok := hardwareOf(u.Team, util, total); ok {
 		r.HardwareUtil = v + " %"

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +61,9 @@ type Cache struct {
 
 	// changes count the events of each kind: pages that show what the
 	// cache holds keep their rendering while the counts stay.
-	changes map[string]*atomic.Uint64
+	// redefinitions count those of them that changed what an object is,
+	// not its status (see redefined).
+	changes, redefinitions map[string]*atomic.Uint64
 
 	mu        sync.Mutex
 	listeners []func(Event)
@@ -67,6 +72,7 @@ type Cache struct {
 	delivered []func() bool
 	workloads []func(*kueuev1beta2.Workload)
 	stored    trustedTeams
+	policy    keptPolicy
 }
 
 // Event is one change of a watched object.
@@ -92,7 +98,7 @@ type WorkloadTask struct {
 // NewCache wires informers; Start runs them. Workloads are read with the
 // naming rules of s.
 func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Settings, log *slog.Logger) *Cache {
-	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}}
+	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}, redefinitions: map[string]*atomic.Uint64{}}
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
 	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {
 		if wl, ok := obj.(*kueuev1beta2.Workload); ok {
@@ -202,24 +208,64 @@ const revisionsKind = "TeamRevisions"
 
 // Changes is how many changes of the given kinds ("ClusterQueue", "Node",
 // "TeamRevisions", …) the cache took in: equal counts, same objects.
-func (c *Cache) Changes(kinds ...string) uint64 {
+func (c *Cache) Changes(kinds ...string) uint64 { return sum(c.changes, kinds) }
+
+// Redefinitions is how many of the given kinds' changes changed what an
+// object is rather than its status: equal counts, same definitions. Kueue
+// updates a ClusterQueue's status with every admission; a page that shows
+// only the queues' quotas keeps its rendering through those.
+func (c *Cache) Redefinitions(kinds ...string) uint64 { return sum(c.redefinitions, kinds) }
+
+func sum(counters map[string]*atomic.Uint64, kinds []string) uint64 {
 	var n uint64
 	for _, k := range kinds {
-		if counter := c.changes[k]; counter != nil {
+		if counter := counters[k]; counter != nil {
 			n += counter.Load()
 		}
 	}
 	return n
 }
 
-// count counts inf's events as changes of kind.
+// count counts inf's events as changes of kind, and those that redefine
+// an object as its redefinitions.
 func (c *Cache) count(kind string, inf cache.SharedIndexInformer) {
-	counter := &atomic.Uint64{}
-	c.changes[kind] = counter
-	changed := func(any) { counter.Add(1) }
+	changes, redefinitions := &atomic.Uint64{}, &atomic.Uint64{}
+	c.changes[kind], c.redefinitions[kind] = changes, redefinitions
+	both := func(any) {
+		changes.Add(1)
+		redefinitions.Add(1)
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed,
+		AddFunc: both, DeleteFunc: both,
+		UpdateFunc: func(old, obj any) {
+			changes.Add(1)
+			if redefined(old, obj) {
+				redefinitions.Add(1)
+			}
+		},
 	})
+}
+
+// redefined reports whether an update changed what the object is: for an
+// object whose generation counts its spec's changes, a new generation,
+// labels, annotations, finalizers or deletion; for a node, what makes it
+// a member of the fleet (labels, spec, capacity, whether it takes tasks); for any other
+// object, any change.
+func redefined(old, obj any) bool {
+	if n, ok := obj.(*corev1.Node); ok {
+		o, ok := old.(*corev1.Node)
+		return !ok || !maps.Equal(o.Labels, n.Labels) || !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+			!apiequality.Semantic.DeepEqual(o.Status.Capacity, n.Status.Capacity) ||
+			!apiequality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) || domain.NodeSchedulable(o) != domain.NodeSchedulable(n)
+	}
+	n, ok := obj.(metav1.Object)
+	o, oldOK := old.(metav1.Object)
+	if !ok || !oldOK || n.GetGeneration() == 0 {
+		return true
+	}
+	return o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
+		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || !slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }
 
 func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {

@@ -220,7 +220,7 @@ func (l *Live) Publish(snap *domain.Snapshot) {
 	if l.snap.Version > 0 && !l.snap.Taken.IsZero() {
 		prev = l.snap
 	}
-	changed := domain.ChangesBetween(prev, snap)
+	changed := domain.Follow(prev, snap)
 	l.snap = snap
 	l.published.Store(true)
 	for ch := range l.subs {

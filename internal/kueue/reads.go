@@ -152,14 +152,47 @@ func (c *Cache) ConsoleCohorts(s domain.Settings) []string {
 	return out
 }
 
-// Policy returns the stored cluster policy.
+// Policy returns the stored cluster policy. It is decoded again only when
+// a priority class or a cohort is redefined: decoding it for every request
+// was a tenth of the policy page's time.
 func (c *Cache) Policy(s domain.Settings) domain.Policy {
+	key := keptPolicyKey{cohort: s.Cohort, redefinitions: c.Redefinitions("WorkloadPriorityClass", "Cohort")}
+	c.policy.mu.Lock()
+	kept := c.policy.kept
+	c.policy.mu.Unlock()
+	if kept.ok && kept.key == key {
+		return kept.policy.Copy()
+	}
 	classes, _ := c.WorkloadPriorityClasses.List(labels.Everything())
 	cohort, err := c.Cohorts.Get(s.Cohort)
 	if err != nil {
 		cohort = nil // none stored yet
 	}
-	return domain.ReadPolicy(cohort, classes)
+	policy := domain.ReadPolicy(cohort, classes)
+	c.policy.mu.Lock()
+	c.policy.kept = storedPolicy{key: key, policy: policy.Copy(), ok: true}
+	c.policy.mu.Unlock()
+	return policy
+}
+
+// keptPolicy is the policy as last decoded, and what it was decoded from.
+type keptPolicy struct {
+	mu   sync.Mutex
+	kept storedPolicy
+}
+
+type storedPolicy struct {
+	key    keptPolicyKey
+	policy domain.Policy
+	ok     bool
+}
+
+// keptPolicyKey: the cohort the policy is read from, and the
+// redefinitions of the objects it is stored in, counted before they are
+// read (a change meanwhile makes the next read decode it again).
+type keptPolicyKey struct {
+	cohort        string
+	redefinitions uint64
 }
 
 // Fleet is the instance shapes (the catalog merged with the live nodes) and
