@@ -110,7 +110,7 @@ func ChangesBetween(prev, next *Snapshot) Changes {
 // after prev (nil: the first), and keeps them in next, which must not be
 // shared yet, with those of the publishes before: the views that move to
 // next from a snapshot of the last keptSteps are many (a team page each),
-// and comparing every team's figures was a tenth of a page's time.
+// and comparing every team's figures was a sixth of a team page's time.
 func Follow(prev, next *Snapshot) Changes {
 	c := ChangesBetween(prev, next)
 	if prev != nil {
