@@ -276,6 +276,9 @@ type churn struct {
 	lqs       map[string]*kueuev1beta2.LocalQueue
 	classes   map[string]*kueuev1beta2.WorkloadPriorityClass
 	next      int
+	// placement is where the cache last heard the model puts tasks: it
+	// lags behind the model's own, as an informer's goroutine may.
+	placement *Placement
 }
 
 func newChurn(seed uint64, start time.Time) *churn {
@@ -348,7 +351,18 @@ func (c *churn) step(m *Model) {
 	flavors := []string{p5, p4d}
 	set := func(key string, w *kueuetest.WorkloadWrapper) {
 		c.workloads[key] = w
-		m.SetWorkload(w.Obj())
+		if c.rnd.IntN(3) == 0 {
+			m.SetWorkload(w.Obj())
+			return
+		}
+		// As the cache gives tasks: placed where the model put them when
+		// the cache last heard, which may be before a queue moved.
+		if c.placement == nil || c.rnd.IntN(10) == 0 {
+			c.placement = m.Placement()
+		}
+		f := FactsOf(w.Obj(), DefaultSettings, "")
+		c.placement.Place(f)
+		m.SetTask(f)
 	}
 	switch r := c.rnd.IntN(100); {
 	case r < 25 || len(c.workloads) < 20: // a new Workload
@@ -580,5 +594,59 @@ func compareWithScratch(t *testing.T, when string, snap *Snapshot, sc scratch, w
 			snap.StatsByClass(Selection{Teams: []string{"t03"}, Class: "training"}, []string{"training"}, w, snap.Taken)); diff != "" {
 			t.Errorf("%s: stats of one team and class over %s (-scratch +model):\n%s", when, w, diff)
 		}
+	}
+}
+
+// A task the cache placed as the model would is kept as it is, not
+// copied (the facts of 50 000 Workloads are held once); one placed before
+// its LocalQueue moved is placed again.
+func TestPlacedTasksAreKeptAsTheyAre(t *testing.T) {
+	s := DefaultSettings
+	now := time.Date(2026, 11, 25, 12, 0, 5, 0, time.UTC)
+	objs := kueuetest.Cluster(s, s.Cohort, 3, 0, now)
+	m := NewModel(s)
+	m.Load(SnapshotInput{Settings: s, ClusterQueues: objs.ClusterQueues, LocalQueues: objs.LocalQueues, Classes: objs.Classes})
+	pending := func(name string) *kueuev1beta2.Workload {
+		return kueuetest.MakeWorkload(s, s.Namespace("team-001"), name).Queue(s.LocalQueue("team-001")).
+			GPUs(1, 1).Created(now).Pending("Pending", "waits for quota", now).Obj()
+	}
+	held := func(name string) *TaskFacts {
+		for _, f := range m.Snapshot(now).Tasks(TaskQuery{State: ListAll}) {
+			if f.Name == name {
+				return f
+			}
+		}
+		t.Fatalf("the model has no task %s", name)
+		return nil
+	}
+
+	placed := FactsOf(pending("placed"), s, "")
+	before := m.Placement()
+	before.Place(placed)
+	m.SetTask(placed)
+	if got := held("placed"); got != placed {
+		t.Errorf("the model copied a task the cache had placed: %+v", got)
+	}
+	if placed.Team != "team-001" || placed.ClusterQueue != s.ClusterQueue("team-001") || placed.queue != s.ClusterQueue("team-001") || placed.Class == "" {
+		t.Errorf("placed = team %q, ClusterQueue %q, queue %q, class %q: want team-001's queue and the lowest class",
+			placed.Team, placed.ClusterQueue, placed.queue, placed.Class)
+	}
+	if m.Placement() != before {
+		t.Error("the placement changed with a task: the cache would be given a new one for every Workload")
+	}
+
+	// The team's LocalQueue now feeds team-002's ClusterQueue; the cache
+	// still places with what it heard before.
+	m.SetLocalQueue(kueuetest.MakeLocalQueue(s.Namespace("team-001"), s.LocalQueue("team-001"), s.ClusterQueue("team-002")))
+	stale := FactsOf(pending("stale"), s, "")
+	before.Place(stale)
+	m.SetTask(stale)
+	got := held("stale")
+	if got == stale || got.ClusterQueue != s.ClusterQueue("team-002") || got.Team != "team-002" {
+		t.Errorf("a task placed before its LocalQueue moved: kept as given %v, ClusterQueue %q, team %q; want a copy in team-002's",
+			got == stale, got.ClusterQueue, got.Team)
+	}
+	if m.Placement() == before {
+		t.Error("the placement did not change when a LocalQueue moved")
 	}
 }

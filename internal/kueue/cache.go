@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -50,7 +51,11 @@ type Cache struct {
 	log    *slog.Logger
 	core   informers.SharedInformerFactory
 	queues kueueinformers.SharedInformerFactory
-	state  informers.SharedInformerFactory
+	// workloads start once the queues' and classes' first lists reached the
+	// listeners (Start), so that the read model's placement is known.
+	workloads kueueinformers.SharedInformerFactory
+	state     informers.SharedInformerFactory
+	placement atomic.Pointer[domain.Placement]
 
 	started     atomic.Bool
 	kueueFound  atomic.Bool
@@ -70,9 +75,12 @@ type Cache struct {
 	// delivered report whether each event handler has been handed the
 	// initial list of its informer.
 	delivered []func() bool
-	workloads []func(*kueuev1beta2.Workload)
-	stored    trustedTeams
-	policy    keptPolicy
+	// queuesDelivered are those of the delivered that tell where tasks go:
+	// ClusterQueues, LocalQueues, priority classes and cohorts.
+	queuesDelivered []cache.InformerSynced
+	onWorkload      []func(*kueuev1beta2.Workload)
+	stored          trustedTeams
+	policy          keptPolicy
 }
 
 // Event is one change of a watched object.
@@ -88,11 +96,23 @@ type Event struct {
 // dashboards show of it, read once when the Workload changes. At 50 000
 // Workloads the objects themselves would be most of the console's memory.
 type WorkloadTask struct {
-	metav1.ObjectMeta
+	// What the informer and the listeners read of its metadata: a whole
+	// ObjectMeta would take twice the memory of the rest.
+	Namespace, Name   string
+	UID               types.UID
+	ResourceVersion   string
+	DeletionTimestamp *metav1.Time
+
 	Task *domain.TaskFacts
 	// Shape is what Kueue's scheduler reads of it, for the impact preview;
 	// nil once it finished.
 	Shape *impact.Shape
+}
+
+// GetObjectMeta is its metadata, for the informer's keys (meta.Accessor).
+func (w *WorkloadTask) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name, UID: w.UID, ResourceVersion: w.ResourceVersion,
+		DeletionTimestamp: w.DeletionTimestamp}
 }
 
 // NewCache wires informers; Start runs them. Workloads are read with the
@@ -100,18 +120,23 @@ type WorkloadTask struct {
 func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Settings, log *slog.Logger) *Cache {
 	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}, redefinitions: map[string]*atomic.Uint64{}}
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
-	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {
-		if wl, ok := obj.(*kueuev1beta2.Workload); ok {
-			_, _ = stripObject(wl) // listeners keep what they queue: not its managed fields
-			c.seeWorkload(wl)
-			return &WorkloadTask{
-				ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
-					DeletionTimestamp: wl.DeletionTimestamp},
-				Task:  domain.FactsOf(wl, s, ""),
-				Shape: impact.ShapeOf(wl),
-			}, nil
+	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(stripObject))
+	c.workloads = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {
+		wl, ok := obj.(*kueuev1beta2.Workload)
+		if !ok {
+			return stripObject(obj)
 		}
-		return stripObject(obj)
+		_, _ = stripObject(wl) // listeners keep what they queue: not its managed fields
+		c.seeWorkload(wl)
+		task := domain.FactsOf(wl, s, "")
+		if p := c.placement.Load(); p != nil {
+			p.Place(task) // the read model keeps a placed task as it is
+		}
+		return &WorkloadTask{Namespace: task.Namespace, Name: task.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
+			DeletionTimestamp: wl.DeletionTimestamp,
+			Task:              task,
+			Shape:             impact.ShapeOf(wl),
+		}, nil
 	}))
 	// The teams' members and allocations come from the console's own
 	// revisions, not from the ClusterQueues, which more people may change.
@@ -130,7 +155,7 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 	c.watch("Node", c.core.Core().V1().Nodes().Informer())
 	c.watch("ClusterQueue", v.ClusterQueues().Informer())
 	c.watch("LocalQueue", v.LocalQueues().Informer())
-	c.watch("Workload", v.Workloads().Informer())
+	c.watch("Workload", c.workloads.Kueue().V1beta2().Workloads().Informer())
 	c.watch("ResourceFlavor", v.ResourceFlavors().Informer())
 	c.watch("WorkloadPriorityClass", v.WorkloadPriorityClasses().Informer())
 	c.watch("Cohort", v.Cohorts().Informer())
@@ -139,7 +164,15 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 
 // workloadStore is every Workload the cache keeps, as *WorkloadTask.
 func (c *Cache) workloadStore() []any {
-	return c.queues.Kueue().V1beta2().Workloads().Informer().GetStore().List()
+	return c.workloads.Kueue().V1beta2().Workloads().Informer().GetStore().List()
+}
+
+// PlaceTasksWith has the cache place each Workload's task as p says, from
+// now on: the read model gives it its placement whenever that changes.
+func (c *Cache) PlaceTasksWith(p *domain.Placement) {
+	if c.placement.Load() != p {
+		c.placement.Store(p)
+	}
 }
 
 // OnChange registers fn to run (on an informer goroutine: keep it short) after
@@ -167,12 +200,12 @@ func (c *Cache) OnWorkload(fn func(*kueuev1beta2.Workload)) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.workloads = append(c.workloads, fn)
+	c.onWorkload = append(c.onWorkload, fn)
 }
 
 func (c *Cache) seeWorkload(wl *kueuev1beta2.Workload) {
 	c.mu.Lock()
-	fns := c.workloads
+	fns := c.onWorkload
 	c.mu.Unlock()
 	for _, fn := range fns {
 		fn(wl)
@@ -289,9 +322,15 @@ func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
 	if err == nil {
 		c.mu.Lock()
 		c.delivered = append(c.delivered, reg.HasSynced)
+		if placesTasks[kind] {
+			c.queuesDelivered = append(c.queuesDelivered, reg.HasSynced)
+		}
 		c.mu.Unlock()
 	}
 }
+
+// placesTasks are the kinds that tell the read model where a task goes.
+var placesTasks = map[string]bool{"ClusterQueue": true, "LocalQueue": true, "WorkloadPriorityClass": true, "Cohort": true}
 
 // Start runs the informers until ctx ends. Kueue's informers start once its
 // v1beta2 API is served; until then Ready explains it and the pages say so.
@@ -314,7 +353,15 @@ func (c *Cache) Start(ctx context.Context) {
 			if found {
 				c.kueueFound.Store(true)
 				c.queues.Start(ctx.Done())
-				c.kueueSynced.Store(allSynced(c.queues.WaitForCacheSync(ctx.Done())))
+				queues := allSynced(c.queues.WaitForCacheSync(ctx.Done()))
+				// The listeners have the queues and classes before the first
+				// Workload, so that the cache places tasks as the model does.
+				c.mu.Lock()
+				delivered := c.queuesDelivered
+				c.mu.Unlock()
+				cache.WaitForCacheSync(ctx.Done(), delivered...)
+				c.workloads.Start(ctx.Done())
+				c.kueueSynced.Store(queues && allSynced(c.workloads.WaitForCacheSync(ctx.Done())))
 				return
 			}
 			select {

@@ -112,6 +112,9 @@ func (l *Live) take(ev Event) {
 		l.modelMu.Unlock()
 		return
 	}
+	if _, task := ev.Object.(*WorkloadTask); !task {
+		l.cache.PlaceTasksWith(l.model.Placement())
+	}
 	l.modelMu.Unlock()
 	l.observed(ev.Kind, start)
 	select {
