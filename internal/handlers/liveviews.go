@@ -262,6 +262,7 @@ type viewState struct {
 type keptBody struct {
 	version uint64 // of the snapshot
 	ids     string // of the parts, in order
+	with    any    // what else the body shows (page's with)
 	frame   string
 }
 
@@ -392,11 +393,13 @@ func (c liveChange) positionsMoved(sees func(team string) bool) bool {
 
 // page is the body of v's page at snap: body renders it around the view's
 // live parts (as render gives them) and the snapshot they show. What the
-// body shows besides the parts depends on the view and that snapshot
-// alone, never on the viewer's name or CSRF token (the layout around the
-// body has those): it is rendered once per snapshot and kept with the
-// view, and each request only writes it with the parts filled in.
-func (l *liveViews) page(ctx context.Context, v liveView, snap *domain.Snapshot,
+// body shows besides the parts depends on the view, that snapshot and with
+// alone (a comparable value naming the other figures it shows, such as the
+// answers of feeds it was drawn from; nil for none), never on the viewer's
+// name or CSRF token (the layout around the body has those): it is
+// rendered once per snapshot and with, kept with the view, and each
+// request only writes it with the parts filled in.
+func (l *liveViews) page(ctx context.Context, v liveView, snap *domain.Snapshot, with any,
 	body func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component) (templ.Component, *domain.Snapshot, error) {
 	parts, shown, err := l.render(ctx, v, snap)
 	if err != nil {
@@ -411,7 +414,7 @@ func (l *liveViews) page(ctx context.Context, v liveView, snap *domain.Snapshot,
 	st.mu.Lock()
 	kept := st.body
 	st.mu.Unlock()
-	if kept.version != shown.Version || kept.ids != ids.String() {
+	if kept.version != shown.Version || kept.ids != ids.String() || kept.with != with {
 		framed, err := part("", body(withSlots(parts), shown))
 		if err != nil {
 			return nil, nil, err
@@ -421,7 +424,7 @@ func (l *liveViews) page(ctx context.Context, v liveView, snap *domain.Snapshot,
 			// them): this page is rendered whole, and not kept.
 			return body(parts, shown), shown, nil
 		}
-		kept = keptBody{version: shown.Version, ids: ids.String(), frame: framed.HTML}
+		kept = keptBody{version: shown.Version, ids: ids.String(), with: with, frame: framed.HTML}
 		st.mu.Lock()
 		if st.body.version <= kept.version {
 			st.body = kept

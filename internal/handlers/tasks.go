@@ -171,7 +171,7 @@ func (p tasksPage) show(c echo.Context) error {
 		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), p.waitEstimates(c.Request().Context(), snap))
 	}
 
-	body, snap, err := p.live.page(c.Request().Context(), view, snap, func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component {
+	body, snap, err := p.live.page(c.Request().Context(), view, snap, nil, func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component {
 		// Of the view's query, as the parts are: requests of the same
 		// view share the body.
 		f := parseTaskFilter(view.query)

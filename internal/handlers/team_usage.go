@@ -22,35 +22,74 @@ import (
 )
 
 func (p usagePages) teamUsage(c echo.Context) error {
+	ctx := c.Request().Context()
 	snap := p.model.Snapshot()
 	name := c.Param("team")
-	if _, found := teamRow(snap, name); !found {
+	row, found := teamRow(snap, name)
+	if !found {
 		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("There is no team %q.", name))
 	}
 	visible, _ := p.scopeOf(c)
 	view, _ := viewOf("/usage/"+url.PathEscape(name), visible)
-	parts, snap, err := p.live.render(c.Request().Context(), view, snap)
+	rangeName, _ := chartRange(c, time.Now())
+	var page templates.TeamUsageView
+	page.Charts, page.ChartsPending = p.teamCharts(ctx, name, rangeName)
+	page.Preemptions = p.preemptions.of(ctx, p.frame, name)
+	var insights []domain.Insight
+	if p.insights != nil {
+		insights, _ = p.insights.current(ctx)
+	}
+	body := func(parts []templates.LivePart, _ *domain.Snapshot) templ.Component {
+		v := page
+		v.Live, v.Edit = parts, teamURL(name, "edit")
+		v.RunningLink, v.PendingLink = stateLink(name, "Admitted"), stateLink(name, "Queued")
+		v.Ranges = rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName)
+		v.Insights = insightRows(insights, name)
+		return templates.TeamUsageBody(v)
+	}
+	frame := func(shown *domain.Snapshot, body templ.Component) error {
+		return render(c, http.StatusOK, templates.Framed(templates.Page{Title: "Team " + name, Active: "usage",
+			Problem: p.problem(), Snapshot: shown.Version}, body))
+	}
+	if row.RecentUseOrder && p.recentUse != nil {
+		// Kueue's recent use moves with its every sample: this page is
+		// rendered whole.
+		parts, shown, err := p.live.render(ctx, view, snap)
+		if err != nil {
+			return err
+		}
+		page.RecentUse = recentUseView(p.recentUse.LocalQueueUses(ctx, row.ClusterQueue))
+		return frame(shown, body(parts, shown))
+	}
+	// The body is kept while the answers it was drawn from are the same.
+	with := teamPageFigures{rangeName: rangeName, charts: first(page.Charts), chartsPending: page.ChartsPending,
+		preemptions: page.Preemptions, insights: first(insights), insightCount: len(insights)}
+	kept, shown, err := p.live.page(ctx, view, snap, with, body)
 	if err != nil {
 		return err
 	}
-	rangeName, _ := chartRange(c, time.Now())
-	page := templates.TeamUsageView{
-		Page:        templates.Page{Title: "Team " + name, Active: "usage", Problem: p.problem(), Snapshot: snap.Version},
-		RunningLink: stateLink(name, "Admitted"), PendingLink: stateLink(name, "Queued"),
-		Live:   parts,
-		Ranges: rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName),
-		Edit:   teamURL(name, "edit"),
+	return frame(shown, kept)
+}
+
+// teamPageFigures name what a team page's body shows besides its live
+// parts: its chart range and the answers of the charts, the task history
+// and the insights it was drawn from (each kept until the next answer).
+type teamPageFigures struct {
+	rangeName     string
+	charts        *templ.Component
+	chartsPending bool
+	preemptions   *templates.TeamPreemptions
+	insights      *domain.Insight
+	insightCount  int
+}
+
+// first is the address of s's first element: the same while s is the same
+// kept answer; nil when s is empty.
+func first[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
 	}
-	page.Charts, page.ChartsPending = p.teamCharts(c.Request().Context(), name, rangeName)
-	page.Preemptions = p.preemptions.of(c.Request().Context(), p.frame, name)
-	if p.insights != nil {
-		found, _ := p.insights.current(c.Request().Context())
-		page.Insights = insightRows(found, name)
-	}
-	if row, _ := teamRow(snap, name); row.RecentUseOrder && p.recentUse != nil {
-		page.RecentUse = recentUseView(p.recentUse.LocalQueueUses(c.Request().Context(), row.ClusterQueue))
-	}
-	return render(c, http.StatusOK, templates.TeamUsage(page))
+	return &s[0]
 }
 
 // teamCharts are a team page's charts of the named range, drawn once for
