@@ -169,11 +169,7 @@ func (c *Cache) workloadStore() []any {
 
 // PlaceTasksWith has the cache place each Workload's task as p says, from
 // now on: the read model gives it its placement whenever that changes.
-func (c *Cache) PlaceTasksWith(p *domain.Placement) {
-	if c.placement.Load() != p {
-		c.placement.Store(p)
-	}
-}
+func (c *Cache) PlaceTasksWith(p *domain.Placement) { c.placement.Store(p) }
 
 // OnChange registers fn to run (on an informer goroutine: keep it short) after
 // every add, update or delete of a watched object.
