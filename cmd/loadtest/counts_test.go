@@ -74,7 +74,7 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 		{"usage", render(t, templates.Usage(usage)), pageState{Version: 9, Live: map[string]map[countKey]int{
 			"usage-live": {}, "usage-queue-team-000": {{Team: "team-000"}: 4}, "usage-queue-team-001": {{Team: "team-001"}: 0}, "usage-total": {},
 		}}},
-		{"team usage", render(t, templates.TeamUsage(team)), pageState{Version: 3, Live: map[string]map[countKey]int{"team-live": {
+		{"team usage", render(t, templates.Framed(team.Page, templates.TeamUsageBody(team))), pageState{Version: 3, Live: map[string]map[countKey]int{"team-live": {
 			{Team: "team-001"}: 6,
 		}}}},
 	} {

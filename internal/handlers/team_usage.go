@@ -63,7 +63,7 @@ func (p usagePages) teamUsage(c echo.Context) error {
 	}
 	// The body is kept while the answers it was drawn from are the same.
 	with := teamPageFigures{rangeName: rangeName, charts: first(page.Charts), chartsPending: page.ChartsPending,
-		preemptions: page.Preemptions, insights: first(insights), insightCount: len(insights)}
+		preemptions: preemptionsAnswer(page.Preemptions), insights: first(insights), insightCount: len(insights)}
 	kept, shown, err := p.live.page(ctx, view, snap, with, body)
 	if err != nil {
 		return err
@@ -78,9 +78,19 @@ type teamPageFigures struct {
 	rangeName     string
 	charts        *templ.Component
 	chartsPending bool
-	preemptions   *templates.TeamPreemptions
+	preemptions   any // preemptionsAnswer
 	insights      *domain.Insight
 	insightCount  int
+}
+
+// preemptionsAnswer names the task history's answer a team page shows: the
+// kept count, or (made anew for each request) the words while it is
+// pending or unavailable.
+func preemptionsAnswer(p *templates.TeamPreemptions) any {
+	if p != nil && (p.Pending || p.Unavailable != "") {
+		return [2]string{strconv.FormatBool(p.Pending), p.Unavailable}
+	}
+	return p
 }
 
 // first is the address of s's first element: the same while s is the same
