@@ -19,11 +19,19 @@ type Binding struct {
 	Subject Member
 }
 
+// PartOfLabel marks what the console's own install (its Helm chart and
+// manifests) creates, such as the RoleBinding that lets it record events
+// in a namespace.
+const PartOfLabel = "app.kubernetes.io/part-of"
+
 // BindingsOf lists the subjects of rbs, ordered by namespace, subject kind
-// and name, then binding.
+// and name, then binding. The console's own bindings bind no member.
 func BindingsOf(rbs []rbacv1.RoleBinding) []Binding {
 	var out []Binding
 	for _, rb := range rbs {
+		if rb.Labels[PartOfLabel] == ManagedByValue {
+			continue
+		}
 		role := rb.RoleRef.Kind + " " + rb.RoleRef.Name
 		for _, s := range rb.Subjects {
 			name := s.Name

@@ -45,6 +45,16 @@ func TestBindingsOf(t *testing.T) {
 			},
 		},
 		{name: "a binding without subjects binds no one", in: []rbacv1.RoleBinding{rb("team-a", "empty", "ClusterRole", "view")}},
+		{
+			name: "the console's own install binds no member",
+			in: func() []rbacv1.RoleBinding {
+				own := rb("default", "quota-console-events", "Role", "quota-console-events",
+					rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "quota-console", Name: "quota-console"})
+				own.Labels = map[string]string{"app.kubernetes.io/part-of": "quota-console"}
+				return []rbacv1.RoleBinding{own, rb("default", "runners", "ClusterRole", "edit", user("al"))}
+			}(),
+			want: []Binding{{Namespace: "default", Binding: "runners", Role: "ClusterRole edit", Subject: Member{Kind: "User", Name: "al"}}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

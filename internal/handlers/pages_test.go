@@ -259,7 +259,9 @@ func TestTaskListPagesSortsAndSearches(t *testing.T) {
 		`href="/tasks?page=3&amp;sort=name&amp;state=all" rel="next"`, `href="/tasks?sort=name&amp;state=all" rel="prev"`,
 		// The current sort's heading sorts the other way round; the others by themselves, from page 1.
 		`aria-sort="ascending"><a href="/tasks?desc=1&amp;sort=name&amp;state=all">Task</a>`,
-		`<a href="/tasks?sort=gpus&amp;state=all">GPUs</a>`)
+		`<a href="/tasks?sort=gpus&amp;state=all">GPUs</a>`,
+		// The list's waits and runs so far move with the clock's cadence, and the page says so.
+		"move on every 30s, not with every change")
 
 	_, body = webtest.Get(t, h, "/tasks?state=all&sort=name&desc=1")
 	if got := listed(body); len(got) != 50 || got[0] != "job-001999" || got[49] != "job-001950" {

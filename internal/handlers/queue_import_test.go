@@ -22,19 +22,8 @@ import (
 // and the import is asked for the signed-in admin with the preview's
 // fingerprint.
 func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
-	f := newFixture(t, 2, 0).withProxy()
-	s, now := f.settings, time.Now()
-	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
-	objs.ClusterQueues = append(objs.ClusterQueues,
-		kueuetest.MakeClusterQueue("cluster-queue").Nominal(9, nil).WrittenBy("kubectl-client-side-apply").Obj())
-	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
-	objs.Workloads = append(objs.Workloads,
-		kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).Created(now.Add(-time.Minute)).
-			In("cluster-queue").Admitted(now, "ml.p5.48xlarge").Obj(),
-		kueuetest.MakeWorkload(s, "default", "sample-job-2").Queue("user-queue").GPUs(9, 1).Created(now.Add(-time.Minute)).Obj())
-	f.model.publish(snapshotOf(s, objs, now))
-	f.access.grant("admin", listClusterQueues, editTeams)
-	admin := user(t, f.handler(), "admin")
+	f, admin := withKubectlQueue(t)
+	s := f.settings
 
 	code, body := admin.Get("/teams")
 	if code != http.StatusOK {
@@ -84,6 +73,51 @@ func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
 	}
 	if code, _ := member.Get("/queues/cluster-queue/import"); code != http.StatusForbidden {
 		t.Errorf("a member's import preview: %d, want 403", code)
+	}
+}
+
+// withKubectlQueue is a fixture of two teams and a ClusterQueue made with
+// kubectl, as Kueue's getting-started example makes it, with a running and
+// a pending task, and an admin of the console.
+func withKubectlQueue(t *testing.T) (*fixture, *webtest.Browser) {
+	f := newFixture(t, 2, 0).withProxy()
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.ClusterQueues = append(objs.ClusterQueues,
+		kueuetest.MakeClusterQueue("cluster-queue").Nominal(9, nil).WrittenBy("kubectl-client-side-apply").Obj())
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	objs.Workloads = append(objs.Workloads,
+		kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).Created(now.Add(-time.Minute)).
+			In("cluster-queue").Admitted(now, "ml.p5.48xlarge").Obj(),
+		kueuetest.MakeWorkload(s, "default", "sample-job-2").Queue("user-queue").GPUs(9, 1).Created(now.Add(-time.Minute)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	f.access.grant("admin", listClusterQueues, editTeams)
+	return f, user(t, f.handler(), "admin")
+}
+
+// A queue the console does not manage is marked so, with who manages it,
+// where its usage shows; its own page offers its import, not an allocation
+// form it does not have.
+func TestQueuesTheConsoleDidNotCreateAreMarked(t *testing.T) {
+	_, admin := withKubectlQueue(t)
+	const mark = "not managed by the console (kubectl-client-side-apply)"
+
+	_, body := admin.Get("/usage")
+	rows := webtest.HTMLRows(t, body, "team-usage", webtest.ByAttr("data-team"))
+	if got := rows["cluster-queue"]; len(got) == 0 || !strings.HasSuffix(got[0], mark) {
+		t.Errorf("the queue's usage row: %q, want its name marked %q", got, mark)
+	}
+	if got := rows["team-000"]; len(got) == 0 || got[0] != "team-000" {
+		t.Errorf("a team's usage row: %q, want it unmarked", got)
+	}
+
+	_, body = admin.Get("/usage/cluster-queue")
+	if !strings.Contains(body, mark) || !strings.Contains(body, `href="/queues/cluster-queue/import"`) || strings.Contains(body, "Edit allocation") {
+		t.Errorf("the queue's page: want it marked, with its import and no allocation form\n%.2000s", body)
+	}
+	_, body = admin.Get("/usage/team-000")
+	if strings.Contains(body, mark[:len("not managed")]) || !strings.Contains(body, `href="/teams/team-000/edit"`) {
+		t.Errorf("a team's page: want its allocation form and no mark\n%.2000s", body)
 	}
 }
 

@@ -449,6 +449,12 @@ func teamURL(team, page string) string {
 	return u
 }
 
+// importURL is the preview of importing a ClusterQueue the console does not
+// manage.
+func importURL(clusterQueue string) string {
+	return "/queues/" + url.PathEscape(clusterQueue) + "/import"
+}
+
 // render writes a templ component with the given status.
 func render(c echo.Context, status int, component templ.Component) error {
 	ctx := viewerContext(c) // may set a cookie: before the header is written

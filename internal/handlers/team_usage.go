@@ -39,9 +39,12 @@ func (p usagePages) teamUsage(c echo.Context) error {
 	if p.insights != nil {
 		insights, _ = p.insights.current(ctx)
 	}
-	body := func(parts []templates.LivePart, _ *domain.Snapshot) templ.Component {
+	body := func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component {
 		v := page
 		v.Live, v.Edit = parts, teamURL(name, "edit")
+		if r, _ := teamRow(shown, name); r.Manager != "" {
+			v.Manager, v.Import = r.Manager, importURL(r.ClusterQueue)
+		}
 		v.RunningLink, v.PendingLink = stateLink(name, "Admitted"), stateLink(name, "Queued")
 		v.Ranges = rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName)
 		v.Insights = insightRows(insights, name)

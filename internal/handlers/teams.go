@@ -102,7 +102,7 @@ func externalQueues(rows []domain.TeamUsage, visible scope) []templates.External
 		}
 		out = append(out, templates.ExternalQueueRow{Team: r.Team, ClusterQueue: r.ClusterQueue, Namespaces: r.Namespace,
 			Cohort: r.Cohort, ManagedBy: managedBy, Reconciler: r.Reconciler, GPUs: itoa(r.Allocated.GPUs),
-			Running: r.Running, Pending: r.Pending + r.Preempted, Imported: r.Imported})
+			Running: r.Running, Pending: r.Pending + r.Preempted, Imported: r.Imported, Import: importURL(r.ClusterQueue)})
 	}
 	return out
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // SignOutsConfigMap is the ConfigMap, in the console's state namespace, that
@@ -150,7 +152,7 @@ func (s *SignOuts) SignOut(ctx context.Context, account string, at time.Time) er
 		// The first sign-out: make the list (installs make the namespace;
 		// a local run against a fresh cluster makes it here).
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: SignOutsConfigMap, Namespace: s.namespace,
-			Labels: map[string]string{"app.kubernetes.io/part-of": "quota-console"}}, Data: map[string]string{account: value}}
+			Labels: map[string]string{domain.PartOfLabel: domain.ManagedByValue}}, Data: map[string]string{account: value}}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) {
 			if err = createStateNamespace(ctx, s.kube, s.namespace); err == nil {
