@@ -352,7 +352,7 @@ func (m *Model) place(f *TaskFacts, add bool) {
 	if !add {
 		sign = -1
 	}
-	b.counts.count(f.State, f.Deactivated, f.GPUs, f.Partitions, sign)
+	b.counts.count(f.State, f.Deactivated, demand(f.Requests, f.GPUs), f.Partitions, sign)
 	m.dirtyBuckets[tc] = true
 	if b.tasks.Len() == 0 {
 		delete(m.buckets, tc)
@@ -486,7 +486,7 @@ func withTaskCounts(rows []TeamUsage, buckets map[teamAndClass]*bucket) []TeamUs
 		out[i].Running += b.counts.Running
 		out[i].Pending += b.counts.Pending
 		out[i].Preempted += b.counts.Preempted
-		out[i].PendingDemand.GPUs += b.counts.PendingGPUs
+		out[i].PendingDemand.add(b.counts.PendingDemand)
 		for profile, n := range b.counts.PendingPartitions {
 			if n == 0 {
 				continue

@@ -168,11 +168,11 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 		case TaskPending:
 			if !t.Deactivated {
 				sc.teams[i].Pending++
-				sc.teams[i].PendingDemand.GPUs += t.GPUs
+				sc.teams[i].PendingDemand.add(demand(t.Requests, t.GPUs))
 			}
 		case TaskPreempted:
 			sc.teams[i].Preempted++
-			sc.teams[i].PendingDemand.GPUs += t.GPUs
+			sc.teams[i].PendingDemand.add(demand(t.Requests, t.GPUs))
 		}
 	}
 	return sc

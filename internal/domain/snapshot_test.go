@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openquota/console/internal/kueuetest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -50,6 +52,36 @@ func TestTeamUsageAndLending(t *testing.T) {
 	total := Totals(snap.Teams)
 	if total.Allocated.GPUs != 20 || total.Borrowed.GPUs != 6 || total.Lent.GPUs != 6 {
 		t.Errorf("totals: %+v", total)
+	}
+}
+
+// What waiting tasks ask for counts in every resource the usage pages
+// show: a queue of Kueue's examples waits for vCPU and memory, a Trainium
+// team for Neuron devices; a running task asks for nothing more, and a
+// preempted one waits again.
+func TestPendingDemandCountsEveryResource(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	ns := DefaultSettings.Namespace("c")
+	pod := func(cpu, memory, neuron string) corev1.PodSpec {
+		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+		if neuron != "" {
+			req[ResourceNeuron] = resource.MustParse(neuron)
+		}
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: req}}}}
+	}
+	wls := []*kueuev1beta2.Workload{
+		newWorkload(ns, "cpu").Queue("lq").PodSpec("main", 3, pod("1", "200Mi", "")).Created(now.Add(-time.Minute)).Obj(),
+		newWorkload(ns, "trn").Queue("lq").PodSpec("main", 2, pod("8", "64Gi", "16")).Created(now.Add(-time.Minute)).Obj(),
+		newWorkload(ns, "again").Queue("lq").GPUs(2, 1).Created(now.Add(-time.Hour)).Admitted(now.Add(-time.Hour), "ml.p5.48xlarge").
+			Preempted(now.Add(-time.Minute), kueuev1beta2.InCohortReclamationReason, "Preempted to accommodate a workload").Obj(),
+		newWorkload(ns, "runs").Queue("lq").GPUs(4, 1).Created(now.Add(-time.Hour)).In(DefaultSettings.ClusterQueue("c")).
+			Admitted(now.Add(-time.Hour), "ml.p5.48xlarge").Obj(),
+	}
+	snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, ClusterQueues: []*kueuev1beta2.ClusterQueue{testCQ("c").Nominal(8, nil).Obj()},
+		LocalQueues: []*kueuev1beta2.LocalQueue{kueuetest.MakeLocalQueue(ns, "lq", DefaultSettings.ClusterQueue("c"))}, Workloads: wls}, now)
+	want := Amount{GPUs: 2, Neuron: 32, CPUMilli: 3*1000 + 2*8000 + 1000, MemoryMiB: 3*200 + 2*64*1024}
+	if diff := cmp.Diff(want, snap.Teams[0].PendingDemand); diff != "" {
+		t.Errorf("team c's pending demand (-want +got):\n%s", diff)
 	}
 }
 

@@ -149,7 +149,9 @@ func countsWait(state TaskState, deactivated bool, admittedAt, windowStart, now 
 // and none starts to grow.
 type tally struct {
 	Running, Pending, Preempted int
-	PendingGPUs                 int64 // asked for by pending (active) and preempted tasks
+	// PendingDemand is what pending (active) and preempted tasks ask for
+	// (demand).
+	PendingDemand Amount
 	// PendingPartitions are the MIG partitions they ask for, by profile
 	// (nil for none; a profile's entry stays, at 0, once counted).
 	PendingPartitions                map[string]int64
@@ -169,8 +171,15 @@ func (t tally) frozen() tally {
 	return t
 }
 
-// count counts a task in (sign 1) or out (sign −1).
-func (t *tally) count(state TaskState, deactivated bool, gpus int64, partitions string, sign int) {
+// demand is what a waiting task asks for: its requests, and the GPUs it
+// counts (those its reservation holds, while an eviction is under way).
+func demand(requests Amount, gpus int64) Amount {
+	requests.GPUs = gpus
+	return requests
+}
+
+// count counts a task in (sign 1) or out (sign −1); asks is its demand.
+func (t *tally) count(state TaskState, deactivated bool, asks Amount, partitions string, sign int) {
 	switch {
 	case state == TaskAdmitted:
 		t.Running += sign
@@ -182,7 +191,7 @@ func (t *tally) count(state TaskState, deactivated bool, gpus int64, partitions 
 	default:
 		return
 	}
-	t.PendingGPUs += int64(sign) * gpus
+	t.PendingDemand.addTimes(asks, int64(sign))
 	for profile, n := range PartitionCounts(partitions) {
 		if t.PendingPartitions == nil {
 			t.PendingPartitions = map[string]int64{}
@@ -193,7 +202,7 @@ func (t *tally) count(state TaskState, deactivated bool, gpus int64, partitions 
 
 // addTask counts a task as seen at now (its Wait and Run fixed).
 func (t *tally) addTask(task *Task, windowStart, now time.Time) {
-	t.count(task.State, task.Deactivated, task.GPUs, task.Partitions, 1)
+	t.count(task.State, task.Deactivated, demand(task.Requests, task.GPUs), task.Partitions, 1)
 	run := countsRun(task.State, task.AdmittedAt, task.FinishedAt, task.Run, windowStart, now)
 	wait := countsWait(task.State, task.Deactivated, task.AdmittedAt, windowStart, now)
 	if run {
@@ -213,7 +222,7 @@ func (t *tally) addTask(task *Task, windowStart, now time.Time) {
 func (t *tally) addFacts(f *TaskFacts, window time.Duration) {
 	at := t.at
 	start := at.Add(-window)
-	t.count(f.State, f.Deactivated, f.GPUs, f.Partitions, 1)
+	t.count(f.State, f.Deactivated, demand(f.Requests, f.GPUs), f.Partitions, 1)
 	if f.AdmittedAt.After(t.lastAdmission) {
 		t.lastAdmission = f.AdmittedAt
 	}

@@ -63,6 +63,9 @@ type Task struct {
 	// (WorkloadReading.GPUs): the admitted usage while quota is reserved,
 	// else the pod sets' requests.
 	GPUs int64
+	// Requests are what it asks for, as Kueue counts a pending Workload
+	// (WorkloadReading.Requests).
+	Requests Amount
 	// Flavors are the ResourceFlavors (instance types) the task was admitted
 	// on: those assigned to nvidia.com/gpu, or every assigned one for a task
 	// without GPUs. Sorted; empty while pending.
@@ -117,6 +120,7 @@ type TaskFacts struct {
 	State                 TaskState
 	Deactivated, Queued   bool
 	GPUs                  int64
+	Requests              Amount // as Task.Requests
 	Flavors               []string
 	Partitions            string // as WorkloadReading.Partitions
 	// Usage is what the task's admission holds per flavor, while quota is
@@ -153,7 +157,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 	f := &TaskFacts{
 		Namespace: intern(r.Namespace), Name: r.Name, Team: intern(r.Team), OwnerKind: intern(r.OwnerKind), OwnerName: r.OwnerName,
 		ClusterQueue: intern(r.ClusterQueue), LocalQueue: intern(r.LocalQueue), Class: intern(cmp.Or(r.ClassRef, lowestClass)),
-		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs, Partitions: intern(r.Partitions),
+		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs, Requests: r.Requests, Partitions: intern(r.Partitions),
 		Created: r.Created, WaitStart: r.WaitStart, QueueOrder: r.QueueOrder, AdmittedAt: r.AdmittedAt, FinishedAt: r.FinishedAt,
 		KueueMessage: intern(r.KueueMessage),
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
@@ -230,7 +234,7 @@ func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 	return Task{
 		Namespace: f.Namespace, Name: f.Name, OwnerKind: f.OwnerKind, OwnerName: f.OwnerName, Team: f.Team, ClusterQueue: f.ClusterQueue, LocalQueue: f.LocalQueue,
 		Class: f.Class, Priority: f.Priority, State: f.State, Deactivated: f.Deactivated, Queued: f.Queued,
-		GPUs: f.GPUs, Flavors: f.Flavors, Partitions: f.Partitions, Borrowing: borrowing,
+		GPUs: f.GPUs, Requests: f.Requests, Flavors: f.Flavors, Partitions: f.Partitions, Borrowing: borrowing,
 		Created: f.Created, WaitStart: f.WaitStart, QueueOrder: f.QueueOrder, AdmittedAt: f.AdmittedAt, FinishedAt: f.FinishedAt,
 		Wait: f.WaitAt(now), Run: f.RunAt(now),
 		Reason: f.ReasonAt(now, borrowing), KueueMessage: f.KueueMessage,

@@ -23,11 +23,14 @@ type Amount struct {
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 }
 
-func (a *Amount) add(b Amount) {
-	a.GPUs += b.GPUs
-	a.Neuron += b.Neuron
-	a.CPUMilli += b.CPUMilli
-	a.MemoryMiB += b.MemoryMiB
+func (a *Amount) add(b Amount) { a.addTimes(b, 1) }
+
+// addTimes adds n times b (n −1 takes it away).
+func (a *Amount) addTimes(b Amount, n int64) {
+	a.GPUs += n * b.GPUs
+	a.Neuron += n * b.Neuron
+	a.CPUMilli += n * b.CPUMilli
+	a.MemoryMiB += n * b.MemoryMiB
 }
 
 // addUnits adds v of resource r, in the units Amount keeps (see units).

@@ -1,11 +1,14 @@
 package handlers_test
 
 import (
+	"cmp"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
+	"golang.org/x/net/html"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -61,8 +64,69 @@ func TestTeamPageShowsLimits(t *testing.T) {
 				t.Fatalf("/usage/%s: %d", tc.team, code)
 			}
 			got := webtest.HTMLRows(t, body, "team-limits", webtest.ByAttr("data-limit"))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := gocmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("limits: flavor, resource, nominal, in use, borrowing limit, lending limit, borrowed, lent (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A team's page shows its figures in every resource it has: a queue made
+// as Kueue's getting-started example makes it (vCPU and memory, no GPUs)
+// gets vCPU and memory columns, with what its waiting task asks for; a
+// team of the console gets GPUs, vCPU and memory.
+func TestTeamPageShowsEveryResourceItHas(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	objs.ClusterQueues[0] = (&kueuetest.ClusterQueueWrapper{ClusterQueue: *objs.ClusterQueues[0]}).
+		Quota("ml.p5.48xlarge", corev1.ResourceCPU, "192").Quota("ml.p5.48xlarge", corev1.ResourceMemory, "2Ti").Obj()
+	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("cluster-queue").
+		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
+		WrittenBy("kubectl-client-side-apply").Obj())
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "dummy-job", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("200Mi")}}}}}
+	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").
+		PodSpec("main", 3, pod).Created(now.Add(-time.Minute)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	h := f.handler()
+
+	byHeading := func(n *html.Node) string {
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			if ch.Type == html.ElementNode && (ch.Data == "th" || ch.Data == "td") {
+				return cmp.Or(strings.TrimSpace(webtest.NodeText(ch)), "resource")
+			}
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		team string
+		want map[string][]string
+	}{
+		{"cluster-queue", map[string][]string{
+			"resource":                  {"", "vCPU", "Memory"},
+			"Allocated":                 {"Allocated", "9", "36"},
+			"In use by tasks":           {"In use by tasks", "0", "0"},
+			"Borrowed from other teams": {"Borrowed from other teams", "0", "0"},
+			"Lent to other teams":       {"Lent to other teams", "0", "0"},
+			"Pending demand":            {"Pending demand", "3", "0.59"},
+			"Allocation utilization":    {"Allocation utilization", "0 %", "0 %"},
+		}},
+		{"team-000", map[string][]string{
+			"resource":                  {"", "GPUs", "vCPU", "Memory"},
+			"Allocated":                 {"Allocated", "8", "192", "2048"},
+			"In use by tasks":           {"In use by tasks", "0", "0", "0"},
+			"Borrowed from other teams": {"Borrowed from other teams", "0", "0", "0"},
+			"Lent to other teams":       {"Lent to other teams", "0", "0", "0"},
+			"Pending demand":            {"Pending demand", "0", "0", "0"},
+			"Allocation utilization":    {"Allocation utilization", "0 %", "0 %", "0 %"},
+		}},
+	} {
+		t.Run(tc.team, func(t *testing.T) {
+			_, body := webtest.Get(t, h, "/usage/"+tc.team)
+			if diff := gocmp.Diff(tc.want, webtest.HTMLRows(t, body, "team-summary", byHeading)); diff != "" {
+				t.Errorf("the team's figures by resource (-want +got):\n%s", diff)
 			}
 		})
 	}

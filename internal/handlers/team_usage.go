@@ -257,22 +257,51 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 		gone, err := part("team-live", templates.Message("Team "+r.view.team+" no longer exists."))
 		return []templates.LivePart{gone}, err
 	}
-	gpus := resourceOf("gpu")
-	util, note := p.hardwareUtil(r.ctx, gpus)
-	row := usageRowOf(u, gpus, util, false)
-	if _, ok := util[u.Team]; !ok && note != "" {
-		row.HardwareUtil = "unavailable"
+	v := templates.TeamSummaryView{Team: u.Team, Pending: u.Pending + u.Preempted}
+	profiles := domain.UsedProfiles([]domain.TeamUsage{u})
+	for _, res := range teamResources(u, profiles) {
+		label := res.label
+		if res.profile != "" {
+			label += " partitions"
+		}
+		v.Columns = append(v.Columns, templates.SummaryColumn{Key: res.key, Label: label, Row: usageRowOf(u, res, nil, false)})
+		if res.key == "gpu" {
+			util, note := p.hardwareUtil(r.ctx, res)
+			v.HardwareUtil = usageRowOf(u, res, util, false).HardwareUtil
+			if _, ok := util[u.Team]; !ok && note != "" {
+				v.HardwareUtil = "unavailable"
+			}
+		}
 	}
-	for _, profile := range domain.UsedProfiles([]domain.TeamUsage{u}) {
+	for _, profile := range profiles {
 		util, _ := p.hardwareUtil(r.ctx, profileResource(profile))
-		row.ProfileUtil = append(row.ProfileUtil, templates.ProfileFigure{Profile: profile, Value: shownPercent(hardwareOf(u.Team, util, false))})
+		v.ProfileUtil = append(v.ProfileUtil, templates.ProfileFigure{Profile: profile, Value: shownPercent(hardwareOf(u.Team, util, false))})
 	}
-	summary, err := part("team-live", templates.TeamSummary(row))
+	summary, err := part("team-live", templates.TeamSummary(v))
 	if err != nil {
 		return nil, err
 	}
 	limits, err := part("team-limits", templates.TeamLimitsTable(teamLimits(u)))
 	return []templates.LivePart{summary, limits}, err
+}
+
+// teamResources are the resources a team's page shows its figures in:
+// those it has quota of, uses or waits for, GPUs first (and GPUs alone for
+// a team with none of them), then its MIG profiles.
+func teamResources(u domain.TeamUsage, profiles []string) []usageResource {
+	var out []usageResource
+	for _, res := range usageResources {
+		if res.key == "gpu" || res.figures(u) != (usageFigures{}) {
+			out = append(out, res)
+		}
+	}
+	if len(out) > 1 && out[0].figures(u) == (usageFigures{}) {
+		out = out[1:] // no GPUs at all: a queue of other resources
+	}
+	for _, profile := range profiles {
+		out = append(out, profileResource(profile))
+	}
+	return out
 }
 
 // teamLimits is the team's quota and limits per flavor and resource, each
