@@ -56,7 +56,7 @@ func TestParsePageReadsCountsFromTheConsoleTemplates(t *testing.T) {
 	}
 	team := templates.TeamUsageView{
 		Page: templates.Page{Title: "Team team-001", Snapshot: 3},
-		Live: []templates.LivePart{part("team-live", templates.TeamSummary(templates.UsageRow{Team: "team-001", Pending: 6}))},
+		Live: []templates.LivePart{part("team-live", templates.TeamSummary(templates.TeamSummaryView{Team: "team-001", Pending: 6}))},
 	}
 	for _, tc := range []struct {
 		name string

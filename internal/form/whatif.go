@@ -52,15 +52,28 @@ func ParseWhatIf(v url.Values) WhatIfForm {
 
 // WhatIfChoices are what a what-if may name.
 type WhatIfChoices struct {
-	// Teams are the teams the viewer may ask about; SeesAll says they are
-	// every team the console manages (a platform viewer), so a team not
-	// among them does not exist.
+	// Teams are the teams the viewer may ask about, those of the
+	// ClusterQueues the console does not manage too; SeesAll says they are
+	// every team (a platform viewer), so a team not among them does not
+	// exist.
 	Teams   []string
 	SeesAll bool
 	// Classes are the cluster policy's priority classes.
 	Classes []string
 	Shapes  domain.ShapeLookup
+	// Flavors are the ResourceFlavors of the viewer's queues that are no
+	// instance type (a queue as Kueue's examples make it): a row may name
+	// one, with what each pod asks for typed, as nothing derives it.
+	Flavors []string
 }
+
+// Most one pod may ask for on a flavor that is no instance type, whose
+// instances the console does not know.
+const (
+	maxFlavorGPUs      = 64
+	maxFlavorVCPU      = 1024
+	maxFlavorMemoryGiB = 16384
+)
 
 // Validate checks the form and converts it.
 func (f WhatIfForm) Validate(c WhatIfChoices) (domain.WhatIf, Errors) {
@@ -71,7 +84,7 @@ func (f WhatIfForm) Validate(c WhatIfChoices) (domain.WhatIf, Errors) {
 		errs.Add("team", "Choose a team.")
 	case slices.Contains(c.Teams, f.Team):
 	case c.SeesAll:
-		errs.Add("team", fmt.Sprintf("There is no team %q managed by this console.", truncate(f.Team, 64)))
+		errs.Add("team", fmt.Sprintf("There is no team %q.", truncate(f.Team, 64)))
 	default:
 		// Whether the team exists is not theirs to know either.
 		errs.Add("team", fmt.Sprintf("You cannot see team %q.", truncate(f.Team, 64)))
@@ -90,7 +103,7 @@ func (f WhatIfForm) Validate(c WhatIfChoices) (domain.WhatIf, Errors) {
 		errs.Add("rows", "Add at least one row: an instance type, how many pods, and what each pod asks for.")
 	}
 	for i, row := range f.Rows {
-		if r, ok := validateWhatIfRow(i, row, c.Shapes, &errs); ok {
+		if r, ok := validateWhatIfRow(i, row, c, &errs); ok {
 			job.Rows = append(job.Rows, r)
 		}
 	}
@@ -98,15 +111,19 @@ func (f WhatIfForm) Validate(c WhatIfChoices) (domain.WhatIf, Errors) {
 }
 
 // validateWhatIfRow checks one row. A pod runs on one instance, so it may
-// ask for at most what one instance has.
-func validateWhatIfRow(i int, row WhatIfRow, shapes domain.ShapeLookup, errs *Errors) (domain.WhatIfRow, bool) {
+// ask for at most what one instance has; on a flavor that is no instance
+// type, at most the flavor limits above.
+func validateWhatIfRow(i int, row WhatIfRow, c WhatIfChoices, errs *Errors) (domain.WhatIfRow, bool) {
 	field := func(name string) string { return fmt.Sprintf("row.%d.%s", i, name) }
 	r := domain.WhatIfRow{InstanceType: row.InstanceType}
-	shape, known := shapes(row.InstanceType)
+	shape, known := c.Shapes(row.InstanceType)
+	flavor := !known && slices.Contains(c.Flavors, row.InstanceType)
 	switch {
 	case row.InstanceType == "":
 		errs.Add(field("instanceType"), "Choose an instance type.")
 		return r, false
+	case flavor:
+		shape = domain.InstanceShape{Type: row.InstanceType, GPUs: maxFlavorGPUs, Neuron: maxFlavorGPUs, VCPU: maxFlavorVCPU, MemoryGiB: maxFlavorMemoryGiB}
 	case !known:
 		errs.Add(field("instanceType"), fmt.Sprintf("Unknown instance type %q.", truncate(row.InstanceType, 64)))
 		return r, false
@@ -130,6 +147,8 @@ func validateWhatIfRow(i int, row WhatIfRow, shapes domain.ShapeLookup, errs *Er
 			return n
 		case most == 0:
 			errs.Add(field(name), fmt.Sprintf("%s has no %s.", shape.Type, unit))
+		case flavor:
+			errs.Add(field(name), fmt.Sprintf("Enter a whole number of %s per pod from %d to %d.", unit, least, most))
 		default:
 			errs.Add(field(name), fmt.Sprintf("Enter a whole number of %s per pod from %d to %d: a pod runs on one instance, and %s has %d.",
 				unit, least, most, shape.Type, most))
@@ -149,6 +168,7 @@ func validateWhatIfRow(i int, row WhatIfRow, shapes domain.ShapeLookup, errs *Er
 		errs.Add(field("gpus"), "Give GPUs or Neuron devices per pod, not both.")
 	case r.GPUs == 0 && r.Neuron == 0 && r.CPUMilli == 0:
 		errs.Add(field("gpus"), "Give GPUs, Neuron devices or vCPUs per pod.")
+
 	default:
 		return r, true
 	}

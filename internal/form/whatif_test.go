@@ -11,7 +11,8 @@ import (
 )
 
 func whatIfChoices() WhatIfChoices {
-	return WhatIfChoices{Teams: []string{"nlp", "vision"}, Classes: []string{"inference", "training"}, Shapes: domain.LookupShape}
+	return WhatIfChoices{Teams: []string{"cluster-queue", "nlp", "vision"}, Classes: []string{"inference", "training"}, Shapes: domain.LookupShape,
+		Flavors: []string{"default-flavor"}}
 }
 
 func TestWhatIfForm(t *testing.T) {
@@ -36,6 +37,9 @@ func TestWhatIfForm(t *testing.T) {
 			"row.1.instanceType": {"ml.p5.48xlarge"}, "row.1.pods": {"3"}, "row.1.gpus": {"8"}},
 			domain.WhatIf{Team: "nlp", Rows: []domain.WhatIfRow{{InstanceType: "ml.p5.48xlarge", Pods: 1, GPUs: 1},
 				{InstanceType: "ml.p5.48xlarge", Pods: 3, GPUs: 8}}}},
+		{"a flavor that is no instance type (a queue of Kueue's examples): vCPU alone", url.Values{"team": {"cluster-queue"},
+			"row.0.instanceType": {"default-flavor"}, "row.0.pods": {"3"}, "row.0.vcpu": {"1"}},
+			domain.WhatIf{Team: "cluster-queue", Rows: []domain.WhatIfRow{{InstanceType: "default-flavor", Pods: 3, CPUMilli: 1000}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, errs := ParseWhatIf(tc.query).Validate(whatIfChoices())
@@ -63,7 +67,7 @@ func TestWhatIfFormErrors(t *testing.T) {
 		{"a team the member cannot see", func(v url.Values) { v.Set("team", "speech") }, nil,
 			map[string]string{"team": `You cannot see team "speech".`}},
 		{"a team that does not exist, asked by a platform viewer", func(v url.Values) { v.Set("team", "speech") },
-			func(c *WhatIfChoices) { c.SeesAll = true }, map[string]string{"team": `There is no team "speech" managed by this console.`}},
+			func(c *WhatIfChoices) { c.SeesAll = true }, map[string]string{"team": `There is no team "speech".`}},
 		{"a class the policy does not have", func(v url.Values) { v.Set("class", "urgent") }, nil,
 			map[string]string{"class": "Choose one of the cluster policy's priority classes, or none."}},
 		{"a class when the policy has none", func(v url.Values) { v.Set("class", "urgent") }, func(c *WhatIfChoices) { c.Classes = nil },
@@ -77,6 +81,12 @@ func TestWhatIfFormErrors(t *testing.T) {
 			map[string]string{"row.0.instanceType": "Choose an instance type."}},
 		{"unknown instance type", func(v url.Values) { v.Set("row.0.instanceType", "ml.zz.huge") }, nil,
 			map[string]string{"row.0.instanceType": `Unknown instance type "ml.zz.huge".`}},
+		{"more than a flavor that is no instance type lets a pod ask for", func(v url.Values) {
+			v.Set("row.0.instanceType", "default-flavor")
+			v.Set("row.0.gpus", "65")
+			v.Set("row.0.vcpu", "2000")
+		}, nil, map[string]string{"row.0.gpus": "Enter a whole number of GPUs per pod from 0 to 64.",
+			"row.0.vcpu": "Enter a whole number of vCPUs per pod from 1 to 1024."}},
 		{"no pods", func(v url.Values) { v.Del("row.0.pods") }, nil,
 			map[string]string{"row.0.pods": "Enter a whole number of pods from 1 to 1000."}},
 		{"1001 pods", func(v url.Values) { v.Set("row.0.pods", "1001") }, nil,

@@ -32,11 +32,10 @@ type whatIfPage struct {
 	rates *admissionRates
 }
 
-// whatIfTeams are the teams a job may be asked about, their queues, and
-// the instance shapes.
+// whatIfTeams are the console's teams a job may be asked about, and the
+// instance shapes.
 type whatIfTeams interface {
 	teamList
-	teamLookup
 	fleet
 }
 
@@ -87,8 +86,9 @@ func (p whatIfPage) show(c echo.Context) error {
 	return render(c, http.StatusOK, templates.WhatIf(view))
 }
 
-// choices are what the viewer may ask about: the teams they may see, the
-// policy's classes, the instance shapes.
+// choices are what the viewer may ask about: the teams they may see (those
+// of the ClusterQueues the console does not manage too, with their flavors
+// that are no instance type), the policy's classes, the instance shapes.
 func (p whatIfPage) choices(visible scope, shapes domain.ShapeLookup) form.WhatIfChoices {
 	c := form.WhatIfChoices{SeesAll: visible.all, Shapes: shapes}
 	for _, t := range p.teams.Teams() {
@@ -96,7 +96,19 @@ func (p whatIfPage) choices(visible scope, shapes domain.ShapeLookup) form.WhatI
 			c.Teams = append(c.Teams, t.Name)
 		}
 	}
+	for _, r := range p.queues.Snapshot().Teams {
+		if r.Manager == "" || !visible.sees(r.Team) || slices.Contains(c.Teams, r.Team) {
+			continue
+		}
+		c.Teams = append(c.Teams, r.Team)
+		for _, l := range r.Limits {
+			if _, known := shapes(l.Flavor); !known && !slices.Contains(c.Flavors, l.Flavor) {
+				c.Flavors = append(c.Flavors, l.Flavor)
+			}
+		}
+	}
 	slices.Sort(c.Teams)
+	slices.Sort(c.Flavors)
 	for _, class := range p.policy.Policy().Classes {
 		c.Classes = append(c.Classes, class.Name)
 	}
@@ -133,7 +145,7 @@ func (p whatIfPage) estimate(ctx context.Context, team string, a domain.WhatIfAn
 	if a.Admitted {
 		return "now", ""
 	}
-	cq, _, ok := p.teams.Team(team)
+	row, ok := teamRow(p.queues.Snapshot(), team)
 	if !ok || a.Position < 1 { // in no queue Kueue knows
 		return "", ""
 	}
@@ -146,7 +158,7 @@ func (p whatIfPage) estimate(ctx context.Context, team string, a domain.WhatIfAn
 		return "unknown", "unknown: " + why
 	}
 	ahead := a.Position - 1
-	return taskhistory.QueuedTaskWait(ahead, rates, cq.Name).Words(strconv.Itoa(ahead) + " ahead")
+	return taskhistory.QueuedTaskWait(ahead, rates, row.ClusterQueue).Words(strconv.Itoa(ahead) + " ahead")
 }
 
 // whatIfReply is Kueue's answer as the viewer may see it: the tasks it
@@ -251,13 +263,17 @@ func whatIfFormView(f form.WhatIfForm, c form.WhatIfChoices, available map[strin
 	types := domain.KnownTypes(available)
 	for i, r := range rows {
 		v.Rows = append(v.Rows, templates.WhatIfRowView{Index: i, Row: templates.WhatIfRowFields(r)})
-		if r.InstanceType != "" && !slices.Contains(types, r.InstanceType) {
+		if r.InstanceType != "" && !slices.Contains(types, r.InstanceType) && !slices.Contains(c.Flavors, r.InstanceType) {
 			v.InstanceTypes = append(v.InstanceTypes, templates.InstanceOption{Type: r.InstanceType, Label: r.InstanceType + " (unknown)"})
 		}
 	}
 	for _, t := range types {
 		shape, _ := c.Shapes(t)
 		v.InstanceTypes = append(v.InstanceTypes, templates.InstanceOption{Type: t, Label: optionLabel(shape, available[t])})
+	}
+	for _, fl := range c.Flavors {
+		v.InstanceTypes = append(v.InstanceTypes, templates.InstanceOption{Type: fl,
+			Label: fl + " — a flavor of a queue the console does not manage: type what each pod asks for"})
 	}
 	return v
 }

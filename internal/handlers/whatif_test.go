@@ -11,9 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/webtest"
 )
@@ -149,7 +151,7 @@ func TestWhatIfFormShowsEachErrorNextToItsField(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &errs); err != nil || code != http.StatusUnprocessableEntity {
 		t.Fatalf("JSON of a form with errors: %d %q (%v)", code, body, err)
 	}
-	if diff := cmp.Diff(map[string]string{"team": `There is no team "nobody" managed by this console.`}, errs["errors"]); diff != "" {
+	if diff := cmp.Diff(map[string]string{"team": `There is no team "nobody".`}, errs["errors"]); diff != "" {
 		t.Errorf("JSON errors (-want +got):\n%s", diff)
 	}
 	if asked := f.whatIf.jobs(); len(asked) > 0 {
@@ -293,5 +295,35 @@ func TestWhatIfWithoutAnAnswerSaysWhy(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &problem); err != nil || code != http.StatusServiceUnavailable || problem["problem"] != tc.says {
 			t.Errorf("%v as JSON: %d %q", tc.err, code, body)
 		}
+	}
+}
+
+// A ClusterQueue the console does not manage, made as Kueue's getting-started
+// example makes it (vCPU and memory on a flavor that is no instance type),
+// can be asked about: its team and its flavor are choices, Kueue is asked
+// about the job as typed, and its estimate counts the tasks ahead of it.
+func TestWhatIfAsksAboutAQueueTheConsoleDoesNotManage(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("cluster-queue").
+		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
+		WrittenBy("kubectl-client-side-apply").Obj())
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cfg.TaskHistory = &taskHistory{rates: taskhistory.AdmissionRates{Recorded: 24 * time.Hour}}
+	f.whatIf.answer = domain.WhatIfAnswer{Position: 2, Reason: "insufficient unused quota for cpu in flavor default-flavor, 3 more needed"}
+	get := getter(t, f.handler())
+
+	_, body := get("/whatif")
+	webtest.MustContain(t, "the empty form", body, `<option value="cluster-queue">`, `<option value="default-flavor">`)
+
+	a := askJSON(t, get, "/whatif?team=cluster-queue&row.0.instanceType=default-flavor&row.0.pods=3&row.0.vcpu=1")
+	want := []domain.WhatIf{{Team: "cluster-queue", Rows: []domain.WhatIfRow{{InstanceType: "default-flavor", Pods: 3, CPUMilli: 1000}}}}
+	if diff := cmp.Diff(want, f.whatIf.jobs()); diff != "" {
+		t.Errorf("Kueue was asked (-want +got):\n%s", diff)
+	}
+	if a.Position != 2 || !strings.Contains(a.Basis, "1 ahead") {
+		t.Errorf("answer: position %d, estimate %q; want position 2, estimated with 1 ahead", a.Position, a.Basis)
 	}
 }

@@ -374,8 +374,8 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	}
 	start := time.Now()
 	limit := impact.NewLimit(previewTimeLimit) // from the request: the copy's making counts
-	cq, _, ok := c.Team(s, job.Team)
-	if !ok {
+	cq := c.queueOfTeam(s, job.Team)
+	if cq == nil {
 		return domain.WhatIfAnswer{}, fmt.Errorf("there is no team %q", job.Team)
 	}
 	lq := c.localQueueOf(cq.Name)
@@ -436,6 +436,25 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	a.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d cycles in %s.",
 		kueueVersion, len(copyOf.ClusterQueues), len(copyOf.Workloads), res.Cycles, time.Since(start).Round(time.Millisecond))
 	return a, nil
+}
+
+// queueOfTeam is the ClusterQueue of the team the pages name name: a
+// console team's, or one the console does not manage (named by
+// Settings.TeamOfClusterQueue); nil when there is none.
+func (c *Cache) queueOfTeam(s domain.Settings, name string) *kueuev1beta2.ClusterQueue {
+	if cq, _, ok := c.Team(s, name); ok {
+		return cq
+	}
+	cqs, err := c.ClusterQueues.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	for _, cq := range cqs {
+		if !domain.ManagedByConsole(cq) && s.TeamOfClusterQueue(cq) == name {
+			return cq
+		}
+	}
+	return nil
 }
 
 // localQueueOf is the first LocalQueue, by namespace and name, that feeds

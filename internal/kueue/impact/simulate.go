@@ -303,6 +303,16 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			if stalled++; stalled >= maxStalledCycles {
 				res.Stalled = true
 				stuck = headsOf(queues, cache)
+				// A StrictFIFO queue keeps a head that does not fit at its
+				// front, and Kueue tries it every cycle: that is its rule,
+				// and its tasks stay pending behind it.
+				for _, cq := range c.ClusterQueues {
+					if cq.Spec.QueueingStrategy == kueue.StrictFIFO {
+						for _, info := range queues.PendingWorkloadsInfo(kueue.ClusterQueueReference(cq.Name)) {
+							delete(stuck, string(workload.Key(info.Obj)))
+						}
+					}
+				}
 				break
 			}
 		} else {

@@ -302,3 +302,33 @@ func TestARunCutShort(t *testing.T) {
 		t.Errorf("a/a1, admitted in the cycle run, is named uncertain: %s", r.Workloads["a/a1"].Uncertain)
 	}
 }
+
+// A StrictFIFO queue (as Kueue's admission fair sharing example makes it)
+// keeps a head that does not fit at its front, and Kueue tries it every
+// cycle: its tasks stay pending in their order, with Kueue's reason, and
+// are not named uncertain.
+func TestAStrictFIFOQueueWaitsBehindItsHead(t *testing.T) {
+	strict := queue("a", 8).Obj()
+	strict.Spec.QueueingStrategy = kueue.StrictFIFO
+	r, err := Simulate(context.Background(), cluster([]*kueue.ClusterQueue{strict},
+		running("a", "a1", "a", 8, t0), pending("a", "a2", 4, t0.Add(time.Minute)), pending("a", "a3", 4, t0.Add(2*time.Minute))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		Fate      Fate
+		Position  int
+		Uncertain string
+	}
+	got := map[string]outcome{}
+	for k, o := range r.Workloads {
+		got[k] = outcome{o.Fate, o.Position, o.Uncertain}
+	}
+	want := map[string]outcome{"a/a1": {StaysAdmitted, 0, ""}, "a/a2": {StaysPending, 1, ""}, "a/a3": {StaysPending, 2, ""}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if m := r.Workloads["a/a2"].Message; m == "" {
+		t.Error("the head has no reason from Kueue")
+	}
+}
