@@ -21,25 +21,33 @@ import (
 
 // The what-if on a ClusterQueue the console does not manage, made as Kueue's
 // examples make it (vCPU and memory on a flavor that is no instance type),
-// answers as Kueue then does, by the queue's own queueing strategy: two
-// jobs of 3 vCPU run and one of 6 waits in a quota of 9 vCPU; a job of 3
-// vCPU goes ahead of the waiting one in a BestEffortFIFO queue, and waits
-// behind it in a StrictFIFO queue.
+// answers as Kueue then does, by the queue's own rules: two jobs of 3 vCPU
+// run and one of 6 waits in a quota of 9 vCPU; a job of 3 vCPU goes ahead
+// of the waiting one in a BestEffortFIFO queue, and waits behind it in a
+// StrictFIFO queue. A queue whose admission check does not exist admits
+// nothing (Kueue keeps it inactive): the job waits there too.
 func TestWhatIfOnAQueueTheConsoleDoesNotManage(t *testing.T) {
 	c := newConsole(t)
 	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
 	for _, tc := range []struct {
+		name     string
 		strategy kueuev1beta2.QueueingStrategy
+		check    string // an admission check the queue names; "" none
 		want     wiAnswer
 	}{
-		{kueuev1beta2.BestEffortFIFO, wiAnswer{Admitted: true}},
-		{kueuev1beta2.StrictFIFO, wiAnswer{Position: 2}},
+		{"BestEffortFIFO", kueuev1beta2.BestEffortFIFO, "", wiAnswer{Admitted: true}},
+		{"StrictFIFO", kueuev1beta2.StrictFIFO, "", wiAnswer{Position: 2}},
+		{"an admission check that does not exist", kueuev1beta2.BestEffortFIFO, "no-such-check", wiAnswer{Position: 1}},
 	} {
-		t.Run(string(tc.strategy), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			var flavor string
 			h := testenv.ApplyHandMadeWith(t, clients, gpuFlavor, "", func(cq *kueuev1beta2.ClusterQueue) {
 				flavor = string(cq.Spec.ResourceGroups[1].Flavors[0].Name) // the setup's flavor without node labels
 				cq.Spec.QueueingStrategy = tc.strategy
+				if tc.check != "" {
+					cq.Spec.AdmissionChecksStrategy = &kueuev1beta2.AdmissionChecksStrategy{
+						AdmissionChecks: []kueuev1beta2.AdmissionCheckStrategyRule{{Name: kueuev1beta2.AdmissionCheckReference(tc.check)}}}
+				}
 				cq.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{
 					CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory},
 					Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(flavor), Resources: []kueuev1beta2.ResourceQuota{
@@ -63,14 +71,20 @@ func TestWhatIfOnAQueueTheConsoleDoesNotManage(t *testing.T) {
 				time.Sleep(1100 * time.Millisecond) // Kueue orders waiting jobs by creation, to the second
 				return out
 			}
-			submit("run-1", 3, "1")
-			submit("run-2", 3, "1")
-			h.WaitAdmitted(t, 2, 2)
-			submit("wait-6", 6, "1")
+			tasks := 0
+			if tc.check == "" {
+				submit("run-1", 3, "1")
+				submit("run-2", 3, "1")
+				h.WaitAdmitted(t, 2, 2)
+				submit("wait-6", 6, "1")
+				tasks = 3
+			} else {
+				c.eventually(t, "/usage/"+h.ClusterQueue, `id="team-inactive"`) // Kueue said it admits nothing
+			}
 			if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-				return len(c.csv(t, "/tasks?format=csv&table=tasks&state=all&team="+h.ClusterQueue)) == 3, nil
+				return len(c.csv(t, "/tasks?format=csv&table=tasks&state=all&team="+h.ClusterQueue)) == tasks, nil
 			}); err != nil {
-				t.Fatal("the console never saw the queue's 3 tasks")
+				t.Fatalf("the console never saw the queue's %d tasks", tasks)
 			}
 
 			q := url.Values{"team": {h.ClusterQueue}, "row.0.instanceType": {flavor}, "row.0.pods": {"3"}, "row.0.vcpu": {"1"}, "format": {"json"}}

@@ -1,10 +1,13 @@
 package domain
 
 import (
+	"cmp"
 	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -148,6 +151,17 @@ func gpuMemoryGiB(n *corev1.Node) int64 {
 // Stopped reports whether a ClusterQueue admits no new workloads.
 func Stopped(cq *kueuev1beta2.ClusterQueue) bool {
 	return cq.Spec.StopPolicy != nil && *cq.Spec.StopPolicy != kueuev1beta2.None
+}
+
+// Inactive is why Kueue admits no new Workload in a queue that is not
+// stopped, in Kueue's words (its Active condition: a missing flavor, an
+// inactive admission check); "" while it is active or stopped.
+func Inactive(cq *kueuev1beta2.ClusterQueue) string {
+	c := apimeta.FindStatusCondition(cq.Status.Conditions, kueuev1beta2.ClusterQueueActive)
+	if Stopped(cq) || c == nil || c.Status != metav1.ConditionFalse {
+		return ""
+	}
+	return cmp.Or(c.Message, c.Reason)
 }
 
 func quantity(l corev1.ResourceList, name corev1.ResourceName) int64 {

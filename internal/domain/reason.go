@@ -205,7 +205,7 @@ var (
 // QuotaReserved=False message, first match first.
 var schedulerMessageWords = []struct{ says, means string }{
 	{"is stopped", "The team's queue is stopped: no new tasks are admitted"},
-	{"is inactive", "The team's queue is inactive (misconfigured, e.g. a missing flavor)"},
+	{"is inactive", "The team's queue is inactive: Kueue admits nothing there (the team's page says why)"},
 	{"namespace doesn't match", "Its namespace is not allowed in the team's ClusterQueue"},
 	{"no longer fits after processing another workload", "Waiting for quota: another task took the free quota first"},
 	{"overlapping preemption targets", "Waiting for quota: another task is preempting the same tasks"},

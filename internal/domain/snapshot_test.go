@@ -85,6 +85,29 @@ func TestPendingDemandCountsEveryResource(t *testing.T) {
 	}
 }
 
+// A queue Kueue keeps inactive says why in Kueue's words; a stopped one
+// says nothing more (the usage page marks it disabled), nor an active one.
+func TestInactiveQueuesSayWhy(t *testing.T) {
+	inactive := testCQ("a").Nominal(8, nil).Obj()
+	inactive.Status.Conditions = []metav1.Condition{{Type: kueuev1beta2.ClusterQueueActive, Status: metav1.ConditionFalse,
+		Reason: kueuev1beta2.ClusterQueueActiveReasonAdmissionCheckInactive, Message: "Can't admit new workloads: references inactive AdmissionCheck(s): sample-prov."}}
+	stopped := testCQ("b").Nominal(8, nil).Stopped().Obj()
+	stopped.Status.Conditions = []metav1.Condition{{Type: kueuev1beta2.ClusterQueueActive, Status: metav1.ConditionFalse,
+		Reason: kueuev1beta2.ClusterQueueActiveReasonStopped, Message: "Can't admit new workloads: is stopped."}}
+	active := testCQ("c").Nominal(8, nil).Obj()
+	active.Status.Conditions = []metav1.Condition{{Type: kueuev1beta2.ClusterQueueActive, Status: metav1.ConditionTrue,
+		Reason: kueuev1beta2.ClusterQueueActiveReasonReady, Message: "Can admit new workloads"}}
+	snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, ClusterQueues: []*kueuev1beta2.ClusterQueue{inactive, stopped, active}}, time.Now())
+	got := map[string]string{}
+	for _, r := range snap.Teams {
+		got[r.Team] = r.Inactive
+	}
+	want := map[string]string{"a": "Can't admit new workloads: references inactive AdmissionCheck(s): sample-prov.", "b": "", "c": ""}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("why each queue admits nothing (-want +got):\n%s", diff)
+	}
+}
+
 func TestClassOrder(t *testing.T) {
 	p := Policy{Classes: []PriorityClass{{Name: "low", Weight: 10}, {Name: "high", Weight: 90}}}
 	other := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}, Value: 50}

@@ -79,11 +79,14 @@ type TeamUsage struct {
 	// LocalQueue's recent use (admissionScope).
 	RecentUseOrder bool
 	Enabled        bool
-	Allocated      Amount // nominal quota
-	InUse          Amount // admitted tasks' usage, own and borrowed
-	Borrowed       Amount // usage above nominal, from other teams' quota
-	Lent           Amount // its idle quota used by others (attributed)
-	PendingDemand  Amount // what its queued tasks ask for
+	// Inactive is why Kueue admits no new task in the queue (Inactive); ""
+	// while it does.
+	Inactive      string
+	Allocated     Amount // nominal quota
+	InUse         Amount // admitted tasks' usage, own and borrowed
+	Borrowed      Amount // usage above nominal, from other teams' quota
+	Lent          Amount // its idle quota used by others (attributed)
+	PendingDemand Amount // what its queued tasks ask for
 	// PendingPartitions are the MIG partitions its queued tasks ask for,
 	// by profile; nil for none.
 	PendingPartitions           map[string]int64
@@ -135,7 +138,7 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 	for _, cq := range cqs {
 		team := s.TeamOfClusterQueue(cq)
 		row := TeamUsage{Team: team, ClusterQueue: cq.Name, Namespaces: served[cq.Name],
-			Cohort: string(cq.Spec.CohortName), Enabled: !Stopped(cq)}
+			Cohort: string(cq.Spec.CohortName), Enabled: !Stopped(cq), Inactive: Inactive(cq)}
 		row.Imported, row.Reconciler = Imported(cq), ReconciledBy(cq)
 		row.RecentUseOrder = OrdersByRecentUse(cq.Spec.AdmissionScope)
 		if !ManagedByConsole(cq) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
@@ -119,6 +120,32 @@ func TestQueuesTheConsoleDidNotCreateAreMarked(t *testing.T) {
 	if strings.Contains(body, mark[:len("not managed")]) || !strings.Contains(body, `href="/teams/team-000/edit"`) {
 		t.Errorf("a team's page: want its allocation form and no mark\n%.2000s", body)
 	}
+}
+
+// A queue Kueue keeps inactive is marked on the usage page with Kueue's
+// reason, and its page says it admits nothing, in Kueue's words.
+func TestAnInactiveQueueSaysWhy(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	cq := kueuetest.MakeClusterQueue("cluster-queue").Nominal(9, nil).WrittenBy("kubectl-client-side-apply").Obj()
+	const why = "Can't admit new workloads: references inactive AdmissionCheck(s): sample-prov."
+	cq.Status.Conditions = []metav1.Condition{{Type: kueuev1beta2.ClusterQueueActive, Status: metav1.ConditionFalse,
+		Reason: kueuev1beta2.ClusterQueueActiveReasonAdmissionCheckInactive, Message: why}}
+	objs.ClusterQueues = append(objs.ClusterQueues, cq)
+	f.model.publish(snapshotOf(s, objs, now))
+	h := f.handler()
+
+	_, body := webtest.Get(t, h, "/usage")
+	rows := webtest.HTMLRows(t, body, "team-usage", webtest.ByAttr("data-team"))
+	if got := rows["cluster-queue"]; len(got) == 0 || !strings.Contains(got[0], "inactive") || strings.Contains(rows["team-000"][0], "inactive") {
+		t.Errorf("the usage rows' team cells: %q and %q; want only cluster-queue marked inactive", got, rows["team-000"])
+	}
+	webtest.MustContain(t, "the usage page", html.UnescapeString(body), `title="Kueue: `+why+`"`)
+	_, body = webtest.Get(t, h, "/usage/cluster-queue")
+	webtest.MustContain(t, "the queue's page", html.UnescapeString(body), `id="team-inactive"`, "Kueue admits no new task in this queue. Kueue says: "+why)
+	_, body = webtest.Get(t, h, "/usage/team-000")
+	webtest.MustNotContain(t, "an active team's page", body, `id="team-inactive"`)
 }
 
 // The overview shows the cohort tree to viewers of the whole cluster, with

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -61,6 +63,7 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	}
 	start := time.Now()
 	limit := impact.NewLimit(previewTimeLimit) // from the request: the copy's making counts
+	ch.Queues = c.withLiveStatus(ch.Queues)
 	nowCopy, facts, err := c.impactCopy(cfg, ch)
 	if err != nil {
 		return domain.Impact{}, err
@@ -280,8 +283,44 @@ func forCopy(cq *kueuev1beta2.ClusterQueue) *kueuev1beta2.ClusterQueue {
 	out := cq.DeepCopy()
 	out.Spec.NamespaceSelector = &metav1.LabelSelector{}
 	out.Spec.AdmissionChecksStrategy = nil
+	if inactiveForWhatTheCopyLeavesOut(cq) && !domain.Stopped(cq) {
+		out.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
+	}
 	out.Status = kueuev1beta2.ClusterQueueStatus{}
 	return out
+}
+
+// withLiveStatus are the queues a change writes, each with the status the
+// cluster's queue of its name has: a change leaves what keeps a queue
+// inactive that the copy leaves out (admission checks, topologies) as it
+// is, and forCopy reads it there.
+func (c *Cache) withLiveStatus(queues map[string]*kueuev1beta2.ClusterQueue) map[string]*kueuev1beta2.ClusterQueue {
+	out := make(map[string]*kueuev1beta2.ClusterQueue, len(queues))
+	for name, cq := range queues {
+		if live, err := c.ClusterQueues.Get(name); err == nil && cq != nil {
+			cq = cq.DeepCopy()
+			cq.Status = *live.Status.DeepCopy()
+		}
+		out[name] = cq
+	}
+	return out
+}
+
+// inactiveForWhatTheCopyLeavesOut: Kueue keeps the queue inactive for its
+// admission checks or its flavors' topology, which the copy leaves out. The
+// copy holds it (stopPolicy Hold), so that it admits nothing there either.
+func inactiveForWhatTheCopyLeavesOut(cq *kueuev1beta2.ClusterQueue) bool {
+	c := apimeta.FindStatusCondition(cq.Status.Conditions, kueuev1beta2.ClusterQueueActive)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return false
+	}
+	switch c.Reason {
+	case kueuev1beta2.ClusterQueueActiveReasonAdmissionCheckNotFound, kueuev1beta2.ClusterQueueActiveReasonAdmissionCheckInactive,
+		kueuev1beta2.ClusterQueueActiveReasonMultipleMultiKueueAdmissionChecks, kueuev1beta2.ClusterQueueActiveReasonMultiKueueAdmissionCheckAppliedPerFlavor,
+		kueuev1beta2.ClusterQueueActiveReasonMultiKueueWithProvisioningRequest, kueuev1beta2.ClusterQueueActiveReasonTopologyNotFound:
+		return true
+	}
+	return false
 }
 
 // uncertainOf says what the preview cannot know of a queue's admissions.
