@@ -166,11 +166,20 @@ func firstBorrowing(group *tree, key groupKey, nominal int64) (first *TaskFacts,
 	return first, found
 }
 
+// CanBorrowIn reports whether a queue in cohort ("" for none) can borrow. A
+// queue in no cohort borrows from no one: what it holds beyond its quota
+// (after the quota was cut) is over quota, and Kueue counts none of it
+// borrowed.
+func CanBorrowIn(cohort string) bool { return cohort != "" }
+
 // nominalQuotas are each ClusterQueue's nominal quotas of the borrowed
-// resources, per flavor.
+// resources, per flavor, of the queues that CanBorrowIn.
 func nominalQuotas(cqs map[string]*kueuev1beta2.ClusterQueue) map[groupKey]int64 {
 	nominal := map[groupKey]int64{}
 	for _, cq := range cqs {
+		if !CanBorrowIn(string(cq.Spec.CohortName)) {
+			continue
+		}
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {

@@ -17,9 +17,9 @@ import (
 func TestBorrowing(t *testing.T) {
 	const trn1 = "ml.trn1.32xlarge"
 	nlpCQ := func() *kueuetest.ClusterQueueWrapper {
-		return kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue("nlp")).Quota(p5, ResourceGPU, "12")
+		return kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue("nlp")).Cohort(DefaultSettings.Cohort).Quota(p5, ResourceGPU, "12")
 	}
-	cvCQ := kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue("cv")).Quota(p5, ResourceGPU, "8").Obj()
+	cvCQ := kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue("cv")).Cohort(DefaultSettings.Cohort).Quota(p5, ResourceGPU, "8").Obj()
 	cpuPod := func(cpu string) corev1.PodSpec {
 		return corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}
@@ -66,6 +66,17 @@ func TestBorrowing(t *testing.T) {
 			},
 			cqs:  []*kueuev1beta2.ClusterQueue{cvCQ},
 			want: map[string]bool{"a": false, "b": true},
+		},
+		{
+			// Its quota was cut below what it holds: a queue in no cohort
+			// borrows from no one (Kueue counts nothing borrowed).
+			name: "over the quota of a queue in no cohort",
+			wls: []*kueuev1beta2.Workload{
+				newWorkload(cv, "a").Queue("lq").GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).Obj(),
+				newWorkload(cv, "b").Queue("lq").GPUs(8, 1).Created(at(0)).Admitted(at(2), p5).Obj(),
+			},
+			cqs:  []*kueuev1beta2.ClusterQueue{kueuetest.MakeClusterQueue(DefaultSettings.ClusterQueue("cv")).Quota(p5, ResourceGPU, "8").Obj()},
+			want: map[string]bool{"a": false, "b": false},
 		},
 		{
 			name: "one task of 16 GPUs in a quota of 8",

@@ -108,7 +108,8 @@ func (t *txn) decideBorrowed(self *taskRow, from int64, groups []queueFlavor) er
 func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[[2]any]bool) error {
 	// In one statement: every admission that held quota at or after from
 	// (the ones to decide, and those that held quota before them), then
-	// the flavor's quotas.
+	// the flavor's quotas while the queue was in a cohort (domain.CanBorrowIn:
+	// without them nothing borrows).
 	st, err := t.stmt(`SELECT 0, uid, admitted_ms, ended_ms, gpus, neuron, cpu_milli, partitions, borrowed FROM admissions
 		WHERE cluster_queue = ? AND flavor = ? AND ended_ms IS NULL
 		UNION ALL
@@ -116,7 +117,7 @@ func (t *txn) decideGroup(self *taskRow, g queueFlavor, from int64, changed map[
 		WHERE cluster_queue = ? AND flavor = ? AND ended_ms > ?
 		UNION ALL
 		SELECT 1, resource, from_ms, to_ms, nominal, 0, 0, '', 0 FROM quotas
-		WHERE cluster_queue = ? AND flavor = ?`)
+		WHERE cluster_queue = ? AND flavor = ? AND cohort <> ''`)
 	if err != nil {
 		return err
 	}

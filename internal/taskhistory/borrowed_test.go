@@ -23,26 +23,28 @@ type borrowedView struct {
 	SummaryHours      float64
 }
 
-// A 2-pod task of 16 GPUs in a team with 8 GPUs of quota borrows 8 GPUs
-// for two minutes: the Tasks page, the per-task report and the summary say
-// so alike, and alike say nothing of a task that fits.
+// A 2-pod task of 16 GPUs in a team with 8 GPUs of quota in a cohort
+// borrows 8 GPUs for two minutes: the Tasks page, the per-task report and
+// the summary say so alike, and alike say nothing of a task that fits, nor
+// of one beyond the quota of a queue in no cohort, which borrows from no one.
 func TestBorrowedIsOneFact(t *testing.T) {
 	s := domain.Settings{NamespacePrefix: teamPrefix}
 	now := min_(120)
 	cases := []struct {
-		team       string
-		pods       int32
-		gpusPerPod int64
-		want       borrowedView
+		team, cohort string
+		pods         int32
+		gpusPerPod   int64
+		want         borrowedView
 	}{
-		{"solo", 2, 8, borrowedView{TasksPage: true, Report: true, SummaryHours: 8 * 2.0 / 60}},
-		{"fits", 1, 8, borrowedView{}},
+		{"solo", "pool", 2, 8, borrowedView{TasksPage: true, Report: true, SummaryHours: 8 * 2.0 / 60}},
+		{"fits", "pool", 1, 8, borrowedView{}},
+		{"alone", "", 2, 8, borrowedView{}},
 	}
 	forEachStore(t, now, func(t *testing.T, st *Store) {
 		ctx := context.Background()
 		got := map[string]borrowedView{}
 		for _, tc := range cases {
-			cq := kueuetest.MakeClusterQueue(s.ClusterQueue(tc.team)).Nominal(8, nil).Obj()
+			cq := kueuetest.MakeClusterQueue(s.ClusterQueue(tc.team)).Cohort(tc.cohort).Nominal(8, nil).Obj()
 			if _, err := st.Write(ctx, Batch{Queues: []QueueState{QueueOf(cq, teamPrefix, t0)}}); err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +137,7 @@ func TestBorrowedDoesNotDependOnWriteOrder(t *testing.T) {
 	}
 	slices.SortStableFunc(happened, func(a, b timedChange) int { return a.at.Compare(b.at) })
 
-	cq := kueuetest.MakeClusterQueue(s.ClusterQueue("seq")).Nominal(8, nil).Obj()
+	cq := kueuetest.MakeClusterQueue(s.ClusterQueue("seq")).Cohort("pool").Nominal(8, nil).Obj() // borrowing needs a cohort
 	orders := map[string][]Batch{}
 	for _, h := range happened {
 		orders["as it happened"] = append(orders["as it happened"], Batch{Changes: []Change{h.c}})

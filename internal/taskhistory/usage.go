@@ -470,6 +470,9 @@ func (sw *sweep) relend(st *queueState) {
 	g := st.group
 	g.uses[st.idx] = domain.QuotaUse{Nominal: st.nominal, Used: st.used, LendingLimit: st.lendingLimit}
 	b := max(st.used-st.nominal, 0) // whole units: the sums stay exact
+	if !domain.CanBorrowIn(st.cohort) {
+		b = 0
+	}
 	g.borrowed += b - st.borrowed
 	st.borrowed = b
 	if g.borrowed == 0 {
