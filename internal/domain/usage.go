@@ -120,6 +120,18 @@ func unitsOf(r corev1.ResourceName, q *resource.Quantity) *int64 {
 	return &v
 }
 
+// Halted says why Kueue admits no new task in the row's queue now ("" while
+// it admits): stopped, or kept inactive (Inactive).
+func (u *TeamUsage) Halted() string {
+	switch {
+	case !u.Enabled:
+		return "its queue is stopped"
+	case u.Inactive != "":
+		return "Kueue keeps its queue inactive: " + u.Inactive
+	}
+	return ""
+}
+
 // limit is the row's quota of resource r on flavor, nil when it has none.
 func (u *TeamUsage) limit(flavor string, r corev1.ResourceName) *ResourceLimit {
 	for i := range u.Limits {

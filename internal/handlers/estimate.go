@@ -54,6 +54,9 @@ type waitEstimates struct {
 	// known are the rates, once asked; knownOK: there is a history to ask.
 	known   *taskhistory.AdmissionRates
 	knownOK bool
+	// halted say, by ClusterQueue, why Kueue admits nothing there now
+	// (TeamUsage.Halted), once asked.
+	halted map[string]string
 }
 
 func (p tasksPage) waitEstimates(ctx context.Context, snap *domain.Snapshot) *waitEstimates {
@@ -89,6 +92,17 @@ func (w *waitEstimates) of(f *domain.TaskFacts) (short, basis string) {
 	if !queued {
 		return "", ""
 	}
+	if w.halted == nil {
+		w.halted = map[string]string{}
+		for i := range w.snap.Teams {
+			if why := w.snap.Teams[i].Halted(); why != "" {
+				w.halted[w.snap.Teams[i].ClusterQueue] = why
+			}
+		}
+	}
+	if why := w.halted[f.ClusterQueue]; why != "" {
+		return haltedWait(why)
+	}
 	if w.known == nil {
 		rates, ok := w.rates.at(w.ctx, w.snap.Taken)
 		w.known, w.knownOK = &rates, ok
@@ -97,6 +111,12 @@ func (w *waitEstimates) of(f *domain.TaskFacts) (short, basis string) {
 		return "", ""
 	}
 	return taskhistory.QueuedTaskWait(ahead, *w.known, f.ClusterQueue).Words(strconv.Itoa(ahead) + " ahead")
+}
+
+// haltedWait is the estimated wait of a task whose queue admits nothing now,
+// and why.
+func haltedWait(why string) (short, basis string) {
+	return "not while its queue admits nothing", "not while its queue admits nothing: " + why
 }
 
 // classWait is the estimated wait of a task of one class now, in the

@@ -123,7 +123,8 @@ func TestQueuesTheConsoleDidNotCreateAreMarked(t *testing.T) {
 }
 
 // A queue Kueue keeps inactive is marked on the usage page with Kueue's
-// reason, and its page says it admits nothing, in Kueue's words.
+// reason, its page says it admits nothing, in Kueue's words, and its
+// waiting tasks get no estimated wait, but why.
 func TestAnInactiveQueueSaysWhy(t *testing.T) {
 	f := newFixture(t, 1, 0)
 	s, now := f.settings, time.Now()
@@ -133,10 +134,18 @@ func TestAnInactiveQueueSaysWhy(t *testing.T) {
 	cq.Status.Conditions = []metav1.Condition{{Type: kueuev1beta2.ClusterQueueActive, Status: metav1.ConditionFalse,
 		Reason: kueuev1beta2.ClusterQueueActiveReasonAdmissionCheckInactive, Message: why}}
 	objs.ClusterQueues = append(objs.ClusterQueues, cq)
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).
+		Created(now.Add(-time.Minute)).Obj())
 	f.model.publish(snapshotOf(s, objs, now))
 	h := f.handler()
 
-	_, body := webtest.Get(t, h, "/usage")
+	// Its waiting task waits for no estimate: the queue admits nothing.
+	_, body := webtest.Get(t, h, "/tasks?team=cluster-queue")
+	webtest.MustContain(t, "the queue's tasks", html.UnescapeString(body), "not while its queue admits nothing",
+		"not while its queue admits nothing: Kueue keeps its queue inactive: "+why)
+
+	_, body = webtest.Get(t, h, "/usage")
 	rows := webtest.HTMLRows(t, body, "team-usage", webtest.ByAttr("data-team"))
 	if got := rows["cluster-queue"]; len(got) == 0 || !strings.Contains(got[0], "inactive") || strings.Contains(rows["team-000"][0], "inactive") {
 		t.Errorf("the usage rows' team cells: %q and %q; want only cluster-queue marked inactive", got, rows["team-000"])

@@ -149,6 +149,9 @@ func (p whatIfPage) estimate(ctx context.Context, team string, a domain.WhatIfAn
 	if !ok || a.Position < 1 { // in no queue Kueue knows
 		return "", ""
 	}
+	if why := row.Halted(); why != "" {
+		return haltedWait(why)
+	}
 	rates, ok := p.rates.at(ctx, time.Now())
 	if !ok {
 		why := "the task history is unavailable right now"
