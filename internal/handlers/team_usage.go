@@ -264,10 +264,15 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 		if res.profile != "" {
 			label += " partitions"
 		}
-		v.Columns = append(v.Columns, templates.SummaryColumn{Key: res.key, Label: label, Row: usageRowOf(u, res, nil, false)})
+		var util map[string]float64 // hardware utilization is the GPUs' alone
+		var note string
 		if res.key == "gpu" {
-			util, note := p.hardwareUtil(r.ctx, res)
-			v.HardwareUtil = usageRowOf(u, res, util, false).HardwareUtil
+			util, note = p.hardwareUtil(r.ctx, res)
+		}
+		row := usageRowOf(u, res, util, false)
+		v.Columns = append(v.Columns, templates.SummaryColumn{Key: res.key, Label: label, Row: row})
+		if res.key == "gpu" {
+			v.HardwareUtil = row.HardwareUtil
 			if _, ok := util[u.Team]; !ok && note != "" {
 				v.HardwareUtil = "unavailable"
 			}
