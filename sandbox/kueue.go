@@ -95,6 +95,9 @@ internalCertManagement:
 integrations:
   frameworks:
   - batch/job
+  - pod
+  - deployment
+  - statefulset
 fairSharing:
   preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
 # Kueue evicts an admitted Workload whose pods are not ready within this
@@ -186,7 +189,7 @@ func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
 					return nil, err
 				}
 			}
-			if groupsOf(w)["batch"] {
+			if !groupsOf(w)["kueue.x-k8s.io"] {
 				w["namespaceSelector"] = notSystem
 			}
 			kept = append(kept, w)
@@ -198,11 +201,13 @@ func (in *instance) kueueManifests() ([]*unstructured.Unstructured, error) {
 	return append(crds, hooks...), nil
 }
 
-// servedWebhook keeps Kueue's own kinds and batch Jobs, the only integration
-// the sandbox enables; the others would only add latency to every pod create.
+// servedWebhook keeps Kueue's own kinds and the integrations the sandbox
+// enables: batch Jobs, plain Pods (and pod groups), Deployments and
+// StatefulSets, as in Kueue's examples. Other integrations' kinds are not
+// served here.
 func servedWebhook(w map[string]any) bool {
 	g := groupsOf(w)
-	return g["kueue.x-k8s.io"] || g["batch"]
+	return g["kueue.x-k8s.io"] || g["batch"] || g[""] || g["apps"]
 }
 
 func groupsOf(w map[string]any) map[string]bool {

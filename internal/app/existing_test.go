@@ -11,17 +11,22 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/handlers"
+	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
+	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // A cluster that already runs Kueue: a ClusterQueue made with kubectl,
@@ -369,5 +374,92 @@ func TestEveryHandWrittenQueueShowsAndImportsWithoutEviction(t *testing.T) {
 	maps.Copy(after, g.Admissions(t))
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("importing changed Workloads' admissions (-before +after):\n%s", diff)
+	}
+}
+
+// The GPUs of a queue the console did not create are read by the
+// namespaces that feed it, not by a team namespace's name: a job pinned at
+// 37 % in one of a hand-made queue's namespaces shows as that queue's
+// hardware utilization on /usage, its CSV and its page, and its page charts
+// the queue's own GPUs.
+func TestHardwareUtilizationOfAQueueTheConsoleDidNotCreate(t *testing.T) {
+	waitsOnTheCluster(t)
+	prom, err := metrics.NewProm(sandboxtest.Env(t).PrometheusURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Prometheus = prom })
+	ctx := context.Background()
+	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
+	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
+		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := testenv.ApplyHandMade(t, clients, gpuFlavor, "")
+	job := testenv.Submit(t, c.kube, testenv.Job{Namespace: h.Namespaces[1], LocalQueue: "user-queue", Name: "notebook",
+		GPUs: 2, InstanceType: gpuFlavor, GPUUtil: "37"})
+	testenv.WorkloadOf(t, c.kueue, job, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
+
+	key := h.ClusterQueue + "/" + strings.Join(h.Namespaces, ", ")
+	var row map[string]string
+	var hardware []string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		row = c.csv(t, "/usage?format=csv&resource=gpu")[key]
+		_, page := c.get(t, "/usage/"+h.ClusterQueue)
+		hardware = regexp.MustCompile(`data-col="hw-util">([^<]*)<`).FindStringSubmatch(page)
+		return row["Hardware GPU utilization (%)"] == "37" && len(hardware) == 2 && hardware[1] == "37 %", nil
+	})
+	if err != nil {
+		t.Fatalf("queue %s: usage row %v; its page's hardware utilization %q, want 37", h.ClusterQueue, row, hardware)
+	}
+	// The page's charts are of the queue's GPUs: its quota of 4, 2 in use,
+	// and the utilization of its namespaces' GPUs.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		_, page := c.get(t, "/usage/"+h.ClusterQueue+"?range=1h")
+		charts := regexp.MustCompile(`id="(usage-vs-quota|borrowed|utilization)"[^>]*>.*?</figure>`).FindAllStringSubmatch(page, -1)
+		drawn := 0
+		for _, ch := range charts {
+			if !strings.Contains(ch[0], "No data in this range") && !strings.Contains(ch[0], "chart-state") {
+				drawn++
+			}
+		}
+		return drawn == 3, nil
+	})
+	if err != nil {
+		t.Errorf("queue %s: its page's charts stayed empty", h.ClusterQueue)
+	}
+}
+
+// Plain pods grouped as Kueue's pod-group example groups them are one
+// task, named by its group, not by the first pod Kueue lists as its owner.
+func TestAPodGroupIsOneTaskNamedByItsGroup(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
+	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
+		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := testenv.ApplyHandMade(t, clients, gpuFlavor, "")
+	for _, role := range []string{"leader", "worker"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "sample-" + role, Namespace: h.Namespaces[0],
+				Labels:      map[string]string{"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/pod-group-name": "sample-group"},
+				Annotations: map[string]string{"kueue.x-k8s.io/pod-group-total-count": "2"}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "sleep", Image: "busybox",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}},
+		}
+		if _, err := c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tasks map[string]map[string]string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		tasks = csvRecords(t, c, "/tasks?format=csv&state=all&team="+h.ClusterQueue, func(r map[string]string) string { return r["Namespace"] + "/" + r["Task"] })
+		g := tasks[h.Namespaces[0]+"/sample-group"]
+		return len(tasks) == 1 && g["Owner kind"] == "Pod group" && g["Owner name"] == "sample-group" && g["State"] == "Running", nil
+	})
+	if err != nil {
+		t.Errorf("queue %s's tasks %v, want the pod group sample-group running, as one task", h.ClusterQueue, tasks)
 	}
 }

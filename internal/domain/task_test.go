@@ -487,6 +487,18 @@ func TestTaskNamedByOwner(t *testing.T) {
 			OwnedBy("JobSet", "train", false).OwnedBy("RayJob", "other", false),
 			want: named{OwnerKind: "JobSet", OwnerName: "train", Shown: "JobSet train", Aside: "Workload hyperpod-ns-nlp/jobset-train-77aa1",
 				InWords: "JobSet train (Workload hyperpod-ns-nlp/jobset-train-77aa1)"}},
+		{name: "a pod group is named by its group, not by its first pod", wl: newWorkload(nlp, "sample-group").
+			Annotation("kueue.x-k8s.io/is-group-workload", "true").OwnedBy("Pod", "sample-leader-x7", false).OwnedBy("Pod", "sample-worker-2k", false),
+			want: named{OwnerKind: "Pod group", OwnerName: "sample-group", Shown: "Pod group sample-group", Aside: "Workload hyperpod-ns-nlp/sample-group",
+				InWords: "Pod group sample-group (Workload hyperpod-ns-nlp/sample-group)"}},
+		{name: "a StatefulSet's pods are named by their StatefulSet", wl: newWorkload(nlp, "statefulset-web-90cde").
+			Annotation("kueue.x-k8s.io/is-group-workload", "true").Annotation("kueue.x-k8s.io/job-owner-gvk", "apps/v1, Kind=StatefulSet").
+			Annotation("kueue.x-k8s.io/job-owner-name", "web").OwnedBy("Pod", "web-0", false).OwnedBy("StatefulSet", "web", false),
+			want: named{OwnerKind: "StatefulSet", OwnerName: "web", Shown: "StatefulSet web", Aside: "Workload hyperpod-ns-nlp/statefulset-web-90cde",
+				InWords: "StatefulSet web (Workload hyperpod-ns-nlp/statefulset-web-90cde)"}},
+		{name: "a single pod is named by itself", wl: newWorkload(nlp, "pod-sleep-34ec8").OwnedBy("Pod", "sleep", true),
+			want: named{OwnerKind: "Pod", OwnerName: "sleep", Shown: "Pod sleep", Aside: "Workload hyperpod-ns-nlp/pod-sleep-34ec8",
+				InWords: "Pod sleep (Workload hyperpod-ns-nlp/pod-sleep-34ec8)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

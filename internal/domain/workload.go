@@ -140,6 +140,47 @@ type WorkloadReading struct {
 	countdownAt          int
 }
 
+// Kueue's marks on the Workload of a group of pods (a pod group, or the
+// pods of a StatefulSet or LeaderWorkerSet): the Workload is named after
+// the group, and its owners are the pods (and the object that made them).
+const (
+	groupWorkloadAnnotation  = "kueue.x-k8s.io/is-group-workload"
+	groupOwnerKindAnnotation = "kueue.x-k8s.io/job-owner-gvk"
+	groupOwnerNameAnnotation = "kueue.x-k8s.io/job-owner-name"
+)
+
+// PodGroupKind is the owner kind shown for a plain pod group, which has no
+// owner of its own: its pods are its owners, and its Workload bears the
+// group's name.
+const PodGroupKind = "Pod group"
+
+// ownerOf names what people know the task as: the controlling owner
+// (usually a batch/v1 Job), else, for a group of pods, the object that made
+// them or the group itself, else the first owner.
+func ownerOf(wl *kueuev1beta2.Workload) (kind, name, uid string) {
+	if ref := metav1.GetControllerOfNoCopy(wl); ref != nil {
+		return ref.Kind, ref.Name, string(ref.UID)
+	}
+	if wl.Annotations[groupWorkloadAnnotation] == "true" {
+		if name := wl.Annotations[groupOwnerNameAnnotation]; name != "" {
+			// "apps/v1, Kind=StatefulSet"
+			_, kind, _ := strings.Cut(wl.Annotations[groupOwnerKindAnnotation], "Kind=")
+			for _, ref := range wl.OwnerReferences {
+				if ref.Kind == kind && ref.Name == name {
+					return kind, name, string(ref.UID)
+				}
+			}
+			return kind, name, ""
+		}
+		return PodGroupKind, wl.Name, ""
+	}
+	if len(wl.OwnerReferences) > 0 {
+		ref := wl.OwnerReferences[0]
+		return ref.Kind, ref.Name, string(ref.UID)
+	}
+	return "", "", ""
+}
+
 // ReadWorkload reads one Workload with the naming rules of s.
 func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 	conds := wl.Status.Conditions
@@ -154,12 +195,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		Deactivated: wl.Spec.Active != nil && !*wl.Spec.Active,
 		countdownAt: -1,
 	}
-	if ref := metav1.GetControllerOfNoCopy(wl); ref != nil {
-		r.OwnerKind, r.OwnerName, r.OwnerUID = ref.Kind, ref.Name, string(ref.UID)
-	} else if len(wl.OwnerReferences) > 0 {
-		ref := wl.OwnerReferences[0]
-		r.OwnerKind, r.OwnerName, r.OwnerUID = ref.Kind, ref.Name, string(ref.UID)
-	}
+	r.OwnerKind, r.OwnerName, r.OwnerUID = ownerOf(wl)
 	r.Labels = LabelsWord(wl.Labels)
 	r.Team, _ = s.TeamOfNamespace(wl.Namespace)
 	if ref := wl.Spec.PriorityClassRef; ref != nil {

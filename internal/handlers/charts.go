@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/memo"
 	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/web/templates"
@@ -84,11 +83,11 @@ func (f *chartFeeds) clusterSeries(ctx context.Context, rangeName string, vcpuCa
 // teamSeries are a team's series of the named range, as they are now: a
 // page never waits for Prometheus; pending is true while the first answer
 // is asked (the page fills the charts in when it comes).
-func (f *chartFeeds) teamSeries(ctx context.Context, s domain.Settings, team, rangeName string) (charts metrics.TeamCharts, pending bool, err error) {
-	return f.t.Peek(ctx, team+"\x00"+rangeName, firstAnswerGrace, func(ctx context.Context) (metrics.TeamCharts, error) {
+func (f *chartFeeds) teamSeries(ctx context.Context, queue metrics.TeamQueue, rangeName string) (charts metrics.TeamCharts, pending bool, err error) {
+	return f.t.Peek(ctx, queue.Key()+"\x00"+rangeName, firstAnswerGrace, func(ctx context.Context) (metrics.TeamCharts, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		r, _ := metrics.RangeFor(rangeName, time.Now())
-		return f.team.TeamSeries(ctx, s, team, r)
+		return f.team.TeamSeries(ctx, queue, r)
 	})
 }

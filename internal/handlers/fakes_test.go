@@ -432,34 +432,51 @@ func (w *whatIfs) jobs() []domain.WhatIf {
 	return append([]domain.WhatIf(nil), w.asked...)
 }
 
-// prometheus answers its figures, or fails with err.
+// prometheus answers its figures, or fails with err: each namespace's
+// utilization as one GPU's reading.
 type prometheus struct {
 	err        error
-	util       map[string]float64
-	partitions map[string]map[string]float64 // by team and MIG profile
-	// over is each team's utilization over the idle window; nil answers util.
+	util       map[string]float64            // by namespace
+	partitions map[string]map[string]float64 // by namespace and MIG profile
+	// over is the utilization over the idle window; nil answers util.
 	over map[string]float64
 }
 
 func (p prometheus) ClusterUtilization(context.Context, metrics.Range, float64) (metrics.Charts, error) {
 	return metrics.Charts{}, p.err
 }
-func (p prometheus) TeamGPUUtilization(context.Context, string) (map[string]float64, error) {
-	return p.util, p.err
+func (p prometheus) NamespaceGPUUtilization(context.Context) (map[string]domain.Readings, error) {
+	return oneGPUEach(p.util), p.err
 }
-func (p prometheus) TeamPartitionUtilization(context.Context, string) (map[string]map[string]float64, error) {
-	return p.partitions, p.err
-}
-func (p prometheus) TeamGPUUtilizationOver(context.Context, string, time.Duration) (map[string]float64, error) {
-	if p.over == nil {
-		return p.util, p.err
+func (p prometheus) NamespacePartitionUtilization(context.Context) (map[string]map[string]domain.Readings, error) {
+	out := map[string]map[string]domain.Readings{}
+	for ns, profiles := range p.partitions {
+		out[ns] = oneGPUEach(profiles)
 	}
-	return p.over, p.err
+	return out, p.err
 }
-func (p prometheus) TeamSeries(context.Context, domain.Settings, string, metrics.Range) (metrics.TeamCharts, error) {
+func (p prometheus) NamespaceGPUUtilizationOver(context.Context, time.Duration) (map[string]domain.Readings, error) {
+	if p.over == nil {
+		return oneGPUEach(p.util), p.err
+	}
+	return oneGPUEach(p.over), p.err
+}
+
+func oneGPUEach(m map[string]float64) map[string]domain.Readings {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]domain.Readings, len(m))
+	for k, v := range m {
+		out[k] = domain.Readings{Sum: v, Count: 1}
+	}
+	return out
+}
+
+func (p prometheus) TeamSeries(context.Context, metrics.TeamQueue, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, p.err
 }
-func (p prometheus) UsageReport(context.Context, domain.Settings, time.Time, time.Time) ([]metrics.UsageRow, error) {
+func (p prometheus) UsageReport(context.Context, domain.Settings, map[string]string, time.Time, time.Time) ([]metrics.UsageRow, error) {
 	return nil, p.err
 }
 

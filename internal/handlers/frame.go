@@ -131,19 +131,19 @@ type noPrometheus struct{}
 func (noPrometheus) ClusterUtilization(context.Context, metrics.Range, float64) (metrics.Charts, error) {
 	return metrics.Charts{}, errNoPrometheus
 }
-func (noPrometheus) TeamGPUUtilization(context.Context, string) (map[string]float64, error) {
+func (noPrometheus) NamespaceGPUUtilization(context.Context) (map[string]domain.Readings, error) {
 	return nil, errNoPrometheus
 }
-func (noPrometheus) TeamPartitionUtilization(context.Context, string) (map[string]map[string]float64, error) {
+func (noPrometheus) NamespacePartitionUtilization(context.Context) (map[string]map[string]domain.Readings, error) {
 	return nil, errNoPrometheus
 }
-func (noPrometheus) TeamGPUUtilizationOver(context.Context, string, time.Duration) (map[string]float64, error) {
+func (noPrometheus) NamespaceGPUUtilizationOver(context.Context, time.Duration) (map[string]domain.Readings, error) {
 	return nil, errNoPrometheus
 }
-func (noPrometheus) TeamSeries(context.Context, domain.Settings, string, metrics.Range) (metrics.TeamCharts, error) {
+func (noPrometheus) TeamSeries(context.Context, metrics.TeamQueue, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, errNoPrometheus
 }
-func (noPrometheus) UsageReport(context.Context, domain.Settings, time.Time, time.Time) ([]metrics.UsageRow, error) {
+func (noPrometheus) UsageReport(context.Context, domain.Settings, map[string]string, time.Time, time.Time) ([]metrics.UsageRow, error) {
 	return nil, errNoPrometheus
 }
 

@@ -60,13 +60,13 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 		in.Capacity = ov.InstanceTypes
 	}
 	// Never wait for Prometheus here: the figures a page already shows.
-	switch util, note, asked := r.utilization.latest(); {
+	switch util, note, asked := r.utilization.latest(in.Snapshot); {
 	case !asked:
 	case note != "":
 		in.Unavailable = append(in.Unavailable, note)
 	default:
-		in.Utilization, in.UtilizationOverWindow = util, r.utilization.latestOverIdleWindow()
-		in.PartitionUtilization = r.utilization.latestPartitions()
+		in.Utilization, in.UtilizationOverWindow = util, r.utilization.latestOverIdleWindow(in.Snapshot)
+		in.PartitionUtilization = r.utilization.latestPartitions(in.Snapshot)
 	}
 	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)
 	in.BorrowingSince = in.Snapshot.BorrowingSince

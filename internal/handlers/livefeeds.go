@@ -72,21 +72,34 @@ func teamsOfQueues(snap *domain.Snapshot, queues map[string]bool) map[string]boo
 	return teams
 }
 
-// utilizationFeed keeps every team's hardware GPU utilization.
+// utilizationFeed keeps the hardware utilization of the GPUs (and MIG
+// partitions) pods hold, by namespace as dcgm-exporter names them, and
+// reads it by team with a snapshot's namespaces (domain.NamespaceTeams): a
+// team is its ClusterQueue, and its pods are in whichever namespaces feed
+// it, whoever named them.
 type utilizationFeed struct {
-	source          teamUtilization
-	namespacePrefix string
-	log             *slog.Logger
+	source teamUtilization
+	log    *slog.Logger
 
 	mu   sync.Mutex
-	util map[string]float64
-	// partitions are the teams' MIG partitions' activity, by team and profile.
-	partitions map[string]map[string]float64
-	// overIdleWindow is the teams' utilization over domain.IdleWindow.
-	overIdleWindow map[string]float64
+	util map[string]domain.Readings
+	// partitions are the MIG partitions' activity, by namespace and profile.
+	partitions map[string]map[string]domain.Readings
+	// overIdleWindow is the utilization over domain.IdleWindow.
+	overIdleWindow map[string]domain.Readings
 	note           string
 	asked          time.Time
 	ver            uint64
+	// read are the figures by team as of read.ver and read.snap.
+	read teamUtilizationRead
+}
+
+// teamUtilizationRead are the feed's figures read by team.
+type teamUtilizationRead struct {
+	snap       *domain.Snapshot
+	ver        uint64
+	util, over map[string]float64
+	partitions map[string]map[string]float64
 }
 
 func (u *utilizationFeed) version() uint64 {
@@ -95,34 +108,59 @@ func (u *utilizationFeed) version() uint64 {
 	return u.ver
 }
 
+// byTeamLocked are the figures read by team with snap's namespaces, read
+// again when the figures or the snapshot changed.
+func (u *utilizationFeed) byTeamLocked(snap *domain.Snapshot) teamUtilizationRead {
+	if u.read.snap == snap && u.read.ver == u.ver && snap != nil {
+		return u.read
+	}
+	var teams map[string]string
+	if snap != nil {
+		teams = domain.NamespaceTeams(snap.Teams)
+	}
+	u.read = teamUtilizationRead{snap: snap, ver: u.ver,
+		util: domain.UtilizationByTeam(u.util, teams), over: domain.UtilizationByTeam(u.overIdleWindow, teams),
+		partitions: domain.PartitionUtilizationByTeam(u.partitions, teams)}
+	if u.util == nil {
+		u.read.util = nil
+	}
+	if u.overIdleWindow == nil {
+		u.read.over = nil
+	}
+	if u.partitions == nil {
+		u.read.partitions = nil
+	}
+	return u.read
+}
+
 // current is the teams' utilization and, without one, why; asked first
 // when older than utilizationEvery.
-func (u *utilizationFeed) current(ctx context.Context) (map[string]float64, string) {
+func (u *utilizationFeed) current(ctx context.Context, snap *domain.Snapshot) (map[string]float64, string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if time.Since(u.asked) >= utilizationEvery {
 		u.askLocked(ctx)
 	}
-	return u.util, u.note
+	return u.byTeamLocked(snap).util, u.note
 }
 
 // currentPartitions is the teams' MIG partitions' activity by team and
 // profile, asked with current's figures.
-func (u *utilizationFeed) currentPartitions(ctx context.Context) map[string]map[string]float64 {
+func (u *utilizationFeed) currentPartitions(ctx context.Context, snap *domain.Snapshot) map[string]map[string]float64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if time.Since(u.asked) >= utilizationEvery {
 		u.askLocked(ctx)
 	}
-	return u.partitions
+	return u.byTeamLocked(snap).partitions
 }
 
 // latest is current without waiting for Prometheus: what was last asked
 // (asked is false before the first answer), and a refresh in the
 // background when one is due.
-func (u *utilizationFeed) latest() (util map[string]float64, note string, asked bool) {
+func (u *utilizationFeed) latest(snap *domain.Snapshot) (util map[string]float64, note string, asked bool) {
 	u.mu.Lock()
-	util, note, asked = u.util, u.note, !u.asked.IsZero()
+	util, note, asked = u.byTeamLocked(snap).util, u.note, !u.asked.IsZero()
 	due := time.Since(u.asked) >= utilizationEvery
 	u.mu.Unlock()
 	if due {
@@ -133,18 +171,18 @@ func (u *utilizationFeed) latest() (util map[string]float64, note string, asked 
 
 // latestOverIdleWindow is the teams' utilization over domain.IdleWindow as
 // last asked (nil before an answer), without waiting for Prometheus.
-func (u *utilizationFeed) latestOverIdleWindow() map[string]float64 {
+func (u *utilizationFeed) latestOverIdleWindow(snap *domain.Snapshot) map[string]float64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.overIdleWindow
+	return u.byTeamLocked(snap).over
 }
 
 // latestPartitions is the teams' MIG partitions' activity as last asked,
 // without waiting for Prometheus.
-func (u *utilizationFeed) latestPartitions() map[string]map[string]float64 {
+func (u *utilizationFeed) latestPartitions(snap *domain.Snapshot) map[string]map[string]float64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.partitions
+	return u.byTeamLocked(snap).partitions
 }
 
 func (u *utilizationFeed) refreshIfDue(ctx context.Context) bool {
@@ -160,17 +198,17 @@ func (u *utilizationFeed) refreshIfDue(ctx context.Context) bool {
 func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	util, err := u.source.TeamGPUUtilization(ctx, u.namespacePrefix)
+	util, err := u.source.NamespaceGPUUtilization(ctx)
 	// The partitions' and the hour's figures fail on their own: without
 	// them the pages and the idle rule use the GPUs' current figures.
-	var partitions map[string]map[string]float64
-	var over map[string]float64
+	var partitions map[string]map[string]domain.Readings
+	var over map[string]domain.Readings
 	if err == nil {
 		var perr, oerr error
-		if partitions, perr = u.source.TeamPartitionUtilization(ctx, u.namespacePrefix); perr != nil {
+		if partitions, perr = u.source.NamespacePartitionUtilization(ctx); perr != nil {
 			u.log.Debug("prometheus: partitions' utilization", "err", perr)
 		}
-		if over, oerr = u.source.TeamGPUUtilizationOver(ctx, u.namespacePrefix, domain.IdleWindow); oerr != nil {
+		if over, oerr = u.source.NamespaceGPUUtilizationOver(ctx, domain.IdleWindow); oerr != nil {
 			u.log.Debug("prometheus: utilization over the idle window", "err", oerr)
 		}
 	}
@@ -183,7 +221,11 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 		note = "Prometheus is unavailable, so hardware utilization is not shown; everything else comes from Kubernetes."
 	}
 	u.asked = time.Now()
-	u.overIdleWindow = over // the insights read it; no page shows it
+	if !maps.Equal(over, u.overIdleWindow) {
+		// the insights read it; no page shows it, so no version for it
+		u.overIdleWindow = over
+		u.read.snap = nil
+	}
 	if note == u.note && maps.Equal(util, u.util) && samePartitionUse(partitions, u.partitions) && u.ver > 0 {
 		return false
 	}
@@ -192,8 +234,8 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 	return true
 }
 
-func samePartitionUse(a, b map[string]map[string]float64) bool {
-	return maps.EqualFunc(a, b, func(x, y map[string]float64) bool { return maps.Equal(x, y) })
+func samePartitionUse(a, b map[string]map[string]domain.Readings) bool {
+	return maps.EqualFunc(a, b, func(x, y map[string]domain.Readings) bool { return maps.Equal(x, y) })
 }
 
 // positionsFeed keeps Kueue's queue positions of the ClusterQueues the

@@ -31,7 +31,7 @@ func TestEveryPageShowsWhatItsSourcesHold(t *testing.T) {
 		Task: taskhistory.TaskRef{Namespace: f.settings.Namespace("team-001"), Name: "victim", Team: "team-001", Class: "batch"}, GPUs: 2,
 		Preemptor: taskhistory.TaskRef{Team: "team-002", Class: "inference"}, Reason: "InCohortReclamation"}},
 		report: []taskhistory.ReportRow{{Task: taskhistory.TaskRef{Namespace: f.settings.Namespace("team-002"), Name: "reported", Team: "team-002"}}}}
-	f.cfg.Prometheus = prometheus{util: map[string]float64{"team-000": 73}}
+	f.cfg.Prometheus = prometheus{util: map[string]float64{f.settings.Namespace("team-000"): 73}}
 	h := f.handler()
 	for path, wants := range map[string][]string{
 		"/":                       {`id="cluster-queues"`, f.settings.ClusterQueue("team-002")},

@@ -111,7 +111,11 @@ func (p reportPage) show(c echo.Context) error {
 	if f.Source == sourceTaskHistory {
 		return p.taskHistoryReport(c, f, view, from, to.AddDate(0, 0, 1))
 	}
-	rows, err := p.prometheus.UsageReport(c.Request().Context(), p.settings, from, to)
+	var namespaces map[string]string
+	if p.model != nil {
+		namespaces = domain.NamespaceTeams(p.model.Snapshot().Teams)
+	}
+	rows, err := p.prometheus.UsageReport(c.Request().Context(), p.settings, namespaces, from, to)
 	switch {
 	case errors.Is(err, errNoPrometheus):
 		view.Unavailable = "The usage report needs Prometheus: start the console with --prometheus-url."

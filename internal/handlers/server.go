@@ -291,18 +291,20 @@ type clusterCharts interface {
 	ClusterUtilization(ctx context.Context, r metrics.Range, vcpuCapacity float64) (metrics.Charts, error)
 }
 
+// teamUtilization are the held GPUs' and partitions' utilization by
+// namespace (the handlers read them by team).
 type teamUtilization interface {
-	TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error)
-	TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error)
-	TeamGPUUtilizationOver(ctx context.Context, namespacePrefix string, window time.Duration) (map[string]float64, error)
+	NamespaceGPUUtilization(ctx context.Context) (map[string]domain.Readings, error)
+	NamespacePartitionUtilization(ctx context.Context) (map[string]map[string]domain.Readings, error)
+	NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string]domain.Readings, error)
 }
 
 type teamCharts interface {
-	TeamSeries(ctx context.Context, s domain.Settings, team string, r metrics.Range) (metrics.TeamCharts, error)
+	TeamSeries(ctx context.Context, q metrics.TeamQueue, r metrics.Range) (metrics.TeamCharts, error)
 }
 
 type usageReports interface {
-	UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]metrics.UsageRow, error)
+	UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) ([]metrics.UsageRow, error)
 }
 
 // QueuePositions are Kueue's own queue positions (kueue.Positions, from its
@@ -337,7 +339,7 @@ func New(cfg Config) *echo.Echo {
 	if cfg.Prometheus != nil {
 		prom = cfg.Prometheus
 	}
-	feeds := &liveFeeds{utilization: &utilizationFeed{source: prom, namespacePrefix: cfg.Settings.NamespacePrefix, log: cfg.Log},
+	feeds := &liveFeeds{utilization: &utilizationFeed{source: prom, log: cfg.Log},
 		positions: &positionsFeed{source: cfg.Positions, queues: map[string]*askedPositions{}}}
 	live := newLiveViews(cfg.ReadModel, feeds, cfg.Metrics, cfg.Log)
 	exports := newExportGate(cfg.Limits.Exports)

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"cmp"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,32 +102,42 @@ func TestTeamPageShowsEveryResourceItHas(t *testing.T) {
 		return ""
 	}
 	for _, tc := range []struct {
-		team string
-		want map[string][]string
+		team   string
+		want   map[string][]string
+		charts []string
 	}{
 		{"cluster-queue", map[string][]string{
-			"resource":                  {"", "vCPU", "Memory"},
+			"resource":                  {"", "vCPU", "Memory (GiB)"},
 			"Allocated":                 {"Allocated", "9", "36"},
 			"In use by tasks":           {"In use by tasks", "0", "0"},
 			"Borrowed from other teams": {"Borrowed from other teams", "0", "0"},
 			"Lent to other teams":       {"Lent to other teams", "0", "0"},
 			"Pending demand":            {"Pending demand", "3", "0.59"},
 			"Allocation utilization":    {"Allocation utilization", "0 %", "0 %"},
-		}},
+		}, []string{"vCPU in use vs quota", "Borrowed vCPU"}},
 		{"team-000", map[string][]string{
-			"resource":                  {"", "GPUs", "vCPU", "Memory"},
+			"resource":                  {"", "GPUs", "vCPU", "Memory (GiB)"},
 			"Allocated":                 {"Allocated", "8", "192", "2048"},
 			"In use by tasks":           {"In use by tasks", "0", "0", "0"},
 			"Borrowed from other teams": {"Borrowed from other teams", "0", "0", "0"},
 			"Lent to other teams":       {"Lent to other teams", "0", "0", "0"},
 			"Pending demand":            {"Pending demand", "0", "0", "0"},
 			"Allocation utilization":    {"Allocation utilization", "0 %", "0 %", "0 %"},
-		}},
+		}, []string{"GPUs in use vs quota", "Borrowed GPUs", "Hardware GPU utilization"}},
 	} {
 		t.Run(tc.team, func(t *testing.T) {
 			_, body := webtest.Get(t, h, "/usage/"+tc.team)
 			if diff := gocmp.Diff(tc.want, webtest.HTMLRows(t, body, "team-summary", byHeading)); diff != "" {
 				t.Errorf("the team's figures by resource (-want +got):\n%s", diff)
+			}
+			// Its charts are of its first resource; of hardware utilization
+			// only for GPUs.
+			var charts []string
+			for _, m := range regexp.MustCompile(`class="chart-title" id="[^"]*">([^<]*)<`).FindAllStringSubmatch(body, -1) {
+				charts = append(charts, m[1])
+			}
+			if diff := gocmp.Diff(tc.charts, charts); diff != "" {
+				t.Errorf("the team's charts (-want +got):\n%s", diff)
 			}
 		})
 	}

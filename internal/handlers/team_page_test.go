@@ -35,7 +35,7 @@ func TestTeamPageFollowsItsSources(t *testing.T) {
 	history := slowPreemptions{taskHistory: &taskHistory{byTeam: []taskhistory.PreemptedBy{
 		{Team: "team-001", PreemptorTeam: "team-000", Count: 3, GPUHoursLost: 1.5}}}, answer: make(chan struct{})}
 	f.cfg.TaskHistory = history
-	f.cfg.Prometheus = prometheus{util: map[string]float64{"team-001": 40}}
+	f.cfg.Prometheus = prometheus{util: map[string]float64{f.settings.Namespace("team-001"): 40}}
 	h := f.handler()
 
 	// Until the charts are drawn, with the task history's count pending:

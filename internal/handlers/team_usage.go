@@ -33,7 +33,7 @@ func (p usagePages) teamUsage(c echo.Context) error {
 	view, _ := viewOf("/usage/"+url.PathEscape(name), visible)
 	rangeName, _ := chartRange(c, time.Now())
 	var page templates.TeamUsageView
-	page.Charts, page.ChartsPending = p.teamCharts(ctx, name, rangeName)
+	page.Charts, page.ChartsPending = p.teamCharts(ctx, snap, row, rangeName)
 	page.Preemptions = p.preemptions.of(ctx, p.frame, name)
 	var insights []domain.Insight
 	if p.insights != nil {
@@ -107,10 +107,18 @@ func first[T any](s []T) *T {
 
 // teamCharts are a team page's charts of the named range, drawn once for
 // each answer of the chart feed (asked again every chartsEvery), not for
-// every request; pending is true while the first answer is asked.
-func (p usagePages) teamCharts(ctx context.Context, team, rangeName string) (charts []templ.Component, pending bool) {
-	tc, pending, err := p.charts.teamSeries(ctx, p.settings, team, rangeName)
-	key := team + "\x00" + rangeName
+// every request; pending is true while the first answer is asked. They
+// chart the team's first resource (its GPUs, else its Neuron devices,
+// vCPU or memory) and, for GPUs, the hardware utilization of the
+// namespaces whose pods count for the team alone.
+func (p usagePages) teamCharts(ctx context.Context, snap *domain.Snapshot, row domain.TeamUsage, rangeName string) (charts []templ.Component, pending bool) {
+	res := teamResources(row, nil)[0]
+	queue := metrics.TeamQueue{ClusterQueue: row.ClusterQueue, Resource: res.kube.String()}
+	if res.key == "gpu" {
+		queue.Namespaces = domain.TeamNamespaces(snap.Teams, row.Team)
+	}
+	tc, pending, err := p.charts.teamSeries(ctx, queue, rangeName)
+	key := queue.Key() + "\x00" + rangeName
 	p.drawn.mu.Lock()
 	d, ok := p.drawn.charts[key]
 	p.drawn.mu.Unlock()
@@ -118,11 +126,17 @@ func (p usagePages) teamCharts(ctx context.Context, team, rangeName string) (cha
 		return d.charts, pending
 	}
 	unavailable := p.chartNote(err)
+	label, borrowed := res.label, "Borrowed "+res.label
+	if res.unit == "GiB" {
+		label, borrowed = res.label+" (GiB)", "Borrowed memory (GiB)"
+	}
 	d = drawnTeamCharts{from: tc, err: err, charts: []templ.Component{
-		p.pieces.chart(chart("usage-vs-quota", "GPUs in use vs quota", "GPUs", 0, unavailable, tc.Quota, tc.InUse)),
-		p.pieces.chart(chart("borrowed", "Borrowed GPUs", "GPUs", 0, unavailable, tc.Borrowed)),
-		p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)),
+		p.pieces.chart(chart("usage-vs-quota", label+" in use vs quota", res.unit, 0, unavailable, tc.Quota, tc.InUse)),
+		p.pieces.chart(chart("borrowed", borrowed, res.unit, 0, unavailable, tc.Borrowed)),
 	}}
+	if res.key == "gpu" {
+		d.charts = append(d.charts, p.pieces.chart(chart("utilization", "Hardware GPU utilization", "%", 100, unavailable, tc.Utilization)))
+	}
 	p.drawn.mu.Lock()
 	if p.drawn.charts == nil || len(p.drawn.charts) >= maxDrawnCharts {
 		p.drawn.charts = map[string]drawnTeamCharts{}
@@ -261,13 +275,16 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 	profiles := domain.UsedProfiles([]domain.TeamUsage{u})
 	for _, res := range teamResources(u, profiles) {
 		label := res.label
-		if res.profile != "" {
+		switch {
+		case res.profile != "":
 			label += " partitions"
+		case res.unit == "GiB": // the other resources are counted in themselves
+			label += " (GiB)"
 		}
 		var util map[string]float64 // hardware utilization is the GPUs' alone
 		var note string
 		if res.key == "gpu" {
-			util, note = p.hardwareUtil(r.ctx, res)
+			util, note = p.hardwareUtil(r.ctx, r.snap, res)
 		}
 		row := usageRowOf(u, res, util, false)
 		v.Columns = append(v.Columns, templates.SummaryColumn{Key: res.key, Label: label, Row: row})
@@ -279,7 +296,7 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 		}
 	}
 	for _, profile := range profiles {
-		util, _ := p.hardwareUtil(r.ctx, profileResource(profile))
+		util, _ := p.hardwareUtil(r.ctx, r.snap, profileResource(profile))
 		v.ProfileUtil = append(v.ProfileUtil, templates.ProfileFigure{Profile: profile, Value: shownPercent(hardwareOf(u.Team, util, false))})
 	}
 	summary, err := part("team-live", templates.TeamSummary(v))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
@@ -19,8 +20,10 @@ import (
 // four every team has, or a MIG profile some team has quota of.
 type usageResource struct {
 	key, label, unit string
-	figures          func(domain.TeamUsage) usageFigures
-	format           func(int64) string
+	// kube is the resource as Kubernetes and Kueue name it.
+	kube    corev1.ResourceName
+	figures func(domain.TeamUsage) usageFigures
+	format  func(int64) string
 	// profile is the MIG profile shown; "" for the four.
 	profile string
 }
@@ -37,22 +40,22 @@ func (f *usageFigures) add(g usageFigures) {
 }
 
 // amountResource is a resource the usage rows keep as an Amount.
-func amountResource(key, label, unit string, of func(domain.Amount) int64, format func(int64) string) usageResource {
-	return usageResource{key: key, label: label, unit: unit, format: format, figures: func(u domain.TeamUsage) usageFigures {
+func amountResource(key, label, unit string, kube corev1.ResourceName, of func(domain.Amount) int64, format func(int64) string) usageResource {
+	return usageResource{key: key, label: label, unit: unit, kube: kube, format: format, figures: func(u domain.TeamUsage) usageFigures {
 		return usageFigures{of(u.Allocated), of(u.InUse), of(u.Borrowed), of(u.Lent), of(u.PendingDemand)}
 	}}
 }
 
 var usageResources = []usageResource{
-	amountResource("gpu", "GPUs", "GPUs", func(a domain.Amount) int64 { return a.GPUs }, itoa),
-	amountResource("neuron", "Neuron devices", "devices", func(a domain.Amount) int64 { return a.Neuron }, itoa),
-	amountResource("cpu", "vCPU", "vCPU", func(a domain.Amount) int64 { return a.CPUMilli }, domain.FormatVCPU),
-	amountResource("memory", "Memory", "GiB", func(a domain.Amount) int64 { return a.MemoryMiB }, domain.FormatGiB),
+	amountResource("gpu", "GPUs", "GPUs", domain.ResourceGPU, func(a domain.Amount) int64 { return a.GPUs }, itoa),
+	amountResource("neuron", "Neuron devices", "devices", domain.ResourceNeuron, func(a domain.Amount) int64 { return a.Neuron }, itoa),
+	amountResource("cpu", "vCPU", "vCPU", corev1.ResourceCPU, func(a domain.Amount) int64 { return a.CPUMilli }, domain.FormatVCPU),
+	amountResource("memory", "Memory", "GiB", corev1.ResourceMemory, func(a domain.Amount) int64 { return a.MemoryMiB }, domain.FormatGiB),
 }
 
 // profileResource is a MIG profile's partitions.
 func profileResource(profile string) usageResource {
-	return usageResource{key: profile, label: profile, unit: "partitions", format: itoa, profile: profile,
+	return usageResource{key: profile, label: profile, unit: "partitions", kube: domain.PartitionResource(profile), format: itoa, profile: profile,
 		figures: func(u domain.TeamUsage) usageFigures {
 			p := u.Partition(profile)
 			return usageFigures{p.Allocated, p.InUse, p.Borrowed, p.Lent, p.Pending}
@@ -127,17 +130,17 @@ type usagePages struct {
 	drawn *drawnCharts
 }
 
-// hardwareUtil is each team's hardware utilization in res, from the
-// utilization feed: its GPUs', or its partitions' of res's MIG profile; the
-// note says why there is none.
-func (p usagePages) hardwareUtil(ctx context.Context, res usageResource) (map[string]float64, string) {
+// hardwareUtil is each team of snap's hardware utilization in res, from
+// the utilization feed: its GPUs', or its partitions' of res's MIG
+// profile; the note says why there is none.
+func (p usagePages) hardwareUtil(ctx context.Context, snap *domain.Snapshot, res usageResource) (map[string]float64, string) {
 	feed := p.live.feeds.utilization
-	util, note := feed.current(ctx)
+	util, note := feed.current(ctx, snap)
 	if res.profile == "" {
 		return util, note
 	}
 	byProfile := map[string]float64{}
-	for team, profiles := range feed.currentPartitions(ctx) {
+	for team, profiles := range feed.currentPartitions(ctx, snap) {
 		if v, ok := profiles[res.profile]; ok {
 			byProfile[team] = v
 		}
@@ -150,7 +153,7 @@ func (p usagePages) usage(c echo.Context) error {
 	res := resourceOf(c.QueryParam("resource"))
 	visible, _ := p.scopeOf(c)
 	if _, ok := csvTable(c); ok {
-		util, _ := p.hardwareUtil(c.Request().Context(), res)
+		util, _ := p.hardwareUtil(c.Request().Context(), snap, res)
 		return usageCSV(c, res, visibleRows(snap, visible), snap.Teams, util)
 	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
@@ -192,7 +195,7 @@ func (p usagePages) usageAffects(_ liveView, c liveChange) bool {
 // each (rendered again when the team changed), and the cluster's totals.
 func (p usagePages) usageParts(r *liveRender) ([]templates.LivePart, error) {
 	res := resourceOf(r.view.query.Get("resource"))
-	util, note := p.hardwareUtil(r.ctx, res)
+	util, note := p.hardwareUtil(r.ctx, r.snap, res)
 	var rows []templates.LivePart
 	for _, u := range visibleRows(r.snap, r.view.scope) {
 		id := "usage-queue-" + u.ClusterQueue
@@ -301,7 +304,10 @@ func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, 
 			enabled = ""
 		}
 		alloc, _ := domain.FormatPercent(f.inUse, f.allocated)
-		hw, _ := hardwareOf(t.Team, util, isTotal)
+		hw, known := hardwareOf(t.Team, util, isTotal)
+		if !known { // unknown is no reading, not 0 %
+			hw = ""
+		}
 		return w.Row(t.Team, t.Namespace, enabled, res.format(f.allocated), res.format(f.inUse), res.format(f.borrowed),
 			res.format(f.lent), res.format(f.wants), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted))
 	}

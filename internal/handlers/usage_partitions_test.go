@@ -33,8 +33,8 @@ func TestUsagePageShowsPartitionsPerProfile(t *testing.T) {
 	objs.ClusterQueues[0].Status.FlavorsUsage = append(objs.ClusterQueues[0].Status.FlavorsUsage, kueuev1beta2.FlavorUsage{
 		Name: "ml.p4de.24xlarge", Resources: []kueuev1beta2.ResourceUsage{{Name: mig, Total: q("9"), Borrowed: q("2")}}})
 	f.model.publish(snapshotOf(s, objs, now))
-	f.cfg.Prometheus = prometheus{util: map[string]float64{"team-000": 73},
-		partitions: map[string]map[string]float64{"team-000": {"mig-1g.10gb": 41}}}
+	f.cfg.Prometheus = prometheus{util: map[string]float64{f.settings.Namespace("team-000"): 73},
+		partitions: map[string]map[string]float64{f.settings.Namespace("team-000"): {"mig-1g.10gb": 41}}}
 	h := f.handler()
 
 	code, body := webtest.Get(t, h, "/usage")
@@ -76,4 +76,34 @@ func TestUsagePageShowsPartitionsPerProfile(t *testing.T) {
 
 	_, body = webtest.Get(t, h, "/usage/team-000")
 	webtest.MustContain(t, "team-000's page", body, "Hardware utilization, mig-1g.10gb partitions", `data-profile="mig-1g.10gb">41 %`)
+}
+
+// A team's hardware utilization is its namespaces' GPUs': every namespace
+// whose LocalQueues feed its ClusterQueue, whatever it is named, and none
+// that feeds another team's queue too (dcgm-exporter names a GPU's
+// namespace, not its task). A team without a reading has an empty cell in
+// the CSV, never 0.
+func TestUtilizationIsReadByTheNamespacesThatFeedAQueue(t *testing.T) {
+	f := newFixture(t, 3, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 3, 0, now)
+	objs.LocalQueues = append(objs.LocalQueues,
+		kueuetest.MakeLocalQueue("data", "user-queue", s.ClusterQueue("team-002")),
+		kueuetest.MakeLocalQueue("shared", "a", s.ClusterQueue("team-001")),
+		kueuetest.MakeLocalQueue("shared", "b", s.ClusterQueue("team-002")))
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cfg.Prometheus = prometheus{util: map[string]float64{"data": 50, "shared": 90, s.Namespace("team-002"): 10, s.Namespace("team-000"): 73}}
+	h := f.handler()
+
+	code, body := webtest.Get(t, h, "/usage?format=csv&resource=gpu")
+	header, rows := webtest.ReadCSV(t, "/usage?format=csv", code, body)
+	byTeam := webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Team"] })
+	got := map[string]string{}
+	for _, team := range []string{"team-000", "team-001", "team-002"} {
+		got[team] = byTeam[team]["Hardware GPU utilization (%)"]
+	}
+	want := map[string]string{"team-000": "73", "team-001": "", "team-002": "30"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hardware utilization by team (-want +got):\n%s", diff)
+	}
 }

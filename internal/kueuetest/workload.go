@@ -58,6 +58,15 @@ func (b *WorkloadWrapper) OwnedBy(kind, name string, controller bool) *WorkloadW
 	return b
 }
 
+// Annotation sets an annotation, as Kueue's integrations mark Workloads.
+func (b *WorkloadWrapper) Annotation(key, value string) *WorkloadWrapper {
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations[key] = value
+	return b
+}
+
 func (b *WorkloadWrapper) Queue(lq string) *WorkloadWrapper {
 	b.Spec.QueueName = kueuev1beta2.LocalQueueName(lq)
 	return b

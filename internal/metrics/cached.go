@@ -3,6 +3,10 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/openquota/console/internal/domain"
@@ -35,25 +39,21 @@ func rangeKey(r Range) string {
 	return fmt.Sprintf("%d-%d-%d", r.Start.UnixNano(), r.End.UnixNano(), r.Step)
 }
 
-// TeamGPUUtilization is Prom.TeamGPUUtilization, cached.
-func (c *Cached) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error) {
-	return ask(ctx, c, "util\x00"+namespacePrefix, func(ctx context.Context) (map[string]float64, error) {
-		return c.Prom.TeamGPUUtilization(ctx, namespacePrefix)
+// NamespaceGPUUtilization is Prom.NamespaceGPUUtilization, cached.
+func (c *Cached) NamespaceGPUUtilization(ctx context.Context) (map[string]domain.Readings, error) {
+	return ask(ctx, c, "util", c.Prom.NamespaceGPUUtilization)
+}
+
+// NamespaceGPUUtilizationOver is Prom.NamespaceGPUUtilizationOver, cached.
+func (c *Cached) NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string]domain.Readings, error) {
+	return ask(ctx, c, "util-over\x00"+window.String(), func(ctx context.Context) (map[string]domain.Readings, error) {
+		return c.Prom.NamespaceGPUUtilizationOver(ctx, window)
 	})
 }
 
-// TeamGPUUtilizationOver is Prom.TeamGPUUtilizationOver, cached.
-func (c *Cached) TeamGPUUtilizationOver(ctx context.Context, namespacePrefix string, window time.Duration) (map[string]float64, error) {
-	return ask(ctx, c, "util-over\x00"+namespacePrefix+"\x00"+window.String(), func(ctx context.Context) (map[string]float64, error) {
-		return c.Prom.TeamGPUUtilizationOver(ctx, namespacePrefix, window)
-	})
-}
-
-// TeamPartitionUtilization is Prom.TeamPartitionUtilization, cached.
-func (c *Cached) TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error) {
-	return ask(ctx, c, "partitions\x00"+namespacePrefix, func(ctx context.Context) (map[string]map[string]float64, error) {
-		return c.Prom.TeamPartitionUtilization(ctx, namespacePrefix)
-	})
+// NamespacePartitionUtilization is Prom.NamespacePartitionUtilization, cached.
+func (c *Cached) NamespacePartitionUtilization(ctx context.Context) (map[string]map[string]domain.Readings, error) {
+	return ask(ctx, c, "partitions", c.Prom.NamespacePartitionUtilization)
 }
 
 // ClusterUtilization is Prom.ClusterUtilization, cached.
@@ -65,17 +65,27 @@ func (c *Cached) ClusterUtilization(ctx context.Context, r Range, vcpuCapacity f
 }
 
 // TeamSeries is Prom.TeamSeries, cached.
-func (c *Cached) TeamSeries(ctx context.Context, s domain.Settings, team string, r Range) (TeamCharts, error) {
-	key := fmt.Sprintf("team\x00%s\x00%s\x00%s\x00%s", s.NamespacePrefix, s.Cohort, team, rangeKey(r))
+func (c *Cached) TeamSeries(ctx context.Context, q TeamQueue, r Range) (TeamCharts, error) {
+	key := fmt.Sprintf("team\x00%s\x00%s", q.Key(), rangeKey(r))
 	return ask(ctx, c, key, func(ctx context.Context) (TeamCharts, error) {
-		return c.Prom.TeamSeries(ctx, s, team, r)
+		return c.Prom.TeamSeries(ctx, q, r)
 	})
 }
 
 // UsageReport is Prom.UsageReport, cached.
-func (c *Cached) UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]UsageRow, error) {
-	key := fmt.Sprintf("report\x00%s\x00%s\x00%d\x00%d", s.NamespacePrefix, s.Cohort, from.UnixNano(), to.UnixNano())
+func (c *Cached) UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) ([]UsageRow, error) {
+	key := fmt.Sprintf("report\x00%s\x00%s\x00%s\x00%d\x00%d", s.NamespacePrefix, s.Cohort, namespacesKey(namespaces), from.UnixNano(), to.UnixNano())
 	return ask(ctx, c, key, func(ctx context.Context) ([]UsageRow, error) {
-		return c.Prom.UsageReport(ctx, s, from, to)
+		return c.Prom.UsageReport(ctx, s, namespaces, from, to)
 	})
+}
+
+// namespacesKey names a namespace → team map in a cache key: a hash of its
+// sorted pairs.
+func namespacesKey(m map[string]string) string {
+	h := fnv.New64a()
+	for _, ns := range slices.Sorted(maps.Keys(m)) {
+		h.Write([]byte(ns + "\x00" + m[ns] + "\x00"))
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
 }

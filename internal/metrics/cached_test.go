@@ -49,25 +49,27 @@ func TestCachedAsksPrometheusOncePerTTL(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.TeamGPUUtilization(ctx, "hyperpod-ns-"); err != nil {
+			if _, err := c.NamespaceGPUUtilization(ctx); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	if n := queries.Load(); n != 1 {
-		t.Errorf("32 concurrent viewers sent %d queries, want 1", n)
+	// A question of utilization is two queries: the readings' sum and count.
+	const perQuestion = 2
+	if n := queries.Load(); n != perQuestion {
+		t.Errorf("32 concurrent viewers sent %d queries, want %d", n, perQuestion)
 	}
 	now = now.Add(29 * time.Second)
-	if _, err := c.TeamGPUUtilization(ctx, "hyperpod-ns-"); err != nil || queries.Load() != 1 {
-		t.Errorf("within the TTL: %d queries (err %v), want still 1", queries.Load(), err)
+	if _, err := c.NamespaceGPUUtilization(ctx); err != nil || queries.Load() != perQuestion {
+		t.Errorf("within the TTL: %d queries (err %v), want still %d", queries.Load(), err, perQuestion)
 	}
-	if _, err := c.TeamGPUUtilization(ctx, "other-prefix-"); err != nil || queries.Load() != 2 {
-		t.Errorf("another question: %d queries (err %v), want 2", queries.Load(), err)
+	if _, err := c.NamespaceGPUUtilizationOver(ctx, time.Hour); err != nil || queries.Load() != 2*perQuestion {
+		t.Errorf("another question: %d queries (err %v), want %d", queries.Load(), err, 2*perQuestion)
 	}
 	now = now.Add(2 * time.Second)
-	if _, err := c.TeamGPUUtilization(ctx, "hyperpod-ns-"); err != nil || queries.Load() != 3 {
-		t.Errorf("after the TTL: %d queries (err %v), want 3", queries.Load(), err)
+	if _, err := c.NamespaceGPUUtilization(ctx); err != nil || queries.Load() != 3*perQuestion {
+		t.Errorf("after the TTL: %d queries (err %v), want %d", queries.Load(), err, 3*perQuestion)
 	}
 }
 
@@ -86,17 +88,23 @@ func TestCachedRemembersFailuresBriefly(t *testing.T) {
 	now := time.Now()
 	c := NewCached(p, time.Minute)
 	c.answers.Now = func() time.Time { return now }
-	for range 3 {
-		if _, err := c.TeamGPUUtilization(context.Background(), "x-"); err == nil {
+	// One question is one or two queries (the second may be called off
+	// once the first failed): count what the first asking sent.
+	if _, err := c.NamespaceGPUUtilization(context.Background()); err == nil {
+		t.Fatal("a failing Prometheus gave no error")
+	}
+	first := queries.Load()
+	for range 2 {
+		if _, err := c.NamespaceGPUUtilization(context.Background()); err == nil {
 			t.Fatal("a failing Prometheus gave no error")
 		}
 	}
-	if queries.Load() != 1 {
-		t.Errorf("%d queries within the failure TTL, want 1", queries.Load())
+	if n := queries.Load(); n != first {
+		t.Errorf("%d queries within the failure TTL, want %d (the first asking's)", n, first)
 	}
 	now = now.Add(c.answers.FailureTTL)
-	_, _ = c.TeamGPUUtilization(context.Background(), "x-")
-	if queries.Load() != 2 {
-		t.Errorf("%d queries after the failure TTL, want 2", queries.Load())
+	_, _ = c.NamespaceGPUUtilization(context.Background())
+	if n := queries.Load(); n <= first {
+		t.Errorf("%d queries after the failure TTL, want more than %d", n, first)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,11 +128,12 @@ type Charts struct {
 
 // TeamCharts are one team's series.
 type TeamCharts struct {
-	// Quota is the team's nominal GPU quota summed over flavors; InUse the
-	// GPUs its admitted workloads hold. Both in GPUs, for one chart.
+	// Quota is the team's nominal quota of its resource (TeamQueue)
+	// summed over flavors; InUse what its admitted workloads hold of it.
+	// Both in the resource's units, for one chart.
 	Quota, InUse Series
-	// Borrowed is the GPUs the team uses beyond its nominal quota, per
-	// flavor, summed over flavors.
+	// Borrowed is what the team uses beyond its nominal quota, per flavor,
+	// summed over flavors.
 	Borrowed Series
 	// Utilization is the hardware utilization averaged over the GPUs the
 	// team's pods hold, in %.
@@ -159,14 +161,19 @@ func vcpuAllocationQuery(capacity float64) string {
 // quoted is s as a PromQL string literal (PromQL strings use Go's escapes).
 func quoted(s string) string { return strconv.Quote(s) }
 
-// prefixRegexp is a label regexp matching values that start with prefix
-// and have at least one more character.
-func prefixRegexp(prefix string) string { return quoted(regexp.QuoteMeta(prefix) + ".+") }
+// readingsQueries are the sum and the count of a per-GPU (or
+// per-partition) figure by the labels of by, over the GPUs held by pods
+// (those dcgm-exporter names a namespace for).
+func readingsQueries(figure, by string) (sum, count string) {
+	return "sum by (" + by + ") (" + figure + ")", "count by (" + by + ") (" + figure + ")"
+}
 
-// teamGPUUtilQuery averages the utilization of the GPUs held by pods in
-// namespaces starting with prefix, by namespace.
-func teamGPUUtilQuery(namespacePrefix string) string {
-	return `avg by (namespace) (` + metricGPUUtil + `{namespace=~` + prefixRegexp(namespacePrefix) + `})`
+// heldGPUUtil is the utilization of each GPU a pod holds.
+const heldGPUUtil = metricGPUUtil + `{namespace!=""}`
+
+// heldGPUUtilOver is each held GPU's utilization averaged over window.
+func heldGPUUtilOver(window time.Duration) string {
+	return `avg_over_time(` + heldGPUUtil + `[` + model.Duration(window).String() + `])`
 }
 
 // metricEngineActive is dcgm-exporter's ratio of time the graphics engine
@@ -174,28 +181,30 @@ func teamGPUUtilQuery(namespacePrefix string) string {
 // DCGM_FI_DEV_GPU_UTIL does not cover.
 const metricEngineActive = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 
-// teamPartitionUtilQuery averages, in %, the activity of the MIG partitions
-// held by pods in namespaces starting with prefix, by namespace and profile.
-func teamPartitionUtilQuery(namespacePrefix string) string {
-	return `100 * avg by (namespace, GPU_I_PROFILE) (` + metricEngineActive + `{namespace=~` + prefixRegexp(namespacePrefix) + `,GPU_I_PROFILE!=""})`
-}
+// heldPartitionActivity is, in %, the activity of each MIG partition a
+// pod holds.
+const heldPartitionActivity = `100 * ` + metricEngineActive + `{namespace!="",GPU_I_PROFILE!=""}`
 
-// teamGPUUtilOverQuery averages each GPU's utilization over window, then
-// the GPUs held by pods of a namespace starting with prefix, by namespace.
-func teamGPUUtilOverQuery(namespacePrefix string, window time.Duration) string {
-	return `avg by (namespace) (avg_over_time(` + metricGPUUtil + `{namespace=~` + prefixRegexp(namespacePrefix) + `}[` +
-		model.Duration(window).String() + `]))`
-}
-
-// namespaceGPUUtilQuery averages the utilization of the GPUs held by pods of one namespace.
-func namespaceGPUUtilQuery(namespace string) string {
-	return `avg(` + metricGPUUtil + `{namespace=` + quoted(namespace) + `})`
+// namespacesGPUUtilQuery averages the utilization of the GPUs held by pods
+// of the namespaces.
+func namespacesGPUUtilQuery(namespaces []string) string {
+	quotedNames := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		quotedNames[i] = regexp.QuoteMeta(ns)
+	}
+	return `avg(` + metricGPUUtil + `{namespace=~` + quoted(strings.Join(quotedNames, "|")) + `})`
 }
 
 // kueueGPUSelector selects a Kueue gauge's series for nvidia.com/gpu, of
 // one ClusterQueue when clusterQueue is not empty.
 func kueueGPUSelector(metric, clusterQueue string) string {
-	sel := metric + `{resource=` + quoted(domain.ResourceGPU.String()) + `,replica_role!="follower"`
+	return kueueSelector(metric, domain.ResourceGPU.String(), clusterQueue)
+}
+
+// kueueSelector selects a Kueue gauge's series for resource, of one
+// ClusterQueue when clusterQueue is not empty.
+func kueueSelector(metric, resource, clusterQueue string) string {
+	sel := metric + `{resource=` + quoted(resource) + `,replica_role!="follower"`
 	if clusterQueue != "" {
 		sel += `,cluster_queue=` + quoted(clusterQueue)
 	}
@@ -207,22 +216,32 @@ const (
 	metricResourceUsage = "kueue_cluster_queue_resource_usage"
 )
 
-// queueGPUQuotaQuery is a ClusterQueue's nominal GPU quota summed over flavors.
-func queueGPUQuotaQuery(clusterQueue string) string {
-	return "sum(" + kueueGPUSelector(metricNominalQuota, clusterQueue) + ")"
+// inUnits is a query of a resource's amounts in the units the pages show
+// it in: memory, which Kueue counts in bytes, in GiB.
+func inUnits(resource, query string) string {
+	if resource == "memory" {
+		return query + " / 1073741824"
+	}
+	return query
 }
 
-// queueGPUUsageQuery is the GPUs a ClusterQueue's admitted workloads hold, summed over flavors.
-func queueGPUUsageQuery(clusterQueue string) string {
-	return "sum(" + kueueGPUSelector(metricResourceUsage, clusterQueue) + ")"
+// queueQuotaQuery is a ClusterQueue's nominal quota of resource summed over flavors.
+func queueQuotaQuery(resource, clusterQueue string) string {
+	return inUnits(resource, "sum("+kueueSelector(metricNominalQuota, resource, clusterQueue)+")")
 }
 
-// queueGPUBorrowedQuery is a ClusterQueue's use above nominal quota,
-// floored at 0 per flavor (a team can borrow one flavor while another
-// flavor's quota lies idle), summed over flavors.
-func queueGPUBorrowedQuery(clusterQueue string) string {
-	return "sum(clamp_min(sum by (flavor) (" + kueueGPUSelector(metricResourceUsage, clusterQueue) +
-		") - sum by (flavor) (" + kueueGPUSelector(metricNominalQuota, clusterQueue) + "), 0))"
+// queueUsageQuery is what a ClusterQueue's admitted workloads hold of
+// resource, summed over flavors.
+func queueUsageQuery(resource, clusterQueue string) string {
+	return inUnits(resource, "sum("+kueueSelector(metricResourceUsage, resource, clusterQueue)+")")
+}
+
+// queueBorrowedQuery is a ClusterQueue's use of resource above nominal
+// quota, floored at 0 per flavor (a team can borrow one flavor while
+// another flavor's quota lies idle), summed over flavors.
+func queueBorrowedQuery(resource, clusterQueue string) string {
+	return inUnits(resource, "sum(clamp_min(sum by (flavor) ("+kueueSelector(metricResourceUsage, resource, clusterQueue)+
+		") - sum by (flavor) ("+kueueSelector(metricNominalQuota, resource, clusterQueue)+"), 0))")
 }
 
 func (p *Prom) available() error {
@@ -391,74 +410,106 @@ func (p *Prom) ClusterUtilization(ctx context.Context, r Range, vcpuCapacity flo
 	return c, all(fns...)
 }
 
-// TeamGPUUtilization returns, by team name, the current hardware
-// utilization (0-100) averaged over the GPUs held by pods in the team's
-// namespace (namespacePrefix + team). Teams whose pods hold no GPU are
-// absent.
-func (p *Prom) TeamGPUUtilization(ctx context.Context, namespacePrefix string) (map[string]float64, error) {
-	return p.teamUtilization(ctx, teamGPUUtilQuery(namespacePrefix), namespacePrefix)
+// NamespaceGPUUtilization is the current hardware utilization of the GPUs
+// pods hold, by namespace (namespaces whose pods hold none are absent).
+func (p *Prom) NamespaceGPUUtilization(ctx context.Context) (map[string]domain.Readings, error) {
+	sum, count := readingsQueries(heldGPUUtil, "namespace")
+	return p.readings(ctx, sum, count)
 }
 
-// TeamGPUUtilizationOver is TeamGPUUtilization averaged over the window
-// that ends now: each GPU's readings held by the team's pods.
-func (p *Prom) TeamGPUUtilizationOver(ctx context.Context, namespacePrefix string, window time.Duration) (map[string]float64, error) {
-	return p.teamUtilization(ctx, teamGPUUtilOverQuery(namespacePrefix, window), namespacePrefix)
+// NamespaceGPUUtilizationOver is NamespaceGPUUtilization with each GPU's
+// utilization averaged over the window that ends now.
+func (p *Prom) NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string]domain.Readings, error) {
+	sum, count := readingsQueries(heldGPUUtilOver(window), "namespace")
+	return p.readings(ctx, sum, count)
 }
 
-// teamUtilization runs a query answering a figure by namespace, by team.
-func (p *Prom) teamUtilization(ctx context.Context, query, namespacePrefix string) (map[string]float64, error) {
-	vec, err := p.instant(ctx, query)
-	if err != nil {
+// NamespacePartitionUtilization is the current activity of the MIG
+// partitions pods hold, by namespace and profile ("mig-1g.10gb").
+func (p *Prom) NamespacePartitionUtilization(ctx context.Context) (map[string]map[string]domain.Readings, error) {
+	sumQ, countQ := readingsQueries(heldPartitionActivity, "namespace, GPU_I_PROFILE")
+	var sum, count model.Vector
+	if err := all(
+		func() (err error) { sum, err = p.instant(ctx, sumQ); return err },
+		func() (err error) { count, err = p.instant(ctx, countQ); return err },
+	); err != nil {
 		return nil, err
 	}
-	out := make(map[string]float64, len(vec))
-	teams := domain.Settings{NamespacePrefix: namespacePrefix}
-	for _, s := range vec {
-		v := float64(s.Value)
-		if math.IsNaN(v) {
-			continue
-		}
-		team, ok := teams.TeamOfNamespace(string(s.Metric["namespace"]))
-		if !ok {
-			continue
-		}
-		out[team] = v
-	}
-	return out, nil
-}
-
-// TeamPartitionUtilization is each team's MIG partitions' activity in %,
-// by team and profile ("mig-1g.10gb"), for the teams of namespacePrefix.
-func (p *Prom) TeamPartitionUtilization(ctx context.Context, namespacePrefix string) (map[string]map[string]float64, error) {
-	vec, err := p.instant(ctx, teamPartitionUtilQuery(namespacePrefix))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]float64{}
-	teams := domain.Settings{NamespacePrefix: namespacePrefix}
-	for _, s := range vec {
-		v := float64(s.Value)
-		team, ok := teams.TeamOfNamespace(string(s.Metric["namespace"]))
-		if math.IsNaN(v) || !ok {
-			continue
-		}
-		if out[team] == nil {
-			out[team] = map[string]float64{}
+	out := map[string]map[string]domain.Readings{}
+	for key, r := range joinReadings(sum, count, "namespace", "GPU_I_PROFILE") {
+		if out[key[0]] == nil {
+			out[key[0]] = map[string]domain.Readings{}
 		}
 		// dcgm-exporter names the profile without the device plugin's "mig-".
-		out[team]["mig-"+string(s.Metric["GPU_I_PROFILE"])] = v
+		out[key[0]]["mig-"+key[1]] = r
 	}
 	return out, nil
 }
 
-// TeamSeries returns one team's GPU quota, GPUs in use, borrowed GPUs and
-// hardware GPU utilization over r.
-func (p *Prom) TeamSeries(ctx context.Context, s domain.Settings, team string, r Range) (TeamCharts, error) {
-	cq := s.ClusterQueue(team)
+// readings runs a sum and a count query by namespace and joins them.
+func (p *Prom) readings(ctx context.Context, sumQ, countQ string) (map[string]domain.Readings, error) {
+	var sum, count model.Vector
+	if err := all(
+		func() (err error) { sum, err = p.instant(ctx, sumQ); return err },
+		func() (err error) { count, err = p.instant(ctx, countQ); return err },
+	); err != nil {
+		return nil, err
+	}
+	out := map[string]domain.Readings{}
+	for key, r := range joinReadings(sum, count, "namespace", "") {
+		out[key[0]] = r
+	}
+	return out, nil
+}
+
+// joinReadings joins a sum and a count vector by the labels a and b (b
+// may be ""), leaving out NaN sums and zero counts.
+func joinReadings(sum, count model.Vector, a, b model.LabelName) map[[2]string]domain.Readings {
+	key := func(m model.Metric) [2]string { return [2]string{string(m[a]), string(m[b])} }
+	counts := make(map[[2]string]float64, len(count))
+	for _, s := range count {
+		counts[key(s.Metric)] = float64(s.Value)
+	}
+	out := make(map[[2]string]domain.Readings, len(sum))
+	for _, s := range sum {
+		k := key(s.Metric)
+		v, n := float64(s.Value), counts[k]
+		if math.IsNaN(v) || n <= 0 || k[0] == "" {
+			continue
+		}
+		out[k] = domain.Readings{Sum: v, Count: n}
+	}
+	return out
+}
+
+// TeamQueue names what a team's charts are drawn from: its ClusterQueue,
+// the resource its quota charts count, and the namespaces whose pods count
+// for it alone (domain.TeamNamespaces).
+type TeamQueue struct {
+	ClusterQueue string
+	// Resource is the Kubernetes resource the quota charts count
+	// ("nvidia.com/gpu", "cpu", "memory" in GiB …); "" for GPUs.
+	Resource   string
+	Namespaces []string
+}
+
+// Key names q in a cache key.
+func (q TeamQueue) Key() string {
+	return q.ClusterQueue + "\x00" + q.Resource + "\x00" + strings.Join(q.Namespaces, ",")
+}
+
+// TeamSeries returns one team's quota, use and borrowing of its resource
+// (GPUs unless q names another) and the hardware utilization of its
+// namespaces' GPUs over r.
+func (p *Prom) TeamSeries(ctx context.Context, q TeamQueue, r Range) (TeamCharts, error) {
+	cq, res := q.ClusterQueue, q.Resource
+	if res == "" {
+		res = domain.ResourceGPU.String()
+	}
 	c := TeamCharts{
-		Quota:       Series{Name: "GPU quota"},
-		InUse:       Series{Name: "GPUs in use"},
-		Borrowed:    Series{Name: "GPUs borrowed"},
+		Quota:       Series{Name: "Quota"},
+		InUse:       Series{Name: "In use"},
+		Borrowed:    Series{Name: "Borrowed"},
 		Utilization: Series{Name: "GPU utilization"},
 	}
 	if err := p.available(); err != nil {
@@ -466,19 +517,22 @@ func (p *Prom) TeamSeries(ctx context.Context, s domain.Settings, team string, r
 	}
 	err := all(
 		func() (err error) {
-			c.Quota, err = p.series(ctx, c.Quota.Name, queueGPUQuotaQuery(cq), r)
+			c.Quota, err = p.series(ctx, c.Quota.Name, queueQuotaQuery(res, cq), r)
 			return err
 		},
 		func() (err error) {
-			c.InUse, err = p.series(ctx, c.InUse.Name, queueGPUUsageQuery(cq), r)
+			c.InUse, err = p.series(ctx, c.InUse.Name, queueUsageQuery(res, cq), r)
 			return err
 		},
 		func() (err error) {
-			c.Borrowed, err = p.series(ctx, c.Borrowed.Name, queueGPUBorrowedQuery(cq), r)
+			c.Borrowed, err = p.series(ctx, c.Borrowed.Name, queueBorrowedQuery(res, cq), r)
 			return err
 		},
 		func() (err error) {
-			c.Utilization, err = p.series(ctx, c.Utilization.Name, namespaceGPUUtilQuery(s.Namespace(team)), r)
+			if len(q.Namespaces) == 0 {
+				return nil
+			}
+			c.Utilization, err = p.series(ctx, c.Utilization.Name, namespacesGPUUtilQuery(q.Namespaces), r)
 			return err
 		},
 	)

@@ -63,15 +63,18 @@ func TestRangeFor(t *testing.T) {
 
 func TestQueries(t *testing.T) {
 	for got, want := range map[string]string{
-		teamGPUUtilQuery("hyperpod-ns-"):                   `avg by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace=~"hyperpod-ns-.+"})`,
-		teamGPUUtilQuery(`a.b"c-`):                         `avg by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace=~"a\\.b\"c-.+"})`,
-		namespaceGPUUtilQuery("hyperpod-ns-nlp"):           `avg(DCGM_FI_DEV_GPU_UTIL{namespace="hyperpod-ns-nlp"})`,
-		vcpuAllocationQuery(1536):                          `100 * sum(kueue_cluster_queue_resource_usage{resource="cpu",replica_role!="follower"}) / 1536`,
-		queueGPUQuotaQuery("hyperpod-ns-nlp-clusterqueue"): `sum(kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="hyperpod-ns-nlp-clusterqueue"})`,
-		queueGPUUsageQuery("q"):                            `sum(kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="q"})`,
-		queueGPUBorrowedQuery("q"):                         `sum(clamp_min(sum by (flavor) (kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="q"}) - sum by (flavor) (kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="q"}), 0))`,
-		queueGPUByFlavorQuery(metricLendingLimit):          `sum by (cluster_queue, cohort, flavor) (kueue_cluster_queue_lending_limit{resource="nvidia.com/gpu",replica_role!="follower"})`,
-		namespaceGPUUtilAggQuery("count", "hyperpod-ns-"):  `count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace=~"hyperpod-ns-.+"})`,
+		namespacesGPUUtilQuery([]string{"hyperpod-ns-nlp"}):  `avg(DCGM_FI_DEV_GPU_UTIL{namespace=~"hyperpod-ns-nlp"})`,
+		namespacesGPUUtilQuery([]string{"default", `a.b"c`}): `avg(DCGM_FI_DEV_GPU_UTIL{namespace=~"default|a\\.b\"c"})`,
+		utilSumQuery:               `sum by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})`,
+		utilCountQuery:             `count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})`,
+		heldGPUUtilOver(time.Hour): `avg_over_time(DCGM_FI_DEV_GPU_UTIL{namespace!=""}[1h])`,
+		vcpuAllocationQuery(1536):  `100 * sum(kueue_cluster_queue_resource_usage{resource="cpu",replica_role!="follower"}) / 1536`,
+		queueQuotaQuery("nvidia.com/gpu", "hyperpod-ns-nlp-clusterqueue"): `sum(kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="hyperpod-ns-nlp-clusterqueue"})`,
+		queueUsageQuery("nvidia.com/gpu", "q"):                            `sum(kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="q"})`,
+		queueBorrowedQuery("nvidia.com/gpu", "q"):                         `sum(clamp_min(sum by (flavor) (kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="q"}) - sum by (flavor) (kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="q"}), 0))`,
+		queueUsageQuery("memory", "q"):                                    `sum(kueue_cluster_queue_resource_usage{resource="memory",replica_role!="follower",cluster_queue="q"}) / 1073741824`,
+		queueQuotaQuery("cpu", "q"):                                       `sum(kueue_cluster_queue_nominal_quota{resource="cpu",replica_role!="follower",cluster_queue="q"})`,
+		queueGPUByFlavorQuery(metricLendingLimit):                         `sum by (cluster_queue, cohort, flavor) (kueue_cluster_queue_lending_limit{resource="nvidia.com/gpu",replica_role!="follower"})`,
 	} {
 		if got != want {
 			t.Errorf("got  %s\nwant %s", got, want)
@@ -85,9 +88,9 @@ func allUnavailable(t *testing.T, p *Prom) {
 	ctx := context.Background()
 	r, _ := RangeFor("1h", time.Now())
 	_, err1 := p.ClusterUtilization(ctx, r, 100)
-	_, err2 := p.TeamGPUUtilization(ctx, "hyperpod-ns-")
-	_, err3 := p.TeamSeries(ctx, domain.DefaultSettings, "nlp", r)
-	_, err4 := p.UsageReport(ctx, domain.DefaultSettings, time.Now(), time.Now())
+	_, err2 := p.NamespaceGPUUtilization(ctx)
+	_, err3 := p.TeamSeries(ctx, TeamQueue{ClusterQueue: "q", Namespaces: []string{"ns"}}, r)
+	_, err4 := p.UsageReport(ctx, domain.DefaultSettings, nil, time.Now(), time.Now())
 	for i, err := range []error{err1, err2, err3, err4} {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("method %d: err = %v, want ErrUnavailable", i+1, err)
@@ -140,7 +143,7 @@ func TestHangingPrometheusTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Timeout = 200 * time.Millisecond
-	_, err = p.TeamGPUUtilization(context.Background(), "hyperpod-ns-")
+	_, err = p.NamespaceGPUUtilization(context.Background())
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}
@@ -176,13 +179,13 @@ func fakeProm(t *testing.T, status int, body func(query string) string) (*Prom, 
 
 func TestServerErrorsAreUnavailableButBadQueriesAreNot(t *testing.T) {
 	down, _ := fakeProm(t, http.StatusServiceUnavailable, func(string) string { return "overloaded" })
-	if _, err := down.TeamGPUUtilization(context.Background(), "x-"); !errors.Is(err, ErrUnavailable) {
+	if _, err := down.NamespaceGPUUtilization(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("503: err = %v, want ErrUnavailable", err)
 	}
 	bad, _ := fakeProm(t, http.StatusBadRequest, func(string) string {
 		return `{"status":"error","errorType":"bad_data","error":"1:5: parse error"}`
 	})
-	_, err := bad.TeamGPUUtilization(context.Background(), "x-")
+	_, err := bad.NamespaceGPUUtilization(context.Background())
 	if err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "parse error") {
 		t.Errorf("bad_data: err = %v, want a non-ErrUnavailable error naming the parse error", err)
 	}
@@ -190,34 +193,41 @@ func TestServerErrorsAreUnavailableButBadQueriesAreNot(t *testing.T) {
 
 func TestResultsAreTyped(t *testing.T) {
 	p, queries := fakeProm(t, http.StatusOK, func(q string) string {
-		if strings.HasPrefix(q, "avg by (namespace)") {
+		switch {
+		case strings.HasPrefix(q, "sum by (namespace)"):
 			return `{"status":"success","data":{"resultType":"vector","result":[
-				{"metric":{"namespace":"hyperpod-ns-nlp"},"value":[1782864000,"85"]},
-				{"metric":{"namespace":"hyperpod-ns-vision"},"value":[1782864000,"12.5"]}]}}`
+				{"metric":{"namespace":"hyperpod-ns-nlp"},"value":[1782864000,"170"]},
+				{"metric":{"namespace":"hyperpod-ns-vision"},"value":[1782864000,"12.5"]},
+				{"metric":{"namespace":"idle"},"value":[1782864000,"NaN"]}]}}`
+		case strings.HasPrefix(q, "count by (namespace)"):
+			return `{"status":"success","data":{"resultType":"vector","result":[
+				{"metric":{"namespace":"hyperpod-ns-nlp"},"value":[1782864000,"2"]},
+				{"metric":{"namespace":"hyperpod-ns-vision"},"value":[1782864000,"1"]},
+				{"metric":{"namespace":"idle"},"value":[1782864000,"1"]}]}}`
 		}
 		// Range queries: one series with a NaN sample (0/0), which is dropped.
 		return `{"status":"success","data":{"resultType":"matrix","result":[
 			{"metric":{},"values":[[1782864000,"1"],[1782864015,"NaN"],[1782864030,"3"]]}]}}`
 	})
 	ctx := context.Background()
-	util, err := p.TeamGPUUtilization(ctx, "hyperpod-ns-")
+	util, err := p.NamespaceGPUUtilization(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]float64{"nlp": 85, "vision": 12.5}, util); diff != "" {
-		t.Errorf("TeamGPUUtilization (-want +got):\n%s", diff)
+	if diff := cmp.Diff(map[string]domain.Readings{"hyperpod-ns-nlp": {Sum: 170, Count: 2}, "hyperpod-ns-vision": {Sum: 12.5, Count: 1}}, util); diff != "" {
+		t.Errorf("NamespaceGPUUtilization (-want +got):\n%s", diff)
 	}
 	r, _ := RangeFor("1h", time.Unix(1782864100, 0))
-	c, err := p.TeamSeries(ctx, domain.DefaultSettings, "nlp", r)
+	c, err := p.TeamSeries(ctx, TeamQueue{ClusterQueue: "hyperpod-ns-nlp-clusterqueue", Namespaces: []string{"hyperpod-ns-nlp"}}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1782864000, 0)
 	wantPoints := []Point{{T: t0, V: 1}, {T: t0.Add(30 * time.Second), V: 3}}
 	want := TeamCharts{
-		Quota:       Series{Name: "GPU quota", Points: wantPoints},
-		InUse:       Series{Name: "GPUs in use", Points: wantPoints},
-		Borrowed:    Series{Name: "GPUs borrowed", Points: wantPoints},
+		Quota:       Series{Name: "Quota", Points: wantPoints},
+		InUse:       Series{Name: "In use", Points: wantPoints},
+		Borrowed:    Series{Name: "Borrowed", Points: wantPoints},
 		Utilization: Series{Name: "GPU utilization", Points: wantPoints},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
@@ -298,25 +308,30 @@ func TestSandboxTeamGPUUtilizationSeesPinnedPods(t *testing.T) {
 		}
 	}
 
+	// The figures come by namespace; the three teams' namespaces name them.
+	teams := map[string]string{}
+	for _, team := range []string{"vision", "nlp", "notebooks"} {
+		teams[s.Namespace(team)] = team
+	}
 	want := map[string]float64{"vision": 85, "nlp": 30, "notebooks": 40}
 	var got map[string]float64
-	poll(t, 90*time.Second, "pinned utilization never reached TeamGPUUtilization", func(ctx context.Context) (bool, error) {
-		var err error
-		got, err = p.TeamGPUUtilization(ctx, s.NamespacePrefix)
+	poll(t, 90*time.Second, "pinned utilization never reached NamespaceGPUUtilization", func(ctx context.Context) (bool, error) {
+		byNamespace, err := p.NamespaceGPUUtilization(ctx)
+		got = domain.UtilizationByTeam(byNamespace, teams)
 		return cmp.Equal(want, got), err
 	})
 	// Over the last hour: the pods' readings since they started, the same.
-	poll(t, 30*time.Second, "pinned utilization never reached TeamGPUUtilizationOver", func(ctx context.Context) (bool, error) {
-		var err error
-		got, err = p.TeamGPUUtilizationOver(ctx, s.NamespacePrefix, time.Hour)
+	poll(t, 30*time.Second, "pinned utilization never reached NamespaceGPUUtilizationOver", func(ctx context.Context) (bool, error) {
+		byNamespace, err := p.NamespaceGPUUtilizationOver(ctx, time.Hour)
+		got = domain.UtilizationByTeam(byNamespace, teams)
 		return cmp.Equal(want, got), err
 	})
 	// The partitions' engine activity, by team and profile.
 	wantPartitions := map[string]map[string]float64{"notebooks": {"mig-1g.10gb": 40}}
 	var gotPartitions map[string]map[string]float64
-	poll(t, 30*time.Second, "pinned utilization never reached TeamPartitionUtilization", func(ctx context.Context) (bool, error) {
-		var err error
-		gotPartitions, err = p.TeamPartitionUtilization(ctx, s.NamespacePrefix)
+	poll(t, 30*time.Second, "pinned utilization never reached NamespacePartitionUtilization", func(ctx context.Context) (bool, error) {
+		byNamespace, err := p.NamespacePartitionUtilization(ctx)
+		gotPartitions = domain.PartitionUtilizationByTeam(byNamespace, teams)
 		return cmp.Equal(wantPartitions, gotPartitions), err
 	})
 
@@ -397,11 +412,11 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	poll(t, 90*time.Second, "borrower's charts never showed quota 2, in use 3, borrowed 1", func(ctx context.Context) (bool, error) {
 		r, _ := RangeFor("1h", time.Now())
 		var err error
-		c, err = p.TeamSeries(ctx, s, "borrower", r)
+		c, err = p.TeamSeries(ctx, TeamQueue{ClusterQueue: s.ClusterQueue("borrower"), Namespaces: []string{s.Namespace("borrower")}}, r)
 		return last(c.Quota) == 2 && last(c.InUse) == 3 && last(c.Borrowed) == 1, err
 	})
 	r, _ := RangeFor("1h", time.Now())
-	lc, err := p.TeamSeries(ctx, s, "lender", r)
+	lc, err := p.TeamSeries(ctx, TeamQueue{ClusterQueue: s.ClusterQueue("lender"), Namespaces: []string{s.Namespace("lender")}}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +433,7 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	byTeam := map[string]UsageRow{}
 	poll(t, 60*time.Second, "usage report never showed the borrowing", func(ctx context.Context) (bool, error) {
 		now := time.Now()
-		rows, err := p.UsageReport(ctx, s, now.Add(-time.Hour), now)
+		rows, err := p.UsageReport(ctx, s, nil, now.Add(-time.Hour), now)
 		if err != nil {
 			return false, err
 		}
@@ -486,7 +501,7 @@ func TestQueriesAreCountedByOutcome(t *testing.T) {
 	if err := down.Ping(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("503: %v", err)
 	}
-	if _, err := bad.TeamGPUUtilization(context.Background(), "x-"); err == nil {
+	if _, err := bad.instant(context.Background(), "up"); err == nil {
 		t.Error("bad_data accepted")
 	}
 	if got := counts(); got != "ok=2 unavailable=1 error=1" {

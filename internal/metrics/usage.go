@@ -55,19 +55,20 @@ func queueGPUByFlavorQuery(metric string) string {
 // (+Inf without limit, 0 for a team that does not lend).
 const metricLendingLimit = "kueue_cluster_queue_lending_limit"
 
-// namespaceGPUUtilAggQuery is agg ("sum" or "count") of the per-GPU
-// utilization of the GPUs held by pods in namespaces starting with prefix,
-// by namespace: sum/count over a day is the GPU-time-weighted average.
-func namespaceGPUUtilAggQuery(agg, namespacePrefix string) string {
-	return agg + ` by (namespace) (` + metricGPUUtil + `{namespace=~` + prefixRegexp(namespacePrefix) + `})`
-}
+// utilSumQuery and utilCountQuery are the sum and count of the held GPUs'
+// utilization by namespace: sum/count over a day is the GPU-time-weighted
+// average.
+var utilSumQuery, utilCountQuery = readingsQueries(heldGPUUtil, "namespace")
 
 // UsageReport returns every team's GPU-hours for each UTC day from from to
 // to (both dates inclusive; their time of day is ignored), sorted by day and
 // team. It samples Kueue's and the GPU exporter's gauges every ReportStep
 // (up to now for today) and counts each sample for one step; a team has a
-// row for each day its ClusterQueue existed.
-func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, from, to time.Time) ([]UsageRow, error) {
+// row for each day its ClusterQueue existed. The GPUs' utilization counts
+// for the team of their pods' namespace (namespaces: domain.NamespaceTeams
+// as the cluster is now; a namespace no queue is fed from now, by the
+// settings' team namespaces).
+func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) ([]UsageRow, error) {
 	if err := p.available(); err != nil {
 		return nil, err
 	}
@@ -100,15 +101,15 @@ func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, from, to time
 			query(&nominal, queueGPUByFlavorQuery(metricNominalQuota)),
 			query(&usage, queueGPUByFlavorQuery(metricResourceUsage)),
 			query(&lending, queueGPUByFlavorQuery(metricLendingLimit)),
-			query(&utilSum, namespaceGPUUtilAggQuery("sum", s.NamespacePrefix)),
-			query(&utilCount, namespaceGPUUtilAggQuery("count", s.NamespacePrefix)),
+			query(&utilSum, utilSumQuery),
+			query(&utilCount, utilCountQuery),
 		); err != nil {
 			return nil, fmt.Errorf("usage report: %w", err)
 		}
 		queues = append(queues, queueSamples(nominal, usage, lending)...)
 		util = append(util, utilSamples(utilSum, utilCount)...)
 	}
-	return buildReport(s, step, queues, util), nil
+	return buildReport(s, namespaces, step, queues, util), nil
 }
 
 // utcDay is t's date as 00:00 UTC.
@@ -223,7 +224,7 @@ func utilSamples(sum, count model.Matrix) []utilSample {
 
 // buildReport integrates samples taken every step into GPU-hours per UTC
 // day and team: each sample counts for value × step.
-func buildReport(s domain.Settings, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
+func buildReport(s domain.Settings, namespaces map[string]string, step time.Duration, queues []queueSample, util []utilSample) []UsageRow {
 	hours := step.Hours()
 	type rowKey struct {
 		day  time.Time
@@ -274,8 +275,14 @@ func buildReport(s domain.Settings, step time.Duration, queues []queueSample, ut
 
 	type utilAcc struct{ sum, count float64 }
 	utilBy := map[rowKey]utilAcc{}
+	teamOf := func(ns string) (string, bool) {
+		if team, known := namespaces[ns]; known {
+			return team, team != ""
+		}
+		return s.TeamOfNamespace(ns)
+	}
 	for _, u := range util {
-		if team, ok := s.TeamOfNamespace(u.Namespace); ok {
+		if team, ok := teamOf(u.Namespace); ok {
 			rk := rowKey{utcDay(u.T), team}
 			utilBy[rk] = utilAcc{utilBy[rk].sum + u.Sum, utilBy[rk].count + u.Count}
 		}

@@ -100,20 +100,26 @@ func TestBuildReportIntegratesPerUTCDay(t *testing.T) {
 		{T: at(0), Namespace: "ns-b", Sum: 4 * 50, Count: 4},
 		{T: at(0), Namespace: "ns-b", Sum: 3 * 100, Count: 3}, // a second chunk's sample adds up
 		{T: at(0), Namespace: "ns-z", Sum: 10, Count: 1},      // no ClusterQueue: no row
+		// The queue outside the console serves "default"; "shared" feeds
+		// two teams' queues, so its GPUs count for neither.
+		{T: at(0), Namespace: "default", Sum: 20, Count: 1},
+		{T: at(0), Namespace: "shared", Sum: 100, Count: 1},
+		{T: at(0), Namespace: "ns-a", Sum: 0, Count: 0},
 	}
+	namespaces := map[string]string{"default": "other-queue", "shared": "", "ns-a": "a"}
 	want := []UsageRow{
 		{Day: day1, Team: "a", GPUHoursAllocated: 16, GPUHoursLent: 4},
 		{Day: day1, Team: "b", GPUHoursAllocated: 8, GPUHoursUsed: 12, GPUHoursBorrowed: 4, AvgHardwareUtil: 90, HardwareUtilKnown: true},
 		{Day: day2, Team: "a", GPUHoursAllocated: 8, GPUHoursLent: 2},
 		{Day: day2, Team: "b", GPUHoursAllocated: 4, GPUHoursUsed: 7, GPUHoursBorrowed: 3, AvgHardwareUtil: 500.0 / 7, HardwareUtilKnown: true},
-		{Day: day2, Team: "other-queue", GPUHoursAllocated: 4, GPUHoursLent: 1},
+		{Day: day2, Team: "other-queue", GPUHoursAllocated: 4, GPUHoursLent: 1, AvgHardwareUtil: 20, HardwareUtilKnown: true},
 	}
-	got := buildReport(s, time.Hour, queues, util)
+	got := buildReport(s, namespaces, time.Hour, queues, util)
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
 	// Half-hour steps count half.
-	got = buildReport(s, 30*time.Minute, queues[:2], nil)
+	got = buildReport(s, nil, 30*time.Minute, queues[:2], nil)
 	if len(got) != 2 || got[0].GPUHoursAllocated != 4 || got[1].GPUHoursBorrowed != 1 {
 		t.Errorf("30-minute step: %+v", got)
 	}
