@@ -121,8 +121,8 @@ func haltedWait(why string) (short, basis string) {
 
 // classWait is the estimated wait of a task of one class now, in the
 // selection's ClusterQueue (one team selected) or every queue.
-func (p tasksPage) classWait(ctx context.Context, s domain.ClassStats, clusterQueue string, now time.Time) (short, basis string) {
-	rates, ok := p.rates.at(ctx, now)
+func (p tasksPage) classWait(ctx context.Context, snap *domain.Snapshot, s domain.ClassStats, f taskFilter, visible scope) (short, basis string) {
+	rates, ok := p.rates.at(ctx, snap.Taken)
 	if !ok {
 		return "", ""
 	}
@@ -130,5 +130,16 @@ func (p tasksPage) classWait(ctx context.Context, s domain.ClassStats, clusterQu
 	if waiting == 0 {
 		return "none waiting", ""
 	}
-	return taskhistory.ClassWait(waiting, rates, clusterQueue, s.Class).Words(strconv.Itoa(waiting) + " waiting")
+	clusterQueue := ""
+	if team, one := p.selectedQueue(f, visible, snap); one {
+		if why := team.Halted(); why != "" {
+			return haltedWait(why)
+		}
+		clusterQueue = team.ClusterQueue
+	}
+	lowest := ""
+	if len(snap.Classes) > 0 {
+		lowest = snap.Classes[len(snap.Classes)-1]
+	}
+	return taskhistory.ClassWait(waiting, rates, clusterQueue, s.Class, lowest).Words(strconv.Itoa(waiting) + " waiting")
 }

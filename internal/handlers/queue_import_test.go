@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueuetest"
+	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/webtest"
 )
 
@@ -138,12 +140,17 @@ func TestAnInactiveQueueSaysWhy(t *testing.T) {
 	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).
 		Created(now.Add(-time.Minute)).Obj())
 	f.model.publish(snapshotOf(s, objs, now))
+	f.cfg.TaskHistory = &taskHistory{rates: taskhistory.AdmissionRates{Recorded: 24 * time.Hour}}
 	h := f.handler()
 
-	// Its waiting task waits for no estimate: the queue admits nothing.
+	// Its waiting task waits for no estimate: the queue admits nothing;
+	// nor does its class, in this queue.
 	_, body := webtest.Get(t, h, "/tasks?team=cluster-queue")
 	webtest.MustContain(t, "the queue's tasks", html.UnescapeString(body), "not while its queue admits nothing",
 		"not while its queue admits nothing: Kueue keeps its queue inactive: "+why)
+	if got := webtest.HTMLRows(t, body, "class-stats", webtest.ByAttr("data-class"))["batch"]; !slices.Contains(got, "not while its queue admits nothing") {
+		t.Errorf("the queue's class batch: %q, want its estimated wait to say the queue admits nothing", got)
+	}
 
 	_, body = webtest.Get(t, h, "/usage")
 	rows := webtest.HTMLRows(t, body, "team-usage", webtest.ByAttr("data-team"))

@@ -90,12 +90,12 @@ func (p tasksPage) taskStatistics(ctx context.Context, f taskFilter, visible sco
 
 // selectedQueue is the ClusterQueue of the one team a filter shows ("":
 // several teams, every queue).
-func (p tasksPage) selectedQueue(f taskFilter, visible scope) string {
+func (p tasksPage) selectedQueue(f taskFilter, visible scope, snap *domain.Snapshot) (domain.TeamUsage, bool) {
 	sel := f.selection(visible)
-	if len(sel.Teams) == 1 {
-		return p.settings.ClusterQueue(sel.Teams[0])
+	if len(sel.Teams) != 1 {
+		return domain.TeamUsage{}, false
 	}
-	return ""
+	return teamRow(snap, sel.Teams[0])
 }
 
 // warnings remembers when each message was last logged, so that pages

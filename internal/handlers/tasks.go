@@ -262,7 +262,7 @@ func (p tasksPage) parts(r *liveRender) ([]templates.LivePart, error) {
 		for _, s := range statistics.byClass {
 			row := statsRow(f, "", s)
 			if statistics.history {
-				row.EstWait, row.EstBasis = p.classWait(r.ctx, s, p.selectedQueue(f, r.view.scope), r.snap.Taken)
+				row.EstWait, row.EstBasis = p.classWait(r.ctx, r.snap, s, f, r.view.scope)
 			}
 			v.Rows = append(v.Rows, row)
 		}

@@ -55,9 +55,10 @@ func QueuedTaskWait(ahead int, rates AdmissionRates, clusterQueue string) WaitEs
 
 // ClassWait estimates the wait of a task of class queued now behind the
 // class's waiting tasks, at the class's rate in clusterQueue ("": every
-// queue).
-func ClassWait(waiting int, rates AdmissionRates, clusterQueue, class string) WaitEstimate {
-	return EstimateWait(waiting, rates.Of(clusterQueue, class))
+// queue); tasks recorded without a class count in lowestClass, as in the
+// statistics.
+func ClassWait(waiting int, rates AdmissionRates, clusterQueue, class, lowestClass string) WaitEstimate {
+	return EstimateWait(waiting, rates.OfClass(clusterQueue, class, lowestClass))
 }
 
 // Words are the estimate briefly ("about 25 min") and with its basis

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,11 @@ func TestQueuedTaskWaitCountsTasksOfEveryClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	wl := func(name, class string, created time.Time) *kueuetest.WorkloadWrapper {
-		return kueuetest.MakeWorkload(s, ns, name).Queue(s.LocalQueue("nlp")).Class(class).GPUs(1, 1).Created(created).WithUID("uid-" + name)
+		w := kueuetest.MakeWorkload(s, ns, name).Queue(s.LocalQueue("nlp")).GPUs(1, 1).Created(created).WithUID("uid-" + name)
+		if class != "" {
+			w.Class(class)
+		}
+		return w
 	}
 	var changes []Change
 	life := func(versions ...*kueuetest.WorkloadWrapper) {
@@ -100,5 +105,35 @@ func TestQueuedTaskWaitCountsTasksOfEveryClass(t *testing.T) {
 	_, basis := QueuedTaskWait(0, rates, s.ClusterQueue("nlp")).Words("0 ahead")
 	if want := "about 15 min: 0 ahead, 4.0 admitted per hour over the last day"; basis != want {
 		t.Errorf("estimated wait of the next training task: %q, want %q", basis, want)
+	}
+	// The class's rate; a task of no class counts in the lowest class
+	// (batch here), as it does in the statistics.
+	for _, tc := range []struct {
+		class string
+		want  string
+	}{
+		{"inference", "about 20 min: 0 waiting, 3.0 admitted per hour over the last day"},
+		{"training", "about 60 min: 0 waiting, 1.00 admitted per hour over the last day"},
+		{"batch", "unknown"},
+	} {
+		if _, basis := ClassWait(0, rates, s.ClusterQueue("nlp"), tc.class, "batch").Words("0 waiting"); !strings.HasPrefix(basis, tc.want) {
+			t.Errorf("class %s: %q, want %q", tc.class, basis, tc.want)
+		}
+	}
+	classless := wl("classless", "", ago(30))
+	changes = nil
+	life(classless, classless.Clone().Admitted(ago(25), "ml.p5.48xlarge"))
+	if _, err := store.Write(ctx, Batch{Changes: changes}); err != nil {
+		t.Fatal(err)
+	}
+	if rates, err = store.AdmissionRates(ctx, LiveWindow(now.Add(-RateWindow), now)); err != nil {
+		t.Fatal(err)
+	}
+	want := "about 60 min: 0 waiting, 1.00 admitted per hour over the last day"
+	if _, basis := ClassWait(0, rates, s.ClusterQueue("nlp"), "batch", "batch").Words("0 waiting"); basis != want {
+		t.Errorf("the lowest class, with a task of no class admitted: %q, want %q", basis, want)
+	}
+	if _, basis := ClassWait(0, rates, "", "batch", "batch").Words("0 waiting"); basis != want {
+		t.Errorf("the lowest class in every queue: %q, want %q", basis, want)
 	}
 }

@@ -290,6 +290,22 @@ func (r AdmissionRates) Of(clusterQueue, class string) AdmissionRate {
 	return out
 }
 
+// OfClass is the rate of clusterQueue ("": every queue) and one class,
+// the tasks recorded without a class counted in lowestClass (they count
+// there on every page).
+func (r AdmissionRates) OfClass(clusterQueue, class, lowestClass string) AdmissionRate {
+	out := r.Of(clusterQueue, class)
+	if class == "" || class != lowestClass {
+		return out
+	}
+	for k, n := range r.counts {
+		if k[1] == "" && (clusterQueue == "" || k[0] == clusterQueue) {
+			out.Tasks += n
+		}
+	}
+	return out
+}
+
 // AdmissionRates counts the tasks admitted in the recorded part of w per
 // ClusterQueue and class (AdmissionRate.Tasks).
 func (s *Store) AdmissionRates(ctx context.Context, w Window) (AdmissionRates, error) {
