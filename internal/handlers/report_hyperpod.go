@@ -166,8 +166,12 @@ func (p reportPage) hyperPodCSV(c echo.Context, days taskhistory.Window, rq task
 	if err := s.Row(hyperPodSummaryColumns(resources)...); err != nil {
 		return err
 	}
+	namespace := p.settings.Namespace // without a read model: the team namespace
+	if p.model != nil {
+		namespace = namespacesOf(p.settings, p.model.Snapshot())
+	}
 	for _, r := range rows {
-		cells := []string{r.Day.Format(dateLayout), p.settings.Namespace(r.Team), r.Team, r.InstanceType}
+		cells := []string{r.Day.Format(dateLayout), namespace(r.Team), r.Team, r.InstanceType}
 		for _, res := range resources {
 			h := res.of(r)
 			cells = append(cells, domain.FormatHours(h.Used), domain.FormatHours(max(h.Used-h.Borrowed, 0)), domain.FormatHours(h.Borrowed))

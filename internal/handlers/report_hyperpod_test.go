@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/webtest"
 )
@@ -37,6 +38,12 @@ var (
 func TestUsageReportInHyperPodLayout(t *testing.T) {
 	f := newFixture(t, 2, 0)
 	f.cfg.Settings.ClusterName = "ml-cluster"
+	// A queue the console did not create, fed from namespace default.
+	objs := kueuetest.Cluster(f.settings, f.settings.Cohort, 2, 0, time.Now())
+	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("cluster-queue").Nominal(4, nil).WrittenBy("kubectl").Obj())
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	f.model.publish(snapshotOf(f.settings, objs, time.Now()))
+	namespaceOf := map[string]string{"team-000": f.settings.Namespace("team-000"), "team-001": f.settings.Namespace("team-001"), "cluster-queue": "default"}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	d1, d2 := today.AddDate(0, 0, -2), today.AddDate(0, 0, -1)
 	hours := func(alloc, used, borrowed float64) taskhistory.ResourceHours {
@@ -51,6 +58,7 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 				{Day: d1, Team: "team-000", InstanceType: "ml.p5.48xlarge", GPU: hours(192, 150.5, 20.25), VCPU: hours(4608, 1200, 0)},
 				{Day: d1, Team: "team-001", InstanceType: "ml.trn1.32xlarge", Neuron: hours(384, 100, 12), VCPU: hours(3072, 640, 80)},
 				{Day: d2, Team: "team-000", InstanceType: "ml.p5.48xlarge", GPU: hours(192, 24, 0), VCPU: hours(4608, 96, 0)},
+				{Day: d2, Team: "cluster-queue", InstanceType: "ml.g6.12xlarge", GPU: hours(96, 10, 0)},
 			}},
 		report: []taskhistory.ReportRow{
 			{Task: taskhistory.TaskRef{UID: "u1", Namespace: ns("team-000"), Name: "job-big-869d5", Team: "team-000", Class: "training",
@@ -112,7 +120,7 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 	}
 	var want []map[string]string
 	for _, r := range webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Day (UTC)"] + r["Team"] + r["Instance type"] }) {
-		row := map[string]string{"Date": r["Day (UTC)"], "Namespace": f.settings.Namespace(r["Team"]), "Team": r["Team"], "Instance Type": r["Instance type"]}
+		row := map[string]string{"Date": r["Day (UTC)"], "Namespace": namespaceOf[r["Team"]], "Team": r["Team"], "Instance Type": r["Instance type"]}
 		for res, unit := range map[string]string{"GPU": "GPU-hours", "Neuron Device": "Neuron-device-hours", "vCPU": "vCPU-hours"} {
 			used, borrowed := r[unit+" used (h)"], r[unit+" borrowed (h)"]
 			row["Total "+res+" Hours"], row["Borrowed "+res+" Hours"] = used, borrowed
