@@ -43,11 +43,12 @@ type InstanceTypeCapacity struct {
 
 // QueueQuota is one ClusterQueue as the overview lists it.
 type QueueQuota struct {
-	Name        string
-	Team        string // the team it serves (Settings.TeamOfClusterQueue)
-	Cohort      string
-	NominalGPUs int64
-	Stopped     bool
+	Name   string
+	Team   string // the team it serves (Settings.TeamOfClusterQueue)
+	Cohort string
+	// Nominal is its nominal quota summed over flavors.
+	Nominal Amount
+	Stopped bool
 }
 
 // Overview is the cluster as the overview page shows it.
@@ -124,9 +125,7 @@ func BuildOverview(s Settings, nodes []*corev1.Node, queues []*kueuev1beta2.Clus
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
-					if r.Name == ResourceGPU {
-						q.NominalGPUs += r.NominalQuota.Value()
-					}
+					q.Nominal.addUnits(r.Name, units(r.Name, r.NominalQuota))
 				}
 			}
 		}

@@ -80,7 +80,7 @@ func (p overviewPage) show(c echo.Context) error {
 			t.instanceTypes = append(t.instanceTypes, instanceRow(it))
 		}
 		for _, q := range visibleQueues(ov, visible) {
-			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, NominalGPUs: q.NominalGPUs, Stopped: q.Stopped}
+			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, Quota: quotaWords(q.Nominal), Stopped: q.Stopped}
 			t.queues = append(t.queues, p.pieces.of(row, templates.QueueRowCells(row)))
 		}
 		if !visible.all {
@@ -130,7 +130,8 @@ func instanceRow(r domain.InstanceTypeCapacity) templates.InstanceRow {
 }
 
 func queuesCSV(c echo.Context, queues []domain.QueueQuota) error {
-	w, err := startCSV(c, "cluster-queues.csv", "ClusterQueue", "Cohort", "Nominal GPU quota (count)", "Admission")
+	w, err := startCSV(c, "cluster-queues.csv", "ClusterQueue", "Cohort", "Nominal GPU quota (count)", "Admission",
+		"Nominal Neuron quota (count)", "Nominal vCPU quota (count)", "Nominal memory quota (GiB)")
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,8 @@ func queuesCSV(c echo.Context, queues []domain.QueueQuota) error {
 		if q.Stopped {
 			admission = "Disabled"
 		}
-		if err := w.Row(q.Name, q.Cohort, itoa(q.NominalGPUs), admission); err != nil {
+		n := q.Nominal
+		if err := w.Row(q.Name, q.Cohort, itoa(n.GPUs), admission, itoa(n.Neuron), domain.FormatVCPU(n.CPUMilli), domain.FormatGiB(n.MemoryMiB)); err != nil {
 			return err
 		}
 	}

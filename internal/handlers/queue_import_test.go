@@ -33,7 +33,7 @@ func TestQueuesTheConsoleDidNotCreate(t *testing.T) {
 		t.Fatalf("/teams: %d\n%.300s", code, body)
 	}
 	got := webtest.HTMLRows(t, body, "queues", webtest.ByAttr("data-queue"))
-	want := map[string][]string{"cluster-queue": {"cluster-queue", "cluster-queue", "default", "—", "kubectl-client-side-apply", "9", "1", "1", "Import…"}}
+	want := map[string][]string{"cluster-queue": {"cluster-queue", "cluster-queue", "default", "—", "kubectl-client-side-apply", "9 GPUs", "1", "1", "Import…"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("queues the console did not create (-want +got):\n%s", diff)
 	}

@@ -143,4 +143,40 @@ func TestTeamPageShowsEveryResourceItHas(t *testing.T) {
 	}
 }
 
+// The overview's ClusterQueues and the Teams page's queues of other
+// managers name each queue's quota in the resources it has.
+func TestQueueListsNameTheQuotaInItsResources(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("cluster-queue").
+		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
+		WrittenBy("kubectl-client-side-apply").Obj())
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
+	h := f.handler()
+
+	_, body := webtest.Get(t, h, "/")
+	rows := webtest.HTMLRows(t, body, "cluster-queues", webtest.ByAttr("data-cluster-queue"))
+	got := map[string]string{}
+	for name, cells := range rows {
+		got[name] = cells[2]
+	}
+	want := map[string]string{"cluster-queue": "9 vCPU · 36 GiB", s.ClusterQueue("team-000"): "8 GPUs"}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("the overview's nominal quotas (-want +got):\n%s", diff)
+	}
+	_, body = webtest.Get(t, h, "/teams")
+	if got := webtest.HTMLRows(t, body, "queues", webtest.ByAttr("data-queue"))["cluster-queue"]; len(got) < 6 || got[5] != "9 vCPU · 36 GiB" {
+		t.Errorf("the Teams page's row of cluster-queue: %q, want its quota 9 vCPU · 36 GiB", got)
+	}
+	code, body := webtest.Get(t, h, "/?format=csv&table=cluster-queues")
+	header, csvRows := webtest.ReadCSV(t, "the ClusterQueues CSV", code, body)
+	row := webtest.CSVRecords(header, csvRows, func(r map[string]string) string { return r["ClusterQueue"] })["cluster-queue"]
+	if row["Nominal GPU quota (count)"] != "0" || row["Nominal vCPU quota (count)"] != "9" || row["Nominal memory quota (GiB)"] != "36" {
+		t.Errorf("the ClusterQueues CSV's row of cluster-queue: %v", row)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }

@@ -101,7 +101,7 @@ func externalQueues(rows []domain.TeamUsage, visible scope) []templates.External
 			managedBy = "the console (imported)"
 		}
 		out = append(out, templates.ExternalQueueRow{Team: r.Team, ClusterQueue: r.ClusterQueue, Namespaces: r.Namespace,
-			Cohort: r.Cohort, ManagedBy: managedBy, Reconciler: r.Reconciler, GPUs: itoa(r.Allocated.GPUs),
+			Cohort: r.Cohort, ManagedBy: managedBy, Reconciler: r.Reconciler, Quota: quotaWords(r.Allocated),
 			Running: r.Running, Pending: r.Pending + r.Preempted, Imported: r.Imported, Import: importURL(r.ClusterQueue)})
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -51,6 +52,31 @@ var usageResources = []usageResource{
 	amountResource("neuron", "Neuron devices", "devices", domain.ResourceNeuron, func(a domain.Amount) int64 { return a.Neuron }, itoa),
 	amountResource("cpu", "vCPU", "vCPU", corev1.ResourceCPU, func(a domain.Amount) int64 { return a.CPUMilli }, domain.FormatVCPU),
 	amountResource("memory", "Memory", "GiB", corev1.ResourceMemory, func(a domain.Amount) int64 { return a.MemoryMiB }, domain.FormatGiB),
+}
+
+// quotaWords names a quota briefly: its GPUs and Neuron devices, else
+// (a queue of other resources, as Kueue's own examples are) its vCPU and
+// memory; "none" for none.
+func quotaWords(a domain.Amount) string {
+	var parts []string
+	if a.GPUs > 0 {
+		parts = append(parts, itoa(a.GPUs)+" GPUs")
+	}
+	if a.Neuron > 0 {
+		parts = append(parts, itoa(a.Neuron)+" Neuron devices")
+	}
+	if len(parts) == 0 {
+		if a.CPUMilli > 0 {
+			parts = append(parts, domain.FormatVCPU(a.CPUMilli)+" vCPU")
+		}
+		if a.MemoryMiB > 0 {
+			parts = append(parts, domain.FormatGiB(a.MemoryMiB)+" GiB")
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " · ")
 }
 
 // profileResource is a MIG profile's partitions.
