@@ -38,10 +38,7 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	ctx := context.Background()
 	// The GPUs are on the instance type's flavor, as on a HyperPod cluster
 	// (the console's own, applied as the console applies it).
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
-		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
-		t.Fatal(err)
-	}
+	applyGPUFlavor(t, c)
 	h := testenv.ApplyHandMade(t, testenv.Clients{Kube: c.kube, Kueue: c.kueue}, gpuFlavor, "")
 	h.Workload(t, h.Namespaces[0], "run-1", 2)
 	h.Workload(t, h.Namespaces[1], "run-2", 2)
@@ -294,11 +291,7 @@ func TestCohortsUnderTheConsolesOwn(t *testing.T) {
 func TestEveryHandWrittenQueueShowsAndImportsWithoutEviction(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
-	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
-		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
-		t.Fatal(err)
-	}
+	clients := applyGPUFlavor(t, c)
 	id := rand.String(5)
 	root, child := "root-"+id, "child-"+id
 	testenv.ApplyCohort(t, clients, root, "", gpuFlavor, 4)
@@ -390,11 +383,7 @@ func TestHardwareUtilizationOfAQueueTheConsoleDidNotCreate(t *testing.T) {
 	}
 	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Prometheus = prom })
 	ctx := context.Background()
-	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
-		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
-		t.Fatal(err)
-	}
+	clients := applyGPUFlavor(t, c)
 	h := testenv.ApplyHandMade(t, clients, gpuFlavor, "")
 	job := testenv.Submit(t, c.kube, testenv.Job{Namespace: h.Namespaces[1], LocalQueue: "user-queue", Name: "notebook",
 		GPUs: 2, InstanceType: gpuFlavor, GPUUtil: "37"})
@@ -435,11 +424,7 @@ func TestHardwareUtilizationOfAQueueTheConsoleDidNotCreate(t *testing.T) {
 func TestAPodGroupIsOneTaskNamedByItsGroup(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
-	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
-		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
-		t.Fatal(err)
-	}
+	clients := applyGPUFlavor(t, c)
 	h := testenv.ApplyHandMade(t, clients, gpuFlavor, "")
 	for _, role := range []string{"leader", "worker"} {
 		pod := &corev1.Pod{
@@ -462,4 +447,16 @@ func TestAPodGroupIsOneTaskNamedByItsGroup(t *testing.T) {
 	if err != nil {
 		t.Errorf("queue %s's tasks %v, want the pod group sample-group running, as one task", h.ClusterQueue, tasks)
 	}
+}
+
+// applyGPUFlavor applies the console's flavor of gpuFlavor as the console
+// applies it, for the hand-made queues to name, and returns the clients
+// that make them.
+func applyGPUFlavor(t *testing.T, c console) testenv.Clients {
+	t.Helper()
+	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(context.Background(), domain.FlavorFor(gpuFlavor),
+		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	return testenv.Clients{Kube: c.kube, Kueue: c.kueue}
 }

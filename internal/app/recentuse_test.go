@@ -29,11 +29,7 @@ func TestRecentUseAdmitsTheLighterNamespaceFirst(t *testing.T) {
 	waitsOnTheCluster(t)
 	c := newConsole(t)
 	ctx := context.Background()
-	clients := testenv.Clients{Kube: c.kube, Kueue: c.kueue}
-	if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Apply(ctx, domain.FlavorFor(gpuFlavor),
-		metav1.ApplyOptions{FieldManager: domain.FieldManager, Force: true}); err != nil {
-		t.Fatal(err)
-	}
+	clients := applyGPUFlavor(t, c)
 	h := testenv.ApplyHandMadeWith(t, clients, gpuFlavor, "", func(cq *kueuev1beta2.ClusterQueue) {
 		cq.Spec.AdmissionScope = &kueuev1beta2.AdmissionScope{AdmissionMode: kueuev1beta2.UsageBasedAdmissionFairSharing}
 	})

@@ -82,10 +82,7 @@ func TestTeamPageShowsEveryResourceItHas(t *testing.T) {
 	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
 	objs.ClusterQueues[0] = (&kueuetest.ClusterQueueWrapper{ClusterQueue: *objs.ClusterQueues[0]}).
 		Quota("ml.p5.48xlarge", corev1.ResourceCPU, "192").Quota("ml.p5.48xlarge", corev1.ResourceMemory, "2Ti").Obj()
-	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("cluster-queue").
-		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
-		WrittenBy("kubectl-client-side-apply").Obj())
-	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	objs.AddQuickStart()
 	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "dummy-job", Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("200Mi")}}}}}
 	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").
@@ -149,10 +146,7 @@ func TestQueueListsNameTheQuotaInItsResources(t *testing.T) {
 	f := newFixture(t, 1, 0)
 	s, now := f.settings, time.Now()
 	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
-	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("cluster-queue").
-		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
-		WrittenBy("kubectl-client-side-apply").Obj())
-	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	objs.AddQuickStart()
 	f.model.publish(snapshotOf(s, objs, now))
 	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
 	h := f.handler()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
@@ -306,10 +305,7 @@ func TestWhatIfAsksAboutAQueueTheConsoleDoesNotManage(t *testing.T) {
 	f := newFixture(t, 1, 0)
 	s, now := f.settings, time.Now()
 	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
-	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("cluster-queue").
-		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
-		WrittenBy("kubectl-client-side-apply").Obj())
-	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"))
+	objs.AddQuickStart()
 	f.model.publish(snapshotOf(s, objs, now))
 	f.cfg.TaskHistory = &taskHistory{rates: taskhistory.AdmissionRates{Recorded: 24 * time.Hour}}
 	f.whatIf.answer = domain.WhatIfAnswer{Position: 2, Reason: "insufficient unused quota for cpu in flavor default-flavor, 3 more needed"}

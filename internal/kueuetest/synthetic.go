@@ -104,3 +104,14 @@ func Cluster(s ClusterNames, cohort string, teams, workloads int, now time.Time)
 	}
 	return in
 }
+
+// AddQuickStart adds the queues of Kueue's getting-started example as
+// kubectl writes them: ClusterQueue "cluster-queue" of 9 vCPU and 36 GiB on
+// "default-flavor" (a flavor that is no instance type), fed by LocalQueue
+// "user-queue" in namespace default.
+func (o *Objects) AddQuickStart() {
+	o.ClusterQueues = append(o.ClusterQueues, MakeClusterQueue("cluster-queue").
+		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
+		WrittenBy("kubectl-client-side-apply").Obj())
+	o.LocalQueues = append(o.LocalQueues, MakeLocalQueue("default", "user-queue", "cluster-queue"))
+}
