@@ -57,8 +57,11 @@ func TeamNamespaces(rows []TeamUsage, team string) []string {
 
 // UtilizationByTeam is each team's average utilization over the GPUs its
 // namespaces' pods hold (teams: NamespaceTeams); a team without a reading
-// is absent.
+// is absent, and nil readings (none asked yet) are nil.
 func UtilizationByTeam(byNamespace map[string]Readings, teams map[string]string) map[string]float64 {
+	if byNamespace == nil {
+		return nil
+	}
 	sums := map[string]Readings{}
 	for ns, r := range byNamespace {
 		if team := teams[ns]; team != "" {
@@ -71,6 +74,9 @@ func UtilizationByTeam(byNamespace map[string]Readings, teams map[string]string)
 // PartitionUtilizationByTeam is UtilizationByTeam per MIG profile: by team
 // and profile ("mig-1g.10gb").
 func PartitionUtilizationByTeam(byNamespace map[string]map[string]Readings, teams map[string]string) map[string]map[string]float64 {
+	if byNamespace == nil {
+		return nil
+	}
 	sums := map[string]map[string]Readings{}
 	for ns, profiles := range byNamespace {
 		team := teams[ns]

@@ -27,7 +27,7 @@ func TestUtilizationByTeamReadsTheNamespacesThatFeedIt(t *testing.T) {
 		byNamespace map[string]Readings
 		want        map[string]float64
 	}{
-		{name: "none", want: map[string]float64{}},
+		{name: "nothing asked yet", want: nil},
 		{name: "a namespace's GPUs count for its team alone",
 			byNamespace: map[string]Readings{"default": {Sum: 74, Count: 2}, "research": {Sum: 100, Count: 1}, "elsewhere": {Sum: 5, Count: 1}},
 			want:        map[string]float64{"cluster-queue": 37}},

@@ -89,15 +89,17 @@ type utilizationFeed struct {
 	overIdleWindow map[string]domain.Readings
 	note           string
 	asked          time.Time
-	ver            uint64
-	// read are the figures by team as of read.ver and read.snap.
+	// ver counts the changes the pages show; answers every change of the
+	// figures, the idle window's too.
+	ver, answers uint64
+	// read are the figures by team as of read.answers and read.snap.
 	read teamUtilizationRead
 }
 
 // teamUtilizationRead are the feed's figures read by team.
 type teamUtilizationRead struct {
 	snap       *domain.Snapshot
-	ver        uint64
+	answers    uint64
 	util, over map[string]float64
 	partitions map[string]map[string]float64
 }
@@ -111,25 +113,16 @@ func (u *utilizationFeed) version() uint64 {
 // byTeamLocked are the figures read by team with snap's namespaces, read
 // again when the figures or the snapshot changed.
 func (u *utilizationFeed) byTeamLocked(snap *domain.Snapshot) teamUtilizationRead {
-	if u.read.snap == snap && u.read.ver == u.ver && snap != nil {
+	if u.read.snap == snap && u.read.answers == u.answers && snap != nil {
 		return u.read
 	}
 	var teams map[string]string
 	if snap != nil {
 		teams = domain.NamespaceTeams(snap.Teams)
 	}
-	u.read = teamUtilizationRead{snap: snap, ver: u.ver,
+	u.read = teamUtilizationRead{snap: snap, answers: u.answers,
 		util: domain.UtilizationByTeam(u.util, teams), over: domain.UtilizationByTeam(u.overIdleWindow, teams),
 		partitions: domain.PartitionUtilizationByTeam(u.partitions, teams)}
-	if u.util == nil {
-		u.read.util = nil
-	}
-	if u.overIdleWindow == nil {
-		u.read.over = nil
-	}
-	if u.partitions == nil {
-		u.read.partitions = nil
-	}
 	return u.read
 }
 
@@ -224,13 +217,14 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 	if !maps.Equal(over, u.overIdleWindow) {
 		// the insights read it; no page shows it, so no version for it
 		u.overIdleWindow = over
-		u.read.snap = nil
+		u.answers++
 	}
 	if note == u.note && maps.Equal(util, u.util) && samePartitionUse(partitions, u.partitions) && u.ver > 0 {
 		return false
 	}
 	u.util, u.partitions, u.note = util, partitions, note
 	u.ver++
+	u.answers++
 	return true
 }
 
