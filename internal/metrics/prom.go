@@ -413,30 +413,24 @@ func (p *Prom) ClusterUtilization(ctx context.Context, r Range, vcpuCapacity flo
 // NamespaceGPUUtilization is the current hardware utilization of the GPUs
 // pods hold, by namespace (namespaces whose pods hold none are absent).
 func (p *Prom) NamespaceGPUUtilization(ctx context.Context) (map[string]domain.Readings, error) {
-	sum, count := readingsQueries(heldGPUUtil, "namespace")
-	return p.readings(ctx, sum, count)
+	return p.namespaceReadings(ctx, heldGPUUtil)
 }
 
 // NamespaceGPUUtilizationOver is NamespaceGPUUtilization with each GPU's
 // utilization averaged over the window that ends now.
 func (p *Prom) NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string]domain.Readings, error) {
-	sum, count := readingsQueries(heldGPUUtilOver(window), "namespace")
-	return p.readings(ctx, sum, count)
+	return p.namespaceReadings(ctx, heldGPUUtilOver(window))
 }
 
 // NamespacePartitionUtilization is the current activity of the MIG
 // partitions pods hold, by namespace and profile ("mig-1g.10gb").
 func (p *Prom) NamespacePartitionUtilization(ctx context.Context) (map[string]map[string]domain.Readings, error) {
-	sumQ, countQ := readingsQueries(heldPartitionActivity, "namespace, GPU_I_PROFILE")
-	var sum, count model.Vector
-	if err := all(
-		func() (err error) { sum, err = p.instant(ctx, sumQ); return err },
-		func() (err error) { count, err = p.instant(ctx, countQ); return err },
-	); err != nil {
+	byKey, err := p.readings(ctx, heldPartitionActivity, "namespace", "GPU_I_PROFILE")
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]map[string]domain.Readings{}
-	for key, r := range joinReadings(sum, count, "namespace", "GPU_I_PROFILE") {
+	for key, r := range byKey {
 		if out[key[0]] == nil {
 			out[key[0]] = map[string]domain.Readings{}
 		}
@@ -446,8 +440,27 @@ func (p *Prom) NamespacePartitionUtilization(ctx context.Context) (map[string]ma
 	return out, nil
 }
 
-// readings runs a sum and a count query by namespace and joins them.
-func (p *Prom) readings(ctx context.Context, sumQ, countQ string) (map[string]domain.Readings, error) {
+// namespaceReadings are figure's readings by namespace.
+func (p *Prom) namespaceReadings(ctx context.Context, figure string) (map[string]domain.Readings, error) {
+	byKey, err := p.readings(ctx, figure, "namespace", "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]domain.Readings, len(byKey))
+	for key, r := range byKey {
+		out[key[0]] = r
+	}
+	return out, nil
+}
+
+// readings asks the sum and the count of figure by the labels a and b (b
+// may be "") and joins them.
+func (p *Prom) readings(ctx context.Context, figure string, a, b model.LabelName) (map[[2]string]domain.Readings, error) {
+	by := string(a)
+	if b != "" {
+		by += ", " + string(b)
+	}
+	sumQ, countQ := readingsQueries(figure, by)
 	var sum, count model.Vector
 	if err := all(
 		func() (err error) { sum, err = p.instant(ctx, sumQ); return err },
@@ -455,11 +468,7 @@ func (p *Prom) readings(ctx context.Context, sumQ, countQ string) (map[string]do
 	); err != nil {
 		return nil, err
 	}
-	out := map[string]domain.Readings{}
-	for key, r := range joinReadings(sum, count, "namespace", "") {
-		out[key[0]] = r
-	}
-	return out, nil
+	return joinReadings(sum, count, a, b), nil
 }
 
 // joinReadings joins a sum and a count vector by the labels a and b (b
