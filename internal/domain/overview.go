@@ -49,6 +49,9 @@ type QueueQuota struct {
 	// Nominal is its nominal quota summed over flavors.
 	Nominal Amount
 	Stopped bool
+	// Inactive is why Kueue admits nothing in it although it is not
+	// stopped (Inactive); "" while it admits.
+	Inactive string
 }
 
 // Overview is the cluster as the overview page shows it.
@@ -121,7 +124,7 @@ func BuildOverview(s Settings, nodes []*corev1.Node, queues []*kueuev1beta2.Clus
 	ov.Total.Type = "Total"
 
 	for _, cq := range queues {
-		q := QueueQuota{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Cohort: string(cq.Spec.CohortName), Stopped: Stopped(cq)}
+		q := QueueQuota{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Cohort: string(cq.Spec.CohortName), Stopped: Stopped(cq), Inactive: Inactive(cq)}
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {

@@ -80,7 +80,7 @@ func (p overviewPage) show(c echo.Context) error {
 			t.instanceTypes = append(t.instanceTypes, instanceRow(it))
 		}
 		for _, q := range visibleQueues(ov, visible) {
-			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, Quota: quotaWords(q.Nominal), Stopped: q.Stopped}
+			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, Quota: quotaWords(q.Nominal), Stopped: q.Stopped, Inactive: q.Inactive}
 			t.queues = append(t.queues, p.pieces.of(row, templates.QueueRowCells(row)))
 		}
 		if !visible.all {
@@ -131,17 +131,20 @@ func instanceRow(r domain.InstanceTypeCapacity) templates.InstanceRow {
 
 func queuesCSV(c echo.Context, queues []domain.QueueQuota) error {
 	w, err := startCSV(c, "cluster-queues.csv", "ClusterQueue", "Cohort", "Nominal GPU quota (count)", "Admission",
-		"Nominal Neuron quota (count)", "Nominal vCPU quota (count)", "Nominal memory quota (GiB)")
+		"Nominal Neuron quota (count)", "Nominal vCPU quota (count)", "Nominal memory quota (GiB)", "Why Kueue admits nothing")
 	if err != nil {
 		return err
 	}
 	for _, q := range queues {
 		admission := "Enabled"
-		if q.Stopped {
+		switch {
+		case q.Stopped:
 			admission = "Disabled"
+		case q.Inactive != "":
+			admission = "Inactive"
 		}
 		n := q.Nominal
-		if err := w.Row(q.Name, q.Cohort, itoa(n.GPUs), admission, itoa(n.Neuron), domain.FormatVCPU(n.CPUMilli), domain.FormatGiB(n.MemoryMiB)); err != nil {
+		if err := w.Row(q.Name, q.Cohort, itoa(n.GPUs), admission, itoa(n.Neuron), domain.FormatVCPU(n.CPUMilli), domain.FormatGiB(n.MemoryMiB), q.Inactive); err != nil {
 			return err
 		}
 	}

@@ -140,12 +140,27 @@ func TestAnInactiveQueueSaysWhy(t *testing.T) {
 	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).
 		Created(now.Add(-time.Minute)).Obj())
 	f.model.publish(snapshotOf(s, objs, now))
+	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
 	f.cfg.TaskHistory = &taskHistory{rates: taskhistory.AdmissionRates{Recorded: 24 * time.Hour}}
 	h := f.handler()
 
+	// The overview does not call it enabled.
+	_, body := webtest.Get(t, h, "/")
+	queues := webtest.HTMLRows(t, body, "cluster-queues", webtest.ByAttr("data-cluster-queue"))
+	if got, other := queues["cluster-queue"], queues[s.ClusterQueue("team-000")]; len(got) < 4 || got[3] != "Inactive" || len(other) < 4 || other[3] != "Enabled" {
+		t.Errorf("the overview's admission cells: %q and %q; want only cluster-queue inactive", got, other)
+	}
+	webtest.MustContain(t, "the overview", html.UnescapeString(body), `title="Kueue: `+why+`">Inactive<`)
+	code, body := webtest.Get(t, h, "/?format=csv&table=cluster-queues")
+	header, csvRows := webtest.ReadCSV(t, "the ClusterQueues CSV", code, body)
+	row := webtest.CSVRecords(header, csvRows, func(r map[string]string) string { return r["ClusterQueue"] })["cluster-queue"]
+	if row["Admission"] != "Inactive" || row["Why Kueue admits nothing"] != why {
+		t.Errorf("the ClusterQueues CSV's row of cluster-queue: %v", row)
+	}
+
 	// Its waiting task waits for no estimate: the queue admits nothing;
 	// nor does its class, in this queue.
-	_, body := webtest.Get(t, h, "/tasks?team=cluster-queue")
+	_, body = webtest.Get(t, h, "/tasks?team=cluster-queue")
 	webtest.MustContain(t, "the queue's tasks", html.UnescapeString(body), "not while its queue admits nothing",
 		"not while its queue admits nothing: Kueue keeps its queue inactive: "+why)
 	if got := webtest.HTMLRows(t, body, "class-stats", webtest.ByAttr("data-class"))["batch"]; !slices.Contains(got, "not while its queue admits nothing") {
