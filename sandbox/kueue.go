@@ -112,9 +112,12 @@ waitForPodsReady:
 admissionFairSharing:
   usageHalfLifeTime: 1h
   usageSamplingInterval: %s
+# ConcurrentAdmission (alpha) only changes the queues that ask for it
+# (spec.concurrentAdmissionPolicy), as Kueue's own example does.
 featureGates:
   LocalQueueMetrics: true
   VisibilityOnDemand: true
+  ConcurrentAdmission: true
 visibilityServer:
   bindAddress: 127.0.0.1
   bindPort: %d

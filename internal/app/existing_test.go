@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
@@ -459,4 +461,102 @@ func applyGPUFlavor(t *testing.T, c console) testenv.Clients {
 		t.Fatal(err)
 	}
 	return testenv.Clients{Kube: c.kube, Kueue: c.kueue}
+}
+
+// Kueue's concurrent admission (its example admin/concurrent-admission-setup
+// with GPUs): Kueue tries each job on every flavor at once through Variant
+// Workloads. Each job is one task, on the pages and in the history, with
+// its Variants' reasons.
+func TestConcurrentAdmissionCountsEachJobOnce(t *testing.T) {
+	waitsOnTheCluster(t)
+	st := taskHistoryStore{cfg: taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: filepath.Join(t.TempDir(), "history.db")}}.open(t)
+	c := startTaskHistoryConsole(t, taskHistorySettings(), storeTaskHistory(st), st, nil).console
+	ctx := context.Background()
+	id := rand.String(5)
+	ns := testenv.Namespace(t, c.kube, "ca")
+	kubectl := metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}
+	q := resource.MustParse
+	var flavors []kueuev1beta2.FlavorQuotas
+	for i, name := range []string{"reservation", "on-demand", "spot"} {
+		rf := &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + id}}
+		if _, err := c.kueue.KueueV1beta2().ResourceFlavors().Create(ctx, rf, kubectl); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), rf.Name, metav1.DeleteOptions{})
+		})
+		flavors = append(flavors, kueuev1beta2.FlavorQuotas{Name: kueuev1beta2.ResourceFlavorReference(rf.Name), Resources: []kueuev1beta2.ResourceQuota{
+			{Name: corev1.ResourceCPU, NominalQuota: q("100")}, {Name: corev1.ResourceMemory, NominalQuota: q("100Gi")},
+			{Name: domain.ResourceGPU, NominalQuota: *resource.NewQuantity(int64(2<<i), resource.DecimalSI)}, // 2, 4, 8
+		}})
+	}
+	reservation, onDemand, spot := string(flavors[0].Name), string(flavors[1].Name), string(flavors[2].Name)
+	cq := &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-cluster-queue-" + id},
+		Spec: kueuev1beta2.ClusterQueueSpec{
+			NamespaceSelector:         &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			ConcurrentAdmissionPolicy: &kueuev1beta2.ConcurrentAdmissionPolicy{Migration: kueuev1beta2.ConcurrentAdmissionMigration{Mode: kueuev1beta2.ConcurrentAdmissionTryPreferredFlavors}},
+			ResourceGroups: []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, domain.ResourceGPU},
+				Flavors: flavors}},
+		}}
+	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, kubectl); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), cq.Name, metav1.DeleteOptions{})
+	})
+	lq := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-queue", Namespace: ns},
+		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(cq.Name)}}
+	if _, err := c.kueue.KueueV1beta2().LocalQueues(ns).Create(ctx, lq, kubectl); err != nil {
+		t.Fatal(err)
+	}
+
+	// One at a time, so that each lands where the flavors then have room:
+	// small on reservation (2 of 2), mid on on-demand (3 of 4, while it
+	// would rather be on reservation), large on spot (5 of 8), and waiting
+	// has room nowhere.
+	for _, j := range []struct {
+		name, state string
+		gpus        int64
+	}{{"small", "Running", 2}, {"mid", "Running", 3}, {"large", "Running", 5}, {"waiting", "", 4}} {
+		job := testenv.Submit(t, c.kube, testenv.Job{Namespace: ns, LocalQueue: lq.Name, Name: j.name, GPUs: j.gpus})
+		if j.state != "" {
+			testenv.WorkloadOf(t, c.kueue, job, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
+		}
+	}
+
+	var tasks map[string]map[string]string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		tasks = csvRecords(t, c, "/tasks?format=csv&state=all&team="+cq.Name, func(r map[string]string) string { return r["Owner name"] })
+		return len(tasks) == 4 && tasks["small"]["State"] == "Running" && tasks["mid"]["State"] == "Running" && tasks["large"]["State"] == "Running" &&
+			tasks["waiting"]["State"] == "Pending" && strings.Contains(tasks["waiting"]["Why"], spot+": Waiting for quota") &&
+			strings.Contains(tasks["mid"]["Why"], "Kueue moves it to "+reservation+" as soon as that has room"), nil
+	})
+	if err != nil {
+		t.Fatalf("queue %s's tasks %v; want small, mid and large running, waiting pending, mid said to move to %s, waiting's reason on %s", cq.Name, tasks, reservation, spot)
+	}
+	webtest.MustContain(t, "the waiting job's reason", tasks["waiting"]["Why"], "Tried on each flavor at once (Kueue's concurrent admission). "+reservation+": ")
+	if got := tasks["waiting"]["Queue position"]; got != "1" {
+		t.Errorf("the waiting job's queue position %q, want 1: its Variants are one task", got)
+	}
+	for name, want := range map[string]string{"small": reservation, "mid": onDemand, "large": spot} {
+		if why := tasks[name]["Why"]; !strings.HasPrefix(why, "Admitted on flavor "+want) {
+			t.Errorf("job %s's reason %q, want it admitted on %s", name, why, want)
+		}
+	}
+	rows := csvRecords(t, c, "/usage?format=csv", func(r map[string]string) string { return r["Team"] })
+	if got := rows[cq.Name]; got["Running tasks (count)"] != "3" || got["Pending tasks, preempted included (count)"] != "1" {
+		t.Errorf("the usage CSV's row of %s: %v; want 3 running and 1 pending", cq.Name, got)
+	}
+
+	// The history follows the jobs' own Workloads, not the Variants.
+	day := time.Now().UTC().Format("2006-01-02")
+	report := "/reports/usage?source=history&from=" + day + "&to=" + day + "&team=" + cq.Name + "&format=csv&table=tasks"
+	var recorded []string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		recorded = slices.Sorted(maps.Keys(csvRecords(t, c, report, func(r map[string]string) string { return r["Owner name"] })))
+		return slices.Equal(recorded, []string{"large", "mid", "small", "waiting"}), nil
+	})
+	if err != nil {
+		t.Errorf("the per-task report of %s names %v, want each job once", cq.Name, recorded)
+	}
 }

@@ -3,6 +3,7 @@
 package domain
 
 import (
+	"cmp"
 	"maps"
 	"reflect"
 	"slices"
@@ -36,6 +37,11 @@ type Model struct {
 	clusterQueues map[string]*kueuev1beta2.ClusterQueue
 
 	tasks map[string]*TaskFacts // LocalQueueKey(namespace, name)
+	// variants are Kueue's concurrent-admission Variants (VariantParent),
+	// by their parent's key and their name: attempts at a task, not tasks;
+	// variantParent is the parent's key by a Variant's key.
+	variants      map[string]map[string]*TaskFacts
+	variantParent map[string]string
 	// The same tasks in the orders and groups the snapshot needs.
 	buckets  map[teamAndClass]*bucket
 	queues   map[string]*tree // ClusterQueue → its queued tasks, Kueue's order
@@ -74,6 +80,8 @@ func NewModel(s Settings) *Model {
 		clusterQueues: map[string]*kueuev1beta2.ClusterQueue{},
 		placing:       placement{teamOf: map[string]string{}, clusterQueueOf: map[string]string{}},
 		tasks:         map[string]*TaskFacts{},
+		variants:      map[string]map[string]*TaskFacts{},
+		variantParent: map[string]string{},
 		buckets:       map[teamAndClass]*bucket{},
 		queues:        map[string]*tree{},
 		groups:        map[groupKey]*tree{},
@@ -114,19 +122,104 @@ func (m *Model) SetWorkload(wl *kueuev1beta2.Workload) {
 func (m *Model) SetTask(f *TaskFacts) {
 	m.changes++
 	key := LocalQueueKey(f.Namespace, f.Name)
+	if f.variantOf != "" {
+		parent := LocalQueueKey(f.Namespace, f.variantOf)
+		m.variantParent[key] = parent
+		m.setVariant(parent, f.Name, f)
+		return
+	}
 	m.unindex(key)
-	if !m.placing.placedAsIs(f) {
+	words, raw := m.variantWords(f)
+	if !m.placing.placedAsIs(f) || words != f.variantWords || raw != f.variantRaw {
 		g := *f
 		m.placing.place(&g)
+		g.variantWords, g.variantRaw = m.variantWords(&g)
 		f = &g
 	}
 	m.index(key, f)
 }
 
-// DeleteWorkload removes a Workload's task.
+// DeleteWorkload removes a Workload's task (or Variant).
 func (m *Model) DeleteWorkload(namespace, name string) {
 	m.changes++
-	m.unindex(LocalQueueKey(namespace, name))
+	key := LocalQueueKey(namespace, name)
+	if parent, ok := m.variantParent[key]; ok {
+		delete(m.variantParent, key)
+		m.setVariant(parent, name, nil)
+		return
+	}
+	m.unindex(key)
+}
+
+// setVariant keeps (nil: forgets) a Variant of the task at parent, and
+// words the task's reason again.
+func (m *Model) setVariant(parent, name string, f *TaskFacts) {
+	vs := m.variants[parent]
+	switch {
+	case f != nil && vs == nil:
+		vs = map[string]*TaskFacts{name: f}
+		m.variants[parent] = vs
+	case f != nil:
+		vs[name] = f
+	default:
+		delete(vs, name)
+		if len(vs) == 0 {
+			delete(m.variants, parent)
+		}
+	}
+	if p, ok := m.tasks[parent]; ok {
+		if words, raw := m.variantWords(p); words != p.variantWords || raw != p.variantRaw {
+			m.replace(parent, p, func(g *TaskFacts) { g.variantWords, g.variantRaw = words, raw })
+		}
+	}
+}
+
+// variantWords say what Kueue's concurrent-admission Variants of a task
+// are doing, in its ClusterQueue's order of flavors: while the task waits,
+// why each flavor it is tried on does not take it; while it runs, the
+// flavors Kueue would still move it to. "" when no Variant is tried.
+func (m *Model) variantWords(f *TaskFacts) (words, raw string) {
+	vs := m.variants[LocalQueueKey(f.Namespace, f.Name)]
+	if len(vs) == 0 || f.finished || f.Deactivated || (f.State != TaskAdmitted && f.admittedIn != "") {
+		return "", ""
+	}
+	order := map[string]int{}
+	if cq := m.clusterQueues[f.ClusterQueue]; cq != nil && len(cq.Spec.ResourceGroups) > 0 {
+		for i, fl := range cq.Spec.ResourceGroups[0].Flavors {
+			order[string(fl.Name)] = i + 1
+		}
+	}
+	var tried []*TaskFacts
+	for _, v := range vs {
+		if !v.Deactivated && !v.finished && v.admittedIn == "" && !slices.Contains(f.Flavors, v.variantFlavor) {
+			tried = append(tried, v)
+		}
+	}
+	if len(tried) == 0 {
+		return "", ""
+	}
+	slices.SortFunc(tried, func(a, b *TaskFacts) int {
+		rank := func(v *TaskFacts) int { return cmp.Or(order[v.variantFlavor], len(order)+1) }
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.variantFlavor, b.variantFlavor), strings.Compare(a.Name, b.Name))
+	})
+	flavors := make([]string, len(tried))
+	parts := make([]string, len(tried))
+	messages := make([]string, 0, len(tried))
+	for i, v := range tried {
+		flavors[i] = v.variantFlavor
+		parts[i] = v.variantFlavor + ": " + v.reasonHead + v.reasonTail
+		if v.KueueMessage != "" {
+			messages = append(messages, v.variantFlavor+": "+v.KueueMessage)
+		}
+	}
+	if f.State == TaskAdmitted {
+		which := "that has"
+		if len(flavors) > 1 {
+			which = "one of them has"
+		}
+		return "Kueue moves it to " + strings.Join(flavors, " or ") + " as soon as " + which + " room (concurrent admission)", strings.Join(messages, "\n")
+	}
+	return "Tried on each flavor at once (Kueue's concurrent admission). " + strings.Join(parts, "; "), strings.Join(messages, "\n")
 }
 
 // SetClusterQueue adds or replaces a ClusterQueue.

@@ -12,6 +12,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/openquota/console/internal/kueuetest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -648,5 +650,96 @@ func TestPlacedTasksAreKeptAsTheyAre(t *testing.T) {
 	}
 	if m.Placement() == before {
 		t.Error("the placement did not change when a LocalQueue moved")
+	}
+}
+
+// Kueue's concurrent admission tries a job on each flavor through Variant
+// Workloads: the job is one task, whose reason says what its Variants are
+// doing, whichever of them the model hears of first.
+func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
+	s := DefaultSettings
+	now := time.Date(2026, 11, 25, 12, 0, 5, 0, time.UTC)
+	flavors := []string{"reservation", "on-demand", "spot"}
+	cq := kueuetest.MakeClusterQueue("team-cluster-queue").Obj()
+	rg := kueuev1beta2.ResourceGroup{CoveredResources: []corev1.ResourceName{kueuetest.GPU}}
+	for _, fl := range flavors {
+		rg.Flavors = append(rg.Flavors, kueuev1beta2.FlavorQuotas{Name: kueuev1beta2.ResourceFlavorReference(fl),
+			Resources: []kueuev1beta2.ResourceQuota{{Name: kueuetest.GPU, NominalQuota: resource.MustParse("4")}}})
+	}
+	cq.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{rg}
+	lq := kueuetest.MakeLocalQueue("default", "team-queue", cq.Name)
+	job := func(name string) *kueuetest.WorkloadWrapper {
+		return kueuetest.MakeWorkload(s, "default", "job-"+name).WithUID("uid-"+name).Queue(lq.Name).GPUs(3, 1).Created(now.Add(-time.Minute)).
+			OwnedBy("Job", name, true)
+	}
+	noRoom := func(flavor string) string {
+		return "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor " + flavor + ", 2 more needed"
+	}
+	// mid runs on on-demand and would rather be on reservation (spot no
+	// longer tried); waiting fits nowhere.
+	mid := job("mid").In(cq.Name).Admitted(now.Add(-30*time.Second), "on-demand").Obj()
+	waiting := job("waiting").Obj()
+	variant := func(parent *kueuev1beta2.Workload, flavor string) *kueuetest.WorkloadWrapper {
+		return kueuetest.MakeWorkload(s, "default", parent.Name+"-variant-"+flavor).Queue(lq.Name).GPUs(3, 1).Created(now.Add(-time.Minute)).
+			VariantOf(parent, flavor)
+	}
+	variants := []*kueuev1beta2.Workload{
+		variant(mid, "reservation").Pending("Pending", noRoom("reservation"), now).Obj(),
+		variant(mid, "on-demand").In(cq.Name).Admitted(now.Add(-30*time.Second), "on-demand").Obj(),
+		variant(mid, "spot").Inactive().Pending("Pending", "A more favorable variant is already admitted", now).Obj(),
+		variant(waiting, "spot").Pending("Pending", noRoom("spot"), now).Obj(),
+		variant(waiting, "reservation").Pending("Pending", noRoom("reservation"), now).Obj(),
+		variant(waiting, "on-demand").Obj(),
+	}
+	wantReasons := map[string]string{
+		"job-mid": "Admitted on flavor on-demand; Kueue moves it to reservation as soon as that has room (concurrent admission)",
+		"job-waiting": "Tried on each flavor at once (Kueue's concurrent admission). " +
+			"reservation: Waiting for quota: needs 2 more nvidia.com/gpu on reservation; " +
+			"on-demand: Waiting to be evaluated by the scheduler; " +
+			"spot: Waiting for quota: needs 2 more nvidia.com/gpu on spot",
+	}
+
+	for _, order := range []struct {
+		name string
+		wls  []*kueuev1beta2.Workload
+	}{
+		{"jobs first", append([]*kueuev1beta2.Workload{mid, waiting}, variants...)},
+		{"variants first", append(slices.Clone(variants), mid, waiting)},
+	} {
+		t.Run(order.name, func(t *testing.T) {
+			m := NewModel(s)
+			m.Load(SnapshotInput{Settings: s, ClusterQueues: []*kueuev1beta2.ClusterQueue{cq}, LocalQueues: []*kueuev1beta2.LocalQueue{lq}})
+			for _, wl := range order.wls {
+				m.SetWorkload(wl)
+			}
+			snap := m.Snapshot(now)
+			got := map[string]string{}
+			positions := map[string]int{}
+			for _, f := range snap.Tasks(TaskQuery{State: ListAll}) {
+				task := snap.Task(f)
+				got[f.Name], positions[f.Name] = task.Reason, task.Position
+			}
+			if diff := gocmp.Diff(wantReasons, got); diff != "" {
+				t.Errorf("the tasks and their reasons (-want +got):\n%s", diff)
+			}
+			if positions["job-waiting"] != 1 {
+				t.Errorf("job-waiting's queue position %d, want 1: the Variants wait for it, not beside it", positions["job-waiting"])
+			}
+			stats := snap.StatsByClass(Selection{}, nil, time.Hour, now)
+			var running, pending int
+			for _, st := range stats {
+				running, pending = running+st.Running, pending+st.Pending
+			}
+			if running != 1 || pending != 1 {
+				t.Errorf("%d running and %d pending tasks, want 1 and 1", running, pending)
+			}
+
+			// Gone, the Variant of reservation no longer says mid may move.
+			m.DeleteWorkload("default", "job-mid-variant-reservation")
+			snap = m.Snapshot(now)
+			if got := snap.Task(snap.Find("default", "job-mid")).Reason; got != "Admitted on flavor on-demand" {
+				t.Errorf("job-mid's reason after its last tried Variant went: %q", got)
+			}
+		})
 	}
 }

@@ -141,6 +141,14 @@ type TaskFacts struct {
 	// waits to be requeued (until requeueAt), then reasonTail.
 	reasonHead, reasonTail string
 	requeueAt              time.Time
+	// variantOf and variantFlavor: the Workload is the concurrent-admission
+	// Variant of that parent, for that flavor (WorkloadReading.VariantOf);
+	// the read model keeps it apart from the tasks.
+	variantOf, variantFlavor string
+	// variantWords and variantRaw say what the task's Variants are doing
+	// (Model.variantWords): its reason while it waits, added to it while it
+	// runs; "" for a task without Variants.
+	variantWords, variantRaw string
 }
 
 // FactsOf reads one Workload (ReadWorkload) and keeps what the read model
@@ -162,7 +170,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		KueueMessage: intern(r.KueueMessage),
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
-		reasonHead: intern(r.Reason),
+		reasonHead: intern(r.Reason), variantOf: r.VariantOf, variantFlavor: intern(r.VariantFlavor),
 	}
 	if len(r.Flavors) > 0 {
 		f.Flavors = make([]string, len(r.Flavors))
@@ -215,6 +223,9 @@ func (f *TaskFacts) end(now time.Time) time.Time {
 // borrowing marks a running task that borrows quota (see
 // Snapshot.Borrowing).
 func (f *TaskFacts) ReasonAt(now time.Time, borrowing bool) string {
+	if f.variantWords != "" && f.State != TaskAdmitted {
+		return f.variantWords
+	}
 	head := f.reasonHead
 	if borrowing && f.State == TaskAdmitted {
 		t := Task{Flavors: f.Flavors, ClusterQueue: f.ClusterQueue}
@@ -225,7 +236,21 @@ func (f *TaskFacts) ReasonAt(now time.Time, borrowing bool) string {
 	if f.requeueAt.After(now) {
 		head += fmt.Sprintf("; back in the queue in %s", f.requeueAt.Sub(now).Round(time.Second))
 	}
+	if f.variantWords != "" {
+		return head + f.reasonTail + "; " + f.variantWords
+	}
 	return head + f.reasonTail
+}
+
+// kueueMessage is KueueMessage with its Variants' messages.
+func (f *TaskFacts) kueueMessage() string {
+	if f.variantRaw == "" {
+		return f.KueueMessage
+	}
+	if f.KueueMessage == "" || f.State != TaskAdmitted {
+		return f.variantRaw
+	}
+	return f.KueueMessage + "\n" + f.variantRaw
 }
 
 // At is the task as the dashboard shows it at now, with its queue position
@@ -237,7 +262,7 @@ func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 		GPUs: f.GPUs, Requests: f.Requests, Flavors: f.Flavors, Partitions: f.Partitions, Borrowing: borrowing,
 		Created: f.Created, WaitStart: f.WaitStart, QueueOrder: f.QueueOrder, AdmittedAt: f.AdmittedAt, FinishedAt: f.FinishedAt,
 		Wait: f.WaitAt(now), Run: f.RunAt(now),
-		Reason: f.ReasonAt(now, borrowing), KueueMessage: f.KueueMessage,
+		Reason: f.ReasonAt(now, borrowing), KueueMessage: f.kueueMessage(),
 		Position: position,
 	}
 }

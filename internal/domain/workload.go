@@ -110,6 +110,10 @@ type WorkloadReading struct {
 	// Partitions are the MIG partitions its pods ask for, in words
 	// ("2 × mig-1g.10gb"); "" without any.
 	Partitions string
+	// VariantOf names the Workload whose concurrent-admission Variant this
+	// is (VariantParent), and VariantFlavor the one flavor it may take; ""
+	// for any other Workload.
+	VariantOf, VariantFlavor string
 
 	Created time.Time
 	// WaitStart is when the task last started waiting: the last transition
@@ -148,6 +152,26 @@ const (
 	groupOwnerKindAnnotation = "kueue.x-k8s.io/job-owner-gvk"
 	groupOwnerNameAnnotation = "kueue.x-k8s.io/job-owner-name"
 )
+
+// Kueue's concurrent admission (ClusterQueue spec.concurrentAdmissionPolicy,
+// feature gate ConcurrentAdmission) tries a job on each flavor at once: the
+// job's Workload becomes a Parent and Kueue makes one Variant Workload per
+// flavor, owned by the Parent. Variants hold the quota and wait in the
+// queue; the Parent takes the admission of the one admitted. The Parent is
+// the task; Variants are Kueue's attempts at it.
+const variantFlavorAnnotation = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+
+// VariantParent is the name of the Workload whose concurrent-admission
+// Variant a Workload with these owners is (its owner of kind Workload in
+// Kueue's group); "" for any other Workload.
+func VariantParent(owners []metav1.OwnerReference) string {
+	for _, ref := range owners {
+		if ref.Kind == "Workload" && strings.HasPrefix(ref.APIVersion, kueuev1beta2.SchemeGroupVersion.Group+"/") {
+			return ref.Name
+		}
+	}
+	return ""
+}
 
 // PodGroupKind is the owner kind shown for a plain pod group, which has no
 // owner of its own: its pods are its owners, and its Workload bears the
@@ -196,6 +220,9 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		countdownAt: -1,
 	}
 	r.OwnerKind, r.OwnerName, r.OwnerUID = ownerOf(wl)
+	if r.VariantOf = VariantParent(wl.OwnerReferences); r.VariantOf != "" {
+		r.VariantFlavor, _, _ = strings.Cut(wl.Annotations[variantFlavorAnnotation], ",")
+	}
 	r.Labels = LabelsWord(wl.Labels)
 	r.Team, _ = s.TeamOfNamespace(wl.Namespace)
 	if ref := wl.Spec.PriorityClassRef; ref != nil {

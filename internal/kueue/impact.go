@@ -328,6 +328,9 @@ func uncertainOf(cq *kueuev1beta2.ClusterQueue) string {
 	if s := cq.Spec.AdmissionChecksStrategy; s != nil && len(s.AdmissionChecks) > 0 {
 		return "Its queue runs admission checks (such as a provisioning request) after quota: whether they pass is not known in advance."
 	}
+	if cq.Spec.ConcurrentAdmissionPolicy != nil {
+		return "Its queue tries each flavor at once and moves running tasks to preferred flavors (Kueue's concurrent admission), which the preview does not run: the flavor a task gets is not known in advance."
+	}
 	return ""
 }
 

@@ -1,10 +1,14 @@
 package kueue
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	visibilityv1beta2 "sigs.k8s.io/kueue/apis/visibility/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/openquota/console/internal/domain"
@@ -53,10 +57,30 @@ func (p *Positions) ask(clusterQueue string) func(context.Context) (map[string]i
 		if err != nil {
 			return nil, err
 		}
-		out := make(map[string]int, len(sum.Items))
-		for _, w := range sum.Items {
-			out[domain.LocalQueueKey(w.Namespace, w.Name)] = int(w.PositionInClusterQueue)
-		}
-		return out, nil
+		return positionsOf(sum.Items), nil
 	}
+}
+
+// positionsOf are the tasks' places in Kueue's list of the Workloads
+// waiting in a ClusterQueue, 0 next. Kueue's concurrent admission queues a
+// Variant per flavor instead of the task (domain.VariantParent): the task
+// is as far along as its first Variant, and counts once ahead of others.
+func positionsOf(items []visibilityv1beta2.PendingWorkload) map[string]int {
+	first := make(map[string]int32, len(items))
+	for _, w := range items {
+		name := w.Name
+		if parent := domain.VariantParent(w.OwnerReferences); parent != "" {
+			name = parent
+		}
+		key := domain.LocalQueueKey(w.Namespace, name)
+		if pos, ok := first[key]; !ok || w.PositionInClusterQueue < pos {
+			first[key] = w.PositionInClusterQueue
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(first), func(a, b string) int { return cmp.Compare(first[a], first[b]) })
+	out := make(map[string]int, len(keys))
+	for i, key := range keys {
+		out[key] = i
+	}
+	return out
 }

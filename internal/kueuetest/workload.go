@@ -58,6 +58,15 @@ func (b *WorkloadWrapper) OwnedBy(kind, name string, controller bool) *WorkloadW
 	return b
 }
 
+// VariantOf makes it the Variant of parent for flavor, as Kueue's
+// concurrent admission makes it: owned by the parent Workload, allowed
+// the one flavor.
+func (b *WorkloadWrapper) VariantOf(parent *kueuev1beta2.Workload, flavor string) *WorkloadWrapper {
+	b.OwnerReferences = append(b.OwnerReferences, metav1.OwnerReference{APIVersion: kueuev1beta2.SchemeGroupVersion.String(),
+		Kind: "Workload", Name: parent.Name, UID: parent.UID, Controller: ptr.To(true)})
+	return b.Annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", flavor)
+}
+
 // Annotation sets an annotation, as Kueue's integrations mark Workloads.
 func (b *WorkloadWrapper) Annotation(key, value string) *WorkloadWrapper {
 	if b.Annotations == nil {

@@ -38,6 +38,12 @@ func Diff(old, new *kueuev1beta2.Workload, teamPrefix string) (c Change, ok bool
 	return cur, len(fresh) > 0 || !reflect.DeepEqual(prev.Task, cur.Task)
 }
 
+// isVariant: wl is one of Kueue's concurrent-admission attempts at a task
+// (domain.VariantParent), whose own Workload the history follows.
+func isVariant(wl *kueuev1beta2.Workload) bool {
+	return domain.VariantParent(wl.OwnerReferences) != ""
+}
+
 // Gone is the history of a Workload deleted at at (its last state is wl). A
 // task deleted before it finished ends there: outcome deleted, its run up to
 // the deletion.

@@ -130,7 +130,7 @@ func (r *Recorder) count(fn func(*RecorderStats)) {
 // a relist). It queues the Workload only when what the history keeps of it
 // differs from what it last queued: re-seeing the same state costs a hash.
 func (r *Recorder) Observe(wl *kueuev1beta2.Workload) {
-	if wl == nil || !r.running.Load() {
+	if wl == nil || !r.running.Load() || isVariant(wl) {
 		return
 	}
 	if r.cfg.Synced != nil && !r.cfg.Synced() {
@@ -192,7 +192,7 @@ func hashOf(v any) uint64 {
 // Deleted takes a Workload delete from an informer that keeps whole
 // Workloads: wl is its last state.
 func (r *Recorder) Deleted(wl *kueuev1beta2.Workload) {
-	if wl != nil && r.running.Load() {
+	if wl != nil && r.running.Load() && !isVariant(wl) {
 		r.forget(string(wl.UID))
 		r.enqueue(item{gone: wl, at: r.now()})
 	}
@@ -523,6 +523,9 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		err := r.cfg.Workloads(ctx, func(page []*kueuev1beta2.Workload) error {
 			items := make([]item, 0, len(page))
 			for _, wl := range page {
+				if isVariant(wl) {
+					continue
+				}
 				uid := string(wl.UID)
 				present[uid] = true
 				if rv, err := strconv.ParseUint(wl.ResourceVersion, 10, 64); err == nil {

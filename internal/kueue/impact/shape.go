@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload/concurrentadmission"
 )
 
 // Shape is what the preview keeps of one Workload: what Kueue's scheduler
@@ -94,7 +95,10 @@ func shareClass(ref *kueue.PriorityClassRef) *kueue.PriorityClassRef {
 // ShapeOf reads the Shape of wl; nil for a finished Workload, which holds
 // nothing and waits for nothing.
 func ShapeOf(wl *kueue.Workload) *Shape {
-	if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+	// A concurrent-admission Variant is Kueue's attempt at its parent's
+	// task on one flavor: the copy holds the task (which bears the
+	// admission of its admitted Variant) and tries its flavors in order.
+	if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) || concurrentadmission.IsVariant(wl) {
 		return nil
 	}
 	s := &Shape{

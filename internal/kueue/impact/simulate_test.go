@@ -332,3 +332,15 @@ func TestAStrictFIFOQueueWaitsBehindItsHead(t *testing.T) {
 		t.Error("the head has no reason from Kueue")
 	}
 }
+
+// Under Kueue's concurrent admission a job's Variants (one per flavor) are
+// Kueue's attempts at it: the copy holds the job's own Workload, which
+// bears its admitted Variant's admission, once.
+func TestTheCopyHoldsAJobNotItsVariants(t *testing.T) {
+	parent := kueuetest.MakeWorkload(names{}, "a", "job-x").WithUID("uid-x").Queue("lq").In("a").GPUs(2, 1).Created(t0).Admitted(t0, "ml.p5.48xlarge").Obj()
+	variant := kueuetest.MakeWorkload(names{}, "a", "job-x-variant-spot").Queue("lq").In("a").GPUs(2, 1).Created(t0).
+		VariantOf(parent, "ml.p5.48xlarge").Admitted(t0, "ml.p5.48xlarge").Obj()
+	if ShapeOf(parent) == nil || ShapeOf(variant) != nil {
+		t.Errorf("shapes of the job %v and of its Variant %v: want the job's only", ShapeOf(parent), ShapeOf(variant))
+	}
+}
