@@ -495,6 +495,7 @@ func TestConcurrentAdmissionCountsEachJobOnce(t *testing.T) {
 		Spec: kueuev1beta2.ClusterQueueSpec{
 			NamespaceSelector:         &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 			ConcurrentAdmissionPolicy: &kueuev1beta2.ConcurrentAdmissionPolicy{Migration: kueuev1beta2.ConcurrentAdmissionMigration{Mode: kueuev1beta2.ConcurrentAdmissionTryPreferredFlavors}},
+			Preemption:                &kueuev1beta2.ClusterQueuePreemption{WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerPriority},
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, domain.ResourceGPU},
 				Flavors: flavors}},
 		}}
@@ -558,5 +559,28 @@ func TestConcurrentAdmissionCountsEachJobOnce(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the per-task report of %s names %v, want each job once", cq.Name, recorded)
+	}
+
+	// A job of a higher class needs spot: Kueue preempts large's Variant
+	// there and only evicts large's own Workload. large is preempted, by
+	// urgent, on the page and in the history.
+	urgentClass := "urgent-" + id
+	testenv.PriorityClass(t, c.kueue, urgentClass, 1000)
+	urgent := testenv.Submit(t, c.kube, testenv.Job{Namespace: ns, LocalQueue: lq.Name, Name: "urgent", GPUs: 5, Class: urgentClass})
+	testenv.WorkloadOf(t, c.kueue, urgent, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		tasks = csvRecords(t, c, "/tasks?format=csv&state=all&team="+cq.Name, func(r map[string]string) string { return r["Owner name"] })
+		return len(tasks) == 5 && tasks["large"]["State"] == "Preempted" && tasks["urgent"]["State"] == "Running", nil
+	})
+	if err != nil {
+		t.Errorf("after urgent took spot, the tasks %v; want large preempted, urgent running, five tasks", tasks)
+	}
+	var preemptions map[string]map[string]string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		preemptions = csvRecords(t, c, "/preemptions?format=csv&team="+cq.Name, func(r map[string]string) string { return r["Owner name"] })
+		return len(preemptions) == 1 && preemptions["large"]["Preemptor owner name"] == "urgent", nil
+	})
+	if err != nil {
+		t.Errorf("the preemptions of %s: %v; want large's, by urgent", cq.Name, preemptions)
 	}
 }

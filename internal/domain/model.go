@@ -129,11 +129,11 @@ func (m *Model) SetTask(f *TaskFacts) {
 		return
 	}
 	m.unindex(key)
-	words, raw := m.variantWords(f)
-	if !m.placing.placedAsIs(f) || words != f.variantWords || raw != f.variantRaw {
+	_, hasVariants := m.variants[key]
+	if !m.placing.placedAsIs(f) || hasVariants {
 		g := *f
 		m.placing.place(&g)
-		g.variantWords, g.variantRaw = m.variantWords(&g)
+		m.withVariants(&g)
 		f = &g
 	}
 	m.index(key, f)
@@ -168,9 +168,25 @@ func (m *Model) setVariant(parent, name string, f *TaskFacts) {
 		}
 	}
 	if p, ok := m.tasks[parent]; ok {
-		if words, raw := m.variantWords(p); words != p.variantWords || raw != p.variantRaw {
-			m.replace(parent, p, func(g *TaskFacts) { g.variantWords, g.variantRaw = words, raw })
+		g := *p
+		if m.withVariants(&g); g.State != p.State || g.variantWords != p.variantWords || g.variantRaw != p.variantRaw {
+			m.replace(parent, p, func(h *TaskFacts) { *h = g })
 		}
+	}
+}
+
+// withVariants gives a task what its concurrent-admission Variants say
+// (variantWords). A waiting task whose Variant was preempted is preempted:
+// Kueue preempts the Variant that held the quota, and only evicts the
+// task's own Workload.
+func (m *Model) withVariants(f *TaskFacts) {
+	if f.variantPreempted { // back to its own reading
+		f.State, f.variantPreempted = TaskPending, false
+	}
+	var preempted bool
+	f.variantWords, f.variantRaw, preempted = m.variantWords(f)
+	if preempted && f.State == TaskPending {
+		f.State, f.variantPreempted = TaskPreempted, true
 	}
 }
 
@@ -178,10 +194,11 @@ func (m *Model) setVariant(parent, name string, f *TaskFacts) {
 // are doing, in its ClusterQueue's order of flavors: while the task waits,
 // why each flavor it is tried on does not take it; while it runs, the
 // flavors Kueue would still move it to. "" when no Variant is tried.
-func (m *Model) variantWords(f *TaskFacts) (words, raw string) {
+// preempted: one of those tried was preempted.
+func (m *Model) variantWords(f *TaskFacts) (words, raw string, preempted bool) {
 	vs := m.variants[LocalQueueKey(f.Namespace, f.Name)]
 	if len(vs) == 0 || f.finished || f.Deactivated || (f.State != TaskAdmitted && f.admittedIn != "") {
-		return "", ""
+		return "", "", false
 	}
 	order := map[string]int{}
 	if cq := m.clusterQueues[f.ClusterQueue]; cq != nil && len(cq.Spec.ResourceGroups) > 0 {
@@ -196,7 +213,7 @@ func (m *Model) variantWords(f *TaskFacts) (words, raw string) {
 		}
 	}
 	if len(tried) == 0 {
-		return "", ""
+		return "", "", false
 	}
 	slices.SortFunc(tried, func(a, b *TaskFacts) int {
 		rank := func(v *TaskFacts) int { return cmp.Or(order[v.variantFlavor], len(order)+1) }
@@ -206,6 +223,7 @@ func (m *Model) variantWords(f *TaskFacts) (words, raw string) {
 	parts := make([]string, len(tried))
 	messages := make([]string, 0, len(tried))
 	for i, v := range tried {
+		preempted = preempted || v.State == TaskPreempted
 		flavors[i] = v.variantFlavor
 		parts[i] = v.variantFlavor + ": " + v.reasonHead + v.reasonTail
 		if v.KueueMessage != "" {
@@ -217,9 +235,9 @@ func (m *Model) variantWords(f *TaskFacts) (words, raw string) {
 		if len(flavors) > 1 {
 			which = "one of them has"
 		}
-		return "Kueue moves it to " + strings.Join(flavors, " or ") + " as soon as " + which + " room (concurrent admission)", strings.Join(messages, "\n")
+		return "Kueue moves it to " + strings.Join(flavors, " or ") + " as soon as " + which + " room (concurrent admission)", strings.Join(messages, "\n"), false
 	}
-	return "Tried on each flavor at once (Kueue's concurrent admission). " + strings.Join(parts, "; "), strings.Join(messages, "\n")
+	return "Tried on each flavor at once (Kueue's concurrent admission). " + strings.Join(parts, "; "), strings.Join(messages, "\n"), preempted
 }
 
 // SetClusterQueue adds or replaces a ClusterQueue.

@@ -676,9 +676,13 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 		return "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor " + flavor + ", 2 more needed"
 	}
 	// mid runs on on-demand and would rather be on reservation (spot no
-	// longer tried); waiting fits nowhere.
+	// longer tried); waiting fits nowhere; large lost spot to a preemption
+	// (Kueue preempted its Variant there and evicted its own Workload).
 	mid := job("mid").In(cq.Name).Admitted(now.Add(-30*time.Second), "on-demand").Obj()
 	waiting := job("waiting").Obj()
+	const preemption = "Preempted to accommodate a workload (UID: u-1, JobUID: j-1) due to prioritization in the ClusterQueue; " +
+		"preemptor path: /team-cluster-queue; preemptee path: /team-cluster-queue"
+	large := job("large").In(cq.Name).Admitted(now.Add(-time.Minute), "spot").Evicted(now, "VariantEvicted", "Admitted variant was evicted").Obj()
 	variant := func(parent *kueuev1beta2.Workload, flavor string) *kueuetest.WorkloadWrapper {
 		return kueuetest.MakeWorkload(s, "default", parent.Name+"-variant-"+flavor).Queue(lq.Name).GPUs(3, 1).Created(now.Add(-time.Minute)).
 			VariantOf(parent, flavor)
@@ -690,6 +694,7 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 		variant(waiting, "spot").Pending("Pending", noRoom("spot"), now).Obj(),
 		variant(waiting, "reservation").Pending("Pending", noRoom("reservation"), now).Obj(),
 		variant(waiting, "on-demand").Obj(),
+		variant(large, "spot").In(cq.Name).Admitted(now.Add(-time.Minute), "spot").Preempted(now, "InClusterQueue", preemption).Obj(),
 	}
 	wantReasons := map[string]string{
 		"job-mid": "Admitted on flavor on-demand; Kueue moves it to reservation as soon as that has room (concurrent admission)",
@@ -697,14 +702,16 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 			"reservation: Waiting for quota: needs 2 more nvidia.com/gpu on reservation; " +
 			"on-demand: Waiting to be evaluated by the scheduler; " +
 			"spot: Waiting for quota: needs 2 more nvidia.com/gpu on spot",
+		"job-large": "Tried on each flavor at once (Kueue's concurrent admission). " +
+			"spot: Preempted by a higher-priority task of the same team",
 	}
 
 	for _, order := range []struct {
 		name string
 		wls  []*kueuev1beta2.Workload
 	}{
-		{"jobs first", append([]*kueuev1beta2.Workload{mid, waiting}, variants...)},
-		{"variants first", append(slices.Clone(variants), mid, waiting)},
+		{"jobs first", append([]*kueuev1beta2.Workload{mid, waiting, large}, variants...)},
+		{"variants first", append(slices.Clone(variants), mid, waiting, large)},
 	} {
 		t.Run(order.name, func(t *testing.T) {
 			m := NewModel(s)
@@ -715,23 +722,35 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 			snap := m.Snapshot(now)
 			got := map[string]string{}
 			positions := map[string]int{}
+			states := map[string]TaskState{}
 			for _, f := range snap.Tasks(TaskQuery{State: ListAll}) {
 				task := snap.Task(f)
-				got[f.Name], positions[f.Name] = task.Reason, task.Position
+				got[f.Name], positions[f.Name], states[f.Name] = task.Reason, task.Position, task.State
+			}
+			if diff := gocmp.Diff(map[string]TaskState{"job-mid": TaskAdmitted, "job-waiting": TaskPending, "job-large": TaskPreempted}, states); diff != "" {
+				t.Errorf("the tasks' states (-want +got):\n%s", diff)
 			}
 			if diff := gocmp.Diff(wantReasons, got); diff != "" {
 				t.Errorf("the tasks and their reasons (-want +got):\n%s", diff)
 			}
-			if positions["job-waiting"] != 1 {
-				t.Errorf("job-waiting's queue position %d, want 1: the Variants wait for it, not beside it", positions["job-waiting"])
+			if positions["job-large"] != 1 || positions["job-waiting"] != 2 {
+				t.Errorf("queue positions %v, want job-large first (created first) and job-waiting second: the Variants wait for them, not beside them", positions)
 			}
 			stats := snap.StatsByClass(Selection{}, nil, time.Hour, now)
-			var running, pending int
+			var running, pending, preempted int
 			for _, st := range stats {
-				running, pending = running+st.Running, pending+st.Pending
+				running, pending, preempted = running+st.Running, pending+st.Pending, preempted+st.Preempted
 			}
-			if running != 1 || pending != 1 {
-				t.Errorf("%d running and %d pending tasks, want 1 and 1", running, pending)
+			if running != 1 || pending != 1 || preempted != 1 {
+				t.Errorf("%d running, %d pending and %d preempted tasks, want one each", running, pending, preempted)
+			}
+
+			// Its spot Variant admitted again, large waits no more.
+			m.SetWorkload(variant(large, "spot").In(cq.Name).Admitted(now, "spot").Obj())
+			m.SetWorkload(job("large").In(cq.Name).Admitted(now, "spot").Obj())
+			snap = m.Snapshot(now)
+			if got := snap.Task(snap.Find("default", "job-large")); got.State != TaskAdmitted || got.Reason != "Admitted on flavor spot" {
+				t.Errorf("job-large admitted again: %s, %q", got.State, got.Reason)
 			}
 
 			// Gone, the Variant of reservation no longer says mid may move.

@@ -149,6 +149,9 @@ type TaskFacts struct {
 	// (Model.variantWords): its reason while it waits, added to it while it
 	// runs; "" for a task without Variants.
 	variantWords, variantRaw string
+	// variantPreempted: State is Preempted for a preempted Variant
+	// (Model.withVariants), not for the task's own Workload.
+	variantPreempted bool
 }
 
 // FactsOf reads one Workload (ReadWorkload) and keeps what the read model

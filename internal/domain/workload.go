@@ -110,10 +110,10 @@ type WorkloadReading struct {
 	// Partitions are the MIG partitions its pods ask for, in words
 	// ("2 × mig-1g.10gb"); "" without any.
 	Partitions string
-	// VariantOf names the Workload whose concurrent-admission Variant this
-	// is (VariantParent), and VariantFlavor the one flavor it may take; ""
-	// for any other Workload.
-	VariantOf, VariantFlavor string
+	// VariantOf and VariantParentUID name the Workload whose
+	// concurrent-admission Variant this is (VariantParent), and
+	// VariantFlavor the one flavor it may take; "" for any other Workload.
+	VariantOf, VariantParentUID, VariantFlavor string
 
 	Created time.Time
 	// WaitStart is when the task last started waiting: the last transition
@@ -161,16 +161,16 @@ const (
 // the task; Variants are Kueue's attempts at it.
 const variantFlavorAnnotation = "kueue.x-k8s.io/workload-allowed-resource-flavors"
 
-// VariantParent is the name of the Workload whose concurrent-admission
-// Variant a Workload with these owners is (its owner of kind Workload in
-// Kueue's group); "" for any other Workload.
-func VariantParent(owners []metav1.OwnerReference) string {
-	for _, ref := range owners {
+// VariantParent is the Workload whose concurrent-admission Variant a
+// Workload with these owners is (its owner of kind Workload in Kueue's
+// group); nil for any other Workload.
+func VariantParent(owners []metav1.OwnerReference) *metav1.OwnerReference {
+	for i, ref := range owners {
 		if ref.Kind == "Workload" && strings.HasPrefix(ref.APIVersion, kueuev1beta2.SchemeGroupVersion.Group+"/") {
-			return ref.Name
+			return &owners[i]
 		}
 	}
-	return ""
+	return nil
 }
 
 // PodGroupKind is the owner kind shown for a plain pod group, which has no
@@ -220,7 +220,8 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		countdownAt: -1,
 	}
 	r.OwnerKind, r.OwnerName, r.OwnerUID = ownerOf(wl)
-	if r.VariantOf = VariantParent(wl.OwnerReferences); r.VariantOf != "" {
+	if parent := VariantParent(wl.OwnerReferences); parent != nil {
+		r.VariantOf, r.VariantParentUID = parent.Name, string(parent.UID)
 		r.VariantFlavor, _, _ = strings.Cut(wl.Annotations[variantFlavorAnnotation], ",")
 	}
 	r.Labels = LabelsWord(wl.Labels)

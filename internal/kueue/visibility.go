@@ -69,8 +69,8 @@ func positionsOf(items []visibilityv1beta2.PendingWorkload) map[string]int {
 	first := make(map[string]int32, len(items))
 	for _, w := range items {
 		name := w.Name
-		if parent := domain.VariantParent(w.OwnerReferences); parent != "" {
-			name = parent
+		if parent := domain.VariantParent(w.OwnerReferences); parent != nil {
+			name = parent.Name
 		}
 		key := domain.LocalQueueKey(w.Namespace, name)
 		if pos, ok := first[key]; !ok || w.PositionInClusterQueue < pos {

@@ -41,7 +41,23 @@ func Diff(old, new *kueuev1beta2.Workload, teamPrefix string) (c Change, ok bool
 // isVariant: wl is one of Kueue's concurrent-admission attempts at a task
 // (domain.VariantParent), whose own Workload the history follows.
 func isVariant(wl *kueuev1beta2.Workload) bool {
-	return domain.VariantParent(wl.OwnerReferences) != ""
+	return domain.VariantParent(wl.OwnerReferences) != nil
+}
+
+// VariantChange is what a concurrent-admission Variant adds to the history
+// of its job's task: its preemption. Kueue preempts the Variant that holds
+// the quota and only evicts the job's own Workload ("VariantEvicted"), so
+// the task's preemption is read on the Variant. ok is false for a Variant
+// not preempted.
+func VariantChange(wl *kueuev1beta2.Workload) (c Change, ok bool) {
+	r := domain.ReadWorkload(wl, domain.Settings{})
+	p := r.Preemption
+	if r.VariantParentUID == "" || p == nil {
+		return Change{}, false
+	}
+	return Change{Task: Task{UID: r.VariantParentUID, Namespace: r.Namespace, Name: r.VariantOf}, EventsOnly: true,
+		Events: []Event{{Kind: EventPreempted, At: p.At, ClusterQueue: r.ClusterQueue,
+			Reason: p.Reason, Message: p.Message, ReasonWords: p.Words, Preemptor: p.Preemptor}}}, true
 }
 
 // Gone is the history of a Workload deleted at at (its last state is wl). A

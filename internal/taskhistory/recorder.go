@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // RecorderConfig configures a Recorder.
@@ -77,6 +79,10 @@ type Recorder struct {
 	seenMu sync.Mutex
 	seen   map[string]uint64
 	listed map[string]uint64
+	// variantJobs is the UID of the job's own Workload by the UID of each
+	// of its concurrent-admission Variants: Kueue names the Variant that
+	// preempts, the history the task.
+	variantJobs map[string]string
 }
 
 // RecorderStats count what a Recorder did since it was made.
@@ -130,7 +136,14 @@ func (r *Recorder) count(fn func(*RecorderStats)) {
 // a relist). It queues the Workload only when what the history keeps of it
 // differs from what it last queued: re-seeing the same state costs a hash.
 func (r *Recorder) Observe(wl *kueuev1beta2.Workload) {
-	if wl == nil || !r.running.Load() || isVariant(wl) {
+	if wl == nil {
+		return
+	}
+	// Known from the informers' first list on, leading or not, the
+	// Variants name their jobs' tasks in the preemptions the backfill
+	// records.
+	r.noteVariant(wl)
+	if !r.running.Load() {
 		return
 	}
 	if r.cfg.Synced != nil && !r.cfg.Synced() {
@@ -139,17 +152,31 @@ func (r *Recorder) Observe(wl *kueuev1beta2.Workload) {
 		// the queue and cost a second backfill.
 		return
 	}
-	c := r.changeOf(wl)
-	if !r.remember(string(wl.UID), hashOf(&c)) {
+	c, ok := r.changeOf(wl)
+	if !ok || !r.remember(string(wl.UID), hashOf(&c)) {
 		return
 	}
 	r.enqueue(item{new: wl, change: &c})
 }
 
-// changeOf is the whole history wl shows, with its team.
-func (r *Recorder) changeOf(wl *kueuev1beta2.Workload) Change {
-	c, _ := Diff(nil, wl, r.cfg.TeamPrefix)
-	return r.withTeam(c)
+// changeOf is the whole history wl shows, with its team; for a
+// concurrent-admission Variant, what it adds to its job's task
+// (VariantChange), if anything (ok).
+func (r *Recorder) changeOf(wl *kueuev1beta2.Workload) (c Change, ok bool) {
+	if r.noteVariant(wl) {
+		c, ok = VariantChange(wl)
+	} else {
+		c, _ = Diff(nil, wl, r.cfg.TeamPrefix)
+		c, ok = r.withTeam(c), true
+	}
+	r.seenMu.Lock()
+	for i := range c.Events {
+		if job, ok := r.variantJobs[c.Events[i].Preemptor.UID]; ok {
+			c.Events[i].Preemptor.UID = job
+		}
+	}
+	r.seenMu.Unlock()
+	return c, ok
 }
 
 // withTeam gives c's task the team of its ClusterQueue (RecorderConfig.TeamOf).
@@ -160,6 +187,22 @@ func (r *Recorder) withTeam(c Change) Change {
 		}
 	}
 	return c
+}
+
+// noteVariant keeps which job a concurrent-admission Variant is of; false
+// for a Workload that is no Variant.
+func (r *Recorder) noteVariant(wl *kueuev1beta2.Workload) bool {
+	parent := domain.VariantParent(wl.OwnerReferences)
+	if parent == nil {
+		return false
+	}
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if r.variantJobs == nil {
+		r.variantJobs = map[string]string{}
+	}
+	r.variantJobs[string(wl.UID)] = string(parent.UID)
+	return true
 }
 
 // remember records h as the last change of uid; false when it already was.
@@ -192,7 +235,14 @@ func hashOf(v any) uint64 {
 // Deleted takes a Workload delete from an informer that keeps whole
 // Workloads: wl is its last state.
 func (r *Recorder) Deleted(wl *kueuev1beta2.Workload) {
-	if wl != nil && r.running.Load() && !isVariant(wl) {
+	if wl != nil && isVariant(wl) {
+		r.forget(string(wl.UID))
+		r.seenMu.Lock()
+		delete(r.variantJobs, string(wl.UID))
+		r.seenMu.Unlock()
+		return // its job's task ends with the job's own Workload
+	}
+	if wl != nil && r.running.Load() {
 		r.forget(string(wl.UID))
 		r.enqueue(item{gone: wl, at: r.now()})
 	}
@@ -520,18 +570,25 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		// Page by page: only the UIDs (and versions) stay for the sweep.
 		present := map[string]bool{}
 		listed := map[string]uint64{}
+		// Variants' preemptions go on their jobs' tasks, once every task
+		// of the list is written.
+		var variants []item
 		err := r.cfg.Workloads(ctx, func(page []*kueuev1beta2.Workload) error {
 			items := make([]item, 0, len(page))
 			for _, wl := range page {
+				uid := string(wl.UID)
 				if isVariant(wl) {
+					if c, ok := r.changeOf(wl); ok {
+						r.remember(uid, hashOf(&c))
+						variants = append(variants, item{new: wl, change: &c})
+					}
 					continue
 				}
-				uid := string(wl.UID)
 				present[uid] = true
 				if rv, err := strconv.ParseUint(wl.ResourceVersion, 10, 64); err == nil {
 					listed[uid] = rv
 				}
-				c := r.changeOf(wl)
+				c, _ := r.changeOf(wl)
 				r.remember(uid, hashOf(&c))
 				items = append(items, item{new: wl, change: &c})
 			}
@@ -546,6 +603,13 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		})
 		if err != nil {
 			return restore(err)
+		}
+		for len(variants) > 0 {
+			n := min(len(variants), r.cfg.BatchSize)
+			if err := r.write(ctx, variants[:n]); err != nil {
+				return restore(err)
+			}
+			variants = variants[n:]
 		}
 		r.seenMu.Lock()
 		r.listed = listed

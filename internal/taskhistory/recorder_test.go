@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/sandbox/sandboxtest"
@@ -416,4 +418,45 @@ func TestRecorderQueuesOnlyChangedWorkloads(t *testing.T) {
 	if n := len(r.queue); n != 4 {
 		t.Fatalf("%d items queued in all, want 4", n)
 	}
+}
+
+// Under Kueue's concurrent admission the recorder writes a job's task, not
+// its Variants, and a preemption by or of a Variant as its job's: seen by
+// the informers before the backfill, whatever order the list comes in.
+func TestRecorderRecordsJobsNotTheirVariants(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	variantOf := func(w *wl, flavor string) *kueuev1beta2.Workload {
+		v := w.snap()
+		v.Name, v.UID = w.Name+"-variant-"+flavor, w.UID+"-variant-"+types.UID(flavor)
+		v.OwnerReferences = []metav1.OwnerReference{{APIVersion: kueuev1beta2.SchemeGroupVersion.String(), Kind: "Workload", Name: w.Name, UID: w.UID}}
+		return v
+	}
+	urgent := newWL("cv", "urgent", now.Add(-time.Hour)).class("inference", 1000).pods(1, 8)
+	urgent.admit(now.Add(-10*time.Minute), "spot")
+	urgentVariant := variantOf(urgent, "spot")
+	big := newWL("nlp", "big", now.Add(-2*time.Hour)).class("training", 100).pods(1, 8)
+	big.admit(now.Add(-time.Hour), "spot")
+	admittedBig := big.snap()
+	big.preempt(now.Add(-10*time.Minute), kueuev1beta2.InClusterQueueReason,
+		preemptionMsg(string(urgentVariant.UID), "prioritization in the ClusterQueue", "hyperpod-ns-cv-clusterqueue", "hyperpod-ns-nlp-clusterqueue"))
+	bigVariant := variantOf(big, "spot")
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		cache := newCache(bigVariant, urgentVariant, admittedBig, urgent.snap())
+		r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.pages})
+		for _, wl := range []*kueuev1beta2.Workload{bigVariant, urgentVariant, admittedBig, urgent.snap()} {
+			r.Observe(wl) // the informers' first list, before the recorder leads
+		}
+		running(t, r)
+		eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
+		if n := count(t, s, `SELECT COUNT(*) FROM tasks`); n != 2 {
+			t.Errorf("%d tasks, want the two jobs'", n)
+		}
+		p, err := s.Preemptions(context.Background(), PreemptionQuery{Window: Window{From: now.Add(-3 * time.Hour), To: now.Add(time.Minute)}})
+		if err != nil || p.Total != 1 {
+			t.Fatalf("preemptions %+v, %v; want big's", p, err)
+		}
+		if got := p.Preemptions[0]; got.Task.Name != "big" || got.Preemptor.Name != "urgent" || got.Preemptor.Team != "cv" {
+			t.Errorf("the preemption of %q by %q (team %q), want big's by urgent (team cv)", got.Task.Name, got.Preemptor.Name, got.Preemptor.Team)
+		}
+	})
 }

@@ -728,3 +728,54 @@ func TestTaskReportNamesOwnersAndLabels(t *testing.T) {
 		}
 	})
 }
+
+// Under Kueue's concurrent admission the Variant holding a job's quota is
+// preempted and the job's own Workload only evicted: the preemption is the
+// job's task's, once it is recorded, and names it.
+func TestAVariantsPreemptionIsItsJobs(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	at := func(m int) time.Time { return now.Add(time.Duration(m-600) * time.Minute) }
+	job := newWL("nlp", "big", at(0)).class("training", 100).pods(1, 8)
+	variantOf := func(w *wl) *kueuev1beta2.Workload {
+		v := w.snap()
+		v.Name, v.UID = "big-variant-spot", "uid-nlp-big-variant-spot"
+		v.OwnerReferences = []metav1.OwnerReference{{APIVersion: kueuev1beta2.SchemeGroupVersion.String(), Kind: "Workload", Name: "big", UID: "uid-nlp-big"}}
+		return v
+	}
+	msg := preemptionMsg("uid-cv-urgent", "reclamation within the cohort", "hyperpod-ns-cv-clusterqueue", "hyperpod-ns-nlp-clusterqueue")
+	job.admit(at(10), "ml.p5.48xlarge")
+	admitted := job.snap()
+	variant := variantOf(job.preempt(at(100), kueuev1beta2.InCohortReclamationReason, msg))
+	if _, ok := VariantChange(variantOf(newWL("nlp", "big", at(0)).pods(1, 8))); ok {
+		t.Error("a Variant not preempted adds to its job's history")
+	}
+	c, ok := VariantChange(variant)
+	if !ok || !c.EventsOnly || c.Task.UID != "uid-nlp-big" {
+		t.Fatalf("the Variant's change %+v (%v), want events of uid-nlp-big only", c, ok)
+	}
+
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		window := Window{From: at(0), To: now}
+		// Before the job's task is recorded, nothing is.
+		if _, err := s.Write(ctx, Batch{Changes: []Change{c}}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.Preemptions(ctx, PreemptionQuery{Window: window}); err != nil || p.Total != 0 {
+			t.Fatalf("preemptions of a task not recorded: %+v, %v", p, err)
+		}
+		record(t, s, []stateAt{{wl: admitted}})
+		if _, err := s.Write(ctx, Batch{Changes: []Change{c}}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Preemptions(ctx, PreemptionQuery{Window: window})
+		if err != nil || p.Total != 1 {
+			t.Fatalf("preemptions: %+v, %v; want the job's one", p, err)
+		}
+		got := p.Preemptions[0]
+		if got.Task.Name != "big" || got.Task.Team != "nlp" || got.Task.Class != "training" || got.GPUs != 8 ||
+			got.ClusterQueue != "hyperpod-ns-nlp-clusterqueue" || got.GPUHoursLost != 8*90.0/60 {
+			t.Errorf("the preemption %+v; want job big's (team nlp, class training, 8 GPUs for 90 minutes, in its queue)", got)
+		}
+	})
+}

@@ -110,6 +110,10 @@ type Preemptor = domain.Preemptor
 type Change struct {
 	Task   Task
 	Events []Event
+	// EventsOnly: the events are of the task Task.UID, recorded from
+	// another Workload (VariantChange); its summary is left as it is, and
+	// nothing is written before the task is recorded.
+	EventsOnly bool
 }
 
 // Period is a half-open span of time [From, To).

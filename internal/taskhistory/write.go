@@ -1,6 +1,7 @@
 package taskhistory
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -260,8 +261,16 @@ func (t *txn) writeChange(c *Change, dirty map[int64]bool) (bool, int, error) {
 	if exists && old.deletedMS.Valid {
 		return false, 0, nil // UIDs never come back: a late observation of a deleted task
 	}
+	if c.EventsOnly && !exists {
+		return false, 0, nil
+	}
 	row := rowOf(&c.Task)
-	if exists {
+	if c.EventsOnly {
+		row = old
+		for i := range c.Events {
+			c.Events[i].ClusterQueue = cmp.Or(c.Events[i].ClusterQueue, row.clusterQueue)
+		}
+	} else if exists {
 		row.firstAdmittedMS, row.gpuMS, row.borrowed, row.preempted = old.firstAdmittedMS, old.gpuMS, old.borrowed, old.preempted
 		row.heldMS = old.heldMS
 	}
