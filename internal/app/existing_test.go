@@ -12,11 +12,15 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/google/go-cmp/cmp"
@@ -582,5 +586,61 @@ func TestConcurrentAdmissionCountsEachJobOnce(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the preemptions of %s: %v; want large's, by urgent", cq.Name, preemptions)
+	}
+}
+
+// Kueue's elastic jobs (its example jobs/sample-scalable-job): a Job that
+// grows gets a new Workload slice, which replaces the first. The job stays
+// one task, running since its first admission, on the pages and in the
+// history.
+func TestAnElasticJobThatGrowsIsOneTask(t *testing.T) {
+	waitsOnTheCluster(t)
+	st := taskHistoryStore{cfg: taskhistory.Config{Driver: taskhistory.DriverSQLite, Path: filepath.Join(t.TempDir(), "history.db")}}.open(t)
+	c := startTaskHistoryConsole(t, taskHistorySettings(), storeTaskHistory(st), st, nil).console
+	ctx := context.Background()
+	h := testenv.ApplyHandMade(t, applyGPUFlavor(t, c), gpuFlavor, "")
+	ns := h.Namespaces[0]
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), domain.ResourceGPU: resource.MustParse("1")}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "elastic", Namespace: ns, Labels: map[string]string{"kueue.x-k8s.io/queue-name": "user-queue"},
+			Annotations: map[string]string{"kueue.x-k8s.io/elastic-job": "true"}},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](100), Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
+		}},
+	}
+	job, err := c.kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := testenv.WorkloadOf(t, c.kueue, job, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
+	time.Sleep(2 * time.Second) // a run long enough to tell from the second slice's
+	patch := []byte(`{"spec":{"parallelism":2}}`)
+	if _, err := c.kube.BatchV1().Jobs(ns).Patch(ctx, job.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grown := testenv.WorkloadOf(t, c.kueue, job, "grown and admitted", func(wl *kueuev1beta2.Workload) bool {
+		return wl.Name != first.Name && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadAdmitted)
+	})
+
+	var tasks map[string]map[string]string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		tasks = csvRecords(t, c, "/tasks?format=csv&state=all&team="+h.ClusterQueue, func(r map[string]string) string { return r["Task"] })
+		ran, _ := strconv.Atoi(tasks[grown.Name]["Ran (s)"])
+		return len(tasks) == 1 && tasks[grown.Name]["State"] == "Running" && tasks[grown.Name]["GPUs (count)"] == "2" && ran >= 2, nil
+	})
+	if err != nil {
+		t.Errorf("queue %s's tasks %v; want the job once, running 2 GPUs since its first slice's admission", h.ClusterQueue, tasks)
+	}
+
+	day := time.Now().UTC().Format("2006-01-02")
+	report := "/reports/usage?source=history&from=" + day + "&to=" + day + "&team=" + h.ClusterQueue + "&format=csv&table=tasks"
+	var recorded map[string]map[string]string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		recorded = csvRecords(t, c, report, func(r map[string]string) string { return r["Task"] })
+		return len(recorded) == 1 && recorded[first.Name]["Owner name"] == "elastic", nil
+	})
+	if err != nil {
+		t.Errorf("the per-task report of %s: %v; want the job once, under its first slice %s", h.ClusterQueue, recorded, first.Name)
 	}
 }

@@ -42,6 +42,13 @@ type Model struct {
 	// variantParent is the parent's key by a Variant's key.
 	variants      map[string]map[string]*TaskFacts
 	variantParent map[string]string
+	// replaced are the slices of elastic jobs that later slices replaced,
+	// by their chain's key (its first slice's) and their own key: the job
+	// goes on in its latest slice, which runs from the first's admission.
+	// sliceTasks are the tasks of each chain (its latest slices).
+	replaced      map[string]map[string]*TaskFacts
+	replacedChain map[string]string
+	sliceTasks    map[string]map[string]bool
 	// The same tasks in the orders and groups the snapshot needs.
 	buckets  map[teamAndClass]*bucket
 	queues   map[string]*tree // ClusterQueue → its queued tasks, Kueue's order
@@ -82,6 +89,9 @@ func NewModel(s Settings) *Model {
 		tasks:         map[string]*TaskFacts{},
 		variants:      map[string]map[string]*TaskFacts{},
 		variantParent: map[string]string{},
+		replaced:      map[string]map[string]*TaskFacts{},
+		replacedChain: map[string]string{},
+		sliceTasks:    map[string]map[string]bool{},
 		buckets:       map[teamAndClass]*bucket{},
 		queues:        map[string]*tree{},
 		groups:        map[groupKey]*tree{},
@@ -128,21 +138,88 @@ func (m *Model) SetTask(f *TaskFacts) {
 		m.setVariant(parent, f.Name, f)
 		return
 	}
+	if m.setReplaced(key, f) {
+		return
+	}
 	m.unindex(key)
 	_, hasVariants := m.variants[key]
-	if !m.placing.placedAsIs(f) || hasVariants {
+	_, hasReplaced := m.replaced[m.chainOf(f)]
+	if !m.placing.placedAsIs(f) || hasVariants || hasReplaced {
 		g := *f
 		m.placing.place(&g)
 		m.withVariants(&g)
+		m.withSlices(&g)
 		f = &g
 	}
 	m.index(key, f)
 }
 
-// DeleteWorkload removes a Workload's task (or Variant).
+// chainOf is the key of an elastic job's chain of slices f is in; "" for
+// a Workload in none.
+func (m *Model) chainOf(f *TaskFacts) string {
+	if f.slice == "" {
+		return ""
+	}
+	return LocalQueueKey(f.Namespace, f.slice)
+}
+
+// setReplaced keeps (nil: forgets) the replaced slice at key, which is no
+// task, and gives its chain's tasks their start again; false when f is no
+// replaced slice and there was none at key.
+func (m *Model) setReplaced(key string, f *TaskFacts) bool {
+	var chain string
+	switch {
+	case f != nil && f.replaced:
+		chain = m.chainOf(f)
+		m.unindex(key)
+		if m.replaced[chain] == nil {
+			m.replaced[chain] = map[string]*TaskFacts{}
+		}
+		m.replaced[chain][key] = f
+		m.replacedChain[key] = chain
+	case f == nil && m.replacedChain[key] != "":
+		chain = m.replacedChain[key]
+		delete(m.replacedChain, key)
+		delete(m.replaced[chain], key)
+		if len(m.replaced[chain]) == 0 {
+			delete(m.replaced, chain)
+		}
+	default:
+		return false
+	}
+	for k := range m.sliceTasks[chain] {
+		if t, ok := m.tasks[k]; ok {
+			g := *t
+			m.withSlices(&g)
+			if !g.Created.Equal(t.Created) || !g.WaitStart.Equal(t.WaitStart) || !g.AdmittedAt.Equal(t.AdmittedAt) {
+				m.replace(k, t, func(h *TaskFacts) { *h = g })
+			}
+		}
+	}
+	return true
+}
+
+// withSlices gives the latest slice of an elastic job the job's start: its
+// creation, when it began waiting and, while it runs on, its admission,
+// from the slices it replaced.
+func (m *Model) withSlices(f *TaskFacts) {
+	for _, old := range m.replaced[m.chainOf(f)] {
+		if old.Created.Before(f.Created) {
+			f.Created, f.WaitStart, f.QueueOrder = old.Created, old.WaitStart, old.QueueOrder
+		}
+		if f.admitted && old.admitted && old.AdmittedAt.Before(f.AdmittedAt) {
+			f.AdmittedAt = old.AdmittedAt
+		}
+	}
+}
+
+// DeleteWorkload removes a Workload's task (or Variant, or replaced slice).
 func (m *Model) DeleteWorkload(namespace, name string) {
 	m.changes++
 	key := LocalQueueKey(namespace, name)
+	if m.setReplaced(key, nil) {
+		return
+	}
 	if parent, ok := m.variantParent[key]; ok {
 		delete(m.variantParent, key)
 		m.setVariant(parent, name, nil)
@@ -442,12 +519,24 @@ func (m *Model) Placement() *Placement {
 func (m *Model) index(key string, f *TaskFacts) {
 	m.tasks[key] = f
 	m.place(f, true)
+	if chain := m.chainOf(f); chain != "" {
+		if m.sliceTasks[chain] == nil {
+			m.sliceTasks[chain] = map[string]bool{}
+		}
+		m.sliceTasks[chain][key] = true
+	}
 }
 
 func (m *Model) unindex(key string) {
 	if f, ok := m.tasks[key]; ok {
 		delete(m.tasks, key)
 		m.place(f, false)
+		if chain := m.chainOf(f); chain != "" {
+			delete(m.sliceTasks[chain], key)
+			if len(m.sliceTasks[chain]) == 0 {
+				delete(m.sliceTasks, chain)
+			}
+		}
 	}
 }
 

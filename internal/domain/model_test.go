@@ -762,3 +762,52 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 		})
 	}
 }
+
+// An elastic job that grew runs on in a new slice, which replaced the
+// first: one task, running since the first slice's admission, whichever
+// slice the model hears of first.
+func TestAnElasticJobsSlicesAreOneTask(t *testing.T) {
+	s := DefaultSettings
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	slice := func(name string) *kueuetest.WorkloadWrapper {
+		return kueuetest.MakeWorkload(s, s.Namespace("team-000"), name).Queue(s.LocalQueue("team-000")).OwnedBy("Job", "elastic", true).
+			Annotation("kueue.x-k8s.io/elastic-job", "true").Annotation(kueuev1beta2.WorkloadSliceNameAnnotation, "job-elastic-1")
+	}
+	first := slice("job-elastic-1").GPUs(1, 2).Created(t0).Admitted(t0.Add(time.Minute), "ml.p5.48xlarge").
+		Finished(t0.Add(10*time.Minute), kueuev1beta2.WorkloadSliceReplaced).Obj()
+	grown := slice("job-elastic-2").Annotation("kueue.x-k8s.io/workload-slice-replacement-for", "default/job-elastic-1").
+		GPUs(1, 4).Created(t0.Add(9*time.Minute)).Admitted(t0.Add(10*time.Minute), "ml.p5.48xlarge").Obj()
+	for _, order := range [][]*kueuev1beta2.Workload{{first, grown}, {grown, first}} {
+		m := NewModel(s)
+		m.Load(SnapshotInput{Settings: s, ClusterQueues: objs.ClusterQueues, LocalQueues: objs.LocalQueues, Classes: objs.Classes})
+		for _, wl := range order {
+			m.SetWorkload(wl)
+		}
+		snap := m.Snapshot(now)
+		var got []string
+		for _, f := range snap.Tasks(TaskQuery{State: ListAll}) {
+			task := snap.Task(f)
+			got = append(got, fmt.Sprintf("%s %s %d GPUs, waited %s, ran %s", f.Name, task.State, task.GPUs, task.Wait, task.Run))
+		}
+		want := []string{"job-elastic-2 Admitted 4 GPUs, waited 1m0s, ran 59m0s"}
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("first %s: the tasks (-want +got):\n%s", order[0].Name, diff)
+		}
+		var runs int
+		var avg time.Duration
+		for _, st := range snap.StatsByClass(Selection{}, nil, 24*time.Hour, now) {
+			if st.RunSamples > 0 {
+				runs, avg = runs+st.RunSamples, st.AvgRun
+			}
+		}
+		if runs != 1 || avg != 59*time.Minute {
+			t.Errorf("first %s: %d runs averaging %s, want the job's one of 59m: the replaced slice is no task of its own", order[0].Name, runs, avg)
+		}
+		m.DeleteWorkload(first.Namespace, first.Name)
+		if snap = m.Snapshot(now); len(snap.Tasks(TaskQuery{State: ListAll})) != 1 {
+			t.Errorf("first %s: the replaced slice's deletion took the task", order[0].Name)
+		}
+	}
+}

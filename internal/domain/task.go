@@ -152,6 +152,9 @@ type TaskFacts struct {
 	// variantPreempted: State is Preempted for a preempted Variant
 	// (Model.withVariants), not for the task's own Workload.
 	variantPreempted bool
+	// slice and replaced: as WorkloadReading's Slice and Replaced.
+	slice    string
+	replaced bool
 }
 
 // FactsOf reads one Workload (ReadWorkload) and keeps what the read model
@@ -174,6 +177,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
 		reasonHead: intern(r.Reason), variantOf: r.VariantOf, variantFlavor: intern(r.VariantFlavor),
+		slice: r.Slice, replaced: r.Replaced,
 	}
 	if len(r.Flavors) > 0 {
 		f.Flavors = make([]string, len(r.Flavors))

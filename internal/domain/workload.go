@@ -114,6 +114,12 @@ type WorkloadReading struct {
 	// concurrent-admission Variant this is (VariantParent), and
 	// VariantFlavor the one flavor it may take; "" for any other Workload.
 	VariantOf, VariantParentUID, VariantFlavor string
+	// Slice names the first Workload of an elastic job's chain of slices
+	// (kueue.x-k8s.io/workload-slice-name: this Workload's own name for the
+	// first); "" outside one. Replaced: a later slice replaced this one
+	// (Finished, reason WorkloadSliceReplaced): the job goes on there.
+	Slice    string
+	Replaced bool
 
 	Created time.Time
 	// WaitStart is when the task last started waiting: the last transition
@@ -160,6 +166,13 @@ const (
 // queue; the Parent takes the admission of the one admitted. The Parent is
 // the task; Variants are Kueue's attempts at it.
 const variantFlavorAnnotation = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+
+// Kueue's elastic jobs (annotation kueue.x-k8s.io/elastic-job, feature
+// gate ElasticJobsViaWorkloadSlices, on by default): a job that grows gets
+// a new Workload, a slice, whose admission replaces that of the slice
+// before; the old slice then finishes, reason WorkloadSliceReplaced. The
+// slices of a job are one task, which runs from its first slice's
+// admission.
 
 // VariantParent is the Workload whose concurrent-admission Variant a
 // Workload with these owners is (its owner of kind Workload in Kueue's
@@ -225,6 +238,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		r.VariantFlavor, _, _ = strings.Cut(wl.Annotations[variantFlavorAnnotation], ",")
 	}
 	r.Labels = LabelsWord(wl.Labels)
+	r.Slice = wl.Annotations[kueuev1beta2.WorkloadSliceNameAnnotation]
 	r.Team, _ = s.TeamOfNamespace(wl.Namespace)
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		r.ClassRef = ref.Name
@@ -274,6 +288,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 	r.Finish = stepOf(trueCondition(conds, kueuev1beta2.WorkloadFinished))
 	if r.Finish != nil {
 		r.FinishedAt = r.Finish.At
+		r.Replaced = r.Finish.Reason == kueuev1beta2.WorkloadSliceReplaced
 	}
 	if c := trueCondition(conds, kueuev1beta2.WorkloadPreempted); c != nil {
 		r.Preemption = &PreemptedStep{Step: *stepOf(c), Words: preemptedReason(c, s), Preemptor: ParsePreemptor(c.Message)}

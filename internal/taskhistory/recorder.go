@@ -7,11 +7,14 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -83,6 +86,9 @@ type Recorder struct {
 	// of its concurrent-admission Variants: Kueue names the Variant that
 	// preempts, the history the task.
 	variantJobs map[string]string
+	// firstSlices is the UID of each elastic job's first slice, by its
+	// key: the task all the job's slices go on.
+	firstSlices map[string]string
 }
 
 // RecorderStats count what a Recorder did since it was made.
@@ -141,8 +147,9 @@ func (r *Recorder) Observe(wl *kueuev1beta2.Workload) {
 	}
 	// Known from the informers' first list on, leading or not, the
 	// Variants name their jobs' tasks in the preemptions the backfill
-	// records.
+	// records, and elastic jobs' first slices their tasks.
 	r.noteVariant(wl)
+	r.noteFirstSlice(wl)
 	if !r.running.Load() {
 		return
 	}
@@ -166,8 +173,9 @@ func (r *Recorder) changeOf(wl *kueuev1beta2.Workload) (c Change, ok bool) {
 	if r.noteVariant(wl) {
 		c, ok = VariantChange(wl)
 	} else {
+		r.noteFirstSlice(wl)
 		c, _ = Diff(nil, wl, r.cfg.TeamPrefix)
-		c, ok = r.withTeam(c), true
+		c, ok = r.ofJob(wl, r.withTeam(c))
 	}
 	r.seenMu.Lock()
 	for i := range c.Events {
@@ -187,6 +195,54 @@ func (r *Recorder) withTeam(c Change) Change {
 		}
 	}
 	return c
+}
+
+// noteFirstSlice keeps the UID of an elastic job's first slice, which is
+// the UID of the job's task (ofJob).
+func (r *Recorder) noteFirstSlice(wl *kueuev1beta2.Workload) {
+	if wl.Annotations[kueuev1beta2.WorkloadSliceNameAnnotation] != wl.Name {
+		return
+	}
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if r.firstSlices == nil {
+		r.firstSlices = map[string]string{}
+	}
+	r.firstSlices[domain.LocalQueueKey(wl.Namespace, wl.Name)] = string(wl.UID)
+}
+
+// ofJob is c, the change of wl, as the history of its task: an elastic
+// job's later slice goes on its first slice's task (Change.Continues),
+// from its admission on (before it, the job runs on in the slice before);
+// a slice a later one replaced did not end the task: it is recorded as it
+// ran, only when nothing of it is yet (Change.IfAbsent). ok is false for a
+// change the history does not keep: a later slice not admitted yet, a
+// replaced slice's deletion.
+func (r *Recorder) ofJob(wl *kueuev1beta2.Workload, c Change) (Change, bool) {
+	if f := apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadFinished); f != nil &&
+		f.Status == metav1.ConditionTrue && f.Reason == kueuev1beta2.WorkloadSliceReplaced {
+		if !c.Task.DeletedAt.IsZero() || c.Task.AdmittedAt.IsZero() {
+			return c, false
+		}
+		c.Task.State, c.Task.FinishedAt, c.Task.Outcome, c.Task.FinishReason, c.Task.Run = domain.TaskAdmitted, time.Time{}, "", "", 0
+		c.Events = slices.DeleteFunc(c.Events, func(e Event) bool { return e.Kind == EventFinished })
+		c.IfAbsent = true
+	}
+	first := wl.Annotations[kueuev1beta2.WorkloadSliceNameAnnotation]
+	if first == "" || first == wl.Name {
+		return c, true
+	}
+	r.seenMu.Lock()
+	uid, ok := r.firstSlices[domain.LocalQueueKey(wl.Namespace, first)]
+	r.seenMu.Unlock()
+	if !ok {
+		return c, true // its first slice is gone: a task of its own
+	}
+	if c.Task.AdmittedAt.IsZero() && c.Task.FinishedAt.IsZero() && c.Task.ReleasedAt.IsZero() {
+		return c, false
+	}
+	c.Task.UID, c.Continues = uid, true
+	return c, true
 }
 
 // noteVariant keeps which job a concurrent-admission Variant is of; false
@@ -470,7 +526,9 @@ func (r *Recorder) write(ctx context.Context, items []item) error {
 		case it.queue != nil:
 			b.Queues = append(b.Queues, *it.queue)
 		case it.gone != nil:
-			b.Changes = append(b.Changes, r.withTeam(Gone(it.gone, r.cfg.TeamPrefix, it.at)))
+			if c, ok := r.ofJob(it.gone, r.withTeam(Gone(it.gone, r.cfg.TeamPrefix, it.at))); ok {
+				b.Changes = append(b.Changes, c)
+			}
 		case it.goneUID != "":
 			b.Gone = append(b.Gone, GoneUID{UID: it.goneUID, At: it.at})
 		case it.new != nil:
@@ -570,9 +628,9 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		// Page by page: only the UIDs (and versions) stay for the sweep.
 		present := map[string]bool{}
 		listed := map[string]uint64{}
-		// Variants' preemptions go on their jobs' tasks, once every task
-		// of the list is written.
-		var variants []item
+		// Variants' preemptions and later slices of elastic jobs go on
+		// other Workloads' tasks: once every task of the list is written.
+		var later []item
 		err := r.cfg.Workloads(ctx, func(page []*kueuev1beta2.Workload) error {
 			items := make([]item, 0, len(page))
 			for _, wl := range page {
@@ -580,7 +638,7 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 				if isVariant(wl) {
 					if c, ok := r.changeOf(wl); ok {
 						r.remember(uid, hashOf(&c))
-						variants = append(variants, item{new: wl, change: &c})
+						later = append(later, item{new: wl, change: &c})
 					}
 					continue
 				}
@@ -588,8 +646,15 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 				if rv, err := strconv.ParseUint(wl.ResourceVersion, 10, 64); err == nil {
 					listed[uid] = rv
 				}
-				c, _ := r.changeOf(wl)
+				c, ok := r.changeOf(wl)
+				if !ok {
+					continue
+				}
 				r.remember(uid, hashOf(&c))
+				if c.Continues {
+					later = append(later, item{new: wl, change: &c})
+					continue
+				}
 				items = append(items, item{new: wl, change: &c})
 			}
 			for len(items) > 0 {
@@ -604,12 +669,12 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		if err != nil {
 			return restore(err)
 		}
-		for len(variants) > 0 {
-			n := min(len(variants), r.cfg.BatchSize)
-			if err := r.write(ctx, variants[:n]); err != nil {
+		for len(later) > 0 {
+			n := min(len(later), r.cfg.BatchSize)
+			if err := r.write(ctx, later[:n]); err != nil {
 				return restore(err)
 			}
-			variants = variants[n:]
+			later = later[n:]
 		}
 		r.seenMu.Lock()
 		r.listed = listed

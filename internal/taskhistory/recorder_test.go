@@ -460,3 +460,64 @@ func TestRecorderRecordsJobsNotTheirVariants(t *testing.T) {
 		}
 	})
 }
+
+// An elastic job that grew goes on in a new slice: the history keeps one
+// task, from the first slice's creation and admission to the last slice's
+// end, with each slice's admission held for as long as it was.
+func TestRecorderRecordsAnElasticJobAsOneTask(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	slice := func(name string, created time.Time, gpus int64) *wl {
+		w := newWL("nlp", name, created).class("training", 10).pods(1, gpus)
+		w.OwnerReferences[0].Name, w.OwnerReferences[0].UID = "elastic", "job-elastic"
+		w.Annotations = map[string]string{"kueue.x-k8s.io/elastic-job": "true", kueuev1beta2.WorkloadSliceNameAnnotation: "job-elastic-1"}
+		return w
+	}
+	t1, t2, t3 := now.Add(-time.Hour), now.Add(-30*time.Minute), now.Add(-10*time.Minute)
+	first := slice("job-elastic-1", t1.Add(-time.Minute), 2)
+	first.admit(t1, "ml.p5.48xlarge")
+	first.finish(t2, kueuev1beta2.WorkloadSliceReplaced)
+	grown := slice("job-elastic-2", t2.Add(-time.Minute), 4)
+	grown.Annotations["kueue.x-k8s.io/workload-slice-replacement-for"] = "hyperpod-ns-nlp/job-elastic-1"
+	waiting := grown.snap()
+	grown.admit(t2, "ml.p5.48xlarge")
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		cache := newCache(first.snap(), grown.snap())
+		r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix, Identity: "a", Workloads: cache.pages})
+		r.Observe(first.snap()) // the informers' first list
+		r.Observe(waiting)
+		running(t, r)
+		eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
+		w := &wl{*grown.snap()}
+		w.finish(t3, "Succeeded")
+		r.Observe(w.snap())
+		eventually(t, "the end", func() bool { return count(t, s, `SELECT COUNT(*) FROM tasks WHERE outcome = 'succeeded'`) == 1 })
+
+		var uid, name string
+		var created, admitted, finished, run int64
+		if err := s.db.QueryRow(s.q(`SELECT uid, name, created_ms, admitted_ms, finished_ms, run_ms FROM tasks`)).
+			Scan(&uid, &name, &created, &admitted, &finished, &run); err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprintf("%s %s created %s, admitted %s, finished %s, ran %s", uid, name, fromMS(created).Sub(now), fromMS(admitted).Sub(now),
+			fromMS(finished).Sub(now), time.Duration(run)*time.Millisecond)
+		if want := "uid-nlp-job-elastic-1 job-elastic-1 created -1h1m0s, admitted -1h0m0s, finished -10m0s, ran 50m0s"; got != want {
+			t.Errorf("the task: %s\nwant %s", got, want)
+		}
+		rows, err := s.db.Query(s.q(`SELECT admitted_ms, ended_ms, gpus FROM admissions ORDER BY admitted_ms`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var held []string
+		for rows.Next() {
+			var from, to, gpus int64
+			if err := rows.Scan(&from, &to, &gpus); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, fmt.Sprintf("%d GPUs %s to %s", gpus, fromMS(from).Sub(now), fromMS(to).Sub(now)))
+		}
+		if diff := cmp.Diff([]string{"2 GPUs -1h0m0s to -30m0s", "4 GPUs -30m0s to -10m0s"}, held); diff != "" {
+			t.Errorf("the admissions (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -114,6 +114,13 @@ type Change struct {
 	// another Workload (VariantChange); its summary is left as it is, and
 	// nothing is written before the task is recorded.
 	EventsOnly bool
+	// Continues: Task.UID is the task of an elastic job's first slice, which
+	// this later slice goes on (Recorder.ofJob): the task keeps its name,
+	// creation, wait and, while it runs on, its admission.
+	Continues bool
+	// IfAbsent: written only when nothing of the task is recorded yet (a
+	// slice that a later one replaced, seen first after the replacement).
+	IfAbsent bool
 }
 
 // Period is a half-open span of time [From, To).

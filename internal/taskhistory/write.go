@@ -204,6 +204,20 @@ func spanClass(admitted, finished, run sql.NullInt64) sql.NullInt64 {
 	return sql.NullInt64{Int64: int64(class), Valid: true}
 }
 
+// continued is row, a later slice of an elastic job, as its task's row old
+// goes on: the task keeps its name, creation and wait, and while it runs
+// on, the admission it began with.
+func continued(row *taskRow, old taskRow) {
+	row.name, row.createdMS, row.waitStartMS, row.waitMS = old.name, old.createdMS, old.waitStartMS, old.waitMS
+	if row.admittedMS.Valid && old.admittedMS.Valid && old.admittedMS.Int64 < row.admittedMS.Int64 && old.state == string(domain.TaskAdmitted) {
+		row.admittedMS = old.admittedMS
+		if row.finishedMS.Valid {
+			row.runMS = sql.NullInt64{Int64: row.finishedMS.Int64 - row.admittedMS.Int64 + row.pastMS, Valid: true}
+		}
+		row.spanClass = spanClass(row.admittedMS, row.finishedMS, row.runMS)
+	}
+}
+
 func rowOf(t *Task) taskRow {
 	podSets, _ := json.Marshal(t.PodSets)
 	r := taskRow{
@@ -261,7 +275,7 @@ func (t *txn) writeChange(c *Change, dirty map[int64]bool) (bool, int, error) {
 	if exists && old.deletedMS.Valid {
 		return false, 0, nil // UIDs never come back: a late observation of a deleted task
 	}
-	if c.EventsOnly && !exists {
+	if c.EventsOnly && !exists || c.IfAbsent && exists {
 		return false, 0, nil
 	}
 	row := rowOf(&c.Task)
@@ -270,7 +284,10 @@ func (t *txn) writeChange(c *Change, dirty map[int64]bool) (bool, int, error) {
 		for i := range c.Events {
 			c.Events[i].ClusterQueue = cmp.Or(c.Events[i].ClusterQueue, row.clusterQueue)
 		}
-	} else if exists {
+	} else if c.Continues && exists {
+		continued(&row, old)
+	}
+	if exists && !c.EventsOnly {
 		row.firstAdmittedMS, row.gpuMS, row.borrowed, row.preempted = old.firstAdmittedMS, old.gpuMS, old.borrowed, old.preempted
 		row.heldMS = old.heldMS
 	}
