@@ -152,3 +152,25 @@ func TestFormsAreReadOnlyWithoutTheRightToChange(t *testing.T) {
 	_, body := viewer.Get("/teams/team-001/edit")
 	webtest.MustContain(t, "viewer's edit form", body, "<fieldset disabled", `id="save" disabled`)
 }
+
+// The preemption history puts tasks that name no class in the lowest
+// class, as the Tasks page does: the store is asked for them with it.
+func TestPreemptionsCountTasksWithoutAClassInTheLowest(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	history := &taskHistory{}
+	f.cfg.TaskHistory = history
+	h := f.handler()
+	classes := f.model.Snapshot().Classes
+	if len(classes) == 0 {
+		t.Fatal("the fixture has no priority classes")
+	}
+	lowest := classes[len(classes)-1]
+	for _, path := range []string{"/preemptions?class=" + lowest, "/preemptions?format=csv"} {
+		if code, _ := webtest.Get(t, h, path); code != http.StatusOK {
+			t.Fatalf("%s: %d", path, code)
+		}
+		if got := history.preemptionQuery.LowestClass; got != lowest {
+			t.Errorf("%s asked the history with lowest class %q, want %q", path, got, lowest)
+		}
+	}
+}

@@ -333,6 +333,8 @@ type taskHistory struct {
 	summary     taskhistory.UsageSummary
 	report      []taskhistory.ReportRow
 	summaries   atomic.Int64 // UsageSummary calls
+	// preemptionQuery is the last query of Preemptions.
+	preemptionQuery taskhistory.PreemptionQuery
 }
 
 func (h *taskHistory) Available() error { return h.err }
@@ -350,6 +352,7 @@ func (h *taskHistory) Preemptions(_ context.Context, q taskhistory.PreemptionQue
 	if h.err != nil {
 		return nil, h.err
 	}
+	h.preemptionQuery = q
 	page := &taskhistory.PreemptionPage{}
 	for _, p := range h.preemptions {
 		if (q.Team == "" || p.Task.Team == q.Team) && (q.Teams == nil || contains(q.Teams, p.Task.Team)) {

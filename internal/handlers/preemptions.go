@@ -44,10 +44,14 @@ func (f preemptionFilter) query(extra ...string) string {
 		"team", f.Team, "class", f.Class, "after", f.After}, extra...)...)
 }
 
-// storeQuery is what the viewer may see of the filter.
-func (f preemptionFilter) storeQuery(visible scope, now time.Time) taskhistory.PreemptionQuery {
+// storeQuery is what the viewer may see of the filter; tasks that name no
+// class are in the lowest of classes, as on the Tasks page.
+func (f preemptionFilter) storeQuery(visible scope, classes []string, now time.Time) taskhistory.PreemptionQuery {
 	pq := taskhistory.PreemptionQuery{Window: taskhistory.LiveWindow(now.Add(-f.window()), now), Class: f.Class,
 		Limit: preemptionsPageSize, After: f.After}
+	if len(classes) > 0 {
+		pq.LowestClass = classes[len(classes)-1]
+	}
 	switch {
 	case f.Team != "" && visible.sees(f.Team):
 		pq.Team = f.Team
@@ -76,7 +80,7 @@ func (p preemptionsPage) show(c echo.Context) error {
 	f := parsePreemptionFilter(c.QueryParams())
 	visible, _ := p.scopeOf(c)
 	now := time.Now()
-	pq := f.storeQuery(visible, now)
+	pq := f.storeQuery(visible, snap.Classes, now)
 	err := p.taskHistory.Available()
 	if _, ok := csvTable(c); ok {
 		if err != nil {

@@ -51,6 +51,9 @@ type Preemption struct {
 type PreemptionQuery struct {
 	Window      Window
 	Team, Class string
+	// LowestClass is the class of tasks that name none, as on the Tasks
+	// page: they show in it and a filter on it selects them.
+	LowestClass string
 	// Teams, when not nil, limits the preemptions to these teams' tasks (an
 	// empty list selects none): what a member of a few teams may see.
 	Teams []string
@@ -91,7 +94,11 @@ func (s *Store) Preemptions(ctx context.Context, pq PreemptionQuery) (*Preemptio
 		where += ` AND p.team = ?`
 		args = append(args, pq.Team)
 	}
-	if pq.Class != "" {
+	switch {
+	case pq.Class != "" && pq.Class == pq.LowestClass:
+		where += ` AND (p.class = ? OR p.class = '')`
+		args = append(args, pq.Class)
+	case pq.Class != "":
 		where += ` AND p.class = ?`
 		args = append(args, pq.Class)
 	}
@@ -138,6 +145,12 @@ func (s *Store) Preemptions(ctx context.Context, pq PreemptionQuery) (*Preemptio
 			return fail(err)
 		}
 		p.At = fromMS(at)
+		if p.Task.Class == "" {
+			p.Task.Class = pq.LowestClass
+		}
+		if p.Preemptor.Class == "" && p.Preemptor.Name != "" { // a recorded task: it named no class
+			p.Preemptor.Class = pq.LowestClass
+		}
 		if lost.Valid {
 			p.GPUHoursLost, p.LostKnown = gpuHours(lost.Int64), true
 		}

@@ -779,3 +779,41 @@ func TestAVariantsPreemptionIsItsJobs(t *testing.T) {
 		}
 	})
 }
+
+// A preempted task that names no class is in the lowest class, as on the
+// Tasks page: shown in it, and selected by it.
+func TestAPreemptionWithoutAClassIsInTheLowest(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	at := func(m int) time.Time { return now.Add(time.Duration(m-600) * time.Minute) }
+	w := newWL("nlp", "plain", at(0)).pods(1, 2)
+	w.admit(at(10), "ml.p5.48xlarge")
+	life := []stateAt{{wl: w.snap()}}
+	w.preempt(at(100), kueuev1beta2.InCohortReclamationReason,
+		preemptionMsg("uid-never-recorded", "reclamation within the cohort", "hyperpod-ns-cv-clusterqueue", "hyperpod-ns-nlp-clusterqueue"))
+	life = append(life, stateAt{wl: w.snap()})
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		record(t, s, life)
+		window := Window{From: at(0), To: now}
+		for _, tc := range []struct {
+			class, lowest string
+			want          []string // the classes shown
+		}{
+			{"", "batch", []string{"batch"}},
+			{"batch", "batch", []string{"batch"}},
+			{"training", "batch", nil},
+			{"batch", "", nil}, // no lowest class known: none shown as one
+		} {
+			p, err := s.Preemptions(context.Background(), PreemptionQuery{Window: window, Class: tc.class, LowestClass: tc.lowest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, pr := range p.Preemptions {
+				got = append(got, pr.Task.Class)
+			}
+			if !slices.Equal(got, tc.want) || p.Total != int64(len(tc.want)) {
+				t.Errorf("class %q, lowest %q: classes %q (total %d), want %q", tc.class, tc.lowest, got, p.Total, tc.want)
+			}
+		}
+	})
+}
