@@ -75,6 +75,15 @@ func BuildSnapshot(in SnapshotInput, now time.Time) *Snapshot {
 	return m.Snapshot(now)
 }
 
+// LowestClass is the class of tasks that name none: the last of Classes
+// ("" without classes).
+func (s *Snapshot) LowestClass() string {
+	if len(s.Classes) == 0 {
+		return ""
+	}
+	return s.Classes[len(s.Classes)-1]
+}
+
 // Task is f as the dashboard shows it at the snapshot's time.
 func (s *Snapshot) Task(f *TaskFacts) Task {
 	return f.At(s.Taken, s.Position(f), s.Borrowing(f))

@@ -154,7 +154,9 @@ func TestFormsAreReadOnlyWithoutTheRightToChange(t *testing.T) {
 }
 
 // The preemption history puts tasks that name no class in the lowest
-// class, as the Tasks page does: the store is asked for them with it.
+// class, as the Tasks page does: the store is asked for them with it. (The
+// per-task report keeps what each task named: an export must not change
+// when someone adds a lower class.)
 func TestPreemptionsCountTasksWithoutAClassInTheLowest(t *testing.T) {
 	f := newFixture(t, 1, 0)
 	history := &taskHistory{}

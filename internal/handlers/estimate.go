@@ -137,9 +137,5 @@ func (p tasksPage) classWait(ctx context.Context, snap *domain.Snapshot, s domai
 		}
 		clusterQueue = team.ClusterQueue
 	}
-	lowest := ""
-	if len(snap.Classes) > 0 {
-		lowest = snap.Classes[len(snap.Classes)-1]
-	}
-	return taskhistory.ClassWait(waiting, rates, clusterQueue, s.Class, lowest).Words(strconv.Itoa(waiting) + " waiting")
+	return taskhistory.ClassWait(waiting, rates, clusterQueue, s.Class, snap.LowestClass()).Words(strconv.Itoa(waiting) + " waiting")
 }

@@ -46,12 +46,9 @@ func (f preemptionFilter) query(extra ...string) string {
 
 // storeQuery is what the viewer may see of the filter; tasks that name no
 // class are in the lowest of classes, as on the Tasks page.
-func (f preemptionFilter) storeQuery(visible scope, classes []string, now time.Time) taskhistory.PreemptionQuery {
+func (f preemptionFilter) storeQuery(visible scope, lowestClass string, now time.Time) taskhistory.PreemptionQuery {
 	pq := taskhistory.PreemptionQuery{Window: taskhistory.LiveWindow(now.Add(-f.window()), now), Class: f.Class,
-		Limit: preemptionsPageSize, After: f.After}
-	if len(classes) > 0 {
-		pq.LowestClass = classes[len(classes)-1]
-	}
+		LowestClass: lowestClass, Limit: preemptionsPageSize, After: f.After}
 	switch {
 	case f.Team != "" && visible.sees(f.Team):
 		pq.Team = f.Team
@@ -80,7 +77,7 @@ func (p preemptionsPage) show(c echo.Context) error {
 	f := parsePreemptionFilter(c.QueryParams())
 	visible, _ := p.scopeOf(c)
 	now := time.Now()
-	pq := f.storeQuery(visible, snap.Classes, now)
+	pq := f.storeQuery(visible, snap.LowestClass(), now)
 	err := p.taskHistory.Available()
 	if _, ok := csvTable(c); ok {
 		if err != nil {

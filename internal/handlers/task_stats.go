@@ -73,10 +73,7 @@ func (p tasksPage) taskStatistics(ctx context.Context, f taskFilter, visible sco
 		}
 		return st
 	}
-	lowest := ""
-	if len(snap.Classes) > 0 {
-		lowest = snap.Classes[len(snap.Classes)-1]
-	}
+	lowest := snap.LowestClass()
 	hist = selectFacts(hist, sel, lowest)
 	ongoing := snap.Ongoing(sel, window, now)
 	st.byClass = taskhistory.ClassStats(hist, ongoing, classes, lowest)

@@ -199,9 +199,7 @@ func tasksView(f taskFilter, visible scope, teamFilter templ.Component, parts []
 	if f.Desc {
 		page.Keep = append(page.Keep, templates.Hidden{Name: "desc", Value: "1"})
 	}
-	if len(snap.Classes) > 0 {
-		page.LowestClass = snap.Classes[len(snap.Classes)-1]
-	}
+	page.LowestClass = snap.LowestClass()
 	page.Cadence = domain.FormatDuration(domain.ClockCadence)
 	for _, w := range taskWindows {
 		page.Windows = append(page.Windows, templates.Choice{Value: w.key, Label: w.label, Selected: w.key == f.Window})
