@@ -199,15 +199,19 @@ func (m *Model) setReplaced(key string, f *TaskFacts) bool {
 	return true
 }
 
-// withSlices gives the latest slice of an elastic job the job's start: its
-// creation, when it began waiting and, while it runs on, its admission,
-// from the slices it replaced.
+// withSlices gives the latest slice of an elastic job, once admitted, the
+// job's start from the slices it replaced: its creation, when it began
+// waiting and its admission. (A slice still waiting is a resize: its wait
+// is its own.)
 func (m *Model) withSlices(f *TaskFacts) {
+	if !f.admitted {
+		return
+	}
 	for _, old := range m.replaced[m.chainOf(f)] {
 		if old.Created.Before(f.Created) {
 			f.Created, f.WaitStart, f.QueueOrder = old.Created, old.WaitStart, old.QueueOrder
 		}
-		if f.admitted && old.admitted && old.AdmittedAt.Before(f.AdmittedAt) {
+		if old.admitted && old.AdmittedAt.Before(f.AdmittedAt) {
 			f.AdmittedAt = old.AdmittedAt
 		}
 	}

@@ -174,6 +174,8 @@ const variantFlavorAnnotation = "kueue.x-k8s.io/workload-allowed-resource-flavor
 // slices of a job are one task, which runs from its first slice's
 // admission.
 
+const sliceReplacesAnnotation = "kueue.x-k8s.io/workload-slice-replacement-for"
+
 // VariantParent is the Workload whose concurrent-admission Variant a
 // Workload with these owners is (its owner of kind Workload in Kueue's
 // group); nil for any other Workload.
@@ -310,6 +312,13 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 
 	t := Task{State: r.State, Deactivated: r.Deactivated, Flavors: r.Flavors, ClusterQueue: r.ClusterQueue}
 	r.Reason, r.KueueMessage, r.countdownAt = taskReason(wl, s, t)
+	if _, resize := wl.Annotations[sliceReplacesAnnotation]; resize && r.State == TaskPending && !r.Deactivated {
+		const head = "Growing a running elastic job (a new slice replaces its current one once admitted): "
+		r.Reason = head + r.Reason
+		if r.countdownAt >= 0 {
+			r.countdownAt += len(head)
+		}
+	}
 	if rs := wl.Status.RequeueState; rs != nil && rs.RequeueAt != nil && r.countdownAt >= 0 {
 		r.RequeueAt = rs.RequeueAt.Time
 	} else {

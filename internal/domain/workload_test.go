@@ -1,13 +1,17 @@
 package domain
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/kueuetest"
 )
 
 const (
@@ -210,5 +214,18 @@ func TestLabelsWord(t *testing.T) {
 		if diff := cmp.Diff(tc.want, LabelsWord(tc.labels)); diff != "" {
 			t.Errorf("LabelsWord(%v) (-want +got):\n%s", tc.labels, diff)
 		}
+	}
+}
+
+// A new slice of an elastic job that waits says it grows a running job.
+func TestAResizeWaitingSaysSo(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	wl := kueuetest.MakeWorkload(DefaultSettings, DefaultSettings.Namespace("team-000"), "job-elastic-2").Queue(DefaultSettings.LocalQueue("team-000")).
+		GPUs(1, 4).Created(now).Annotation(kueuev1beta2.WorkloadSliceNameAnnotation, "job-elastic-1").
+		Annotation("kueue.x-k8s.io/workload-slice-replacement-for", "hyperpod-ns-team-000/job-elastic-1").
+		Pending(kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota, "insufficient quota", now).Obj()
+	r := ReadWorkload(wl, DefaultSettings)
+	if want := "Growing a running elastic job (a new slice replaces its current one once admitted): "; !strings.HasPrefix(r.Reason, want) || r.Slice != "job-elastic-1" {
+		t.Errorf("reason %q, slice %q; want it to start %q, in job-elastic-1's chain", r.Reason, r.Slice, want)
 	}
 }
