@@ -216,8 +216,8 @@ func (r *Recorder) noteFirstSlice(wl *kueuev1beta2.Workload) {
 // from its admission on (before it, the job runs on in the slice before);
 // a slice a later one replaced did not end the task: it is recorded as it
 // ran, only when nothing of it is yet (Change.IfAbsent). ok is false for a
-// change the history does not keep: a later slice not admitted yet, a
-// replaced slice's deletion.
+// change the history does not keep: a later slice never admitted (a resize
+// waiting, or given up), a replaced slice's deletion.
 func (r *Recorder) ofJob(wl *kueuev1beta2.Workload, c Change) (Change, bool) {
 	if f := apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadFinished); f != nil &&
 		f.Status == metav1.ConditionTrue && f.Reason == kueuev1beta2.WorkloadSliceReplaced {
@@ -238,7 +238,7 @@ func (r *Recorder) ofJob(wl *kueuev1beta2.Workload, c Change) (Change, bool) {
 	if !ok {
 		return c, true // its first slice is gone: a task of its own
 	}
-	if c.Task.AdmittedAt.IsZero() && c.Task.FinishedAt.IsZero() && c.Task.ReleasedAt.IsZero() {
+	if c.Task.AdmittedAt.IsZero() && c.Task.ReleasedAt.IsZero() {
 		return c, false
 	}
 	c.Task.UID, c.Continues = uid, true

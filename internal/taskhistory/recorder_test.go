@@ -487,6 +487,13 @@ func TestRecorderRecordsAnElasticJobAsOneTask(t *testing.T) {
 		r.Observe(waiting)
 		running(t, r)
 		eventually(t, "backfill", func() bool { return r.Stats().Backfills == 1 })
+		// A resize given up before Kueue admitted it does not end the job.
+		givenUp := slice("job-elastic-3", t3.Add(-5*time.Minute), 6)
+		givenUp.Annotations["kueue.x-k8s.io/workload-slice-replacement-for"] = "hyperpod-ns-nlp/job-elastic-2"
+		givenUp.finish(t3.Add(-4*time.Minute), kueuev1beta2.WorkloadFinishedReasonOutOfSync)
+		if c, ok := r.changeOf(givenUp.snap()); ok {
+			t.Errorf("a resize never admitted is written: %+v", c.Task)
+		}
 		w := &wl{*grown.snap()}
 		w.finish(t3, "Succeeded")
 		r.Observe(w.snap())
