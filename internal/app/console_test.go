@@ -26,6 +26,7 @@ import (
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/handlers"
 	"github.com/openquota/console/internal/kueue"
+	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/sandbox/sandboxtest"
@@ -75,6 +76,17 @@ type setup struct {
 func newConsole(t *testing.T) console {
 	t.Helper()
 	return newConsoleWith(t, nil, nil)
+}
+
+// newConsoleOnPrometheus starts a console whose pages read the sandbox's
+// Prometheus.
+func newConsoleOnPrometheus(t *testing.T) console {
+	t.Helper()
+	prom, err := metrics.NewProm(sandboxtest.Env(t).PrometheusURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newConsoleWith(t, nil, func(d *handlers.Config) { d.Prometheus = prom })
 }
 
 // newConsoleWith lets a test change the client config (e.g. to go through a

@@ -27,12 +27,9 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
-	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // A cluster that already runs Kueue: a ClusterQueue made with kubectl,
@@ -383,11 +380,7 @@ func TestEveryHandWrittenQueueShowsAndImportsWithoutEviction(t *testing.T) {
 // the queue's own GPUs.
 func TestHardwareUtilizationOfAQueueTheConsoleDidNotCreate(t *testing.T) {
 	waitsOnTheCluster(t)
-	prom, err := metrics.NewProm(sandboxtest.Env(t).PrometheusURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Prometheus = prom })
+	c := newConsoleOnPrometheus(t)
 	ctx := context.Background()
 	clients := applyGPUFlavor(t, c)
 	h := testenv.ApplyHandMade(t, clients, gpuFlavor, "")
@@ -398,7 +391,7 @@ func TestHardwareUtilizationOfAQueueTheConsoleDidNotCreate(t *testing.T) {
 	key := h.ClusterQueue + "/" + strings.Join(h.Namespaces, ", ")
 	var row map[string]string
 	var hardware []string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
 		row = c.csv(t, "/usage?format=csv&resource=gpu")[key]
 		_, page := c.get(t, "/usage/"+h.ClusterQueue)
 		hardware = regexp.MustCompile(`data-col="hw-util">([^<]*)<`).FindStringSubmatch(page)

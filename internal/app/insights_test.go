@@ -18,11 +18,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
-	"github.com/openquota/console/internal/handlers"
-	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/testenv"
 	"github.com/openquota/console/internal/webtest"
-	"github.com/openquota/console/sandbox/sandboxtest"
 )
 
 // The insight rules on a real cluster, with the policy's thresholds at a
@@ -33,11 +30,7 @@ import (
 // passed. Each insight appears on /insights and clears when its job goes.
 func TestInsightsAppearAndClear(t *testing.T) {
 	waitsOnTheCluster(t)
-	prom, err := metrics.NewProm(sandboxtest.Env(t).PrometheusURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newConsoleWith(t, nil, func(d *handlers.Config) { d.Prometheus = prom })
+	c := newConsoleOnPrometheus(t)
 	t.Cleanup(func() { cleanupTeams(c) })
 	ctx := context.Background()
 
