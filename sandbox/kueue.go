@@ -112,6 +112,21 @@ waitForPodsReady:
 admissionFairSharing:
   usageHalfLifeTime: 1h
   usageSamplingInterval: %s
+# How Kueue counts HAMi's vGPUs, as its "Using HAMi" page configures it: a
+# pod's per-vGPU cores and memory times its vGPUs. Only pods asking for
+# nvidia.com/gpucores or nvidia.com/gpumem are counted differently.
+resources:
+  transformations:
+  - input: nvidia.com/gpucores
+    strategy: Replace
+    multiplyBy: nvidia.com/gpu
+    outputs:
+      nvidia.com/total-gpucores: "1"
+  - input: nvidia.com/gpumem
+    strategy: Replace
+    multiplyBy: nvidia.com/gpu
+    outputs:
+      nvidia.com/total-gpumem: "1"
 # ConcurrentAdmission (alpha) only changes the queues that ask for it
 # (spec.concurrentAdmissionPolicy), as Kueue's own example does.
 featureGates:

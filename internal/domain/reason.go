@@ -34,7 +34,7 @@ func reasonWords(wl *kueuev1beta2.Workload, s Settings, t Task, countdownAt *int
 
 	case TaskAdmitted:
 		c := trueCondition(conds, kueuev1beta2.WorkloadAdmitted)
-		reason = admittedPhrase(t)
+		reason = admittedPhrase(t) + partialWords(wl)
 		if ev := trueCondition(conds, kueuev1beta2.WorkloadEvicted); ev != nil {
 			return reason + "; being evicted (" + ev.Reason + ")", c.Message + "\n" + ev.Message
 		}
@@ -117,6 +117,33 @@ func admittedPhrase(t Task) string {
 		b.WriteString(" (borrowing)")
 	}
 	return b.String()
+}
+
+// partialWords say how many pods Kueue admitted of a pod set it admitted
+// with fewer than it asks for (partial admission: the job's minimum, e.g.
+// kueue.x-k8s.io/job-min-parallelism, lets it start smaller); "" when every
+// pod set got all its pods.
+func partialWords(wl *kueuev1beta2.Workload) string {
+	if wl.Status.Admission == nil {
+		return ""
+	}
+	var parts []string
+	for i := range wl.Status.Admission.PodSetAssignments {
+		psa := &wl.Status.Admission.PodSetAssignments[i]
+		ps := findPodSet(wl, psa.Name)
+		if ps == nil || psa.Count == nil || *psa.Count >= ps.Count {
+			continue
+		}
+		part := fmt.Sprintf("%d of %d pods", *psa.Count, ps.Count)
+		if len(wl.Spec.PodSets) > 1 {
+			part = string(psa.Name) + ": " + part
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " with " + strings.Join(parts, ", ") + " (partial admission: the job may start smaller)"
 }
 
 // finishedWords say why a task finished, by the Finished condition's reason.

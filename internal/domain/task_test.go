@@ -252,6 +252,9 @@ func TestTaskReasons(t *testing.T) {
 		{"admitted, pods starting",
 			base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadPodsReady, false, kueuev1beta2.WorkloadWaitForStart, "Not all pods are ready or succeeded", at(5)).Obj(),
 			"Admitted on flavor ml.p5.48xlarge; pods are starting"},
+		{"admitted with fewer pods than asked (partial admission), borrowing words still fit",
+			newWorkload(nlp, "a").Queue("lq").PodSet("launcher", 1, 0).PodSet("workers", 4, 2).Created(at(0)).Admitted(at(5), p5).Usage("workers", 2, 4).Obj(),
+			"Admitted on flavor ml.p5.48xlarge with workers: 2 of 4 pods (partial admission: the job may start smaller)"},
 		{"preempted, pods still stopping",
 			base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadPreempted, true, kueuev1beta2.InClusterQueueReason, "x", at(6)).
 				Condition(kueuev1beta2.WorkloadEvicted, true, kueuev1beta2.WorkloadEvictedByPreemption, "x", at(6)).Obj(),

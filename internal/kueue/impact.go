@@ -26,6 +26,9 @@ import (
 type SchedulerConfig struct {
 	FairSharing          *configv1beta2.FairSharing
 	AdmissionFairSharing *configv1beta2.AdmissionFairSharing
+	// Resources: how Kueue counts a Workload's resources (transformations,
+	// resources left out).
+	Resources *configv1beta2.Resources
 }
 
 // ImpactChange is a change as the preview applies it to its copy of the
@@ -183,7 +186,7 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 		}
 	}
 
-	out := impact.Cluster{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, PendingPerQueue: pendingPerQueue,
+	out := impact.Cluster{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, Resources: cfg.Resources, PendingPerQueue: pendingPerQueue,
 		Uncertain: map[string]string{}}
 	scope := map[string]bool{}
 	for _, cq := range cqs {

@@ -214,7 +214,8 @@ func (a Applier) KueueFairSharing(ctx context.Context, ref ConfigMapRef) (bool, 
 }
 
 // SchedulerConfig reads what of Kueue's configuration decides admission
-// beyond the queues (fair sharing), for the impact preview.
+// beyond the queues (fair sharing, how resources are counted), for the
+// impact preview.
 func (a Applier) SchedulerConfig(ctx context.Context, ref ConfigMapRef) (SchedulerConfig, error) {
 	if ref.Name == "" {
 		return SchedulerConfig{}, errors.New("no ConfigMap named for Kueue's configuration")
@@ -224,5 +225,5 @@ func (a Applier) SchedulerConfig(ctx context.Context, ref ConfigMapRef) (Schedul
 		return SchedulerConfig{}, err
 	}
 	cfg, err := domain.ReadKueueConfig(cm.Data[ref.Key])
-	return SchedulerConfig{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing}, err
+	return SchedulerConfig{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, Resources: cfg.Resources}, err
 }

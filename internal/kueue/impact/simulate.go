@@ -40,6 +40,10 @@ type Cluster struct {
 	// Kueue's controller configuration, as the cluster runs it.
 	FairSharing          *config.FairSharing
 	AdmissionFairSharing *config.AdmissionFairSharing
+	// Resources is how Kueue counts a Workload's resources: the
+	// transformations and the resources left out (its configuration's
+	// resources section).
+	Resources *config.Resources
 	// Uncertain names, per ClusterQueue, what of its admissions the preview
 	// cannot know (its admission checks: a provisioning request decides
 	// whether the nodes come).
@@ -178,11 +182,23 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 	// The copy reports no LocalQueue metrics: Kueue recounts a queue's
 	// pending Workloads for each report.
 	noLQMetrics := &metrics.LocalQueueMetricsConfig{}
-	cache := schdcache.New(cl, schdcache.WithFairSharing(fairSharing), schdcache.WithAdmissionFairSharing(c.AdmissionFairSharing),
-		schdcache.WithLocalQueueMetrics(noLQMetrics))
-	queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(cl, cache,
-		qcache.WithPreemptionExpectations(store), qcache.WithAdmissionFairSharing(c.AdmissionFairSharing),
-		qcache.WithLocalQueueMetrics(noLQMetrics))
+	cacheOptions := []schdcache.Option{schdcache.WithFairSharing(fairSharing), schdcache.WithAdmissionFairSharing(c.AdmissionFairSharing),
+		schdcache.WithLocalQueueMetrics(noLQMetrics)}
+	queueOptions := []qcache.Option{qcache.WithPreemptionExpectations(store), qcache.WithAdmissionFairSharing(c.AdmissionFairSharing),
+		qcache.WithLocalQueueMetrics(noLQMetrics)}
+	// As Kueue's main sets them up.
+	if r := c.Resources; r != nil {
+		if len(r.ExcludeResourcePrefixes) > 0 {
+			cacheOptions = append(cacheOptions, schdcache.WithExcludedResourcePrefixes(r.ExcludeResourcePrefixes))
+			queueOptions = append(queueOptions, qcache.WithExcludedResourcePrefixes(r.ExcludeResourcePrefixes))
+		}
+		if len(r.Transformations) > 0 {
+			cacheOptions = append(cacheOptions, schdcache.WithResourceTransformations(r.Transformations))
+			queueOptions = append(queueOptions, qcache.WithResourceTransformations(r.Transformations))
+		}
+	}
+	cache := schdcache.New(cl, cacheOptions...)
+	queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(cl, cache, queueOptions...)
 	for _, rf := range c.Flavors {
 		cache.AddOrUpdateResourceFlavor(log, rf)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	config "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -342,5 +343,45 @@ func TestTheCopyHoldsAJobNotItsVariants(t *testing.T) {
 		VariantOf(parent, "ml.p5.48xlarge").Admitted(t0, "ml.p5.48xlarge").Obj()
 	if ShapeOf(parent) == nil || ShapeOf(variant) != nil {
 		t.Errorf("shapes of the job %v and of its Variant %v: want the job's only", ShapeOf(parent), ShapeOf(variant))
+	}
+}
+
+// Kueue counts a Workload's resources after its configuration's
+// resources.transformations and excludeResourcePrefixes, so the copy does
+// too. As Kueue's HAMi example has it: a pod asking for 2 vGPUs of 30 cores
+// each counts 60 nvidia.com/total-gpucores, which the queue covers (it does
+// not cover nvidia.com/gpucores); the EFA devices it asks for count in no
+// queue. Without them the copy found a resource the queue does not cover
+// and kept the job pending, where Kueue admits it.
+func TestTheCopyCountsResourcesAsKueuesConfigurationSays(t *testing.T) {
+	hami := kueuetest.MakeClusterQueue("hami").Quota("hami-flavor", "nvidia.com/gpu", "4").
+		Quota("hami-flavor", "nvidia.com/total-gpucores", "100").Quota("hami-flavor", "nvidia.com/total-gpumem", "4096")
+	hami.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	vgpu := func(name string, cores string, at time.Time) *Shape {
+		limits := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2"), "nvidia.com/gpucores": resource.MustParse(cores),
+			"nvidia.com/gpumem": resource.MustParse("1024"), "vpc.amazonaws.com/efa": resource.MustParse("1")}
+		return ShapeOf(kueuetest.MakeWorkload(names{}, "hami", name).Queue("lq").Created(at).
+			PodSpec("main", 1, corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: limits}}}}).Obj())
+	}
+	resources := &config.Resources{
+		ExcludeResourcePrefixes: []string{"vpc.amazonaws.com/efa"},
+		Transformations: []config.ResourceTransformation{
+			{Input: "nvidia.com/gpucores", Strategy: ptr.To(config.Replace), MultiplyBy: "nvidia.com/gpu",
+				Outputs: corev1.ResourceList{"nvidia.com/total-gpucores": resource.MustParse("1")}},
+			{Input: "nvidia.com/gpumem", Strategy: ptr.To(config.Replace), MultiplyBy: "nvidia.com/gpu",
+				Outputs: corev1.ResourceList{"nvidia.com/total-gpumem": resource.MustParse("1")}},
+		},
+	}
+	c := cluster([]*kueue.ClusterQueue{hami.Obj()}, vgpu("fits", "30", t0), vgpu("too-many-cores", "30", t0.Add(time.Minute)))
+	c.Flavors = []*kueue.ResourceFlavor{{ObjectMeta: metav1.ObjectMeta{Name: "hami-flavor"}}}
+	c.Resources = resources
+	r, err := Simulate(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 of 100 cores, then 120: the second waits for cores, not for GPUs.
+	want := map[string]Fate{"hami/fits": Admitted, "hami/too-many-cores": StaysPending}
+	if diff := cmp.Diff(want, fates(r)); diff != "" {
+		t.Errorf("fates (-want +got):\n%s", diff)
 	}
 }
