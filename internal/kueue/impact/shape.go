@@ -58,6 +58,10 @@ type PodSetShape struct {
 	Tolerations  []corev1.Toleration
 	Affinity     *corev1.Affinity
 	Topology     bool // a topology request: node-level placement the preview cannot predict
+	// Claims: its pods ask for devices through resource claims (Dynamic
+	// Resource Allocation), which Kueue charges by its deviceClassMappings
+	// and the copy does not count.
+	Claims bool
 }
 
 // kueueConditions are the conditions whose being true Kueue's scheduler
@@ -121,6 +125,7 @@ func ShapeOf(wl *kueue.Workload) *Shape {
 		s.PodSets[i] = PodSetShape{
 			Name: ps.Name, Count: ps.Count, MinCount: ps.MinCount, Requests: shareRequests(podRequests(spec)),
 			NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, Topology: asksTopology(ps.TopologyRequest),
+			Claims: len(spec.ResourceClaims) > 0,
 		}
 		if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
 			s.PodSets[i].Affinity = &corev1.Affinity{NodeAffinity: spec.Affinity.NodeAffinity}

@@ -392,6 +392,9 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 				if ps.Topology {
 					o.Uncertain = "It asks for a topology (nodes close to each other): whether nodes have room is decided at scheduling, not by quota."
 				}
+				if ps.Claims {
+					o.Uncertain = "It asks for devices through Dynamic Resource Allocation (resource claims), which Kueue counts from its deviceClassMappings and the preview does not: Kueue may find them beyond the quota."
+				}
 			}
 		}
 	}

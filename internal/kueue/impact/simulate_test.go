@@ -2,6 +2,7 @@ package impact
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -383,5 +384,29 @@ func TestTheCopyCountsResourcesAsKueuesConfigurationSays(t *testing.T) {
 	want := map[string]Fate{"hami/fits": Admitted, "hami/too-many-cores": StaysPending}
 	if diff := cmp.Diff(want, fates(r)); diff != "" {
 		t.Errorf("fates (-want +got):\n%s", diff)
+	}
+}
+
+// Kueue charges the devices a pod asks for through Dynamic Resource
+// Allocation (resource claims from a ResourceClaimTemplate) from its
+// deviceClassMappings, which the copy does not have: a waiting job with
+// claims that the copy admits is named uncertain, never promised. One
+// without claims is not.
+func TestAJobWithResourceClaimsIsUncertain(t *testing.T) {
+	withClaims := kueuetest.MakeWorkload(names{}, "a", "dra").Queue("lq").Created(t0).PodSpec("main", 1, corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+		ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("single-gpu")}},
+	}).Obj()
+	r, err := Simulate(context.Background(), cluster([]*kueue.ClusterQueue{queue("a", 8).Obj()},
+		ShapeOf(withClaims), pending("a", "plain", 1, t0.Add(time.Minute))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := r.Workloads["a/dra"]; o.Fate != Admitted || !strings.Contains(o.Uncertain, "Dynamic Resource Allocation") {
+		t.Errorf("the job with claims: %+v, want admitted and named uncertain for its claims", o)
+	}
+	if o := r.Workloads["a/plain"]; o.Fate != Admitted || o.Uncertain != "" {
+		t.Errorf("the job without claims: %+v, want admitted and certain", o)
 	}
 }
