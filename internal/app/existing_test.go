@@ -637,3 +637,42 @@ func TestAnElasticJobThatGrowsIsOneTask(t *testing.T) {
 		t.Errorf("the per-task report of %s: %v; want the job once, under its first slice %s", h.ClusterQueue, recorded, first.Name)
 	}
 }
+
+// Kueue tries one job of a sweep of identical jobs: once it does not fit,
+// Kueue skips the ones just like it (its scheduling equivalence) and gives
+// them no reason at all. The Tasks page says why they wait, with the
+// reason of the one it tried, instead of "waiting to be evaluated".
+func TestAJobKueueSkipsSaysWhy(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	h := testenv.ApplyHandMade(t, applyGPUFlavor(t, c), gpuFlavor, "")
+	ns := h.Namespaces[0]
+	h.Workload(t, ns, "big", 4) // the queue's 4 GPUs
+	h.WaitAdmitted(t, 1, 1)
+	h.Workload(t, ns, "sweep-1", 1)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		wl, err := c.kueue.KueueV1beta2().Workloads(ns).Get(ctx, "sweep-1", metav1.GetOptions{})
+		return err == nil && apimeta.IsStatusConditionFalse(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved), nil
+	}); err != nil {
+		t.Fatal("Kueue never said why sweep-1 waits")
+	}
+	h.Workload(t, ns, "sweep-2", 1)
+
+	var why string
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		why = c.csv(t, "/tasks?format=csv&table=tasks&state=all&team="+h.ClusterQueue)[ns+"/sweep-2"]["Why"]
+		return strings.Contains(why, "Kueue skips it while sweep-1"), nil
+	}); err != nil {
+		t.Errorf("sweep-2's reason: %q, want it to wait behind sweep-1", why)
+	}
+	if !strings.HasPrefix(why, "Waiting for quota: needs 1 more nvidia.com/gpu") {
+		t.Errorf("sweep-2's reason %q does not start with sweep-1's", why)
+	}
+	wl, err := c.kueue.KueueV1beta2().Workloads(ns).Get(ctx, "sweep-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved); cond != nil {
+		t.Errorf("Kueue gave sweep-2 a reason of its own (%s: %s): the case no longer asks what it says", cond.Reason, cond.Message)
+	}
+}

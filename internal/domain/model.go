@@ -324,6 +324,9 @@ func (m *Model) variantWords(f *TaskFacts) (words, raw string, preempted bool) {
 // SetClusterQueue adds or replaces a ClusterQueue.
 func (m *Model) SetClusterQueue(cq *kueuev1beta2.ClusterQueue) {
 	m.changes++
+	if old := m.clusterQueues[cq.Name]; old == nil || strictFIFO(old) != strictFIFO(cq) {
+		m.dirtyQueues[cq.Name] = true // who waits behind whom
+	}
 	m.clusterQueues[cq.Name] = cq
 	m.clusterQueueChanged(cq.Name)
 	team := m.settings.TeamOfClusterQueue(cq)
@@ -630,7 +633,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 		s.queues = cloneMap(prev.queues)
 		for cq := range m.dirtyQueues {
 			if q := m.queues[cq]; q != nil {
-				s.queues[cq] = &queue{tasks: q.Clone()}
+				s.queues[cq] = &queue{tasks: q.Clone(), strict: strictFIFO(m.clusterQueues[cq])}
 			} else {
 				delete(s.queues, cq)
 			}
@@ -664,6 +667,12 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 	m.queuesDirty = false
 	m.last = s
 	return s
+}
+
+// strictFIFO reports a ClusterQueue whose queue Kueue admits strictly in
+// order (nil: not known, so not).
+func strictFIFO(cq *kueuev1beta2.ClusterQueue) bool {
+	return cq != nil && cq.Spec.QueueingStrategy == kueuev1beta2.StrictFIFO
 }
 
 func sortedQueues(cqs map[string]*kueuev1beta2.ClusterQueue) []*kueuev1beta2.ClusterQueue {

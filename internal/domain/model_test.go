@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // scratch is the read model computed from scratch, the way the console
@@ -83,10 +84,46 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 			}
 		}
 	}
-	for _, q := range byQueue {
+	// What Kueue has said of each queued Workload, and its shape.
+	type said struct {
+		untried, noFit bool
+		shape          string
+	}
+	saidOf := map[string]said{}
+	for _, wl := range in.Workloads {
+		r := ReadWorkload(wl, in.Settings)
+		saidOf[LocalQueueKey(wl.Namespace, wl.Name)] = said{r.Untried, r.NoFit, string(workload.NewInfo(wl).SchedulingHash)}
+	}
+	strict := map[string]bool{}
+	for _, cq := range in.ClusterQueues {
+		strict[cq.Name] = cq.Spec.QueueingStrategy == kueuev1beta2.StrictFIFO
+	}
+	for cq, q := range byQueue {
 		slices.SortFunc(q, order2(func(t *Task) time.Time { return t.QueueOrder }))
 		for i, t := range q {
 			t.Position = i + 1
+		}
+		// A task Kueue has not tried waits behind the first task just like
+		// it that did not fit, or in a StrictFIFO queue behind its head
+		// when that did not fit.
+		for i, t := range q {
+			me := saidOf[LocalQueueKey(t.Namespace, t.Name)]
+			if !me.untried {
+				continue
+			}
+			for _, a := range q[:i] {
+				they := saidOf[LocalQueueKey(a.Namespace, a.Name)]
+				if strict[cq] {
+					if they.noFit {
+						t.Reason = behindReason(a.Named().Shown(), a.Reason, true)
+					}
+					break
+				}
+				if they.noFit && they.shape == me.shape {
+					t.Reason = behindReason(a.Named().Shown(), a.Reason, false)
+					break
+				}
+			}
 		}
 	}
 

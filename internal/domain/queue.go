@@ -35,20 +35,64 @@ func inQueueOrder(a, b *TaskFacts) bool { return queueOrder(a, b) < 0 }
 // queue is one ClusterQueue's queued tasks in a snapshot. Positions are
 // counted once, when first asked, and kept while the queue is unchanged.
 type queue struct {
-	tasks     *tree
+	tasks *tree
+	// strict: the ClusterQueue is StrictFIFO: Kueue tries only its head.
+	strict    bool
 	once      sync.Once
 	positions map[*TaskFacts]int
+	// behind are the tasks Kueue has not tried (untried) because of a task
+	// ahead of them that did not fit: the one just like them (Kueue skips
+	// the same scheduling shape), or in a StrictFIFO queue its head.
+	behind map[*TaskFacts]*TaskFacts
 }
 
-func (q *queue) position(f *TaskFacts) int {
+func (q *queue) count() {
 	q.once.Do(func() {
 		q.positions = make(map[*TaskFacts]int, q.tasks.Len())
+		var head *TaskFacts
+		var noFit map[string]*TaskFacts // the first task of each shape that did not fit
 		q.tasks.Ascend(func(g *TaskFacts) bool {
 			q.positions[g] = len(q.positions) + 1
+			if head == nil {
+				head = g
+			}
+			var ahead *TaskFacts
+			switch {
+			case !g.untried:
+			case q.strict:
+				if head != g && head.noFit {
+					ahead = head
+				}
+			case g.sameShape != "":
+				ahead = noFit[g.sameShape]
+			}
+			if ahead != nil {
+				if q.behind == nil {
+					q.behind = map[*TaskFacts]*TaskFacts{}
+				}
+				q.behind[g] = ahead
+			}
+			if g.noFit && g.sameShape != "" && noFit[g.sameShape] == nil {
+				if noFit == nil {
+					noFit = map[string]*TaskFacts{}
+				}
+				noFit[g.sameShape] = g
+			}
 			return true
 		})
 	})
+}
+
+func (q *queue) position(f *TaskFacts) int {
+	q.count()
 	return q.positions[f]
+}
+
+// waitsBehind is the task ahead of f whose not fitting keeps Kueue from
+// trying f (see queue.behind); nil for none.
+func (q *queue) waitsBehind(f *TaskFacts) *TaskFacts {
+	q.count()
+	return q.behind[f]
 }
 
 // kueueOrder is how Kueue orders Workloads in a queue: higher priority

@@ -146,6 +146,18 @@ func partialWords(wl *kueuev1beta2.Workload) string {
 	return " with " + strings.Join(parts, ", ") + " (partial admission: the job may start smaller)"
 }
 
+// behindReason says why Kueue has not tried a task: ahead of it in its
+// queue, the task ahead does not fit, for the reason ahead's says. Kueue
+// tries only the head of a StrictFIFO queue; in the others it skips the
+// tasks just like one that did not fit (the same priority, pods and
+// requests) until something changes in the queue's quota.
+func behindReason(ahead, aheadReason string, strict bool) string {
+	if strict {
+		return "Waits behind " + ahead + ", first in its queue, which does not fit (a StrictFIFO queue admits in order): " + aheadReason
+	}
+	return aheadReason + " (Kueue skips it while " + ahead + ", ahead of it and just like it, does not fit)"
+}
+
 // finishedWords say why a task finished, by the Finished condition's reason.
 var finishedWords = map[string]string{
 	kueuev1beta2.WorkloadFinishedReasonSucceeded:     "Finished: succeeded",

@@ -85,8 +85,19 @@ func (s *Snapshot) LowestClass() string {
 }
 
 // Task is f as the dashboard shows it at the snapshot's time.
-func (s *Snapshot) Task(f *TaskFacts) Task {
-	return f.At(s.Taken, s.Position(f), s.Borrowing(f))
+func (s *Snapshot) Task(f *TaskFacts) Task { return s.TaskAt(f, s.Taken) }
+
+// TaskAt is f as the dashboard shows it at now: with its queue position,
+// whether it borrows, and, for a task Kueue has not tried yet because of
+// one ahead of it that does not fit, why.
+func (s *Snapshot) TaskAt(f *TaskFacts, now time.Time) Task {
+	t := f.At(now, s.Position(f), s.Borrowing(f))
+	if q := s.queues[f.queue]; f.queue != "" && q != nil {
+		if ahead := q.waitsBehind(f); ahead != nil {
+			t.Reason = behindReason(ahead.Named().Shown(), ahead.ReasonAt(now, false), q.strict)
+		}
+	}
+	return t
 }
 
 // Position is f's place in its ClusterQueue's queue, 1 being next in line;

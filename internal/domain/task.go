@@ -8,6 +8,7 @@ import (
 	"unique"
 
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // This file turns Kueue Workloads into the figures of the Tasks dashboard.
@@ -155,12 +156,24 @@ type TaskFacts struct {
 	// slice and replaced: as WorkloadReading's Slice and Replaced.
 	slice    string
 	replaced bool
+	// untried and noFit: as WorkloadReading's Untried and NoFit. sameShape
+	// is Kueue's scheduling-equivalence hash of either (Kueue skips the
+	// Workloads of a hash after one of them did not fit); "" otherwise.
+	untried, noFit bool
+	sameShape      string
 }
 
 // FactsOf reads one Workload (ReadWorkload) and keeps what the read model
 // needs. lowestClass is the class of tasks without a priority class.
 func FactsOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string) *TaskFacts {
-	return ReadWorkload(wl, s).Facts(lowestClass)
+	r := ReadWorkload(wl, s)
+	f := r.Facts(lowestClass)
+	if r.Untried || r.NoFit {
+		// Kueue's own hash: the same priority, pod specs, counts and
+		// requests. Tasks just like one that did not fit share one string.
+		f.sameShape = intern(string(workload.NewInfo(wl).SchedulingHash))
+	}
+	return f
 }
 
 // Facts is what the read model keeps of a reading. lowestClass is the
@@ -177,7 +190,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
 		reasonHead: intern(r.Reason), variantOf: r.VariantOf, variantFlavor: intern(r.VariantFlavor),
-		slice: r.Slice, replaced: r.Replaced,
+		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFit: r.NoFit,
 	}
 	if len(r.Flavors) > 0 {
 		f.Flavors = make([]string, len(r.Flavors))

@@ -527,3 +527,64 @@ func TestTaskNameMatches(t *testing.T) {
 		}
 	}
 }
+
+// Kueue gives no reason to the tasks it does not try: in a BestEffortFIFO
+// queue, the ones just like a task that did not fit (same priority, pods
+// and requests: Kueue skips them until the queue's quota changes); in a
+// StrictFIFO queue, everything behind a head that does not fit. They say
+// so, with the reason of the task they wait behind, instead of "waiting to
+// be evaluated". A task of another shape, or the queue's first, is one
+// Kueue has really not tried yet.
+func TestATaskKueueSkipsSaysWhy(t *testing.T) {
+	const short = "Waiting for quota: needs 4 more nvidia.com/gpu on ml.p5.48xlarge"
+	sweep := func(name string, minute int) *kueuev1beta2.Workload {
+		return newWorkload(nlp, name).Queue("lq").GPUs(8, 1).Created(at(minute)).Obj()
+	}
+	cq := func(name string, strategy kueuev1beta2.QueueingStrategy) *kueuev1beta2.ClusterQueue {
+		return &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: strategy}}
+	}
+	lq := func(name, queue string) *kueuev1beta2.LocalQueue {
+		return &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: nlp, Name: name},
+			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(queue)}}
+	}
+	notFit := func(wl *kueuev1beta2.Workload) *kueuev1beta2.Workload {
+		return (&kueuetest.WorkloadWrapper{Workload: *wl}).Pending("Pending", gpuShortMsg, at(9)).Obj()
+	}
+	for _, tc := range []struct {
+		name     string
+		strategy kueuev1beta2.QueueingStrategy
+		wls      []*kueuev1beta2.Workload
+		want     map[string]string
+	}{
+		{"the same shape in a BestEffortFIFO queue", kueuev1beta2.BestEffortFIFO,
+			[]*kueuev1beta2.Workload{notFit(sweep("sweep-1", 1)), sweep("sweep-2", 2), sweep("sweep-3", 3),
+				newWorkload(nlp, "other").Queue("lq").GPUs(4, 1).Created(at(4)).Obj()},
+			map[string]string{
+				"sweep-1": short,
+				"sweep-2": short + " (Kueue skips it while sweep-1, ahead of it and just like it, does not fit)",
+				"sweep-3": short + " (Kueue skips it while sweep-1, ahead of it and just like it, does not fit)",
+				"other":   "Waiting to be evaluated by the scheduler",
+			}},
+		{"the first, not tried yet, and one like it", kueuev1beta2.BestEffortFIFO,
+			[]*kueuev1beta2.Workload{sweep("sweep-1", 1), sweep("sweep-2", 2)},
+			map[string]string{"sweep-1": "Waiting to be evaluated by the scheduler", "sweep-2": "Waiting to be evaluated by the scheduler"}},
+		{"behind the head of a StrictFIFO queue", kueuev1beta2.StrictFIFO,
+			[]*kueuev1beta2.Workload{notFit(sweep("sweep-1", 1)), newWorkload(nlp, "other").Queue("lq").GPUs(4, 1).Created(at(4)).Obj()},
+			map[string]string{
+				"sweep-1": short,
+				"other":   "Waits behind sweep-1, first in its queue, which does not fit (a StrictFIFO queue admits in order): " + short,
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tasks := snapshotTasks(SnapshotInput{Settings: DefaultSettings, Workloads: tc.wls,
+				ClusterQueues: []*kueuev1beta2.ClusterQueue{cq("nlp-cq", tc.strategy)}, LocalQueues: []*kueuev1beta2.LocalQueue{lq("lq", "nlp-cq")}}, at(10))
+			got := map[string]string{}
+			for _, tk := range tasks {
+				got[tk.Name] = tk.Reason
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -86,6 +86,13 @@ type WorkloadReading struct {
 	// ClusterQueue's pending queue (pending or preempted, active, no quota
 	// reserved). Reserved: QuotaReserved is True.
 	Deactivated, Queued, Reserved bool
+	// Untried: queued, and Kueue has said nothing about it yet (no
+	// QuotaReserved condition, or "pending evaluation"): its scheduler has
+	// not tried it, or skipped it for one just like it that did not fit
+	// (Kueue's scheduling equivalence). NoFit: queued, and Kueue's scheduler
+	// found no room for it (QuotaReserved False for quota or flavors); Kueue
+	// then skips the queued Workloads just like it.
+	Untried, NoFit bool
 
 	// PodSets and Requests are what the task asks for, as Kueue counts a
 	// pending Workload (pkg/workload's TotalRequests): per pod, containers,
@@ -148,6 +155,15 @@ type WorkloadReading struct {
 	Reason, KueueMessage string
 	RequeueAt            time.Time
 	countdownAt          int
+}
+
+// noFitReasons are the QuotaReserved=False reasons of Kueue's scheduler
+// finding no room ("Pending" is its fallback): after one, Kueue skips the
+// queued Workloads of the same scheduling shape without trying them.
+var noFitReasons = map[string]bool{
+	"Pending": true, kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota: true,
+	kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor: true, kueuev1beta2.WorkloadQuotaReservedReasonExceedsMaxQuota: true,
+	kueuev1beta2.WorkloadQuotaReservedReasonTopologyPlacementFailed: true,
 }
 
 // Kueue's marks on the Workload of a group of pods (a pod group, or the
@@ -309,6 +325,14 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		r.State = TaskPending
 	}
 	r.Queued = (r.State == TaskPending || r.State == TaskPreempted) && !r.Deactivated && !r.Reserved && r.LocalQueue != ""
+	if r.Queued {
+		switch c := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadQuotaReserved); {
+		case c == nil || c.Reason == kueuev1beta2.WorkloadQuotaReservedReasonPendingEvaluation:
+			r.Untried = r.State == TaskPending
+		case c.Status == metav1.ConditionFalse && noFitReasons[c.Reason]:
+			r.NoFit = true
+		}
+	}
 
 	t := Task{State: r.State, Deactivated: r.Deactivated, Flavors: r.Flavors, ClusterQueue: r.ClusterQueue}
 	r.Reason, r.KueueMessage, r.countdownAt = taskReason(wl, s, t)

@@ -418,7 +418,7 @@ func (p tasksPage) taskList(r *liveRender, f taskFilter, csv string) (templates.
 	rows := []templates.LivePart{v.Summary}
 	clock := snap.Clock()
 	for i, t := range shown {
-		task := t.At(clock, snap.Position(t), snap.Borrowing(t))
+		task := snap.TaskAt(t, clock)
 		cells := taskRow(&task)
 		cells.EstWait, cells.EstBasis = waits.of(t)
 		if cells.EstWait == "" {
