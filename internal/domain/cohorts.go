@@ -42,6 +42,8 @@ type CohortQueue struct {
 	// Limited says whether any is set.
 	LendingLimitGPUs, BorrowingLimitGPUs int64
 	LendingLimited, BorrowingLimited     bool
+	// Weight is its fair-sharing weight ("" when unset: Kueue's default).
+	Weight string
 }
 
 // HeadroomGPUs is what the cohort's subtree has that nobody uses.
@@ -80,6 +82,9 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 			continue
 		}
 		q := CohortQueue{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), QuotaGPUs: gpuQuota(cq.Spec.ResourceGroups)}
+		if fs := cq.Spec.FairSharing; fs != nil && fs.Weight != nil {
+			q.Weight = fs.Weight.String()
+		}
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {

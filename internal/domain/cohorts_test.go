@@ -25,7 +25,11 @@ func TestCohortTree(t *testing.T) {
 	queues := []*kueuev1beta2.ClusterQueue{
 		kueuetest.MakeClusterQueue("research-b").Cohort("research").Nominal(8, nil).Usage(0, 0).Obj(),
 		kueuetest.MakeClusterQueue("research-a").Cohort("research").Nominal(8, ptrTo[int64](2)).Usage(10, 2).Obj(),
-		kueuetest.MakeClusterQueue("prod").Cohort("org").Nominal(16, nil).Usage(4, 0).Obj(),
+		func() *kueuev1beta2.ClusterQueue {
+			cq := kueuetest.MakeClusterQueue("prod").Cohort("org").Nominal(16, nil).Usage(4, 0).Obj()
+			cq.Spec.FairSharing = &kueuev1beta2.FairSharing{Weight: ptrTo(resource.MustParse("30"))}
+			return cq
+		}(),
 		kueuetest.MakeClusterQueue("legacy-q").Cohort("legacy").Nominal(2, nil).Usage(1, 0).Obj(),
 		kueuetest.MakeClusterQueue("alone").Nominal(2, nil).Obj(),
 	}
@@ -34,7 +38,7 @@ func TestCohortTree(t *testing.T) {
 		{Name: "legacy", QuotaGPUs: 2, InUseGPUs: 1,
 			Queues: []CohortQueue{{Name: "legacy-q", Team: "legacy-q", QuotaGPUs: 2, InUseGPUs: 1}}},
 		{Name: "org", Declared: true, Weight: "2", OwnGPUs: 4, QuotaGPUs: 36, InUseGPUs: 14, BorrowedGPUs: 2,
-			Queues: []CohortQueue{{Name: "prod", Team: "prod", QuotaGPUs: 16, InUseGPUs: 4}}},
+			Queues: []CohortQueue{{Name: "prod", Team: "prod", QuotaGPUs: 16, InUseGPUs: 4, Weight: "30"}}},
 		{Name: "research", Depth: 1, Parent: "org", Declared: true, QuotaGPUs: 16, InUseGPUs: 10, BorrowedGPUs: 2,
 			Queues: []CohortQueue{
 				{Name: "research-a", Team: "research-a", QuotaGPUs: 8, InUseGPUs: 10, BorrowedGPUs: 2, LendingLimitGPUs: 2, LendingLimited: true},

@@ -65,3 +65,6 @@ func FormatDuration(d time.Duration) string {
 func FormatGPUs(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
 }
+
+// CountOf is n of noun in words: "1 GPU", "3 GPUs".
+func CountOf(n int64, noun string) string { return plural(strconv.FormatInt(n, 10), noun) }

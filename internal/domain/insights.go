@@ -193,7 +193,7 @@ func idleInsights(in InsightInput) []Insight {
 			continue
 		}
 		out = append(out, Insight{Rule: "idle-gpus", Severity: Warning, Team: u.Team,
-			Title: fmt.Sprintf("Team %s holds %d GPUs at %.0f %% utilization", u.Team, u.InUse.GPUs, v),
+			Title: fmt.Sprintf("Team %s holds %s at %.0f %% utilization", u.Team, CountOf(u.InUse.GPUs, "GPU"), v),
 			Evidence: fmt.Sprintf("Hardware utilization (dcgm-exporter), %s, is under %.0f %%: %d GPU-hours an hour are held without work.",
 				over, in.Thresholds.IdleUtilization, u.InUse.GPUs),
 			Link: "/usage/" + u.Team})
@@ -256,8 +256,8 @@ func borrowingInsights(in InsightInput) []Insight {
 			lenders = fmt.Sprintf("%d teams that lend (%s, …)", len(names), names[0])
 		}
 		i := Insight{Rule: "borrowing", Severity: Info, Team: b.Team,
-			Title:    fmt.Sprintf("Team %s borrows %d GPUs while %s, which lends, waits for %d", b.Team, b.Borrowed.GPUs, lenders, demand),
-			Evidence: fmt.Sprintf("They are in cohort %s. Kueue gives a lender its quota back only by preemption, when the lender's policy allows it.", b.Cohort),
+			Title:    fmt.Sprintf("Team %s borrows %s while %s, which lends, waits for %s", b.Team, CountOf(b.Borrowed.GPUs, "GPU"), lenders, CountOf(demand, "GPU")),
+			Evidence: fmt.Sprintf("They are in cohort %s. Kueue gives a lender its quota back by preempting what others borrow, when the lender's queue reclaims within its cohort and that makes room for the lender's waiting task.", b.Cohort),
 			Link:     "/usage/" + b.Team}
 		if since, ok := in.BorrowingSince[b.Team]; ok && in.Now.Sub(since) > in.Thresholds.SustainedBorrowing {
 			i.Severity = Warning

@@ -43,7 +43,7 @@ func TestInsights(t *testing.T) {
 		"warning idle-gpus alpha: Team alpha holds 12 GPUs at 4 % utilization",
 		"warning long-wait beta: Team beta: 1 task of class training waiting, the longest for 3h 00m",
 		"warning quota-beyond-capacity : 16 GPUs of quota on ml.p5.48xlarge, 8 on its ready nodes",
-		"info borrowing alpha: Team alpha borrows 4 GPUs while team beta, which lends, waits for 4",
+		"info borrowing alpha: Team alpha borrows 4 GPUs while team beta, which lends, waits for 4 GPUs",
 		"info not-ready-nodes : 1 of 2 ml.p5.48xlarge nodes not ready",
 	}
 	if diff := cmp.Diff(want, rules); diff != "" {
@@ -127,8 +127,8 @@ func TestInsights(t *testing.T) {
 	if diff := cmp.Diff(map[string]time.Time{"alpha": now.Add(-3 * time.Hour)}, TrackBorrowing(since, snap.Teams, now)); diff != "" {
 		t.Errorf("TrackBorrowing keeps the first sighting (-want +got):\n%s", diff)
 	}
-	for seen, want := range map[time.Duration]string{3 * time.Hour: "warning Team alpha borrows 4 GPUs while team beta, which lends, waits for 4, borrowing for 3h 00m",
-		time.Hour: "info Team alpha borrows 4 GPUs while team beta, which lends, waits for 4"} {
+	for seen, want := range map[time.Duration]string{3 * time.Hour: "warning Team alpha borrows 4 GPUs while team beta, which lends, waits for 4 GPUs, borrowing for 3h 00m",
+		time.Hour: "info Team alpha borrows 4 GPUs while team beta, which lends, waits for 4 GPUs"} {
 		found := ""
 		for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds,
 			BorrowingSince: map[string]time.Time{"alpha": now.Add(-seen)}}) {

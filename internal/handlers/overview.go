@@ -189,7 +189,7 @@ func cohortTreeRows(tree []domain.CohortRow) []templates.CohortTreeRow {
 			}
 			out = append(out, templates.CohortTreeRow{Queue: true, Name: q.Name, Link: "/usage/" + url.PathEscape(q.Team),
 				Indent: strings.Repeat("\u00a0\u00a0\u00a0", c.Depth+1), Quota: itoa(q.QuotaGPUs), InUse: itoa(q.InUseGPUs),
-				Borrowed: itoa(q.BorrowedGPUs), Limits: strings.Join(limits, ", ")})
+				Borrowed: itoa(q.BorrowedGPUs), Limits: strings.Join(limits, ", "), Weight: q.Weight})
 		}
 	}
 	return out

@@ -41,6 +41,17 @@ var taskStates = []struct{ key, label string }{
 	{"all", "All"},
 }
 
+// stateKey is the state filter a URL names, by its key or its label in any
+// case ("running" is Admitted); as typed when it names none.
+func stateKey(typed string) string {
+	for _, st := range taskStates {
+		if strings.EqualFold(typed, st.key) || (typed != "" && strings.EqualFold(typed, st.label)) {
+			return st.key
+		}
+	}
+	return typed
+}
+
 // taskParams are the query parameters of the Tasks page, with their
 // defaults.
 var taskParams = map[string]string{"window": "24h", "team": "", "class": "", "state": "", "borrowing": "",
@@ -62,6 +73,7 @@ func parseTaskFilter(q url.Values) taskFilter {
 	if f.Window == "" {
 		f.Window = taskParams["window"]
 	}
+	f.State = stateKey(f.State)
 	if !slices.Contains(domain.TaskSorts, f.Sort) {
 		f.Sort = domain.TaskSorts[0]
 	}

@@ -156,7 +156,7 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		shape, _ := shapes(t)
 		view.InstanceTypes = append(view.InstanceTypes, templates.InstanceOption{Type: t, Label: optionLabel(shape, available[t])})
 		for _, p := range shape.Profiles() {
-			offeredBy[p] = append(offeredBy[p], fmt.Sprintf("%s (%d an instance)", t, shape.Partitions[p]))
+			offeredBy[p] = append(offeredBy[p], fmt.Sprintf("%s (%d per instance)", t, shape.Partitions[p]))
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(offeredBy)) {
@@ -185,7 +185,7 @@ func optionLabel(s domain.InstanceShape, available int) string {
 	var parts []string
 	switch {
 	case s.GPUs > 0:
-		parts = append(parts, fmt.Sprintf("%d GPUs", s.GPUs))
+		parts = append(parts, domain.CountOf(s.GPUs, "GPU"))
 	case s.Neuron > 0:
 		parts = append(parts, fmt.Sprintf("%d Neuron", s.Neuron))
 	}
@@ -203,7 +203,7 @@ func describeQuota(in domain.QuotaInput, shapes domain.ShapeLookup, available ma
 	q := domain.DeriveQuota(in, shape)
 	var parts []string
 	if q.GPUs > 0 {
-		parts = append(parts, fmt.Sprintf("%d GPUs", q.GPUs))
+		parts = append(parts, domain.CountOf(q.GPUs, "GPU"))
 	}
 	if q.Partitions > 0 {
 		parts = append(parts, fmt.Sprintf("%d × %s (%s GPU-equivalent)", q.Partitions, q.Partition,

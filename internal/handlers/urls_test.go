@@ -58,3 +58,16 @@ func TestPageURLIsURLValuesEncoding(t *testing.T) {
 		})
 	}
 }
+
+// A state typed in the URL as the page labels it, in any case, filters as
+// the page's own choice does: "running" lists the running tasks, not none.
+func TestTaskStateAsTyped(t *testing.T) {
+	for typed, want := range map[string]string{
+		"": "", "Admitted": "Admitted", "running": "Admitted", "RUNNING": "Admitted", "pending": "Pending",
+		"queued": "Queued", "Pending or preempted": "Queued", "ALL": "all", "finished": "Finished", "bogus": "bogus",
+	} {
+		if got := parseTaskFilter(url.Values{"state": {typed}}).State; got != want {
+			t.Errorf("state=%q filters as %q, want %q", typed, got, want)
+		}
+	}
+}

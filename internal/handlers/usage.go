@@ -60,7 +60,7 @@ var usageResources = []usageResource{
 func quotaWords(a domain.Amount) string {
 	var parts []string
 	if a.GPUs > 0 {
-		parts = append(parts, itoa(a.GPUs)+" GPUs")
+		parts = append(parts, domain.CountOf(a.GPUs, "GPU"))
 	}
 	if a.Neuron > 0 {
 		parts = append(parts, itoa(a.Neuron)+" Neuron devices")

@@ -131,7 +131,7 @@ func Teams(v TeamsView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<table id=\"teams\" class=\"grid\"><thead><tr><th scope=\"col\">Team</th><th scope=\"col\">Namespace</th><th scope=\"col\">Status</th><th scope=\"col\" class=\"num\">GPUs</th><th scope=\"col\" class=\"num\">Neuron</th><th scope=\"col\" class=\"num\">vCPU</th><th scope=\"col\" class=\"num\">Memory (GiB)</th><th scope=\"col\" class=\"num\">Fair-share weight</th><th scope=\"col\">Lending</th><th scope=\"col\">Preemption</th><th scope=\"col\"><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<table id=\"teams\" class=\"grid\"><thead><tr><th scope=\"col\">Team</th><th scope=\"col\">Namespace</th><th scope=\"col\">Status</th><th scope=\"col\" class=\"num\">GPUs</th><th scope=\"col\" class=\"num\">Neuron</th><th scope=\"col\" class=\"num\">vCPU</th><th scope=\"col\" class=\"num\">Memory (GiB)</th><th scope=\"col\" class=\"num\">Fair-share weight</th><th scope=\"col\">Lending</th><th scope=\"col\" title=\"Within the team: a task of a higher class may preempt one of a lower class (Kueue's withinClusterQueue). Quota a team lends is reclaimed whatever this says (reclaimWithinCohort Any).\">Preempts its own</th><th scope=\"col\"><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
