@@ -66,23 +66,38 @@ func (p tasksPage) waitEstimates(ctx context.Context, snap *domain.Snapshot) *wa
 // ahead is how many tasks are ahead of f in its ClusterQueue; ok is false
 // for a task not queued.
 func (w *waitEstimates) ahead(f *domain.TaskFacts) (int, bool) {
-	if !f.Queued || f.ClusterQueue == "" {
-		return 0, false
-	}
-	if w.kueue != nil {
-		pos, asked := w.positions[f.ClusterQueue]
-		if !asked {
-			pos, _ = w.kueue.of(w.ctx, f.ClusterQueue)
-			w.positions[f.ClusterQueue] = pos
-		}
-		if p, ok := pos[domain.LocalQueueKey(f.Namespace, f.Name)]; ok {
-			return p, true
-		}
+	if p, ok := w.kueueAhead(f); ok {
+		return p, true
 	}
 	if p := w.snap.Position(f); p > 0 {
 		return p - 1, true
 	}
 	return 0, false
+}
+
+// kueueAhead is how many tasks are ahead of f by Kueue's visibility API;
+// ok is false for a task not queued, or when Kueue does not say.
+func (w *waitEstimates) kueueAhead(f *domain.TaskFacts) (int, bool) {
+	if !f.Queued || f.ClusterQueue == "" || w.kueue == nil {
+		return 0, false
+	}
+	pos, asked := w.positions[f.ClusterQueue]
+	if !asked {
+		pos, _ = w.kueue.of(w.ctx, f.ClusterQueue)
+		w.positions[f.ClusterQueue] = pos
+	}
+	p, ok := pos[domain.LocalQueueKey(f.Namespace, f.Name)]
+	return p, ok
+}
+
+// position is f's place in its queue as shown: Kueue's, when it says, else
+// the console's estimate (shown, from the snapshot), so that the place and
+// the tasks ahead in the estimated wait agree.
+func (w *waitEstimates) position(f *domain.TaskFacts, shown int) int {
+	if p, ok := w.kueueAhead(f); ok {
+		return p + 1
+	}
+	return shown
 }
 
 // of is f's estimated wait in words ("" for a task not queued, or without

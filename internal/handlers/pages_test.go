@@ -191,7 +191,8 @@ func TestTaskHistoryErrorsAreLoggedNotShown(t *testing.T) {
 // A queued task's estimated wait is its place in its ClusterQueue at the
 // rate the task history says the queue admits (the rule and its words are
 // taskhistory.QueuedTaskWait's, tested there); Kueue's own positions win
-// over the console's estimate of its order.
+// over the console's estimate of its order, in the estimate and in the
+// queue position beside it alike.
 func TestEstimatedWaitsUseTheAdmissionRates(t *testing.T) {
 	f := newFixture(t, 1, 0)
 	s := f.settings
@@ -209,19 +210,19 @@ func TestEstimatedWaitsUseTheAdmissionRates(t *testing.T) {
 		header, rows := webtest.ReadCSV(t, "the tasks CSV", code, body)
 		out := map[string]string{}
 		for name, r := range webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Task"] }) {
-			out[name] = r["Estimated wait"]
+			out[name] = "#" + r["Queue position"] + " " + r["Estimated wait"]
 		}
 		return out
 	}
 	want := map[string]string{
-		"first":  "unknown: 0 ahead, no admissions recorded over the last day",
-		"second": "unknown: 1 ahead, no admissions recorded over the last day",
+		"first":  "#1 unknown: 0 ahead, no admissions recorded over the last day",
+		"second": "#2 unknown: 1 ahead, no admissions recorded over the last day",
 	}
 	if diff := cmp.Diff(want, basis(f.handler())); diff != "" {
 		t.Errorf("estimated waits by the console's order (-want +got):\n%s", diff)
 	}
 	f.cfg.Positions = positions{cq: {domain.LocalQueueKey(ns, "second"): 0, domain.LocalQueueKey(ns, "first"): 1}}
-	want["first"], want["second"] = want["second"], want["first"]
+	want["first"], want["second"] = "#2 unknown: 1 ahead, no admissions recorded over the last day", "#1 unknown: 0 ahead, no admissions recorded over the last day"
 	if diff := cmp.Diff(want, basis(f.handler())); diff != "" {
 		t.Errorf("estimated waits by Kueue's own positions (-want +got):\n%s", diff)
 	}

@@ -431,6 +431,7 @@ func (p tasksPage) taskList(r *liveRender, f taskFilter, csv string) (templates.
 	clock := snap.Clock()
 	for i, t := range shown {
 		task := snap.TaskAt(t, clock)
+		task.Position = waits.position(t, task.Position)
 		cells := taskRow(&task)
 		cells.EstWait, cells.EstBasis = waits.of(t)
 		if cells.EstWait == "" {
@@ -462,7 +463,7 @@ var taskColumns = []struct {
 	{"GPUs", "gpus", "", true},
 	{"Waited", "waited", "From creation, or the last requeue, to admission (or now)", true},
 	{"Ran", "ran", "From admission to finish (or now), plus earlier runs before an eviction", true},
-	{"Queue position", "queue", "Place in its ClusterQueue: higher priority first, then arrival (the console's estimate of Kueue's order). Sorting by it lists what waits first, then what runs, then what finished.", true},
+	{"Queue position", "queue", "Place in its ClusterQueue: Kueue's, from its visibility API, else the console's estimate of Kueue's order (higher priority first, then arrival). Sorting by it lists what waits first, then what runs, then what finished.", true},
 	{"Estimated wait", "", "For a queued task: the tasks ahead of it in its ClusterQueue (Kueue's own order when its visibility API answers), admitted at the rate its ClusterQueue admitted tasks (of every class, each task once) over the last day", true},
 	{"Why", "", "", false},
 }
@@ -562,6 +563,7 @@ func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, 
 	}
 	for _, f := range tasks {
 		task := snap.Task(f)
+		task.Position = waits.position(f, task.Position)
 		t := &task
 		pos := ""
 		if t.Position > 0 {
