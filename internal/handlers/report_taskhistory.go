@@ -625,14 +625,24 @@ func wholeDay(day taskhistory.UsageDay) bool {
 // missingNote says which part of a day the history has no record of.
 func missingNote(day taskhistory.UsageDay) string {
 	var parts []string
+	var all time.Duration
 	for _, p := range day.Missing {
-		end := p.To.UTC().Format("15:04")
+		layout := "15:04"
+		if p.To.Sub(p.From) < time.Minute { // to the second, or it reads as nothing
+			layout = "15:04:05"
+		}
+		end := p.To.UTC().Format(layout)
 		if p.To.Sub(day.Day) >= 24*time.Hour {
 			end = "24:00"
 		}
-		parts = append(parts, p.From.UTC().Format("15:04")+"–"+end)
+		parts = append(parts, p.From.UTC().Format(layout)+"–"+end)
+		all += p.To.Sub(p.From)
 	}
-	return fmt.Sprintf("%s: no record %s UTC; that day's figures leave it out.", day.Day.Format(dateLayout), strings.Join(parts, ", "))
+	inAll := ""
+	if len(parts) > 1 {
+		inAll = " (" + domain.FormatDuration(all) + " in all)"
+	}
+	return fmt.Sprintf("%s: no record %s UTC%s; that day's figures leave it out.", day.Day.Format(dateLayout), strings.Join(parts, ", "), inAll)
 }
 
 func taskReportRow(r taskhistory.ReportRow) templates.TaskReportRow {

@@ -44,6 +44,9 @@ func TestMissingNotes(t *testing.T) {
 				"2026-11-02: no record 22:00–24:00 UTC; that day's figures leave it out.",
 				"2026-11-03: no record; that day's figures leave it out.",
 			}},
+		{"short periods to the second, with their sum", []taskhistory.UsageDay{{Day: day(6), Missing: []taskhistory.Period{
+			{From: day(6).Add(time.Hour), To: day(6).Add(2 * time.Hour)}, {From: day(6).Add(2*time.Hour + time.Minute), To: day(6).Add(2*time.Hour + time.Minute + time.Second)}}}},
+			[]string{"2026-11-06: no record 01:00–02:00, 02:01:00–02:01:01 UTC (1h 00m in all); that day's figures leave it out."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, missingNotes(tc.days)); diff != "" {

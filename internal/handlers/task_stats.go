@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -149,15 +151,36 @@ func selectFacts(h *taskhistory.WindowStats, sel domain.Selection, lowest string
 const maxGapNotes = 5
 
 // gapNotes say which periods have no record: shown as gaps, never as zero.
+// The longest are listed, in time order, each with how long it lasted; the
+// rest are counted.
 func gapNotes(gaps []taskhistory.Period) []string {
-	var out []string
-	for i, g := range gaps {
-		if i == maxGapNotes {
-			out = append(out, fmt.Sprintf("and %d more periods without a record.", len(gaps)-maxGapNotes))
-			break
+	if len(gaps) == 0 {
+		return nil
+	}
+	listed := slices.Clone(gaps)
+	slices.SortStableFunc(listed, func(a, b taskhistory.Period) int { return cmp.Compare(b.To.Sub(b.From), a.To.Sub(a.From)) })
+	var rest time.Duration
+	for _, g := range listed[min(maxGapNotes, len(listed)):] {
+		rest += g.To.Sub(g.From)
+	}
+	more := len(listed) - maxGapNotes
+	listed = listed[:min(maxGapNotes, len(listed))]
+	slices.SortFunc(listed, func(a, b taskhistory.Period) int { return a.From.Compare(b.From) })
+	out := make([]string, 0, len(listed)+1)
+	for i, g := range listed {
+		note := "No record for " + domain.FormatDuration(g.To.Sub(g.From)) + ", "
+		if g.To.Sub(g.From) < time.Minute {
+			note += "at " + recordedTime(g.From)
+		} else {
+			note += "from " + recordedTime(g.From) + " to " + recordedTime(g.To)
 		}
-		out = append(out, fmt.Sprintf("No record from %s to %s: the figures leave that time out (no recorder ran, or it lost events).",
-			recordedTime(g.From), recordedTime(g.To)))
+		if i == 0 {
+			note += ": the figures leave such time out (no recorder ran, or it lost events)"
+		}
+		out = append(out, note+".")
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("And %s without a record, %s in all.", domain.CountOf(int64(more), "shorter period"), domain.FormatDuration(rest)))
 	}
 	return out
 }

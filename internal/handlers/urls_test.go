@@ -2,7 +2,13 @@ package handlers
 
 import (
 	"net/url"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openquota/console/internal/taskhistory"
 )
 
 // pageURL's query is the one url.Values would encode from the same pairs,
@@ -69,5 +75,31 @@ func TestTaskStateAsTyped(t *testing.T) {
 		if got := parseTaskFilter(url.Values{"state": {typed}}).State; got != want {
 			t.Errorf("state=%q filters as %q, want %q", typed, got, want)
 		}
+	}
+}
+
+// The periods without a record: the longest listed in time order with how
+// long each lasted (a gap of seconds at its minute), the rest counted.
+func TestGapNotes(t *testing.T) {
+	at := func(h, m, s int) time.Time { return time.Date(2026, 11, 28, h, m, s, 0, time.UTC) }
+	var gaps []taskhistory.Period
+	for i := range 8 { // 8 gaps of 1 s, one each minute from 02:00
+		gaps = append(gaps, taskhistory.Period{From: at(2, i, 0), To: at(2, i, 1)})
+	}
+	gaps = append(gaps, taskhistory.Period{From: at(1, 21, 0), To: at(1, 55, 0)}, taskhistory.Period{From: at(0, 0, 0), To: at(1, 20, 0)})
+	slices.SortFunc(gaps, func(a, b taskhistory.Period) int { return a.From.Compare(b.From) })
+	want := []string{
+		"No record for 1h 20m, from 2026-11-28 00:00 UTC to 2026-11-28 01:20 UTC: the figures leave such time out (no recorder ran, or it lost events).",
+		"No record for 34m 00s, from 2026-11-28 01:21 UTC to 2026-11-28 01:55 UTC.",
+		"No record for 1s, at 2026-11-28 02:00 UTC.",
+		"No record for 1s, at 2026-11-28 02:01 UTC.",
+		"No record for 1s, at 2026-11-28 02:02 UTC.",
+		"And 5 shorter periods without a record, 5s in all.",
+	}
+	if diff := cmp.Diff(want, gapNotes(gaps)); diff != "" {
+		t.Errorf("gap notes (-want +got):\n%s", diff)
+	}
+	if got := gapNotes(nil); got != nil {
+		t.Errorf("no gaps: %v", got)
 	}
 }
