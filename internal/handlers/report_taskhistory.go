@@ -509,8 +509,8 @@ func (p reportPage) summaryCharts(rows []taskhistory.UsageRow, unit string, of f
 		return nil
 	}
 	return []templ.Component{
-		p.pieces.chart(templates.ChartModel{ID: "report-used", Title: unit + " used per UTC day", Unit: "h", Series: used}),
-		p.pieces.chart(templates.ChartModel{ID: "report-borrowed", Title: unit + " borrowed per UTC day", Unit: "h", Series: borrowed}),
+		p.pieces.chart(templates.ChartModel{ID: "report-used", Title: unit + " used per UTC day", Unit: "h", Series: used, Daily: true}),
+		p.pieces.chart(templates.ChartModel{ID: "report-borrowed", Title: unit + " borrowed per UTC day", Unit: "h", Series: borrowed, Daily: true}),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,27 @@ func TestLineChartHasItsFiguresAsATable(t *testing.T) {
 		if !strings.Contains(html, class) {
 			t.Errorf("legend entry %q missing", class)
 		}
+	}
+}
+
+// A chart of UTC days names its days on the axis and on hover, one day
+// alone too (it read "23:59 00:00 00:01").
+func TestDailyChartNamesDays(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, time.UTC) }
+	one := renderChart(t, ChartModel{ID: "d1", Title: "GPU-hours used per UTC day", Unit: "h", Daily: true,
+		Series: []ChartSeries{{Name: "nlp", Points: []ChartPoint{{T: day(28), V: 34.8}}}}})
+	if got, want := xLabels(one), []string{"Nov 28"}; !slices.Equal(got, want) {
+		t.Errorf("one day: X labels %v, want %v", got, want)
+	}
+	if !strings.Contains(one, "<title>2026-11-28 · nlp 34.8 h</title>") {
+		t.Errorf("one day: the hover does not name the day:\n%s", one)
+	}
+	var pts []ChartPoint
+	for d := 1; d <= 30; d++ {
+		pts = append(pts, ChartPoint{T: day(d), V: 1})
+	}
+	month := renderChart(t, ChartModel{ID: "d30", Title: "per day", Unit: "h", Daily: true, Series: []ChartSeries{{Name: "nlp", Points: pts}}})
+	if got, want := xLabels(month), []string{"Nov 1", "Nov 4", "Nov 7", "Nov 10", "Nov 13", "Nov 16", "Nov 19", "Nov 22", "Nov 25", "Nov 28"}; !slices.Equal(got, want) {
+		t.Errorf("30 days: X labels %v, want %v", got, want)
 	}
 }
