@@ -391,3 +391,17 @@ func newGet(path string) *http.Request {
 	r, _ := http.NewRequest(http.MethodGet, path, nil)
 	return r
 }
+
+// The team × class table names the rows of tasks in no team's queue, and
+// of queues the task history recorded that are gone, for what they are.
+func TestTeamClassRowsOfNoTeamAndGoneQueues(t *testing.T) {
+	f := newFixture(t, 2, 4)
+	f.cfg.TaskHistory = &taskHistory{stats: taskhistory.WindowStats{Groups: []taskhistory.GroupStats{
+		{Team: "team-000", Class: "batch", Samples: 1},
+		{Team: "gone-queue", Class: "batch", Samples: 1},
+		{Team: "", Class: "batch", Samples: 1},
+	}}}
+	_, body := webtest.Get(t, f.handler(), "/tasks?window=7d")
+	webtest.MustContain(t, "/tasks", body, "(no team)</td>", `>gone-queue</span><span class="hint"> (no longer a queue)</span>`)
+	webtest.MustNotContain(t, "/tasks", body, `>team-000</span><span class="hint">`)
+}

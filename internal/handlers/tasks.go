@@ -334,11 +334,19 @@ func (p tasksPage) breakdown(r *liveRender, f taskFilter, sees func(string) bool
 			delete(rows, t)
 		}
 	}
+	current := map[string]bool{}
+	for i := range r.snap.Teams {
+		current[r.snap.Teams[i].Team] = true
+	}
 	for _, tc := range statistics.byTeam {
 		var stats []templates.StatsRow
 		for _, s := range tc.Classes {
 			if s.Running+s.Pending+s.Preempted+s.Samples > 0 {
-				stats = append(stats, statsRow(f, tc.Team, s))
+				row := statsRow(f, tc.Team, s)
+				if tc.Team != "" && !current[tc.Team] {
+					row.TeamNote = "no longer a queue" // in the history only
+				}
+				stats = append(stats, row)
 			}
 		}
 		if len(stats) == 0 {
