@@ -297,7 +297,7 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 	}
 	for _, profile := range profiles {
 		util, _ := p.hardwareUtil(r.ctx, r.snap, profileResource(profile))
-		v.ProfileUtil = append(v.ProfileUtil, templates.ProfileFigure{Profile: profile, Value: shownPercent(hardwareOf(u.Team, util, false))})
+		v.ProfileUtil = append(v.ProfileUtil, templates.ProfileFigure{Profile: profile, Value: shownPercent(hardwareOf(u.Team, util))})
 	}
 	summary, err := part("team-live", templates.TeamSummary(v))
 	if err != nil {

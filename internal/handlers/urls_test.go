@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/taskhistory"
 )
 
@@ -101,5 +102,26 @@ func TestGapNotes(t *testing.T) {
 	}
 	if got := gapNotes(nil); got != nil {
 		t.Errorf("no gaps: %v", got)
+	}
+}
+
+// The total's hardware utilization weighs each team by what it uses: a team
+// of 17 GPUs at 52 % and one of 2 at 94 % are at 56 % together, not 73 %.
+func TestTotalHardwareWeighsTeamsByUse(t *testing.T) {
+	gpus := usageResources[0]
+	teams := []domain.TeamUsage{{Team: "nlp", InUse: domain.Amount{GPUs: 17}}, {Team: "speech", InUse: domain.Amount{GPUs: 2}},
+		{Team: "idle"}}
+	for _, tc := range []struct {
+		name string
+		util map[string]float64
+		want string
+	}{
+		{"by use", map[string]float64{"nlp": 52, "speech": 94}, "56"},
+		{"none in use: the plain mean", map[string]float64{"idle": 10}, "10"},
+		{"no reading", nil, ""},
+	} {
+		if got, _ := totalHardware(teams, gpus, tc.util); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -247,19 +247,32 @@ func (p usagePages) usageParts(r *liveRender) ([]templates.LivePart, error) {
 
 // hardwareOf is a team's hardware GPU utilization (whole percent), or, for
 // the totals, the mean of the teams'.
-func hardwareOf(team string, util map[string]float64, total bool) (string, bool) {
-	if !total {
-		v, ok := util[team]
-		return domain.FormatPercentValue(v), ok
+func hardwareOf(team string, util map[string]float64) (string, bool) {
+	v, ok := util[team]
+	return domain.FormatPercentValue(v), ok
+}
+
+// totalHardware is the teams' hardware utilization together: each team's
+// weighted by what it uses of res (a team of 17 GPUs counts 17 times one of
+// 1), or their plain mean while none uses any.
+func totalHardware(teams []domain.TeamUsage, res usageResource, util map[string]float64) (string, bool) {
+	var sum, weights, plain float64
+	n := 0
+	for _, t := range teams {
+		v, ok := util[t.Team]
+		if !ok {
+			continue
+		}
+		w := float64(res.figures(t).inUse)
+		sum, weights, plain, n = sum+v*w, weights+w, plain+v, n+1
 	}
-	if len(util) == 0 {
+	switch {
+	case n == 0:
 		return "", false
+	case weights == 0:
+		return domain.FormatPercentValue(plain / float64(n)), true
 	}
-	var sum float64
-	for _, v := range util {
-		sum += v
-	}
-	return domain.FormatPercentValue(sum / float64(len(util))), true
+	return domain.FormatPercentValue(sum / weights), true
 }
 
 // usageRowOf formats one team's usage in the chosen resource, each figure
@@ -270,7 +283,11 @@ func usageRowOf(u domain.TeamUsage, res usageResource, util map[string]float64, 
 
 // totalRowOf is the totals row of teams in the chosen resource.
 func totalRowOf(teams []domain.TeamUsage, res usageResource, util map[string]float64) templates.UsageRow {
-	return usageRowWith(domain.Totals(teams), totalFigures(teams, res), res, util, true)
+	r := usageRowWith(domain.Totals(teams), totalFigures(teams, res), res, util, true)
+	if v, ok := totalHardware(teams, res, util); ok {
+		r.HardwareUtil = v + " % (teams weighted by use)"
+	}
+	return r
 }
 
 // totalFigures sums the teams' figures in res.
@@ -303,11 +320,8 @@ func usageRowWith(u domain.TeamUsage, f usageFigures, res usageResource, util ma
 	r.LentLink = stateLink("", "Admitted", "borrowing", "1")
 	r.WantsLink = stateLink(team, "Queued")
 	r.PendingLink = r.WantsLink
-	if v, ok := hardwareOf(u.Team, util, total); ok {
+	if v, ok := hardwareOf(u.Team, util); ok && !total {
 		r.HardwareUtil = v + " %"
-		if total {
-			r.HardwareUtil += " (mean of teams)"
-		}
 	}
 	return r
 }
@@ -330,7 +344,10 @@ func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, 
 			enabled = ""
 		}
 		alloc, _ := domain.FormatPercent(f.inUse, f.allocated)
-		hw, known := hardwareOf(t.Team, util, isTotal)
+		hw, known := hardwareOf(t.Team, util)
+		if isTotal {
+			hw, known = totalHardware(all, res, util)
+		}
 		if !known { // unknown is no reading, not 0 %
 			hw = ""
 		}

@@ -52,7 +52,7 @@ func TestUsagePageShowsPartitionsPerProfile(t *testing.T) {
 		// team, allocated, in use, borrowed, lent, pending demand, allocation and hardware utilization, running, pending
 		"team-000": {"team-000", "7", "9", "2", "0", "0", "129 %", "41 %", "0", "0"},
 		"team-001": {"team-001", "7", "0", "0", "2", "0", "0 %", "—", "0", "0"},
-		"true":     {"Total", "14", "9", "2", "2", "0", "64 %", "41 % (mean of teams)", "0", "0"},
+		"true":     {"Total", "14", "9", "2", "2", "0", "64 %", "41 % (teams weighted by use)", "0", "0"},
 	}
 	if diff := cmp.Diff(want, webtest.HTMLRows(t, body, "team-usage", cells)); diff != "" {
 		t.Errorf("mig-1g.10gb usage (-want +got):\n%s", diff)
