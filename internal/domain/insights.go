@@ -332,11 +332,13 @@ type Headline struct {
 	// Waiting counts the tasks waiting, the longest for LongestWait.
 	Waiting     int
 	LongestWait time.Duration
+	// At is when the figures were taken.
+	At time.Time
 }
 
 // HeadlineOf sums the cluster's figures.
 func HeadlineOf(in InsightInput) Headline {
-	var h Headline
+	h := Headline{At: in.Now}
 	for _, c := range in.Capacity {
 		if c.Count > 0 {
 			h.Ready += c.GPUs / int64(c.Count) * int64(c.Ready)

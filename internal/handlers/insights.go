@@ -175,6 +175,9 @@ func countShown(all []domain.Insight, visible scope) int {
 func headlineView(h domain.Headline, open int) templates.HeadlineView {
 	v := templates.HeadlineView{Ready: itoa(h.Ready), Allocated: itoa(h.Allocated), InUse: itoa(h.InUse),
 		Borrowed: itoa(h.Borrowed), Idle: "—", Waiting: strconv.Itoa(h.Waiting), LongestWait: "—", Open: strconv.Itoa(open)}
+	if !h.At.IsZero() {
+		v.At = h.At.UTC().Format("15:04:05 UTC")
+	}
 	if h.IdleKnown {
 		v.Idle = itoa(h.Idle)
 	}
