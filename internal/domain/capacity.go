@@ -50,7 +50,9 @@ type TypeAllocation struct {
 // OverCapacity is whether the teams were given more than the cluster has.
 func (a TypeAllocation) OverCapacity() bool { return a.Allocated.Exceeds(a.Capacity) }
 
-// AllocationByType sums every team's derived quota per instance type.
+// AllocationByType sums every team's derived quota per instance type, and
+// lists the instance types with ready instances that no team has quota of
+// (capacity nobody was given).
 func AllocationByType(teams []Team, shapes ShapeLookup, available map[string]int) []TypeAllocation {
 	byType := map[string]*TypeAllocation{}
 	for _, t := range teams {
@@ -66,6 +68,11 @@ func AllocationByType(teams []Team, shapes ShapeLookup, available map[string]int
 				byType[row.InstanceType] = a
 			}
 			a.Allocated.add(DeriveQuota(row, shape))
+		}
+	}
+	for typ, n := range available {
+		if shape, ok := shapes(typ); ok && n > 0 && byType[typ] == nil {
+			byType[typ] = &TypeAllocation{Type: typ, Instances: n, Capacity: Capacity(shape, n)}
 		}
 	}
 	out := make([]TypeAllocation, 0, len(byType))

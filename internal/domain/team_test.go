@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -278,5 +279,21 @@ func TestBorrowingLimitOfHugeMemoryQuota(t *testing.T) {
 		if got := r.BorrowingLimit.AsApproximateFloat64(); got < 0 || got < 4.99*nominal || got > 5*nominal {
 			t.Errorf("%s: borrowing limit %s for nominal %s at 500 %%", r.Name, r.BorrowingLimit, &r.NominalQuota)
 		}
+	}
+}
+
+// The quota per instance type lists what the teams were given against what
+// is ready, and the ready instance types nobody was given (idle capacity).
+func TestAllocationByTypeListsCapacityNobodyWasGiven(t *testing.T) {
+	gpus := int64(16)
+	teams := []Team{{Name: "nlp", Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: &gpus}}}}
+	got := AllocationByType(teams, LookupShape, map[string]int{"ml.p5.48xlarge": 4, "ml.g5.2xlarge": 2, "ml.g6.12xlarge": 0})
+	var types []string
+	for _, a := range got {
+		types = append(types, fmt.Sprintf("%s %d/%d GPUs", a.Type, a.Allocated.GPUs, a.Capacity.GPUs))
+	}
+	want := []string{"ml.g5.2xlarge 0/2 GPUs", "ml.p5.48xlarge 16/32 GPUs"}
+	if diff := cmp.Diff(want, types); diff != "" {
+		t.Errorf("allocation by type (-want +got):\n%s", diff)
 	}
 }

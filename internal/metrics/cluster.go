@@ -203,6 +203,9 @@ func collectAllocation(teams []domain.TeamState, fleet func() (domain.ShapeLooku
 	}
 	types := map[string]bool{}
 	for _, a := range domain.AllocationByType(plain, shapes, available) {
+		if a.Allocated == (domain.Quota{}) { // capacity nobody was given: below
+			continue
+		}
 		types[a.Type] = true
 		for _, r := range quotaResources(a.Allocated, a.Capacity) {
 			gauge(descTypeQuota, r.value, a.Type, r.name)
