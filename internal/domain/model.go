@@ -340,6 +340,9 @@ func (m *Model) SetClusterQueue(cq *kueuev1beta2.ClusterQueue) {
 // DeleteClusterQueue removes a ClusterQueue.
 func (m *Model) DeleteClusterQueue(name string) {
 	m.changes++
+	if strictFIFO(m.clusterQueues[name]) {
+		m.dirtyQueues[name] = true // who waits behind whom
+	}
 	delete(m.clusterQueues, name)
 	m.clusterQueueChanged(name)
 	if _, ok := m.placing.teamOf[name]; ok {

@@ -171,7 +171,9 @@ func FactsOf(wl *kueuev1beta2.Workload, s Settings, lowestClass string) *TaskFac
 	if r.Untried || r.NoFit {
 		// Kueue's own hash: the same priority, pod specs, counts and
 		// requests. Tasks just like one that did not fit share one string.
-		f.sameShape = intern(string(workload.NewInfo(wl).SchedulingHash))
+		if h := workload.NewInfo(wl).SchedulingHash; h != workload.SchedulingHashUnknown {
+			f.sameShape = intern(string(h))
+		}
 	}
 	return f
 }

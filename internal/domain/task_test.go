@@ -252,7 +252,7 @@ func TestTaskReasons(t *testing.T) {
 		{"admitted, pods starting",
 			base().Admitted(at(5), p5).Condition(kueuev1beta2.WorkloadPodsReady, false, kueuev1beta2.WorkloadWaitForStart, "Not all pods are ready or succeeded", at(5)).Obj(),
 			"Admitted on flavor ml.p5.48xlarge; pods are starting"},
-		{"admitted with fewer pods than asked (partial admission), borrowing words still fit",
+		{"admitted with fewer pods than asked (partial admission)",
 			newWorkload(nlp, "a").Queue("lq").PodSet("launcher", 1, 0).PodSet("workers", 4, 2).Created(at(0)).Admitted(at(5), p5).Usage("workers", 2, 4).Obj(),
 			"Admitted on flavor ml.p5.48xlarge with workers: 2 of 4 pods (partial admission: the job may start smaller)"},
 		{"preempted, pods still stopping",
@@ -537,6 +537,7 @@ func TestTaskNameMatches(t *testing.T) {
 // Kueue has really not tried yet.
 func TestATaskKueueSkipsSaysWhy(t *testing.T) {
 	const short = "Waiting for quota: needs 4 more nvidia.com/gpu on ml.p5.48xlarge"
+	reclaimed := preemptionMsg("reclamation within the cohort", "hyperpod-ns-cv-clusterqueue")
 	sweep := func(name string, minute int) *kueuev1beta2.Workload {
 		return newWorkload(nlp, name).Queue("lq").GPUs(8, 1).Created(at(minute)).Obj()
 	}
@@ -568,6 +569,27 @@ func TestATaskKueueSkipsSaysWhy(t *testing.T) {
 		{"the first, not tried yet, and one like it", kueuev1beta2.BestEffortFIFO,
 			[]*kueuev1beta2.Workload{sweep("sweep-1", 1), sweep("sweep-2", 2)},
 			map[string]string{"sweep-1": "Waiting to be evaluated by the scheduler", "sweep-2": "Waiting to be evaluated by the scheduler"}},
+		{"no claim after a preemption, a head preempting for room, or a task in backoff", kueuev1beta2.BestEffortFIFO,
+			[]*kueuev1beta2.Workload{
+				// Preempted and requeued: the QuotaReserved message is the eviction's; Kueue has not tried it since.
+				newWorkload(nlp, "preempted").Queue("lq").GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).
+					Preempted(at(2), kueuev1beta2.InCohortReclamationReason, reclaimed).Pending("Pending", reclaimed, at(2)).Obj(),
+				sweep("sweep-1", 1),
+				(&kueuetest.WorkloadWrapper{Workload: *newWorkload(nlp, "head").Queue("lq").GPUs(2, 1).Created(at(2)).Obj()}).
+					Pending("Pending", gpuShortMsg+". Pending the preemption of 1 workload(s)", at(9)).Obj(),
+				newWorkload(nlp, "behind-head").Queue("lq").GPUs(2, 1).Created(at(3)).Obj(),
+				(&kueuetest.WorkloadWrapper{Workload: *newWorkload(nlp, "backoff").Queue("lq").GPUs(4, 1).Created(at(4)).Obj()}).
+					Pending("Pending", gpuShortMsg, at(9)).RequeueAt(at(20)).Obj(),
+				newWorkload(nlp, "behind-backoff").Queue("lq").GPUs(4, 1).Created(at(5)).Obj(),
+			},
+			map[string]string{
+				"preempted":      "Preempted: team cv reclaimed its lent quota",
+				"sweep-1":        "Waiting to be evaluated by the scheduler",
+				"head":           short + "; preempting 1 task to make room",
+				"behind-head":    "Waiting to be evaluated by the scheduler",
+				"backoff":        short,
+				"behind-backoff": "Waiting to be evaluated by the scheduler",
+			}},
 		{"behind the head of a StrictFIFO queue", kueuev1beta2.StrictFIFO,
 			[]*kueuev1beta2.Workload{notFit(sweep("sweep-1", 1)), newWorkload(nlp, "other").Queue("lq").GPUs(4, 1).Created(at(4)).Obj()},
 			map[string]string{
@@ -586,5 +608,35 @@ func TestATaskKueueSkipsSaysWhy(t *testing.T) {
 				t.Errorf("reasons (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A queue turned StrictFIFO: from the next snapshot on, what waits behind
+// its head that did not fit says so; turned back, it no longer does.
+func TestAQueueTurnedStrictSaysWhoWaitsBehindItsHead(t *testing.T) {
+	m := NewModel(DefaultSettings)
+	queue := func(strategy kueuev1beta2.QueueingStrategy) *kueuev1beta2.ClusterQueue {
+		return &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "nlp-cq"}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: strategy}}
+	}
+	m.SetClusterQueue(queue(kueuev1beta2.BestEffortFIFO))
+	m.SetLocalQueue(&kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: nlp, Name: "lq"}, Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: "nlp-cq"}})
+	m.SetWorkload((&kueuetest.WorkloadWrapper{Workload: *newWorkload(nlp, "head").Queue("lq").GPUs(8, 1).Created(at(0)).Obj()}).
+		Pending("Pending", gpuShortMsg, at(1)).Obj())
+	m.SetWorkload(newWorkload(nlp, "other").Queue("lq").GPUs(2, 1).Created(at(1)).Obj())
+	reason := func() string {
+		snap := m.Snapshot(at(10))
+		return snap.Task(snap.Find(nlp, "other")).Reason
+	}
+	const untried = "Waiting to be evaluated by the scheduler"
+	behind := "Waits behind head, first in its queue, which does not fit (a StrictFIFO queue admits in order): " +
+		"Waiting for quota: needs 4 more nvidia.com/gpu on ml.p5.48xlarge"
+	for i, step := range []struct {
+		strategy kueuev1beta2.QueueingStrategy
+		want     string
+	}{{kueuev1beta2.BestEffortFIFO, untried}, {kueuev1beta2.StrictFIFO, behind}, {kueuev1beta2.BestEffortFIFO, untried}} {
+		m.SetClusterQueue(queue(step.strategy))
+		if got := reason(); got != step.want {
+			t.Errorf("step %d, %s: %q, want %q", i, step.strategy, got, step.want)
+		}
 	}
 }

@@ -158,12 +158,23 @@ type WorkloadReading struct {
 }
 
 // noFitReasons are the QuotaReserved=False reasons of Kueue's scheduler
-// finding no room ("Pending" is its fallback): after one, Kueue skips the
-// queued Workloads of the same scheduling shape without trying them.
+// finding no room ("Pending" is its fallback for every reason).
 var noFitReasons = map[string]bool{
 	"Pending": true, kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota: true,
 	kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor: true, kueuev1beta2.WorkloadQuotaReservedReasonExceedsMaxQuota: true,
 	kueuev1beta2.WorkloadQuotaReservedReasonTopologyPlacementFailed: true,
+}
+
+// didNotFit reports a QuotaReserved condition saying that Kueue's scheduler
+// found no flavor with room for the Workload, and waits for nothing else:
+// after that (NoFit), Kueue skips the queued Workloads of the same
+// scheduling shape without trying them. Not: the message of an eviction
+// (Kueue has not tried it since), a head waiting for the tasks it preempts,
+// a Workload skipped for another one in the same cycle, an inactive queue.
+func didNotFit(c, evicted *metav1.Condition) bool {
+	return c.Status == metav1.ConditionFalse && noFitReasons[c.Reason] &&
+		(evicted == nil || c.Message != evicted.Message) &&
+		strings.Contains(c.Message, "couldn't assign flavors") && !preemptingRE.MatchString(c.Message)
 }
 
 // Kueue's marks on the Workload of a group of pods (a pod group, or the
@@ -326,11 +337,13 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 	}
 	r.Queued = (r.State == TaskPending || r.State == TaskPreempted) && !r.Deactivated && !r.Reserved && r.LocalQueue != ""
 	if r.Queued {
+		evicted := trueCondition(conds, kueuev1beta2.WorkloadEvicted)
+		requeuing := wl.Status.RequeueState != nil && wl.Status.RequeueState.RequeueAt != nil
 		switch c := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadQuotaReserved); {
 		case c == nil || c.Reason == kueuev1beta2.WorkloadQuotaReservedReasonPendingEvaluation:
-			r.Untried = r.State == TaskPending
-		case c.Status == metav1.ConditionFalse && noFitReasons[c.Reason]:
-			r.NoFit = true
+			r.Untried = r.State == TaskPending && evicted == nil && !requeuing
+		default: // one waiting out a requeue backoff is not in Kueue's queue
+			r.NoFit = didNotFit(c, evicted) && !requeuing
 		}
 	}
 

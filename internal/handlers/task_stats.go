@@ -180,7 +180,7 @@ func gapNotes(gaps []taskhistory.Period) []string {
 		out = append(out, note+".")
 	}
 	if more > 0 {
-		out = append(out, fmt.Sprintf("And %s without a record, %s in all.", domain.CountOf(int64(more), "shorter period"), domain.FormatDuration(rest)))
+		out = append(out, fmt.Sprintf("And %s without a record, %s in all.", domain.CountOf(int64(more), "more period"), domain.FormatDuration(rest)))
 	}
 	return out
 }

@@ -95,7 +95,7 @@ func TestGapNotes(t *testing.T) {
 		"No record for 1s, at 2026-11-28 02:00 UTC.",
 		"No record for 1s, at 2026-11-28 02:01 UTC.",
 		"No record for 1s, at 2026-11-28 02:02 UTC.",
-		"And 5 shorter periods without a record, 5s in all.",
+		"And 5 more periods without a record, 5s in all.",
 	}
 	if diff := cmp.Diff(want, gapNotes(gaps)); diff != "" {
 		t.Errorf("gap notes (-want +got):\n%s", diff)

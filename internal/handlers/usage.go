@@ -245,8 +245,8 @@ func (p usagePages) usageParts(r *liveRender) ([]templates.LivePart, error) {
 	return []templates.LivePart{usage}, err
 }
 
-// hardwareOf is a team's hardware GPU utilization (whole percent), or, for
-// the totals, the mean of the teams'.
+// hardwareOf is a team's hardware GPU utilization (whole percent); the
+// totals' is totalHardware.
 func hardwareOf(team string, util map[string]float64) (string, bool) {
 	v, ok := util[team]
 	return domain.FormatPercentValue(v), ok

@@ -367,6 +367,14 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 			res.Usage[cq.Name] = u.ReservedResources
 		}
 	}
+	// The copy counts none of the devices of a job with resource claims: what
+	// it admits beside one, in its cohort tree, may not fit either.
+	withClaims := map[string]bool{}
+	for key, o := range res.Workloads {
+		if s := shapes[key]; s != nil && o.Fate == Admitted && s.asksClaims() {
+			withClaims[c.treeOf(o.ClusterQueue)] = true
+		}
+	}
 	for key := range shapes {
 		o, ok := res.Workloads[key]
 		if !ok {
@@ -392,13 +400,45 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 				if ps.Topology {
 					o.Uncertain = "It asks for a topology (nodes close to each other): whether nodes have room is decided at scheduling, not by quota."
 				}
-				if ps.Claims {
-					o.Uncertain = "It asks for devices through Dynamic Resource Allocation (resource claims), which Kueue counts from its deviceClassMappings and the preview does not: Kueue may find them beyond the quota."
-				}
+			}
+		}
+		if o.Fate == Admitted && o.Uncertain == "" {
+			switch s := shapes[key]; {
+			case s != nil && s.asksClaims():
+				o.Uncertain = "It asks for devices through Dynamic Resource Allocation (resource claims), which Kueue counts from its deviceClassMappings and the preview does not: Kueue may find them beyond the quota."
+			case len(withClaims) > 0 && withClaims[c.treeOf(o.ClusterQueue)]:
+				o.Uncertain = "A job asking for devices through Dynamic Resource Allocation is admitted beside it, and the preview does not count those devices: there may be less room than it shows."
 			}
 		}
 	}
 	return res, nil
+}
+
+// asksClaims reports pods asking for devices through resource claims.
+func (s *Shape) asksClaims() bool {
+	return slices.ContainsFunc(s.PodSets, func(ps PodSetShape) bool { return ps.Claims })
+}
+
+// treeOf names the cohort tree a ClusterQueue borrows within: its root
+// cohort, or the queue alone outside any.
+func (c *Cluster) treeOf(clusterQueue string) string {
+	var cohort kueue.CohortReference
+	for _, cq := range c.ClusterQueues {
+		if cq.Name == clusterQueue {
+			cohort = cq.Spec.CohortName
+		}
+	}
+	if cohort == "" {
+		return "queue " + clusterQueue
+	}
+	parent := map[kueue.CohortReference]kueue.CohortReference{}
+	for _, co := range c.Cohorts {
+		parent[kueue.CohortReference(co.Name)] = co.Spec.ParentName
+	}
+	for seen := 0; parent[cohort] != "" && seen < len(parent); seen++ { // a cycle ends where it repeats
+		cohort = parent[cohort]
+	}
+	return "cohort " + string(cohort)
 }
 
 // inKueueOrder sorts pending Workloads as Kueue's queues order them:

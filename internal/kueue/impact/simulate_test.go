@@ -390,8 +390,8 @@ func TestTheCopyCountsResourcesAsKueuesConfigurationSays(t *testing.T) {
 // Kueue charges the devices a pod asks for through Dynamic Resource
 // Allocation (resource claims from a ResourceClaimTemplate) from its
 // deviceClassMappings, which the copy does not have: a waiting job with
-// claims that the copy admits is named uncertain, never promised. One
-// without claims is not.
+// claims that the copy admits is named uncertain, never promised, and so
+// is what it admits beside it in the same cohort tree.
 func TestAJobWithResourceClaimsIsUncertain(t *testing.T) {
 	withClaims := kueuetest.MakeWorkload(names{}, "a", "dra").Queue("lq").Created(t0).PodSpec("main", 1, corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
@@ -406,7 +406,15 @@ func TestAJobWithResourceClaimsIsUncertain(t *testing.T) {
 	if o := r.Workloads["a/dra"]; o.Fate != Admitted || !strings.Contains(o.Uncertain, "Dynamic Resource Allocation") {
 		t.Errorf("the job with claims: %+v, want admitted and named uncertain for its claims", o)
 	}
+	if o := r.Workloads["a/plain"]; o.Fate != Admitted || !strings.Contains(o.Uncertain, "admitted beside it") {
+		t.Errorf("the job admitted beside it: %+v, want admitted and named uncertain (the copy did not count the claims)", o)
+	}
+	// Without a job with claims, nothing is uncertain.
+	r, err = Simulate(context.Background(), cluster([]*kueue.ClusterQueue{queue("a", 8).Obj()}, pending("a", "plain", 1, t0.Add(time.Minute))))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if o := r.Workloads["a/plain"]; o.Fate != Admitted || o.Uncertain != "" {
-		t.Errorf("the job without claims: %+v, want admitted and certain", o)
+		t.Errorf("the job alone: %+v, want admitted and certain", o)
 	}
 }
