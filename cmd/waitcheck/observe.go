@@ -49,7 +49,7 @@ type estimate struct {
 	Raw time.Duration
 }
 
-var estimateRE = regexp.MustCompile(`^about (\d+) (min|h|days): (\d+) ahead, ([0-9.]+) admitted per hour over the last day$`)
+var estimateRE = regexp.MustCompile(`^about (\d+) (min|h|days): (\d+) ahead, ([0-9.]+) admitted per hour over the last day(; .*)?$`)
 
 // Kinds of cells.
 const (

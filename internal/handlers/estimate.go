@@ -125,7 +125,7 @@ func (w *waitEstimates) of(f *domain.TaskFacts) (short, basis string) {
 	if !w.knownOK {
 		return "", ""
 	}
-	return taskhistory.QueuedTaskWait(ahead, *w.known, f.ClusterQueue).Words(strconv.Itoa(ahead) + " ahead")
+	return taskhistory.QueuedTaskWait(ahead, *w.known, f.ClusterQueue).WordsAfter(strconv.Itoa(ahead)+" ahead", f.WaitAt(w.snap.Taken))
 }
 
 // haltedWait is the estimated wait of a task whose queue admits nothing now,

@@ -472,7 +472,7 @@ var taskColumns = []struct {
 	{"Waited", "waited", "From creation, or the last requeue, to admission (or now)", true},
 	{"Ran", "ran", "From admission to finish (or now), plus earlier runs before an eviction", true},
 	{"Queue position", "queue", "Place in its ClusterQueue: Kueue's, from its visibility API, else the console's estimate of Kueue's order (higher priority first, then arrival). Sorting by it lists what waits first, then what runs, then what finished.", true},
-	{"Estimated wait", "", "For a queued task: the tasks ahead of it in its ClusterQueue (Kueue's own order when its visibility API answers), admitted at the rate its ClusterQueue admitted tasks (of every class, each task once) over the last day", true},
+	{"Estimated wait", "", "For a queued task: the tasks ahead of it in its ClusterQueue (Kueue's own order when its visibility API answers), admitted at the rate its ClusterQueue admitted tasks (of every class, each task once) over the last day; \"past its estimate\" once it has waited three times as long (tasks behind it that fit go first)", true},
 	{"Why", "", "", false},
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/openquota/console/internal/domain"
 )
 
 // WaitEstimate is how much longer a queued task may wait, and on what
@@ -59,6 +61,24 @@ func QueuedTaskWait(ahead int, rates AdmissionRates, clusterQueue string) WaitEs
 // statistics.
 func ClassWait(waiting int, rates AdmissionRates, clusterQueue, class, lowestClass string) WaitEstimate {
 	return EstimateWait(waiting, rates.OfClass(clusterQueue, class, lowestClass))
+}
+
+// Overdue reports a task that has waited much longer than its estimate
+// (three times, and 10 minutes at least): its queue's pace does not move
+// it, as when tasks behind it that fit are admitted while it does not.
+func (e WaitEstimate) Overdue(waited time.Duration) bool {
+	return e.Known && waited >= 10*time.Minute && waited > 3*e.Wait
+}
+
+// WordsAfter are Words for a task that has waited waited so far: an
+// overdue one says so rather than promise its queue's pace.
+func (e WaitEstimate) WordsAfter(waiting string, waited time.Duration) (short, basis string) {
+	short, basis = e.Words(waiting)
+	if e.Overdue(waited) {
+		short = "past its estimate"
+		basis += "; it has waited " + domain.FormatDuration(waited) + " already: its queue admits tasks behind it that fit while it does not"
+	}
+	return short, basis
 }
 
 // Words are the estimate briefly ("about 25 min") and with its basis

@@ -45,6 +45,27 @@ func TestWaitEstimateWords(t *testing.T) {
 	}
 }
 
+// A task that has waited three times its estimate, 10 minutes at least,
+// says so rather than promise its queue's pace (it read "about 3 min" after
+// two hours at the head of its queue).
+func TestAnOverdueTaskSaysSo(t *testing.T) {
+	e := EstimateWait(0, AdmissionRate{Tasks: 480, Recorded: 24 * time.Hour}) // 20 an hour: about 3 min
+	for waited, want := range map[time.Duration][2]string{
+		time.Minute:     {"about 3 min", "about 3 min: 0 ahead, 20 admitted per hour over the last day"},
+		9 * time.Minute: {"about 3 min", "about 3 min: 0 ahead, 20 admitted per hour over the last day"},
+		130 * time.Minute: {"past its estimate", "about 3 min: 0 ahead, 20 admitted per hour over the last day; " +
+			"it has waited 2h 10m already: its queue admits tasks behind it that fit while it does not"},
+	} {
+		short, basis := e.WordsAfter("0 ahead", waited)
+		if diff := cmp.Diff(want, [2]string{short, basis}); diff != "" {
+			t.Errorf("waited %s (-want +got):\n%s", waited, diff)
+		}
+	}
+	if unknown := EstimateWait(0, AdmissionRate{Recorded: 24 * time.Hour}); unknown.Overdue(10 * time.Hour) {
+		t.Error("an unknown estimate is overdue")
+	}
+}
+
 // A queued task's estimated wait counts the tasks its ClusterQueue admitted
 // over the recorded hour, of every class (the tasks ahead are of every
 // class), each task once however often it was admitted again after a
