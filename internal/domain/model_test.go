@@ -87,12 +87,12 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 	// What Kueue has said of each queued Workload, and its shape.
 	type said struct {
 		untried, noFit bool
-		shape          string
+		shape, words   string
 	}
 	saidOf := map[string]said{}
 	for _, wl := range in.Workloads {
 		r := ReadWorkload(wl, in.Settings)
-		saidOf[LocalQueueKey(wl.Namespace, wl.Name)] = said{r.Untried, r.NoFit, string(workload.NewInfo(wl).SchedulingHash)}
+		saidOf[LocalQueueKey(wl.Namespace, wl.Name)] = said{r.Untried, r.NoFit, string(workload.NewInfo(wl).SchedulingHash), r.noFitWords}
 	}
 	strict := map[string]bool{}
 	for _, cq := range in.ClusterQueues {
@@ -115,12 +115,12 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 				they := saidOf[LocalQueueKey(a.Namespace, a.Name)]
 				if strict[cq] {
 					if they.noFit {
-						t.Reason = behindReason(a.Named().Shown(), a.Reason, true)
+						t.Reason = behindReason(a.Named().Shown(), they.words, true)
 					}
 					break
 				}
 				if they.noFit && they.shape == me.shape {
-					t.Reason = behindReason(a.Named().Shown(), a.Reason, false)
+					t.Reason = behindReason(a.Named().Shown(), they.words, false)
 					break
 				}
 			}

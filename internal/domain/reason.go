@@ -147,7 +147,8 @@ func partialWords(wl *kueuev1beta2.Workload) string {
 }
 
 // behindReason says why Kueue has not tried a task: ahead of it in its
-// queue, the task ahead does not fit, for the reason ahead's says. Kueue
+// queue, the task ahead does not fit, for aheadReason (what Kueue's
+// scheduler said of it, not its own story: preempted or not). Kueue
 // tries only the head of a StrictFIFO queue; in the others it skips the
 // tasks just like one that did not fit (the same priority, pods and
 // requests) until something changes in the queue's quota.

@@ -94,7 +94,7 @@ func (s *Snapshot) TaskAt(f *TaskFacts, now time.Time) Task {
 	t := f.At(now, s.Position(f), s.Borrowing(f))
 	if q := s.queues[f.queue]; f.queue != "" && q != nil {
 		if ahead := q.waitsBehind(f); ahead != nil {
-			t.Reason = behindReason(ahead.Named().Shown(), ahead.ReasonAt(now, false), q.strict)
+			t.Reason = behindReason(ahead.Named().Shown(), ahead.noFitWords, q.strict)
 		}
 	}
 	return t

@@ -161,6 +161,7 @@ type TaskFacts struct {
 	// Workloads of a hash after one of them did not fit); "" otherwise.
 	untried, noFit bool
 	sameShape      string
+	noFitWords     string // as WorkloadReading's
 }
 
 // FactsOf reads one Workload (ReadWorkload) and keeps what the read model
@@ -192,7 +193,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
 		reasonHead: intern(r.Reason), variantOf: r.VariantOf, variantFlavor: intern(r.VariantFlavor),
-		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFit: r.NoFit,
+		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFit: r.NoFit, noFitWords: intern(r.noFitWords),
 	}
 	if len(r.Flavors) > 0 {
 		f.Flavors = make([]string, len(r.Flavors))

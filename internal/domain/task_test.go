@@ -590,6 +590,16 @@ func TestATaskKueueSkipsSaysWhy(t *testing.T) {
 				"backoff":        short,
 				"behind-backoff": "Waiting to be evaluated by the scheduler",
 			}},
+		{"a preempted task Kueue tried again: only what the scheduler said of it", kueuev1beta2.BestEffortFIFO,
+			[]*kueuev1beta2.Workload{
+				newWorkload(nlp, "sweep-1").Queue("lq").GPUs(8, 1).Created(at(0)).Admitted(at(1), p5).
+					Preempted(at(2), kueuev1beta2.InCohortReclamationReason, reclaimed).Pending("Pending", gpuShortMsg, at(3)).Obj(),
+				sweep("sweep-2", 2),
+			},
+			map[string]string{
+				"sweep-1": "Preempted: team cv reclaimed its lent quota. " + short,
+				"sweep-2": short + " (Kueue skips it while sweep-1, ahead of it and just like it, does not fit)",
+			}},
 		{"behind the head of a StrictFIFO queue", kueuev1beta2.StrictFIFO,
 			[]*kueuev1beta2.Workload{notFit(sweep("sweep-1", 1)), newWorkload(nlp, "other").Queue("lq").GPUs(4, 1).Created(at(4)).Obj()},
 			map[string]string{

@@ -93,6 +93,8 @@ type WorkloadReading struct {
 	// found no room for it (QuotaReserved False for quota or flavors); Kueue
 	// then skips the queued Workloads just like it.
 	Untried, NoFit bool
+	// noFitWords say why Kueue found no room for it (NoFit), in words.
+	noFitWords string
 
 	// PodSets and Requests are what the task asks for, as Kueue counts a
 	// pending Workload (pkg/workload's TotalRequests): per pod, containers,
@@ -343,7 +345,9 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 		case c == nil || c.Reason == kueuev1beta2.WorkloadQuotaReservedReasonPendingEvaluation:
 			r.Untried = r.State == TaskPending && evicted == nil && !requeuing
 		default: // one waiting out a requeue backoff is not in Kueue's queue
-			r.NoFit = didNotFit(c, evicted) && !requeuing
+			if r.NoFit = didNotFit(c, evicted) && !requeuing; r.NoFit {
+				r.noFitWords = quotaReason(c.Reason, c.Message)
+			}
 		}
 	}
 
