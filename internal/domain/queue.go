@@ -60,7 +60,7 @@ func (q *queue) count() {
 			switch {
 			case !g.untried:
 			case q.strict:
-				if head != g && head.noFit {
+				if head != g && head.noFitWords != "" {
 					ahead = head
 				}
 			case g.sameShape != "":
@@ -72,7 +72,7 @@ func (q *queue) count() {
 				}
 				q.behind[g] = ahead
 			}
-			if g.noFit && g.sameShape != "" && noFit[g.sameShape] == nil {
+			if g.noFitWords != "" && g.sameShape != "" && noFit[g.sameShape] == nil {
 				if noFit == nil {
 					noFit = map[string]*TaskFacts{}
 				}

@@ -156,12 +156,13 @@ type TaskFacts struct {
 	// slice and replaced: as WorkloadReading's Slice and Replaced.
 	slice    string
 	replaced bool
-	// untried and noFit: as WorkloadReading's Untried and NoFit. sameShape
-	// is Kueue's scheduling-equivalence hash of either (Kueue skips the
+	// untried: as WorkloadReading's Untried; noFitWords say why Kueue found
+	// no room for it when it did not fit (NoFit), else "". sameShape is
+	// Kueue's scheduling-equivalence hash of either (Kueue skips the
 	// Workloads of a hash after one of them did not fit); "" otherwise.
-	untried, noFit bool
-	sameShape      string
-	noFitWords     string // as WorkloadReading's
+	untried    bool
+	noFitWords string
+	sameShape  string
 }
 
 // FactsOf reads one Workload (ReadWorkload) and keeps what the read model
@@ -193,7 +194,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
 		reasonHead: intern(r.Reason), variantOf: r.VariantOf, variantFlavor: intern(r.VariantFlavor),
-		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFit: r.NoFit, noFitWords: intern(r.noFitWords),
+		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFitWords: intern(r.noFitWords),
 	}
 	if len(r.Flavors) > 0 {
 		f.Flavors = make([]string, len(r.Flavors))
