@@ -750,8 +750,8 @@ func TestUsageReportPages(t *testing.T) {
 			}
 			wantTasks[w.Namespace+"/"+w.Name] = map[string]string{"Namespace": w.Namespace, "Task": w.Name, "Team": team,
 				"Owner kind": owner.Kind, "Owner name": owner.Name,
-				"Priority class": map[bool]string{true: class, false: ""}[w.Name == small.Name], "Instance types": "ml.p5.48xlarge",
-				"Start (UTC)": start.UTC().Format(time.RFC3339), "End (UTC)": end.UTC().Format(time.RFC3339),
+				"Priority class": map[bool]string{true: class, false: ""}[w.Name == small.Name], "Instance type": "ml.p5.48xlarge",
+				"Start (UTC)": start.UTC().Format(time.RFC3339), "End (UTC)": end.UTC().Format(time.RFC3339), "Held (h)": hours(end.Sub(start).Hours()),
 				"GPU-hours (h)": hours(float64(gpus) * end.Sub(start).Hours()), "Borrowed": "false", "Times preempted": "0", "Outcome": outcome,
 				// No MIG partitions asked for.
 				"GPU partitions (MIG)": "", "Partition-hours (h)": "0.00", "Partition GPU-equivalent hours (h)": "0.00"}

@@ -4,6 +4,7 @@ package domain
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +39,11 @@ func FormatPercent(part, whole int64) (string, bool) {
 	return FormatPercentValue(float64(part) * 100 / float64(whole)), true
 }
 
-// FormatPercentValue writes a percentage as a whole number ("73").
-func FormatPercentValue(v float64) string { return fmt.Sprintf("%.0f", v) }
+// FormatPercentValue writes a percentage as a whole number ("73"), halves
+// rounded up as people round them (1 of 8 is "13", not "12").
+func FormatPercentValue(v float64) string {
+	return strconv.FormatFloat(math.Round(v)+0, 'f', 0, 64) // +0: no "-0"
+}
 
 // FormatHours writes hours (GPU-hours and the like) with two decimals.
 func FormatHours(h float64) string { return fmt.Sprintf("%.2f", h) }

@@ -84,9 +84,10 @@ type InsightInput struct {
 	// PartitionUtilization is each team's MIG partitions' activity now
 	// (percent) by profile; nil when not known.
 	PartitionUtilization map[string]map[string]float64
-	// UtilizationOverWindow is each team's GPU utilization averaged over
-	// IdleWindow; nil when not known (the idle rule then reads Utilization).
-	UtilizationOverWindow map[string]float64
+	// GPUsOverWindow is, per team, the utilization of each GPU it holds
+	// averaged over IdleWindow, one reading a GPU; nil when not known (the
+	// idle rule then reads Utilization).
+	GPUsOverWindow map[string][]float64
 	// Unavailable are the dependencies that do not answer, each said in a
 	// sentence (the task history, Prometheus).
 	Unavailable []string
@@ -182,20 +183,20 @@ func waitInsights(in InsightInput) []Insight {
 	return out
 }
 
-// idleInsights: teams whose admitted tasks hold GPUs that barely work, on
-// average over IdleWindow where that is known, else now.
+// idleInsights: teams whose admitted tasks hold GPUs that barely work, each
+// GPU judged on its own average over IdleWindow where that is known, else
+// the team's GPUs together now.
 func idleInsights(in InsightInput) []Insight {
-	util, over := in.idleReading()
 	var out []Insight
 	for _, u := range in.Snapshot.Teams {
-		v, ok := util[u.Team]
-		if !ok || u.InUse.GPUs == 0 || v >= in.Thresholds.IdleUtilization {
+		idle := in.idleGPUs(u)
+		if idle.count == 0 {
 			continue
 		}
 		out = append(out, Insight{Rule: "idle-gpus", Severity: Warning, Team: u.Team,
-			Title: fmt.Sprintf("Team %s holds %s at %.0f %% utilization", u.Team, CountOf(u.InUse.GPUs, "GPU"), v),
-			Evidence: fmt.Sprintf("Hardware utilization (dcgm-exporter), %s, is under %.0f %%: %d GPU-hours an hour are held without work.",
-				over, in.Thresholds.IdleUtilization, u.InUse.GPUs),
+			Title: fmt.Sprintf("Team %s holds %s at %.0f %% utilization", u.Team, CountOf(idle.count, "GPU"), idle.average),
+			Evidence: fmt.Sprintf("%d of its %s worked under %.0f %% (hardware utilization, dcgm-exporter, %s): %d GPU-hours an hour are held without work.",
+				idle.count, CountOf(u.InUse.GPUs, "GPU"), in.Thresholds.IdleUtilization, idle.over, idle.count),
 			Link: "/usage/" + u.Team})
 	}
 	for _, u := range in.Snapshot.Teams {
@@ -214,14 +215,44 @@ func idleInsights(in InsightInput) []Insight {
 	return out
 }
 
-// idleReading is the utilization the idle rule and the headline judge
-// teams by: averaged over IdleWindow where known, else now; over says which.
-func (in InsightInput) idleReading() (util map[string]float64, over string) {
-	if in.UtilizationOverWindow != nil {
-		return in.UtilizationOverWindow, "averaged over the last " + FormatDuration(IdleWindow)
-	}
-	return in.Utilization, "now"
+// idleGPUs are a team's GPUs under the idle threshold: count of them, their
+// average utilization and over which time.
+type idleGPUs struct {
+	count   int64
+	average float64
+	over    string
 }
+
+// idleGPUs are the GPUs of u that work under the idle threshold: each GPU
+// on its own average over IdleWindow (a team's busy GPUs do not hide its
+// idle ones), or, without those readings, all of them when the team's
+// average now is under it. Never more than the GPUs Kueue says it holds.
+func (in InsightInput) idleGPUs(u TeamUsage) idleGPUs {
+	limit := in.Thresholds.IdleUtilization
+	if u.InUse.GPUs == 0 {
+		return idleGPUs{}
+	}
+	if in.GPUsOverWindow != nil {
+		var sum float64
+		var n int64
+		for _, v := range in.GPUsOverWindow[u.Team] {
+			if v < limit && n < u.InUse.GPUs {
+				sum, n = sum+v, n+1
+			}
+		}
+		if n == 0 {
+			return idleGPUs{}
+		}
+		return idleGPUs{count: n, average: sum / float64(n), over: "each GPU averaged over the last " + FormatDuration(IdleWindow)}
+	}
+	if v, ok := in.Utilization[u.Team]; ok && v < limit {
+		return idleGPUs{count: u.InUse.GPUs, average: v, over: "its GPUs together, now"}
+	}
+	return idleGPUs{}
+}
+
+// idleKnown reports whether the idle GPUs can be counted (Prometheus answered).
+func (in InsightInput) idleKnown() bool { return in.GPUsOverWindow != nil || in.Utilization != nil }
 
 // borrowingInsights: a team that borrows while teams of its cohort that
 // lend have tasks waiting (Kueue reclaims only when a lender preempts): one
@@ -325,8 +356,9 @@ func capacityInsights(s *Snapshot, capacity []InstanceTypeCapacity) []Insight {
 // Headline is the cluster's figures at a glance, in GPUs.
 type Headline struct {
 	Ready, Allocated, InUse, Borrowed int64
-	// Idle are GPUs held by teams whose utilization is under the threshold;
-	// IdleKnown is false without utilization figures.
+	// Idle are the GPUs held that work under the idle threshold, each on
+	// its own (InsightInput.idleGPUs); IdleKnown is false without
+	// utilization figures.
 	Idle      int64
 	IdleKnown bool
 	// Waiting counts the tasks waiting, the longest for LongestWait.
@@ -344,15 +376,12 @@ func HeadlineOf(in InsightInput) Headline {
 			h.Ready += c.GPUs / int64(c.Count) * int64(c.Ready)
 		}
 	}
-	idle, _ := in.idleReading()
-	h.IdleKnown = idle != nil
+	h.IdleKnown = in.idleKnown()
 	for _, u := range in.Snapshot.Teams {
 		h.Allocated += u.Allocated.GPUs
 		h.InUse += u.InUse.GPUs
 		h.Borrowed += u.Borrowed.GPUs
-		if util, ok := idle[u.Team]; ok && util < in.Thresholds.IdleUtilization {
-			h.Idle += u.InUse.GPUs
-		}
+		h.Idle += in.idleGPUs(u).count
 	}
 	for _, o := range in.ongoing() {
 		h.Waiting += o.Pending + o.Preempted

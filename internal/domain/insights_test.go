@@ -95,30 +95,57 @@ func TestInsights(t *testing.T) {
 		t.Errorf("starving classes: %q", starving)
 	}
 
-	// Idle GPUs are judged on the hour's average where it is known: alpha
-	// at 4 % now but 50 % over the hour is not idle; at 80 % now but 5 %
-	// over the hour it is.
-	idle := func(current, hour map[string]float64) string {
-		for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds, Utilization: current, UtilizationOverWindow: hour}) {
+	// Idle GPUs are judged each on its own average over the hour where it
+	// is known: alpha at 4 % now but 50 % over the hour is not idle; at 80 %
+	// now but 5 % over the hour it is; and when 9 of its 12 GPUs work hard
+	// over the hour, the 3 that do not are idle, though the team's average
+	// (72 %) is high.
+	busy := func(n int, v float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	idle := func(current map[string]float64, hour map[string][]float64) Insight {
+		for _, i := range Insights(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds, Utilization: current, GPUsOverWindow: hour}) {
 			if i.Rule == "idle-gpus" {
-				return i.Evidence
+				return i
 			}
 		}
-		return ""
+		return Insight{}
 	}
-	if got := idle(map[string]float64{"alpha": 4}, map[string]float64{"alpha": 50}); got != "" {
-		t.Errorf("busy over the hour, idle now: %q", got)
+	if got := idle(map[string]float64{"alpha": 4}, map[string][]float64{"alpha": busy(12, 50)}); got.Rule != "" {
+		t.Errorf("busy over the hour, idle now: %+v", got)
 	}
-	if got := idle(map[string]float64{"alpha": 80}, map[string]float64{"alpha": 5}); !strings.Contains(got, "averaged over the last 1h 00m, is under 10 %") {
-		t.Errorf("idle over the hour: %q", got)
+	if got := idle(map[string]float64{"alpha": 80}, map[string][]float64{"alpha": busy(12, 5)}); got.Title != "Team alpha holds 12 GPUs at 5 % utilization" ||
+		!strings.Contains(got.Evidence, "12 of its 12 GPUs worked under 10 % (hardware utilization, dcgm-exporter, each GPU averaged over the last 1h 00m)") {
+		t.Errorf("idle over the hour: %+v", got)
+	}
+	mixed := append(busy(9, 95), 1, 2, 3)
+	if got := idle(map[string]float64{"alpha": 72}, map[string][]float64{"alpha": mixed}); got.Title != "Team alpha holds 3 GPUs at 2 % utilization" ||
+		!strings.Contains(got.Evidence, "3 of its 12 GPUs worked under 10 %") || !strings.Contains(got.Evidence, "3 GPU-hours an hour are held without work") {
+		t.Errorf("3 idle GPUs among 12: %+v", got)
+	}
+	// More readings than GPUs Kueue says it holds (a pod gone, its series
+	// not yet): never more idle than held.
+	if got := idle(nil, map[string][]float64{"alpha": busy(20, 0)}); got.Title != "Team alpha holds 12 GPUs at 0 % utilization" {
+		t.Errorf("20 readings for 12 GPUs: %+v", got)
 	}
 	// The headline counts idle GPUs by the same reading.
-	for hour, want := range map[float64]int64{50: 0, 5: 12} {
+	for name, tc := range map[string]struct {
+		hour map[string][]float64
+		want int64
+	}{"busy": {map[string][]float64{"alpha": busy(12, 50)}, 0}, "idle": {map[string][]float64{"alpha": busy(12, 5)}, 12},
+		"3 of 12": {map[string][]float64{"alpha": mixed}, 3}} {
 		in := InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds,
-			Utilization: map[string]float64{"alpha": 100 - hour}, UtilizationOverWindow: map[string]float64{"alpha": hour}}
-		if got := HeadlineOf(in).Idle; got != want {
-			t.Errorf("alpha at %v %% over the hour: the headline counts %d idle GPUs, want %d", hour, got, want)
+			Utilization: map[string]float64{"alpha": 50}, GPUsOverWindow: tc.hour}
+		if h := HeadlineOf(in); h.Idle != tc.want || !h.IdleKnown {
+			t.Errorf("%s: the headline counts %d idle GPUs (known %v), want %d", name, h.Idle, h.IdleKnown, tc.want)
 		}
+	}
+	if h := HeadlineOf(InsightInput{Snapshot: snap, Now: now, Thresholds: DefaultInsightThresholds}); h.IdleKnown {
+		t.Errorf("without Prometheus the idle GPUs are known: %+v", h)
 	}
 
 	// Borrowing seen since 3 h ago is sustained: a warning with how long;

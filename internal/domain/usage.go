@@ -230,11 +230,11 @@ func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index 
 		for i, m := range members {
 			uses[i] = m.use
 		}
-		for i, lent := range LentShares(uses) {
+		for i, lent := range wholeShares(LentShares(uses)) {
 			row := &rows[members[i].row]
-			row.Lent.addUnits(k.resource, int64(lent+0.5))
+			row.Lent.addUnits(k.resource, lent)
 			if l := row.limit(k.flavor, k.resource); l != nil {
-				l.Lent += int64(lent + 0.5)
+				l.Lent += lent
 			}
 		}
 	}
@@ -273,6 +273,32 @@ func LentShares(qs []QuotaUse) []float64 {
 		lent[i] = idle[i] * share
 	}
 	return lent
+}
+
+// wholeShares rounds shares to whole units so that they add up to their
+// sum rounded (the largest remainders get the units left over; the first
+// of equal ones): the lent shares of a cohort add up to what it borrowed,
+// where each rounded alone could give 4 lent for 3 borrowed.
+func wholeShares(shares []float64) []int64 {
+	out := make([]int64, len(shares))
+	var sum float64
+	var given int64
+	for i, v := range shares {
+		out[i] = int64(math.Floor(v))
+		sum += v
+		given += out[i]
+	}
+	order := make([]int, len(shares))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return shares[order[a]]-math.Floor(shares[order[a]]) > shares[order[b]]-math.Floor(shares[order[b]])
+	})
+	for _, i := range order[:min(max(int64(math.Round(sum))-given, 0), int64(len(order)))] {
+		out[i]++
+	}
+	return out
 }
 
 // Totals sums the team rows.

@@ -3,6 +3,7 @@ package domain
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -40,6 +41,39 @@ func TestLentShares(t *testing.T) {
 				t.Errorf("LentShares(%v) (-want +got):\n%s", tc.in, diff)
 			}
 		})
+	}
+}
+
+func TestWholeShares(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want []int64
+	}{
+		{[]float64{1.5, 1.5}, []int64{2, 1}},
+		{[]float64{3.6, 2.4}, []int64{4, 2}},
+		{[]float64{0.4, 0.3, 0.3}, []int64{1, 0, 0}},
+		{[]float64{29333.333, 29333.333, 29333.334}, []int64{29333, 29333, 29334}},
+		{[]float64{2, 0, 3}, []int64{2, 0, 3}},
+		{nil, []int64{}},
+	} {
+		if diff := cmp.Diff(tc.want, wholeShares(tc.in), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("wholeShares(%v) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+// Two lenders of 1.5 GPUs each lent 3 GPUs between them, not 4: the lent
+// column adds up to the borrowed one.
+func TestLentAddsUpToBorrowed(t *testing.T) {
+	cqs := []*kueuev1beta2.ClusterQueue{
+		testCQ("a").Nominal(4, nil).Usage(0, 0).Obj(),
+		testCQ("b").Nominal(4, nil).Usage(0, 0).Obj(),
+		testCQ("c").Nominal(1, nil).Usage(4, 3).Obj(),
+	}
+	snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, ClusterQueues: cqs}, time.Now())
+	total := Totals(snap.Teams)
+	if total.Borrowed.GPUs != 3 || total.Lent.GPUs != 3 {
+		t.Errorf("borrowed %d, lent %d; want 3 and 3", total.Borrowed.GPUs, total.Lent.GPUs)
 	}
 }
 

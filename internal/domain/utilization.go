@@ -1,5 +1,7 @@
 package domain
 
+import "slices"
+
 // Readings are hardware utilization readings added up: the sum of the
 // per-GPU (or per-partition) figures in %, and how many there were. Added
 // over several namespaces they average over every GPU, not over the
@@ -69,6 +71,24 @@ func UtilizationByTeam(byNamespace map[string]Readings, teams map[string]string)
 		}
 	}
 	return averages(sums)
+}
+
+// GPUReadingsByTeam gathers readings of one GPU each by namespace into
+// their teams (teams: NamespaceTeams), sorted; nil readings are nil.
+func GPUReadingsByTeam(byNamespace map[string][]float64, teams map[string]string) map[string][]float64 {
+	if byNamespace == nil {
+		return nil
+	}
+	out := map[string][]float64{}
+	for ns, r := range byNamespace {
+		if team := teams[ns]; team != "" {
+			out[team] = append(out[team], r...)
+		}
+	}
+	for _, r := range out {
+		slices.Sort(r)
+	}
+	return out
 }
 
 // PartitionUtilizationByTeam is UtilizationByTeam per MIG profile: by team

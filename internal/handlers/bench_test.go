@@ -82,7 +82,7 @@ func BenchmarkReportPageFromHistory(b *testing.B) {
 	}
 	for i := range 50 {
 		h.report = append(h.report, taskhistory.ReportRow{Task: taskhistory.TaskRef{Namespace: "hyperpod-ns-team-001", Name: fmt.Sprintf("job-%d", i), Team: "team-001"},
-			InstanceTypes: []string{"ml.p5.48xlarge"}, Start: time.Now().Add(-time.Hour), GPUHours: 8, State: domain.TaskAdmitted})
+			Use: []taskhistory.InstanceUse{{InstanceType: "ml.p5.48xlarge", Held: time.Hour, GPUHours: 8}}, Start: time.Now().Add(-time.Hour), State: domain.TaskAdmitted})
 	}
 	f.cfg.TaskHistory = h
 	benchHandler(b, f.handler(), "/reports/usage")

@@ -441,8 +441,9 @@ type prometheus struct {
 	err        error
 	util       map[string]float64            // by namespace
 	partitions map[string]map[string]float64 // by namespace and MIG profile
-	// over is the utilization over the idle window; nil answers util.
-	over map[string]float64
+	// over is each GPU's utilization over the idle window, by namespace;
+	// nil answers util, as one GPU's reading a namespace.
+	over map[string][]float64
 }
 
 func (p prometheus) ClusterUtilization(context.Context, metrics.Range, float64) (metrics.Charts, error) {
@@ -458,11 +459,15 @@ func (p prometheus) NamespacePartitionUtilization(context.Context) (map[string]m
 	}
 	return out, p.err
 }
-func (p prometheus) NamespaceGPUUtilizationOver(context.Context, time.Duration) (map[string]domain.Readings, error) {
-	if p.over == nil {
-		return oneGPUEach(p.util), p.err
+func (p prometheus) NamespaceGPUUtilizationOver(context.Context, time.Duration) (map[string][]float64, error) {
+	if p.over != nil || p.util == nil {
+		return p.over, p.err
 	}
-	return oneGPUEach(p.over), p.err
+	out := make(map[string][]float64, len(p.util))
+	for ns, v := range p.util {
+		out[ns] = []float64{v}
+	}
+	return out, p.err
 }
 
 func oneGPUEach(m map[string]float64) map[string]domain.Readings {

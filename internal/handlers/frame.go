@@ -137,7 +137,7 @@ func (noPrometheus) NamespaceGPUUtilization(context.Context) (map[string]domain.
 func (noPrometheus) NamespacePartitionUtilization(context.Context) (map[string]map[string]domain.Readings, error) {
 	return nil, errNoPrometheus
 }
-func (noPrometheus) NamespaceGPUUtilizationOver(context.Context, time.Duration) (map[string]domain.Readings, error) {
+func (noPrometheus) NamespaceGPUUtilizationOver(context.Context, time.Duration) (map[string][]float64, error) {
 	return nil, errNoPrometheus
 }
 func (noPrometheus) TeamSeries(context.Context, metrics.TeamQueue, metrics.Range) (metrics.TeamCharts, error) {

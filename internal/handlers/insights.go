@@ -65,7 +65,7 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 	case note != "":
 		in.Unavailable = append(in.Unavailable, note)
 	default:
-		in.Utilization, in.UtilizationOverWindow = util, r.utilization.latestOverIdleWindow(in.Snapshot)
+		in.Utilization, in.GPUsOverWindow = util, r.utilization.latestOverIdleWindow(in.Snapshot)
 		in.PartitionUtilization = r.utilization.latestPartitions(in.Snapshot)
 	}
 	in.Ongoing = in.Snapshot.Ongoing(domain.Selection{}, 0, in.Now)

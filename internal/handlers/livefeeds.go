@@ -85,8 +85,8 @@ type utilizationFeed struct {
 	util map[string]domain.Readings
 	// partitions are the MIG partitions' activity, by namespace and profile.
 	partitions map[string]map[string]domain.Readings
-	// overIdleWindow is the utilization over domain.IdleWindow.
-	overIdleWindow map[string]domain.Readings
+	// overIdleWindow is each GPU's utilization over domain.IdleWindow.
+	overIdleWindow map[string][]float64
 	note           string
 	asked          time.Time
 	// ver counts the changes the pages show; answers every change of the
@@ -100,7 +100,8 @@ type utilizationFeed struct {
 type teamUtilizationRead struct {
 	snap       *domain.Snapshot
 	answers    uint64
-	util, over map[string]float64
+	util       map[string]float64
+	over       map[string][]float64
 	partitions map[string]map[string]float64
 }
 
@@ -121,7 +122,7 @@ func (u *utilizationFeed) byTeamLocked(snap *domain.Snapshot) teamUtilizationRea
 		teams = domain.NamespaceTeams(snap.Teams)
 	}
 	u.read = teamUtilizationRead{snap: snap, answers: u.answers,
-		util: domain.UtilizationByTeam(u.util, teams), over: domain.UtilizationByTeam(u.overIdleWindow, teams),
+		util: domain.UtilizationByTeam(u.util, teams), over: domain.GPUReadingsByTeam(u.overIdleWindow, teams),
 		partitions: domain.PartitionUtilizationByTeam(u.partitions, teams)}
 	return u.read
 }
@@ -162,9 +163,10 @@ func (u *utilizationFeed) latest(snap *domain.Snapshot) (util map[string]float64
 	return util, note, asked
 }
 
-// latestOverIdleWindow is the teams' utilization over domain.IdleWindow as
-// last asked (nil before an answer), without waiting for Prometheus.
-func (u *utilizationFeed) latestOverIdleWindow(snap *domain.Snapshot) map[string]float64 {
+// latestOverIdleWindow is the utilization of each GPU the teams hold over
+// domain.IdleWindow as last asked (nil before an answer), without waiting
+// for Prometheus.
+func (u *utilizationFeed) latestOverIdleWindow(snap *domain.Snapshot) map[string][]float64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.byTeamLocked(snap).over
@@ -195,7 +197,7 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 	// The partitions' and the hour's figures fail on their own: without
 	// them the pages and the idle rule use the GPUs' current figures.
 	var partitions map[string]map[string]domain.Readings
-	var over map[string]domain.Readings
+	var over map[string][]float64
 	if err == nil {
 		var perr, oerr error
 		if partitions, perr = u.source.NamespacePartitionUtilization(ctx); perr != nil {
@@ -214,7 +216,7 @@ func (u *utilizationFeed) askLocked(ctx context.Context) bool {
 		note = "Prometheus is unavailable, so hardware utilization is not shown; everything else comes from Kubernetes."
 	}
 	u.asked = time.Now()
-	if !maps.Equal(over, u.overIdleWindow) {
+	if !maps.EqualFunc(over, u.overIdleWindow, slices.Equal) || (over == nil) != (u.overIdleWindow == nil) {
 		// the insights read it; no page shows it, so no version for it
 		u.overIdleWindow = over
 		u.answers++

@@ -110,25 +110,3 @@ func TestUsageSummaryKeepsClosedDays(t *testing.T) {
 		t.Errorf("days asked after a while (-want +got):\n%s", diff)
 	}
 }
-
-// A task's detail row in the HyperPod layout counts only the time inside
-// the report's days.
-func TestWithinRange(t *testing.T) {
-	day := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
-	days := taskhistory.Window{From: day, To: day.Add(24 * time.Hour)}
-	for _, tc := range []struct {
-		name       string
-		start, end time.Time
-		from, to   time.Time
-		share      float64
-	}{
-		{"inside", day.Add(time.Hour), day.Add(3 * time.Hour), day.Add(time.Hour), day.Add(3 * time.Hour), 1},
-		{"ten days, one inside", day.Add(-5 * 24 * time.Hour), day.Add(5 * 24 * time.Hour), day, day.Add(24 * time.Hour), 0.1},
-		{"before", day.Add(-3 * time.Hour), day.Add(-time.Hour), day, day.Add(-time.Hour), 0},
-	} {
-		from, to, share := withinRange(tc.start, tc.end, days)
-		if !from.Equal(tc.from) || !to.Equal(tc.to) || share != tc.share {
-			t.Errorf("%s: %s to %s, share %v; want %s to %s, %v", tc.name, from, to, share, tc.from, tc.to, tc.share)
-		}
-	}
-}

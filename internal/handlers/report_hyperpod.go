@@ -132,7 +132,7 @@ func (p reportPage) hyperPodCSV(c echo.Context, days taskhistory.Window, rq task
 	// gets 503 and a sentence, not half a report.
 	var tasks []taskhistory.ReportRow
 	if _, _, err := p.taskHistory.TaskReport(ctx, rq, func(r taskhistory.ReportRow) error {
-		if !r.Start.IsZero() { // only tasks that held compute
+		if len(r.Use) > 0 { // only tasks that held compute in the range
 			tasks = append(tasks, r)
 		}
 		return nil
@@ -193,46 +193,23 @@ func (p reportPage) hyperPodCSV(c echo.Context, days taskhistory.Window, rq task
 	if err := s.Row(hyperPodDetailedColumns...); err != nil {
 		return err
 	}
+	// A row per task and instance type it held in the range: its hours there
+	// (in the time the history recorded, as the summary counts them), what
+	// it held at most, its GPU-hours.
 	for _, r := range tasks {
-		end := r.End
-		if end.IsZero() {
-			end = sum.UpTo // still running: its figures run up to then
-		}
-		from, to, share := withinRange(r.Start, end, days)
-		if share == 0 {
-			continue
-		}
-		held := time.Duration(float64(r.Held) * share)
 		n := r.Task.Named()
-		count, unit := hyperPodCount(r.Requests)
-		partHours, partWhole := domain.PartitionHours(r.Partitions, held)
-		if err := s.Row(from.UTC().Format(dateLayout), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339),
-			r.Task.Namespace, r.Task.Team, n.Plain(), strings.Join(r.InstanceTypes, " "), hyperPodStatus(r),
-			domain.FormatHours(held.Hours()), count, r.Task.Class, r.Labels,
-			n.OwnerKind, r.Task.Name, unit, domain.FormatHours(r.GPUHours*share), r.Partitions,
-			domain.FormatHours(partHours), domain.FormatHours(partWhole)); err != nil {
-			return err
+		for _, u := range r.Use {
+			count, unit := hyperPodCount(u.Holds)
+			if err := s.Row(u.From.UTC().Format(dateLayout), u.From.UTC().Format(time.RFC3339), u.To.UTC().Format(time.RFC3339),
+				r.Task.Namespace, r.Task.Team, n.Plain(), u.InstanceType, hyperPodStatus(r),
+				domain.FormatHours(u.Held.Hours()), count, r.Task.Class, r.Labels,
+				n.OwnerKind, r.Task.Name, unit, domain.FormatHours(u.GPUHours), u.Partitions,
+				domain.FormatHours(u.PartitionHours), domain.FormatHours(u.PartitionGPUHours)); err != nil {
+				return err
+			}
 		}
 	}
 	return s.Close()
-}
-
-// withinRange is the part of a task's period [start, end) inside the
-// report's days, and its share of the period: a task's hours count in the
-// report only for the time inside it (in proportion, for a task evicted and
-// admitted again meanwhile). share is 0 outside it.
-func withinRange(start, end time.Time, days taskhistory.Window) (from, to time.Time, share float64) {
-	from, to = maxTime(start, days.From), end
-	if days.To.Before(to) {
-		to = days.To
-	}
-	if !to.After(from) {
-		return from, to, 0
-	}
-	if !end.After(start) {
-		return from, to, 1
-	}
-	return from, to, float64(to.Sub(from)) / float64(end.Sub(start))
 }
 
 // clusterName is the cluster's name in reports.

@@ -62,11 +62,23 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 			}},
 		report: []taskhistory.ReportRow{
 			{Task: taskhistory.TaskRef{UID: "u1", Namespace: ns("team-000"), Name: "job-big-869d5", Team: "team-000", Class: "training",
-				OwnerKind: "Job", OwnerName: "big"}, InstanceTypes: []string{"ml.p5.48xlarge"}, Requests: taskhistory.Resources{GPUs: 8, CPUMilli: 96000},
-				Start: admitted, End: admitted.Add(3 * time.Hour), Held: 3 * time.Hour, GPUHours: 24, Labels: "app=bert; stage=train", State: domain.TaskFinished, Outcome: taskhistory.OutcomeSucceeded},
+				OwnerKind: "Job", OwnerName: "big"}, Requests: taskhistory.Resources{GPUs: 8, CPUMilli: 96000},
+				Use: []taskhistory.InstanceUse{{InstanceType: "ml.p5.48xlarge", From: admitted, To: admitted.Add(3 * time.Hour), Held: 3 * time.Hour, GPUHours: 24,
+					Holds: taskhistory.Resources{GPUs: 8, CPUMilli: 96000}}},
+				Start: admitted, End: admitted.Add(3 * time.Hour), Labels: "app=bert; stage=train", State: domain.TaskFinished, Outcome: taskhistory.OutcomeSucceeded},
 			{Task: taskhistory.TaskRef{UID: "u2", Namespace: ns("team-001"), Name: "neuron-run", Team: "team-001", Class: "batch"},
-				InstanceTypes: []string{"ml.trn1.32xlarge"}, Requests: taskhistory.Resources{Neuron: 16, CPUMilli: 64000},
-				Start: admitted, Held: 5 * time.Hour, State: domain.TaskAdmitted},
+				Use: []taskhistory.InstanceUse{{InstanceType: "ml.trn1.32xlarge", From: admitted, To: admitted.Add(5 * time.Hour), Held: 5 * time.Hour,
+					Holds: taskhistory.Resources{Neuron: 16, CPUMilli: 64000}}},
+				Requests: taskhistory.Resources{Neuron: 16, CPUMilli: 64000}, Start: admitted, State: domain.TaskAdmitted},
+			// Preempted on L4s and admitted again on H100s: a row for each.
+			{Task: taskhistory.TaskRef{UID: "u4", Namespace: ns("team-000"), Name: "moved", Team: "team-000", Class: "batch"},
+				Requests: taskhistory.Resources{GPUs: 4, CPUMilli: 48000},
+				Use: []taskhistory.InstanceUse{
+					{InstanceType: "ml.g6.12xlarge", From: admitted, To: admitted.Add(40 * time.Minute), Held: 40 * time.Minute, GPUHours: 4 * 40 / 60.0,
+						Holds: taskhistory.Resources{GPUs: 4, CPUMilli: 48000}},
+					{InstanceType: "ml.p5.48xlarge", From: admitted.Add(time.Hour), To: admitted.Add(70 * time.Minute), Held: 10 * time.Minute, GPUHours: 4 * 10 / 60.0,
+						Holds: taskhistory.Resources{GPUs: 4, CPUMilli: 96000}}},
+				Start: admitted, End: admitted.Add(70 * time.Minute), State: domain.TaskFinished, Outcome: taskhistory.OutcomeSucceeded},
 			{Task: taskhistory.TaskRef{UID: "u3", Namespace: ns("team-001"), Name: "never-ran", Team: "team-001"}, State: domain.TaskPending},
 		},
 	}
@@ -141,48 +153,55 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 		t.Errorf("the summary's figures (-the console's summary +HyperPod layout):\n%s", diff)
 	}
 
-	// The detailed report: the tasks that held compute, with the figures of
-	// the console's per-task report, named as their owners know them.
+	// The detailed report: a row per task that held compute and instance
+	// type it held, with the figures of the console's per-task report, named
+	// as their owners know them.
 	code, tasksCSV := webtest.Get(t, h, "/reports/usage?source=history&format=csv&table=tasks"+window)
 	header, rows = webtest.ReadCSV(t, "the console's per-task report", code, tasksCSV)
+	key := func(namespace, task, instance string) string { return namespace + "/" + task + " on " + instance }
 	wantTasks := map[string]map[string]string{}
-	for key, r := range webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Namespace"] + "/" + r["Task"] }) {
-		if r["Start (UTC)"] == "" {
-			continue // never admitted: it used nothing
+	for _, r := range webtest.CSVRecords(header, rows, func(r map[string]string) string { return key(r["Namespace"], r["Task"], r["Instance type"]) }) {
+		if r["Instance type"] == "" {
+			continue // it held nothing in the range
 		}
 		if r["Owner name"] == "" {
 			r["Owner name"] = r["Task"] // a Workload without an owner keeps its own name
 		}
-		wantTasks[key] = map[string]string{"Period Start": r["Start (UTC)"], "Namespace": r["Namespace"], "Team": r["Team"],
-			"Task": r["Owner name"], "Owner Kind": r["Owner kind"], "Instance": r["Instance types"],
-			"Priority Class": r["Priority class"], "GPU Hours": r["GPU-hours (h)"]}
+		wantTasks[key(r["Namespace"], r["Task"], r["Instance type"])] = map[string]string{"Namespace": r["Namespace"], "Team": r["Team"],
+			"Task": r["Owner name"], "Owner Kind": r["Owner kind"], "Instance": r["Instance type"],
+			"Priority Class": r["Priority class"], "Hours": r["Held (h)"], "GPU Hours": r["GPU-hours (h)"]}
 	}
 	gotTasks := map[string]map[string]string{}
 	for _, r := range detailed.Rows {
-		gotTasks[r["Namespace"]+"/"+r["Workload"]] = map[string]string{"Period Start": r["Period Start"], "Namespace": r["Namespace"],
+		gotTasks[key(r["Namespace"], r["Workload"], r["Instance"])] = map[string]string{"Namespace": r["Namespace"],
 			"Team": r["Team"], "Task": r["Task"], "Owner Kind": r["Owner Kind"], "Instance": r["Instance"],
-			"Priority Class": r["Priority Class"], "GPU Hours": r["GPU Hours"]}
+			"Priority Class": r["Priority Class"], "Hours": r["Hours"], "GPU Hours": r["GPU Hours"]}
 	}
-	if len(wantTasks) == 0 {
-		t.Fatal("the per-task report has no tasks to compare with")
+	if len(wantTasks) != 4 {
+		t.Fatalf("the per-task report has %d rows of tasks that held compute, want 4: %v", len(wantTasks), wantTasks)
 	}
 	if diff := cmp.Diff(wantTasks, gotTasks); diff != "" {
 		t.Errorf("the detailed report's tasks (-the console's per-task report +HyperPod layout):\n%s", diff)
 	}
-	// Each task's hours, count and status, from the fixture.
+	// Each row's period, hours and count are of its instance type, from the fixture.
 	for _, r := range detailed.Rows {
 		for _, in := range f.cfg.TaskHistory.(*taskHistory).report {
-			if in.Task.Name != r["Workload"] {
-				continue
-			}
-			if r["Hours"] != domain.FormatHours(in.Held.Hours()) {
-				t.Errorf("%s: %s hours, want the %s it held", in.Task.Name, r["Hours"], in.Held)
-			}
-			if r["Labels"] != in.Labels {
-				t.Errorf("%s: labels %q, want %q", in.Task.Name, r["Labels"], in.Labels)
-			}
-			if want := max(in.Requests.GPUs, in.Requests.Neuron); r["Count"] != strconv.FormatInt(want, 10) {
-				t.Errorf("%s: count %s, want its %d accelerators", in.Task.Name, r["Count"], want)
+			for _, u := range in.Use {
+				if in.Task.Name != r["Workload"] || u.InstanceType != r["Instance"] {
+					continue
+				}
+				if r["Period Start"] != u.From.UTC().Format(time.RFC3339) || r["Period End"] != u.To.UTC().Format(time.RFC3339) {
+					t.Errorf("%s on %s: from %s to %s, want %s to %s", in.Task.Name, u.InstanceType, r["Period Start"], r["Period End"], u.From, u.To)
+				}
+				if r["Hours"] != domain.FormatHours(u.Held.Hours()) {
+					t.Errorf("%s on %s: %s hours, want the %s it held", in.Task.Name, u.InstanceType, r["Hours"], u.Held)
+				}
+				if r["Labels"] != in.Labels {
+					t.Errorf("%s: labels %q, want %q", in.Task.Name, r["Labels"], in.Labels)
+				}
+				if want := max(u.Holds.GPUs, u.Holds.Neuron); r["Count"] != strconv.FormatInt(want, 10) {
+					t.Errorf("%s on %s: count %s, want its %d accelerators", in.Task.Name, u.InstanceType, r["Count"], want)
+				}
 			}
 		}
 	}

@@ -647,10 +647,9 @@ func missingNote(day taskhistory.UsageDay) string {
 
 func taskReportRow(r taskhistory.ReportRow) templates.TaskReportRow {
 	row := templates.TaskReportRow{Task: taskName(r.Task), Label: taskLabel(r.Task.Named()), Team: r.Task.Team, Class: r.Task.Class,
-		InstanceType: strings.Join(r.InstanceTypes, ", "), Start: "—", End: "—", GPUHours: domain.FormatHours(r.GPUHours),
+		InstanceType: instanceUseWords(r.Use), Start: "—", End: "—", GPUHours: domain.FormatHours(r.GPUHours()),
 		Borrowed: "no", Preempted: strconv.Itoa(r.TimesPreempted), Outcome: outcomeLabel(r)}
-	if r.Partitions != "" {
-		hours, whole := domain.PartitionHours(r.Partitions, r.Held)
+	if hours, whole := r.PartitionHours(); hours > 0 {
 		row.Partitions = fmt.Sprintf("%s partition-hours of %s (%s GPU-hours equivalent)", domain.FormatHours(hours), r.Partitions, domain.FormatHours(whole))
 	}
 	if !r.Start.IsZero() {
@@ -659,10 +658,27 @@ func taskReportRow(r taskhistory.ReportRow) templates.TaskReportRow {
 	if !r.End.IsZero() {
 		row.End = recordedTime(r.End)
 	}
-	if r.Borrowed {
+	if r.Borrowed() {
 		row.Borrowed = "yes"
 	}
 	return row
+}
+
+// instanceUseWords name the instance types a task held in the window, each
+// with how long when there are several ("ml.g6.12xlarge for 36m 40s,
+// ml.p5.48xlarge for 3m 36s"); "—" for none.
+func instanceUseWords(use []taskhistory.InstanceUse) string {
+	switch len(use) {
+	case 0:
+		return "—"
+	case 1:
+		return use[0].InstanceType
+	}
+	parts := make([]string, len(use))
+	for i, u := range use {
+		parts[i] = u.InstanceType + " for " + domain.FormatDuration(u.Held)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // outcomeLabel is how a task ended, or where it stands while open.
@@ -734,8 +750,8 @@ func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) er
 			return nil
 		}
 		var err error
-		header := append(append([]string{"Namespace", "Task"}, ownerColumns...), "Team", "Priority class", "Instance types", "Start (UTC)", "End (UTC)",
-			"GPU-hours (h)", "GPU partitions (MIG)", "Partition-hours (h)", "Partition GPU-equivalent hours (h)", "Borrowed", "Times preempted", "Outcome")
+		header := append(append([]string{"Namespace", "Task"}, ownerColumns...), "Team", "Priority class", "Instance type", "Start (UTC)", "End (UTC)",
+			"Held (h)", "GPU-hours (h)", "GPU partitions (MIG)", "Partition-hours (h)", "Partition GPU-equivalent hours (h)", "Borrowed", "Times preempted", "Outcome")
 		s, err = startCSV(c, "task-report.csv", header...)
 		return err
 	}
@@ -749,11 +765,22 @@ func (p reportPage) taskReportCSV(c echo.Context, rq taskhistory.ReportQuery) er
 		if err := start(); err != nil {
 			return err
 		}
-		hours, whole := domain.PartitionHours(r.Partitions, r.Held)
-		cells := append(append([]string{r.Task.Namespace, r.Task.Name}, ownerCells(r.Task.Named())...), r.Task.Team, r.Task.Class, strings.Join(r.InstanceTypes, " "), stamp(r.Start), stamp(r.End),
-			domain.FormatHours(r.GPUHours), r.Partitions, domain.FormatHours(hours), domain.FormatHours(whole),
-			strconv.FormatBool(r.Borrowed), strconv.Itoa(r.TimesPreempted), outcomeLabel(r))
-		return s.Row(cells...)
+		// A row per instance type the task held in the window, so that the
+		// rows add up to the summary per instance type; one row for a task
+		// that held nothing in it.
+		use := r.Use
+		if len(use) == 0 {
+			use = []taskhistory.InstanceUse{{}}
+		}
+		for _, u := range use {
+			cells := append(append([]string{r.Task.Namespace, r.Task.Name}, ownerCells(r.Task.Named())...), r.Task.Team, r.Task.Class, u.InstanceType, stamp(r.Start), stamp(r.End),
+				domain.FormatHours(u.Held.Hours()), domain.FormatHours(u.GPUHours), u.Partitions, domain.FormatHours(u.PartitionHours), domain.FormatHours(u.PartitionGPUHours),
+				strconv.FormatBool(u.Borrowed), strconv.Itoa(r.TimesPreempted), outcomeLabel(r))
+			if err := s.Row(cells...); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	switch {
 	case err != nil && s == nil:

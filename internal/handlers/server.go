@@ -296,7 +296,7 @@ type clusterCharts interface {
 type teamUtilization interface {
 	NamespaceGPUUtilization(ctx context.Context) (map[string]domain.Readings, error)
 	NamespacePartitionUtilization(ctx context.Context) (map[string]map[string]domain.Readings, error)
-	NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string]domain.Readings, error)
+	NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string][]float64, error)
 }
 
 type teamCharts interface {

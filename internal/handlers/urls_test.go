@@ -124,4 +124,12 @@ func TestTotalHardwareWeighsTeamsByUse(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// The column is the GPUs' utilization on every tab: the vCPU tab
+	// weighs the teams by their GPUs too, not by their vCPU.
+	teams[0].InUse.CPUMilli, teams[1].InUse.CPUMilli = 1000, 96000
+	for _, res := range usageResources[:4] {
+		if got, _ := totalHardware(teams, res, map[string]float64{"nlp": 52, "speech": 94}); got != "56" {
+			t.Errorf("the %s tab: %q, want the GPUs' 56", res.key, got)
+		}
+	}
 }

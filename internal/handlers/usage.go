@@ -253,8 +253,10 @@ func hardwareOf(team string, util map[string]float64) (string, bool) {
 }
 
 // totalHardware is the teams' hardware utilization together: each team's
-// weighted by what it uses of res (a team of 17 GPUs counts 17 times one of
-// 1), or their plain mean while none uses any.
+// weighted by the devices it holds (a team of 17 GPUs counts 17 times one of
+// 1), or their plain mean while none holds any. The devices are the GPUs
+// whatever resource the page shows (its column is their utilization), or
+// the partitions of the MIG profile shown.
 func totalHardware(teams []domain.TeamUsage, res usageResource, util map[string]float64) (string, bool) {
 	var sum, weights, plain float64
 	n := 0
@@ -263,7 +265,10 @@ func totalHardware(teams []domain.TeamUsage, res usageResource, util map[string]
 		if !ok {
 			continue
 		}
-		w := float64(res.figures(t).inUse)
+		w := float64(t.InUse.GPUs)
+		if res.profile != "" {
+			w = float64(res.figures(t).inUse)
+		}
 		sum, weights, plain, n = sum+v*w, weights+w, plain+v, n+1
 	}
 	switch {

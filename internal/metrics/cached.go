@@ -45,8 +45,8 @@ func (c *Cached) NamespaceGPUUtilization(ctx context.Context) (map[string]domain
 }
 
 // NamespaceGPUUtilizationOver is Prom.NamespaceGPUUtilizationOver, cached.
-func (c *Cached) NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string]domain.Readings, error) {
-	return ask(ctx, c, "util-over\x00"+window.String(), func(ctx context.Context) (map[string]domain.Readings, error) {
+func (c *Cached) NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string][]float64, error) {
+	return ask(ctx, c, "util-over\x00"+window.String(), func(ctx context.Context) (map[string][]float64, error) {
 		return c.Prom.NamespaceGPUUtilizationOver(ctx, window)
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/openquota/console/internal/domain"
+	"slices"
 )
 
 // ErrUnavailable marks every error that means "the dashboards cannot get
@@ -145,8 +146,12 @@ type TeamCharts struct {
 const (
 	// metricGPUUtil is dcgm-exporter's per-GPU utilization (0-100).
 	metricGPUUtil = "DCGM_FI_DEV_GPU_UTIL"
-	// queryClusterGPUUtil averages the utilization of every GPU, idle or held.
-	queryClusterGPUUtil = `avg(DCGM_FI_DEV_GPU_UTIL)`
+	// wholeGPU selects the series of whole GPUs: a MIG partition's have the
+	// label GPU_I_PROFILE (its utilization is metricEngineActive's), and
+	// counted as GPUs they would weigh a seventh of a GPU as much as one.
+	wholeGPU = `GPU_I_PROFILE=""`
+	// queryClusterGPUUtil averages the utilization of every whole GPU, idle or held.
+	queryClusterGPUUtil = `avg(` + metricGPUUtil + `{` + wholeGPU + `})`
 	// queryClusterGPUMemory is the framebuffer in use as a share of all framebuffer.
 	queryClusterGPUMemory = `100 * sum(DCGM_FI_DEV_FB_USED) / (sum(DCGM_FI_DEV_FB_USED) + sum(DCGM_FI_DEV_FB_FREE))`
 	// queryAdmittedVCPU is the vCPU admitted by Kueue over all ClusterQueues and flavors.
@@ -168,8 +173,8 @@ func readingsQueries(figure, by string) (sum, count string) {
 	return "sum by (" + by + ") (" + figure + ")", "count by (" + by + ") (" + figure + ")"
 }
 
-// heldGPUUtil is the utilization of each GPU a pod holds.
-const heldGPUUtil = metricGPUUtil + `{namespace!=""}`
+// heldGPUUtil is the utilization of each whole GPU a pod holds.
+const heldGPUUtil = metricGPUUtil + `{namespace!="",` + wholeGPU + `}`
 
 // heldGPUUtilOver is each held GPU's utilization averaged over window.
 func heldGPUUtilOver(window time.Duration) string {
@@ -185,14 +190,14 @@ const metricEngineActive = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 // pod holds.
 const heldPartitionActivity = `100 * ` + metricEngineActive + `{namespace!="",GPU_I_PROFILE!=""}`
 
-// namespacesGPUUtilQuery averages the utilization of the GPUs held by pods
-// of the namespaces.
+// namespacesGPUUtilQuery averages the utilization of the whole GPUs held by
+// pods of the namespaces.
 func namespacesGPUUtilQuery(namespaces []string) string {
 	quotedNames := make([]string, len(namespaces))
 	for i, ns := range namespaces {
 		quotedNames[i] = regexp.QuoteMeta(ns)
 	}
-	return `avg(` + metricGPUUtil + `{namespace=~` + quoted(strings.Join(quotedNames, "|")) + `})`
+	return `avg(` + metricGPUUtil + `{namespace=~` + quoted(strings.Join(quotedNames, "|")) + `,` + wholeGPU + `})`
 }
 
 // kueueGPUSelector selects a Kueue gauge's series for nvidia.com/gpu, of
@@ -416,10 +421,29 @@ func (p *Prom) NamespaceGPUUtilization(ctx context.Context) (map[string]domain.R
 	return p.namespaceReadings(ctx, heldGPUUtil)
 }
 
-// NamespaceGPUUtilizationOver is NamespaceGPUUtilization with each GPU's
-// utilization averaged over the window that ends now.
-func (p *Prom) NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string]domain.Readings, error) {
-	return p.namespaceReadings(ctx, heldGPUUtilOver(window))
+// NamespaceGPUUtilizationOver is the utilization of each whole GPU pods
+// hold, averaged over the window that ends now (over the part of it its pod
+// held it), by namespace: one reading a GPU, sorted.
+func (p *Prom) NamespaceGPUUtilizationOver(ctx context.Context, window time.Duration) (map[string][]float64, error) {
+	if err := p.available(); err != nil {
+		return nil, err
+	}
+	v, err := p.instant(ctx, heldGPUUtilOver(window))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]float64{}
+	for _, s := range v {
+		ns, val := string(s.Metric["namespace"]), float64(s.Value)
+		if ns == "" || math.IsNaN(val) {
+			continue
+		}
+		out[ns] = append(out[ns], val)
+	}
+	for _, vals := range out {
+		slices.Sort(vals)
+	}
+	return out, nil
 }
 
 // NamespacePartitionUtilization is the current activity of the MIG

@@ -63,11 +63,12 @@ func TestRangeFor(t *testing.T) {
 
 func TestQueries(t *testing.T) {
 	for got, want := range map[string]string{
-		namespacesGPUUtilQuery([]string{"hyperpod-ns-nlp"}):  `avg(DCGM_FI_DEV_GPU_UTIL{namespace=~"hyperpod-ns-nlp"})`,
-		namespacesGPUUtilQuery([]string{"default", `a.b"c`}): `avg(DCGM_FI_DEV_GPU_UTIL{namespace=~"default|a\\.b\"c"})`,
-		utilSumQuery:               `sum by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})`,
-		utilCountQuery:             `count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})`,
-		heldGPUUtilOver(time.Hour): `avg_over_time(DCGM_FI_DEV_GPU_UTIL{namespace!=""}[1h])`,
+		namespacesGPUUtilQuery([]string{"hyperpod-ns-nlp"}):  `avg(DCGM_FI_DEV_GPU_UTIL{namespace=~"hyperpod-ns-nlp",GPU_I_PROFILE=""})`,
+		namespacesGPUUtilQuery([]string{"default", `a.b"c`}): `avg(DCGM_FI_DEV_GPU_UTIL{namespace=~"default|a\\.b\"c",GPU_I_PROFILE=""})`,
+		utilSumQuery:               `sum by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""})`,
+		utilCountQuery:             `count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""})`,
+		heldGPUUtilOver(time.Hour): `avg_over_time(DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""}[1h])`,
+		queryClusterGPUUtil:        `avg(DCGM_FI_DEV_GPU_UTIL{GPU_I_PROFILE=""})`,
 		vcpuAllocationQuery(1536):  `100 * sum(kueue_cluster_queue_resource_usage{resource="cpu",replica_role!="follower"}) / 1536`,
 		queueQuotaQuery("nvidia.com/gpu", "hyperpod-ns-nlp-clusterqueue"): `sum(kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="hyperpod-ns-nlp-clusterqueue"})`,
 		queueUsageQuery("nvidia.com/gpu", "q"):                            `sum(kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="q"})`,
@@ -313,18 +314,24 @@ func TestSandboxTeamGPUUtilizationSeesPinnedPods(t *testing.T) {
 	for _, team := range []string{"vision", "nlp", "notebooks"} {
 		teams[s.Namespace(team)] = team
 	}
-	want := map[string]float64{"vision": 85, "nlp": 30, "notebooks": 40}
+	// Whole GPUs only: the partitions' utilization is their engine activity,
+	// below (dcgm-exporter has no DCGM_FI_DEV_GPU_UTIL for a partition, and
+	// the stand-in's would weigh a seventh of a GPU as much as a GPU).
+	want := map[string]float64{"vision": 85, "nlp": 30}
 	var got map[string]float64
 	poll(t, 90*time.Second, "pinned utilization never reached NamespaceGPUUtilization", func(ctx context.Context) (bool, error) {
 		byNamespace, err := p.NamespaceGPUUtilization(ctx)
 		got = domain.UtilizationByTeam(byNamespace, teams)
 		return cmp.Equal(want, got), err
 	})
-	// Over the last hour: the pods' readings since they started, the same.
+	// Over the last hour: each GPU's readings since its pod started, the
+	// same, one reading a GPU.
+	wantGPUs := map[string][]float64{"vision": {85}, "nlp": {30, 30}}
+	var gotGPUs map[string][]float64
 	poll(t, 30*time.Second, "pinned utilization never reached NamespaceGPUUtilizationOver", func(ctx context.Context) (bool, error) {
 		byNamespace, err := p.NamespaceGPUUtilizationOver(ctx, time.Hour)
-		got = domain.UtilizationByTeam(byNamespace, teams)
-		return cmp.Equal(want, got), err
+		gotGPUs = domain.GPUReadingsByTeam(byNamespace, teams)
+		return cmp.Equal(wantGPUs, gotGPUs), err
 	})
 	// The partitions' engine activity, by team and profile.
 	wantPartitions := map[string]map[string]float64{"notebooks": {"mig-1g.10gb": 40}}

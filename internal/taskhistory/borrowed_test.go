@@ -64,7 +64,7 @@ func TestBorrowedIsOneFact(t *testing.T) {
 
 		if _, _, err := st.TaskReport(ctx, ReportQuery{Window: Window{From: t0, To: now}}, func(r ReportRow) error {
 			v := got[r.Task.Team]
-			v.Report = r.Borrowed
+			v.Report = r.Borrowed()
 			got[r.Task.Team] = v
 			return nil
 		}); err != nil {
@@ -161,7 +161,7 @@ func TestBorrowedDoesNotDependOnWriteOrder(t *testing.T) {
 				covered(t, st, t0, now)
 				got := map[string]bool{}
 				if _, _, err := st.TaskReport(ctx, ReportQuery{Window: Window{From: t0, To: now}}, func(r ReportRow) error {
-					got[r.Task.Name] = r.Borrowed
+					got[r.Task.Name] = r.Borrowed()
 					return nil
 				}); err != nil {
 					t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +16,6 @@ import (
 // ReportRow is one task of the detailed usage report.
 type ReportRow struct {
 	Task TaskRef
-	// InstanceTypes are the flavors of its last admission.
-	InstanceTypes []string
 	// Requests are what it asks for, all pod sets together.
 	Requests Resources
 	// Labels are its Workload's labels in words ("" for none, and for
@@ -25,17 +24,75 @@ type ReportRow struct {
 	// Start is its first admission (zero: never admitted); End its finish or
 	// deletion (zero: not ended yet).
 	Start, End time.Time
-	// GPUHours are its admissions' GPUs × time held (up to now for one
-	// still held).
-	GPUHours float64
-	// Partitions are the MIG partitions it asks for, in words; Held how
-	// long its admissions held them (up to now for one still held).
+	// Use is what it held on each instance type within the report's window,
+	// by instance type; none for a task that held nothing in it.
+	Use []InstanceUse
+	// Partitions are the MIG partitions it asks for, in words.
 	Partitions     string
-	Held           time.Duration
-	Borrowed       bool
 	TimesPreempted int
 	State          domain.TaskState
 	Outcome        Outcome // empty while not ended
+}
+
+// InstanceUse is what a task held on one instance type (flavor) within a
+// window, counted as the usage summary counts: only the time the history
+// has a record of, up to now for an admission still held. A team's tasks'
+// GPU-hours therefore add up to its summary's GPU-hours used.
+type InstanceUse struct {
+	InstanceType string
+	// From and To are the first and last moments it held the type.
+	From, To time.Time
+	// Held is how long it held the type; GPUHours its GPUs times that.
+	Held     time.Duration
+	GPUHours float64
+	// Holds is the most it held of the type at once.
+	Holds Resources
+	// Partitions are the MIG partitions it held on the type, in words;
+	// PartitionHours their partition-hours, PartitionGPUHours those in
+	// whole-GPU equivalent (domain.PartitionHours).
+	Partitions                        string
+	PartitionHours, PartitionGPUHours float64
+	// Borrowed: one of its admissions took its ClusterQueue past the
+	// nominal quota of the type.
+	Borrowed bool
+}
+
+// GPUHours are its GPU-hours on every instance type.
+func (r ReportRow) GPUHours() float64 {
+	var h float64
+	for _, u := range r.Use {
+		h += u.GPUHours
+	}
+	return h
+}
+
+// PartitionHours are its partition-hours on every instance type, and
+// their whole-GPU equivalent.
+func (r ReportRow) PartitionHours() (hours, gpuEquivalent float64) {
+	for _, u := range r.Use {
+		hours += u.PartitionHours
+		gpuEquivalent += u.PartitionGPUHours
+	}
+	return hours, gpuEquivalent
+}
+
+// InstanceTypes are the instance types it held, in the order of Use.
+func (r ReportRow) InstanceTypes() []string {
+	out := make([]string, len(r.Use))
+	for i, u := range r.Use {
+		out[i] = u.InstanceType
+	}
+	return out
+}
+
+// Borrowed reports whether it borrowed on any instance type in the window.
+func (r ReportRow) Borrowed() bool {
+	for _, u := range r.Use {
+		if u.Borrowed {
+			return true
+		}
+	}
+	return false
 }
 
 // ReportQuery selects the tasks of the report: those that existed during
@@ -71,7 +128,13 @@ func (s *Store) TaskReport(ctx context.Context, rq ReportQuery, each func(Report
 	if err != nil {
 		return fail(err)
 	}
+	if gaps, err = s.gaps(ctx, s.db, rq.Window, now); err != nil {
+		return fail(err)
+	}
 	r := reporter{s: s, now: ms(now), from: ceilMS(rq.Window.From), to: ceilMS(rq.Window.To), team: rq.Team, teams: rq.Teams}
+	if end := min(r.to, r.now); r.from < end {
+		r.recorded = subtract(span{r.from, end}, spans(gaps))
+	}
 	for emitted := 0; ; {
 		want, last := reportBatch, false
 		if rq.Limit > 0 && rq.Limit-emitted <= reportBatch {
@@ -99,9 +162,6 @@ func (s *Store) TaskReport(ctx context.Context, rq ReportQuery, each func(Report
 			next = pos.cursor()
 			break
 		}
-	}
-	if gaps, err = s.gaps(ctx, s.db, rq.Window, now); err != nil {
-		return fail(err)
 	}
 	return next, gaps, nil
 }
@@ -144,6 +204,9 @@ type reporter struct {
 	from, to int64
 	team     string
 	teams    []string
+	// recorded are the parts of the window up to now the history has a
+	// record of: the time a task's use counts in.
+	recorded []span
 }
 
 type reportRow struct {
@@ -158,6 +221,9 @@ func (r *reporter) batch(ctx context.Context, pos reportPos, n int) ([]reportRow
 	if !pos.open {
 		rows, err := r.read(ctx, "", `t.ended_ms >= ? AND t.created_ms < ? AND (t.ended_ms > ? OR t.uid > ?)`, `t.ended_ms, t.uid`,
 			[]any{max(r.from, pos.ended), r.to, pos.ended, pos.uid}, n, func(row ReportRow) reportPos { return reportPos{ended: ms(row.End), uid: row.Task.UID} })
+		if err == nil {
+			err = r.addUse(ctx, rows)
+		}
 		if err != nil || len(rows) == n {
 			return rows, err
 		}
@@ -167,7 +233,86 @@ func (r *reporter) batch(ctx context.Context, pos reportPos, n int) ([]reportRow
 	// every open task for each batch.
 	rows, err := r.read(ctx, "tasks_not_ended", `t.ended_ms IS NULL AND t.created_ms < ? AND t.uid > ?`, `t.uid`,
 		[]any{r.to, pos.uid}, n-len(out), func(row ReportRow) reportPos { return reportPos{open: true, uid: row.Task.UID} })
+	if err == nil {
+		err = r.addUse(ctx, rows)
+	}
 	return append(out, rows...), err
+}
+
+// addUse reads the admissions of rows' tasks and sets each task's use per
+// instance type: each admission's time within the recorded parts of the
+// window, as the usage summary counts it.
+func (r *reporter) addUse(ctx context.Context, rows []reportRow) error {
+	if len(rows) == 0 || len(r.recorded) == 0 {
+		return nil
+	}
+	at := make(map[string]*ReportRow, len(rows))
+	uids := make([]string, len(rows))
+	for i := range rows {
+		uids[i] = rows[i].Task.UID
+		at[uids[i]] = &rows[i].ReportRow
+	}
+	in, args := inList(uids)
+	res, err := r.s.db.QueryContext(ctx, r.s.q(`SELECT uid, flavor, admitted_ms, ended_ms, gpus, neuron, cpu_milli, memory_mib, partitions, borrowed
+		FROM admissions WHERE uid`+in+` AND admitted_ms < ? AND (ended_ms IS NULL OR ended_ms > ?) ORDER BY uid, flavor, admitted_ms`),
+		append(args, r.recorded[len(r.recorded)-1].to, r.recorded[0].from)...)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	for res.Next() {
+		var uid, flavor, partitions string
+		var admitted, borrowed int64
+		var ended sql.NullInt64
+		var holds Resources
+		if err := res.Scan(&uid, &flavor, &admitted, &ended, &holds.GPUs, &holds.Neuron, &holds.CPUMilli, &holds.MemoryMiB, &partitions, &borrowed); err != nil {
+			return err
+		}
+		stop := r.now
+		if ended.Valid {
+			stop = ended.Int64
+		}
+		held, first, last := overlap(span{admitted, stop}, r.recorded)
+		row := at[uid]
+		if held == 0 || flavor == "" || row == nil {
+			continue // outside the recorded window, or holding nothing the report counts
+		}
+		i := slices.IndexFunc(row.Use, func(u InstanceUse) bool { return u.InstanceType == flavor })
+		if i < 0 {
+			row.Use = append(row.Use, InstanceUse{InstanceType: flavor, From: fromMS(first)})
+			i = len(row.Use) - 1
+		}
+		u := &row.Use[i]
+		d := time.Duration(held) * time.Millisecond
+		u.To = fromMS(last)
+		u.Held += d
+		u.GPUHours += float64(holds.GPUs) * d.Hours()
+		u.Holds = Resources{GPUs: max(u.Holds.GPUs, holds.GPUs), Neuron: max(u.Holds.Neuron, holds.Neuron),
+			CPUMilli: max(u.Holds.CPUMilli, holds.CPUMilli), MemoryMiB: max(u.Holds.MemoryMiB, holds.MemoryMiB)}
+		if partitions != "" {
+			hours, whole := domain.PartitionHours(partitions, d)
+			u.Partitions, u.PartitionHours, u.PartitionGPUHours = partitions, u.PartitionHours+hours, u.PartitionGPUHours+whole
+		}
+		u.Borrowed = u.Borrowed || borrowed != 0
+	}
+	return res.Err()
+}
+
+// overlap is how much of a lies within the sorted, disjoint spans, and the
+// first and last moments of it that do.
+func overlap(a span, within []span) (total, first, last int64) {
+	for _, w := range within {
+		lo, hi := max(a.from, w.from), min(a.to, w.to)
+		if hi <= lo {
+			continue
+		}
+		if total == 0 {
+			first = lo
+		}
+		total += hi - lo
+		last = hi
+	}
+	return total, first, last
 }
 
 // read returns up to limit rows matching where, in order, read by index
@@ -178,13 +323,9 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 	if index != "" && !r.s.postgres {
 		from += " INDEXED BY " + index
 	}
-	query := `SELECT t.uid, t.namespace, t.name, t.owner_kind, t.owner_name, t.team, t.class, t.flavors, t.first_admitted_ms, t.ended_ms, t.gpu_ms,
-		COALESCE((SELECT SUM(a.gpus * (? - a.admitted_ms)) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
-		t.borrowed, t.preempted, t.state, t.outcome, t.partitions,
-		t.held_ms + COALESCE((SELECT ? - MIN(a.admitted_ms) FROM admissions a WHERE a.uid = t.uid AND a.ended_ms IS NULL), 0),
-		t.gpus, t.neuron, t.cpu_milli, t.memory_mib, t.labels
+	query := `SELECT t.uid, t.namespace, t.name, t.owner_kind, t.owner_name, t.team, t.class, t.first_admitted_ms, t.ended_ms,
+		t.preempted, t.state, t.outcome, t.partitions, t.gpus, t.neuron, t.cpu_milli, t.memory_mib, t.labels
 		FROM ` + from + ` WHERE ` + where
-	args = append([]any{r.now, r.now}, args...)
 	if r.team != "" {
 		query += ` AND t.team = ?`
 		args = append(args, r.team)
@@ -204,21 +345,14 @@ func (r *reporter) read(ctx context.Context, index, where, order string, args []
 	var out []reportRow
 	for rows.Next() {
 		var row ReportRow
-		var flavors, state, outcome string
+		var state, outcome string
 		var first, ended sql.NullInt64
-		var gpuMS, openGPUMS, borrowed, heldMS int64
-		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.OwnerKind, &row.Task.OwnerName, &row.Task.Team, &row.Task.Class, &flavors, &first, &ended,
-			&gpuMS, &openGPUMS, &borrowed, &row.TimesPreempted, &state, &outcome, &row.Partitions, &heldMS,
+		if err := rows.Scan(&row.Task.UID, &row.Task.Namespace, &row.Task.Name, &row.Task.OwnerKind, &row.Task.OwnerName, &row.Task.Team, &row.Task.Class, &first, &ended,
+			&row.TimesPreempted, &state, &outcome, &row.Partitions,
 			&row.Requests.GPUs, &row.Requests.Neuron, &row.Requests.CPUMilli, &row.Requests.MemoryMiB, &row.Labels); err != nil {
 			return nil, err
 		}
-		if flavors != "" {
-			row.InstanceTypes = strings.Split(flavors, ",")
-		}
 		row.Start, row.End = fromNullMS(first), fromNullMS(ended)
-		row.GPUHours = gpuHours(gpuMS + openGPUMS)
-		row.Held = time.Duration(heldMS) * time.Millisecond
-		row.Borrowed = borrowed != 0
 		row.State, row.Outcome = domain.TaskState(state), Outcome(outcome)
 		out = append(out, reportRow{ReportRow: row, pos: posOf(row)})
 	}

@@ -431,6 +431,7 @@ func TestTaskReport(t *testing.T) {
 	forEachStore(t, now, func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		record(t, s, lives...)
+		covered(t, s, at(0), now)
 		collect := func(q ReportQuery) ([]ReportRow, string) {
 			var rows []ReportRow
 			next, _, err := s.TaskReport(ctx, q, func(r ReportRow) error { rows = append(rows, r); return nil })
@@ -454,16 +455,16 @@ func TestTaskReport(t *testing.T) {
 		for _, r := range all {
 			byName[r.Task.Name] = r
 		}
-		if r := byName["done"]; r.GPUHours != 4 || r.Start != at(10) || r.End != at(70) || r.Outcome != OutcomeSucceeded {
+		if r := byName["done"]; r.GPUHours() != 4 || r.Start != at(10) || r.End != at(70) || r.Outcome != OutcomeSucceeded {
 			t.Errorf("done: %+v", r)
 		}
-		if r := byName["deleted"]; math.Abs(r.GPUHours-1) > 1e-9 || r.End != at(50) || r.Outcome != OutcomeSucceeded {
+		if r := byName["deleted"]; math.Abs(r.GPUHours()-1) > 1e-9 || r.End != at(50) || r.Outcome != OutcomeSucceeded {
 			t.Errorf("deleted after finishing: %+v", r)
 		}
-		if r := byName["running"]; math.Abs(r.GPUHours-8*200.0/60) > 1e-9 || !r.End.IsZero() || r.Outcome != "" || r.State != domain.TaskAdmitted {
+		if r := byName["running"]; math.Abs(r.GPUHours()-8*200.0/60) > 1e-9 || !r.End.IsZero() || r.Outcome != "" || r.State != domain.TaskAdmitted {
 			t.Errorf("running: %+v, want 8 GPUs for 200 minutes so far", r)
 		}
-		if r := byName["waiting"]; r.GPUHours != 0 || !r.Start.IsZero() {
+		if r := byName["waiting"]; r.GPUHours() != 0 || !r.Start.IsZero() {
 			t.Errorf("waiting: %+v", r)
 		}
 		var paged []ReportRow
@@ -484,6 +485,74 @@ func TestTaskReport(t *testing.T) {
 		}
 	})
 }
+
+// A task's use in the per-task report is what the usage summary counts of
+// it: per instance type it held, only within the window and the time the
+// history recorded. A team's tasks add up to its summary, per instance type.
+func TestTaskReportCountsAsTheSummary(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	at := func(m int) time.Time { return now.Add(time.Duration(m-300) * time.Minute) }
+	moved := newWL("nlp", "moved", at(0)).pods(1, 4)
+	movedLife := []stateAt{{wl: moved.snap()}, {wl: moved.admit(at(10), "ml.g6.12xlarge").snap()},
+		{wl: moved.preempt(at(40), "InCohortReclamation", "preempted").release(at(40)).snap()},
+		{wl: moved.requeue(at(41)).admit(at(50), "ml.p5.48xlarge").snap()},
+		{wl: moved.finish(at(70), "Succeeded").snap()}}
+	across := newWL("nlp", "across", at(0)).pods(1, 8)
+	acrossLife := []stateAt{{wl: across.snap()}, {wl: across.admit(at(1), "ml.p5.48xlarge").snap()}}
+	forEachStore(t, now, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		record(t, s, movedLife, acrossLife)
+		// No record from 30 to 45.
+		covered(t, s, at(0), at(30))
+		covered(t, s, at(45), now)
+		w := Window{From: at(20), To: now}
+		type use struct {
+			Type     string
+			From, To time.Time
+			Held     time.Duration
+			GPUHours float64
+		}
+		got := map[string][]use{}
+		byType := map[string]float64{}
+		if _, _, err := s.TaskReport(ctx, ReportQuery{Window: w}, func(r ReportRow) error {
+			for _, u := range r.Use {
+				got[r.Task.Name] = append(got[r.Task.Name], use{u.InstanceType, u.From, u.To, u.Held, round6(u.GPUHours)})
+				byType[u.InstanceType] += u.GPUHours
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]use{
+			// Held on g6 from 10 to 40, of which 20 to 30 is in the window
+			// and recorded; then on p5 from 50 to 70.
+			"moved": {{"ml.g6.12xlarge", at(20), at(30), 10 * time.Minute, round6(4 * 10 / 60.0)}, {"ml.p5.48xlarge", at(50), at(70), 20 * time.Minute, round6(4 * 20 / 60.0)}},
+			// Running since before the window: 20 to 30, and 45 to now.
+			"across": {{"ml.p5.48xlarge", at(20), now, 265 * time.Minute, round6(8 * 265 / 60.0)}},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("use per instance type (-want +got):\n%s", diff)
+		}
+		sum, err := s.UsageSummary(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary := map[string]float64{}
+		for _, r := range sum.Rows {
+			summary[r.InstanceType] += r.GPU.Used
+		}
+		for typ, h := range summary {
+			if math.Abs(h-byType[typ]) > 1e-9 {
+				t.Errorf("%s: the summary counts %v GPU-hours used, the tasks %v", typ, h, byType[typ])
+			}
+		}
+		if len(summary) != len(byType) {
+			t.Errorf("instance types: summary %v, tasks %v", summary, byType)
+		}
+	})
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
 func TestAdmissionRate(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)

@@ -337,14 +337,14 @@ func headline(h HeadlineView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</dd></div><div title=\"GPUs held by teams whose hardware utilization is under the idle threshold; — until Prometheus answers\"><dt>Idle but held</dt><dd id=\"headline-idle\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</dd></div><div title=\"GPUs held whose hardware utilization, each GPU averaged over the last hour, is under the idle threshold (a team's busy GPUs do not hide its idle ones); — until Prometheus answers\"><dt>Idle but held</dt><dd id=\"headline-idle\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var19 string
 		templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(h.Idle)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/insights.templ`, Line: 71, Col: 173}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/insights.templ`, Line: 71, Col: 250}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 		if templ_7745c5c3_Err != nil {

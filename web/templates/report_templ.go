@@ -828,7 +828,7 @@ func taskHistoryReport(h TaskHistoryReport) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "</h2><p class=\"hint\">Every task that existed in the range: its first admission (start), its finish or deletion (end), GPUs × time held (up to now while it runs), whether any admission used borrowed quota, and how often it was preempted.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "</h2><p class=\"hint\">Every task that existed in the range: its first admission (start), its finish or deletion (end), the instance types it held in the range, its GPUs × time held in the range (up to now while it runs; like the summary above, only the time the history has a record of, so a team's tasks add up to its GPU-hours used), whether an admission in the range used borrowed quota, and how often it was preempted. The CSVs have a row per task and instance type.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
