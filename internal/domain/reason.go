@@ -159,6 +159,31 @@ func behindReason(ahead, aheadReason string, strict bool) string {
 	return aheadReason + " (Kueue skips it while " + ahead + ", ahead of it and just like it, does not fit)"
 }
 
+// cannotFit reports whether Kueue's scheduler said of a task (msg: its
+// QuotaReserved=False message) that its ClusterQueue, as it is defined, can
+// never hold it: on every flavor it tried, the request is beyond what the
+// queue can ever have (its quota and what it may borrow), asks for a
+// resource the queue does not cover, or the flavor's taints or node labels
+// exclude it. Tasks finishing change none of these; a shortfall of unused
+// quota, a topology placement or a preemption under way can change, so a
+// message with any of those is not this.
+func cannotFit(msg string) bool {
+	if !strings.Contains(msg, "couldn't assign flavors") {
+		return false
+	}
+	for _, later := range []string{"insufficient unused quota", "topology", "Pending the preemption", "no longer fits"} {
+		if strings.Contains(msg, later) {
+			return false
+		}
+	}
+	for _, never := range []string{"> maximum capacity", "unavailable in ClusterQueue", "untolerated taint", "doesn't match node affinity", "does not provide resource"} {
+		if strings.Contains(msg, never) {
+			return true
+		}
+	}
+	return false
+}
+
 // finishedWords say why a task finished, by the Finished condition's reason.
 var finishedWords = map[string]string{
 	kueuev1beta2.WorkloadFinishedReasonSucceeded:     "Finished: succeeded",

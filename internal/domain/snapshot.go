@@ -100,6 +100,29 @@ func (s *Snapshot) TaskAt(f *TaskFacts, now time.Time) Task {
 	return t
 }
 
+// CannotStart says why queued f cannot start while its queue stays as it is
+// defined: Kueue found its queue can never hold it, or it waits behind a
+// task that Kueue found so (the head of a StrictFIFO queue, or one just
+// like it that Kueue tries in its stead); "" when it may start once others
+// finish.
+func (s *Snapshot) CannotStart(f *TaskFacts) string {
+	if !f.Queued {
+		return ""
+	}
+	if f.cannotFit {
+		return "its queue, as it is defined, can never hold it: " + f.noFitWords
+	}
+	if q := s.queues[f.queue]; f.queue != "" && q != nil {
+		if ahead := q.waitsBehind(f); ahead != nil && ahead.cannotFit {
+			if q.strict {
+				return "it waits behind " + ahead.Named().Shown() + ", first in its StrictFIFO queue, which the queue, as it is defined, can never hold: " + ahead.noFitWords
+			}
+			return "its queue, as it is defined, can never hold " + ahead.Named().Shown() + ", just like it: " + ahead.noFitWords
+		}
+	}
+	return ""
+}
+
 // Position is f's place in its ClusterQueue's queue, 1 being next in line;
 // 0 when it is not queued or its LocalQueue is unknown.
 func (s *Snapshot) Position(f *TaskFacts) int {

@@ -163,6 +163,8 @@ type TaskFacts struct {
 	untried    bool
 	noFitWords string
 	sameShape  string
+	// cannotFit: as WorkloadReading's.
+	cannotFit bool
 }
 
 // FactsOf reads one Workload (ReadWorkload) and keeps what the read model
@@ -194,7 +196,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
 		reasonHead: intern(r.Reason), variantOf: r.VariantOf, variantFlavor: intern(r.VariantFlavor),
-		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFitWords: intern(r.noFitWords),
+		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFitWords: intern(r.noFitWords), cannotFit: r.cannotFit,
 	}
 	if len(r.Flavors) > 0 {
 		f.Flavors = make([]string, len(r.Flavors))

@@ -650,3 +650,72 @@ func TestAQueueTurnedStrictSaysWhoWaitsBehindItsHead(t *testing.T) {
 		}
 	}
 }
+
+// Kueue's words for a queue that can never hold a task, as its flavor
+// assigner writes them, against those for a shortfall that other tasks
+// finishing ends.
+func TestCannotFit(t *testing.T) {
+	const head = "couldn't assign flavors to pod set main: "
+	for msg, want := range map[string]bool{
+		head + "insufficient quota for cpu in flavor reservation, previously considered podsets requests (0) + current podset request (12) > maximum capacity (4)": true,
+		head + "resource nvidia.com/gpu unavailable in ClusterQueue":                                                                                             true,
+		head + "untolerated taint {spot true NoSchedule} in flavor spot, flavor on-demand doesn't match node affinity":                                           true,
+		head + "flavor spot does not provide resource nvidia.com/gpu":                                                                                            true,
+		// One flavor may yet have room: not never.
+		head + "insufficient unused quota for cpu in flavor on-demand, 3 more needed, untolerated taint {spot true NoSchedule} in flavor spot": false,
+		head + "insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 4 more needed":                                        false,
+		head + "no topology domains at level: kubernetes.io/hostname":                                                                         false,
+		"ClusterQueue cluster-queue is inactive": false,
+		"":                                       false,
+	} {
+		if got := cannotFit(msg); got != want {
+			t.Errorf("cannotFit(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}
+
+// A task its queue can never hold, as the queue is defined, cannot start
+// however many others finish; nor can the tasks that wait behind it: the
+// same shape in a BestEffortFIFO queue (Kueue tries the first for them),
+// anything behind the head of a StrictFIFO queue.
+func TestATaskItsQueueCanNeverHoldCannotStart(t *testing.T) {
+	const tooBig = "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor ml.p5.48xlarge, previously considered podsets requests (0) + current podset request (16) > maximum capacity (8)"
+	big := func(name string, minute int) *kueuev1beta2.Workload {
+		return newWorkload(nlp, name).Queue("lq").GPUs(16, 1).Created(at(minute)).Obj()
+	}
+	tried := func(wl *kueuev1beta2.Workload, msg string) *kueuev1beta2.Workload {
+		return (&kueuetest.WorkloadWrapper{Workload: *wl}).Pending("Pending", msg, at(9)).Obj()
+	}
+	for _, tc := range []struct {
+		strategy kueuev1beta2.QueueingStrategy
+		wls      []*kueuev1beta2.Workload
+		want     map[string]string
+	}{
+		{kueuev1beta2.BestEffortFIFO, []*kueuev1beta2.Workload{tried(big("big-1", 1), tooBig), big("big-2", 2),
+			tried(newWorkload(nlp, "short").Queue("lq").GPUs(4, 1).Created(at(3)).Obj(), gpuShortMsg)},
+			map[string]string{
+				"big-1": "its queue, as it is defined, can never hold it: Too big for the team's quota: needs 16 nvidia.com/gpu on ml.p5.48xlarge, but at most 8 can ever be available to the team, borrowing included",
+				"big-2": "its queue, as it is defined, can never hold big-1, just like it: Too big for the team's quota: needs 16 nvidia.com/gpu on ml.p5.48xlarge, but at most 8 can ever be available to the team, borrowing included",
+				"short": "",
+			}},
+		{kueuev1beta2.StrictFIFO, []*kueuev1beta2.Workload{tried(big("big-1", 1), tooBig), newWorkload(nlp, "small").Queue("lq").GPUs(1, 1).Created(at(4)).Obj()},
+			map[string]string{
+				"big-1": "its queue, as it is defined, can never hold it: Too big for the team's quota: needs 16 nvidia.com/gpu on ml.p5.48xlarge, but at most 8 can ever be available to the team, borrowing included",
+				"small": "it waits behind big-1, first in its StrictFIFO queue, which the queue, as it is defined, can never hold: Too big for the team's quota: needs 16 nvidia.com/gpu on ml.p5.48xlarge, but at most 8 can ever be available to the team, borrowing included",
+			}},
+	} {
+		t.Run(string(tc.strategy), func(t *testing.T) {
+			snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, Workloads: tc.wls,
+				ClusterQueues: []*kueuev1beta2.ClusterQueue{{ObjectMeta: metav1.ObjectMeta{Name: "nlp-cq"}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: tc.strategy}}},
+				LocalQueues: []*kueuev1beta2.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: nlp, Name: "lq"},
+					Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: "nlp-cq"}}}}, at(10))
+			got := map[string]string{}
+			for _, wl := range tc.wls {
+				got[wl.Name] = snap.CannotStart(snap.Find(wl.Namespace, wl.Name))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("cannot start (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -85,9 +85,21 @@ type WhatIfAnswer struct {
 	Kueue string
 }
 
+// CannotStart says why the job would wait while the team's queue stays as
+// it is defined, in words: Kueue found the queue can never hold it
+// (cannotFit); "" when it would start, or may once others finish.
+func (a WhatIfAnswer) CannotStart() string {
+	if a.Admitted || !cannotFit(a.Reason) {
+		return ""
+	}
+	return quotaReason("", a.Reason)
+}
+
 // Verdict is the answer in one sentence.
 func (a WhatIfAnswer) Verdict() string {
 	switch {
+	case a.CannotStart() != "":
+		return "It would not start: the team's queue, as it is defined, can never hold it."
 	case a.Admitted && len(a.Preempts) > 0:
 		return fmt.Sprintf("It would start now, by preempting %s.", plural(fmt.Sprint(len(a.Preempts)), "task"))
 	case a.Admitted && a.Borrowing:

@@ -93,8 +93,10 @@ type WorkloadReading struct {
 	// found no room for it (QuotaReserved False for quota or flavors); Kueue
 	// then skips the queued Workloads just like it.
 	Untried, NoFit bool
-	// noFitWords say why Kueue found no room for it (NoFit), in words.
+	// noFitWords say why Kueue found no room for it (NoFit), in words;
+	// cannotFit: its queue, as it is defined, can never hold it (cannotFit).
 	noFitWords string
+	cannotFit  bool
 
 	// PodSets and Requests are what the task asks for, as Kueue counts a
 	// pending Workload (pkg/workload's TotalRequests): per pod, containers,
@@ -346,7 +348,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 			r.Untried = r.State == TaskPending && evicted == nil && !requeuing
 		default: // one waiting out a requeue backoff is not in Kueue's queue
 			if r.NoFit = didNotFit(c, evicted) && !requeuing; r.NoFit {
-				r.noFitWords = quotaReason(c.Reason, c.Message)
+				r.noFitWords, r.cannotFit = quotaReason(c.Reason, c.Message), cannotFit(c.Message)
 			}
 		}
 	}

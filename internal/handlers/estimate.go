@@ -118,6 +118,9 @@ func (w *waitEstimates) of(f *domain.TaskFacts) (short, basis string) {
 	if why := w.halted[f.ClusterQueue]; why != "" {
 		return haltedWait(why)
 	}
+	if why := w.snap.CannotStart(f); why != "" {
+		return cannotStartWait(why)
+	}
 	if w.known == nil {
 		rates, ok := w.rates.at(w.ctx, w.snap.Taken)
 		w.known, w.knownOK = &rates, ok
@@ -132,6 +135,12 @@ func (w *waitEstimates) of(f *domain.TaskFacts) (short, basis string) {
 // and why.
 func haltedWait(why string) (short, basis string) {
 	return "not while its queue admits nothing", "not while its queue admits nothing: " + why
+}
+
+// cannotStartWait is the estimated wait of a task that cannot start while
+// its queue stays as it is defined, and why: no rate of admissions moves it.
+func cannotStartWait(why string) (short, basis string) {
+	return "not as its queue is", "not as its queue is defined now (the task, or the queue's quota or flavors, must change): " + why
 }
 
 // classWait is the estimated wait of a task of one class now, in the

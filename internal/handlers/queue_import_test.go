@@ -167,6 +167,17 @@ func TestAnInactiveQueueSaysWhy(t *testing.T) {
 		t.Errorf("the queue's class batch: %q, want its estimated wait to say the queue admits nothing", got)
 	}
 
+	// The usage CSV says so too, beside Kueue's enabled flag.
+	code, body = webtest.Get(t, h, "/usage?format=csv")
+	header, csvRows = webtest.ReadCSV(t, "the usage CSV", code, body)
+	usage := webtest.CSVRecords(header, csvRows, func(r map[string]string) string { return r["Team"] })
+	if got := usage["cluster-queue"]["Why Kueue admits nothing"]; got != "Kueue keeps its queue inactive: "+why {
+		t.Errorf("the usage CSV's row of cluster-queue says %q of its admission", got)
+	}
+	if got := usage["team-000"]["Why Kueue admits nothing"]; got != "" {
+		t.Errorf("the usage CSV's row of an active team says %q of its admission", got)
+	}
+
 	_, body = webtest.Get(t, h, "/usage")
 	rows := webtest.HTMLRows(t, body, "team-usage", webtest.ByAttr("data-team"))
 	if got := rows["cluster-queue"]; len(got) == 0 || !strings.Contains(got[0], "inactive") || strings.Contains(rows["team-000"][0], "inactive") {
@@ -212,5 +223,37 @@ func TestOverviewShowsTheCohortTree(t *testing.T) {
 		if _, body := user(t, h, "member").Get(path); strings.Contains(body, `id="cohort-tree"`) {
 			t.Errorf("a team member sees the cohort tree with every team's queues on %s", path)
 		}
+	}
+}
+
+// A task its queue can never hold, as Kueue's own examples make it (a
+// queue of vCPU without GPUs, asked for a GPU), gets no estimated wait from
+// the queue's pace but why it cannot start; nor does the job a what-if
+// asks about that Kueue finds so.
+func TestATaskItsQueueCanNeverHoldGetsNoWait(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	objs.AddQuickStart()
+	const never = "couldn't assign flavors to pod set main: resource nvidia.com/gpu unavailable in ClusterQueue"
+	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).
+		Created(now.Add(-time.Minute)).Pending("Pending", never, now.Add(-time.Minute)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cfg.TaskHistory = &taskHistory{rates: taskhistory.AdmissionRates{Recorded: 24 * time.Hour}}
+	h := f.handler()
+
+	_, body := webtest.Get(t, h, "/tasks?team=cluster-queue")
+	row := webtest.HTMLRows(t, body, "task-list", webtest.ByAttr("data-task"))["default/sample-job"]
+	if !slices.Contains(row, "not as its queue is") {
+		t.Errorf("the task's row %q, want its estimated wait to say it cannot start as its queue is", row)
+	}
+	webtest.MustContain(t, "the task's estimate", html.UnescapeString(body),
+		"not as its queue is defined now (the task, or the queue's quota or flavors, must change): its queue, as it is defined, can never hold it: The team has no quota for nvidia.com/gpu")
+
+	f.whatIf.answer = domain.WhatIfAnswer{Position: 2, Reason: never}
+	answer := askJSON(t, getter(t, h), "/whatif?team=cluster-queue&row.0.instanceType=default-flavor&row.0.pods=1&row.0.vcpu=1")
+	if answer.Verdict != "It would not start: the team's queue, as it is defined, can never hold it." || answer.EstimatedStart != "not as its queue is" ||
+		!strings.HasSuffix(answer.Basis, "The team has no quota for nvidia.com/gpu") {
+		t.Errorf("the what-if's answer: %+v", answer)
 	}
 }

@@ -339,7 +339,7 @@ func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, 
 	}
 	w, err := startCSV(c, "team-usage-"+res.key+".csv", "Team", "Namespace", "Enabled", "Allocated"+u, "In use by tasks"+u,
 		"Borrowed"+u, "Lent"+u, "Pending demand"+u, "Allocation utilization (%)", hwHeader,
-		"Running tasks (count)", "Pending tasks, preempted included (count)")
+		"Running tasks (count)", "Pending tasks, preempted included (count)", "Why Kueue admits nothing")
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, 
 			hw = ""
 		}
 		return w.Row(t.Team, t.Namespace, enabled, res.format(f.allocated), res.format(f.inUse), res.format(f.borrowed),
-			res.format(f.lent), res.format(f.wants), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted))
+			res.format(f.lent), res.format(f.wants), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted), t.Halted())
 	}
 	for _, t := range teams {
 		if err := row(t, res.figures(t), false); err != nil {

@@ -152,6 +152,9 @@ func (p whatIfPage) estimate(ctx context.Context, team string, a domain.WhatIfAn
 	if why := row.Halted(); why != "" {
 		return haltedWait(why)
 	}
+	if why := a.CannotStart(); why != "" {
+		return cannotStartWait("its queue, as it is defined, can never hold it: " + why)
+	}
 	rates, ok := p.rates.at(ctx, time.Now())
 	if !ok {
 		why := "the task history is unavailable right now"
