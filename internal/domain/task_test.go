@@ -658,15 +658,15 @@ func TestCannotFit(t *testing.T) {
 	const head = "couldn't assign flavors to pod set main: "
 	for msg, want := range map[string]bool{
 		head + "insufficient quota for cpu in flavor reservation, previously considered podsets requests (0) + current podset request (12) > maximum capacity (4)": true,
-		head + "resource nvidia.com/gpu unavailable in ClusterQueue":                                                                                             true,
-		head + "untolerated taint {spot true NoSchedule} in flavor spot, flavor on-demand doesn't match node affinity":                                           true,
-		head + "flavor spot does not provide resource nvidia.com/gpu":                                                                                            true,
+		head + "resource nvidia.com/gpu unavailable in ClusterQueue":                                                   true,
+		head + "untolerated taint {spot true NoSchedule} in flavor spot, flavor on-demand doesn't match node affinity": true,
+		head + "flavor spot does not provide resource nvidia.com/gpu":                                                  true,
 		// One flavor may yet have room: not never.
 		head + "insufficient unused quota for cpu in flavor on-demand, 3 more needed, untolerated taint {spot true NoSchedule} in flavor spot": false,
-		head + "insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 4 more needed":                                        false,
-		head + "no topology domains at level: kubernetes.io/hostname":                                                                         false,
-		"ClusterQueue cluster-queue is inactive": false,
-		"":                                       false,
+		head + "insufficient unused quota for nvidia.com/gpu in flavor ml.p5.48xlarge, 4 more needed":                                          false,
+		head + "no topology domains at level: kubernetes.io/hostname":                                                                          false,
+		"ClusterQueue cluster-queue is inactive":                                                                                               false,
+		"":                                                                                                                                     false,
 	} {
 		if got := cannotFit(msg); got != want {
 			t.Errorf("cannotFit(%q) = %v, want %v", msg, got, want)
