@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -674,5 +676,70 @@ func TestAJobKueueSkipsSaysWhy(t *testing.T) {
 	}
 	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved); cond != nil {
 		t.Errorf("Kueue gave sweep-2 a reason of its own (%s: %s): the case no longer asks what it says", cond.Reason, cond.Message)
+	}
+}
+
+// A queue made as Kueue's getting-started example makes it, its quota on a
+// flavor that is no instance type, once imported: its form shows that
+// quota, kept as it is, and saves a change of what the form has (the
+// fair-share weight) without touching it; the teams page offers its
+// release, not its deletion, and the delete page sends to the release.
+func TestAnImportedQueueOfOtherFlavorsIsEditable(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	clients := applyGPUFlavor(t, c)
+	q := resource.MustParse
+	h := testenv.ApplyHandMadeWith(t, clients, gpuFlavor, "", func(cq *kueuev1beta2.ClusterQueue) {
+		flavor := cq.Spec.ResourceGroups[1].Flavors[0].Name // the setup's flavor without node labels
+		cq.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory},
+			Flavors: []kueuev1beta2.FlavorQuotas{{Name: flavor, Resources: []kueuev1beta2.ResourceQuota{
+				{Name: corev1.ResourceCPU, NominalQuota: q("9")}, {Name: corev1.ResourceMemory, NominalQuota: q("36Gi")}}}},
+		}}
+	})
+	team := h.ClusterQueue
+	code, preview := c.get(t, "/queues/"+h.ClusterQueue+"/import")
+	fp := regexp.MustCompile(`name="fingerprint" value="([^"]+)"`).FindStringSubmatch(preview)
+	if code != http.StatusOK || fp == nil {
+		t.Fatalf("import preview: %d\n%.600s", code, preview)
+	}
+	if code, _, body := c.post(t, "/queues/import", url.Values{"queue": {h.ClusterQueue}, "fingerprint": {fp[1]}}); code != http.StatusSeeOther {
+		t.Fatalf("import: %d\n%.400s", code, body)
+	}
+	before, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c.eventually(t, "/teams", `href="/queues/`+h.ClusterQueue+`/release"`)
+	_, teams := c.get(t, "/teams")
+	webtest.MustNotContain(t, "the teams page", teams, `href="/teams/`+team+`/delete"`)
+	rec := c.serve(httptest.NewRequest(http.MethodGet, "/teams/"+team+"/delete", nil))
+	if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || loc != "/queues/"+h.ClusterQueue+"/release" {
+		t.Errorf("the delete page of an imported team: %d to %q, want its release", rec.Code, loc)
+	}
+
+	code, edit := c.get(t, "/teams/"+team+"/edit")
+	if code != http.StatusOK {
+		t.Fatalf("edit form: %d\n%.400s", code, edit)
+	}
+	webtest.MustContain(t, "the edit form", edit, `id="kept-quota"`, h.Flavor+": 9 vCPU, 36 GiB memory")
+	form := webtest.FormValues(t, edit, "team-form")
+	if form.Get("quota.0.instanceType") != "" {
+		t.Fatalf("the form has quota rows of an instance type: %v", form)
+	}
+	form.Set("fairShareWeight", "7")
+	if code, _, body := c.post(t, "/teams/"+team, form); code != http.StatusSeeOther {
+		t.Fatalf("saving the weight: %d\n%.800s", code, body)
+	}
+	after, err := c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := after.Spec.FairSharing; w == nil || w.Weight == nil || w.Weight.Value() != 7 {
+		t.Errorf("the weight after saving: %+v, want 7", w)
+	}
+	if diff := cmp.Diff(before.Spec.ResourceGroups, after.Spec.ResourceGroups); diff != "" {
+		t.Errorf("saving the weight changed the queue's quota (-before +after):\n%s", diff)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -114,6 +115,26 @@ func PlanRelease(s Settings, cq *kueuev1beta2.ClusterQueue) []FieldWrite {
 // Imported reports whether cq is a queue the console imported.
 func Imported(cq *kueuev1beta2.ClusterQueue) bool {
 	return ManagedByConsole(cq) && cq.Labels[ImportedLabel] == "true"
+}
+
+// KeptQuota is, in words, the quota of cq on flavors that are not instance
+// types the console knows ("default-flavor: 9 vCPU, 36Gi memory"): the
+// allocation form does not show them, and an imported queue keeps them as
+// they are.
+func KeptQuota(cq *kueuev1beta2.ClusterQueue, shapes ShapeLookup) []string {
+	quotas := flavorQuotas(cq.Spec.ResourceGroups)
+	var out []string
+	for _, f := range quotas.order {
+		if _, known := shapes(f); known {
+			continue
+		}
+		var parts []string
+		for _, r := range quotas.byFlavor[f] {
+			parts = append(parts, QuantityWord(r.Name, r.NominalQuota)+" "+ResourceWord(r.Name))
+		}
+		out = append(out, f+": "+strings.Join(parts, ", "))
+	}
+	return out
 }
 
 // keptAsIs names what the allocation form cannot express of cq.

@@ -41,7 +41,9 @@ func reasonWords(wl *kueuev1beta2.Workload, s Settings, t Task, countdownAt *int
 		if pr := apimeta.FindStatusCondition(conds, kueuev1beta2.WorkloadPodsReady); pr != nil && pr.Status == metav1.ConditionFalse {
 			switch pr.Reason {
 			case kueuev1beta2.WorkloadWaitForStart:
-				reason += "; pods are starting"
+				// When they began to start, not a running count: a task
+				// whose pods cannot be placed says so by its age.
+				reason += "; pods not all started since " + pr.LastTransitionTime.UTC().Format("Jan 2 15:04 UTC")
 			case kueuev1beta2.WorkloadWaitForRecovery:
 				reason += "; recovering from a failed pod"
 			}
@@ -316,8 +318,9 @@ func quotaReason(reason, msg string) string {
 	switch {
 	case strings.HasPrefix(msg, "failed to assign flavors"):
 		return "Cannot be scheduled: " + msg
-	case strings.Contains(msg, "untolerated taint") || strings.Contains(msg, "doesn't match node affinity") ||
-		reason == kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor:
+	case strings.Contains(msg, "untolerated taint") || strings.Contains(msg, "doesn't match node affinity"):
+		return "No flavor of the team's queue accepts it: " + excludedBy(msg)
+	case reason == kueuev1beta2.WorkloadQuotaReservedReasonNoMatchingFlavor:
 		return "No instance type in the team's quota matches the task's node selector, affinity or tolerations"
 	case strings.Contains(msg, "LocalQueue") && strings.Contains(msg, "doesn't exist"):
 		return "Its queue does not exist in this namespace"
@@ -334,6 +337,30 @@ func quotaReason(reason, msg string) string {
 		return w
 	}
 	return "Pending: " + msg
+}
+
+var (
+	taintRE    = regexp.MustCompile(`untolerated taint \{([^}]*)\} in flavor ([^\s,;]+)`)
+	affinityRE = regexp.MustCompile(`flavor ([^\s,;]+) doesn't match node affinity`)
+)
+
+// excludedBy says, flavor by flavor, what keeps a task off the flavors
+// Kueue's message names: a taint it does not tolerate ("spot has the taint
+// spot=true:NoSchedule, which the task does not tolerate"), or node labels
+// its node selector or affinity does not match.
+func excludedBy(msg string) string {
+	var parts []string
+	for _, m := range taintRE.FindAllStringSubmatch(msg, -1) {
+		taint := m[1]
+		if f := strings.Fields(m[1]); len(f) >= 3 { // {key value effect timeAdded}
+			taint = f[0] + "=" + f[1] + ":" + f[2]
+		}
+		parts = append(parts, fmt.Sprintf("%s has the taint %s, which the task does not tolerate", m[2], taint))
+	}
+	for _, m := range affinityRE.FindAllStringSubmatch(msg, -1) {
+		parts = append(parts, m[1]+"'s node labels do not match the task's node selector or affinity")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // neededByFlavor phrases the shortfalls, flavor by flavor (the flavors are

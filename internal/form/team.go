@@ -64,6 +64,12 @@ func (e Errors) Get(field string) string {
 	return ""
 }
 
+// Forget drops the error of a field: a rule of the form that the caller
+// knows does not apply.
+func (e *Errors) Forget(field string) {
+	e.items = slices.DeleteFunc(e.items, func(it fieldError) bool { return it.field == field })
+}
+
 // Any reports whether there is at least one error.
 func (e Errors) Any() bool { return len(e.items) > 0 }
 

@@ -11,8 +11,12 @@ import (
 )
 
 func (p teamPages) confirmDelete(c echo.Context) error {
-	if _, _, ok := p.teams.Team(c.Param("team")); !ok {
+	cq, _, ok := p.teams.Team(c.Param("team"))
+	if !ok {
 		return noTeam(c.Param("team"))
+	}
+	if domain.Imported(cq) { // its objects are not the console's to delete: it lets go of them
+		return c.Redirect(http.StatusSeeOther, "/queues/"+url.PathEscape(cq.Name)+"/release")
 	}
 	return p.renderDelete(c, http.StatusOK, c.Param("team"), "")
 }

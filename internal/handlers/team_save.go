@@ -142,7 +142,9 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 	imported := false
 	if st.editing {
 		if cq, _, ok := p.teams.Team(f.Name); ok {
-			imported = domain.Imported(cq)
+			if imported = domain.Imported(cq); imported {
+				view.KeptQuota = domain.KeptQuota(cq, shapes)
+			}
 		}
 	}
 	if imported {

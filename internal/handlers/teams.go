@@ -61,7 +61,7 @@ func (p teamPages) list(c echo.Context) error {
 			row := templates.TeamRow{
 				Name: st.Name, Namespace: namespaces(st.Name), ClusterQueue: st.ClusterQueue.Name,
 				Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
-				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name],
+				Lending: lendingLabel(st.Team), Preemption: string(st.Preemption), Drifted: drifted[st.Name], Imported: domain.Imported(st.ClusterQueue),
 				GPUs: total.GPUs, Neuron: total.Neuron, VCPU: domain.FormatVCPU(total.CPUMilli), MemoryGiB: domain.FormatGiB(total.MemoryMiB),
 			}
 			t.teams = append(t.teams, p.pieces.of(row, templates.TeamRowCells(row)))

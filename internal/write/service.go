@@ -204,6 +204,9 @@ func (s Service) validTeam(req TeamSave, shapes domain.ShapeLookup) (domain.Team
 	imported := false
 	if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing {
 		imported = domain.Imported(cq)
+		if imported && len(req.Form.Quota) == 0 && len(domain.KeptQuota(cq, shapes)) > 0 {
+			errs.Forget("quota") // its quota is on flavors the form does not show, kept as they are
+		}
 	}
 	if team.Cohort == s.Settings.Cohort && !imported { // an imported team's cohort is literal
 		team.Cohort = ""
