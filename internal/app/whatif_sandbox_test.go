@@ -288,6 +288,9 @@ func runWhatIf(t *testing.T, tc wiCase) (predicted, actual wiAnswer) {
 		}
 		reply = named
 	}
+	if want := wc.settings.Namespace(tc.ask.team) + "/" + wc.settings.LocalQueue(tc.ask.team); reply.LocalQueue != want {
+		t.Errorf("the answer is for LocalQueue %q, want the team's %s", reply.LocalQueue, want)
+	}
 	if (reply.EstimatedStart == "now") != reply.Admitted || (!reply.Admitted && reply.Basis == "") {
 		t.Errorf("the estimated start %q (%q) does not go with the answer %q", reply.EstimatedStart, reply.Basis, reply.Verdict)
 	}
@@ -408,6 +411,7 @@ type whatIfReply struct {
 	PreemptsHidden int    `json:"preemptsHidden"`
 	Uncertain      string `json:"uncertain"`
 	Verdict        string `json:"verdict"`
+	LocalQueue     string `json:"localQueue"`
 }
 
 // ask asks the what-if about j, each pod asking for one vCPU and 1 GiB

@@ -83,6 +83,23 @@ type WhatIfAnswer struct {
 	Uncertain string
 	// Kueue is how it was computed.
 	Kueue string
+	// LocalQueue is the LocalQueue ("namespace/name") the job was asked
+	// about in, the first of the team's LocalQueues of its ClusterQueue.
+	LocalQueue  string
+	LocalQueues int
+}
+
+// AskedIn says which LocalQueue the answer is for, and that another of the
+// team's may be placed otherwise (Kueue may order by each LocalQueue's
+// recent use).
+func (a WhatIfAnswer) AskedIn() string {
+	if a.LocalQueue == "" {
+		return ""
+	}
+	if a.LocalQueues > 1 {
+		return fmt.Sprintf("Asked for a job in LocalQueue %s, the first of the %d that feed the team's ClusterQueue; in another one its place may differ.", a.LocalQueue, a.LocalQueues)
+	}
+	return "Asked for a job in LocalQueue " + a.LocalQueue + "."
 }
 
 // CannotStart says why the job would wait while the team's queue stays as

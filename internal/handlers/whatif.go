@@ -189,6 +189,7 @@ type whatIfJSON struct {
 	PreemptsHidden int            `json:"preemptsHidden"`
 	Uncertain      string         `json:"uncertain"`
 	Verdict        string         `json:"verdict"`
+	LocalQueue     string         `json:"localQueue"`
 }
 
 // whatIfTaskID is a task the job would preempt.
@@ -205,7 +206,7 @@ type whatIfTaskID struct {
 
 func (r whatIfReply) json() whatIfJSON {
 	out := whatIfJSON{Admitted: r.Admitted, Borrowing: r.Borrowing, Position: r.Position, EstimatedStart: r.start, Basis: r.basis,
-		Reason: r.Reason, Preempts: []whatIfTaskID{}, PreemptsHidden: r.hidden, Uncertain: r.Uncertain, Verdict: r.Verdict()}
+		Reason: r.Reason, Preempts: []whatIfTaskID{}, PreemptsHidden: r.hidden, Uncertain: r.Uncertain, Verdict: r.Verdict(), LocalQueue: r.LocalQueue}
 	for _, t := range r.shown {
 		out.Preempts = append(out.Preempts, whatIfTaskID{Team: t.Team, Task: t.Namespace + "/" + t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName, Class: t.Class, GPUs: t.GPUs})
 	}
@@ -213,7 +214,7 @@ func (r whatIfReply) json() whatIfJSON {
 }
 
 func (r whatIfReply) view(jsonURL string) *templates.WhatIfAnswerView {
-	v := &templates.WhatIfAnswerView{Verdict: r.Verdict(), Waiting: !r.Admitted, Reason: r.Reason, Estimate: r.basis,
+	v := &templates.WhatIfAnswerView{Verdict: r.Verdict(), Waiting: !r.Admitted, Reason: r.Reason, Estimate: r.basis, AskedIn: r.AskedIn(),
 		Uncertain: r.Uncertain, Kueue: r.Kueue, JSON: jsonURL}
 	switch {
 	case !r.Admitted:

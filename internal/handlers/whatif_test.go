@@ -308,7 +308,8 @@ func TestWhatIfAsksAboutAQueueTheConsoleDoesNotManage(t *testing.T) {
 	objs.AddQuickStart()
 	f.model.publish(snapshotOf(s, objs, now))
 	f.cfg.TaskHistory = &taskHistory{rates: taskhistory.AdmissionRates{Recorded: 24 * time.Hour}}
-	f.whatIf.answer = domain.WhatIfAnswer{Position: 2, Reason: "insufficient unused quota for cpu in flavor default-flavor, 3 more needed"}
+	f.whatIf.answer = domain.WhatIfAnswer{Position: 2, Reason: "insufficient unused quota for cpu in flavor default-flavor, 3 more needed",
+		LocalQueue: "default/user-queue", LocalQueues: 2}
 	get := getter(t, f.handler())
 
 	_, body := get("/whatif")
@@ -322,4 +323,8 @@ func TestWhatIfAsksAboutAQueueTheConsoleDoesNotManage(t *testing.T) {
 	if a.Position != 2 || !strings.Contains(a.Basis, "1 ahead") {
 		t.Errorf("answer: position %d, estimate %q; want position 2, estimated with 1 ahead", a.Position, a.Basis)
 	}
+	// The answer names the LocalQueue it is for, one of two.
+	_, body = get("/whatif?team=cluster-queue&row.0.instanceType=default-flavor&row.0.pods=3&row.0.vcpu=1")
+	webtest.MustContain(t, "the answer", body, `id="whatif-local-queue"`,
+		"Asked for a job in LocalQueue default/user-queue, the first of the 2 that feed the team&#39;s ClusterQueue; in another one its place may differ.")
 }

@@ -423,7 +423,7 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if cq == nil {
 		return domain.WhatIfAnswer{}, fmt.Errorf("there is no team %q", job.Team)
 	}
-	lq := c.localQueueOf(cq.Name)
+	lq, lqs := c.localQueueOf(cq.Name)
 	if lq == nil {
 		return domain.WhatIfAnswer{}, fmt.Errorf("team %s has no LocalQueue to submit to", job.Team)
 	}
@@ -453,7 +453,7 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if err != nil {
 		return domain.WhatIfAnswer{}, err
 	}
-	var a domain.WhatIfAnswer
+	a := domain.WhatIfAnswer{LocalQueue: lq.Namespace + "/" + lq.Name, LocalQueues: lqs}
 	if o := res.Workloads[sh.Key()]; o != nil {
 		a.Admitted = o.Fate == impact.Admitted
 		a.Position, a.Reason, a.Uncertain = o.Position, o.Message, o.Uncertain
@@ -504,19 +504,19 @@ func (c *Cache) queueOfTeam(s domain.Settings, name string) *kueuev1beta2.Cluste
 
 // localQueueOf is the first LocalQueue, by namespace and name, that feeds
 // the ClusterQueue (a console team has one).
-func (c *Cache) localQueueOf(clusterQueue string) *kueuev1beta2.LocalQueue {
+func (c *Cache) localQueueOf(clusterQueue string) (found *kueuev1beta2.LocalQueue, of int) {
 	lqs, err := c.LocalQueues.List(labels.Everything())
 	if err != nil {
-		return nil
+		return nil, 0
 	}
-	var found *kueuev1beta2.LocalQueue
 	for _, lq := range lqs {
 		if string(lq.Spec.ClusterQueue) != clusterQueue {
 			continue
 		}
+		of++
 		if found == nil || lq.Namespace+"/"+lq.Name < found.Namespace+"/"+found.Name {
 			found = lq
 		}
 	}
-	return found
+	return found, of
 }
