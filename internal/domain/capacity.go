@@ -7,7 +7,7 @@ import "sort"
 // Capacity is what n instances of a shape offer.
 func Capacity(shape InstanceShape, instances int) Quota {
 	n := int64(instances)
-	return Quota{GPUs: n * shape.GPUs, Neuron: n * shape.Neuron, EFA: n * shape.EFA,
+	return Quota{GPUs: n * shape.SchedulableGPUs(), Neuron: n * shape.Neuron, EFA: n * shape.EFA,
 		CPUMilli: n * shape.VCPU * 1000, MemoryMiB: n * shape.MemoryGiB * 1024}
 }
 

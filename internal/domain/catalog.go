@@ -22,7 +22,20 @@ type InstanceShape struct {
 	GPUMemGiB int64 // memory of one GPU
 	// Partitions are the MIG partitions of one instance by profile
 	// ("mig-1g.10gb": 14), as its nodes offer them; nil without any.
+	// WholeGPUs are then the GPUs its nodes offer unpartitioned.
 	Partitions map[string]int64
+	WholeGPUs  int64
+}
+
+// SchedulableGPUs are the GPUs one instance offers to tasks asking for
+// whole GPUs: all of them, or, when its nodes partition some (MIG), the
+// ones left whole. GPUs stays the physical count, which vCPU and memory
+// are shared by.
+func (s InstanceShape) SchedulableGPUs() int64 {
+	if s.Partitions != nil {
+		return s.WholeGPUs
+	}
+	return s.GPUs
 }
 
 // Catalog lists common SageMaker HyperPod instance types (catalog.tsv, from
@@ -108,12 +121,17 @@ func LiveShapes(nodes []*corev1.Node) (ShapeLookup, map[string]int) {
 			Neuron: quantity(a, ResourceNeuron), EFA: quantity(a, ResourceEFA),
 			Partitions: partitionsOf(a),
 		}
+		if live[t].Partitions != nil {
+			s := live[t]
+			s.WholeGPUs = s.GPUs
+			live[t] = s
+		}
 	}
 	lookup := func(instanceType string) (InstanceShape, bool) {
 		if s, ok := LookupShape(instanceType); ok {
 			// How a type's GPUs are partitioned is the cluster's choice:
 			// the catalog cannot know it.
-			s.Partitions = live[instanceType].Partitions
+			s.Partitions, s.WholeGPUs = live[instanceType].Partitions, live[instanceType].GPUs
 			return s, true
 		}
 		s, ok := live[instanceType]

@@ -169,3 +169,27 @@ func TestIdlePartitions(t *testing.T) {
 		}
 	}
 }
+
+// Nodes that partition some of their GPUs offer the rest whole: the
+// capacity of whole GPUs is theirs, as the overview counts it, while the
+// shape keeps the physical GPUs that vCPU and memory are shared by.
+func TestCapacityCountsTheGPUsLeftWhole(t *testing.T) {
+	node := func(name string) *corev1.Node {
+		a := corev1.ResourceList{ResourceGPU: resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("96"),
+			PartitionResource("mig-1g.10gb"): resource.MustParse("14"), PartitionResource("mig-3g.40gb"): resource.MustParse("4")}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{InstanceTypeLabel: "ml.p4de.24xlarge"}},
+			Status: corev1.NodeStatus{Capacity: a, Allocatable: a, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	}
+	shapes, available := LiveShapes([]*corev1.Node{node("a"), node("b")})
+	shape, ok := shapes("ml.p4de.24xlarge")
+	if !ok || shape.GPUs != 8 || shape.SchedulableGPUs() != 4 {
+		t.Fatalf("p4de shape: %+v (schedulable %d), want 8 GPUs of which 4 whole", shape, shape.SchedulableGPUs())
+	}
+	if got := Capacity(shape, available["ml.p4de.24xlarge"]).GPUs; got != 8 {
+		t.Errorf("capacity of two partitioned p4de: %d whole GPUs, want 8", got)
+	}
+	p5, _ := shapes("ml.p5.48xlarge")
+	if got := Capacity(p5, 2).GPUs; got != 16 {
+		t.Errorf("two p5 without partitions: %d GPUs, want 16", got)
+	}
+}
