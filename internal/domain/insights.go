@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -116,6 +117,7 @@ func Insights(in InsightInput) []Insight {
 	out = append(out, idleInsights(in)...)
 	out = append(out, borrowingInsights(in)...)
 	out = append(out, capacityInsights(in.Snapshot, in.Capacity)...)
+	out = append(out, haltedInsights(in.Snapshot)...)
 	for _, u := range in.Unavailable {
 		out = append(out, Insight{Rule: "dependency", Severity: Warning, Title: u,
 			Evidence: "The figures that come from it are missing or old until it answers."})
@@ -123,6 +125,30 @@ func Insights(in InsightInput) []Insight {
 	slices.SortStableFunc(out, func(a, b Insight) int {
 		return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Team, b.Team))
 	})
+	return out
+}
+
+// haltedInsights: teams whose queue admits nothing now (stopped, or kept
+// inactive by Kueue) while tasks wait in it: they wait until someone acts,
+// not the long-wait threshold.
+func haltedInsights(s *Snapshot) []Insight {
+	var out []Insight
+	for i := range s.Teams {
+		u := &s.Teams[i]
+		waiting := u.Pending + u.Preempted
+		why := u.Halted()
+		if why == "" || waiting == 0 {
+			continue
+		}
+		severity := Warning
+		if u.Inactive != "" { // not a choice of the admin's, as a stopped queue is
+			severity = Critical
+		}
+		out = append(out, Insight{Rule: "queue-admits-nothing", Severity: severity, Team: u.Team,
+			Title:    fmt.Sprintf("Team %s: %s waiting in a queue that admits nothing", u.Team, CountOf(int64(waiting), "task")),
+			Evidence: "They wait until its queue changes: " + strings.TrimSuffix(why, ".") + ".",
+			Link:     "/usage/" + u.Team})
+	}
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/kueuetest"
@@ -205,5 +206,38 @@ func TestModelDatesBorrowing(t *testing.T) {
 		case step.since >= 0 && (!ok || !got.Equal(t0.Add(step.since))):
 			t.Errorf("at +%s borrowing since %s (%v), want %s", step.at, got, ok, t0.Add(step.since))
 		}
+	}
+}
+
+// A queue that admits nothing while tasks wait in it is an insight at
+// once, not after the long-wait threshold: critical when Kueue keeps it
+// inactive, a warning when an admin stopped it.
+func TestAQueueThatAdmitsNothingWithTasksWaiting(t *testing.T) {
+	s := DefaultSettings
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	inactive := kueuetest.MakeClusterQueue("cluster-queue").Nominal(4, nil).Obj()
+	inactive.Status.Conditions = []metav1.Condition{{Type: kueuev1beta2.ClusterQueueActive, Status: metav1.ConditionFalse,
+		Reason: kueuev1beta2.ClusterQueueActiveReasonAdmissionCheckInactive, Message: "Can't admit new workloads: references inactive AdmissionCheck(s): sample-prov."}}
+	stopped := kueuetest.MakeClusterQueue(s.ClusterQueue("beta")).Nominal(4, nil).Stopped().Obj()
+	idle := kueuetest.MakeClusterQueue(s.ClusterQueue("gamma")).Nominal(4, nil).Stopped().Obj() // nothing waits
+	in := SnapshotInput{Settings: s, ClusterQueues: []*kueuev1beta2.ClusterQueue{inactive, stopped, idle},
+		LocalQueues: []*kueuev1beta2.LocalQueue{kueuetest.MakeLocalQueue("default", "user-queue", "cluster-queue"),
+			kueuetest.MakeLocalQueue(s.Namespace("beta"), s.LocalQueue("beta"), s.ClusterQueue("beta"))},
+		Workloads: []*kueuev1beta2.Workload{
+			kueuetest.MakeWorkload(s, "default", "sample-job").Queue("user-queue").GPUs(1, 1).Created(now.Add(-time.Minute)).Obj(),
+			kueuetest.MakeWorkload(s, s.Namespace("beta"), "train").Queue(s.LocalQueue("beta")).GPUs(1, 1).Created(now.Add(-time.Minute)).Obj(),
+		}}
+	var got []string
+	for _, i := range Insights(InsightInput{Snapshot: BuildSnapshot(in, now), Now: now, Thresholds: DefaultInsightThresholds}) {
+		if i.Rule == "queue-admits-nothing" {
+			got = append(got, i.Severity.String()+" "+i.Team+": "+i.Title+" "+i.Evidence)
+		}
+	}
+	want := []string{
+		"critical cluster-queue: Team cluster-queue: 1 task waiting in a queue that admits nothing They wait until its queue changes: Kueue keeps its queue inactive: Can't admit new workloads: references inactive AdmissionCheck(s): sample-prov.",
+		"warning beta: Team beta: 1 task waiting in a queue that admits nothing They wait until its queue changes: its queue is stopped.",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("insights (-want +got):\n%s", diff)
 	}
 }
