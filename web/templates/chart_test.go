@@ -205,3 +205,18 @@ func TestDailyChartNamesDays(t *testing.T) {
 		t.Errorf("30 days: X labels %v, want %v", got, want)
 	}
 }
+
+// A series with no samples for a while (Prometheus had none: a queue gone
+// and made again) is drawn in two pieces, not joined across the gap.
+func TestLineChartStopsAtGaps(t *testing.T) {
+	start := time.Date(2026, 7, 1, 11, 30, 0, 0, time.Local)
+	points := append(every(start, 10, func(int) float64 { return 20 }), every(start.Add(3*time.Hour), 10, func(int) float64 { return 5 })...)
+	html := renderChart(t, ChartModel{ID: "team-gpu", Title: "GPUs", Unit: "GPUs",
+		Series: []ChartSeries{{Name: "In use", Points: points}, {Name: "Quota", Points: every(start, 10, func(int) float64 { return 8 })}}})
+	if got := strings.Count(html, "<polyline"); got != 3 {
+		t.Errorf("%d polylines, want 3: the first series in two pieces around its gap, the second whole", got)
+	}
+	if got := strings.Count(html, "<circle"); got != 30 {
+		t.Errorf("%d samples drawn, want all 30", got)
+	}
+}
