@@ -2,8 +2,10 @@ package form
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/openquota/console/internal/domain"
@@ -110,6 +112,18 @@ func (f WhatIfForm) Validate(c WhatIfChoices) (domain.WhatIf, Errors) {
 	return job, errs
 }
 
+// decimalAmount reads a positive decimal number of units at most most, in
+// units/scale ("0.1" vCPU is 100 millicores at scale 1000); the smallest
+// step is one of those.
+func decimalAmount(s string, scale, most int64) (int64, bool) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || v <= 0 || v > float64(most) {
+		return 0, false
+	}
+	n := int64(math.Round(v * float64(scale)))
+	return n, n > 0
+}
+
 // validateWhatIfRow checks one row. A pod runs on one instance, so it may
 // ask for at most what one instance has; on a flavor that is no instance
 // type, at most the flavor limits above.
@@ -158,8 +172,26 @@ func validateWhatIfRow(i int, row WhatIfRow, c WhatIfChoices, errs *Errors) (dom
 	}
 	r.GPUs = perPod("gpus", row.GPUs, "GPUs", 0, shape.GPUs)
 	r.Neuron = perPod("neuron", row.Neuron, "Neuron devices", 0, shape.Neuron)
-	r.CPUMilli = perPod("vcpu", row.VCPU, "vCPUs", 1, shape.VCPU) * 1000
-	r.MemoryMiB = perPod("memoryGiB", row.MemoryGiB, "GiB of memory", 1, shape.MemoryGiB) * 1024
+	// vCPU and memory as Kueue's examples ask for them too: a tenth of a
+	// vCPU, 200 MiB (0.2 GiB).
+	fraction := func(name, value, unit string, scale, most int64) int64 {
+		if value == "" {
+			return 0
+		}
+		if n, valid := decimalAmount(value, scale, most); valid {
+			return n
+		}
+		if flavor {
+			errs.Add(field(name), fmt.Sprintf("Enter more than 0 and at most %d %s per pod (decimals such as 0.5 too).", most, unit))
+		} else {
+			errs.Add(field(name), fmt.Sprintf("Enter more than 0 and at most %d %s per pod (decimals such as 0.5 too): a pod runs on one instance, and %s has %d.",
+				most, unit, shape.Type, most))
+		}
+		ok = false
+		return 0
+	}
+	r.CPUMilli = fraction("vcpu", row.VCPU, "vCPUs", 1000, shape.VCPU)
+	r.MemoryMiB = fraction("memoryGiB", row.MemoryGiB, "GiB of memory", 1024, shape.MemoryGiB)
 	if !ok {
 		return r, false
 	}

@@ -40,6 +40,9 @@ func TestWhatIfForm(t *testing.T) {
 		{"a flavor that is no instance type (a queue of Kueue's examples): vCPU alone", url.Values{"team": {"cluster-queue"},
 			"row.0.instanceType": {"default-flavor"}, "row.0.pods": {"3"}, "row.0.vcpu": {"1"}},
 			domain.WhatIf{Team: "cluster-queue", Rows: []domain.WhatIfRow{{InstanceType: "default-flavor", Pods: 3, CPUMilli: 1000}}}},
+		{"a tenth of a vCPU and 200 MiB, as Kueue's sample job asks", url.Values{"team": {"cluster-queue"},
+			"row.0.instanceType": {"default-flavor"}, "row.0.pods": {"3"}, "row.0.vcpu": {"0.1"}, "row.0.memoryGiB": {"0.2"}},
+			domain.WhatIf{Team: "cluster-queue", Rows: []domain.WhatIfRow{{InstanceType: "default-flavor", Pods: 3, CPUMilli: 100, MemoryMiB: 205}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, errs := ParseWhatIf(tc.query).Validate(whatIfChoices())
@@ -86,7 +89,7 @@ func TestWhatIfFormErrors(t *testing.T) {
 			v.Set("row.0.gpus", "65")
 			v.Set("row.0.vcpu", "2000")
 		}, nil, map[string]string{"row.0.gpus": "Enter a whole number of GPUs per pod from 0 to 64.",
-			"row.0.vcpu": "Enter a whole number of vCPUs per pod from 1 to 1024."}},
+			"row.0.vcpu": "Enter more than 0 and at most 1024 vCPUs per pod (decimals such as 0.5 too)."}},
 		{"no pods", func(v url.Values) { v.Del("row.0.pods") }, nil,
 			map[string]string{"row.0.pods": "Enter a whole number of pods from 1 to 1000."}},
 		{"1001 pods", func(v url.Values) { v.Set("row.0.pods", "1001") }, nil,
@@ -113,9 +116,9 @@ func TestWhatIfFormErrors(t *testing.T) {
 		{"nothing asked per pod", func(v url.Values) { v.Del("row.0.gpus"); v.Set("row.0.memoryGiB", "10") }, nil,
 			map[string]string{"row.0.gpus": "Give GPUs, Neuron devices or vCPUs per pod."}},
 		{"zero vCPUs", func(v url.Values) { v.Set("row.0.vcpu", "0") }, nil,
-			map[string]string{"row.0.vcpu": "Enter a whole number of vCPUs per pod from 1 to 192: a pod runs on one instance, and ml.p5.48xlarge has 192."}},
+			map[string]string{"row.0.vcpu": "Enter more than 0 and at most 192 vCPUs per pod (decimals such as 0.5 too): a pod runs on one instance, and ml.p5.48xlarge has 192."}},
 		{"more memory than an instance has", func(v url.Values) { v.Set("row.0.memoryGiB", "4096") }, nil,
-			map[string]string{"row.0.memoryGiB": "Enter a whole number of GiB of memory per pod from 1 to 2048: a pod runs on one instance, and ml.p5.48xlarge has 2048."}},
+			map[string]string{"row.0.memoryGiB": "Enter more than 0 and at most 2048 GiB of memory per pod (decimals such as 0.5 too): a pod runs on one instance, and ml.p5.48xlarge has 2048."}},
 		{"errors of a later row and the team together", func(v url.Values) {
 			v.Set("team", "")
 			v.Set("row.3.instanceType", "ml.g5.2xlarge")
