@@ -464,6 +464,27 @@ func BenchmarkHistory(b *testing.B) {
 					return err
 				})
 			})
+			// The usage report's first page of tasks, and a day's per-task
+			// CSV (every row).
+			b.Run("task-report-page-30d", func(b *testing.B) {
+				latencies(b, func() error {
+					_, _, err := s.TaskReport(context.Background(), ReportQuery{Window: Window{From: now.Add(-30 * 24 * time.Hour), To: now}, Limit: 100},
+						func(ReportRow) error { return nil })
+					return err
+				})
+			})
+			for _, days := range []int{1, 30} {
+				b.Run(fmt.Sprintf("task-report-all-%dd", days), func(b *testing.B) {
+					rows := 0
+					latencies(b, func() error {
+						rows = 0
+						_, _, err := s.TaskReport(context.Background(), ReportQuery{Window: Window{From: now.Add(-time.Duration(days) * 24 * time.Hour), To: now}},
+							func(ReportRow) error { rows++; return nil })
+						return err
+					})
+					b.ReportMetric(float64(rows), "rows")
+				})
+			}
 			b.Run("record", func(b *testing.B) { benchRecord(b, s) })
 		})
 	}
