@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -95,15 +96,19 @@ type insightsPage struct {
 
 func (p insightsPage) show(c echo.Context) error {
 	visible, _ := p.scopeOf(c)
+	if _, isCSV := csvTable(c); isCSV {
+		return insightsCSV(c, insightRows(shownInsights(p.rules.latest.current(c.Request().Context()).found, visible), c.QueryParam("team")))
+	}
 	view, _ := viewOf(c.Request().URL.RequestURI(), visible)
 	parts, snap, err := p.live.render(c.Request().Context(), view, p.model.Snapshot())
 	if err != nil {
 		return err
 	}
 	page := templates.InsightsView{Page: templates.Page{Title: "Insights", Active: "insights", Problem: p.problem(), Snapshot: snap.Version},
-		Thresholds: thresholdsWord(p.rules.thresholds()), Live: parts}
+		Thresholds: thresholdsWord(p.rules.thresholds()), Live: parts, CSV: "/insights?format=csv"}
 	if team := view.query.Get("team"); team != "" {
 		page.Title = "Insights: team " + team
+		page.CSV += "&team=" + url.QueryEscape(team)
 	}
 	return render(c, http.StatusOK, templates.Insights(page))
 }
@@ -119,6 +124,21 @@ func (p insightsPage) insightsParts(r *liveRender) ([]templates.LivePart, error)
 	found := feed.current(r.ctx).found
 	list, err := part("insights-live", templates.InsightsList(insightRows(shownInsights(found, r.view.scope), r.view.query.Get("team"))))
 	return []templates.LivePart{list}, err
+}
+
+// insightsCSV writes the insights the viewer may see, as the page lists
+// them.
+func insightsCSV(c echo.Context, rows []templates.InsightRow) error {
+	w, err := startCSV(c, "insights.csv", "Severity", "Rule", "Team", "Title", "Evidence", "Link")
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := w.Row(r.Severity, r.Rule, r.Team, r.Title, r.Evidence, r.Link); err != nil {
+			return err
+		}
+	}
+	return w.Close()
 }
 
 // thresholdsWord says when the insights speak up.

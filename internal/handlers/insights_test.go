@@ -59,6 +59,22 @@ func TestInsightsAndHeadline(t *testing.T) {
 		t.Error("a member of team-001 sees team-000's long wait")
 	}
 
+	// The list as CSV: the page's rows, of what the viewer may see.
+	webtest.MustContain(t, "the insights page", body, `id="export-insights"`, `href="/insights?format=csv"`)
+	csvOf := func(who string) map[string]map[string]string {
+		code, body := user(t, f.handler(), who).Get("/insights?format=csv")
+		header, rows := webtest.ReadCSV(t, "the insights CSV of "+who, code, body)
+		return webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Rule"] })
+	}
+	admin := csvOf("admin")
+	if r := admin["long-wait"]; r["Team"] != "team-000" || r["Severity"] != got["long-wait"][0] || !strings.Contains(r["Title"], "the longest for 3h 00m") ||
+		r["Link"] == "" || len(admin) != len(got) {
+		t.Errorf("the admin's insights CSV %v, want the page's %d rows", admin, len(got))
+	}
+	if _, ok := csvOf("member")["long-wait"]; ok {
+		t.Error("a member of team-001 gets team-000's long wait in the CSV")
+	}
+
 	_, body = user(t, f.handler(), "admin").Get("/")
 	want := map[string]string{"headline-ready": "8", "headline-allocated": "16", "headline-in-use": "2", "headline-waiting": "1",
 		"headline-longest-wait": "3h 00m", "headline-idle": "—"}
