@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -209,19 +210,34 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 	}
 	// Topology-aware flavors place pods on nodes: the copy has no nodes, so
 	// it counts their quota only and names what it admits there uncertain.
-	byTopology := map[string]bool{}
+	// One whose labels no schedulable node has offers Kueue no topology
+	// domain: Kueue admits nothing there. The copy gives it a taint no pod
+	// tolerates, so that Kueue's flavor assigner passes it over too.
+	nodes, err := c.Nodes.List(labels.Everything())
+	if err != nil {
+		return impact.Cluster{}, nil, err
+	}
+	byTopology, noNodes := map[string]bool{}, map[string]bool{}
 	for _, rf := range flavors {
 		if rf.Spec.TopologyName != nil {
 			byTopology[rf.Name] = true
 			rf = rf.DeepCopy()
 			rf.Spec.TopologyName = nil
+			if !anyNodeHas(nodes, rf.Spec.NodeLabels) {
+				noNodes[rf.Name] = true
+				rf.Spec.NodeTaints = append(rf.Spec.NodeTaints, corev1.Taint{Key: noTopologyNodes, Effect: corev1.TaintEffectNoSchedule})
+			}
 		}
 		out.Flavors = append(out.Flavors, rf)
 	}
 	for _, cq := range out.ClusterQueues {
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
-				if byTopology[string(f.Name)] && out.Uncertain[cq.Name] == "" {
+				switch {
+				case !byTopology[string(f.Name)] || out.Uncertain[cq.Name] != "":
+				case noNodes[string(f.Name)]:
+					out.Uncertain[cq.Name] = "Its flavor " + string(f.Name) + " places pods by topology, and no ready node has its labels: Kueue admits nothing there until one has."
+				default:
 					out.Uncertain[cq.Name] = "Its flavor " + string(f.Name) + " places pods by topology: whether nodes have room is decided at scheduling, not by quota."
 				}
 			}
@@ -407,6 +423,31 @@ func withUsage(cqs []*kueuev1beta2.ClusterQueue, r *impact.Result) []*kueuev1bet
 	return out
 }
 
+// noTopologyNodes is the key of the taint the copy gives a topology-aware
+// flavor whose labels no schedulable node has.
+const noTopologyNodes = "quota-console.openquota.dev/no-topology-domain"
+
+// anyNodeHas reports whether a schedulable node has every label of want.
+func anyNodeHas(nodes []*corev1.Node, want map[string]string) bool {
+	for _, n := range nodes {
+		if domain.NodeSchedulable(n) && labels.SelectorFromSet(want).Matches(labels.Set(n.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// noTopologyNodesRE finds what Kueue's flavor assigner says of the copy's
+// taint.
+var noTopologyNodesRE = regexp.MustCompile(`untolerated taint \{` + regexp.QuoteMeta(noTopologyNodes) + `[^}]*\} in flavor ([^\s,;]+)`)
+
+// copyWords is a message of the copy's Kueue as Kueue would say it of the
+// cluster: the copy's taint on a topology-aware flavor without nodes is
+// the cluster's "no topology domains" there.
+func copyWords(msg string) string {
+	return noTopologyNodesRE.ReplaceAllString(msg, "no topology domains in flavor $1: no ready node has its labels")
+}
+
 // whatIfName names the job a what-if adds to the copy.
 const whatIfName = "what-if"
 
@@ -456,7 +497,7 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	a := domain.WhatIfAnswer{LocalQueue: lq.Namespace + "/" + lq.Name, LocalQueues: lqs}
 	if o := res.Workloads[sh.Key()]; o != nil {
 		a.Admitted = o.Fate == impact.Admitted
-		a.Position, a.Reason, a.Uncertain = o.Position, o.Message, o.Uncertain
+		a.Position, a.Reason, a.Uncertain = o.Position, copyWords(o.Message), o.Uncertain
 	}
 	if a.Admitted {
 		for _, u := range res.Usage[cq.Name] {
