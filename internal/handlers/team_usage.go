@@ -112,7 +112,7 @@ func first[T any](s []T) *T {
 // vCPU or memory) and, for GPUs, the hardware utilization of the
 // namespaces whose pods count for the team alone.
 func (p usagePages) teamCharts(ctx context.Context, snap *domain.Snapshot, row domain.TeamUsage, rangeName string) (charts []templ.Component, pending bool) {
-	res := teamResources(row, nil)[0]
+	res := chartedResource(row)
 	queue := metrics.TeamQueue{ClusterQueue: row.ClusterQueue, Resource: res.kube.String()}
 	if res.key == "gpu" {
 		queue.Namespaces = domain.TeamNamespaces(snap.Teams, row.Team)
@@ -310,6 +310,19 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 // teamResources are the resources a team's page shows its figures in:
 // those it has quota of, uses or waits for, GPUs first (and GPUs alone for
 // a team with none of them), then its MIG profiles.
+// chartedResource is the resource a team's charts draw: the first the
+// queue has quota of or holds, not one its waiting tasks alone ask for (a
+// queue of vCPU, asked for a GPU it has no quota of, charts its vCPU).
+func chartedResource(u domain.TeamUsage) usageResource {
+	all := teamResources(u, nil)
+	for _, res := range all {
+		if f := res.figures(u); f.allocated > 0 || f.inUse > 0 {
+			return res
+		}
+	}
+	return all[0]
+}
+
 func teamResources(u domain.TeamUsage, profiles []string) []usageResource {
 	var out []usageResource
 	for _, res := range usageResources {

@@ -133,3 +133,23 @@ func TestTotalHardwareWeighsTeamsByUse(t *testing.T) {
 		}
 	}
 }
+
+// A team's charts draw what its queue has quota of or holds: a queue of
+// vCPU asked for a GPU it has no quota of charts its vCPU, a GPU team its
+// GPUs, a team of nothing yet its GPUs.
+func TestChartedResource(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		u    domain.TeamUsage
+		want string
+	}{
+		{"vCPU quota, a GPU asked for", domain.TeamUsage{Allocated: domain.Amount{CPUMilli: 9000}, PendingDemand: domain.Amount{GPUs: 1}}, "cpu"},
+		{"GPU quota", domain.TeamUsage{Allocated: domain.Amount{GPUs: 8, CPUMilli: 96000}}, "gpu"},
+		{"Neuron in use beyond a quota of none", domain.TeamUsage{InUse: domain.Amount{Neuron: 16}}, "neuron"},
+		{"nothing", domain.TeamUsage{}, "gpu"},
+	} {
+		if got := chartedResource(tc.u).key; got != tc.want {
+			t.Errorf("%s: charts %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
