@@ -274,7 +274,8 @@ func (m *Model) withVariants(f *TaskFacts) {
 // variantWords say what Kueue's concurrent-admission Variants of a task
 // are doing, in its ClusterQueue's order of flavors: while the task waits,
 // why each flavor it is tried on does not take it; while it runs, the
-// flavors Kueue would still move it to. "" when no Variant is tried.
+// flavors Kueue would still move it to, of those that may yet hold it. ""
+// when no Variant is tried, or none of those.
 // preempted: one of those tried was preempted.
 func (m *Model) variantWords(f *TaskFacts) (words, raw string, preempted bool) {
 	vs := m.variants[LocalQueueKey(f.Namespace, f.Name)]
@@ -312,6 +313,17 @@ func (m *Model) variantWords(f *TaskFacts) (words, raw string, preempted bool) {
 		}
 	}
 	if f.State == TaskAdmitted {
+		// Only the flavors that may yet hold it: one Kueue found can never
+		// (beyond its quota, or excluded) is no promise.
+		flavors = flavors[:0]
+		for _, v := range tried {
+			if !v.cannotFit {
+				flavors = append(flavors, v.variantFlavor)
+			}
+		}
+		if len(flavors) == 0 {
+			return "", strings.Join(messages, "\n"), false
+		}
 		which := "that has"
 		if len(flavors) > 1 {
 			which = "one of them has"

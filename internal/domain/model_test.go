@@ -716,6 +716,12 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 	// longer tried); waiting fits nowhere; large lost spot to a preemption
 	// (Kueue preempted its Variant there and evicted its own Workload).
 	mid := job("mid").In(cq.Name).Admitted(now.Add(-30*time.Second), "on-demand").Obj()
+	// big runs on spot; reservation and on-demand can never hold it.
+	big := job("big").In(cq.Name).Admitted(now.Add(-30*time.Second), "spot").Obj()
+	tooBig := func(flavor string) string {
+		return "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor " + flavor +
+			", previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+	}
 	waiting := job("waiting").Obj()
 	const preemption = "Preempted to accommodate a workload (UID: u-1, JobUID: j-1) due to prioritization in the ClusterQueue; " +
 		"preemptor path: /team-cluster-queue; preemptee path: /team-cluster-queue"
@@ -732,9 +738,13 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 		variant(waiting, "reservation").Pending("Pending", noRoom("reservation"), now).Obj(),
 		variant(waiting, "on-demand").Obj(),
 		variant(large, "spot").In(cq.Name).Admitted(now.Add(-time.Minute), "spot").Preempted(now, "InClusterQueue", preemption).Obj(),
+		variant(big, "reservation").Pending("Pending", tooBig("reservation"), now).Obj(),
+		variant(big, "on-demand").Pending("Pending", tooBig("on-demand"), now).Obj(),
+		variant(big, "spot").In(cq.Name).Admitted(now.Add(-30*time.Second), "spot").Obj(),
 	}
 	wantReasons := map[string]string{
 		"job-mid": "Admitted on flavor on-demand; Kueue moves it to reservation as soon as that has room (concurrent admission)",
+		"job-big": "Admitted on flavor spot",
 		"job-waiting": "Tried on each flavor at once (Kueue's concurrent admission). " +
 			"reservation: Waiting for quota: needs 2 more nvidia.com/gpu on reservation; " +
 			"on-demand: Waiting to be evaluated by the scheduler; " +
@@ -747,8 +757,8 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 		name string
 		wls  []*kueuev1beta2.Workload
 	}{
-		{"jobs first", append([]*kueuev1beta2.Workload{mid, waiting, large}, variants...)},
-		{"variants first", append(slices.Clone(variants), mid, waiting, large)},
+		{"jobs first", append([]*kueuev1beta2.Workload{mid, waiting, large, big}, variants...)},
+		{"variants first", append(slices.Clone(variants), mid, waiting, large, big)},
 	} {
 		t.Run(order.name, func(t *testing.T) {
 			m := NewModel(s)
@@ -764,7 +774,7 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 				task := snap.Task(f)
 				got[f.Name], positions[f.Name], states[f.Name] = task.Reason, task.Position, task.State
 			}
-			if diff := gocmp.Diff(map[string]TaskState{"job-mid": TaskAdmitted, "job-waiting": TaskPending, "job-large": TaskPreempted}, states); diff != "" {
+			if diff := gocmp.Diff(map[string]TaskState{"job-mid": TaskAdmitted, "job-big": TaskAdmitted, "job-waiting": TaskPending, "job-large": TaskPreempted}, states); diff != "" {
 				t.Errorf("the tasks' states (-want +got):\n%s", diff)
 			}
 			if diff := gocmp.Diff(wantReasons, got); diff != "" {
@@ -778,8 +788,8 @@ func TestConcurrentAdmissionVariantsAreNotTasks(t *testing.T) {
 			for _, st := range stats {
 				running, pending, preempted = running+st.Running, pending+st.Pending, preempted+st.Preempted
 			}
-			if running != 1 || pending != 1 || preempted != 1 {
-				t.Errorf("%d running, %d pending and %d preempted tasks, want one each", running, pending, preempted)
+			if running != 2 || pending != 1 || preempted != 1 {
+				t.Errorf("%d running, %d pending and %d preempted tasks, want 2, 1 and 1", running, pending, preempted)
 			}
 
 			// Its spot Variant admitted again, large waits no more.
