@@ -486,7 +486,7 @@ func TestConcurrentAdmissionCountsEachJobOnce(t *testing.T) {
 		})
 		flavors = append(flavors, kueuev1beta2.FlavorQuotas{Name: kueuev1beta2.ResourceFlavorReference(rf.Name), Resources: []kueuev1beta2.ResourceQuota{
 			{Name: corev1.ResourceCPU, NominalQuota: q("100")}, {Name: corev1.ResourceMemory, NominalQuota: q("100Gi")},
-			{Name: domain.ResourceGPU, NominalQuota: *resource.NewQuantity(int64(2<<i), resource.DecimalSI)}, // 2, 4, 8
+			{Name: domain.ResourceGPU, NominalQuota: *resource.NewQuantity([]int64{4, 4, 8}[i], resource.DecimalSI)},
 		}})
 	}
 	reservation, onDemand, spot := string(flavors[0].Name), string(flavors[1].Name), string(flavors[2].Name)
@@ -511,9 +511,10 @@ func TestConcurrentAdmissionCountsEachJobOnce(t *testing.T) {
 	}
 
 	// One at a time, so that each lands where the flavors then have room:
-	// small on reservation (2 of 2), mid on on-demand (3 of 4, while it
-	// would rather be on reservation), large on spot (5 of 8), and waiting
-	// has room nowhere.
+	// small on reservation (2 of 4), mid on on-demand (3 of 4, while it
+	// would rather be on reservation, which has room for it once small
+	// ends), large on spot (5 of 8: neither reservation nor on-demand can
+	// ever hold it), and waiting has room nowhere.
 	for _, j := range []struct {
 		name, state string
 		gpus        int64
@@ -529,10 +530,12 @@ func TestConcurrentAdmissionCountsEachJobOnce(t *testing.T) {
 		tasks = csvRecords(t, c, "/tasks?format=csv&state=all&team="+cq.Name, func(r map[string]string) string { return r["Owner name"] })
 		return len(tasks) == 4 && tasks["small"]["State"] == "Running" && tasks["mid"]["State"] == "Running" && tasks["large"]["State"] == "Running" &&
 			tasks["waiting"]["State"] == "Pending" && strings.Contains(tasks["waiting"]["Why"], spot+": Waiting for quota") &&
-			strings.Contains(tasks["mid"]["Why"], "Kueue moves it to "+reservation+" as soon as that has room"), nil
+			strings.Contains(tasks["mid"]["Why"], "Kueue moves it to "+reservation+" as soon as that has room") &&
+			tasks["large"]["Why"] == "Admitted on flavor "+spot, nil
 	})
 	if err != nil {
-		t.Fatalf("queue %s's tasks %v; want small, mid and large running, waiting pending, mid said to move to %s, waiting's reason on %s", cq.Name, tasks, reservation, spot)
+		t.Fatalf("queue %s's tasks %v; want small, mid and large running, waiting pending, mid said to move to %s, large to stay, waiting's reason on %s",
+			cq.Name, tasks, reservation, spot)
 	}
 	webtest.MustContain(t, "the waiting job's reason", tasks["waiting"]["Why"], "Tried on each flavor at once (Kueue's concurrent admission). "+reservation+": ")
 	if got := tasks["waiting"]["Queue position"]; got != "1" {
