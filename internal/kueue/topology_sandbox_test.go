@@ -27,7 +27,7 @@ func TestAFlavorWithoutTopologyNodesAdmitsNothing(t *testing.T) {
 	s := isolated(t)
 	ctx := context.Background()
 	id := rand.String(5)
-	topology, flavor, queue, ns := "topology-"+id, "tas-flavor-"+id, "tas-cluster-queue-"+id, "tas-"+id
+	topology, flavor, queue := "topology-"+id, "tas-flavor-"+id, "tas-cluster-queue-"+id
 	create := func(what string, err error) {
 		t.Helper()
 		if err != nil {
@@ -59,9 +59,7 @@ func TestAFlavorWithoutTopologyNodesAdmitsNothing(t *testing.T) {
 	t.Cleanup(func() {
 		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), queue, metav1.DeleteOptions{})
 	})
-	_, err = c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	create("the namespace", err)
-	t.Cleanup(func() { _ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ns := testenv.Namespace(t, c.Kube, s.NamespacePrefix+"tas")
 	_, err = c.Kueue.KueueV1beta2().LocalQueues(ns).Create(ctx, &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "tas-user-queue", Namespace: ns},
 		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(queue)}}, metav1.CreateOptions{})
 	create("the LocalQueue", err)
