@@ -429,8 +429,9 @@ const noTopologyNodes = "quota-console.openquota.dev/no-topology-domain"
 
 // anyNodeHas reports whether a schedulable node has every label of want.
 func anyNodeHas(nodes []*corev1.Node, want map[string]string) bool {
+	sel := labels.SelectorFromSet(want)
 	for _, n := range nodes {
-		if domain.NodeSchedulable(n) && labels.SelectorFromSet(want).Matches(labels.Set(n.Labels)) {
+		if domain.NodeSchedulable(n) && sel.Matches(labels.Set(n.Labels)) {
 			return true
 		}
 	}
