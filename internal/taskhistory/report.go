@@ -76,15 +76,6 @@ func (r ReportRow) PartitionHours() (hours, gpuEquivalent float64) {
 	return hours, gpuEquivalent
 }
 
-// InstanceTypes are the instance types it held, in the order of Use.
-func (r ReportRow) InstanceTypes() []string {
-	out := make([]string, len(r.Use))
-	for i, u := range r.Use {
-		out[i] = u.InstanceType
-	}
-	return out
-}
-
 // Borrowed reports whether it borrowed on any instance type in the window.
 func (r ReportRow) Borrowed() bool {
 	for _, u := range r.Use {
