@@ -15,7 +15,8 @@ import (
 )
 
 // CohortRow is one cohort of the tree, in the order the tree is read
-// (each cohort, then its queues and sub-cohorts), with GPU figures.
+// (each cohort, then its queues and sub-cohorts), with its figures in the
+// four resources Amount follows.
 type CohortRow struct {
 	Name   string
 	Depth  int    // 0 for a root
@@ -24,30 +25,44 @@ type CohortRow struct {
 	// the ClusterQueues naming it). Weight is its fair-sharing weight ("" when unset).
 	Declared bool
 	Weight   string
-	// OwnGPUs is the cohort's own quota (its resourceGroups), shared by
+	// Own is the cohort's own quota (its resourceGroups), shared by
 	// everything under it.
-	OwnGPUs int64
+	Own Amount
 	// Subtree figures: quota of the cohort, its sub-cohorts and queues; what
 	// their admitted tasks use; what the queues borrow beyond their own quota.
-	QuotaGPUs, InUseGPUs, BorrowedGPUs int64
+	Quota, InUse, Borrowed Amount
 	// Queues are the ClusterQueues directly in it, by name.
 	Queues []CohortQueue
 }
 
 // CohortQueue is a ClusterQueue as the cohort tree lists it.
 type CohortQueue struct {
-	Name, Team                         string
-	QuotaGPUs, InUseGPUs, BorrowedGPUs int64
-	// LendingLimitGPUs and BorrowingLimitGPUs sum the queue's limits on GPUs;
-	// Limited says whether any is set.
-	LendingLimitGPUs, BorrowingLimitGPUs int64
-	LendingLimited, BorrowingLimited     bool
+	Name, Team             string
+	Quota, InUse, Borrowed Amount
+	// LendingLimit and BorrowingLimit sum the queue's limits over its
+	// flavors; LendingLimited and BorrowingLimited name the resources that
+	// have one (a limit of 0 is a limit, an absent one is none).
+	LendingLimit, BorrowingLimit     Amount
+	LendingLimited, BorrowingLimited []corev1.ResourceName
 	// Weight is its fair-sharing weight ("" when unset: Kueue's default).
 	Weight string
 }
 
-// HeadroomGPUs is what the cohort's subtree has that nobody uses.
-func (r CohortRow) HeadroomGPUs() int64 { return max(r.QuotaGPUs-r.InUseGPUs, 0) }
+// Headroom is what the cohort's subtree has that nobody uses.
+func (r CohortRow) Headroom() Amount {
+	return Amount{GPUs: max(r.Quota.GPUs-r.InUse.GPUs, 0), Neuron: max(r.Quota.Neuron-r.InUse.Neuron, 0),
+		CPUMilli: max(r.Quota.CPUMilli-r.InUse.CPUMilli, 0), MemoryMiB: max(r.Quota.MemoryMiB-r.InUse.MemoryMiB, 0)}
+}
+
+// LendingLimitOf is the queue's lending limit on r, and whether it has one.
+func (q CohortQueue) LendingLimitOf(r corev1.ResourceName) (int64, bool) {
+	return q.LendingLimit.Of(r), slices.Contains(q.LendingLimited, r)
+}
+
+// BorrowingLimitOf is the queue's borrowing limit on r, and whether it has one.
+func (q CohortQueue) BorrowingLimitOf(r corev1.ResourceName) (int64, bool) {
+	return q.BorrowingLimit.Of(r), slices.Contains(q.BorrowingLimited, r)
+}
 
 // CohortTree is the cohort hierarchy of cohorts (Cohort objects) and the
 // ClusterQueues naming cohorts. Queues without a cohort are left out.
@@ -69,7 +84,7 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 	for _, c := range cohorts {
 		n := get(c.Name)
 		n.row.Declared, n.row.Parent = true, string(c.Spec.ParentName)
-		n.row.OwnGPUs = gpuQuota(c.Spec.ResourceGroups)
+		n.row.Own = nominalOf(c.Spec.ResourceGroups)
 		if fs := c.Spec.FairSharing; fs != nil && fs.Weight != nil {
 			n.row.Weight = fs.Weight.String()
 		}
@@ -81,31 +96,28 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 		if cq.Spec.CohortName == "" {
 			continue
 		}
-		q := CohortQueue{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), QuotaGPUs: gpuQuota(cq.Spec.ResourceGroups)}
+		q := CohortQueue{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Quota: nominalOf(cq.Spec.ResourceGroups)}
 		if fs := cq.Spec.FairSharing; fs != nil && fs.Weight != nil {
 			q.Weight = fs.Weight.String()
 		}
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
-					if r.Name != ResourceGPU {
-						continue
-					}
 					if r.LendingLimit != nil {
-						q.LendingLimited, q.LendingLimitGPUs = true, q.LendingLimitGPUs+r.LendingLimit.Value()
+						q.LendingLimit.addUnits(r.Name, units(r.Name, *r.LendingLimit))
+						q.LendingLimited = appendOnce(q.LendingLimited, r.Name)
 					}
 					if r.BorrowingLimit != nil {
-						q.BorrowingLimited, q.BorrowingLimitGPUs = true, q.BorrowingLimitGPUs+r.BorrowingLimit.Value()
+						q.BorrowingLimit.addUnits(r.Name, units(r.Name, *r.BorrowingLimit))
+						q.BorrowingLimited = appendOnce(q.BorrowingLimited, r.Name)
 					}
 				}
 			}
 		}
 		for _, f := range cq.Status.FlavorsUsage {
 			for _, r := range f.Resources {
-				if r.Name == ResourceGPU {
-					q.InUseGPUs += r.Total.Value()
-					q.BorrowedGPUs += r.Borrowed.Value()
-				}
+				q.InUse.addUnits(r.Name, units(r.Name, r.Total))
+				q.Borrowed.addUnits(r.Name, units(r.Name, r.Borrowed))
 			}
 		}
 		n := get(string(cq.Spec.CohortName))
@@ -159,11 +171,11 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 		row := n.row
 		row.Depth = depth
 		slices.SortFunc(row.Queues, func(a, b CohortQueue) int { return strings.Compare(a.Name, b.Name) })
-		row.QuotaGPUs = row.OwnGPUs
+		row.Quota = row.Own
 		for _, q := range row.Queues {
-			row.QuotaGPUs += q.QuotaGPUs
-			row.InUseGPUs += q.InUseGPUs
-			row.BorrowedGPUs += q.BorrowedGPUs
+			row.Quota.add(q.Quota)
+			row.InUse.add(q.InUse)
+			row.Borrowed.add(q.Borrowed)
 		}
 		i := len(out)
 		out = append(out, row)
@@ -173,9 +185,9 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 				continue
 			}
 			j := walk(c, depth+1)
-			out[i].QuotaGPUs += out[j].QuotaGPUs
-			out[i].InUseGPUs += out[j].InUseGPUs
-			out[i].BorrowedGPUs += out[j].BorrowedGPUs
+			out[i].Quota.add(out[j].Quota)
+			out[i].InUse.add(out[j].InUse)
+			out[i].Borrowed.add(out[j].Borrowed)
 		}
 		return i
 	}
@@ -187,19 +199,24 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 	return out
 }
 
-// gpuQuota sums the nominal GPU quota of resource groups.
-func gpuQuota(groups []kueuev1beta2.ResourceGroup) int64 {
-	var n int64
+// nominalOf sums the nominal quota of resource groups over their flavors.
+func nominalOf(groups []kueuev1beta2.ResourceGroup) Amount {
+	var a Amount
 	for _, rg := range groups {
 		for _, f := range rg.Flavors {
 			for _, r := range f.Resources {
-				if r.Name == ResourceGPU {
-					n += r.NominalQuota.Value()
-				}
+				a.addUnits(r.Name, units(r.Name, r.NominalQuota))
 			}
 		}
 	}
-	return n
+	return a
+}
+
+func appendOnce(set []corev1.ResourceName, r corev1.ResourceName) []corev1.ResourceName {
+	if slices.Contains(set, r) {
+		return set
+	}
+	return append(set, r)
 }
 
 // CohortAllocation is a cohort the console manages under its own, as an
@@ -284,6 +301,12 @@ const (
 )
 
 // BorrowableGPUs is how many more GPUs the ClusterQueue named queue may
+// borrow right now (Borrowable).
+func BorrowableGPUs(tree []CohortRow, queue string) (int64, NoBorrowing) {
+	return Borrowable(tree, queue, ResourceGPU)
+}
+
+// Borrowable is how much more of r the ClusterQueue named queue may
 // borrow right now, read from the cohort tree (CohortTree's rows), and why
 // none when it is 0. It is the lesser of what its borrowing limit still
 // allows and what the rest of its tree (up to the root cohort) has idle and
@@ -291,15 +314,15 @@ const (
 // the cohorts' own quota, less what the tree's queues already borrow (the
 // queue's own borrowing included: it draws on the same idle quota). Cohorts'
 // lending limits towards their parent are not in the rows: not counted.
-func BorrowableGPUs(tree []CohortRow, queue string) (int64, NoBorrowing) {
+func Borrowable(tree []CohortRow, queue string, r corev1.ResourceName) (int64, NoBorrowing) {
 	// The rows are in tree order: a root (depth 0), then everything under it.
 	root, self := -1, -1
 	var q CohortQueue
-	for i, r := range tree {
-		if r.Depth == 0 {
+	for i, row := range tree {
+		if row.Depth == 0 {
 			root = i
 		}
-		for _, cq := range r.Queues {
+		for _, cq := range row.Queues {
 			if cq.Name == queue {
 				self, q = root, cq
 			}
@@ -313,21 +336,21 @@ func BorrowableGPUs(tree []CohortRow, queue string) (int64, NoBorrowing) {
 	}
 	var lendable int64
 	for i := self; i < len(tree) && (i == self || tree[i].Depth > 0); i++ {
-		lendable += tree[i].OwnGPUs
+		lendable += tree[i].Own.Of(r)
 		for _, other := range tree[i].Queues {
 			if other.Name == queue {
 				continue
 			}
-			idle := max(other.QuotaGPUs-other.InUseGPUs, 0)
-			if other.LendingLimited {
-				idle = min(idle, max(other.LendingLimitGPUs, 0))
+			idle := max(other.Quota.Of(r)-other.InUse.Of(r), 0)
+			if limit, ok := other.LendingLimitOf(r); ok {
+				idle = min(idle, max(limit, 0))
 			}
 			lendable += idle
 		}
 	}
-	idle := max(lendable-tree[self].BorrowedGPUs, 0)
-	if q.BorrowingLimited {
-		allowed := max(q.BorrowingLimitGPUs-q.BorrowedGPUs, 0)
+	idle := max(lendable-tree[self].Borrowed.Of(r), 0)
+	if limit, ok := q.BorrowingLimitOf(r); ok {
+		allowed := max(limit-q.Borrowed.Of(r), 0)
 		if allowed == 0 {
 			return 0, BorrowingLimitReached
 		}

@@ -34,21 +34,22 @@ func TestCohortTree(t *testing.T) {
 		kueuetest.MakeClusterQueue("alone").Nominal(2, nil).Obj(),
 	}
 	got := CohortTree(DefaultSettings, cohorts, queues)
+	g := func(n int64) Amount { return Amount{GPUs: n} }
 	want := []CohortRow{
-		{Name: "legacy", QuotaGPUs: 2, InUseGPUs: 1,
-			Queues: []CohortQueue{{Name: "legacy-q", Team: "legacy-q", QuotaGPUs: 2, InUseGPUs: 1}}},
-		{Name: "org", Declared: true, Weight: "2", OwnGPUs: 4, QuotaGPUs: 36, InUseGPUs: 14, BorrowedGPUs: 2,
-			Queues: []CohortQueue{{Name: "prod", Team: "prod", QuotaGPUs: 16, InUseGPUs: 4, Weight: "30"}}},
-		{Name: "research", Depth: 1, Parent: "org", Declared: true, QuotaGPUs: 16, InUseGPUs: 10, BorrowedGPUs: 2,
+		{Name: "legacy", Quota: g(2), InUse: g(1),
+			Queues: []CohortQueue{{Name: "legacy-q", Team: "legacy-q", Quota: g(2), InUse: g(1)}}},
+		{Name: "org", Declared: true, Weight: "2", Own: g(4), Quota: g(36), InUse: g(14), Borrowed: g(2),
+			Queues: []CohortQueue{{Name: "prod", Team: "prod", Quota: g(16), InUse: g(4), Weight: "30"}}},
+		{Name: "research", Depth: 1, Parent: "org", Declared: true, Quota: g(16), InUse: g(10), Borrowed: g(2),
 			Queues: []CohortQueue{
-				{Name: "research-a", Team: "research-a", QuotaGPUs: 8, InUseGPUs: 10, BorrowedGPUs: 2, LendingLimitGPUs: 2, LendingLimited: true},
-				{Name: "research-b", Team: "research-b", QuotaGPUs: 8}}},
+				{Name: "research-a", Team: "research-a", Quota: g(8), InUse: g(10), Borrowed: g(2), LendingLimit: g(2), LendingLimited: []corev1.ResourceName{ResourceGPU}},
+				{Name: "research-b", Team: "research-b", Quota: g(8)}}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cohort tree (-want +got):\n%s", diff)
 	}
-	if h := got[1].HeadroomGPUs(); h != 22 {
-		t.Errorf("org's headroom: %d, want 22", h)
+	if h := got[1].Headroom(); h != g(22) {
+		t.Errorf("org's headroom: %+v, want 22 GPUs", h)
 	}
 
 	// A cycle (Kueue refuses it) still shows every cohort, once.
@@ -63,23 +64,23 @@ func TestCohortTree(t *testing.T) {
 
 func TestBorrowableGPUs(t *testing.T) {
 	q := func(name string, quota, inUse, borrowed int64) CohortQueue {
-		return CohortQueue{Name: name, Team: name, QuotaGPUs: quota, InUseGPUs: inUse, BorrowedGPUs: borrowed}
+		return CohortQueue{Name: name, Team: name, Quota: Amount{GPUs: quota}, InUse: Amount{GPUs: inUse}, Borrowed: Amount{GPUs: borrowed}}
 	}
 	lends := func(c CohortQueue, limit int64) CohortQueue {
-		c.LendingLimited, c.LendingLimitGPUs = true, limit
+		c.LendingLimited, c.LendingLimit = []corev1.ResourceName{ResourceGPU}, Amount{GPUs: limit}
 		return c
 	}
 	borrows := func(c CohortQueue, limit int64) CohortQueue {
-		c.BorrowingLimited, c.BorrowingLimitGPUs = true, limit
+		c.BorrowingLimited, c.BorrowingLimit = []corev1.ResourceName{ResourceGPU}, Amount{GPUs: limit}
 		return c
 	}
 	// cohort is a root cohort of queues, its subtree figures summed.
 	cohort := func(name string, own int64, qs ...CohortQueue) CohortRow {
-		r := CohortRow{Name: name, OwnGPUs: own, QuotaGPUs: own, Queues: qs}
+		r := CohortRow{Name: name, Own: Amount{GPUs: own}, Quota: Amount{GPUs: own}, Queues: qs}
 		for _, q := range qs {
-			r.QuotaGPUs += q.QuotaGPUs
-			r.InUseGPUs += q.InUseGPUs
-			r.BorrowedGPUs += q.BorrowedGPUs
+			r.Quota.add(q.Quota)
+			r.InUse.add(q.InUse)
+			r.Borrowed.add(q.Borrowed)
 		}
 		return r
 	}
@@ -108,8 +109,8 @@ func TestBorrowableGPUs(t *testing.T) {
 			org := cohort("org", 4, q("prod", 16, 10, 0))
 			research := cohort("research", 0, q("a", 8, 8, 0), lends(q("b", 8, 0, 0), 1))
 			research.Depth, research.Parent = 1, "org"
-			org.QuotaGPUs += research.QuotaGPUs
-			org.InUseGPUs += research.InUseGPUs
+			org.Quota.add(research.Quota)
+			org.InUse.add(research.InUse)
 			other := cohort("other", 100, q("x", 100, 0, 0))
 			return []CohortRow{org, research, other}
 		}(), "a", want{11, CanBorrow}},

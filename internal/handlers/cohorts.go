@@ -3,7 +3,9 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,6 +34,13 @@ type cohortWrites interface {
 }
 
 func (p cohortPages) list(c echo.Context) error {
+	if _, ok := csvTable(c); ok {
+		ov, err := p.overview.Overview()
+		if err != nil {
+			return err
+		}
+		return cohortsCSV(c, ov.Cohorts)
+	}
 	f := form.CohortForm{Parent: p.settings.Cohort}
 	return p.render(c, http.StatusOK, f, false, write.Outcome{})
 }
@@ -82,9 +91,12 @@ func (p cohortPages) render(c echo.Context, status int, f form.CohortForm, editi
 		return err
 	}
 	consoles := p.teams.Cohorts()
+	res := treeResource(c.QueryParam("resource"), ov.Cohorts)
 	view := templates.CohortsView{
 		Page:     templates.Page{Title: "Cohorts", Active: "teams", Problem: p.problem()},
-		Tree:     cohortTreeRows(ov.Cohorts),
+		Tree:     cohortTreeRows(ov.Cohorts, res),
+		Unit:     res.named(),
+		CSV:      "/cohorts?format=csv",
 		Form:     templates.CohortFields(f),
 		Errors:   fieldErrors(out.Fields),
 		Editing:  editing,
@@ -94,6 +106,9 @@ func (p cohortPages) render(c echo.Context, status int, f form.CohortForm, editi
 	}
 	if !out.Fields.Any() {
 		view.ApplyError = out.Message
+	}
+	for _, r := range usageResources {
+		view.Resources = append(view.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/cohorts?resource=" + url.QueryEscape(r.key), Current: r.key == res.key})
 	}
 	self := p.settings.Cohort + "-" + f.Suffix
 	for _, name := range consoles {
@@ -110,4 +125,50 @@ func (p cohortPages) render(c echo.Context, status int, f form.CohortForm, editi
 		view.InstanceTypes = append(view.InstanceTypes, templates.InstanceOption{Type: t, Label: optionLabel(shape, available[t])})
 	}
 	return render(c, status, templates.Cohorts(view))
+}
+
+// cohortsCSV is the cohort tree as the page shows it, in every resource:
+// a row per cohort (its figures cover everything under it), then a row per
+// ClusterQueue directly in it.
+func cohortsCSV(c echo.Context, tree []domain.CohortRow) error {
+	header := []string{"Kind", "Name", "Parent cohort", "Depth", "Team", "Fair-share weight"}
+	for _, r := range usageResources {
+		u := " (" + r.unit + ")"
+		header = append(header, r.label+": own quota"+u, r.label+": quota"+u, r.label+": in use"+u, r.label+": borrowed"+u,
+			r.label+": headroom"+u, r.label+": lending limit"+u, r.label+": borrowing limit"+u)
+	}
+	w, err := startCSV(c, "cohorts.csv", header...)
+	if err != nil {
+		return err
+	}
+	limit := func(n int64, ok bool, r usageResource) string {
+		if !ok {
+			return ""
+		}
+		return r.format(n)
+	}
+	for _, co := range tree {
+		row := []string{"Cohort", co.Name, co.Parent, strconv.Itoa(co.Depth), "", co.Weight}
+		headroom := co.Headroom()
+		for _, r := range usageResources {
+			row = append(row, r.format(co.Own.Of(r.kube)), r.format(co.Quota.Of(r.kube)), r.format(co.InUse.Of(r.kube)),
+				r.format(co.Borrowed.Of(r.kube)), r.format(headroom.Of(r.kube)), "", "")
+		}
+		if err := w.Row(row...); err != nil {
+			return err
+		}
+		for _, q := range co.Queues {
+			row := []string{"ClusterQueue", q.Name, co.Name, strconv.Itoa(co.Depth + 1), q.Team, q.Weight}
+			for _, r := range usageResources {
+				lends, lendsOK := q.LendingLimitOf(r.kube)
+				borrows, borrowsOK := q.BorrowingLimitOf(r.kube)
+				row = append(row, "", r.format(q.Quota.Of(r.kube)), r.format(q.InUse.Of(r.kube)), r.format(q.Borrowed.Of(r.kube)), "",
+					limit(lends, lendsOK, r), limit(borrows, borrowsOK, r))
+			}
+			if err := w.Row(row...); err != nil {
+				return err
+			}
+		}
+	}
+	return w.Close()
 }

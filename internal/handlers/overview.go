@@ -9,6 +9,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/web/templates"
@@ -47,9 +48,9 @@ type overviewTables struct {
 	total         templates.InstanceRow
 	vcpu          int64
 	queues        []templ.Component
-	// borrowable is, for a member's scope, what each of their teams'
+	// ClusterQueues may borrow now, by ClusterQueue and resource.
 	// ClusterQueues may borrow now, by ClusterQueue.
-	borrowable map[string]borrowable
+	borrowable map[string]map[corev1.ResourceName]borrowable
 }
 
 func (p overviewPage) show(c echo.Context) error {
@@ -109,7 +110,7 @@ func (p overviewPage) show(c echo.Context) error {
 		InstanceTypes: tables.instanceTypes,
 		Total:         tables.total,
 		Queues:        tables.queues,
-		CohortTree:    p.trees.table(visible),
+		CohortTree:    p.trees.table(visible, ""),
 		Ranges:        rangeChoices("/?", rangeName),
 		CSVInstances:  csvHref(c, "instance-types"),
 		CSVQueues:     csvHref(c, "cluster-queues"),
@@ -167,32 +168,67 @@ func instancesCSV(c echo.Context, ov domain.Overview) error {
 	return w.Close()
 }
 
-// cohortTreeRows are the cohort tree's rows: each cohort, then its queues,
-// indented by depth.
-func cohortTreeRows(tree []domain.CohortRow) []templates.CohortTreeRow {
+// cohortTreeRows are the cohort tree's rows in one resource: each cohort,
+// then its queues, indented by depth.
+func cohortTreeRows(tree []domain.CohortRow, res usageResource) []templates.CohortTreeRow {
 	var out []templates.CohortTreeRow
+	of := func(a domain.Amount) string { return res.format(a.Of(res.kube)) }
 	for _, c := range tree {
 		indent := strings.Repeat("\u00a0\u00a0\u00a0", c.Depth)
 		if c.Depth > 0 {
 			indent += "└\u00a0"
 		}
 		out = append(out, templates.CohortTreeRow{Name: c.Name, Indent: indent, Parent: c.Parent, Weight: c.Weight,
-			Own: itoa(c.OwnGPUs), Quota: itoa(c.QuotaGPUs), InUse: itoa(c.InUseGPUs), Borrowed: itoa(c.BorrowedGPUs),
-			Headroom: itoa(c.HeadroomGPUs())})
+			Own: of(c.Own), Quota: of(c.Quota), InUse: of(c.InUse), Borrowed: of(c.Borrowed), Headroom: of(c.Headroom())})
 		for _, q := range c.Queues {
-			var limits []string
-			if q.LendingLimited {
-				limits = append(limits, "lends at most "+itoa(q.LendingLimitGPUs))
-			}
-			if q.BorrowingLimited {
-				limits = append(limits, "borrows at most "+itoa(q.BorrowingLimitGPUs))
-			}
 			out = append(out, templates.CohortTreeRow{Queue: true, Name: q.Name, Link: "/usage/" + url.PathEscape(q.Team),
-				Indent: strings.Repeat("\u00a0\u00a0\u00a0", c.Depth+1), Quota: itoa(q.QuotaGPUs), InUse: itoa(q.InUseGPUs),
-				Borrowed: itoa(q.BorrowedGPUs), Limits: strings.Join(limits, ", "), Weight: q.Weight})
+				Indent: strings.Repeat("\u00a0\u00a0\u00a0", c.Depth+1), Quota: of(q.Quota), InUse: of(q.InUse),
+				Borrowed: of(q.Borrowed), Limits: limitWords(q, res), Weight: q.Weight})
 		}
 	}
 	return out
+}
+
+// limitWords says a queue's lending and borrowing limits on one resource
+// ("" when it has none).
+func limitWords(q domain.CohortQueue, res usageResource) string {
+	var limits []string
+	if n, ok := q.LendingLimitOf(res.kube); ok {
+		limits = append(limits, "lends at most "+res.format(n))
+	}
+	if n, ok := q.BorrowingLimitOf(res.kube); ok {
+		limits = append(limits, "borrows at most "+res.format(n))
+	}
+	return strings.Join(limits, ", ")
+}
+
+// named is the resource with its unit where its name does not say it:
+// "GPUs", "Memory (GiB)".
+func (r usageResource) named() string {
+	if strings.Contains(r.label, r.unit) {
+		return r.label
+	}
+	return r.label + " (" + r.unit + ")"
+}
+
+// treeResource is the resource the cohort tree shows: the one key names
+// among the four every queue may have, else GPUs, or, for a tree without
+// GPU quota (as Kueue's own examples are, in vCPU and memory), the first
+// resource it has quota of.
+func treeResource(key string, tree []domain.CohortRow) usageResource {
+	for _, r := range usageResources {
+		if r.key == key {
+			return r
+		}
+	}
+	for _, r := range usageResources {
+		for _, c := range tree {
+			if c.Depth == 0 && c.Quota.Of(r.kube) > 0 {
+				return r
+			}
+		}
+	}
+	return usageResources[0]
 }
 
 // cohortTrees keep the cohort tree's table, rendered once for every page
@@ -207,19 +243,22 @@ type cohortTrees struct {
 // cohortTreeCadence is how often the cohort tree's figures are taken again.
 const cohortTreeCadence = 5 * time.Second
 
-// table is the cohort tree for a viewer of the whole cluster (the tree
-// names every team's queues); nil for others, and when there is no cohort.
-func (t *cohortTrees) table(visible scope) templ.Component {
+// table is the cohort tree in the resource key names ("" or a resource
+// it cannot show: as treeResource picks) for a viewer of the whole cluster
+// (the tree names every team's queues); nil for others, and when there is
+// no cohort.
+func (t *cohortTrees) table(visible scope, key string) templ.Component {
 	if t == nil || !visible.all {
 		return nil
 	}
-	key := strconv.FormatInt(time.Now().Truncate(cohortTreeCadence).Unix(), 10)
-	table, _ := t.kept.get("all", key, func() (templ.Component, error) {
+	at := strconv.FormatInt(time.Now().Truncate(cohortTreeCadence).Unix(), 10)
+	table, _ := t.kept.get("all\x00"+key, at, func() (templ.Component, error) {
 		ov, err := t.overview.Overview()
 		if err != nil || len(ov.Cohorts) == 0 {
 			return nil, err
 		}
-		return renderNow(templates.CohortTreeTable(cohortTreeRows(ov.Cohorts)))
+		res := treeResource(key, ov.Cohorts)
+		return renderNow(templates.CohortTreeTable(cohortTreeRows(ov.Cohorts, res), res.named()))
 	})
 	return table
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -82,4 +83,32 @@ func TestOverviewShowsMembersTheirTeams(t *testing.T) {
 
 	_, body := user(t, h, "admin").Get("/")
 	webtest.MustNotContain(t, "an admin's overview", body, "Your team", "data-your-team")
+}
+
+// A member of a team whose queue has vCPU and memory and no GPUs, as in
+// Kueue's own shared-quota example, reads its figures and what it may
+// borrow in vCPU, not as 0 GPUs.
+func TestOverviewShowsATeamWithoutGPUsInVCPU(t *testing.T) {
+	f := newFixture(t, 0, 0).withProxy()
+	s, now := f.settings, time.Now()
+	teamA := kueuetest.MakeClusterQueue("team-a-cq").Cohort("team-ab").
+		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
+		UsageOf("default-flavor", corev1.ResourceCPU, "9", "0").Obj()
+	teamB := kueuetest.MakeClusterQueue("team-b-cq").Cohort("team-ab").
+		Quota("default-flavor", corev1.ResourceCPU, "12").Quota("default-flavor", corev1.ResourceMemory, "48Gi").Obj()
+	lends := resource.MustParse("2500m")
+	teamB.Spec.ResourceGroups[0].Flavors[0].Resources[0].LendingLimit = &lends
+	objs := kueuetest.Objects{ClusterQueues: []*kueuev1beta2.ClusterQueue{teamA, teamB},
+		LocalQueues: []*kueuev1beta2.LocalQueue{kueuetest.MakeLocalQueue("team-a", "user-queue", "team-a-cq"), kueuetest.MakeLocalQueue("team-b", "user-queue", "team-b-cq")}}
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
+	f.cluster.overview.Cohorts = domain.CohortTree(s, nil, objs.ClusterQueues)
+	f.access.grant("alice", listWorkloads("team-a"))
+	h := f.handler()
+
+	_, body := user(t, h, "alice").Get("/")
+	if diff := cmp.Diff([]string{"9", "9", "0", "0", "0", "0"}, webtest.HTMLRows(t, body, "your-team-team-a-cq", webtest.ByAttr("data-team"))["team-a-cq"]); diff != "" {
+		t.Errorf("team figures: quota, in use, borrowed, running, pending, pending ask (-want +got):\n%s", diff)
+	}
+	webtest.MustContain(t, "alice's overview", body, `data-unit="vCPU"`, "You can borrow up to 2.5 more vCPU right now.")
 }

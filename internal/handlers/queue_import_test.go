@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -255,5 +257,63 @@ func TestATaskItsQueueCanNeverHoldGetsNoWait(t *testing.T) {
 	if answer.Verdict != "It would not start: the team's queue, as it is defined, can never hold it." || answer.EstimatedStart != "not as its queue is" ||
 		!strings.HasSuffix(answer.Basis, "The team has no quota for nvidia.com/gpu") {
 		t.Errorf("the what-if's answer: %+v", answer)
+	}
+}
+
+// A cohort of queues of vCPU and memory only, as Kueue's own examples are,
+// shows its figures in vCPU where GPUs would all read 0; the cohorts page
+// shows each resource on its tab, and its CSV every resource at once.
+func TestTheCohortTreeOfQueuesWithoutGPUs(t *testing.T) {
+	f := newFixture(t, 0, 0).withProxy()
+	s := f.settings
+	lends := resource.MustParse("2")
+	teamA := kueuetest.MakeClusterQueue("team-a-cq").Cohort("team-ab").
+		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").
+		UsageOf("default-flavor", corev1.ResourceCPU, "12", "3").UsageOf("default-flavor", corev1.ResourceMemory, "40Gi", "4Gi").Obj()
+	teamB := kueuetest.MakeClusterQueue("team-b-cq").Cohort("team-ab").
+		Quota("default-flavor", corev1.ResourceCPU, "12").Quota("default-flavor", corev1.ResourceMemory, "48Gi").Obj()
+	teamB.Spec.ResourceGroups[0].Flavors[0].Resources[0].LendingLimit = &lends
+	f.cluster.overview.Cohorts = domain.CohortTree(s, nil, []*kueuev1beta2.ClusterQueue{teamA, teamB})
+	f.access.grant("admin", listClusterQueues)
+	h := f.handler()
+	cells := func(n *html.Node) string { return webtest.Attr(n, "data-cohort") + webtest.Attr(n, "data-tree-queue") }
+
+	_, body := user(t, h, "admin").Get("/")
+	want := map[string][]string{
+		"team-ab":   {"team-ab", "0", "21", "12", "3", "9", "—", "—"},
+		"team-a-cq": {"team-a-cq", "—", "9", "12", "3", "—", "—", "—"},
+		"team-b-cq": {"team-b-cq", "—", "12", "0", "0", "—", "lends at most 2", "—"},
+	}
+	if diff := cmp.Diff(want, webtest.HTMLRows(t, body, "cohort-tree", cells)); diff != "" {
+		t.Errorf("the overview's cohort tree (-want +got):\n%s", diff)
+	}
+	webtest.MustContain(t, "the overview's cohort tree", body, `data-unit="vCPU"`)
+
+	_, body = user(t, h, "admin").Get("/cohorts?resource=memory")
+	want = map[string][]string{
+		"team-ab":   {"team-ab", "0", "84", "40", "4", "44", "—", "—"},
+		"team-a-cq": {"team-a-cq", "—", "36", "40", "4", "—", "—", "—"},
+		"team-b-cq": {"team-b-cq", "—", "48", "0", "0", "—", "—", "—"},
+	}
+	if diff := cmp.Diff(want, webtest.HTMLRows(t, body, "cohort-tree", cells)); diff != "" {
+		t.Errorf("the cohorts page in memory (-want +got):\n%s", diff)
+	}
+	webtest.MustContain(t, "the cohorts page in memory", body, `data-unit="Memory (GiB)"`, `href="/cohorts?format=csv"`)
+
+	code, body := user(t, h, "admin").Get("/cohorts?format=csv")
+	header, rows := webtest.ReadCSV(t, "/cohorts?format=csv", code, body)
+	got := webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Name"] })
+	for name, fields := range map[string]map[string]string{
+		"team-ab":   {"Kind": "Cohort", "Depth": "0", "vCPU: quota (vCPU)": "21", "vCPU: in use (vCPU)": "12", "vCPU: headroom (vCPU)": "9", "Memory: borrowed (GiB)": "4", "GPUs: quota (GPUs)": "0"},
+		"team-b-cq": {"Kind": "ClusterQueue", "Parent cohort": "team-ab", "Team": "team-b-cq", "vCPU: lending limit (vCPU)": "2", "Memory: lending limit (GiB)": "", "vCPU: borrowing limit (vCPU)": ""},
+	} {
+		for column, value := range fields {
+			if got[name][column] != value {
+				t.Errorf("cohorts CSV, %s, %q: %q, want %q", name, column, got[name][column], value)
+			}
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("cohorts CSV: %d rows, want 3", len(got))
 	}
 }

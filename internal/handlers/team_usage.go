@@ -307,9 +307,6 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 	return []templates.LivePart{summary, limits}, err
 }
 
-// teamResources are the resources a team's page shows its figures in:
-// those it has quota of, uses or waits for, GPUs first (and GPUs alone for
-// a team with none of them), then its MIG profiles.
 // chartedResource is the resource a team's charts draw: the first the
 // queue has quota of or holds, not one its waiting tasks alone ask for (a
 // queue of vCPU, asked for a GPU it has no quota of, charts its vCPU).
@@ -323,6 +320,9 @@ func chartedResource(u domain.TeamUsage) usageResource {
 	return all[0]
 }
 
+// teamResources are the resources a team's page shows its figures in:
+// those it has quota of, uses or waits for, GPUs first (and GPUs alone for
+// a team with none of them), then its MIG profiles.
 func teamResources(u domain.TeamUsage, profiles []string) []usageResource {
 	var out []usageResource
 	for _, res := range usageResources {

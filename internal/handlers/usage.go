@@ -196,7 +196,7 @@ func (p usagePages) usage(c echo.Context) error {
 	for _, r := range resourcesOf(snap.Teams) {
 		page.Resources = append(page.Resources, templates.ResourceChoice{Key: r.key, Label: r.label, Href: "/usage?resource=" + url.QueryEscape(r.key), Current: r.key == res.key})
 	}
-	page.CohortTree = p.trees.table(visible)
+	page.CohortTree = p.trees.table(visible, res.key)
 	return render(c, http.StatusOK, templates.Usage(page))
 }
 

@@ -63,6 +63,20 @@ func (w *ClusterQueueWrapper) Usage(total, borrowed int64) *ClusterQueueWrapper 
 	return w
 }
 
+// UsageOf adds what its admitted Workloads hold of a resource on flavor,
+// borrowed among it, as Kueue reports in the queue's status.
+func (w *ClusterQueueWrapper) UsageOf(flavor string, name corev1.ResourceName, total, borrowed string) *ClusterQueueWrapper {
+	ru := kueuev1beta2.ResourceUsage{Name: name, Total: resource.MustParse(total), Borrowed: resource.MustParse(borrowed)}
+	for i := range w.Status.FlavorsUsage {
+		if fu := &w.Status.FlavorsUsage[i]; string(fu.Name) == flavor {
+			fu.Resources = append(fu.Resources, ru)
+			return w
+		}
+	}
+	w.Status.FlavorsUsage = append(w.Status.FlavorsUsage, kueuev1beta2.FlavorUsage{Name: kueuev1beta2.ResourceFlavorReference(flavor), Resources: []kueuev1beta2.ResourceUsage{ru}})
+	return w
+}
+
 // Stopped holds the queue: it admits nothing new.
 func (w *ClusterQueueWrapper) Stopped() *ClusterQueueWrapper {
 	w.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)

@@ -134,7 +134,7 @@ func Usage(v UsageView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.CohortTree != nil {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<section aria-labelledby=\"cohorts-heading\"><h2 id=\"cohorts-heading\">Cohorts (GPUs)</h2>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<section aria-labelledby=\"cohorts-heading\"><h2 id=\"cohorts-heading\">Cohorts</h2>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
