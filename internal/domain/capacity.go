@@ -38,6 +38,28 @@ func TeamTotal(t Team, shapes ShapeLookup) Quota {
 	return total
 }
 
+// StateTotal is TeamTotal of st with, for an imported queue, its quota on
+// flavors that are not instance types the console knows (KeptQuota), which
+// the team keeps as they are: its quota, though no instance type's.
+func StateTotal(st TeamState, shapes ShapeLookup) Quota {
+	total := TeamTotal(st.Team, shapes)
+	if st.ClusterQueue == nil {
+		return total
+	}
+	quotas := flavorQuotas(st.ClusterQueue.Spec.ResourceGroups)
+	for _, f := range quotas.order {
+		if _, known := shapes(f); known {
+			continue
+		}
+		var kept Amount
+		for _, r := range quotas.byFlavor[f] {
+			kept.addUnits(r.Name, units(r.Name, r.NominalQuota))
+		}
+		total.add(Quota{GPUs: kept.GPUs, Neuron: kept.Neuron, CPUMilli: kept.CPUMilli, MemoryMiB: kept.MemoryMiB})
+	}
+	return total
+}
+
 // TypeAllocation compares the teams' summed quota of one instance type with
 // what the cluster has.
 type TypeAllocation struct {

@@ -157,3 +157,19 @@ func TestImportedTeamKeepsWhatTheFormCannotExpress(t *testing.T) {
 		t.Errorf("a new instance type on an imported queue: %v", err)
 	}
 }
+
+// An imported queue's total counts the quota it keeps on flavors that are
+// not instance types (Kueue's default-flavor) beside its instance types'.
+func TestStateTotalCountsKeptFlavors(t *testing.T) {
+	cq := kueuetest.MakeClusterQueue("team-a-cq").Nominal(8, nil).
+		Quota("default-flavor", corev1.ResourceCPU, "9").Quota("default-flavor", corev1.ResourceMemory, "36Gi").Obj()
+	eight := int64(8)
+	st := TeamState{Team: Team{Quota: []QuotaInput{{InstanceType: "ml.p5.48xlarge", GPUs: &eight}}}, ClusterQueue: cq}
+	want := Quota{GPUs: 8, EFA: 32, CPUMilli: 192_000 + 9_000, MemoryMiB: 2048*1024 + 36*1024}
+	if diff := cmp.Diff(want, StateTotal(st, LookupShape)); diff != "" {
+		t.Errorf("total (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(TeamTotal(st.Team, LookupShape), StateTotal(TeamState{Team: st.Team}, LookupShape)); diff != "" {
+		t.Errorf("a team without its queue (-TeamTotal +StateTotal):\n%s", diff)
+	}
+}

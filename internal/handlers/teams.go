@@ -57,7 +57,7 @@ func (p teamPages) list(c echo.Context) error {
 		shown, byType, shapes := p.allocations(visible)
 		var t teamsTables
 		for _, st := range shown {
-			total := domain.TeamTotal(st.Team, shapes)
+			total := domain.StateTotal(st, shapes)
 			row := templates.TeamRow{
 				Name: st.Name, Namespace: namespaces(st.Name), ClusterQueue: st.ClusterQueue.Name,
 				Enabled: !domain.Stopped(st.ClusterQueue), FairShareWeight: st.FairShareWeight,
@@ -171,7 +171,7 @@ func teamsCSV(c echo.Context, namespaces func(team string) string, teams []domai
 		return err
 	}
 	for _, st := range teams {
-		total := domain.TeamTotal(st.Team, shapes)
+		total := domain.StateTotal(st, shapes)
 		if err := w.Row(st.Name, namespaces(st.Name), strconv.FormatBool(!domain.Stopped(st.ClusterQueue)), itoa(total.GPUs), itoa(total.Neuron),
 			domain.FormatVCPU(total.CPUMilli), domain.FormatGiB(total.MemoryMiB), itoa(st.FairShareWeight), lendingLabel(st.Team), string(st.Preemption)); err != nil {
 			return err
