@@ -297,6 +297,10 @@ func runWhatIf(t *testing.T, tc wiCase) (predicted, actual wiAnswer) {
 	predicted = wiAnswer{Admitted: reply.Admitted, Borrowing: reply.Borrowing, Position: reply.Position}
 	for _, p := range reply.Preempts {
 		predicted.Preempts = append(predicted.Preempts, cmp.Or(jobOf[p.Task], p.Task))
+		// A Job's task is named by its Job, as people know it.
+		if job, ok := jobOf[p.Task]; ok && !strings.HasSuffix(p.Task, "/"+job) && (p.OwnerKind != "Job" || p.OwnerName != job) {
+			t.Errorf("the what-if names the task of Job %s as %s (owner %q %q)", job, p.Task, p.OwnerKind, p.OwnerName)
+		}
 	}
 	slices.Sort(predicted.Preempts)
 	if diff := gocmp.Diff(tc.want, predicted); diff != "" {
@@ -403,10 +407,12 @@ type whatIfReply struct {
 	Basis          string `json:"basis"`
 	Reason         string `json:"reason"`
 	Preempts       []struct {
-		Team  string `json:"team"`
-		Task  string `json:"task"`
-		Class string `json:"class"`
-		GPUs  int64  `json:"gpus"`
+		Team      string `json:"team"`
+		Task      string `json:"task"`
+		OwnerKind string `json:"owner_kind"`
+		OwnerName string `json:"owner_name"`
+		Class     string `json:"class"`
+		GPUs      int64  `json:"gpus"`
 	} `json:"preempts"`
 	PreemptsHidden int    `json:"preemptsHidden"`
 	Uncertain      string `json:"uncertain"`

@@ -6,6 +6,7 @@ package domain
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +27,10 @@ type CohortRow struct {
 	Declared bool
 	Weight   string
 	// Own is the cohort's own quota (its resourceGroups), shared by
-	// everything under it.
-	Own Amount
+	// everything under it; OwnQuotas the same per flavor and resource, with
+	// its limits towards its parent.
+	Own       Amount
+	OwnQuotas []FlavorQuota
 	// Subtree figures: quota of the cohort, its sub-cohorts and queues; what
 	// their admitted tasks use; what the queues borrow beyond their own quota.
 	Quota, InUse, Borrowed Amount
@@ -39,13 +42,23 @@ type CohortRow struct {
 type CohortQueue struct {
 	Name, Team             string
 	Quota, InUse, Borrowed Amount
-	// LendingLimit and BorrowingLimit sum the queue's limits over its
-	// flavors; LendingLimited and BorrowingLimited name the resources that
-	// have one (a limit of 0 is a limit, an absent one is none).
-	LendingLimit, BorrowingLimit     Amount
-	LendingLimited, BorrowingLimited []corev1.ResourceName
 	// Weight is its fair-sharing weight ("" when unset: Kueue's default).
 	Weight string
+	// Quotas are its quotas per flavor and resource, with its limits and
+	// what it uses and borrows there.
+	Quotas []FlavorQuota
+}
+
+// FlavorQuota is a ClusterQueue's or a Cohort's quota of one resource on
+// one flavor, as Kueue keeps quota, in the units Amount keeps; a queue's
+// also says what its admitted tasks hold there and borrow.
+type FlavorQuota struct {
+	Flavor   string
+	Resource corev1.ResourceName
+	Nominal  int64
+	// LendingLimit and BorrowingLimit are nil when not set (no limit).
+	LendingLimit, BorrowingLimit *int64
+	InUse, Borrowed              int64
 }
 
 // Headroom is what the cohort's subtree has that nobody uses.
@@ -54,14 +67,33 @@ func (r CohortRow) Headroom() Amount {
 		CPUMilli: max(r.Quota.CPUMilli-r.InUse.CPUMilli, 0), MemoryMiB: max(r.Quota.MemoryMiB-r.InUse.MemoryMiB, 0)}
 }
 
-// LendingLimitOf is the queue's lending limit on r, and whether it has one.
-func (q CohortQueue) LendingLimitOf(r corev1.ResourceName) (int64, bool) {
-	return q.LendingLimit.Of(r), slices.Contains(q.LendingLimited, r)
+// LimitWords says the lending and borrowing limits on resource r, flavor by
+// flavor ("a100: lends at most 2, l4: borrows at most 4"; "" when none),
+// each amount as format writes it.
+func LimitWords(quotas []FlavorQuota, r corev1.ResourceName, format func(int64) string) string {
+	var out []string
+	for _, q := range quotas {
+		if q.Resource != r {
+			continue
+		}
+		var limits []string
+		if q.LendingLimit != nil {
+			limits = append(limits, "lends at most "+format(*q.LendingLimit))
+		}
+		if q.BorrowingLimit != nil {
+			limits = append(limits, "borrows at most "+format(*q.BorrowingLimit))
+		}
+		if len(limits) > 0 {
+			out = append(out, q.Flavor+": "+strings.Join(limits, " and "))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
-// BorrowingLimitOf is the queue's borrowing limit on r, and whether it has one.
-func (q CohortQueue) BorrowingLimitOf(r corev1.ResourceName) (int64, bool) {
-	return q.BorrowingLimit.Of(r), slices.Contains(q.BorrowingLimited, r)
+// WeightWord is a fair-sharing weight as people write it: "2", "0.75"
+// (Kubernetes writes "750m").
+func WeightWord(w resource.Quantity) string {
+	return strconv.FormatFloat(w.AsApproximateFloat64(), 'f', -1, 64)
 }
 
 // CohortTree is the cohort hierarchy of cohorts (Cohort objects) and the
@@ -85,8 +117,9 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 		n := get(c.Name)
 		n.row.Declared, n.row.Parent = true, string(c.Spec.ParentName)
 		n.row.Own = nominalOf(c.Spec.ResourceGroups)
+		n.row.OwnQuotas = flavorQuotasOf(c.Spec.ResourceGroups, nil)
 		if fs := c.Spec.FairSharing; fs != nil && fs.Weight != nil {
-			n.row.Weight = fs.Weight.String()
+			n.row.Weight = WeightWord(*fs.Weight)
 		}
 		if n.row.Parent != "" {
 			get(n.row.Parent)
@@ -96,23 +129,10 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 		if cq.Spec.CohortName == "" {
 			continue
 		}
-		q := CohortQueue{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Quota: nominalOf(cq.Spec.ResourceGroups)}
+		q := CohortQueue{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Quota: nominalOf(cq.Spec.ResourceGroups),
+			Quotas: flavorQuotasOf(cq.Spec.ResourceGroups, cq.Status.FlavorsUsage)}
 		if fs := cq.Spec.FairSharing; fs != nil && fs.Weight != nil {
-			q.Weight = fs.Weight.String()
-		}
-		for _, rg := range cq.Spec.ResourceGroups {
-			for _, f := range rg.Flavors {
-				for _, r := range f.Resources {
-					if r.LendingLimit != nil {
-						q.LendingLimit.addUnits(r.Name, units(r.Name, *r.LendingLimit))
-						q.LendingLimited = appendOnce(q.LendingLimited, r.Name)
-					}
-					if r.BorrowingLimit != nil {
-						q.BorrowingLimit.addUnits(r.Name, units(r.Name, *r.BorrowingLimit))
-						q.BorrowingLimited = appendOnce(q.BorrowingLimited, r.Name)
-					}
-				}
-			}
+			q.Weight = WeightWord(*fs.Weight)
 		}
 		for _, f := range cq.Status.FlavorsUsage {
 			for _, r := range f.Resources {
@@ -212,11 +232,36 @@ func nominalOf(groups []kueuev1beta2.ResourceGroup) Amount {
 	return a
 }
 
-func appendOnce(set []corev1.ResourceName, r corev1.ResourceName) []corev1.ResourceName {
-	if slices.Contains(set, r) {
-		return set
+// flavorQuotasOf are resource groups' quotas per flavor and resource, with
+// what usage says is held and borrowed there.
+func flavorQuotasOf(groups []kueuev1beta2.ResourceGroup, usage []kueuev1beta2.FlavorUsage) []FlavorQuota {
+	var out []FlavorQuota
+	limit := func(r corev1.ResourceName, q *resource.Quantity) *int64 {
+		if q == nil {
+			return nil
+		}
+		return ptrTo(units(r, *q))
 	}
-	return append(set, r)
+	for _, rg := range groups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				fq := FlavorQuota{Flavor: string(f.Name), Resource: r.Name, Nominal: units(r.Name, r.NominalQuota),
+					LendingLimit: limit(r.Name, r.LendingLimit), BorrowingLimit: limit(r.Name, r.BorrowingLimit)}
+				for _, u := range usage {
+					if u.Name != f.Name {
+						continue
+					}
+					for _, ru := range u.Resources {
+						if ru.Name == r.Name {
+							fq.InUse, fq.Borrowed = units(r.Name, ru.Total), units(r.Name, ru.Borrowed)
+						}
+					}
+				}
+				out = append(out, fq)
+			}
+		}
+	}
+	return out
 }
 
 // CohortAllocation is a cohort the console manages under its own, as an
@@ -303,61 +348,172 @@ const (
 // BorrowableGPUs is how many more GPUs the ClusterQueue named queue may
 // borrow right now (Borrowable).
 func BorrowableGPUs(tree []CohortRow, queue string) (int64, NoBorrowing) {
-	return Borrowable(tree, queue, ResourceGPU)
+	b := Borrowable(tree, queue, ResourceGPU)
+	return b.Total, b.Why
 }
 
-// Borrowable is how much more of r the ClusterQueue named queue may
-// borrow right now, read from the cohort tree (CohortTree's rows), and why
-// none when it is 0. It is the lesser of what its borrowing limit still
-// allows and what the rest of its tree (up to the root cohort) has idle and
-// may lend: each other queue's idle quota, capped by its lending limit, plus
-// the cohorts' own quota, less what the tree's queues already borrow (the
-// queue's own borrowing included: it draws on the same idle quota). Cohorts'
-// lending limits towards their parent are not in the rows: not counted.
-func Borrowable(tree []CohortRow, queue string, r corev1.ResourceName) (int64, NoBorrowing) {
-	// The rows are in tree order: a root (depth 0), then everything under it.
-	root, self := -1, -1
-	var q CohortQueue
-	for i, row := range tree {
-		if row.Depth == 0 {
-			root = i
+// BorrowableNow is how much more of a resource a ClusterQueue may borrow
+// right now, in Amount's units: in all (Total) and per flavor of its
+// quota (ByFlavor, the flavors with some), and why none when Total is 0.
+type BorrowableNow struct {
+	Total    int64
+	ByFlavor []FlavorAmountOf
+	Why      NoBorrowing
+	// Flavors is how many flavors the queue has quota of the resource on.
+	Flavors int
+}
+
+// FlavorAmountOf is an amount of one resource on one flavor.
+type FlavorAmountOf struct {
+	Flavor string
+	Amount int64
+}
+
+// Borrowable is how much more of r the ClusterQueue named queue may borrow
+// right now, read from the cohort tree (CohortTree's rows) with Kueue's own
+// rule (its cache's available(), per flavor and resource): what it may
+// still admit in its cohort tree, up to its root, beyond its own idle
+// quota. Each node's lending limit keeps part of its quota to its own
+// subtree, each borrowing limit caps what a node takes from its parent,
+// and what the tree's queues use beyond their kept quota counts against
+// the quota they lent. A task takes a flavor whole, so the figures are per
+// flavor; Total sums them.
+func Borrowable(tree []CohortRow, queue string, r corev1.ResourceName) BorrowableNow {
+	self := quotaTree(tree)[queue]
+	if self == nil || self.parent == nil {
+		return BorrowableNow{Why: NotInCohort}
+	}
+	var out BorrowableNow
+	limited, flavors := 0, 0
+	for _, fq := range self.quotas {
+		if fq.Resource != r {
+			continue
 		}
-		for _, cq := range row.Queues {
-			if cq.Name == queue {
-				self, q = root, cq
-			}
-		}
-		if self >= 0 {
-			break
+		flavors++
+		e := frEval{flavor: fq.Flavor, resource: r, subtree: map[*quotaNode]int64{}, usage: map[*quotaNode]int64{}}
+		more := max(e.available(self)-max(fq.Nominal-fq.InUse, 0), 0)
+		if more > 0 {
+			out.Total += more
+			out.ByFlavor = append(out.ByFlavor, FlavorAmountOf{Flavor: fq.Flavor, Amount: more})
+		} else if fq.BorrowingLimit != nil && max(fq.InUse-fq.Nominal, 0) >= *fq.BorrowingLimit {
+			limited++
 		}
 	}
-	if self < 0 {
-		return 0, NotInCohort
+	out.Flavors = flavors
+	switch {
+	case out.Total > 0:
+		out.Why = CanBorrow
+	case flavors > 0 && limited == flavors:
+		out.Why = BorrowingLimitReached
+	default:
+		out.Why = NothingIdle
 	}
-	var lendable int64
-	for i := self; i < len(tree) && (i == self || tree[i].Depth > 0); i++ {
-		lendable += tree[i].Own.Of(r)
-		for _, other := range tree[i].Queues {
-			if other.Name == queue {
-				continue
-			}
-			idle := max(other.Quota.Of(r)-other.InUse.Of(r), 0)
-			if limit, ok := other.LendingLimitOf(r); ok {
-				idle = min(idle, max(limit, 0))
-			}
-			lendable += idle
+	return out
+}
+
+// quotaNode is a cohort or a ClusterQueue of the tree as Kueue's cache
+// keeps their quota (its resourceNode): its own quotas, its parent cohort
+// and its children.
+type quotaNode struct {
+	queue    bool
+	quotas   []FlavorQuota
+	parent   *quotaNode
+	children []*quotaNode
+}
+
+// quotaTree links the tree's cohorts and queues, by name (queues and
+// cohorts have names of their own kinds: a queue named as a cohort wins).
+// A cohort at depth 0 is a root, even where a cycle gives it a parent.
+func quotaTree(tree []CohortRow) map[string]*quotaNode {
+	cohorts := map[string]*quotaNode{}
+	for _, row := range tree {
+		cohorts[row.Name] = &quotaNode{quotas: row.OwnQuotas}
+	}
+	out := map[string]*quotaNode{}
+	for _, row := range tree {
+		n := cohorts[row.Name]
+		if p := cohorts[row.Parent]; p != nil && row.Depth > 0 {
+			n.parent = p
+			p.children = append(p.children, n)
+		}
+		for _, q := range row.Queues {
+			qn := &quotaNode{queue: true, quotas: q.Quotas, parent: n}
+			n.children = append(n.children, qn)
+			out[q.Name] = qn
 		}
 	}
-	idle := max(lendable-tree[self].Borrowed.Of(r), 0)
-	if limit, ok := q.BorrowingLimitOf(r); ok {
-		allowed := max(limit-q.Borrowed.Of(r), 0)
-		if allowed == 0 {
-			return 0, BorrowingLimitReached
+	return out
+}
+
+// frEval reads the tree's nodes for one flavor and resource, as Kueue's
+// cache does, keeping each node's subtree quota and usage once found.
+type frEval struct {
+	flavor         string
+	resource       corev1.ResourceName
+	subtree, usage map[*quotaNode]int64
+}
+
+func (e frEval) quota(n *quotaNode) FlavorQuota {
+	for _, q := range n.quotas {
+		if q.Flavor == e.flavor && q.Resource == e.resource {
+			return q
 		}
-		idle = min(idle, allowed)
 	}
-	if idle == 0 {
-		return 0, NothingIdle
+	return FlavorQuota{}
+}
+
+// subtreeQuota is Kueue's SubtreeQuota: a node's nominal quota and what
+// its children lend it (their subtree quota beyond what they keep).
+func (e frEval) subtreeQuota(n *quotaNode) int64 {
+	if v, ok := e.subtree[n]; ok {
+		return v
 	}
-	return idle, CanBorrow
+	v := e.quota(n).Nominal
+	for _, c := range n.children {
+		v += e.subtreeQuota(c) - e.localQuota(c)
+	}
+	e.subtree[n] = v
+	return v
+}
+
+// localQuota is Kueue's localQuota: what a node's lending limit keeps to
+// its own subtree.
+func (e frEval) localQuota(n *quotaNode) int64 {
+	if limit := e.quota(n).LendingLimit; limit != nil {
+		return max(e.subtreeQuota(n)-*limit, 0)
+	}
+	return 0
+}
+
+// used is Kueue's Usage: a queue's, or what a cohort's children use
+// beyond what they keep.
+func (e frEval) used(n *quotaNode) int64 {
+	if n.queue {
+		return e.quota(n).InUse
+	}
+	if v, ok := e.usage[n]; ok {
+		return v
+	}
+	var v int64
+	for _, c := range n.children {
+		v += max(e.used(c)-e.localQuota(c), 0)
+	}
+	e.usage[n] = v
+	return v
+}
+
+// available is Kueue's available(): what a node may still use, of what it
+// keeps and, within its borrowing limit, of its parent's.
+func (e frEval) available(n *quotaNode) int64 {
+	if n.parent == nil {
+		return e.subtreeQuota(n) - e.used(n)
+	}
+	fromParent := e.available(n.parent)
+	if limit := e.quota(n).BorrowingLimit; limit != nil {
+		kept := e.localQuota(n)
+		storedInParent := e.subtreeQuota(n) - kept
+		usedInParent := max(e.used(n)-kept, 0)
+		fromParent = min(storedInParent-usedInParent+*limit, fromParent)
+	}
+	return max(e.localQuota(n)-e.used(n), 0) + fromParent
 }

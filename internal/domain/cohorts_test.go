@@ -1,9 +1,11 @@
 package domain
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,7 @@ func TestCohortTree(t *testing.T) {
 	}
 	cohorts := []*kueuev1beta2.Cohort{
 		{ObjectMeta: metav1.ObjectMeta{Name: "org"}, Spec: kueuev1beta2.CohortSpec{ResourceGroups: gpus("4"),
-			FairSharing: &kueuev1beta2.FairSharing{Weight: ptrTo(resource.MustParse("2"))}}},
+			FairSharing: &kueuev1beta2.FairSharing{Weight: ptrTo(resource.MustParse("0.75"))}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: kueuev1beta2.CohortSpec{ParentName: "org"}},
 	}
 	queues := []*kueuev1beta2.ClusterQueue{
@@ -38,15 +40,19 @@ func TestCohortTree(t *testing.T) {
 	want := []CohortRow{
 		{Name: "legacy", Quota: g(2), InUse: g(1),
 			Queues: []CohortQueue{{Name: "legacy-q", Team: "legacy-q", Quota: g(2), InUse: g(1)}}},
-		{Name: "org", Declared: true, Weight: "2", Own: g(4), Quota: g(36), InUse: g(14), Borrowed: g(2),
+		{Name: "org", Declared: true, Weight: "0.75", Own: g(4), Quota: g(36), InUse: g(14), Borrowed: g(2),
 			Queues: []CohortQueue{{Name: "prod", Team: "prod", Quota: g(16), InUse: g(4), Weight: "30"}}},
 		{Name: "research", Depth: 1, Parent: "org", Declared: true, Quota: g(16), InUse: g(10), Borrowed: g(2),
 			Queues: []CohortQueue{
-				{Name: "research-a", Team: "research-a", Quota: g(8), InUse: g(10), Borrowed: g(2), LendingLimit: g(2), LendingLimited: []corev1.ResourceName{ResourceGPU}},
+				{Name: "research-a", Team: "research-a", Quota: g(8), InUse: g(10), Borrowed: g(2)},
 				{Name: "research-b", Team: "research-b", Quota: g(8)}}},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	// The per-flavor quotas are TestBorrowableAsKueueHasIt's.
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(CohortRow{}, "OwnQuotas"), cmpopts.IgnoreFields(CohortQueue{}, "Quotas")); diff != "" {
 		t.Errorf("cohort tree (-want +got):\n%s", diff)
+	}
+	if w := LimitWords(got[2].Queues[0].Quotas, ResourceGPU, func(n int64) string { return fmt.Sprint(n) }); w != "ml.p5.48xlarge: lends at most 2" {
+		t.Errorf("research-a's limits: %q", w)
 	}
 	if h := got[1].Headroom(); h != g(22) {
 		t.Errorf("org's headroom: %+v, want 22 GPUs", h)
@@ -63,26 +69,20 @@ func TestCohortTree(t *testing.T) {
 }
 
 func TestBorrowableGPUs(t *testing.T) {
+	// Every queue's and cohort's GPUs are on one flavor, f.
 	q := func(name string, quota, inUse, borrowed int64) CohortQueue {
-		return CohortQueue{Name: name, Team: name, Quota: Amount{GPUs: quota}, InUse: Amount{GPUs: inUse}, Borrowed: Amount{GPUs: borrowed}}
+		return CohortQueue{Name: name, Team: name, Quotas: []FlavorQuota{{Flavor: "f", Resource: ResourceGPU, Nominal: quota, InUse: inUse, Borrowed: borrowed}}}
 	}
 	lends := func(c CohortQueue, limit int64) CohortQueue {
-		c.LendingLimited, c.LendingLimit = []corev1.ResourceName{ResourceGPU}, Amount{GPUs: limit}
+		c.Quotas[0].LendingLimit = &limit
 		return c
 	}
 	borrows := func(c CohortQueue, limit int64) CohortQueue {
-		c.BorrowingLimited, c.BorrowingLimit = []corev1.ResourceName{ResourceGPU}, Amount{GPUs: limit}
+		c.Quotas[0].BorrowingLimit = &limit
 		return c
 	}
-	// cohort is a root cohort of queues, its subtree figures summed.
 	cohort := func(name string, own int64, qs ...CohortQueue) CohortRow {
-		r := CohortRow{Name: name, Own: Amount{GPUs: own}, Quota: Amount{GPUs: own}, Queues: qs}
-		for _, q := range qs {
-			r.Quota.add(q.Quota)
-			r.InUse.add(q.InUse)
-			r.Borrowed.add(q.Borrowed)
-		}
-		return r
+		return CohortRow{Name: name, OwnQuotas: []FlavorQuota{{Flavor: "f", Resource: ResourceGPU, Nominal: own}}, Queues: qs}
 	}
 	type want struct {
 		GPUs int64
@@ -96,7 +96,8 @@ func TestBorrowableGPUs(t *testing.T) {
 	}{
 		{"no cohort", []CohortRow{cohort("c", 0, q("b", 8, 0, 0))}, "a", want{0, NotInCohort}},
 		{"alone in its cohort", []CohortRow{cohort("c", 0, q("a", 8, 0, 0))}, "a", want{0, NothingIdle}},
-		{"others' idle quota", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), q("b", 8, 3, 0), q("c", 4, 6, 0))}, "a", want{5, CanBorrow}},
+		// c holds 2 beyond its quota: of b's idle 5.
+		{"others' idle quota", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), q("b", 8, 3, 0), q("c", 4, 6, 2))}, "a", want{3, CanBorrow}},
 		{"what others borrow is taken", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), q("b", 8, 2, 0), q("c", 4, 6, 2))}, "a", want{4, CanBorrow}},
 		{"its own borrowing is taken too", []CohortRow{cohort("c", 0, q("a", 8, 11, 3), q("b", 8, 2, 0))}, "a", want{3, CanBorrow}},
 		{"lending limits cap the idle quota", []CohortRow{cohort("c", 0, q("a", 8, 8, 0), lends(q("b", 8, 0, 0), 2), lends(q("c", 8, 7, 0), 4))}, "a", want{3, CanBorrow}},
@@ -109,8 +110,6 @@ func TestBorrowableGPUs(t *testing.T) {
 			org := cohort("org", 4, q("prod", 16, 10, 0))
 			research := cohort("research", 0, q("a", 8, 8, 0), lends(q("b", 8, 0, 0), 1))
 			research.Depth, research.Parent = 1, "org"
-			org.Quota.add(research.Quota)
-			org.InUse.add(research.InUse)
 			other := cohort("other", 100, q("x", 100, 0, 0))
 			return []CohortRow{org, research, other}
 		}(), "a", want{11, CanBorrow}},
@@ -129,5 +128,78 @@ func TestBorrowableGPUs(t *testing.T) {
 				t.Errorf("BorrowableGPUs (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Kueue's hierarchical cohorts, as its cohort concept page sets them up:
+// what a queue may borrow is Kueue's available() per flavor, with cohorts'
+// own quota and lending limits and queues' borrowing limits, and never
+// another flavor's idle quota.
+func TestBorrowableAsKueueHasIt(t *testing.T) {
+	quota := func(flavor string, nominal int64, lend, borrow *int64) kueuev1beta2.FlavorQuotas {
+		r := kueuev1beta2.ResourceQuota{Name: ResourceGPU, NominalQuota: *resource.NewQuantity(nominal, resource.DecimalSI)}
+		if lend != nil {
+			r.LendingLimit = resource.NewQuantity(*lend, resource.DecimalSI)
+		}
+		if borrow != nil {
+			r.BorrowingLimit = resource.NewQuantity(*borrow, resource.DecimalSI)
+		}
+		return kueuev1beta2.FlavorQuotas{Name: kueuev1beta2.ResourceFlavorReference(flavor), Resources: []kueuev1beta2.ResourceQuota{r}}
+	}
+	groups := func(fs ...kueuev1beta2.FlavorQuotas) []kueuev1beta2.ResourceGroup {
+		return []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{ResourceGPU}, Flavors: fs}}
+	}
+	queue := func(name, cohort string, rgs []kueuev1beta2.ResourceGroup, usage map[string][2]int64) *kueuev1beta2.ClusterQueue {
+		cq := &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(cohort), ResourceGroups: rgs}}
+		for _, f := range []string{"a100", "l4"} {
+			if u, ok := usage[f]; ok {
+				cq.Status.FlavorsUsage = append(cq.Status.FlavorsUsage, kueuev1beta2.FlavorUsage{Name: kueuev1beta2.ResourceFlavorReference(f),
+					Resources: []kueuev1beta2.ResourceUsage{{Name: ResourceGPU, Total: *resource.NewQuantity(u[0], resource.DecimalSI), Borrowed: *resource.NewQuantity(u[1], resource.DecimalSI)}}})
+			}
+		}
+		return cq
+	}
+	n := func(v int64) *int64 { return &v }
+	cohorts := []*kueuev1beta2.Cohort{
+		{ObjectMeta: metav1.ObjectMeta{Name: "root"}, Spec: kueuev1beta2.CohortSpec{ResourceGroups: groups(quota("a100", 2, nil, nil))}},
+		// important keeps its own L4s to itself.
+		{ObjectMeta: metav1.ObjectMeta{Name: "important"}, Spec: kueuev1beta2.CohortSpec{ParentName: "root", ResourceGroups: groups(quota("l4", 2, n(0), nil))}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "regular"}, Spec: kueuev1beta2.CohortSpec{ParentName: "root"}},
+	}
+	// 8 A100s in all; a2 keeps 1 of its 2 to itself and uses none; a1
+	// holds 5 (3 borrowed, limit 4), b1 its 2: the one idle A100 is a2's.
+	queues := []*kueuev1beta2.ClusterQueue{
+		queue("a1", "important", groups(quota("a100", 2, nil, n(4)), quota("l4", 2, nil, nil)), map[string][2]int64{"a100": {5, 3}, "l4": {2, 0}}),
+		queue("a2", "important", groups(quota("a100", 2, n(1), nil)), nil),
+		queue("b1", "regular", groups(quota("a100", 2, nil, nil)), map[string][2]int64{"a100": {2, 0}}),
+		queue("alone", "", groups(quota("a100", 2, nil, nil)), nil),
+	}
+	tree := CohortTree(DefaultSettings, cohorts, queues)
+	cases := []struct {
+		queue string
+		want  BorrowableNow
+	}{
+		// Not a2's kept A100, nor important's L4s, which b1 has no quota of.
+		{"b1", BorrowableNow{Why: NothingIdle, Flavors: 1}},
+		// Important's own L4s, kept in its subtree; no A100 is idle.
+		{"a1", BorrowableNow{Total: 2, ByFlavor: []FlavorAmountOf{{Flavor: "l4", Amount: 2}}, Why: CanBorrow, Flavors: 2}},
+		// Its kept A100 is its own, not borrowed.
+		{"a2", BorrowableNow{Why: NothingIdle, Flavors: 1}},
+		{"alone", BorrowableNow{Why: NotInCohort}},
+	}
+	for _, tc := range cases {
+		if diff := cmp.Diff(tc.want, Borrowable(tree, tc.queue, ResourceGPU)); diff != "" {
+			t.Errorf("%s may borrow (-want +got):\n%s", tc.queue, diff)
+		}
+	}
+
+	// Once b1 ends its tasks, 2 A100s are idle, of which a1 may borrow 1
+	// more: its borrowing limit of 4, less the 3 it borrows.
+	queues[2].Status.FlavorsUsage = nil
+	tree = CohortTree(DefaultSettings, cohorts, queues)
+	want := BorrowableNow{Total: 3, ByFlavor: []FlavorAmountOf{{Flavor: "a100", Amount: 1}, {Flavor: "l4", Amount: 2}}, Why: CanBorrow, Flavors: 2}
+	if diff := cmp.Diff(want, Borrowable(tree, "a1", ResourceGPU)); diff != "" {
+		t.Errorf("a1 may borrow, b1 idle (-want +got):\n%s", diff)
 	}
 }

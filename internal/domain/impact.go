@@ -78,6 +78,12 @@ type ImpactTask struct {
 	PositionNow, PositionAfter   int
 }
 
+// ImpactTaskOf is the task f as an impact names it: by its owner as
+// people know it, its team, class and GPUs.
+func ImpactTaskOf(f *TaskFacts) ImpactTask {
+	return ImpactTask{Namespace: f.Namespace, Name: f.Name, OwnerKind: f.OwnerKind, OwnerName: f.OwnerName, Team: f.Team, Class: f.Class, GPUs: f.GPUs}
+}
+
 // Named is the task's name as people know it.
 func (t ImpactTask) Named() TaskName {
 	return TaskName{Namespace: t.Namespace, Workload: t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName}
@@ -167,8 +173,8 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 		if f.Task == nil {
 			continue
 		}
-		t := ImpactTask{Namespace: f.Task.Namespace, Name: f.Task.Name, OwnerKind: f.Task.OwnerKind, OwnerName: f.Task.OwnerName, Team: f.Task.Team, Class: f.Task.Class, GPUs: f.Task.GPUs,
-			PositionNow: f.PositionNow, PositionAfter: f.PositionAfter}
+		t := ImpactTaskOf(f.Task)
+		t.PositionNow, t.PositionAfter = f.PositionNow, f.PositionAfter
 		if f.Uncertain != "" {
 			t.Why = f.Uncertain
 			im.Uncertain = append(im.Uncertain, t)

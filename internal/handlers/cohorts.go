@@ -129,30 +129,25 @@ func (p cohortPages) render(c echo.Context, status int, f form.CohortForm, editi
 
 // cohortsCSV is the cohort tree as the page shows it, in every resource:
 // a row per cohort (its figures cover everything under it), then a row per
-// ClusterQueue directly in it.
+// ClusterQueue directly in it. Limits are per flavor, in words: a sum over
+// flavors would be no limit Kueue applies.
 func cohortsCSV(c echo.Context, tree []domain.CohortRow) error {
 	header := []string{"Kind", "Name", "Parent cohort", "Depth", "Team", "Fair-share weight"}
 	for _, r := range usageResources {
 		u := " (" + r.unit + ")"
 		header = append(header, r.label+": own quota"+u, r.label+": quota"+u, r.label+": in use"+u, r.label+": borrowed"+u,
-			r.label+": headroom"+u, r.label+": lending limit"+u, r.label+": borrowing limit"+u)
+			r.label+": headroom"+u, r.label+": limits per flavor")
 	}
 	w, err := startCSV(c, "cohorts.csv", header...)
 	if err != nil {
 		return err
-	}
-	limit := func(n int64, ok bool, r usageResource) string {
-		if !ok {
-			return ""
-		}
-		return r.format(n)
 	}
 	for _, co := range tree {
 		row := []string{"Cohort", co.Name, co.Parent, strconv.Itoa(co.Depth), "", co.Weight}
 		headroom := co.Headroom()
 		for _, r := range usageResources {
 			row = append(row, r.format(co.Own.Of(r.kube)), r.format(co.Quota.Of(r.kube)), r.format(co.InUse.Of(r.kube)),
-				r.format(co.Borrowed.Of(r.kube)), r.format(headroom.Of(r.kube)), "", "")
+				r.format(co.Borrowed.Of(r.kube)), r.format(headroom.Of(r.kube)), domain.LimitWords(co.OwnQuotas, r.kube, r.format))
 		}
 		if err := w.Row(row...); err != nil {
 			return err
@@ -160,10 +155,8 @@ func cohortsCSV(c echo.Context, tree []domain.CohortRow) error {
 		for _, q := range co.Queues {
 			row := []string{"ClusterQueue", q.Name, co.Name, strconv.Itoa(co.Depth + 1), q.Team, q.Weight}
 			for _, r := range usageResources {
-				lends, lendsOK := q.LendingLimitOf(r.kube)
-				borrows, borrowsOK := q.BorrowingLimitOf(r.kube)
 				row = append(row, "", r.format(q.Quota.Of(r.kube)), r.format(q.InUse.Of(r.kube)), r.format(q.Borrowed.Of(r.kube)), "",
-					limit(lends, lendsOK, r), limit(borrows, borrowsOK, r))
+					domain.LimitWords(q.Quotas, r.kube, r.format))
 			}
 			if err := w.Row(row...); err != nil {
 				return err

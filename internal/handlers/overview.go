@@ -50,7 +50,7 @@ type overviewTables struct {
 	queues        []templ.Component
 	// ClusterQueues may borrow now, by ClusterQueue and resource.
 	// ClusterQueues may borrow now, by ClusterQueue.
-	borrowable map[string]map[corev1.ResourceName]borrowable
+	borrowable map[string]map[corev1.ResourceName]domain.BorrowableNow
 }
 
 func (p overviewPage) show(c echo.Context) error {
@@ -179,27 +179,15 @@ func cohortTreeRows(tree []domain.CohortRow, res usageResource) []templates.Coho
 			indent += "└\u00a0"
 		}
 		out = append(out, templates.CohortTreeRow{Name: c.Name, Indent: indent, Parent: c.Parent, Weight: c.Weight,
-			Own: of(c.Own), Quota: of(c.Quota), InUse: of(c.InUse), Borrowed: of(c.Borrowed), Headroom: of(c.Headroom())})
+			Own: of(c.Own), Quota: of(c.Quota), InUse: of(c.InUse), Borrowed: of(c.Borrowed), Headroom: of(c.Headroom()),
+			Limits: domain.LimitWords(c.OwnQuotas, res.kube, res.format)})
 		for _, q := range c.Queues {
 			out = append(out, templates.CohortTreeRow{Queue: true, Name: q.Name, Link: "/usage/" + url.PathEscape(q.Team),
 				Indent: strings.Repeat("\u00a0\u00a0\u00a0", c.Depth+1), Quota: of(q.Quota), InUse: of(q.InUse),
-				Borrowed: of(q.Borrowed), Limits: limitWords(q, res), Weight: q.Weight})
+				Borrowed: of(q.Borrowed), Limits: domain.LimitWords(q.Quotas, res.kube, res.format), Weight: q.Weight})
 		}
 	}
 	return out
-}
-
-// limitWords says a queue's lending and borrowing limits on one resource
-// ("" when it has none).
-func limitWords(q domain.CohortQueue, res usageResource) string {
-	var limits []string
-	if n, ok := q.LendingLimitOf(res.kube); ok {
-		limits = append(limits, "lends at most "+res.format(n))
-	}
-	if n, ok := q.BorrowingLimitOf(res.kube); ok {
-		limits = append(limits, "borrows at most "+res.format(n))
-	}
-	return strings.Join(limits, ", ")
 }
 
 // named is the resource with its unit where its name does not say it:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,23 +17,15 @@ type snapshots interface {
 	Snapshot() *domain.Snapshot
 }
 
-// borrowable is what a ClusterQueue may borrow now of one resource
-// (domain.Borrowable), in the units domain.Amount keeps.
-type borrowable struct {
-	amount int64
-	why    domain.NoBorrowing
-}
-
 // borrowableOf is what the ClusterQueues of the teams in visible may borrow
-// now, per resource; a queue in no cohort is missing from the tree, hence
-// from the map.
-func borrowableOf(ov domain.Overview, visible scope) map[string]map[corev1.ResourceName]borrowable {
-	out := map[string]map[corev1.ResourceName]borrowable{}
+// now, per resource (domain.Borrowable); a queue in no cohort is missing
+// from the tree, hence from the map.
+func borrowableOf(ov domain.Overview, visible scope) map[string]map[corev1.ResourceName]domain.BorrowableNow {
+	out := map[string]map[corev1.ResourceName]domain.BorrowableNow{}
 	for _, q := range visibleQueues(ov, visible) {
-		out[q.Name] = map[corev1.ResourceName]borrowable{}
+		out[q.Name] = map[corev1.ResourceName]domain.BorrowableNow{}
 		for _, res := range usageResources {
-			n, why := domain.Borrowable(ov.Cohorts, q.Name, res.kube)
-			out[q.Name][res.kube] = borrowable{n, why}
+			out[q.Name][res.kube] = domain.Borrowable(ov.Cohorts, q.Name, res.kube)
 		}
 	}
 	return out
@@ -40,7 +33,7 @@ func borrowableOf(ov domain.Overview, visible scope) map[string]map[corev1.Resou
 
 // teamSections are a member's teams as the top of the overview shows them:
 // what a member of one team needs instead of the cluster's tables.
-func teamSections(snap *domain.Snapshot, visible scope, can map[string]map[corev1.ResourceName]borrowable) []templates.TeamSection {
+func teamSections(snap *domain.Snapshot, visible scope, can map[string]map[corev1.ResourceName]domain.BorrowableNow) []templates.TeamSection {
 	var out []templates.TeamSection
 	for _, u := range snap.Teams {
 		if visible.sees(u.Team) {
@@ -53,7 +46,7 @@ func teamSections(snap *domain.Snapshot, visible scope, can map[string]map[corev
 // teamSection is one team's section, in the resource its charts draw (GPUs,
 // or a queue's vCPU where it has no GPUs); can is nil when the overview's
 // queues do not have its ClusterQueue yet (just made): no borrowing sentence.
-func teamSection(u domain.TeamUsage, can map[corev1.ResourceName]borrowable) templates.TeamSection {
+func teamSection(u domain.TeamUsage, can map[corev1.ResourceName]domain.BorrowableNow) templates.TeamSection {
 	res := chartedResource(u)
 	f := res.figures(u)
 	s := templates.TeamSection{Team: u.Team, Unit: res.named(), Quota: res.format(f.allocated), InUse: res.format(f.inUse), Borrowed: res.format(f.borrowed),
@@ -65,12 +58,20 @@ func teamSection(u domain.TeamUsage, can map[corev1.ResourceName]borrowable) tem
 	return s
 }
 
-// borrowSentence says how much more of res the team can borrow now, or why
-// nothing.
-func borrowSentence(u domain.TeamUsage, res usageResource, b borrowable) string {
-	switch b.why {
+// borrowSentence says how much more of res the team can borrow now (on
+// which flavors, when it has quota on several), or why nothing.
+func borrowSentence(u domain.TeamUsage, res usageResource, b domain.BorrowableNow) string {
+	switch b.Why {
 	case domain.CanBorrow:
-		return fmt.Sprintf("You can borrow up to %s right now.", amountWords(b.amount, res, "more "))
+		where := ""
+		if b.Flavors > 1 {
+			var on []string
+			for _, f := range b.ByFlavor {
+				on = append(on, res.format(f.Amount)+" on "+f.Flavor)
+			}
+			where = " (" + strings.Join(on, ", ") + ")"
+		}
+		return fmt.Sprintf("You can borrow up to %s right now%s.", amountWords(b.Total, res, "more "), where)
 	case domain.NotInCohort:
 		return "Your team cannot borrow right now: its ClusterQueue is in no cohort, so no other team lends to it."
 	case domain.BorrowingLimitReached:

@@ -112,3 +112,23 @@ func TestOverviewShowsATeamWithoutGPUsInVCPU(t *testing.T) {
 	}
 	webtest.MustContain(t, "alice's overview", body, `data-unit="vCPU"`, "You can borrow up to 2.5 more vCPU right now.")
 }
+
+// A team with quota on two GPU flavors is told on which it can borrow:
+// a task takes one flavor whole.
+func TestOverviewSaysOnWhichFlavorATeamCanBorrow(t *testing.T) {
+	f := newFixture(t, 0, 0).withProxy()
+	s, now := f.settings, time.Now()
+	teamA := kueuetest.MakeClusterQueue("team-a-cq").Cohort("pool").
+		Quota("a100", kueuetest.GPU, "2").Quota("l4", kueuetest.GPU, "2").UsageOf("a100", kueuetest.GPU, "2", "0").Obj()
+	teamB := kueuetest.MakeClusterQueue("team-b-cq").Cohort("pool").Quota("a100", kueuetest.GPU, "4").Obj()
+	objs := kueuetest.Objects{ClusterQueues: []*kueuev1beta2.ClusterQueue{teamA, teamB},
+		LocalQueues: []*kueuev1beta2.LocalQueue{kueuetest.MakeLocalQueue("team-a", "user-queue", "team-a-cq")}}
+	f.model.publish(snapshotOf(s, objs, now))
+	f.cluster.overview = domain.BuildOverview(s, nil, objs.ClusterQueues)
+	f.cluster.overview.Cohorts = domain.CohortTree(s, nil, objs.ClusterQueues)
+	f.access.grant("alice", listWorkloads("team-a"))
+
+	_, body := user(t, f.handler(), "alice").Get("/")
+	// team-b's 4 idle A100s; team-a's own L4s are idle, not borrowed.
+	webtest.MustContain(t, "alice's overview", body, "You can borrow up to 4 more GPUs right now (4 on a100).")
+}

@@ -176,8 +176,10 @@ func TestAnInactiveQueueSaysWhy(t *testing.T) {
 	if got := usage["cluster-queue"]["Why Kueue admits nothing"]; got != "Kueue keeps its queue inactive: "+why {
 		t.Errorf("the usage CSV's row of cluster-queue says %q of its admission", got)
 	}
-	if got := usage["team-000"]["Why Kueue admits nothing"]; got != "" {
-		t.Errorf("the usage CSV's row of an active team says %q of its admission", got)
+	for _, team := range []string{"team-000", "Total"} {
+		if got := usage[team]["Why Kueue admits nothing"]; got != "" {
+			t.Errorf("the usage CSV's row of %s says %q of its admission", team, got)
+		}
 	}
 
 	_, body = webtest.Get(t, h, "/usage")
@@ -282,7 +284,7 @@ func TestTheCohortTreeOfQueuesWithoutGPUs(t *testing.T) {
 	want := map[string][]string{
 		"team-ab":   {"team-ab", "0", "21", "12", "3", "9", "—", "—"},
 		"team-a-cq": {"team-a-cq", "—", "9", "12", "3", "—", "—", "—"},
-		"team-b-cq": {"team-b-cq", "—", "12", "0", "0", "—", "lends at most 2", "—"},
+		"team-b-cq": {"team-b-cq", "—", "12", "0", "0", "—", "default-flavor: lends at most 2", "—"},
 	}
 	if diff := cmp.Diff(want, webtest.HTMLRows(t, body, "cohort-tree", cells)); diff != "" {
 		t.Errorf("the overview's cohort tree (-want +got):\n%s", diff)
@@ -305,7 +307,7 @@ func TestTheCohortTreeOfQueuesWithoutGPUs(t *testing.T) {
 	got := webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Name"] })
 	for name, fields := range map[string]map[string]string{
 		"team-ab":   {"Kind": "Cohort", "Depth": "0", "vCPU: quota (vCPU)": "21", "vCPU: in use (vCPU)": "12", "vCPU: headroom (vCPU)": "9", "Memory: borrowed (GiB)": "4", "GPUs: quota (GPUs)": "0"},
-		"team-b-cq": {"Kind": "ClusterQueue", "Parent cohort": "team-ab", "Team": "team-b-cq", "vCPU: lending limit (vCPU)": "2", "Memory: lending limit (GiB)": "", "vCPU: borrowing limit (vCPU)": ""},
+		"team-b-cq": {"Kind": "ClusterQueue", "Parent cohort": "team-ab", "Team": "team-b-cq", "vCPU: limits per flavor": "default-flavor: lends at most 2", "Memory: limits per flavor": ""},
 	} {
 		for column, value := range fields {
 			if got[name][column] != value {

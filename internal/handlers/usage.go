@@ -344,9 +344,9 @@ func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, 
 		return err
 	}
 	row := func(t domain.TeamUsage, f usageFigures, isTotal bool) error {
-		enabled := strconv.FormatBool(t.Enabled)
+		enabled, halted := strconv.FormatBool(t.Enabled), t.Halted()
 		if isTotal {
-			enabled = ""
+			enabled, halted = "", ""
 		}
 		alloc, _ := domain.FormatPercent(f.inUse, f.allocated)
 		hw, known := hardwareOf(t.Team, util)
@@ -357,7 +357,7 @@ func usageCSV(c echo.Context, res usageResource, teams, all []domain.TeamUsage, 
 			hw = ""
 		}
 		return w.Row(t.Team, t.Namespace, enabled, res.format(f.allocated), res.format(f.inUse), res.format(f.borrowed),
-			res.format(f.lent), res.format(f.wants), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted), t.Halted())
+			res.format(f.lent), res.format(f.wants), alloc, hw, strconv.Itoa(t.Running), strconv.Itoa(t.Pending+t.Preempted), halted)
 	}
 	for _, t := range teams {
 		if err := row(t, res.figures(t), false); err != nil {

@@ -513,9 +513,10 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		if o.Fate != impact.Preempted || f == nil {
 			continue
 		}
-		run := f.RunAt(now)
-		a.Preempts = append(a.Preempts, domain.ImpactTask{Namespace: f.Namespace, Name: f.Name, Team: f.Team, Class: f.Class, GPUs: f.GPUs,
-			Ran: run, GPUHours: float64(f.GPUs) * run.Hours()})
+		t := domain.ImpactTaskOf(f)
+		t.Ran = f.RunAt(now)
+		t.GPUHours = float64(t.GPUs) * t.Ran.Hours()
+		a.Preempts = append(a.Preempts, t)
 	}
 	slices.SortFunc(a.Preempts, func(x, y domain.ImpactTask) int {
 		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
