@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	stdhtml "html"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -158,6 +159,33 @@ func TestExistingQueueShowsImportsAndReleases(t *testing.T) {
 	if diff := cmp.Diff(before, h.Admissions(t)); diff != "" {
 		t.Errorf("raising the quota changed Workloads' admissions (-before +after):\n%s", diff)
 	}
+
+	// Its drift: none as saved; a GPU quota changed by hand in Kueue shows,
+	// and re-applying sets it back.
+	c.eventually(t, "/teams/"+team+"/drift", `id="no-drift"`)
+	handEdited := saved.DeepCopy()
+	for i, r := range handEdited.Spec.ResourceGroups[0].Flavors[0].Resources {
+		if r.Name == domain.ResourceGPU {
+			handEdited.Spec.ResourceGroups[0].Flavors[0].Resources[i].NominalQuota = resource.MustParse("5")
+		}
+	}
+	if _, err := c.kueue.KueueV1beta2().ClusterQueues().Update(ctx, handEdited, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	drift := c.eventually(t, "/teams/"+team+"/drift", `id="drift"`)
+	webtest.MustContain(t, "the drift of the hand-edited queue", drift, "the allocation it reads as")
+	if code, _, body := c.post(t, "/teams/"+team+"/drift/reapply", nil); code != 303 {
+		t.Fatalf("re-applying imported team %s: %d\n%.600s", team, code, body)
+	}
+	c.eventually(t, "/teams/"+team+"/drift", `id="no-drift"`)
+	saved, err = c.kueue.KueueV1beta2().ClusterQueues().Get(ctx, h.ClusterQueue, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(*wantSpec, saved.Spec, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("re-applying did not set the queue back as saved (-want +got):\n%s", diff)
+	}
+
 	if code, _, body := c.post(t, "/teams/"+team+"/delete", nil); code == 303 || !strings.Contains(body, "Release it instead") {
 		t.Errorf("deleting an imported team: %d\n%.400s", code, body)
 	}
@@ -730,6 +758,14 @@ func TestAnImportedQueueOfOtherFlavorsIsEditable(t *testing.T) {
 	form := webtest.FormValues(t, edit, "team-form")
 	if form.Get("quota.0.instanceType") != "" {
 		t.Fatalf("the form has quota rows of an instance type: %v", form)
+	}
+	// Its limits are kept with its quota: a new percentage would change
+	// nothing in Kueue, so the form says so instead of recording it.
+	percent := webtest.CloneValues(form)
+	percent.Set("lending", string(domain.LendAndBorrow))
+	percent.Set("borrowLimit", "300")
+	if code, _, body := c.post(t, "/teams/"+team, percent); code == http.StatusSeeOther || !strings.Contains(stdhtml.UnescapeString(body), "change them in Kueue") {
+		t.Errorf("a new borrow percentage for a queue of kept flavors: %d\n%.600s", code, body)
 	}
 	form.Set("fairShareWeight", "7")
 	if code, _, body := c.post(t, "/teams/"+team, form); code != http.StatusSeeOther {

@@ -3,7 +3,6 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -428,6 +427,10 @@ func AdoptTeam(s Settings, stored Team, cq *kueuev1beta2.ClusterQueue, shapes Sh
 	t := stored
 	var notes []string
 	switch c := string(cq.Spec.CohortName); {
+	case !ManagedByConsole(cq) || Imported(cq):
+		// An imported queue's cohort is where the queue is, literally
+		// ("" is no cohort): the console moves it only when asked.
+		t.Cohort = c
 	case c == s.CohortOf(stored):
 	case s.ConsoleCohort(c):
 		t.Cohort = c
@@ -449,6 +452,8 @@ func AdoptTeam(s Settings, stored Team, cq *kueuev1beta2.ClusterQueue, shapes Sh
 		notes = append(notes, "The ClusterQueue was set to HoldAndDrain (running tasks evicted); a disabled team uses Hold (running tasks finish).")
 	}
 
+	// A queue that sets no weight has Kueue's default, 1.
+	t.FairShareWeight = 1
 	if spec.FairSharing != nil && spec.FairSharing.Weight != nil {
 		milli := spec.FairSharing.Weight.MilliValue()
 		w := int64(math.Round(float64(milli) / 1000))
@@ -608,29 +613,6 @@ func formUnits(r corev1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
-// sameAbsoluteLimits reports whether two allocations set the same absolute
-// borrow and lend limits on the same instance types.
-func sameAbsoluteLimits(a, b Team) bool {
-	limits := func(t Team) map[string][8]int64 {
-		out := map[string][8]int64{}
-		for _, q := range t.Quota {
-			if !q.HasAbsoluteBorrow() && !q.HasAbsoluteLend() {
-				continue
-			}
-			v := func(p *int64) int64 {
-				if p == nil {
-					return -1
-				}
-				return *p
-			}
-			out[q.InstanceType] = [8]int64{v(q.BorrowGPUs), v(q.BorrowNeuron), v(q.BorrowVCPU), v(q.BorrowMemoryGiB),
-				v(q.LendGPUs), v(q.LendNeuron), v(q.LendVCPU), v(q.LendMemoryGiB)}
-		}
-		return out
-	}
-	return maps.Equal(limits(a), limits(b))
-}
-
 func liveQuota(rs []kueuev1beta2.ResourceQuota) Quota {
 	var q Quota
 	for _, r := range rs {
@@ -695,7 +677,8 @@ func adoptRow(stored QuotaInput, instanceType string, shape InstanceShape, live 
 		}
 		row.MemoryGiB = &gib
 	}
-	if derived := DeriveQuota(row, shape); derived.EFA != live.EFA {
+	// A queue without EFA quota (Kueue's own examples) has nothing to say.
+	if derived := DeriveQuota(row, shape); live.EFA != 0 && derived.EFA != live.EFA {
 		notes = append(notes, fmt.Sprintf("EFA quota on %s follows the GPUs (%d), not the %d set by hand.", instanceType, derived.EFA, live.EFA))
 	}
 	return row, notes
@@ -747,13 +730,16 @@ func adoptLending(all []kueuev1beta2.ResourceQuota, storedPercent int64) (Lendin
 		lo, hi = max(lo, rlo), min(hi, rhi)
 	}
 	if unlimited {
-		notes = append(notes, fmt.Sprintf("Unlimited borrowing set by hand is adopted as the highest borrow limit, %d %%.", maxAdoptedBorrowPercent))
 		if ref == nil {
+			notes = append(notes, fmt.Sprintf("Unlimited borrowing is shown as the highest borrow limit, %d %%, and kept unlimited until the borrow percentage is changed.", maxAdoptedBorrowPercent))
 			return LendAndBorrow, maxAdoptedBorrowPercent, notes
 		}
+		notes = append(notes, "Unlimited borrowing on some flavors or resources is kept unlimited until the borrow percentage is changed; the percentage is read from the limits that are set.")
 	}
 	switch {
 	case ref == nil:
+		return LendAndBorrow, storedPercent, notes
+	case lo <= hi && lo <= storedPercent && storedPercent <= hi:
 		return LendAndBorrow, storedPercent, notes
 	case lo <= hi:
 		return LendAndBorrow, lo, notes

@@ -173,3 +173,77 @@ func TestStateTotalCountsKeptFlavors(t *testing.T) {
 		t.Errorf("a team without its queue (-TeamTotal +StateTotal):\n%s", diff)
 	}
 }
+
+// An imported queue whose borrowing limits follow one percentage on one
+// flavor and are unlimited on another: a quota edit carries the limit the
+// percentage explains along with the quota and keeps the unlimited one; a
+// new percentage then limits both, from the edited quota.
+func TestImportedLimitsFollowTheirQuota(t *testing.T) {
+	q := resource.MustParse
+	gpus := func(nominal string, lend, borrow *resource.Quantity) []kueuev1beta2.ResourceQuota {
+		return []kueuev1beta2.ResourceQuota{{Name: ResourceGPU, NominalQuota: q(nominal), LendingLimit: lend, BorrowingLimit: borrow}}
+	}
+	live := &kueuev1beta2.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-c", Labels: ImportLabels("team-c")},
+		Spec: kueuev1beta2.ClusterQueueSpec{CohortName: "regular", ResourceGroups: []kueuev1beta2.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{ResourceGPU},
+			Flavors: []kueuev1beta2.FlavorQuotas{
+				{Name: "ml.g6.12xlarge", Resources: gpus("4", ptrTo(q("2")), ptrTo(q("4")))},
+				{Name: "ml.g5.2xlarge", Resources: gpus("1", nil, nil)},
+			}}}},
+	}
+	plan := PlanImport(DefaultSettings, live, nil, func(string) bool { return false }, LookupShape)
+	if plan.Team.BorrowLimitPercent != 100 || plan.Team.FairShareWeight != 1 || plan.Team.Cohort != "regular" {
+		t.Errorf("imported as %d %%, weight %d, cohort %q; want 100 %%, Kueue's default weight 1, its own cohort",
+			plan.Team.BorrowLimitPercent, plan.Team.FairShareWeight, plan.Team.Cohort)
+	}
+	for _, kept := range plan.Kept {
+		if strings.Contains(kept, "500 %") || strings.Contains(kept, "cohort") || strings.Contains(kept, "EFA") {
+			t.Errorf("the import preview says %q", kept)
+		}
+	}
+	limits := func(cq kueuev1beta2.ClusterQueueSpec) map[string][2]string {
+		out := map[string][2]string{}
+		for _, f := range cq.ResourceGroups[0].Flavors {
+			word := func(v *resource.Quantity) string {
+				if v == nil {
+					return "none"
+				}
+				return v.String()
+			}
+			r := f.Resources[0]
+			out[string(f.Name)] = [2]string{r.NominalQuota.String(), word(r.BorrowingLimit)}
+		}
+		return out
+	}
+	save := func(team Team, live *kueuev1beta2.ClusterQueue) *kueuev1beta2.ClusterQueue {
+		t.Helper()
+		objs, err := BuildImportedTeam(DefaultSettings, team, live, LookupShape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := live.DeepCopy()
+		if err := viaJSON(objs.ClusterQueue.Spec, &saved.Spec); err != nil {
+			t.Fatal(err)
+		}
+		return saved
+	}
+
+	edited := plan.Team
+	edited.Quota = slices.Clone(edited.Quota)
+	for i, row := range edited.Quota {
+		if row.InstanceType == "ml.g6.12xlarge" {
+			edited.Quota[i].GPUs = ptrTo[int64](2)
+		}
+	}
+	live = save(edited, live)
+	if diff := cmp.Diff(map[string][2]string{"ml.g6.12xlarge": {"2", "2"}, "ml.g5.2xlarge": {"1", "none"}}, limits(live.Spec)); diff != "" {
+		t.Errorf("after cutting the L4 quota to 2, nominal and borrowing limit (-want +got):\n%s", diff)
+	}
+
+	edited.BorrowLimitPercent = 150
+	live = save(edited, live)
+	if diff := cmp.Diff(map[string][2]string{"ml.g6.12xlarge": {"2", "3"}, "ml.g5.2xlarge": {"1", "1"}}, limits(live.Spec)); diff != "" {
+		t.Errorf("after raising the borrow limit to 150 %%, nominal and borrowing limit (-want +got):\n%s", diff)
+	}
+}

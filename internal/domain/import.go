@@ -71,9 +71,6 @@ func ImportLabels(team string) map[string]string {
 func PlanImport(s Settings, cq *kueuev1beta2.ClusterQueue, served []string, taken func(team string) bool, shapes ShapeLookup) QueueImport {
 	name := s.TeamOfClusterQueue(cq)
 	team, notes := AdoptTeam(s, Team{Name: name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, cq, shapes)
-	// An imported team's cohort is where its queue is, literally: "" is no
-	// cohort, not the console's.
-	team.Cohort = string(cq.Spec.CohortName)
 	p := QueueImport{ClusterQueue: cq.Name, Team: team, Namespaces: served, Cohort: string(cq.Spec.CohortName),
 		Kept: append(keptAsIs(cq), notes...), Reconciler: ReconciledBy(cq), Fingerprint: QueueFingerprint(cq)}
 	switch {
@@ -164,10 +161,29 @@ func keptAsIs(cq *kueuev1beta2.ClusterQueue) []string {
 	if a := spec.AdmissionChecksStrategy; a != nil && len(a.AdmissionChecks) > 0 {
 		out = append(out, "Admission checks: kept as they are.")
 	}
-	if spec.FlavorFungibility != nil {
-		out = append(out, "Flavor fungibility settings: kept as they are.")
+	if w := fungibilityWord(spec.FlavorFungibility); w != "" {
+		out = append(out, "Flavor fungibility ("+w+"): kept as it is.")
 	}
 	return out
+}
+
+// fungibilityWord says the flavor fungibility settings that are not Kueue's
+// defaults (its webhook writes the defaults into every queue); "" when none.
+func fungibilityWord(f *kueuev1beta2.FlavorFungibility) string {
+	if f == nil {
+		return ""
+	}
+	var out []string
+	if f.WhenCanBorrow != "" && f.WhenCanBorrow != kueuev1beta2.MayStopSearch {
+		out = append(out, "when it can borrow: "+string(f.WhenCanBorrow))
+	}
+	if f.WhenCanPreempt != "" && f.WhenCanPreempt != kueuev1beta2.TryNextFlavor {
+		out = append(out, "when it can preempt: "+string(f.WhenCanPreempt))
+	}
+	if f.Preference != nil && *f.Preference != kueuev1beta2.BorrowingOverPreemption {
+		out = append(out, "preference: "+string(*f.Preference))
+	}
+	return strings.Join(out, ", ")
 }
 
 // QueueFingerprint identifies what of cq an import reads: its spec and
@@ -211,8 +227,14 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 	for _, row := range t.Quota {
 		rows[row.InstanceType] = row
 	}
+	wasRows := map[string]QuotaInput{}
+	for _, row := range was.Quota {
+		wasRows[row.InstanceType] = row
+	}
 	found := map[string]bool{}
-	lendingChanged := t.Lending != was.Lending || t.BorrowLimitPercent != was.BorrowLimitPercent || !sameAbsoluteLimits(t, was)
+	// What governs every limit: a new sharing strategy or borrow
+	// percentage rewrites them all.
+	governingChanged := t.Lending != was.Lending || t.BorrowLimitPercent != was.BorrowLimitPercent
 	for g := range spec.ResourceGroups {
 		for f := range spec.ResourceGroups[g].Flavors {
 			fq := &spec.ResourceGroups[g].Flavors[f]
@@ -231,11 +253,21 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 				if !slices.Contains(CoveredResources, rq.Name) {
 					continue
 				}
+				wasRow := wasRows[row.InstanceType]
+				wasBorrow, wasLend := was.limits(wasRow, rq.NominalQuota, rq.Name)
 				rq.NominalQuota = q.quantity(rq.Name)
-				if !lendingChanged {
-					continue
+				borrow, lend := t.limits(row, rq.NominalQuota, rq.Name)
+				// A limit the allocation explains (the percentage of its
+				// nominal quota, or the row's absolute limit) follows the
+				// allocation, new nominal quota included; one set by hand
+				// beyond it (unlimited borrowing beside limited) stays until
+				// what governs it changes.
+				if governingChanged || sameLimit(rq.BorrowingLimit, wasBorrow) || absoluteChanged(row.absoluteBorrow, wasRow.absoluteBorrow, rq.Name) {
+					rq.BorrowingLimit = borrow
 				}
-				rq.BorrowingLimit, rq.LendingLimit = t.limits(row, rq.NominalQuota, rq.Name)
+				if governingChanged || sameLimit(rq.LendingLimit, wasLend) || absoluteChanged(row.absoluteLend, wasRow.absoluteLend, rq.Name) {
+					rq.LendingLimit = lend
+				}
 			}
 		}
 	}
@@ -288,3 +320,24 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// sameLimit reports whether two limits are the same: both none, or equal.
+func sameLimit(a, b *resource.Quantity) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Cmp(*b) == 0
+}
+
+// absoluteChanged reports whether a row's absolute limit of r differs from
+// the one it had.
+func absoluteChanged(now, before func(corev1.ResourceName) **int64, r corev1.ResourceName) bool {
+	a, b := now(r), before(r)
+	if a == nil || b == nil {
+		return false
+	}
+	if *a == nil || *b == nil {
+		return *a != *b
+	}
+	return **a != **b
+}

@@ -78,6 +78,8 @@ const maxPrefix = 2_000
 // counted: the live Tasks view shows its first page again on every change
 // of 50 000 tasks.
 func (s *Snapshot) TasksPage(q TaskQuery, from, to int) (page []*TaskFacts, total int) {
+	to = max(to, 0)
+	from = min(max(from, 0), to)
 	if !q.inQueueOrder() || q.Desc || to > maxPrefix {
 		all := s.Tasks(q)
 		from, to = min(from, len(all)), min(to, len(all))

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/google/btree"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -35,6 +39,11 @@ type Model struct {
 	cohort        *kueuev1beta2.Cohort
 	priorityClass map[string]*kueuev1beta2.WorkloadPriorityClass
 	clusterQueues map[string]*kueuev1beta2.ClusterQueue
+	// localQueues are the ClusterQueue each LocalQueue names (LocalQueueKey
+	// → ClusterQueue); placing keeps those whose namespace the queue's
+	// namespaceSelector admits. namespaceLabels are the namespaces' labels.
+	localQueues     map[string]string
+	namespaceLabels map[string]map[string]string
 
 	tasks map[string]*TaskFacts // LocalQueueKey(namespace, name)
 	// variants are Kueue's concurrent-admission Variants (VariantParent),
@@ -82,31 +91,36 @@ type bucket struct {
 // NewModel starts an empty model.
 func NewModel(s Settings) *Model {
 	return &Model{
-		settings:      s,
-		priorityClass: map[string]*kueuev1beta2.WorkloadPriorityClass{},
-		clusterQueues: map[string]*kueuev1beta2.ClusterQueue{},
-		placing:       placement{teamOf: map[string]string{}, clusterQueueOf: map[string]string{}},
-		tasks:         map[string]*TaskFacts{},
-		variants:      map[string]map[string]*TaskFacts{},
-		variantParent: map[string]string{},
-		replaced:      map[string]map[string]*TaskFacts{},
-		replacedChain: map[string]string{},
-		sliceTasks:    map[string]map[string]bool{},
-		buckets:       map[teamAndClass]*bucket{},
-		queues:        map[string]*tree{},
-		groups:        map[groupKey]*tree{},
-		unqueued:      newTree(byName),
-		running:       newTree(newestAdmission),
-		finished:      newTree(newestFinish),
-		dirtyBuckets:  map[teamAndClass]bool{},
-		dirtyQueues:   map[string]bool{},
-		dirtyGroups:   map[groupKey]bool{},
-		queuesDirty:   true,
+		settings:        s,
+		priorityClass:   map[string]*kueuev1beta2.WorkloadPriorityClass{},
+		clusterQueues:   map[string]*kueuev1beta2.ClusterQueue{},
+		localQueues:     map[string]string{},
+		namespaceLabels: map[string]map[string]string{},
+		placing:         placement{teamOf: map[string]string{}, clusterQueueOf: map[string]string{}},
+		tasks:           map[string]*TaskFacts{},
+		variants:        map[string]map[string]*TaskFacts{},
+		variantParent:   map[string]string{},
+		replaced:        map[string]map[string]*TaskFacts{},
+		replacedChain:   map[string]string{},
+		sliceTasks:      map[string]map[string]bool{},
+		buckets:         map[teamAndClass]*bucket{},
+		queues:          map[string]*tree{},
+		groups:          map[groupKey]*tree{},
+		unqueued:        newTree(byName),
+		running:         newTree(newestAdmission),
+		finished:        newTree(newestFinish),
+		dirtyBuckets:    map[teamAndClass]bool{},
+		dirtyQueues:     map[string]bool{},
+		dirtyGroups:     map[groupKey]bool{},
+		queuesDirty:     true,
 	}
 }
 
 // Load adds every object of in (to an empty model: a from-scratch build).
 func (m *Model) Load(in SnapshotInput) {
+	for _, ns := range in.Namespaces {
+		m.SetNamespace(ns.Name, ns.Labels)
+	}
 	for _, cq := range in.ClusterQueues {
 		m.SetClusterQueue(cq)
 	}
@@ -339,7 +353,11 @@ func (m *Model) SetClusterQueue(cq *kueuev1beta2.ClusterQueue) {
 	if old := m.clusterQueues[cq.Name]; old == nil || strictFIFO(old) != strictFIFO(cq) {
 		m.dirtyQueues[cq.Name] = true // who waits behind whom
 	}
+	old := m.clusterQueues[cq.Name]
 	m.clusterQueues[cq.Name] = cq
+	if old == nil || !equality.Semantic.DeepEqual(old.Spec.NamespaceSelector, cq.Spec.NamespaceSelector) {
+		m.admitAgain(func(_, target string) bool { return target == cq.Name })
+	}
 	m.clusterQueueChanged(cq.Name)
 	team := m.settings.TeamOfClusterQueue(cq)
 	if old, ok := m.placing.teamOf[cq.Name]; !ok || old != team {
@@ -356,6 +374,7 @@ func (m *Model) DeleteClusterQueue(name string) {
 		m.dirtyQueues[name] = true // who waits behind whom
 	}
 	delete(m.clusterQueues, name)
+	m.admitAgain(func(_, target string) bool { return target == name })
 	m.clusterQueueChanged(name)
 	if _, ok := m.placing.teamOf[name]; ok {
 		delete(m.placing.teamOf, name)
@@ -393,27 +412,89 @@ func (m *Model) clusterQueueChanged(name string) {
 func (m *Model) SetLocalQueue(lq *kueuev1beta2.LocalQueue) {
 	m.changes++
 	key := LocalQueueKey(lq.Namespace, lq.Name)
-	cq := string(lq.Spec.ClusterQueue)
-	if old, ok := m.placing.clusterQueueOf[key]; ok && old == cq {
-		return
-	}
-	m.placing.clusterQueueOf[key] = cq
-	m.placed = nil
-	m.localQueueChanged(lq.Namespace, lq.Name)
-	m.queuesDirty = true // the namespaces a ClusterQueue serves
+	m.localQueues[key] = string(lq.Spec.ClusterQueue)
+	m.admit(key)
 }
 
 // DeleteLocalQueue removes a LocalQueue.
 func (m *Model) DeleteLocalQueue(namespace, name string) {
 	m.changes++
 	key := LocalQueueKey(namespace, name)
-	if _, ok := m.placing.clusterQueueOf[key]; !ok {
+	delete(m.localQueues, key)
+	m.admit(key)
+}
+
+// SetNamespace takes a namespace's labels, which ClusterQueues'
+// namespaceSelectors read.
+func (m *Model) SetNamespace(name string, labels map[string]string) {
+	m.changes++
+	if old, ok := m.namespaceLabels[name]; ok && maps.Equal(old, labels) {
 		return
 	}
-	delete(m.placing.clusterQueueOf, key)
+	m.namespaceLabels[name] = labels
+	m.admitAgain(func(namespace, _ string) bool { return namespace == name })
+}
+
+// DeleteNamespace forgets a namespace's labels.
+func (m *Model) DeleteNamespace(name string) {
+	m.changes++
+	if _, ok := m.namespaceLabels[name]; !ok {
+		return
+	}
+	delete(m.namespaceLabels, name)
+	m.admitAgain(func(namespace, _ string) bool { return namespace == name })
+}
+
+// admitAgain decides again where the LocalQueues that match feed.
+func (m *Model) admitAgain(match func(namespace, clusterQueue string) bool) {
+	for key, target := range m.localQueues {
+		if ns, _, _ := strings.Cut(key, "/"); match(ns, target) {
+			m.admit(key)
+		}
+	}
+}
+
+// admit places the tasks of a LocalQueue in the ClusterQueue it names when
+// that queue admits its namespace, as Kueue does: a LocalQueue anyone may
+// point at any ClusterQueue must not make its namespace, its tasks or
+// whoever may see them the team's. A namespace whose labels are not known
+// yet has only its name label.
+func (m *Model) admit(key string) {
+	target, ok := m.localQueues[key]
+	namespace, name, _ := strings.Cut(key, "/")
+	if ok && target != "" {
+		ok = admitsNamespace(m.clusterQueues[target], namespace, m.namespaceLabels[namespace])
+	}
+	old, had := m.placing.clusterQueueOf[key]
+	switch {
+	case ok && had && old == target, !ok && !had:
+		return
+	case ok:
+		m.placing.clusterQueueOf[key] = target
+	default:
+		delete(m.placing.clusterQueueOf, key)
+	}
 	m.placed = nil
 	m.localQueueChanged(namespace, name)
-	m.queuesDirty = true
+	m.queuesDirty = true // the namespaces a ClusterQueue serves
+}
+
+// admitsNamespace is Kueue's rule: a ClusterQueue admits Workloads of the
+// namespaces its namespaceSelector selects; none without one. A queue not
+// known yet keeps the LocalQueues that name it (their tasks have no team
+// until it comes).
+func admitsNamespace(cq *kueuev1beta2.ClusterQueue, namespace string, labels map[string]string) bool {
+	if cq == nil {
+		return true
+	}
+	selector, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
+	if err != nil {
+		return false
+	}
+	if labels == nil {
+		labels = map[string]string{corev1.LabelMetadataName: namespace}
+	}
+	return selector.Matches(k8slabels.Set(labels))
 }
 
 // localQueueChanged resolves again the tasks submitted to a LocalQueue: a

@@ -643,6 +643,9 @@ func TestPlacedTasksAreKeptAsTheyAre(t *testing.T) {
 	s := DefaultSettings
 	now := time.Date(2026, 11, 25, 12, 0, 5, 0, time.UTC)
 	objs := kueuetest.Cluster(s, s.Cohort, 3, 0, now)
+	for _, cq := range objs.ClusterQueues {
+		cq.Spec.NamespaceSelector = &metav1.LabelSelector{} // a LocalQueue may move to any of them
+	}
 	m := NewModel(s)
 	m.Load(SnapshotInput{Settings: s, ClusterQueues: objs.ClusterQueues, LocalQueues: objs.LocalQueues, Classes: objs.Classes})
 	pending := func(name string) *kueuev1beta2.Workload {

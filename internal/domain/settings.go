@@ -124,13 +124,14 @@ func (s Settings) TeamOfQueueName(name string) string {
 
 // TeamOfClusterQueue names the team a ClusterQueue serves: the console's
 // team label, when the queue is the one the console would look that team
-// up by (its conventional name, or imported); else the team its
+// up by (its conventional name, or imported: the import labels beside the
+// console's managed-by label); else the team its
 // conventional name gives; else the queue's own name (a queue the console
 // does not manage is shown as a team of its own). A labelled copy of a
 // team's queue, or one another console made with another prefix, is then
 // a queue of its own, not a second queue of the same team.
 func (s Settings) TeamOfClusterQueue(cq *kueuev1beta2.ClusterQueue) string {
-	if t := cq.Labels[TeamLabel]; t != "" && (cq.Name == s.ClusterQueue(t) || cq.Labels[ImportedLabel] == "true") {
+	if t := cq.Labels[TeamLabel]; t != "" && (cq.Name == s.ClusterQueue(t) || Imported(cq)) {
 		return t
 	}
 	if team, ok := s.TeamOfClusterQueueName(cq.Name); ok {

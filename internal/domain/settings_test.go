@@ -11,7 +11,11 @@ func TestTeamOfClusterQueue(t *testing.T) {
 	cases := map[string]*kueuev1beta2.ClusterQueue{
 		"nlp":      {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-nlp-clusterqueue"}},
 		"labelled": {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-labelled-clusterqueue", Labels: map[string]string{TeamLabel: "labelled"}}},
-		"imported": {ObjectMeta: metav1.ObjectMeta{Name: "research-cq", Labels: map[string]string{TeamLabel: "imported", ImportedLabel: "true"}}},
+		"imported": {ObjectMeta: metav1.ObjectMeta{Name: "research-cq", Labels: map[string]string{ManagedByLabel: ManagedByValue, TeamLabel: "imported", ImportedLabel: "true"}}},
+		// The import labels without the console's managed-by label (which the
+		// admission policy lets only the console's admins set): made by
+		// whoever may create ClusterQueues, not a queue of team nlp.
+		"rogue-cq": {ObjectMeta: metav1.ObjectMeta{Name: "rogue-cq", Labels: map[string]string{TeamLabel: "nlp", ImportedLabel: "true"}}},
 		// Another console's team "labelled" (prefix hyperpod-ns-x-): the
 		// team its name gives here, not a second queue of team labelled.
 		"x-labelled": {ObjectMeta: metav1.ObjectMeta{Name: "hyperpod-ns-x-labelled-clusterqueue", Labels: map[string]string{TeamLabel: "labelled"}}},

@@ -8,6 +8,7 @@ import (
 	"time"
 	"weak"
 
+	corev1 "k8s.io/api/core/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -66,6 +67,9 @@ type SnapshotInput struct {
 	Workloads     []*kueuev1beta2.Workload
 	Classes       []*kueuev1beta2.WorkloadPriorityClass
 	Cohort        *kueuev1beta2.Cohort
+	// Namespaces give their labels, which ClusterQueues' namespace
+	// selectors read; one not given has only its name label.
+	Namespaces []*corev1.Namespace
 }
 
 // BuildSnapshot builds a snapshot from scratch.

@@ -548,7 +548,7 @@ func TestATaskKueueSkipsSaysWhy(t *testing.T) {
 		return newWorkload(nlp, name).Queue("lq").GPUs(8, 1).Created(at(minute)).Obj()
 	}
 	cq := func(name string, strategy kueuev1beta2.QueueingStrategy) *kueuev1beta2.ClusterQueue {
-		return &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: strategy}}
+		return &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: strategy, NamespaceSelector: &metav1.LabelSelector{}}}
 	}
 	lq := func(name, queue string) *kueuev1beta2.LocalQueue {
 		return &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: nlp, Name: name},
@@ -632,7 +632,7 @@ func TestATaskKueueSkipsSaysWhy(t *testing.T) {
 func TestAQueueTurnedStrictSaysWhoWaitsBehindItsHead(t *testing.T) {
 	m := NewModel(DefaultSettings)
 	queue := func(strategy kueuev1beta2.QueueingStrategy) *kueuev1beta2.ClusterQueue {
-		return &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "nlp-cq"}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: strategy}}
+		return &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "nlp-cq"}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: strategy, NamespaceSelector: &metav1.LabelSelector{}}}
 	}
 	m.SetClusterQueue(queue(kueuev1beta2.BestEffortFIFO))
 	m.SetLocalQueue(&kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: nlp, Name: "lq"}, Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: "nlp-cq"}})
@@ -712,7 +712,7 @@ func TestATaskItsQueueCanNeverHoldCannotStart(t *testing.T) {
 	} {
 		t.Run(string(tc.strategy), func(t *testing.T) {
 			snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, Workloads: tc.wls,
-				ClusterQueues: []*kueuev1beta2.ClusterQueue{{ObjectMeta: metav1.ObjectMeta{Name: "nlp-cq"}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: tc.strategy}}},
+				ClusterQueues: []*kueuev1beta2.ClusterQueue{{ObjectMeta: metav1.ObjectMeta{Name: "nlp-cq"}, Spec: kueuev1beta2.ClusterQueueSpec{QueueingStrategy: tc.strategy, NamespaceSelector: &metav1.LabelSelector{}}}},
 				LocalQueues: []*kueuev1beta2.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: nlp, Name: "lq"},
 					Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: "nlp-cq"}}}}, at(10))
 			got := map[string]string{}

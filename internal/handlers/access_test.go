@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/webtest"
 )
@@ -173,6 +177,94 @@ func TestPreemptionsCountTasksWithoutAClassInTheLowest(t *testing.T) {
 		}
 		if got := history.preemptionQuery.LowestClass; got != lowest {
 			t.Errorf("%s asked the history with lowest class %q, want %q", path, got, lowest)
+		}
+	}
+}
+
+// A member of team A opened /tasks: A's preempted task showed Kueue's
+// message with the preemptor's Workload and Job UIDs, of a team B they
+// may not see, in the row and the CSV. The UIDs are not shown to them; a
+// platform viewer still sees them.
+func TestTasksDoNotShowAnotherTeamsPreemptorUIDs(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s, now := f.settings, time.Now()
+	victim := "team-000"
+	secretUID, secretJob := "b52541e7-secret", "102d489e-secret"
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, s.Namespace(victim), "big").Queue(s.LocalQueue(victim)).GPUs(2, 1).
+		Created(now.Add(-time.Hour)).Preempted(now.Add(-time.Minute), kueuev1beta2.InCohortReclamationReason,
+		"Preempted to accommodate a workload (UID: "+secretUID+", JobUID: "+secretJob+") due to reclamation within the cohort; preemptor path: /"+s.Cohort+"/"+s.ClusterQueue("team-001")).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	f.access.grant("member", listWorkloads(s.Namespace(victim)))
+	f.access.grant("viewer", listClusterQueues)
+	h := f.handler()
+
+	member := user(t, h, "member")
+	for _, path := range []string{"/tasks?state=all", "/tasks?state=all&format=csv&table=tasks"} {
+		code, body := member.Get(path)
+		if code != http.StatusOK || !strings.Contains(body, "big") {
+			t.Fatalf("the member's %s does not list their preempted task: %d\n%.600s", path, code, body)
+		}
+		webtest.MustNotContain(t, "the member's "+path, body, secretUID, secretJob)
+		webtest.MustContain(t, "the member's "+path, html.UnescapeString(body), "UID: (not shown)")
+	}
+	_, body := user(t, h, "viewer").Get("/tasks?state=all&format=csv&table=tasks")
+	webtest.MustContain(t, "a viewer's tasks CSV", body, secretUID, secretJob)
+}
+
+// Whoever may create a LocalQueue in a namespace of their own pointed it at
+// team A's ClusterQueue, whose namespaceSelector does not admit that
+// namespace: the namespace became A's, and everyone who may list Workloads
+// there saw A's pages, tasks and exports, and the namespace's Workloads
+// counted as A's pending demand. Kueue admits nothing from it; nor does
+// the console make it A's.
+func TestALocalQueueInANamespaceTheQueueDoesNotAdmitGivesNoTeam(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s, now := f.settings, time.Now()
+	team := "team-000"
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("rogue", "lq", s.ClusterQueue(team)))
+	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, "rogue", "grab").Queue("lq").GPUs(8, 8).
+		Created(now.Add(-time.Minute)).Pending("Pending", "namespace doesn't match ClusterQueue selector", now.Add(-time.Minute)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	f.access.grant("intruder", listWorkloads("rogue"))
+	f.access.grant("viewer", listClusterQueues)
+	h := f.handler()
+
+	intruder := user(t, h, "intruder")
+	for _, path := range []string{"/usage/" + team, "/teams/" + team + "/history", "/tasks?team=" + team + "&format=csv&table=tasks"} {
+		if code, body := intruder.Get(path); code != http.StatusForbidden {
+			t.Errorf("GET %s by a user of a namespace the queue does not admit: %d\n%.300s", path, code, body)
+		}
+	}
+	code, body := user(t, h, "viewer").Get("/usage?format=csv&resource=gpu")
+	header, rows := webtest.ReadCSV(t, "the usage CSV", code, body)
+	row := webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Team"] })[team]
+	if row["Namespace"] != s.Namespace(team) || row["Pending demand (GPUs)"] != "0" {
+		t.Errorf("team %s's usage row: namespaces %q, pending demand %q; want only its own namespace and none of the rogue's 64 GPUs",
+			team, row["Namespace"], row["Pending demand (GPUs)"])
+	}
+}
+
+// Whoever may create ClusterQueues made one with the console's labels
+// claiming team A (managed by the console, imported, team A), serving a
+// namespace of their own: its namespace is not A's, and its users see
+// nothing of A.
+func TestAQueueClaimingATeamGivesNoMembership(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s, now := f.settings, time.Now()
+	team := "team-000"
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.ClusterQueues = append(objs.ClusterQueues, kueuetest.MakeClusterQueue("rogue-cq").Nominal(1, nil).
+		Labels(domain.ManagedByLabel, domain.ManagedByValue, domain.TeamLabel, team, domain.ImportedLabel, "true").Obj())
+	objs.LocalQueues = append(objs.LocalQueues, kueuetest.MakeLocalQueue("rogue", "lq", "rogue-cq"))
+	f.model.publish(snapshotOf(s, objs, now))
+	f.access.grant("intruder", listWorkloads("rogue"))
+	h := f.handler()
+
+	for _, path := range []string{"/usage/" + team, "/teams/" + team + "/history"} {
+		if code, body := user(t, h, "intruder").Get(path); code != http.StatusForbidden {
+			t.Errorf("GET %s by a user of a queue claiming the team: %d\n%.300s", path, code, body)
 		}
 	}
 }

@@ -206,3 +206,18 @@ func TestLiveStreamEndsWhenTheViewerLosesTheTeam(t *testing.T) {
 		t.Errorf("the removed member reconnects: %d, want 403", res.StatusCode)
 	}
 }
+
+// A page number past any list, up to one that overflows when multiplied by
+// the page size, shows the last page: it reaches no runtime panic.
+func TestHugeTaskPageNumbersShowTheLastPage(t *testing.T) {
+	f := newFixture(t, 2, 120)
+	h := f.handler()
+	for _, page := range []string{"9223372036854775807", "99999999999999999999", "184467440737095517", "-5"} {
+		code, body := webtest.Get(t, h, "/tasks?state=all&page="+page)
+		if code != http.StatusOK {
+			t.Errorf("page %s: %d\n%.300s", page, code, body)
+			continue
+		}
+		webtest.MustContain(t, "page "+page, body, "Tasks ")
+	}
+}

@@ -140,6 +140,16 @@ func shownTo(p taskhistory.Preemption, visible scope) (_ taskhistory.Preemption,
 // "Preempted to accommodate a workload (UID: …, JobUID: …) due to …".
 var kueueUIDs = regexp.MustCompile(`\b(UID|JobUID): [^,;)\s]+`)
 
+// shownMessage is Kueue's message about a task as a viewer may see it: the
+// UIDs it names (a preemptor's, of whichever team) only to a viewer of the
+// whole cluster. The message does not say whose they are.
+func shownMessage(msg string, visible scope) string {
+	if visible.all {
+		return msg
+	}
+	return kueueUIDs.ReplaceAllString(msg, "$1: (not shown)")
+}
+
 // preemptorNotShown stands for a preemptor task of a team the viewer may not see.
 const preemptorNotShown = "another team's task"
 

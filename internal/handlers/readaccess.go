@@ -99,20 +99,36 @@ func (f frame) memberOf(ctx context.Context, id kueue.Identity) map[string]bool 
 
 // teamNamespaces are the namespaces of each team, whoever made its queue:
 // the team namespace of each team the console manages, and those whose
-// LocalQueues feed its ClusterQueue (the read model's rows).
+// LocalQueues feed its ClusterQueue (the read model's rows; Kueue's
+// namespaceSelector decides which do). A console team's are those of the
+// queue the console keeps it by: another queue with its labels, which
+// whoever may create ClusterQueues can make, gives nobody the team.
 func (f frame) teamNamespaces() map[string][]string {
 	out := map[string][]string{}
+	queueOf := map[string]string{} // a console team → its ClusterQueue
 	if f.teams != nil {
 		for _, t := range f.teams.Teams() {
+			if t.ClusterQueue == nil {
+				continue
+			}
+			// Two queues claiming one team: the one named as the console
+			// names it, which nobody else can have made.
+			if prev, ok := queueOf[t.Name]; ok && prev == f.settings.ClusterQueue(t.Name) {
+				continue
+			}
+			queueOf[t.Name] = t.ClusterQueue.Name
 			// An imported queue keeps its own namespaces: the conventional
 			// one is not the team's, whoever may create it.
-			if t.ClusterQueue == nil || !domain.Imported(t.ClusterQueue) {
+			if !domain.Imported(t.ClusterQueue) {
 				out[t.Name] = []string{f.settings.Namespace(t.Name)}
 			}
 		}
 	}
 	if f.queues != nil {
 		for _, r := range f.queues.Snapshot().Teams {
+			if cq, ok := queueOf[r.Team]; ok && cq != r.ClusterQueue {
+				continue
+			}
 			for _, ns := range r.Namespaces {
 				if !slices.Contains(out[r.Team], ns) {
 					out[r.Team] = append(out[r.Team], ns)

@@ -78,9 +78,14 @@ func parseTaskFilter(q url.Values) taskFilter {
 		f.Sort = domain.TaskSorts[0]
 	}
 	f.Page, _ = strconv.Atoi(q.Get("page"))
-	f.Page = max(f.Page, 1)
+	// Past the last page shows the last; a number whose rows would
+	// overflow is past every list.
+	f.Page = min(max(f.Page, 1), maxTaskPage)
 	return f
 }
+
+// maxTaskPage is more pages than any task list has.
+const maxTaskPage = 1 << 24
 
 func (f taskFilter) window() time.Duration {
 	for _, w := range taskWindows {
@@ -180,7 +185,7 @@ func (p tasksPage) show(c echo.Context) error {
 				return breakdownRows(s, p.taskStatistics(ctx, f, visible, snap, true, nil).byTeam)
 			})
 		}
-		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), p.waitEstimates(c.Request().Context(), snap))
+		return tasksCSV(c, snap, snap.Tasks(f.taskQuery(visible)), p.waitEstimates(c.Request().Context(), snap), visible)
 	}
 
 	body, snap, err := p.live.page(c.Request().Context(), view, snap, nil, func(parts []templates.LivePart, shown *domain.Snapshot) templ.Component {
@@ -441,6 +446,7 @@ func (p tasksPage) taskList(r *liveRender, f taskFilter, csv string) (templates.
 		task := snap.TaskAt(t, clock)
 		task.Position = waits.position(t, task.Position)
 		cells := taskRow(&task)
+		cells.KueueMessage = shownMessage(cells.KueueMessage, r.view.scope)
 		cells.EstWait, cells.EstBasis = waits.of(t)
 		if cells.EstWait == "" {
 			cells.EstWait = "—"
@@ -562,7 +568,7 @@ func breakdownRows(s *csvStream, rows []domain.TeamClassStats) error {
 }
 
 // tasksCSV streams tasks as they are listed, one row at a time.
-func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, waits *waitEstimates) error {
+func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, waits *waitEstimates, visible scope) error {
 	header := append(append([]string{"Namespace", "Task"}, ownerColumns...), "Team", "Priority class", "State", "GPUs (count)", "GPU partitions (MIG)",
 		"Waited (s)", "Ran (s)", "Queue position", "Borrowing", "Why", "Kueue message", "Estimated wait")
 	s, err := startCSV(c, "tasks.csv", header...)
@@ -579,7 +585,7 @@ func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, 
 		}
 		_, basis := waits.of(f)
 		cells := append(append([]string{t.Namespace, t.Name}, ownerCells(t.Named())...), t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10), t.Partitions,
-			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, t.KueueMessage, basis)
+			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, shownMessage(t.KueueMessage, visible), basis)
 		if err := s.Row(cells...); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
@@ -87,6 +88,9 @@ func TestUtilizationIsReadByTheNamespacesThatFeedAQueue(t *testing.T) {
 	f := newFixture(t, 3, 0)
 	s, now := f.settings, time.Now()
 	objs := kueuetest.Cluster(s, s.Cohort, 3, 0, now)
+	for _, cq := range objs.ClusterQueues[1:] {
+		cq.Spec.NamespaceSelector = &metav1.LabelSelector{} // they serve any namespace, as imported queues may
+	}
 	objs.LocalQueues = append(objs.LocalQueues,
 		kueuetest.MakeLocalQueue("data", "user-queue", s.ClusterQueue("team-002")),
 		kueuetest.MakeLocalQueue("shared", "a", s.ClusterQueue("team-001")),

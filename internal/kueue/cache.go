@@ -36,7 +36,10 @@ const RequiredKueue = "Kueue v0.15 or newer (kueue.x-k8s.io/v1beta2; tested with
 // Cache keeps the objects the console reads in memory, current through
 // informers: pages never LIST from the apiserver.
 type Cache struct {
-	Nodes                   corelisters.NodeLister
+	Nodes corelisters.NodeLister
+	// Namespaces give their labels, which ClusterQueues' namespace
+	// selectors read: which namespaces feed a queue, hence a team.
+	Namespaces              corelisters.NamespaceLister
 	ClusterQueues           kueuelisters.ClusterQueueLister
 	LocalQueues             kueuelisters.LocalQueueLister
 	ResourceFlavors         kueuelisters.ResourceFlavorLister
@@ -145,6 +148,7 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 		informers.WithTransform(newestRevisionOnly))
 	c.LatestTeamRevisions = c.state.Core().V1().ConfigMaps().Lister().ConfigMaps(s.State())
 	c.Nodes = c.core.Core().V1().Nodes().Lister()
+	c.Namespaces = c.core.Core().V1().Namespaces().Lister()
 	v := c.queues.Kueue().V1beta2()
 	c.ClusterQueues = v.ClusterQueues().Lister()
 	c.LocalQueues = v.LocalQueues().Lister()
@@ -153,6 +157,7 @@ func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Sett
 	c.Cohorts = v.Cohorts().Lister()
 	c.count(revisionsKind, c.state.Core().V1().ConfigMaps().Informer())
 	c.watch("Node", c.core.Core().V1().Nodes().Informer())
+	c.watch("Namespace", c.core.Core().V1().Namespaces().Informer())
 	c.watch("ClusterQueue", v.ClusterQueues().Informer())
 	c.watch("LocalQueue", v.LocalQueues().Informer())
 	c.watch("Workload", c.workloads.Kueue().V1beta2().Workloads().Informer())
@@ -326,7 +331,7 @@ func (c *Cache) watch(kind string, inf cache.SharedIndexInformer) {
 }
 
 // placesTasks are the kinds that tell the read model where a task goes.
-var placesTasks = map[string]bool{"ClusterQueue": true, "LocalQueue": true, "WorkloadPriorityClass": true, "Cohort": true}
+var placesTasks = map[string]bool{"ClusterQueue": true, "LocalQueue": true, "WorkloadPriorityClass": true, "Cohort": true, "Namespace": true}
 
 // Start runs the informers until ctx ends. Kueue's informers start once its
 // v1beta2 API is served; until then Ready explains it and the pages say so.

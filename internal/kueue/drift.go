@@ -1,6 +1,8 @@
 package kueue
 
 import (
+	"strings"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -18,9 +20,16 @@ func (c *Cache) TeamDrift(s domain.Settings, team string, shapes domain.ShapeLoo
 		return domain.DriftReport{}, false, nil
 	}
 	if domain.Imported(cq) {
-		// An imported queue keeps what the form cannot express: the
-		// allocation does not say all of it, so it is not compared.
-		return domain.DriftReport{Team: stored, Saved: saved, Live: domain.LiveTeamObjects{ClusterQueue: cq}}, true, nil
+		// An imported queue keeps what the form cannot express, so its
+		// objects are not compared with built ones: what the allocation
+		// says of it (quota, limits, weight, ...) is, as the queue reads.
+		rep := domain.DriftReport{Team: stored, Saved: saved, Live: domain.LiveTeamObjects{ClusterQueue: cq}}
+		read, _ := domain.AdoptTeam(s, stored, cq, shapes)
+		if changes := domain.DiffTeams(stored, read); len(changes) > 0 {
+			rep.Differences = []domain.Drift{{Object: "ClusterQueue " + cq.Name, Field: "the allocation it reads as",
+				Want: "as saved", Got: strings.Join(changes, "; ")}}
+		}
+		return rep, true, nil
 	}
 	objs, err := domain.BuildTeam(s, stored, shapes)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -98,6 +99,14 @@ func (l *Live) take(ev Event) {
 			l.model.SetLocalQueue(o)
 		}
 		l.track(ev.Kind, o.Namespace, o.Name, o.ResourceVersion, ev.Deleted)
+	case *corev1.Namespace:
+		// Not tracked for Fresh: a team's own namespace is admitted by its
+		// name, which needs no labels.
+		if ev.Deleted {
+			l.model.DeleteNamespace(o.Name)
+		} else {
+			l.model.SetNamespace(o.Name, o.Labels)
+		}
 	case *kueuev1beta2.WorkloadPriorityClass:
 		l.takePolicy()
 		l.track(ev.Kind, "", o.Name, o.ResourceVersion, ev.Deleted)

@@ -12,9 +12,18 @@ import (
 // ml.p5.48xlarge.
 type ClusterQueueWrapper struct{ kueuev1beta2.ClusterQueue }
 
-// MakeClusterQueue starts a ClusterQueue.
+// MakeClusterQueue starts a ClusterQueue that admits every namespace
+// (namespaceSelector {}, as Kueue's getting-started example has it).
 func MakeClusterQueue(name string) *ClusterQueueWrapper {
-	return &ClusterQueueWrapper{kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+	return &ClusterQueueWrapper{kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}}}
+}
+
+// Namespaces has the queue admit the namespaces selector selects (nil:
+// none, Kueue's default).
+func (w *ClusterQueueWrapper) Namespaces(selector *metav1.LabelSelector) *ClusterQueueWrapper {
+	w.Spec.NamespaceSelector = selector
+	return w
 }
 
 // Obj is the ClusterQueue built.

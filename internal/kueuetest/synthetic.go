@@ -48,11 +48,13 @@ func Cluster(s ClusterNames, cohort string, teams, workloads int, now time.Time)
 			// The console's labels, as on the queues it creates.
 			ObjectMeta: metav1.ObjectMeta{Name: s.ClusterQueue(team), Labels: map[string]string{
 				"app.kubernetes.io/managed-by": "quota-console", "quota-console.openquota.dev/team": team}},
-			Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(cohort), ResourceGroups: []kueuev1beta2.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{GPU},
-				Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{
-					{Name: GPU, NominalQuota: gpu(8)}}}},
-			}}},
+			Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(cohort),
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: s.Namespace(team)}},
+				ResourceGroups: []kueuev1beta2.ResourceGroup{{
+					CoveredResources: []corev1.ResourceName{GPU},
+					Flavors: []kueuev1beta2.FlavorQuotas{{Name: "ml.p5.48xlarge", Resources: []kueuev1beta2.ResourceQuota{
+						{Name: GPU, NominalQuota: gpu(8)}}}},
+				}}},
 			Status: kueuev1beta2.ClusterQueueStatus{FlavorsUsage: []kueuev1beta2.FlavorUsage{{Name: "ml.p5.48xlarge",
 				Resources: []kueuev1beta2.ResourceUsage{{Name: GPU, Total: gpu(int64(t % 12)), Borrowed: gpu(int64(max(0, t%12-8)))}}}}},
 		}

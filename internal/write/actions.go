@@ -123,7 +123,13 @@ func (s Service) Adoption(team string) (Adoption, Outcome) {
 		ad.Notes = append(ad.Notes, membersNote(rep.Saved))
 	}
 	ad.Changes = domain.DiffTeams(rep.Team, ad.Adopted)
-	if objs, err := domain.BuildTeam(s.Settings, ad.Adopted, shapes); err == nil {
+	build := func() (domain.TeamObjects, error) { return domain.BuildTeam(s.Settings, ad.Adopted, shapes) }
+	if domain.Imported(rep.Live.ClusterQueue) {
+		build = func() (domain.TeamObjects, error) {
+			return domain.BuildImportedTeam(s.Settings, ad.Adopted, rep.Live.ClusterQueue, shapes)
+		}
+	}
+	if objs, err := build(); err == nil {
 		remaining, err := domain.DriftOf(objs, rep.Live)
 		if err != nil {
 			return Adoption{}, rejected(err.Error())

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -202,10 +203,20 @@ func (s Service) validTeam(req TeamSave, shapes domain.ShapeLookup) (domain.Team
 	}
 	team, errs := req.Form.Validate(shapes)
 	imported := false
-	if cq, _, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing {
+	if cq, stored, ok := s.Cache.Team(s.Settings, req.Form.Name); ok && req.Editing {
 		imported = domain.Imported(cq)
-		if imported && len(req.Form.Quota) == 0 && len(domain.KeptQuota(cq, shapes)) > 0 {
+		if kept := domain.KeptQuota(cq, shapes); imported && len(req.Form.Quota) == 0 && len(kept) > 0 {
 			errs.Forget("quota") // its quota is on flavors the form does not show, kept as they are
+			// Their limits are kept too: a new strategy or percentage
+			// would be recorded and change nothing in Kueue.
+			if team.Lending != stored.Lending || team.BorrowLimitPercent != stored.BorrowLimitPercent {
+				field := "borrowLimit"
+				if team.Lending != stored.Lending {
+					field = "lending"
+				}
+				errs.Add(field, "This queue's quota is all on flavors the console keeps as they are ("+strings.Join(kept, "; ")+
+					"), and so are their lending and borrowing limits: change them in Kueue.")
+			}
 		}
 	}
 	if team.Cohort == s.Settings.Cohort && !imported { // an imported team's cohort is literal
