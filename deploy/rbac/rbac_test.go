@@ -581,6 +581,28 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 				cq.Annotations = map[string]string{"example.com/note": "x"}
 			})
 		},
+		// The managed-by label alone made the queue the console's without
+		// importing it, so that the next write could drain or delete it.
+		"label a ClusterQueue the console does not manage as the console's, not imported": func() error {
+			return updateQueue(w.otherClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Labels = map[string]string{domain.ManagedByLabel: domain.ManagedByValue}
+			})
+		},
+		"label a ClusterQueue the console does not manage as imported but not the console's": func() error {
+			return updateQueue(w.otherClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Labels = map[string]string{domain.ImportedLabel: "true", domain.TeamLabel: cq.Name}
+			})
+		},
+		// An imported queue is someone else's made the console's: released,
+		// never deleted, and never drained (its running tasks evicted).
+		"delete an imported ClusterQueue": func() error {
+			return asKueue.KueueV1beta2().ClusterQueues().Delete(ctx, w.importedClusterQueue, dryDelete)
+		},
+		"drain an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
+			})
+		},
 		"widen an imported ClusterQueue to every namespace": func() error {
 			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
 				cq.Spec.NamespaceSelector = &metav1.LabelSelector{}

@@ -21,6 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/openquota/console/deploy/rbac"
 	"github.com/openquota/console/internal/auth"
@@ -362,5 +365,71 @@ func TestFlashMessagesAreNotTakenFromTheURL(t *testing.T) {
 		webtest.MustContain(t, "the page after a save", body, "Team flashed saved.")
 		_, body = c.get(t, location)
 		webtest.MustNotContain(t, "the page loaded again", body, "Team flashed saved.")
+	}
+}
+
+// A console running with cluster-admin credentials (make run, or a cluster
+// without the admission policy) took over what it did not make: a team
+// named after an existing namespace relabelled it (lowering its Pod
+// Security level) and deleting the team deleted it with everything in it;
+// a policy class named after someone else's WorkloadPriorityClass
+// rewrote its value and would later delete it. Both are refused now.
+func TestTheConsoleTakesOverNoNamespaceOrPriorityClass(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	team := "victim-" + rand.String(5)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.settings.Namespace(team),
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "owner": "other-platform"}}}
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	precious := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "precious", Namespace: ns.Name}}
+	if _, err := c.kube.CoreV1().ConfigMaps(ns.Name).Create(ctx, precious, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wpc := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "foreign-" + rand.String(5)}, Value: 1000}
+	if _, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Create(ctx, wpc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.kueue.KueueV1beta2().WorkloadPriorityClasses().Delete(context.Background(), wpc.Name, metav1.DeleteOptions{})
+	})
+	// The console's cache has both before the forms are posted.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, nsErr := c.cache.Namespaces.Get(ns.Name)
+		_, wpcErr := c.cache.WorkloadPriorityClasses.Get(wpc.Name)
+		return nsErr == nil && wpcErr == nil, nil
+	}); err != nil {
+		t.Fatal("the console's cache never saw the namespace and the class")
+	}
+
+	code, _, body := c.post(t, "/teams", webtest.TeamForm(team, "1"))
+	if code == http.StatusSeeOther || !strings.Contains(body, "is not managed by this console") {
+		t.Errorf("a team named after an existing namespace: %d\n%.600s", code, body)
+	}
+	got, err := c.kube.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ns.Labels["pod-security.kubernetes.io/enforce"], got.Labels["pod-security.kubernetes.io/enforce"]); diff != "" || domain.ManagedByConsole(got) {
+		t.Errorf("the namespace was taken over: labels %v", got.Labels)
+	}
+	if _, err := c.kube.CoreV1().ConfigMaps(ns.Name).Get(ctx, "precious", metav1.GetOptions{}); err != nil {
+		t.Errorf("the namespace's ConfigMap: %v", err)
+	}
+
+	policy := url.Values{"prioritization": {"TaskRanking"}, "idleAllocation": {"FairShare"},
+		"class.0.name": {wpc.Name}, "class.0.weight": {"5"}}
+	code, _, body = c.post(t, "/policy", policy)
+	if code == http.StatusSeeOther || !strings.Contains(body, "is not managed by this console") {
+		t.Errorf("a policy class named after someone else's WorkloadPriorityClass: %d\n%.600s", code, body)
+	}
+	after, err := c.kueue.KueueV1beta2().WorkloadPriorityClasses().Get(ctx, wpc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Value != 1000 || domain.ManagedByConsole(after) {
+		t.Errorf("the priority class was taken over: value %d, labels %v", after.Value, after.Labels)
 	}
 }

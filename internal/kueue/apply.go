@@ -346,6 +346,9 @@ func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 	c := a.begin(ctx)
 	if objs.Namespace != nil {
 		namespaces := a.Kube.CoreV1().Namespaces()
+		if err := notOthers(namespaces.Get(ctx, *objs.Namespace.Name, metav1.GetOptions{})); err != nil {
+			return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
+		}
 		if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
 			return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
 		}
@@ -495,8 +498,36 @@ func (a Applier) deleteTeam(ctx context.Context, s domain.Settings, team string,
 	if err := ignoreMissing(a.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, s.ClusterQueue(team), opts)); err != nil {
 		return fmt.Errorf("cluster queue: %w", err)
 	}
+	// The namespace goes only when it is the console's: one someone else
+	// made (and labelled otherwise since) stays, with what is in it.
+	switch err := notOthers(a.Kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})); {
+	case errors.Is(err, ErrNotTheConsoles):
+		return nil
+	case err != nil:
+		return fmt.Errorf("namespace: %w", err)
+	}
 	if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
 		return fmt.Errorf("namespace: %w", err)
+	}
+	return nil
+}
+
+// ErrNotTheConsoles: the object exists and the console did not make it.
+// The console takes over nothing it did not make, whatever its credentials
+// allow (a cluster admin's kubeconfig, a cluster without the admission
+// policy).
+var ErrNotTheConsoles = errors.New("it exists and is not managed by this console, which takes over nothing it did not make")
+
+// notOthers is nil for an object that does not exist or is the console's,
+// ErrNotTheConsoles for one someone else made, and the read's error else.
+func notOthers(obj metav1.Object, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case !domain.ManagedByConsole(obj):
+		return ErrNotTheConsoles
 	}
 	return nil
 }
@@ -504,6 +535,12 @@ func (a Applier) deleteTeam(ctx context.Context, s domain.Settings, team string,
 func (a Applier) applyPriorityClasses(ctx context.Context, c *applyRun, s domain.Settings, p domain.Policy) error {
 	wpcs := a.Kueue.KueueV1beta2().WorkloadPriorityClasses()
 	for _, wpc := range domain.BuildPriorityClasses(s, p) {
+		switch live, err := wpcs.Get(ctx, *wpc.Name, metav1.GetOptions{}); {
+		case err == nil && !s.OwnsPriorityClass(live):
+			return fmt.Errorf("priority class %s: %w", *wpc.Name, ErrNotTheConsoles)
+		case err != nil && !apierrors.IsNotFound(err):
+			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
+		}
 		if _, err := applyAudited(ctx, c, wpc, *wpc.Name, wpcs.Get, wpcs.Apply); err != nil {
 			return fmt.Errorf("priority class %s: %w", *wpc.Name, err)
 		}

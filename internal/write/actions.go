@@ -207,10 +207,21 @@ func fieldsProblem(errs form.Errors) string {
 // SavePolicy writes the cluster policy.
 func (s Service) SavePolicy(ctx context.Context, who kueue.Identity, f form.PolicyForm) Outcome {
 	p, errs := f.Validate()
+	s.refuseOthersClasses(p, &errs)
 	if errs.Any() {
 		return rejectedFields(errs)
 	}
 	return s.applyPolicy(ctx, who, p, "", "Policy saved.")
+}
+
+// refuseOthersClasses refuses the policy's classes that name a
+// WorkloadPriorityClass someone else made: saving would take it over.
+func (s Service) refuseOthersClasses(p domain.Policy, errs *form.Errors) {
+	for i, c := range p.Classes {
+		if wpc, err := s.Cache.WorkloadPriorityClasses.Get(c.Name); err == nil && !s.Settings.OwnsPriorityClass(wpc) {
+			errs.Add(fmt.Sprintf("class.%d.name", i), "A WorkloadPriorityClass named "+quote(c.Name)+" already exists and is not managed by this console; choose another name.")
+		}
+	}
 }
 
 // RollbackPolicy applies an earlier revision of the policy again.

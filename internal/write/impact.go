@@ -77,6 +77,7 @@ func (s Service) PreviewDeleteTeam(ctx context.Context, team string) (domain.Imp
 // classes' new values reach the tasks that name them (Kueue updates them).
 func (s Service) PreviewPolicy(ctx context.Context, f form.PolicyForm) (domain.Impact, Outcome) {
 	p, errs := f.Validate()
+	s.refuseOthersClasses(p, &errs)
 	if errs.Any() {
 		return domain.Impact{}, rejectedFields(errs)
 	}

@@ -240,6 +240,11 @@ func (s Service) validTeam(req TeamSave, shapes domain.ShapeLookup) (domain.Team
 			errs.Add("name", "A team named "+quote(req.Form.Name)+" already exists.")
 		case cq != nil:
 			errs.Add("name", "The ClusterQueue "+quote(cq.Name)+" already exists and is not managed by this console; choose another name.")
+		default:
+			// Nor a namespace someone else made: the team would take it over.
+			if ns, err := s.Cache.Namespaces.Get(s.Settings.Namespace(req.Form.Name)); err == nil && !domain.ManagedByConsole(ns) {
+				errs.Add("name", "The namespace "+quote(ns.Name)+" already exists and is not managed by this console; choose another name.")
+			}
 		}
 	}
 	if errs.Any() {
