@@ -30,14 +30,21 @@ var DefaultSignInLimits = Limits{PerClient: 0.5, PerClientBurst: 10, Total: 20, 
 var DefaultAccountLimits = Limits{PerClient: rate.Every(time.Minute), PerClientBurst: 20, Total: rate.Inf, TotalBurst: 1, MaxClients: 10000}
 
 // Limiter allows events at Limits. Each key has a bucket of PerClientBurst
-// events that refills at PerClient; a taken event can be given back.
+// events that refills at PerClient; a taken event can be given back. A key
+// whose bucket is full draws on the total; one that spent some draws on an
+// allowance of the same size for such keys, so that keys spending theirs
+// cannot spend everyone's.
 type Limiter struct {
 	limits Limits
 	now    func() time.Time
 
-	mu      sync.Mutex
-	total   bucket
-	clients map[string]*bucket
+	mu sync.Mutex
+	// total is everyone's allowance; suspect is that of the clients who
+	// spent some of their own (refused tokens are not given back): guesses
+	// from many addresses, each within its allowance, drain suspect and
+	// leave total to everyone else.
+	total, suspect bucket
+	clients        map[string]*bucket
 }
 
 // bucket is a token bucket: tokens as of at.
@@ -58,7 +65,8 @@ func (b *bucket) fill(now time.Time, r rate.Limit, burst int) {
 
 // NewLimiter applies l.
 func NewLimiter(l Limits) *Limiter {
-	return &Limiter{limits: l, now: time.Now, total: bucket{tokens: float64(l.TotalBurst)}, clients: map[string]*bucket{}}
+	return &Limiter{limits: l, now: time.Now, total: bucket{tokens: float64(l.TotalBurst)}, suspect: bucket{tokens: float64(l.TotalBurst)},
+		clients: map[string]*bucket{}}
 }
 
 // Allow takes one event for client; false when over either limit.
@@ -83,12 +91,16 @@ func (l *Limiter) Take(client string) (giveBack func(), ok bool) {
 		l.clients[client] = c
 	}
 	c.fill(now, l.limits.PerClient, l.limits.PerClientBurst)
-	l.total.fill(now, l.limits.Total, l.limits.TotalBurst)
-	if c.tokens < 1 || l.total.tokens < 1 {
+	shared := &l.total
+	if c.tokens < float64(l.limits.PerClientBurst) {
+		shared = &l.suspect
+	}
+	shared.fill(now, l.limits.Total, l.limits.TotalBurst)
+	if c.tokens < 1 || shared.tokens < 1 {
 		return nil, false
 	}
 	c.tokens--
-	l.total.tokens--
+	shared.tokens--
 	var once sync.Once
 	return func() {
 		once.Do(func() {

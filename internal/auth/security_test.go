@@ -729,3 +729,35 @@ func TestLimiterGivesBack(t *testing.T) {
 		t.Error("the total allowed a fourth event within its burst of 3")
 	}
 }
+
+// Forty addresses, each guessing tokens as fast as its own allowance lets
+// it, drained the allowance of everyone together: every sign-in, valid
+// tokens included, got 429 for as long as they went on. Addresses whose
+// guesses were refused now draw on an allowance of their own; an address
+// in good standing still signs in.
+func TestGuessersFromManyAddressesDoNotLockEveryoneOut(t *testing.T) {
+	l := NewLimiter(DefaultSignInLimits)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return now }
+	var refused, taken int
+	for step := range 600 { // a minute, a tenth of a second at a time
+		now = now.Add(100 * time.Millisecond)
+		for a := range 40 {
+			for {
+				if _, ok := l.Take(fmt.Sprintf("203.0.113.%d", a)); !ok {
+					refused++
+					break
+				}
+				taken++ // a rejected token: nothing is given back
+			}
+		}
+		if step%50 == 49 {
+			if _, ok := l.Take(fmt.Sprintf("198.51.100.%d", step/50)); !ok {
+				t.Errorf("after %.1f s of guessing from 40 addresses, a sign-in from another address is refused", now.Sub(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)).Seconds())
+			}
+		}
+	}
+	if taken > 40*(DefaultSignInLimits.PerClientBurst+31) {
+		t.Errorf("the 40 addresses made %d guesses in a minute, beyond their own allowances", taken)
+	}
+}

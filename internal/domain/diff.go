@@ -106,6 +106,18 @@ func diffQuota(before, after []QuotaInput) []string {
 	return out
 }
 
+// NamesMembers reports whether a change DiffTeams or DescribeTeam wrote
+// names members.
+func NamesMembers(change string) bool {
+	return strings.HasPrefix(change, memberAdded) || strings.HasPrefix(change, memberRemoved) || strings.HasPrefix(change, membersAre)
+}
+
+const (
+	memberAdded   = "member added: "
+	memberRemoved = "member removed: "
+	membersAre    = "members: "
+)
+
 func diffMembers(before, after []Member) []string {
 	var out []string
 	has := func(ms []Member, m Member) bool {
@@ -118,12 +130,12 @@ func diffMembers(before, after []Member) []string {
 	}
 	for _, m := range after {
 		if !has(before, m) {
-			out = append(out, "member added: "+memberWord(m))
+			out = append(out, memberAdded+memberWord(m))
 		}
 	}
 	for _, m := range before {
 		if !has(after, m) {
-			out = append(out, "member removed: "+memberWord(m))
+			out = append(out, memberRemoved+memberWord(m))
 		}
 	}
 	return out
@@ -151,7 +163,7 @@ func DescribeTeam(t Team) []string {
 		for i, m := range t.Members {
 			names[i] = memberWord(m)
 		}
-		out = append(out, "members: "+strings.Join(names, ", "))
+		out = append(out, membersAre+strings.Join(names, ", "))
 	}
 	return out
 }

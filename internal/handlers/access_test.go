@@ -10,6 +10,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/openquota/console/internal/domain"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/kueuetest"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/webtest"
@@ -266,5 +267,36 @@ func TestAQueueClaimingATeamGivesNoMembership(t *testing.T) {
 		if code, body := user(t, h, "intruder").Get(path); code != http.StatusForbidden {
 			t.Errorf("GET %s by a user of a queue claiming the team: %d\n%.300s", path, code, body)
 		}
+	}
+}
+
+// A platform viewer, who may not list RoleBindings, read a team's members
+// (what its member RoleBinding holds) in its read-only form and history.
+// They are shown only to who may list the RoleBindings of the team's
+// namespace, as an imported team's are.
+func TestMembersAreShownOnlyToWhoMayListRoleBindings(t *testing.T) {
+	f := newFixture(t, 0, 0).withProxy()
+	s := f.settings
+	secret := domain.Member{Kind: "Group", Name: "secret-incident-response"}
+	team := domain.Team{Name: "m", Enabled: true, FairShareWeight: 10, Preemption: domain.PreemptLowerPriority,
+		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50, Members: []domain.Member{{Kind: "User", Name: "alice@corp.example"}, secret}}
+	f.cluster.addTeam(s, team)
+	before := team
+	before.Members = before.Members[:1]
+	f.cluster.teamRevisions = map[string][]domain.TeamRevision{"m": {
+		{Revision: 2, At: time.Now(), By: "admin", Action: domain.ActionUpdate, Allocation: team},
+		{Revision: 1, At: time.Now().Add(-time.Hour), By: "admin", Action: domain.ActionCreate, Allocation: before}}}
+	f.access.grant("viewer", listClusterQueues)
+	f.access.grant("auditor", listClusterQueues, kueue.Permission{Verb: "list", Group: "rbac.authorization.k8s.io", Resource: "rolebindings"})
+	h := f.handler()
+
+	for _, path := range []string{"/teams/m/edit", "/teams/m/history"} {
+		code, body := user(t, h, "viewer").Get(path)
+		if code != http.StatusOK {
+			t.Fatalf("the viewer's %s: %d", path, code)
+		}
+		webtest.MustNotContain(t, "the viewer's "+path, body, "alice@corp.example", secret.Name)
+		_, body = user(t, h, "auditor").Get(path)
+		webtest.MustContain(t, "the auditor's "+path, body, secret.Name)
 	}
 }

@@ -22,6 +22,17 @@ func mayListRoleBindings(namespace string) kueue.Permission {
 		What: "list RoleBindings in " + namespace}
 }
 
+// membersHidden says why a console team's members are not shown to the
+// user: its member RoleBinding in the team namespace holds them, which they
+// may not list; "" when they may.
+func (f frame) membersHidden(c echo.Context, team string) string {
+	ns := f.settings.Namespace(team)
+	if ok, _ := f.allowed(c.Request().Context(), f.identity(c), mayListRoleBindings(ns)); ok {
+		return ""
+	}
+	return "Not shown: the team's members are its RoleBinding in " + ns + ", and you may not list RoleBindings there."
+}
+
 // boundMembers are the subjects bound in namespaces, read by the console
 // but shown only where the user may list RoleBindings themselves.
 func (f frame) boundMembers(c echo.Context, reader TeamBindings, namespaces []string) templates.BoundMembers {

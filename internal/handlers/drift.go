@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,11 +40,19 @@ func (p driftPages) render(c echo.Context, status int, team, flash, applyErr str
 			{Href: teamURL(team, "history"), Label: "History", ID: "history-link"}},
 		ReadOnly: p.readOnly(c, mayEditTeams),
 	}
+	hidden := p.membersHidden(c, team)
 	for _, dr := range ad.Report.Differences {
-		view.Rows = append(view.Rows, templates.DriftRow{Object: dr.Object, Field: dr.Field, Want: dr.Want, Got: dr.Got})
+		row := templates.DriftRow{Object: dr.Object, Field: dr.Field, Want: dr.Want, Got: dr.Got}
+		if hidden != "" && strings.HasPrefix(dr.Field, "members") {
+			row.Want, row.Got = "(not shown)", "(not shown)"
+		}
+		view.Rows = append(view.Rows, row)
 	}
 	if ad.Drifted {
 		view.AdoptChanges, view.AdoptNotes = ad.Changes, ad.Notes
+		if hidden != "" {
+			view.AdoptChanges = withoutMembers(ad.Changes)
+		}
 		view.AdoptRemaining = ad.Remaining
 		if ad.Problem != "" {
 			view.AdoptBlocked = "The hand edits cannot be adopted as they are, because " + ad.Problem + " Re-apply the allocation, or edit the team."

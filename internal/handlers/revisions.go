@@ -54,7 +54,31 @@ func (p revisionPages) renderTeamRevisions(c echo.Context, status int, team, fla
 	view.Revisions = revisionRows(revs, domain.DiffTeams, domain.DescribeTeam, func(t domain.Team) string {
 		return write.TeamProblem(team, t, shapes)
 	}, teamURL(team, "history"))
+	if hidden := p.membersHidden(c, team); hidden != "" {
+		for i := range view.Revisions {
+			view.Revisions[i].Changes = withoutMembers(view.Revisions[i].Changes)
+		}
+		view.MembersHidden = hidden
+	}
 	return render(c, status, templates.Revisions(view))
+}
+
+// withoutMembers are a revision's changes with those naming members said
+// without their names.
+func withoutMembers(changes []string) []string {
+	var out []string
+	named := false
+	for _, ch := range changes {
+		if domain.NamesMembers(ch) {
+			named = true
+			continue
+		}
+		out = append(out, ch)
+	}
+	if named {
+		out = append(out, "members changed (not shown)")
+	}
+	return out
 }
 
 // revisionsReadError explains why the revisions could not be read.

@@ -151,6 +151,14 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 		namespaces := p.teamNamespaces()[f.Name]
 		view.Imported, view.Namespaces = true, strings.Join(namespaces, ", ")
 		view.Bindings = p.boundMembers(c, p.bindings, namespaces)
+	} else if st.editing && view.ReadOnly != "" {
+		// Whoever may change teams edits their members; a reader sees them
+		// where they may read the RoleBinding that holds them.
+		if view.MembersHidden = p.membersHidden(c, f.Name); view.MembersHidden != "" {
+			// Nor in the allocation the form carries for a save, which a
+			// reader cannot make.
+			view.Form.Users, view.Form.Groups, view.Allocation, view.ResourceVersion = "", "", "", ""
+		}
 	}
 	view.Cohorts = cohortOptions(p.settings, p.teams.Cohorts(), f.Cohort, imported)
 	offeredBy := map[string][]string{}
