@@ -44,6 +44,9 @@ type Model struct {
 	// namespaceSelector admits. namespaceLabels are the namespaces' labels.
 	localQueues     map[string]string
 	namespaceLabels map[string]map[string]string
+	// cohortParents are Kueue's Cohort objects' parents, by name: lending
+	// is shared out over a whole cohort tree.
+	cohortParents map[string]string
 
 	tasks map[string]*TaskFacts // LocalQueueKey(namespace, name)
 	// variants are Kueue's concurrent-admission Variants (VariantParent),
@@ -120,6 +123,9 @@ func NewModel(s Settings) *Model {
 func (m *Model) Load(in SnapshotInput) {
 	for _, ns := range in.Namespaces {
 		m.SetNamespace(ns.Name, ns.Labels)
+	}
+	for _, co := range in.Cohorts {
+		m.SetCohort(co.Name, string(co.Spec.ParentName))
 	}
 	for _, cq := range in.ClusterQueues {
 		m.SetClusterQueue(cq)
@@ -422,6 +428,25 @@ func (m *Model) DeleteLocalQueue(namespace, name string) {
 	key := LocalQueueKey(namespace, name)
 	delete(m.localQueues, key)
 	m.admit(key)
+}
+
+// SetCohort takes a Cohort object's parent ("" for a root).
+func (m *Model) SetCohort(name, parent string) {
+	m.changes++
+	if old, ok := m.cohortParents[name]; ok && old == parent {
+		return
+	}
+	m.cohortParents[name] = parent
+	m.queuesDirty = true // who lends to whom
+}
+
+// DeleteCohort forgets a Cohort object.
+func (m *Model) DeleteCohort(name string) {
+	m.changes++
+	if _, ok := m.cohortParents[name]; ok {
+		delete(m.cohortParents, name)
+		m.queuesDirty = true
+	}
 }
 
 // SetNamespace takes a namespace's labels, which ClusterQueues'
@@ -737,7 +762,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 	}
 	if m.queuesDirty {
 		m.nominal = nominalQuotas(m.clusterQueues)
-		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues), servedNamespaces(m.placing.clusterQueueOf))
+		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues), servedNamespaces(m.placing.clusterQueueOf), m.cohortParents)
 	}
 	if len(m.dirtyGroups) > 0 {
 		s.borrowing = cloneMap(prev.borrowing)

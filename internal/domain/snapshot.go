@@ -70,6 +70,8 @@ type SnapshotInput struct {
 	// Namespaces give their labels, which ClusterQueues' namespace
 	// selectors read; one not given has only its name label.
 	Namespaces []*corev1.Namespace
+	// Cohorts are Kueue's Cohort objects (the tree lending is shared out over).
+	Cohorts []*kueuev1beta2.Cohort
 }
 
 // BuildSnapshot builds a snapshot from scratch.

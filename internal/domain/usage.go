@@ -143,8 +143,9 @@ func (u *TeamUsage) limit(flavor string, r corev1.ResourceName) *ResourceLimit {
 }
 
 // queueRows are the usage rows of the ClusterQueues, sorted by team,
-// without task counts.
-func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][]string) []TeamUsage {
+// without task counts. parents are the Cohort objects' parents (nil: each
+// cohort a tree of its own).
+func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][]string, parents map[string]string) []TeamUsage {
 	rows := make([]TeamUsage, 0, len(cqs))
 	index := map[string]int{} // ClusterQueue name -> row
 	for _, cq := range cqs {
@@ -180,14 +181,16 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 		index[cq.Name] = len(rows)
 		rows = append(rows, row)
 	}
-	attributeLending(cqs, rows, index)
+	attributeLending(cqs, rows, index, parents)
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Team < rows[j].Team })
 	return rows
 }
 
-// attributeLending gives each team the share of its cohort's borrowing that
-// LentShares attributes to it, per flavor and resource.
-func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index map[string]int) {
+// attributeLending gives each team the share of its cohort tree's borrowing
+// that LentShares attributes to it, per flavor and resource: a queue
+// borrows from anywhere in its tree, up to the root cohort (quota a cohort
+// holds itself is lent by nobody's team).
+func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index map[string]int, parents map[string]string) {
 	type key struct {
 		cohort, flavor string
 		resource       corev1.ResourceName
@@ -202,16 +205,17 @@ func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index 
 		if cq.Spec.CohortName == "" {
 			continue // a queue without cohort neither lends nor borrows
 		}
+		tree := rootCohort(string(cq.Spec.CohortName), parents)
 		used := map[key]float64{}
 		for _, f := range cq.Status.FlavorsUsage {
 			for _, r := range f.Resources {
-				used[key{string(cq.Spec.CohortName), string(f.Name), r.Name}] = float64(units(r.Name, r.Total))
+				used[key{tree, string(f.Name), r.Name}] = float64(units(r.Name, r.Total))
 			}
 		}
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
-					k := key{string(cq.Spec.CohortName), string(f.Name), r.Name}
+					k := key{tree, string(f.Name), r.Name}
 					use := QuotaUse{Nominal: float64(units(r.Name, r.NominalQuota)), Used: used[k], LendingLimit: math.Inf(1)}
 					if r.LendingLimit != nil {
 						use.LendingLimit = float64(units(r.Name, *r.LendingLimit))
@@ -315,6 +319,21 @@ func Totals(rows []TeamUsage) TeamUsage {
 		t.Preempted += r.Preempted
 	}
 	return t
+}
+
+// rootCohort is the root of cohort's tree, following parents (a cycle,
+// which Kueue refuses, ends where it would repeat).
+func rootCohort(cohort string, parents map[string]string) string {
+	seen := map[string]bool{}
+	for !seen[cohort] {
+		seen[cohort] = true
+		parent := parents[cohort]
+		if parent == "" {
+			return cohort
+		}
+		cohort = parent
+	}
+	return cohort
 }
 
 // servedNamespaces are, per ClusterQueue, the namespaces whose LocalQueues

@@ -108,7 +108,7 @@ func TestQueueRowsLimits(t *testing.T) {
 	usage(alone, "p5", ResourceGPU, "0", "0")
 
 	got := map[string][]ResourceLimit{}
-	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a, b, alone}, nil) {
+	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a, b, alone}, nil, nil) {
 		got[row.Team] = row.Limits
 	}
 	want := map[string][]ResourceLimit{
@@ -128,5 +128,28 @@ func TestQueueRowsLimits(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("limits (-want +got):\n%s", diff)
+	}
+}
+
+// In a tree of cohorts (Kueue's hierarchical cohorts), a queue borrows
+// from queues of sibling cohorts too: they are credited with lending it.
+func TestLendingIsSharedOverTheCohortTree(t *testing.T) {
+	q := resource.MustParse
+	usage := func(cq *kueuev1beta2.ClusterQueue, total, borrowed string) *kueuev1beta2.ClusterQueue {
+		cq.Status.FlavorsUsage = []kueuev1beta2.FlavorUsage{{Name: "a100",
+			Resources: []kueuev1beta2.ResourceUsage{{Name: ResourceGPU, Total: q(total), Borrowed: q(borrowed)}}}}
+		return cq
+	}
+	// a1 (in important) holds 4 of a nominal 2: the 2 it borrows are b1's
+	// (in regular, idle), the only idle quota of the tree.
+	a1 := usage(kueuetest.MakeClusterQueue("a1").Cohort("important").Quota("a100", ResourceGPU, "2").Obj(), "4", "2")
+	b1 := usage(kueuetest.MakeClusterQueue("b1").Cohort("regular").Quota("a100", ResourceGPU, "2").Obj(), "0", "0")
+	parents := map[string]string{"important": "root", "regular": "root", "root": ""}
+	lent := map[string]int64{}
+	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a1, b1}, nil, parents) {
+		lent[row.Team] = row.Lent.GPUs
+	}
+	if diff := cmp.Diff(map[string]int64{"a1": 0, "b1": 2}, lent); diff != "" {
+		t.Errorf("GPUs lent (-want +got):\n%s", diff)
 	}
 }

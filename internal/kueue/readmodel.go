@@ -111,12 +111,15 @@ func (l *Live) take(ev Event) {
 		l.takePolicy()
 		l.track(ev.Kind, "", o.Name, o.ResourceVersion, ev.Deleted)
 	case *kueuev1beta2.Cohort:
-		if o.Name != l.settings.Cohort {
-			l.modelMu.Unlock()
-			return
+		if ev.Deleted {
+			l.model.DeleteCohort(o.Name)
+		} else {
+			l.model.SetCohort(o.Name, string(o.Spec.ParentName))
 		}
-		l.takePolicy()
-		l.track(ev.Kind, "", o.Name, o.ResourceVersion, ev.Deleted)
+		if o.Name == l.settings.Cohort {
+			l.takePolicy()
+			l.track(ev.Kind, "", o.Name, o.ResourceVersion, ev.Deleted)
+		}
 	default: // nodes and flavors: pages read them from the cache
 		l.modelMu.Unlock()
 		return
