@@ -99,6 +99,7 @@ func NewModel(s Settings) *Model {
 		clusterQueues:   map[string]*kueuev1beta2.ClusterQueue{},
 		localQueues:     map[string]string{},
 		namespaceLabels: map[string]map[string]string{},
+		cohortParents:   map[string]string{},
 		placing:         placement{teamOf: map[string]string{}, clusterQueueOf: map[string]string{}},
 		tasks:           map[string]*TaskFacts{},
 		variants:        map[string]map[string]*TaskFacts{},

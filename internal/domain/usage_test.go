@@ -153,3 +153,19 @@ func TestLendingIsSharedOverTheCohortTree(t *testing.T) {
 		t.Errorf("GPUs lent (-want +got):\n%s", diff)
 	}
 }
+
+// The read model takes the Cohort objects' tree: a sibling cohort's queue
+// is credited with what it lends.
+func TestTheReadModelSharesLendingOverTheCohortTree(t *testing.T) {
+	a1 := kueuetest.MakeClusterQueue("a1").Cohort("important").Quota("a100", ResourceGPU, "2").UsageOf("a100", ResourceGPU, "4", "2").Obj()
+	b1 := kueuetest.MakeClusterQueue("b1").Cohort("regular").Quota("a100", ResourceGPU, "2").Obj()
+	cohorts := []*kueuev1beta2.Cohort{kueuetest.MakeCohort("root", "", 0), kueuetest.MakeCohort("important", "root", 0), kueuetest.MakeCohort("regular", "root", 0)}
+	snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, ClusterQueues: []*kueuev1beta2.ClusterQueue{a1, b1}, Cohorts: cohorts}, time.Now())
+	lent := map[string]int64{}
+	for _, row := range snap.Teams {
+		lent[row.Team] = row.Lent.GPUs
+	}
+	if diff := cmp.Diff(map[string]int64{"a1": 0, "b1": 2}, lent); diff != "" {
+		t.Errorf("GPUs lent (-want +got):\n%s", diff)
+	}
+}
