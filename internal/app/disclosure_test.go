@@ -91,6 +91,14 @@ func TestPreemptorOfATeamTheViewerMayNotSeeIsNotNamed(t *testing.T) {
 			t.Fatalf("the member does not see the preemption of their own team's task: %d\n%.800s", code, page)
 		}
 		webtest.MustNotContain(t, "the member's /preemptions", page, secretName, secretUID, secretJob)
+		// A page cursor edited by hand shows the first page, not an
+		// unavailable history.
+		for _, path := range []string{"/preemptions?after=garbage", "/reports/usage?source=history&after=garbage"} {
+			code, page := b.Get(path)
+			if code != http.StatusOK || strings.Contains(page, "task history is unavailable") {
+				t.Errorf("GET %s: %d\n%.400s", path, code, page)
+			}
+		}
 		if !strings.Contains(strings.Join(row, "|"), taker+"|high") {
 			t.Errorf("the member's row does not name the preemptor's team and class: %q", row)
 		}

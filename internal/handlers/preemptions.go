@@ -29,6 +29,9 @@ type preemptionFilter struct {
 
 func parsePreemptionFilter(q url.Values) preemptionFilter {
 	f := preemptionFilter{Window: q.Get("window"), Team: q.Get("team"), Class: q.Get("class"), After: q.Get("after")}
+	if !taskhistory.ValidPreemptionCursor(f.After) && f.After != "" {
+		f.After = "" // a link edited by hand: the first page
+	}
 	if f.Window == "" {
 		f.Window = "7d"
 	}

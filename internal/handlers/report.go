@@ -10,6 +10,7 @@ import (
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/metrics"
+	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/web/templates"
 )
 
@@ -64,6 +65,9 @@ func (p reportPage) show(c echo.Context) error {
 	q := c.QueryParams()
 	f := reportFilter{Source: q.Get("source"), From: q.Get("from"), To: q.Get("to"), Team: q.Get("team"),
 		Resource: q.Get("resource"), After: q.Get("after"), Rows: q.Get("rows"), Layout: q.Get("layout")}
+	if !taskhistory.ValidReportCursor(f.After) {
+		f.After = "" // a link edited by hand: the first page
+	}
 	if f.Layout != layoutConsole && f.Layout != layoutHyperPod {
 		return echo.NewHTTPError(http.StatusBadRequest, "Unknown layout "+quoteName(f.Layout)+`: leave it out for the console's, or choose "hyperpod".`)
 	}

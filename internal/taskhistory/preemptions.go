@@ -225,6 +225,14 @@ func gpuHours(gpuMS int64) float64 { return float64(gpuMS) / float64(time.Hour/t
 // A cursor is "<unix ms>.<uid>" of the last row of a page.
 func cursor(at int64, uid string) string { return strconv.FormatInt(at, 10) + "." + uid }
 
+// ValidPreemptionCursor reports whether c is a page cursor of the
+// preemptions (a Next), so that a link edited by hand can show the first
+// page instead of an error.
+func ValidPreemptionCursor(c string) bool {
+	_, _, err := parseCursor(c)
+	return err == nil
+}
+
 func parseCursor(c string) (int64, string, error) {
 	a, uid, ok := strings.Cut(c, ".")
 	at, err := strconv.ParseInt(a, 10, 64)

@@ -173,6 +173,13 @@ func (p reportPos) cursor() string {
 	return cursor(p.ended, p.uid)
 }
 
+// ValidReportCursor reports whether c is a page cursor of the per-task
+// report ("" is the first page).
+func ValidReportCursor(c string) bool {
+	_, err := parseReportCursor(c)
+	return err == nil
+}
+
 func parseReportCursor(c string) (reportPos, error) {
 	if c == "" {
 		return reportPos{ended: math.MinInt64}, nil
