@@ -310,6 +310,8 @@ func hooks(c *kueue.Cache, h *TaskHistory) {
 			} else {
 				r.ObserveClusterQueue(nil, o)
 			}
+		case *kueuev1beta2.Cohort:
+			r.ObserveCohorts()
 		}
 	})
 }
@@ -334,6 +336,7 @@ func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistor
 		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) {
 			return r.cache.ClusterQueues.List(labels.Everything())
 		},
+		CohortTree: r.cache.CohortRoot,
 		Synced: r.cache.Synced,
 		// The backfill reads every Workload whole: give the memory it used
 		// back to the system rather than hold it as idle heap.

@@ -117,8 +117,11 @@ func (p whatIfPage) choices(visible scope, shapes domain.ShapeLookup) form.WhatI
 
 // unanswered says why Kueue's answer could not be computed.
 func (p whatIfPage) unanswered(err error) string {
-	if errors.Is(err, kueue.ErrNoPreview) {
+	switch {
+	case errors.Is(err, kueue.ErrNoPreview):
 		return "The console is still reading the cluster; ask again in a moment."
+	case errors.Is(err, kueue.ErrPreviewBusy):
+		return "The console is answering other questions like this one; ask again in a few seconds."
 	}
 	p.log.Error("what-if failed", "err", err)
 	return "Kueue's answer could not be computed: " + err.Error() + "."

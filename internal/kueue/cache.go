@@ -84,6 +84,8 @@ type Cache struct {
 	onWorkload      []func(*kueuev1beta2.Workload)
 	stored          trustedTeams
 	policy          keptPolicy
+	// previews bound the impact previews and what-ifs computed at once.
+	previews previewSlots
 }
 
 // Event is one change of a watched object.
@@ -121,7 +123,8 @@ func (w *WorkloadTask) GetObjectMeta() metav1.Object {
 // NewCache wires informers; Start runs them. Workloads are read with the
 // naming rules of s.
 func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Settings, log *slog.Logger) *Cache {
-	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}, redefinitions: map[string]*atomic.Uint64{}}
+	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}, redefinitions: map[string]*atomic.Uint64{},
+		previews: newPreviewSlots(maxPreviews)}
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
 	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(stripObject))
 	c.workloads = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(func(obj any) (any, error) {

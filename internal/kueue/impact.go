@@ -65,6 +65,11 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if !c.Synced() {
 		return domain.Impact{}, ErrNoPreview
 	}
+	release, err := c.previews.take(ctx, previewWait)
+	if err != nil {
+		return domain.Impact{}, err
+	}
+	defer release()
 	start := time.Now()
 	limit := impact.NewLimit(previewTimeLimit) // from the request: the copy's making counts
 	ch.Queues = c.withLiveStatus(ch.Queues)
@@ -459,6 +464,11 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if !c.Synced() {
 		return domain.WhatIfAnswer{}, ErrNoPreview
 	}
+	release, err := c.previews.take(ctx, previewWait)
+	if err != nil {
+		return domain.WhatIfAnswer{}, err
+	}
+	defer release()
 	start := time.Now()
 	limit := impact.NewLimit(previewTimeLimit) // from the request: the copy's making counts
 	cq := c.queueOfTeam(s, job.Team)

@@ -227,3 +227,19 @@ func (a Applier) SchedulerConfig(ctx context.Context, ref ConfigMapRef) (Schedul
 	cfg, err := domain.ReadKueueConfig(cm.Data[ref.Key])
 	return SchedulerConfig{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, Resources: cfg.Resources}, err
 }
+
+// CohortRoot is the root of cohort's tree, following the parents of the
+// Cohort objects in the cache (a cohort without one is its own root; a
+// cycle, which Kueue refuses, ends where it would repeat).
+func (c *Cache) CohortRoot(cohort string) string {
+	seen := map[string]bool{}
+	for !seen[cohort] {
+		seen[cohort] = true
+		co, err := c.Cohorts.Get(cohort)
+		if err != nil || co.Spec.ParentName == "" {
+			return cohort
+		}
+		cohort = string(co.Spec.ParentName)
+	}
+	return cohort
+}

@@ -40,6 +40,11 @@ type RecorderConfig struct {
 	Workloads func(ctx context.Context, page func([]*kueuev1beta2.Workload) error) error
 	// ClusterQueues lists the informer cache's ClusterQueues.
 	ClusterQueues func() ([]*kueuev1beta2.ClusterQueue, error)
+	// CohortTree names the root of a cohort's tree (Kueue's hierarchical
+	// cohorts): a queue borrows from anywhere in it, so lending is shared
+	// out over the tree, and the history records each queue's tree. Nil:
+	// each cohort is a tree of its own.
+	CohortTree func(cohort string) string
 	// Synced reports whether the informers have their initial lists; Run
 	// waits for it before the backfill, which takes every recorded task
 	// missing from the list for deleted. Nil: synced.
@@ -313,6 +318,30 @@ func (r *Recorder) DeletedUID(uid string, at time.Time) {
 	}
 }
 
+// queueOf is QueueOf with the queue's cohort tree in place of its cohort.
+func (r *Recorder) queueOf(cq *kueuev1beta2.ClusterQueue, at time.Time) QueueState {
+	q := QueueOf(cq, r.cfg.TeamPrefix, at)
+	if r.cfg.CohortTree != nil && q.Cohort != "" {
+		q.Cohort = r.cfg.CohortTree(q.Cohort)
+	}
+	return q
+}
+
+// ObserveCohorts takes a change of Kueue's Cohort objects: a queue whose
+// tree it changes is recorded in its new tree.
+func (r *Recorder) ObserveCohorts() {
+	if !r.running.Load() || r.cfg.ClusterQueues == nil {
+		return
+	}
+	cqs, err := r.cfg.ClusterQueues()
+	if err != nil {
+		return // the next change, or the next leadership's backfill, records them
+	}
+	for _, cq := range cqs {
+		r.ObserveClusterQueue(nil, cq)
+	}
+}
+
 // ObserveClusterQueue takes a ClusterQueue add or update (old nil when the
 // previous state is not at hand); only a change of its quotas, cohort or
 // team is recorded: without old, a change from what was last queued.
@@ -321,9 +350,9 @@ func (r *Recorder) ObserveClusterQueue(old, new *kueuev1beta2.ClusterQueue) {
 		return
 	}
 	at := r.now()
-	q := QueueOf(new, r.cfg.TeamPrefix, at)
+	q := r.queueOf(new, at)
 	if old != nil {
-		prev := QueueOf(old, r.cfg.TeamPrefix, at)
+		prev := r.queueOf(old, at)
 		if reflect.DeepEqual(prev, q) {
 			return
 		}
@@ -612,7 +641,7 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 		b := Batch{}
 		present := map[string]bool{}
 		for _, cq := range cqs {
-			q := QueueOf(cq, r.cfg.TeamPrefix, now)
+			q := r.queueOf(cq, now)
 			b.Queues = append(b.Queues, q)
 			present[cq.Name] = true
 			r.remember(seenQueueKey(q.ClusterQueue), hashOf(queueFacts(q)))

@@ -528,3 +528,45 @@ func TestRecorderRecordsAnElasticJobAsOneTask(t *testing.T) {
 		}
 	})
 }
+
+// Queues of Kueue's hierarchical cohorts borrow from anywhere in their
+// tree: the history records each queue's tree (its root cohort), so that
+// the usage report shares lending out over the tree, and records a queue
+// again when its tree changes.
+func TestRecorderRecordsEachQueuesCohortTree(t *testing.T) {
+	s := openSQLite(t, t.TempDir()+"/h.db")
+	parents := map[string]string{"important": "org", "regular": "org"}
+	a1 := &kueuev1beta2.ClusterQueue{}
+	a1.Name, a1.Spec.CohortName = "a1", "important"
+	b1 := &kueuev1beta2.ClusterQueue{}
+	b1.Name, b1.Spec.CohortName = "b1", "regular"
+	r := NewRecorder(s, RecorderConfig{TeamPrefix: teamPrefix,
+		ClusterQueues: func() ([]*kueuev1beta2.ClusterQueue, error) { return []*kueuev1beta2.ClusterQueue{a1, b1}, nil },
+		CohortTree: func(c string) string {
+			if p := parents[c]; p != "" {
+				return p
+			}
+			return c
+		}})
+	r.running.Store(true)
+	recorded := func() map[string]string {
+		out := map[string]string{}
+		for len(r.queue) > 0 {
+			if it := <-r.queue; it.queue != nil {
+				out[it.queue.ClusterQueue] = it.queue.Cohort
+			}
+		}
+		return out
+	}
+	r.ObserveClusterQueue(nil, a1)
+	r.ObserveClusterQueue(nil, b1)
+	if diff := cmp.Diff(map[string]string{"a1": "org", "b1": "org"}, recorded()); diff != "" {
+		t.Errorf("cohorts recorded (-want +got):\n%s", diff)
+	}
+	// regular becomes a tree of its own: b1 is recorded again, a1 is not.
+	delete(parents, "regular")
+	r.ObserveCohorts()
+	if diff := cmp.Diff(map[string]string{"b1": "regular"}, recorded()); diff != "" {
+		t.Errorf("cohorts recorded after regular left org (-want +got):\n%s", diff)
+	}
+}

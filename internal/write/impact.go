@@ -123,6 +123,8 @@ func (s Service) impact(ctx context.Context, ch kueue.ImpactChange) (domain.Impa
 	switch {
 	case errors.Is(err, kueue.ErrNoPreview):
 		return domain.Impact{}, Outcome{Kind: Unavailable, Message: "The console is still reading the cluster; try the preview again in a moment."}
+	case errors.Is(err, kueue.ErrPreviewBusy):
+		return domain.Impact{}, Outcome{Kind: Unavailable, Message: "The console is computing other previews; try again in a few seconds."}
 	case err != nil:
 		s.Log.Error("impact preview failed", "what", ch.What, "err", err)
 		return domain.Impact{}, Outcome{Kind: Unavailable, Message: "The impact could not be computed: " + err.Error()}
