@@ -337,7 +337,7 @@ func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistor
 			return r.cache.ClusterQueues.List(labels.Everything())
 		},
 		CohortTree: r.cache.CohortRoot,
-		Synced: r.cache.Synced,
+		Synced:     r.cache.Synced,
 		// The backfill reads every Workload whole: give the memory it used
 		// back to the system rather than hold it as idle heap.
 		Backfilled: debug.FreeOSMemory,
