@@ -42,6 +42,17 @@ type Insight struct {
 	Evidence string
 	// Link is the page that shows it, with the filters that select it.
 	Link string
+	// Others are the teams it names besides Team (a lender); a viewer who
+	// may not see them all reads Guarded, which names none of them, as its
+	// title.
+	Others  []string
+	Guarded string
+}
+
+// Same reports whether two insights say the same.
+func (i Insight) Same(j Insight) bool {
+	return i.Rule == j.Rule && i.Severity == j.Severity && i.Team == j.Team && i.Title == j.Title && i.Evidence == j.Evidence &&
+		i.Link == j.Link && i.Guarded == j.Guarded && slices.Equal(i.Others, j.Others)
 }
 
 // InsightThresholds are when the rules speak up.
@@ -315,10 +326,12 @@ func borrowingInsights(in InsightInput) []Insight {
 		i := Insight{Rule: "borrowing", Severity: Info, Team: b.Team,
 			Title:    fmt.Sprintf("Team %s borrows %s while %s, which lends, waits for %s", b.Team, CountOf(b.Borrowed.GPUs, "GPU"), lenders, CountOf(demand, "GPU")),
 			Evidence: fmt.Sprintf("They are in cohort %s. Kueue gives a lender its quota back by preempting what others borrow, when the lender's queue reclaims within its cohort and that makes room for the lender's waiting task.", b.Cohort),
-			Link:     "/usage/" + b.Team}
+			Link:     "/usage/" + b.Team, Others: names,
+			Guarded: fmt.Sprintf("Team %s borrows %s while a team that lends to it has tasks waiting", b.Team, CountOf(b.Borrowed.GPUs, "GPU"))}
 		if since, ok := in.BorrowingSince[b.Team]; ok && in.Now.Sub(since) > in.Thresholds.SustainedBorrowing {
 			i.Severity = Warning
 			i.Title += fmt.Sprintf(", borrowing for %s", FormatDuration(in.Now.Sub(since)))
+			i.Guarded += fmt.Sprintf(", borrowing for %s", FormatDuration(in.Now.Sub(since)))
 			i.Evidence += fmt.Sprintf(" It has borrowed without a break for longer than the %s threshold.", FormatDuration(in.Thresholds.SustainedBorrowing))
 		}
 		out = append(out, i)

@@ -166,13 +166,18 @@ func insightRows(found []domain.Insight, team string) []templates.InsightRow {
 }
 
 // shownInsights are the insights a user may see: a team's only to who sees
-// that team, the cluster's to everyone.
+// that team, and one naming other teams too (a lender) without them to who
+// may not see them all.
 func shownInsights(all []domain.Insight, visible scope) []domain.Insight {
 	var out []domain.Insight
 	for _, i := range all {
-		if i.Team == "" || visible.sees(i.Team) {
-			out = append(out, i)
+		if i.Team != "" && !visible.sees(i.Team) {
+			continue
 		}
+		if !visible.all && i.Guarded != "" && slices.ContainsFunc(i.Others, func(t string) bool { return !visible.sees(t) }) {
+			i.Title = i.Guarded
+		}
+		out = append(out, i)
 	}
 	return out
 }

@@ -204,3 +204,36 @@ func TestInsightsReachAnOpenPage(t *testing.T) {
 		return !strings.Contains(list, "not-ready-nodes")
 	})
 }
+
+// A member of a team that borrows read, in its borrowing insight, the name
+// of a lender of its cohort and how many GPUs that team's tasks wait for:
+// another team's figures they may not see. They read that a team that
+// lends to theirs waits; a platform viewer still reads which.
+func TestTheBorrowingInsightNamesNoTeamTheMemberMayNotSee(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	// team-000 holds 10 of its 8 GPUs; team-001 lends and waits for 6.
+	objs.ClusterQueues[0].Status = kueuetest.MakeClusterQueue("x").Usage(10, 2).Obj().Status
+	objs.ClusterQueues[1].Status = kueuetest.MakeClusterQueue("x").Usage(0, 0).Obj().Status
+	objs.Workloads = append(objs.Workloads,
+		kueuetest.MakeWorkload(s, s.Namespace("team-001"), "waits").Queue(s.LocalQueue("team-001")).GPUs(6, 1).
+			Created(now.Add(-time.Minute)).Pending("Pending", "couldn't assign flavors", now.Add(-time.Minute)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	f.access.grant("member", listWorkloads(s.Namespace("team-000")))
+	f.access.grant("viewer", listClusterQueues)
+	h := f.handler()
+
+	code, body := user(t, h, "viewer").Get("/insights?format=csv")
+	header, rows := webtest.ReadCSV(t, "the viewer's insights CSV", code, body)
+	if title := webtest.CSVRecords(header, rows, func(r map[string]string) string { return r["Rule"] })["borrowing"]["Title"]; !strings.Contains(title, "team-001") {
+		t.Fatalf("the viewer's borrowing insight %q does not name the lender", title)
+	}
+	for _, path := range []string{"/insights", "/insights?format=csv", "/usage/team-000"} {
+		code, body := user(t, h, "member").Get(path)
+		if code != http.StatusOK || !strings.Contains(body, "borrow") {
+			t.Fatalf("the member's %s: %d, no borrowing insight\n%.300s", path, code, body)
+		}
+		webtest.MustNotContain(t, "the member's "+path, body, "team-001", "6 GPUs")
+	}
+}

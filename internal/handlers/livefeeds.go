@@ -438,7 +438,7 @@ func (f *insightsFeed) evaluate(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.evaluated = time.Now()
-	same := f.ver > 0 && slices.Equal(e.found, f.latest.found)
+	same := f.ver > 0 && slices.EqualFunc(e.found, f.latest.found, domain.Insight.Same)
 	f.latest = e // the headline's figures move without the list
 	if !same {
 		f.ver++

@@ -47,7 +47,7 @@ func (p usagePages) teamUsage(c echo.Context) error {
 		}
 		v.RunningLink, v.PendingLink = stateLink(name, "Admitted"), stateLink(name, "Queued")
 		v.Ranges = rangeChoices("/usage/"+url.PathEscape(name)+"?", rangeName)
-		v.Insights = insightRows(insights, name)
+		v.Insights = insightRows(shownInsights(insights, visible), name)
 		return templates.TeamUsageBody(v)
 	}
 	frame := func(shown *domain.Snapshot, body templ.Component) error {
