@@ -345,13 +345,6 @@ const (
 	NothingIdle
 )
 
-// BorrowableGPUs is how many more GPUs the ClusterQueue named queue may
-// borrow right now (Borrowable).
-func BorrowableGPUs(tree []CohortRow, queue string) (int64, NoBorrowing) {
-	b := Borrowable(tree, queue, ResourceGPU)
-	return b.Total, b.Why
-}
-
 // BorrowableNow is how much more of a resource a ClusterQueue may borrow
 // right now, in Amount's units: in all (Total) and per flavor of its
 // quota (ByFlavor, the flavors with some), and why none when Total is 0.

@@ -68,7 +68,7 @@ func TestCohortTree(t *testing.T) {
 	}
 }
 
-func TestBorrowableGPUs(t *testing.T) {
+func TestBorrowable(t *testing.T) {
 	// Every queue's and cohort's GPUs are on one flavor, f.
 	q := func(name string, quota, inUse, borrowed int64) CohortQueue {
 		return CohortQueue{Name: name, Team: name, Quotas: []FlavorQuota{{Flavor: "f", Resource: ResourceGPU, Nominal: quota, InUse: inUse, Borrowed: borrowed}}}
@@ -123,9 +123,9 @@ func TestBorrowableGPUs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			n, why := BorrowableGPUs(tc.tree, tc.queue)
-			if diff := cmp.Diff(tc.want, want{n, why}); diff != "" {
-				t.Errorf("BorrowableGPUs (-want +got):\n%s", diff)
+			b := Borrowable(tc.tree, tc.queue, ResourceGPU)
+			if diff := cmp.Diff(tc.want, want{b.Total, b.Why}); diff != "" {
+				t.Errorf("Borrowable GPUs (-want +got):\n%s", diff)
 			}
 		})
 	}
