@@ -48,10 +48,11 @@ type Task struct {
 	ClusterQueue string
 	LocalQueue   string // spec.queueName
 	// Class is spec.priorityClassRef.name, or the lowest class when the
-	// Workload has none.
-	Class    string
-	Priority int32 // spec.priority; 0 (Kueue's default) when unset
-	State    TaskState
+	// Workload has none (ClassAssumed).
+	Class        string
+	ClassAssumed bool
+	Priority     int32 // spec.priority; 0 (Kueue's default) when unset
+	State        TaskState
 	// Deactivated: spec.active is false. Kueue does not queue it until it
 	// is reactivated; positions and statistics leave it out.
 	Deactivated bool
@@ -284,7 +285,7 @@ func (f *TaskFacts) kueueMessage() string {
 func (f *TaskFacts) At(now time.Time, position int, borrowing bool) Task {
 	return Task{
 		Namespace: f.Namespace, Name: f.Name, OwnerKind: f.OwnerKind, OwnerName: f.OwnerName, Team: f.Team, ClusterQueue: f.ClusterQueue, LocalQueue: f.LocalQueue,
-		Class: f.Class, Priority: f.Priority, State: f.State, Deactivated: f.Deactivated, Queued: f.Queued,
+		Class: f.Class, ClassAssumed: f.classRef == "", Priority: f.Priority, State: f.State, Deactivated: f.Deactivated, Queued: f.Queued,
 		GPUs: f.GPUs, Requests: f.Requests, Flavors: f.Flavors, Partitions: f.Partitions, Borrowing: borrowing,
 		Created: f.Created, WaitStart: f.WaitStart, QueueOrder: f.QueueOrder, AdmittedAt: f.AdmittedAt, FinishedAt: f.FinishedAt,
 		Wait: f.WaitAt(now), Run: f.RunAt(now),

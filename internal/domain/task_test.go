@@ -146,7 +146,7 @@ func TestTaskOf(t *testing.T) {
 			name: "no priority class: the lowest class, default priority; outside team namespaces no team",
 			wl:   newWorkload("default", "a").Queue("lq").GPUs(1, 1).Created(at(0)).Obj(),
 			now:  at(5),
-			want: Task{Namespace: "default", Name: "a", LocalQueue: "lq", Class: "low",
+			want: Task{Namespace: "default", Name: "a", LocalQueue: "lq", Class: "low", ClassAssumed: true,
 				State: TaskPending, Queued: true, GPUs: 1, Requests: Amount{GPUs: 1, CPUMilli: 1000}, Created: at(0), WaitStart: at(0), QueueOrder: at(0),
 				Wait: 5 * time.Minute, Reason: "Waiting to be evaluated by the scheduler"},
 		},

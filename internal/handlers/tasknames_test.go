@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,25 @@ func TestTasksAreNamedByTheirOwners(t *testing.T) {
 		"Preemptor owner kind": "Job", "Preemptor owner name": "big"}
 	if diff := cmp.Diff(wantCSV, gotCSV); diff != "" {
 		t.Errorf("the preemptions CSV names the tasks (-want +got):\n%s", diff)
+	}
+}
+
+// A task that names no priority class counts in the lowest class; its row
+// says so, beside that class.
+func TestATaskWithoutAClassSaysSo(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	objs.Workloads = append(objs.Workloads,
+		kueuetest.MakeWorkload(s, s.Namespace("team-000"), "plain").Queue(s.LocalQueue("team-000")).GPUs(1, 1).
+			Created(now.Add(-time.Minute)).Pending("Pending", "couldn't assign flavors", now.Add(-time.Minute)).Obj(),
+		kueuetest.MakeWorkload(s, s.Namespace("team-000"), "ranked").Queue(s.LocalQueue("team-000")).Class("batch").GPUs(1, 1).
+			Created(now.Add(-time.Minute)).Pending("Pending", "couldn't assign flavors", now.Add(-time.Minute)).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	_, body := webtest.Get(t, f.handler(), "/tasks?state=all")
+	rows := webtest.HTMLRows(t, body, "task-list", webtest.ByAttr("data-task"))
+	plain, ranked := strings.Join(rows[s.Namespace("team-000")+"/plain"], "|"), strings.Join(rows[s.Namespace("team-000")+"/ranked"], "|")
+	if !strings.Contains(plain, "batch (none named)") || strings.Contains(ranked, "none named") {
+		t.Errorf("class cells: a task without class %q, one of class batch %q", plain, ranked)
 	}
 }

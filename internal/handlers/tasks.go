@@ -503,7 +503,7 @@ func statsRow(f taskFilter, team string, s domain.ClassStats) templates.StatsRow
 func taskRow(t *domain.Task) templates.TaskRow {
 	row := templates.TaskRow{Namespace: t.Namespace, Name: t.Name, Label: taskLabel(t.Named()), Team: t.Team, Class: t.Class, State: stateLabel(t),
 		GPUs: t.GPUs, Partitions: t.Partitions, Waited: duration(t.Wait, 1), Ran: "—", Position: "—", Reason: t.Reason, KueueMessage: t.KueueMessage,
-		Borrowing: t.Borrowing}
+		Borrowing: t.Borrowing, ClassAssumed: t.ClassAssumed}
 	if t.Run > 0 || t.State == domain.TaskAdmitted {
 		row.Ran = duration(t.Run, 1)
 	}
