@@ -86,6 +86,13 @@ func TestImportEditMoveAndReleaseAQueue(t *testing.T) {
 	_, err = page.Goto(base + "/cohorts")
 	must(err)
 	must(expect.Locator(page.Locator(`tr[data-tree-queue="` + h.ClusterQueue + `"]`)).ToHaveCount(1))
+	must(expect.Locator(page.Locator("#cohort-tree")).ToHaveAttribute("data-unit", "GPUs"))
+	// The tree in vCPU, its tab.
+	must(page.Locator(`nav.tabs a`, playwright.PageLocatorOptions{HasText: "vCPU"}).Click())
+	must(expect.Page(page).ToHaveURL(base + "/cohorts?resource=cpu"))
+	must(expect.Locator(page.Locator("#cohort-tree")).ToHaveAttribute("data-unit", "vCPU"))
+	must(expect.Locator(page.Locator(`tr[data-tree-queue="` + h.ClusterQueue + `"]`)).ToHaveCount(1))
+	must(expect.Locator(page.Locator("#export-cohorts")).ToHaveAttribute("href", "/cohorts?format=csv"))
 	screenshot(t, page, "cohorts")
 
 	// Release.
