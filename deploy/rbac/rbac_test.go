@@ -595,6 +595,18 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 		},
 		// An imported queue is someone else's made the console's: released,
 		// never deleted, and never drained (its running tasks evicted).
+		// Taking the imported label off, keeping the console's, would make
+		// it a queue of the console's own, which the role may delete.
+		"take the imported label off an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				delete(cq.Labels, domain.ImportedLabel)
+			})
+		},
+		"set the imported label of an imported ClusterQueue to false": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Labels[domain.ImportedLabel] = "false"
+			})
+		},
 		"delete an imported ClusterQueue": func() error {
 			return asKueue.KueueV1beta2().ClusterQueues().Delete(ctx, w.importedClusterQueue, dryDelete)
 		},

@@ -31,9 +31,10 @@ var DefaultAccountLimits = Limits{PerClient: rate.Every(time.Minute), PerClientB
 
 // Limiter allows events at Limits. Each key has a bucket of PerClientBurst
 // events that refills at PerClient; a taken event can be given back. A key
-// whose bucket is full draws on the total; one that spent some draws on an
-// allowance of the same size for such keys, so that keys spending theirs
-// cannot spend everyone's.
+// draws on the total, unless it took an event it did not give back within
+// suspectFor: then on an allowance of the same size for such keys, so that
+// keys spending theirs, even paced to their own allowance, cannot spend
+// everyone's.
 type Limiter struct {
 	limits Limits
 	now    func() time.Time
@@ -47,11 +48,19 @@ type Limiter struct {
 	clients        map[string]*bucket
 }
 
-// bucket is a token bucket: tokens as of at.
+// bucket is a token bucket: tokens as of at. suspectUntil is, for a client,
+// until when its events draw on the suspects' allowance: for suspectFor
+// after one it took and did not give back (a refused token).
 type bucket struct {
-	tokens float64
-	at     time.Time
+	tokens       float64
+	at           time.Time
+	suspectUntil time.Time
 }
+
+// suspectFor is how long a client whose event was not given back draws on
+// the suspects' allowance: guesses paced to its own allowance (one every
+// 2 s) stay there.
+const suspectFor = time.Minute
 
 // fill brings b to now at rate r, up to burst.
 func (b *bucket) fill(now time.Time, r rate.Limit, burst int) {
@@ -92,7 +101,7 @@ func (l *Limiter) Take(client string) (giveBack func(), ok bool) {
 	}
 	c.fill(now, l.limits.PerClient, l.limits.PerClientBurst)
 	shared := &l.total
-	if c.tokens < float64(l.limits.PerClientBurst) {
+	if now.Before(c.suspectUntil) {
 		shared = &l.suspect
 	}
 	shared.fill(now, l.limits.Total, l.limits.TotalBurst)
@@ -101,6 +110,8 @@ func (l *Limiter) Take(client string) (giveBack func(), ok bool) {
 	}
 	c.tokens--
 	shared.tokens--
+	wasSuspect := c.suspectUntil
+	c.suspectUntil = now.Add(suspectFor)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -109,6 +120,7 @@ func (l *Limiter) Take(client string) (giveBack func(), ok bool) {
 			if c := l.clients[client]; c != nil {
 				c.fill(l.now(), l.limits.PerClient, l.limits.PerClientBurst)
 				c.tokens = math.Min(float64(l.limits.PerClientBurst), c.tokens+1)
+				c.suspectUntil = wasSuspect // an event that counted for nothing
 			}
 		})
 	}, true
@@ -119,7 +131,7 @@ func (l *Limiter) Take(client string) (giveBack func(), ok bool) {
 // addresses must not grow the map without bound.
 func (l *Limiter) forgetIdle(now time.Time) {
 	for k, c := range l.clients {
-		if c.fill(now, l.limits.PerClient, l.limits.PerClientBurst); c.tokens >= float64(l.limits.PerClientBurst) {
+		if c.fill(now, l.limits.PerClient, l.limits.PerClientBurst); c.tokens >= float64(l.limits.PerClientBurst) && !now.Before(c.suspectUntil) {
 			delete(l.clients, k)
 		}
 	}

@@ -760,4 +760,22 @@ func TestGuessersFromManyAddressesDoNotLockEveryoneOut(t *testing.T) {
 	if taken > 40*(DefaultSignInLimits.PerClientBurst+31) {
 		t.Errorf("the 40 addresses made %d guesses in a minute, beyond their own allowances", taken)
 	}
+
+	// Paced instead: each of 60 addresses guesses once every 2 s, which
+	// its own allowance refills before its next guess.
+	l = NewLimiter(DefaultSignInLimits)
+	l.now = func() time.Time { return now }
+	for step := range 600 {
+		now = now.Add(100 * time.Millisecond)
+		for a := range 60 {
+			if step%20 == a%20 {
+				l.Take(fmt.Sprintf("203.0.113.%d", a))
+			}
+		}
+		if step%50 == 49 {
+			if _, ok := l.Take(fmt.Sprintf("198.51.100.%d", 100+step/50)); !ok {
+				t.Errorf("step %d of guesses paced from 60 addresses: a sign-in from another address is refused", step)
+			}
+		}
+	}
 }
