@@ -205,7 +205,7 @@ func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index 
 		if cq.Spec.CohortName == "" {
 			continue // a queue without cohort neither lends nor borrows
 		}
-		tree := rootCohort(string(cq.Spec.CohortName), parents)
+		tree := RootCohort(string(cq.Spec.CohortName), func(c string) string { return parents[c] })
 		used := map[key]float64{}
 		for _, f := range cq.Status.FlavorsUsage {
 			for _, r := range f.Resources {
@@ -321,13 +321,14 @@ func Totals(rows []TeamUsage) TeamUsage {
 	return t
 }
 
-// rootCohort is the root of cohort's tree, following parents (a cycle,
-// which Kueue refuses, ends where it would repeat).
-func rootCohort(cohort string, parents map[string]string) string {
+// RootCohort is the root of cohort's tree, following parentOf ("" for a
+// cohort without parent); a cycle, which Kueue refuses, ends where it
+// would repeat.
+func RootCohort(cohort string, parentOf func(string) string) string {
 	seen := map[string]bool{}
 	for !seen[cohort] {
 		seen[cohort] = true
-		parent := parents[cohort]
+		parent := parentOf(cohort)
 		if parent == "" {
 			return cohort
 		}

@@ -229,17 +229,12 @@ func (a Applier) SchedulerConfig(ctx context.Context, ref ConfigMapRef) (Schedul
 }
 
 // CohortRoot is the root of cohort's tree, following the parents of the
-// Cohort objects in the cache (a cohort without one is its own root; a
-// cycle, which Kueue refuses, ends where it would repeat).
+// Cohort objects in the cache (domain.RootCohort).
 func (c *Cache) CohortRoot(cohort string) string {
-	seen := map[string]bool{}
-	for !seen[cohort] {
-		seen[cohort] = true
-		co, err := c.Cohorts.Get(cohort)
-		if err != nil || co.Spec.ParentName == "" {
-			return cohort
+	return domain.RootCohort(cohort, func(name string) string {
+		if co, err := c.Cohorts.Get(name); err == nil {
+			return string(co.Spec.ParentName)
 		}
-		cohort = string(co.Spec.ParentName)
-	}
-	return cohort
+		return ""
+	})
 }
