@@ -34,3 +34,27 @@ func TestLendingLabel(t *testing.T) {
 		}
 	}
 }
+
+// The totals row says how much of the teams' borrowing came from quota the
+// cohorts hold themselves, which no team lends; without it, borrowed and
+// lent simply agree.
+func TestTotalsNameWhatCohortsLent(t *testing.T) {
+	row := func(team string, borrowed, lent int64) domain.TeamUsage {
+		return domain.TeamUsage{Team: team, Borrowed: domain.Amount{GPUs: borrowed}, Lent: domain.Amount{GPUs: lent}}
+	}
+	for _, tc := range []struct {
+		name  string
+		teams []domain.TeamUsage
+		want  string
+	}{
+		{"teams lent it all", []domain.TeamUsage{row("a", 4, 0), row("b", 0, 4)}, "4"},
+		{"a cohort gave part", []domain.TeamUsage{row("a", 6, 0), row("b", 0, 2)}, "2 + 4 from cohorts' own quota"},
+		{"nothing borrowed", []domain.TeamUsage{row("a", 0, 0)}, "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := totalRowOf(tc.teams, resourceOf("gpu"), nil).Lent; got != tc.want {
+				t.Errorf("total Lent = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -288,7 +288,13 @@ func usageRowOf(u domain.TeamUsage, res usageResource, util map[string]float64, 
 
 // totalRowOf is the totals row of teams in the chosen resource.
 func totalRowOf(teams []domain.TeamUsage, res usageResource, util map[string]float64) templates.UsageRow {
-	r := usageRowWith(domain.Totals(teams), totalFigures(teams, res), res, util, true)
+	f := totalFigures(teams, res)
+	r := usageRowWith(domain.Totals(teams), f, res, util, true)
+	// Quota a cohort holds itself is lent by no team (domain.LentShares):
+	// the totals say how much of the teams' borrowing came from it.
+	if given := f.borrowed - f.lent; given > 0 {
+		r.Lent += " + " + res.format(given) + " from cohorts' own quota"
+	}
 	if v, ok := totalHardware(teams, res, util); ok {
 		r.HardwareUtil = v + " % (teams weighted by use)"
 	}
