@@ -151,16 +151,13 @@ var sharedRoles = []string{
 	"ValidatingAdmissionPolicy quota-console-admin-scope", "ValidatingAdmissionPolicyBinding quota-console-admin-scope",
 }
 
-// consoleRBAC are the console's own RBAC objects for a release named qc in ns
+// consoleRBAC are the console's own RBAC objects for a release named qc
 // (rbac.create), with the state in stateNS.
-func consoleRBAC(ns, stateNS string) []string {
+func consoleRBAC(stateNS string) []string {
 	out := []string{"ClusterRole qc-quota-console", "ClusterRoleBinding qc-quota-console", "ClusterRoleBinding qc-quota-console-writes"}
 	for _, r := range []string{"Role", "RoleBinding"} {
 		out = append(out, r+" kueue-system/qc-quota-console-read-kueue-config", r+" "+stateNS+"/qc-quota-console-state",
 			r+" "+stateNS+"/qc-quota-console-leader-election", r+" default/qc-quota-console-events")
-		if ns != "default" {
-			out = append(out, r+" "+ns+"/qc-quota-console-events")
-		}
 	}
 	return out
 }
@@ -209,7 +206,7 @@ func TestChartDefaults(t *testing.T) {
 		"Deployment quota-console/qc-quota-console", "PodDisruptionBudget quota-console/qc-quota-console",
 		"Service quota-console/qc-quota-console", "ServiceAccount quota-console/qc-quota-console",
 		"Secret quota-console/qc-quota-console-session-key",
-	}, sharedRoles, consoleRBAC("quota-console", "quota-console"))
+	}, sharedRoles, consoleRBAC("quota-console"))
 	if diff := cmp.Diff(want, placed(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
@@ -341,7 +338,7 @@ func TestChartEverythingOn(t *testing.T) {
 		"Service quota-console/qc-quota-console", "ServiceAccount quota-console/qc-quota-console",
 		"ServiceMonitor quota-console/qc-quota-console", "PrometheusRule quota-console/qc-quota-console",
 		"ConfigMap quota-console/qc-quota-console-dashboard",
-	}, sharedRoles, consoleRBAC("quota-console", "console-state"))
+	}, sharedRoles, consoleRBAC("console-state"))
 	if diff := cmp.Diff(want, placed(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
@@ -570,10 +567,10 @@ func TestChartRBAC(t *testing.T) {
 		want      []string
 	}{
 		{"no RBAC", "qc", []string{"rbac.create=false"}, sorted(release)},
-		{"a second release: the console's roles only", "qc", []string{"rbac.sharedRoles=false"}, sorted(release, consoleRBAC("qc", "qc"))},
+		{"a second release: the console's roles only", "qc", []string{"rbac.sharedRoles=false"}, sorted(release, consoleRBAC("qc"))},
 		{"shared roles need rbac.create", "qc", []string{"rbac.create=false", "rbac.sharedRoles=true"}, sorted(release)},
-		{"release in default: one events Role", "default", nil, sorted(inDefault, sharedRoles, consoleRBAC("default", "default"))},
-		{"state elsewhere", "qc", []string{"stateNamespace=console-state"}, sorted(release, sharedRoles, consoleRBAC("qc", "console-state"))},
+		{"release in default: one events Role", "default", nil, sorted(inDefault, sharedRoles, consoleRBAC("default"))},
+		{"state elsewhere", "qc", []string{"stateNamespace=console-state"}, sorted(release, sharedRoles, consoleRBAC("console-state"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var args []string

@@ -269,7 +269,9 @@ func TestChartRBACServesTheConsole(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", ns, "", true},
 		{"update", "coordination.k8s.io", "leases", ns, name + "-leader", true},
 		{"update", "coordination.k8s.io", "leases", ns, "another", false},
-		{"create", "", "events", ns, "", true},
+		// Events only about cluster-scoped objects, which Kubernetes keeps in default.
+		{"create", "", "events", "default", "", true},
+		{"create", "", "events", ns, "", false},
 		{"delete", "", "configmaps", ns, "x", true},
 		{"list", "", "configmaps", ns, "", true},
 		{"list", "", "configmaps", "default", "", false},

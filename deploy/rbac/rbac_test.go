@@ -615,6 +615,73 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 				cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
 			})
 		},
+		// An owner reference lets the garbage collector delete a queue with
+		// an object the admin may delete; a finalizer pins it for ever. The
+		// one write the role may make to someone else's queue must not
+		// carry either.
+		"give a ClusterQueue the console does not manage an owner while importing it": func() error {
+			return updateQueue(w.otherClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				importLabels(cq)
+				cq.OwnerReferences = append(cq.OwnerReferences, ownedBy(w.managedFlavor))
+			})
+		},
+		"pin a ClusterQueue the console does not manage with a finalizer while importing it": func() error {
+			return updateQueue(w.otherClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				importLabels(cq)
+				cq.Finalizers = append(cq.Finalizers, "example.com/never")
+			})
+		},
+		"give an imported ClusterQueue an owner": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.OwnerReferences = append(cq.OwnerReferences, ownedBy(w.managedFlavor))
+			})
+		},
+		"give a ResourceFlavor of the console an owner": func() error {
+			return updateFlavor(w.managedFlavor, func(rf *kueuev1beta2.ResourceFlavor) {
+				rf.OwnerReferences = append(rf.OwnerReferences, ownedBy(w.managedFlavor+"-owner"))
+			})
+		},
+		// While imported, a queue is the console's only in what its team
+		// form writes: its owner's labels and annotations, and what the form
+		// keeps as it is, stay theirs (an import, an edit and a release
+		// would otherwise change anything and leave no trace).
+		"change the owner's label of an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) { cq.Labels[ownersLabel] = "me" })
+		},
+		"remove the owner's annotation of an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) { delete(cq.Annotations, ownersAnnotation) })
+		},
+		"annotate an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) { cq.Annotations["example.com/note"] = "x" })
+		},
+		"change an imported ClusterQueue's queueing strategy": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) { cq.Spec.QueueingStrategy = kueuev1beta2.StrictFIFO })
+		},
+		"let an imported ClusterQueue reclaim from any priority": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				if cq.Spec.Preemption == nil {
+					cq.Spec.Preemption = &kueuev1beta2.ClusterQueuePreemption{}
+				}
+				cq.Spec.Preemption.ReclaimWithinCohort = kueuev1beta2.PreemptionPolicyAny
+			})
+		},
+		"change an imported ClusterQueue's flavor fungibility": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Spec.FlavorFungibility = &kueuev1beta2.FlavorFungibility{WhenCanBorrow: kueuev1beta2.TryNextFlavor, WhenCanPreempt: kueuev1beta2.TryNextFlavor}
+			})
+		},
+		"cover another resource in an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				g := &cq.Spec.ResourceGroups[0]
+				g.CoveredResources = append(g.CoveredResources, corev1.ResourceMemory)
+				g.Flavors[0].Resources = append(g.Flavors[0].Resources, kueuev1beta2.ResourceQuota{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("1Gi")})
+			})
+		},
+		"swap the flavor of an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				cq.Spec.ResourceGroups[0].Flavors[0].Name = kueuev1beta2.ResourceFlavorReference(w.managedFlavor)
+			})
+		},
 		"widen an imported ClusterQueue to every namespace": func() error {
 			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
 				cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
@@ -833,6 +900,26 @@ func TestAdminRoleChangesOnlyWhatTheConsoleManages(t *testing.T) {
 				}
 			})
 		},
+		"apply an edit of an imported team (hold, weight, preemption, order)": func() error {
+			live, err := kq.KueueV1beta2().ClusterQueues().Get(ctx, w.importedClusterQueue, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			objs, err := domain.BuildImportedTeam(w.settings, domain.Team{Name: w.importedClusterQueue, FairShareWeight: 3,
+				Preemption: domain.PreemptLowerPriority, Lending: domain.LendAndBorrow, BorrowLimitPercent: 100,
+				Cohort: w.otherCohort, RecentUseOrder: true}, live, domain.LookupShape)
+			if err != nil {
+				return err
+			}
+			_, err = asKueue.KueueV1beta2().ClusterQueues().Apply(ctx, objs.ClusterQueue, apply)
+			return err
+		},
+		// A release first takes off the annotations the console's edits left.
+		"take the console's annotations off an imported ClusterQueue": func() error {
+			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
+				delete(cq.Annotations, domain.AllocationAnnotation)
+			})
+		},
 		"change an imported ClusterQueue's quota, keeping its namespaces and cohort": func() error {
 			return updateQueue(w.importedClusterQueue, func(cq *kueuev1beta2.ClusterQueue) {
 				cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("16")
@@ -897,7 +984,9 @@ func newWorld(t *testing.T, kube kubernetes.Interface, kq kueueclient.Interface,
 		Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}}, metav1.CreateOptions{})
 	create("a ClusterQueue", err)
 	_, err = kq.KueueV1beta2().ClusterQueues().Create(ctx, &kueuev1beta2.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: w.importedClusterQueue, Labels: domain.ImportLabels(w.importedClusterQueue)},
+		ObjectMeta: metav1.ObjectMeta{Name: w.importedClusterQueue,
+			Labels:      withLabels(domain.ImportLabels(w.importedClusterQueue), map[string]string{ownersLabel: "research"}),
+			Annotations: map[string]string{ownersAnnotation: "research@example.com", domain.AllocationAnnotation: "{}"}},
 		Spec: kueuev1beta2.ClusterQueueSpec{CohortName: kueuev1beta2.CohortReference(w.otherCohort),
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"research-group": id}},
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
@@ -932,6 +1021,24 @@ func (w *world) teamObjects(t *testing.T) domain.TeamObjects {
 		t.Fatal(err)
 	}
 	return objs
+}
+
+// The owner's label and annotation on the world's imported queue.
+const (
+	ownersLabel      = "example.com/owner"
+	ownersAnnotation = "example.com/contact"
+)
+
+func withLabels(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
+
+// ownedBy is an owner reference to the ResourceFlavor named name.
+func ownedBy(name string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: kueuev1beta2.SchemeGroupVersion.String(), Kind: "ResourceFlavor", Name: name,
+		UID: "6b1c7d1e-0000-4000-8000-000000000002"}
 }
 
 func viaJSON(from, to any) error {
