@@ -94,11 +94,11 @@ func (r *clusterReads) PolicyDrift() ([]domain.Drift, error) {
 	return r.cache.PolicyDrift(r.settings, r.cache.Policy(r.settings))
 }
 
-// KueueFairSharing reads Kueue's configuration, which changes with a Kueue
+// KueueSettings reads Kueue's configuration, which changes with a Kueue
 // restart: at most every 30 seconds.
-func (r *clusterReads) KueueFairSharing(ctx context.Context) (bool, error) {
+func (r *clusterReads) KueueSettings(ctx context.Context) (domain.KueueSettings, error) {
 	cfg, err := r.SchedulerConfig(ctx)
-	return cfg.FairSharing != nil, err
+	return domain.KueueSettings{FairSharing: cfg.FairSharing != nil, ManagesJobsWithoutQueue: cfg.ManageJobsWithoutQueueName}, err
 }
 
 // KueueRecentUse is how Kueue counts recent use; nil when its

@@ -146,12 +146,33 @@ func ReadPolicy(cohort *kueuev1beta2.Cohort, classes []*kueuev1beta2.WorkloadPri
 	return p
 }
 
-// KueueFairSharing reads Kueue's own configuration (the controller's config
-// file, as installs keep it in a ConfigMap) and reports whether fair sharing
-// is enabled.
-func KueueFairSharing(configYAML string) (bool, error) {
+// KueueSettings is what of Kueue's own configuration (the controller's
+// config file, as installs keep it in a ConfigMap) the policy page warns
+// about.
+type KueueSettings struct {
+	// FairSharing: Kueue shares idle compute by weight (fairSharing).
+	FairSharing bool
+	// ManagesJobsWithoutQueue: Kueue holds Jobs that name no LocalQueue
+	// (manageJobsWithoutQueueName) instead of letting them run.
+	ManagesJobsWithoutQueue bool
+}
+
+// ReadKueueSettings reads KueueSettings from Kueue's configuration file.
+func ReadKueueSettings(configYAML string) (KueueSettings, error) {
 	cfg, err := ReadKueueConfig(configYAML)
-	return cfg.FairSharing != nil, err
+	return KueueSettings{FairSharing: cfg.FairSharing != nil, ManagesJobsWithoutQueue: cfg.ManageJobsWithoutQueueName}, err
+}
+
+// UnqueuedJobsWarning explains, when Kueue lets Jobs that name no
+// LocalQueue run, that quotas then hold only those who name one; "" when
+// Kueue holds them.
+func UnqueuedJobsWarning(s KueueSettings) string {
+	if s.ManagesJobsWithoutQueue {
+		return ""
+	}
+	return "Kueue lets Jobs that name no LocalQueue run outside every quota (its configuration has no manageJobsWithoutQueueName: true): " +
+		"a team member who leaves out the label kueue.x-k8s.io/queue-name runs pods no team's quota counts or limits. " +
+		"Set manageJobsWithoutQueueName: true in Kueue's configuration (its managedJobsNamespaceSelector keeps kube-system and kueue-system out by default) and restart Kueue."
 }
 
 // ReadKueueConfig reads Kueue's own configuration file.

@@ -76,10 +76,11 @@ func TestKueueFairSharingAndMismatch(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			enabled, err := KueueFairSharing("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + tc.config)
+			settings, err := ReadKueueSettings("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + tc.config)
 			if err != nil {
 				t.Fatal(err)
 			}
+			enabled := settings.FairSharing
 			if enabled != tc.enabled {
 				t.Errorf("enabled = %v, want %v", enabled, tc.enabled)
 			}
@@ -88,7 +89,28 @@ func TestKueueFairSharingAndMismatch(t *testing.T) {
 			}
 		})
 	}
-	if _, err := KueueFairSharing("fairSharing: [not, a, map"); err == nil {
+	if _, err := ReadKueueSettings("fairSharing: [not, a, map"); err == nil {
 		t.Error("broken YAML accepted")
+	}
+}
+
+// Kueue lets a Job that names no LocalQueue run outside every quota unless
+// its configuration says manageJobsWithoutQueueName: the page says so.
+func TestUnqueuedJobsWarning(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		warns  bool
+	}{
+		{"namespace: kueue-system\n", true},
+		{"manageJobsWithoutQueueName: false\n", true},
+		{"manageJobsWithoutQueueName: true\n", false},
+	} {
+		settings, err := ReadKueueSettings("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + tc.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := UnqueuedJobsWarning(settings) != ""; got != tc.warns {
+			t.Errorf("%q: warns = %v, want %v", tc.config, got, tc.warns)
+		}
 	}
 }

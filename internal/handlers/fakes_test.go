@@ -96,9 +96,10 @@ type cluster struct {
 	cohorts   []string
 	policy    domain.Policy
 	drift     []domain.Drift
-	// fairSharing is Kueue's setting, or why it cannot be read.
-	fairSharing    bool
-	fairSharingErr error
+	// fairSharing and managesJobsWithoutQueue are Kueue's settings;
+	// fairSharingErr why they cannot be read.
+	fairSharing, managesJobsWithoutQueue bool
+	fairSharingErr                       error
 	// recentUse is Kueue's admission fair sharing; uses the LocalQueues'
 	// recent use by ClusterQueue.
 	recentUse     *domain.RecentUseConfig
@@ -148,8 +149,8 @@ func (c *cluster) DriftedTeams() map[string]bool        { return c.drifted }
 func (c *cluster) Cohorts() []string                    { return c.cohorts }
 func (c *cluster) Policy() domain.Policy                { return c.policy }
 func (c *cluster) PolicyDrift() ([]domain.Drift, error) { return c.drift, nil }
-func (c *cluster) KueueFairSharing(context.Context) (bool, error) {
-	return c.fairSharing, c.fairSharingErr
+func (c *cluster) KueueSettings(context.Context) (domain.KueueSettings, error) {
+	return domain.KueueSettings{FairSharing: c.fairSharing, ManagesJobsWithoutQueue: c.managesJobsWithoutQueue}, c.fairSharingErr
 }
 func (c *cluster) TeamRevisions(_ context.Context, team string) ([]domain.TeamRevision, error) {
 	return c.teamRevisions[team], c.revisionsErr

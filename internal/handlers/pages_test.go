@@ -405,3 +405,31 @@ func TestTeamClassRowsOfNoTeamAndGoneQueues(t *testing.T) {
 	webtest.MustContain(t, "/tasks", body, "(no team)</td>", `>gone-queue</span><span class="hint"> (no longer a queue)</span>`)
 	webtest.MustNotContain(t, "/tasks", body, `>team-000</span><span class="hint">`)
 }
+
+// The policy page warns when Kueue lets Jobs that name no LocalQueue run
+// outside every quota, and not once Kueue holds them; when Kueue's
+// configuration cannot be read it warns about nothing.
+func TestPolicyPageWarnsOfJobsOutsideEveryQuota(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		manages bool
+		err     error
+		warns   bool
+	}{
+		{"Kueue lets them run", false, nil, true},
+		{"Kueue holds them", true, nil, false},
+		{"configuration unreadable", false, errors.New("configmaps is forbidden"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 1, 1)
+			f.cluster.managesJobsWithoutQueue, f.cluster.fairSharingErr = tc.manages, tc.err
+			code, body := webtest.Get(t, f.handler(), "/policy")
+			if code != http.StatusOK {
+				t.Fatalf("GET /policy = %d", code)
+			}
+			if got := strings.Contains(body, `id="unqueued-jobs-warning"`); got != tc.warns {
+				t.Errorf("warns = %v, want %v", got, tc.warns)
+			}
+		})
+	}
+}

@@ -95,8 +95,9 @@ func (p policyPage) render(c echo.Context, status int, f form.PolicyForm, out wr
 	if view.ReadOnly == "" {
 		view.RecentUseChoices = p.recentUseChoices()
 	}
-	if enabled, err := p.policy.KueueFairSharing(c.Request().Context()); err == nil {
-		view.Mismatch = domain.FairSharingMismatch(p.policy.Policy(), enabled)
+	if kueue, err := p.policy.KueueSettings(c.Request().Context()); err == nil {
+		view.Mismatch = domain.FairSharingMismatch(p.policy.Policy(), kueue.FairSharing)
+		view.UnqueuedJobs = domain.UnqueuedJobsWarning(kueue)
 	} else {
 		p.log.Debug("reading Kueue's configuration", "err", err)
 	}

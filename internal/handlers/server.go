@@ -166,9 +166,9 @@ type Policy interface {
 	Policy() domain.Policy
 	// PolicyDrift is how the priority classes differ from the stored policy.
 	PolicyDrift() ([]domain.Drift, error)
-	// KueueFairSharing says whether Kueue's controller shares idle compute
-	// fairly (its configuration, read at most every 30 seconds).
-	KueueFairSharing(ctx context.Context) (bool, error)
+	// KueueSettings is what of Kueue's configuration the policy page
+	// warns about (read at most every 30 seconds).
+	KueueSettings(ctx context.Context) (domain.KueueSettings, error)
 	kueueRecentUse
 }
 

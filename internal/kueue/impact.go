@@ -30,6 +30,9 @@ type SchedulerConfig struct {
 	// Resources: how Kueue counts a Workload's resources (transformations,
 	// resources left out).
 	Resources *configv1beta2.Resources
+	// ManageJobsWithoutQueueName: Kueue holds Jobs that name no LocalQueue
+	// (else they run outside every quota).
+	ManageJobsWithoutQueueName bool
 }
 
 // ImpactChange is a change as the preview applies it to its copy of the

@@ -205,14 +205,6 @@ func (c *Cache) Fleet() (domain.ShapeLookup, map[string]int) {
 // ConfigMapRef names a key of a ConfigMap.
 type ConfigMapRef struct{ Namespace, Name, Key string }
 
-// KueueFairSharing reads Kueue's own configuration (kept in a ConfigMap by
-// Kueue's installs) with the console's identity and says whether fair
-// sharing is on.
-func (a Applier) KueueFairSharing(ctx context.Context, ref ConfigMapRef) (bool, error) {
-	cfg, err := a.SchedulerConfig(ctx, ref)
-	return cfg.FairSharing != nil, err
-}
-
 // SchedulerConfig reads what of Kueue's configuration decides admission
 // beyond the queues (fair sharing, how resources are counted), for the
 // impact preview.
@@ -225,7 +217,8 @@ func (a Applier) SchedulerConfig(ctx context.Context, ref ConfigMapRef) (Schedul
 		return SchedulerConfig{}, err
 	}
 	cfg, err := domain.ReadKueueConfig(cm.Data[ref.Key])
-	return SchedulerConfig{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, Resources: cfg.Resources}, err
+	return SchedulerConfig{FairSharing: cfg.FairSharing, AdmissionFairSharing: cfg.AdmissionFairSharing, Resources: cfg.Resources,
+		ManageJobsWithoutQueueName: cfg.ManageJobsWithoutQueueName}, err
 }
 
 // CohortRoot is the root of cohort's tree, following the parents of the
