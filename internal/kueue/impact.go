@@ -499,6 +499,9 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		ps := impact.PodSetShape{Name: kueuev1beta2.PodSetReference(fmt.Sprintf("pods-%d", i)), Count: r.Pods, Requests: r.PodRequests(shape)}
 		if rf, err := c.ResourceFlavors.Get(r.InstanceType); err == nil {
 			ps.NodeSelector = rf.Spec.NodeLabels
+			// A job asked for on a flavor is one meant for it: it tolerates
+			// the flavor's taints (spot nodes, say), as its pods would.
+			ps.Tolerations = tolerating(rf.Spec.NodeTaints)
 		}
 		sh.PodSets = append(sh.PodSets, ps)
 	}
@@ -520,23 +523,48 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 			}
 		}
 	}
-	now := time.Now()
+	a.Preempts = preemptedBy(whatIfName, res, facts, time.Now())
+	a.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d cycles in %s.",
+		kueueVersion, len(copyOf.ClusterQueues), len(copyOf.Workloads), res.Cycles, time.Since(start).Round(time.Millisecond))
+	return a, nil
+}
+
+// preemptedBy are the tasks the copy's Workload of UID uid preempts: not
+// evictions under way, nor what other waiting tasks preempt in the same
+// cycles.
+func preemptedBy(uid string, res *impact.Result, facts map[string]*domain.TaskFacts, now time.Time) []domain.ImpactTask {
+	var out []domain.ImpactTask
 	for key, o := range res.Workloads {
 		f := facts[key]
-		if o.Fate != impact.Preempted || f == nil {
+		if o.Fate != impact.Preempted || f == nil || domain.ParsePreemptor(o.Message).UID != uid {
 			continue
 		}
 		t := domain.ImpactTaskOf(f)
 		t.Ran = f.RunAt(now)
 		t.GPUHours = float64(t.GPUs) * t.Ran.Hours()
-		a.Preempts = append(a.Preempts, t)
+		out = append(out, t)
 	}
-	slices.SortFunc(a.Preempts, func(x, y domain.ImpactTask) int {
+	slices.SortFunc(out, func(x, y domain.ImpactTask) int {
 		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
 	})
-	a.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d cycles in %s.",
-		kueueVersion, len(copyOf.ClusterQueues), len(copyOf.Workloads), res.Cycles, time.Since(start).Round(time.Millisecond))
-	return a, nil
+	return out
+}
+
+// stopped is 1 for a LocalQueue with a stop policy, 0 otherwise.
+func stopped(lq *kueuev1beta2.LocalQueue) int {
+	if ptr.Deref(lq.Spec.StopPolicy, kueuev1beta2.None) != kueuev1beta2.None {
+		return 1
+	}
+	return 0
+}
+
+// tolerating are the tolerations of taints.
+func tolerating(taints []corev1.Taint) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, t := range taints {
+		out = append(out, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect})
+	}
+	return out
 }
 
 // queueOfTeam is the ClusterQueue of the team the pages name name: a
@@ -559,7 +587,8 @@ func (c *Cache) queueOfTeam(s domain.Settings, name string) *kueuev1beta2.Cluste
 }
 
 // localQueueOf is the first LocalQueue, by namespace and name, that feeds
-// the ClusterQueue (a console team has one).
+// the ClusterQueue (a console team has one), one that is not stopped
+// before one that is.
 func (c *Cache) localQueueOf(clusterQueue string) (found *kueuev1beta2.LocalQueue, of int) {
 	lqs, err := c.LocalQueues.List(labels.Everything())
 	if err != nil {
@@ -570,7 +599,7 @@ func (c *Cache) localQueueOf(clusterQueue string) (found *kueuev1beta2.LocalQueu
 			continue
 		}
 		of++
-		if found == nil || lq.Namespace+"/"+lq.Name < found.Namespace+"/"+found.Name {
+		if found == nil || cmp.Or(cmp.Compare(stopped(lq), stopped(found)), cmp.Compare(lq.Namespace+"/"+lq.Name, found.Namespace+"/"+found.Name)) < 0 {
 			found = lq
 		}
 	}

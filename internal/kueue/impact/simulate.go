@@ -220,6 +220,12 @@ func Simulate(ctx context.Context, c Cluster) (res *Result, err error) {
 		if err := cache.AddLocalQueue(lq); err != nil {
 			return nil, fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 		}
+		// As Kueue's LocalQueue controller: a stopped LocalQueue (Hold,
+		// HoldAndDrain) is in the cache, not in the queues, so its
+		// Workloads wait where they are.
+		if ptr.Deref(lq.Spec.StopPolicy, kueue.None) != kueue.None {
+			continue
+		}
 		if err := queues.AddLocalQueue(ctx, lq); err != nil {
 			return nil, fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 		}

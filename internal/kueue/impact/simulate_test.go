@@ -64,6 +64,16 @@ func cluster(cqs []*kueue.ClusterQueue, wls ...*Shape) Cluster {
 	return c
 }
 
+// stopLocalQueue gives the LocalQueue of namespace ns a stop policy.
+func stopLocalQueue(c Cluster, ns string, policy kueue.StopPolicy) Cluster {
+	for _, lq := range c.LocalQueues {
+		if lq.Namespace == ns {
+			lq.Spec.StopPolicy = ptr.To(policy)
+		}
+	}
+	return c
+}
+
 func fates(r *Result) map[string]Fate {
 	out := map[string]Fate{}
 	for k, o := range r.Workloads {
@@ -98,6 +108,12 @@ func TestKueueSchedulesTheCopy(t *testing.T) {
 				running("b", "b1", "b", 8, t0), evicting(running("b", "b2", "b", 8, t0.Add(time.Minute))),
 				pending("a", "a1", 8, t0.Add(2*time.Minute))),
 			want: map[string]Fate{"b/b1": StaysAdmitted, "b/b2": Preempted, "a/a1": Admitted},
+		},
+		"a task in a stopped LocalQueue waits, and reclaims nothing": {
+			cluster: stopLocalQueue(cluster([]*kueue.ClusterQueue{queue("a", 8).Obj(), queue("b", 8).Obj()},
+				running("b", "b1", "b", 8, t0), running("b", "b2", "b", 8, t0.Add(time.Minute)),
+				pending("a", "a1", 8, t0.Add(2*time.Minute))), "a", kueue.Hold),
+			want: map[string]Fate{"b/b1": StaysAdmitted, "b/b2": StaysAdmitted, "a/a1": StaysPending},
 		},
 		"a queue that does not lend keeps its quota": {
 			cluster: cluster([]*kueue.ClusterQueue{queue("a", 8).Obj(), kueuetest.MakeClusterQueue("b").Cohort("pool").Nominal(8, ptr.To[int64](0)).Quota("ml.p5.48xlarge", corev1.ResourceCPU, "100").Obj()},
