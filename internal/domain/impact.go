@@ -65,6 +65,10 @@ type Impact struct {
 	Kueue string
 	// Notes are what the preview could not take into account.
 	Notes []string
+	// Writes are the fields the change sets on WritesTo, as they are now
+	// and as they will be (QueueWrites): hand edits it undoes included.
+	Writes   []string
+	WritesTo string
 }
 
 // ImpactTask is one task in the preview, with strings ready to show.

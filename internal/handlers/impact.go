@@ -85,7 +85,7 @@ func impactView(im domain.Impact, out write.Outcome) templates.ImpactView {
 	if out.Kind != write.Saved {
 		return templates.ImpactView{Problem: out.Message + " You can still apply the change."}
 	}
-	v := templates.ImpactView{Summary: im.Summary(), Notes: im.Notes, Basis: im.Kueue}
+	v := templates.ImpactView{Summary: im.Summary(), Notes: im.Notes, Writes: im.Writes, WritesTo: im.WritesTo, Basis: im.Kueue}
 	tasks := func(ts []domain.ImpactTask) []templates.ImpactTaskRow {
 		rows := make([]templates.ImpactTaskRow, 0, len(ts))
 		for _, t := range ts {

@@ -39,9 +39,13 @@ func TestTeamFormGoesThroughItsImpactPreview(t *testing.T) {
 			GPUs: 8, Ran: 90 * time.Minute, GPUHours: 12, Why: "Team team-001 would exceed its quota of 8 GPUs by 8."}},
 		Teams:         []domain.TeamImpact{{Team: "team-001", QuotaNow: 16, QuotaAfter: 8, InUseNow: 16, InUseAfter: 8}},
 		GPUsPreempted: 8, GPUHoursAtRisk: 12,
+		WritesTo: "ClusterQueue hyperpod-ns-team-001-clusterqueue",
+		Writes:   []string{"GPUs quota on ml.p5.48xlarge: 16 → 8"},
 	}
 	admin := user(t, f.handler(), "admin")
 	body := reviewTeamCut(t, admin)
+	webtest.MustContain(t, "the preview", body, `id="impact-writes"`, "What it changes on ClusterQueue hyperpod-ns-team-001-clusterqueue",
+		"GPUs quota on ml.p5.48xlarge: 16 → 8")
 	webtest.MustContain(t, "the preview", body, `id="impact-preempted"`, "hyperpod-ns-team-001/train-7", "1h 30m", "12.0",
 		"would exceed its quota of 8 GPUs by 8", "16 → 8", `id="apply"`, `id="back"`,
 		"1 task preempted (8 GPUs, 12.0 GPU-hours of work).")

@@ -54,10 +54,12 @@ func (s Service) PreviewTeam(ctx context.Context, req TeamSave) (domain.Impact, 
 		ch.LocalQueues = append(ch.LocalQueues, &lq)
 	}
 	im, o := s.impact(ctx, ch)
-	if _, stored, ok := s.Cache.Team(s.Settings, team.Name); ok {
+	if live, stored, ok := s.Cache.Team(s.Settings, team.Name); ok {
 		if note := domain.RecentUseChangeNote(stored, team); note != "" {
 			im.Notes = append(im.Notes, note)
 		}
+		im.Writes = domain.QueueWrites(live, &cq)
+		im.WritesTo = "ClusterQueue " + cq.Name
 	}
 	return im, o
 }
