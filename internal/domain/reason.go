@@ -90,7 +90,7 @@ func reasonWords(wl *kueuev1beta2.Workload, s Settings, t Task, countdownAt *int
 	if quotaCond == nil {
 		return "Waiting to be evaluated by the scheduler", ""
 	}
-	return quotaReason(quotaCond.Reason, quotaCond.Message), quotaCond.Message
+	return quotaReasonOf(wl, quotaCond.Reason, quotaCond.Message), quotaCond.Message
 }
 
 // appendQuotaReason adds what the scheduler said since an eviction: right
@@ -286,6 +286,37 @@ var quotaReasonWords = map[string]string{
 	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads: "Waiting for preempted tasks to release their quota",
 	kueuev1beta2.WorkloadQuotaReservedReasonTopologyPlacementFailed:      "Waiting for room: no topology placement fits the task",
 	kueuev1beta2.WorkloadQuotaReservedReasonWaitingForQuota:              "Waiting for quota",
+}
+
+// partiallyAdmissible reports whether Kueue may admit wl with fewer pods
+// than it asks for (a pod set's minCount, partial admission), and the
+// least number of pods it accepts.
+func partiallyAdmissible(wl *kueuev1beta2.Workload) (least int32, ok bool) {
+	for _, ps := range wl.Spec.PodSets {
+		n := ps.Count
+		if ps.MinCount != nil && *ps.MinCount < ps.Count {
+			n, ok = *ps.MinCount, true
+		}
+		least += n
+	}
+	return least, ok
+}
+
+// smallerMayFit: Kueue said wl is too big for its queue at its full size,
+// and with partial admission it tries fewer pods too.
+func smallerMayFit(wl *kueuev1beta2.Workload, msg string) bool {
+	_, partial := partiallyAdmissible(wl)
+	return partial && maxQuotaRE.MatchString(msg)
+}
+
+// quotaReasonOf is quotaReason for wl: Kueue's "too big" speaks of its
+// full size, which is not the last word for a job it may admit smaller.
+func quotaReasonOf(wl *kueuev1beta2.Workload, reason, msg string) string {
+	words := quotaReason(reason, msg)
+	if least, _ := partiallyAdmissible(wl); smallerMayFit(wl, msg) {
+		words += fmt.Sprintf(" at its full size; it accepts as few as %d pods (partial admission), so Kueue may admit it smaller", least)
+	}
+	return words
 }
 
 // quotaReason translates a QuotaReserved=False condition (the scheduler's

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -723,5 +724,26 @@ func TestATaskItsQueueCanNeverHoldCannotStart(t *testing.T) {
 				t.Errorf("cannot start (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A job that accepts fewer pods (partial admission) is not one its queue
+// can never hold when Kueue says its full size is too big: Kueue tries
+// fewer pods too. Its reason says so.
+func TestAJobAdmissibleInPartCanStart(t *testing.T) {
+	const tooBig = "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor ml.p5.48xlarge, previously considered podsets requests (0) + current podset request (10) > maximum capacity (6)"
+	wl := newWorkload(nlp, "partial").Queue("lq").GPUs(1, 10).Created(at(1)).Pending("Pending", tooBig, at(9)).Obj()
+	least := int32(2)
+	wl.Spec.PodSets[0].MinCount = &least
+	snap := BuildSnapshot(SnapshotInput{Settings: DefaultSettings, Workloads: []*kueuev1beta2.Workload{wl},
+		ClusterQueues: []*kueuev1beta2.ClusterQueue{{ObjectMeta: metav1.ObjectMeta{Name: "nlp-cq"}, Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}}},
+		LocalQueues: []*kueuev1beta2.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: nlp, Name: "lq"},
+			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: "nlp-cq"}}}}, at(10))
+	task := snap.Find(wl.Namespace, wl.Name)
+	if got := snap.CannotStart(task); got != "" {
+		t.Errorf("cannot start: %q", got)
+	}
+	if r := snap.Task(task).Reason; !strings.Contains(r, "at its full size; it accepts as few as 2 pods (partial admission)") {
+		t.Errorf("reason %q", r)
 	}
 }

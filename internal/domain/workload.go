@@ -348,7 +348,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 			r.Untried = r.State == TaskPending && evicted == nil && !requeuing
 		default: // one waiting out a requeue backoff is not in Kueue's queue
 			if r.NoFit = didNotFit(c, evicted) && !requeuing; r.NoFit {
-				r.noFitWords, r.cannotFit = quotaReason(c.Reason, c.Message), cannotFit(c.Message)
+				r.noFitWords, r.cannotFit = quotaReasonOf(wl, c.Reason, c.Message), cannotFit(c.Message) && !smallerMayFit(wl, c.Message)
 			}
 		}
 	}
