@@ -48,13 +48,13 @@ func (a *Amount) addUnits(r corev1.ResourceName, v int64) {
 }
 
 // units is a quantity of r in the units Amount keeps: millicores of cpu,
-// MiB of memory, whole devices of the rest.
+// MiB of memory and storage, whole devices of the rest.
 func units(r corev1.ResourceName, q resource.Quantity) int64 {
 	switch r {
 	case corev1.ResourceCPU:
 		return q.MilliValue()
-	case corev1.ResourceMemory:
-		return q.Value() >> 20
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourceStorage:
+		return q.Value() >> 20 // MiB
 	}
 	return q.Value()
 }

@@ -29,7 +29,8 @@ func TestTeamPageShowsLimits(t *testing.T) {
 	q := resource.MustParse
 	team0 := (&kueuetest.ClusterQueueWrapper{ClusterQueue: *objs.ClusterQueues[0]}).Quota("ml.p5.48xlarge", corev1.ResourceCPU, "192").
 		Quota("ml.p5.48xlarge", corev1.ResourceMemory, "2Ti").Quota("ml.trn1.32xlarge", domain.ResourceNeuron, "16").
-		Quota("ml.p4de.24xlarge", domain.PartitionResource("mig-1g.10gb"), "7").Obj()
+		Quota("ml.p4de.24xlarge", domain.PartitionResource("mig-1g.10gb"), "7").
+		Quota("ml.p5.48xlarge", corev1.ResourceEphemeralStorage, "20Gi").Obj()
 	gpu, cpu, mem := &team0.Spec.ResourceGroups[0].Flavors[0].Resources[0], &team0.Spec.ResourceGroups[0].Flavors[0].Resources[1],
 		&team0.Spec.ResourceGroups[0].Flavors[0].Resources[2]
 	gpu.LendingLimit, cpu.BorrowingLimit, mem.LendingLimit = ptr(q("4")), ptr(q("96500m")), ptr(q("512Gi"))
@@ -54,6 +55,7 @@ func TestTeamPageShowsLimits(t *testing.T) {
 			"ml.p5.48xlarge/Memory (GiB)":             {"ml.p5.48xlarge", "Memory (GiB)", "2048", "0", "none", "512", "0", "0"},
 			"ml.trn1.32xlarge/Neuron devices":         {"ml.trn1.32xlarge", "Neuron devices", "16", "0", "none", "none", "0", "0"},
 			"ml.p4de.24xlarge/mig-1g.10gb partitions": {"ml.p4de.24xlarge", "mig-1g.10gb partitions", "7", "3", "none", "none", "0", "0"},
+			"ml.p5.48xlarge/Ephemeral storage (GiB)":  {"ml.p5.48xlarge", "Ephemeral storage (GiB)", "20", "0", "none", "none", "0", "0"},
 		}},
 		{"team-001", map[string][]string{
 			"ml.p5.48xlarge/GPUs": {"ml.p5.48xlarge", "GPUs", "8", "11", "none", "none", "3", "0"},

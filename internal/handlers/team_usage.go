@@ -369,6 +369,10 @@ func limitUnits(r corev1.ResourceName) (string, func(int64) string) {
 		return "vCPU", domain.FormatVCPU
 	case corev1.ResourceMemory:
 		return "Memory (GiB)", domain.FormatGiB
+	case corev1.ResourceEphemeralStorage:
+		return "Ephemeral storage (GiB)", domain.FormatGiB
+	case corev1.ResourceStorage:
+		return "Storage (GiB)", domain.FormatGiB
 	}
 	return domain.ResourceWord(r), itoa
 }
