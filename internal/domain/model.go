@@ -44,6 +44,9 @@ type Model struct {
 	// namespaceSelector admits. namespaceLabels are the namespaces' labels.
 	localQueues     map[string]string
 	namespaceLabels map[string]map[string]string
+	// stoppedLocalQueues are the stop policies of the LocalQueues that have
+	// one (Hold, HoldAndDrain): Kueue admits none of their tasks.
+	stoppedLocalQueues map[string]kueuev1beta2.StopPolicy
 	// cohortParents are Kueue's Cohort objects' parents, by name: lending
 	// is shared out over a whole cohort tree.
 	cohortParents map[string]string
@@ -94,29 +97,30 @@ type bucket struct {
 // NewModel starts an empty model.
 func NewModel(s Settings) *Model {
 	return &Model{
-		settings:        s,
-		priorityClass:   map[string]*kueuev1beta2.WorkloadPriorityClass{},
-		clusterQueues:   map[string]*kueuev1beta2.ClusterQueue{},
-		localQueues:     map[string]string{},
-		namespaceLabels: map[string]map[string]string{},
-		cohortParents:   map[string]string{},
-		placing:         placement{teamOf: map[string]string{}, clusterQueueOf: map[string]string{}},
-		tasks:           map[string]*TaskFacts{},
-		variants:        map[string]map[string]*TaskFacts{},
-		variantParent:   map[string]string{},
-		replaced:        map[string]map[string]*TaskFacts{},
-		replacedChain:   map[string]string{},
-		sliceTasks:      map[string]map[string]bool{},
-		buckets:         map[teamAndClass]*bucket{},
-		queues:          map[string]*tree{},
-		groups:          map[groupKey]*tree{},
-		unqueued:        newTree(byName),
-		running:         newTree(newestAdmission),
-		finished:        newTree(newestFinish),
-		dirtyBuckets:    map[teamAndClass]bool{},
-		dirtyQueues:     map[string]bool{},
-		dirtyGroups:     map[groupKey]bool{},
-		queuesDirty:     true,
+		settings:           s,
+		priorityClass:      map[string]*kueuev1beta2.WorkloadPriorityClass{},
+		clusterQueues:      map[string]*kueuev1beta2.ClusterQueue{},
+		localQueues:        map[string]string{},
+		namespaceLabels:    map[string]map[string]string{},
+		stoppedLocalQueues: map[string]kueuev1beta2.StopPolicy{},
+		cohortParents:      map[string]string{},
+		placing:            placement{teamOf: map[string]string{}, clusterQueueOf: map[string]string{}},
+		tasks:              map[string]*TaskFacts{},
+		variants:           map[string]map[string]*TaskFacts{},
+		variantParent:      map[string]string{},
+		replaced:           map[string]map[string]*TaskFacts{},
+		replacedChain:      map[string]string{},
+		sliceTasks:         map[string]map[string]bool{},
+		buckets:            map[teamAndClass]*bucket{},
+		queues:             map[string]*tree{},
+		groups:             map[groupKey]*tree{},
+		unqueued:           newTree(byName),
+		running:            newTree(newestAdmission),
+		finished:           newTree(newestFinish),
+		dirtyBuckets:       map[teamAndClass]bool{},
+		dirtyQueues:        map[string]bool{},
+		dirtyGroups:        map[groupKey]bool{},
+		queuesDirty:        true,
 	}
 }
 
@@ -420,7 +424,22 @@ func (m *Model) SetLocalQueue(lq *kueuev1beta2.LocalQueue) {
 	m.changes++
 	key := LocalQueueKey(lq.Namespace, lq.Name)
 	m.localQueues[key] = string(lq.Spec.ClusterQueue)
+	m.setLocalQueueStop(key, ptrValue(lq.Spec.StopPolicy, kueuev1beta2.None))
 	m.admit(key)
+}
+
+// setLocalQueueStop keeps a LocalQueue's stop policy: its team's row says
+// which of its LocalQueues admit nothing.
+func (m *Model) setLocalQueueStop(key string, p kueuev1beta2.StopPolicy) {
+	if old := m.stoppedLocalQueues[key]; old == p || old == "" && p == kueuev1beta2.None {
+		return
+	}
+	if p == kueuev1beta2.None {
+		delete(m.stoppedLocalQueues, key)
+	} else {
+		m.stoppedLocalQueues[key] = p
+	}
+	m.queuesDirty = true
 }
 
 // DeleteLocalQueue removes a LocalQueue.
@@ -428,6 +447,7 @@ func (m *Model) DeleteLocalQueue(namespace, name string) {
 	m.changes++
 	key := LocalQueueKey(namespace, name)
 	delete(m.localQueues, key)
+	m.setLocalQueueStop(key, kueuev1beta2.None)
 	m.admit(key)
 }
 
@@ -764,6 +784,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 	if m.queuesDirty {
 		m.nominal = nominalQuotas(m.clusterQueues)
 		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues), servedNamespaces(m.placing.clusterQueueOf), m.cohortParents)
+		addStoppedLocalQueues(m.queueRows, m.placing.clusterQueueOf, m.stoppedLocalQueues)
 	}
 	if len(m.dirtyGroups) > 0 {
 		s.borrowing = cloneMap(prev.borrowing)

@@ -870,3 +870,39 @@ func cohortParentsOf(cohorts []*kueuev1beta2.Cohort) map[string]string {
 	}
 	return out
 }
+
+// A team's row says how its queue is stopped and which of its LocalQueues
+// are: Kueue admits nothing there, and the pages say where.
+func TestATeamRowNamesItsStoppedQueues(t *testing.T) {
+	s := DefaultSettings
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.ClusterQueues[1].Spec.StopPolicy = ptrTo(kueuev1beta2.HoldAndDrain)
+	m := NewModel(s)
+	m.Load(SnapshotInput{Settings: s, ClusterQueues: objs.ClusterQueues, LocalQueues: objs.LocalQueues, Classes: objs.Classes})
+	held := kueuetest.MakeLocalQueue(s.Namespace("team-000"), "urgent", s.ClusterQueue("team-000"))
+	held.Spec.StopPolicy = ptrTo(kueuev1beta2.Hold)
+	m.SetLocalQueue(held)
+
+	row := func(team string) TeamUsage {
+		for _, u := range m.Snapshot(now).Teams {
+			if u.Team == team {
+				return u
+			}
+		}
+		t.Fatalf("no row for %s", team)
+		return TeamUsage{}
+	}
+	if got, want := row("team-000").StoppedLocalQueues, []string{s.Namespace("team-000") + "/urgent (stopPolicy Hold)"}; !slices.Equal(got, want) {
+		t.Errorf("team-000's stopped LocalQueues = %q, want %q", got, want)
+	}
+	if u := row("team-001"); u.Enabled || !u.Drained || !strings.Contains(u.Stop, "HoldAndDrain") {
+		t.Errorf("team-001: enabled %v, drained %v, stop %q", u.Enabled, u.Drained, u.Stop)
+	}
+	// Started again, the LocalQueue no longer shows.
+	held.Spec.StopPolicy = nil
+	m.SetLocalQueue(held)
+	if got := row("team-000").StoppedLocalQueues; got != nil {
+		t.Errorf("after the LocalQueue started: %q", got)
+	}
+}

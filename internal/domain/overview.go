@@ -49,6 +49,9 @@ type QueueQuota struct {
 	// Nominal is its nominal quota summed over flavors.
 	Nominal Amount
 	Stopped bool
+	// Stop says how it is stopped (StopWords); Drained: HoldAndDrain.
+	Stop    string
+	Drained bool
 	// Inactive is why Kueue admits nothing in it although it is not
 	// stopped (Inactive); "" while it admits.
 	Inactive string
@@ -124,7 +127,7 @@ func BuildOverview(s Settings, nodes []*corev1.Node, queues []*kueuev1beta2.Clus
 	ov.Total.Type = "Total"
 
 	for _, cq := range queues {
-		q := QueueQuota{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Cohort: string(cq.Spec.CohortName), Stopped: Stopped(cq), Inactive: Inactive(cq)}
+		q := QueueQuota{Name: cq.Name, Team: s.TeamOfClusterQueue(cq), Cohort: string(cq.Spec.CohortName), Stopped: Stopped(cq), Stop: StopWords(cq), Drained: Drained(cq), Inactive: Inactive(cq)}
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, f := range rg.Flavors {
 				for _, r := range f.Resources {
@@ -148,6 +151,23 @@ func gpuMemoryGiB(n *corev1.Node) int64 {
 		return s.GPUMemGiB
 	}
 	return 0
+}
+
+// StopWords says how a ClusterQueue is stopped, "" while it is not: Hold
+// keeps its running tasks, HoldAndDrain evicts them.
+func StopWords(cq *kueuev1beta2.ClusterQueue) string {
+	switch ptrValue(cq.Spec.StopPolicy, kueuev1beta2.None) {
+	case kueuev1beta2.Hold:
+		return "Held (stopPolicy Hold): Kueue admits no new task; the running ones go on"
+	case kueuev1beta2.HoldAndDrain:
+		return "Held and drained (stopPolicy HoldAndDrain): Kueue admits no new task and evicts the running ones"
+	}
+	return ""
+}
+
+// Drained reports whether a ClusterQueue's stop policy evicts its running tasks.
+func Drained(cq *kueuev1beta2.ClusterQueue) bool {
+	return ptrValue(cq.Spec.StopPolicy, kueuev1beta2.None) == kueuev1beta2.HoldAndDrain
 }
 
 // Stopped reports whether a ClusterQueue admits no new workloads.
@@ -180,4 +200,12 @@ func gib(l corev1.ResourceList) int64 {
 		return 0
 	}
 	return q.Value() >> 30
+}
+
+// ptrValue is *p, or def when p is nil.
+func ptrValue[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }

@@ -79,6 +79,13 @@ type TeamUsage struct {
 	// LocalQueue's recent use (admissionScope).
 	RecentUseOrder bool
 	Enabled        bool
+	// Stop says how the queue is stopped (StopWords); "" while it is not;
+	// Drained: HoldAndDrain.
+	Stop    string
+	Drained bool
+	// StoppedLocalQueues are the LocalQueues feeding it that are stopped,
+	// in words ("ns/name (stopPolicy Hold)"): Kueue admits none of their tasks.
+	StoppedLocalQueues []string
 	// Inactive is why Kueue admits no new task in the queue (Inactive); ""
 	// while it does.
 	Inactive      string
@@ -151,7 +158,7 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 	for _, cq := range cqs {
 		team := s.TeamOfClusterQueue(cq)
 		row := TeamUsage{Team: team, ClusterQueue: cq.Name, Namespaces: served[cq.Name],
-			Cohort: string(cq.Spec.CohortName), Enabled: !Stopped(cq), Inactive: Inactive(cq)}
+			Cohort: string(cq.Spec.CohortName), Enabled: !Stopped(cq), Stop: StopWords(cq), Drained: Drained(cq), Inactive: Inactive(cq)}
 		row.Imported, row.Reconciler = Imported(cq), ReconciledBy(cq)
 		row.RecentUseOrder = OrdersByRecentUse(cq.Spec.AdmissionScope)
 		if !ManagedByConsole(cq) {
@@ -335,6 +342,26 @@ func RootCohort(cohort string, parentOf func(string) string) string {
 		cohort = parent
 	}
 	return cohort
+}
+
+// addStoppedLocalQueues names, on each row, the stopped LocalQueues that
+// feed its ClusterQueue (clusterQueueOf: those its namespaceSelector admits).
+func addStoppedLocalQueues(rows []TeamUsage, clusterQueueOf map[string]string, stopped map[string]kueuev1beta2.StopPolicy) {
+	if len(stopped) == 0 {
+		return
+	}
+	byQueue := map[string][]string{}
+	for key, p := range stopped {
+		if cq, ok := clusterQueueOf[key]; ok {
+			byQueue[cq] = append(byQueue[cq], key+" (stopPolicy "+string(p)+")")
+		}
+	}
+	for i := range rows {
+		if lqs := byQueue[rows[i].ClusterQueue]; len(lqs) > 0 {
+			slices.Sort(lqs)
+			rows[i].StoppedLocalQueues = lqs
+		}
+	}
 }
 
 // servedNamespaces are, per ClusterQueue, the namespaces whose LocalQueues

@@ -81,7 +81,7 @@ func (p overviewPage) show(c echo.Context) error {
 			t.instanceTypes = append(t.instanceTypes, instanceRow(it))
 		}
 		for _, q := range visibleQueues(ov, visible) {
-			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, Quota: quotaWords(q.Nominal), Stopped: q.Stopped, Inactive: q.Inactive}
+			row := templates.QueueRow{Name: q.Name, Cohort: q.Cohort, Quota: quotaWords(q.Nominal), Stopped: q.Stopped, Stop: q.Stop, Drained: q.Drained, Inactive: q.Inactive}
 			t.queues = append(t.queues, p.pieces.of(row, templates.QueueRowCells(row)))
 		}
 		if !visible.all {

@@ -176,3 +176,26 @@ func TestQueueListsNameTheQuotaInItsResources(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A stopped queue says how on the usage page and on its team's page, and a
+// team's page names its stopped LocalQueues: Kueue admits nothing there.
+func TestPagesSayHowAQueueIsStopped(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	drain := kueuev1beta2.HoldAndDrain
+	objs.ClusterQueues[1].Spec.StopPolicy = &drain
+	held := kueuetest.MakeLocalQueue(s.Namespace("team-000"), "urgent", s.ClusterQueue("team-000"))
+	hold := kueuev1beta2.Hold
+	held.Spec.StopPolicy = &hold
+	objs.LocalQueues = append(objs.LocalQueues, held)
+	f.model.publish(snapshotOf(s, objs, now))
+	h := f.handler()
+
+	_, usage := webtest.Get(t, h, "/usage")
+	webtest.MustContain(t, "/usage", usage, "Disabled, drained", "stopPolicy HoldAndDrain")
+	_, team0 := webtest.Get(t, h, "/usage/team-000")
+	webtest.MustContain(t, "/usage/team-000", team0, "LocalQueue "+s.Namespace("team-000")+"/urgent (stopPolicy Hold) is stopped")
+	_, team1 := webtest.Get(t, h, "/usage/team-001")
+	webtest.MustContain(t, "/usage/team-001", team1, `id="team-stopped"`, "Held and drained (stopPolicy HoldAndDrain)")
+}

@@ -271,7 +271,7 @@ func (p usagePages) teamUsageParts(r *liveRender) ([]templates.LivePart, error) 
 		gone, err := part("team-live", templates.Message("Team "+r.view.team+" no longer exists."))
 		return []templates.LivePart{gone}, err
 	}
-	v := templates.TeamSummaryView{Team: u.Team, Pending: u.Pending + u.Preempted, Inactive: u.Inactive}
+	v := templates.TeamSummaryView{Team: u.Team, Pending: u.Pending + u.Preempted, Inactive: u.Inactive, Stop: u.Stop, StoppedLocalQueues: u.StoppedLocalQueues}
 	profiles := domain.UsedProfiles([]domain.TeamUsage{u})
 	for _, res := range teamResources(u, profiles) {
 		label := res.label

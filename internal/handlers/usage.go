@@ -312,7 +312,7 @@ func totalFigures(teams []domain.TeamUsage, res usageResource) usageFigures {
 
 func usageRowWith(u domain.TeamUsage, f usageFigures, res usageResource, util map[string]float64, total bool) templates.UsageRow {
 	r := templates.UsageRow{
-		Team: u.Team, Namespace: u.Namespace, Enabled: u.Enabled, RecentUseOrder: u.RecentUseOrder, Manager: u.Manager,
+		Team: u.Team, Namespace: u.Namespace, Enabled: u.Enabled, Stop: u.Stop, Drained: u.Drained, RecentUseOrder: u.RecentUseOrder, Manager: u.Manager,
 		Inactive:  u.Inactive,
 		Allocated: res.format(f.allocated), InUse: res.format(f.inUse),
 		Borrowed: res.format(f.borrowed), Lent: res.format(f.lent), Wants: res.format(f.wants),
