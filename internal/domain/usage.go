@@ -88,9 +88,13 @@ type TeamUsage struct {
 	StoppedLocalQueues []string
 	// Inactive is why Kueue admits no new task in the queue (Inactive); ""
 	// while it does.
-	Inactive      string
-	Allocated     Amount // nominal quota
-	InUse         Amount // admitted tasks' usage, own and borrowed
+	Inactive  string
+	Allocated Amount // nominal quota
+	InUse     Amount // admitted tasks' usage, own and borrowed
+	// Reserved is the quota Kueue holds for tasks, admitted or still
+	// waiting for admission checks (status.flavorsReservation): others
+	// cannot have it, although no task of it runs yet.
+	Reserved      Amount
 	Borrowed      Amount // usage above nominal, from other teams' quota
 	Lent          Amount // its idle quota used by others (attributed)
 	PendingDemand Amount // what its queued tasks ask for
@@ -174,6 +178,11 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 					row.Limits = append(row.Limits, ResourceLimit{Flavor: string(f.Name), Resource: r.Name, Nominal: units(r.Name, r.NominalQuota),
 						BorrowingLimit: unitsOf(r.Name, r.BorrowingLimit), LendingLimit: unitsOf(r.Name, r.LendingLimit)})
 				}
+			}
+		}
+		for _, f := range cq.Status.FlavorsReservation {
+			for _, r := range f.Resources {
+				row.Reserved.addUnits(r.Name, units(r.Name, r.Total))
 			}
 		}
 		for _, f := range cq.Status.FlavorsUsage {
@@ -318,6 +327,7 @@ func Totals(rows []TeamUsage) TeamUsage {
 	for _, r := range rows {
 		t.Allocated.add(r.Allocated)
 		t.InUse.add(r.InUse)
+		t.Reserved.add(r.Reserved)
 		t.Borrowed.add(r.Borrowed)
 		t.Lent.add(r.Lent)
 		t.PendingDemand.add(r.PendingDemand)

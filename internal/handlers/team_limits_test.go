@@ -199,3 +199,18 @@ func TestPagesSayHowAQueueIsStopped(t *testing.T) {
 	_, team1 := webtest.Get(t, h, "/usage/team-001")
 	webtest.MustContain(t, "/usage/team-001", team1, `id="team-stopped"`, "Held and drained (stopPolicy HoldAndDrain)")
 }
+
+// Quota Kueue reserves for tasks that wait for admission checks is shown
+// beside what admitted tasks use: no one else can have it.
+func TestUsageShowsQuotaReservedForAdmissionChecks(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	cq := objs.ClusterQueues[0]
+	cq.Status.FlavorsUsage[0].Resources[0].Total = resource.MustParse("2")
+	cq.Status.FlavorsReservation = []kueuev1beta2.FlavorUsage{{Name: cq.Status.FlavorsUsage[0].Name,
+		Resources: []kueuev1beta2.ResourceUsage{{Name: domain.ResourceGPU, Total: resource.MustParse("6")}}}}
+	f.model.publish(snapshotOf(s, objs, now))
+	_, body := webtest.Get(t, f.handler(), "/usage")
+	webtest.MustContain(t, "/usage", body, "2 (+4 reserved for tasks waiting for admission checks)")
+}

@@ -30,7 +30,9 @@ type usageResource struct {
 }
 
 // usageFigures are a team's figures in one resource.
-type usageFigures struct{ allocated, inUse, borrowed, lent, wants int64 }
+// reserved is the quota held for tasks, admitted or waiting for admission
+// checks (0 where not known).
+type usageFigures struct{ allocated, inUse, borrowed, lent, wants, reserved int64 }
 
 func (f *usageFigures) add(g usageFigures) {
 	f.allocated += g.allocated
@@ -38,12 +40,13 @@ func (f *usageFigures) add(g usageFigures) {
 	f.borrowed += g.borrowed
 	f.lent += g.lent
 	f.wants += g.wants
+	f.reserved += g.reserved
 }
 
 // amountResource is a resource the usage rows keep as an Amount.
 func amountResource(key, label, unit string, kube corev1.ResourceName, of func(domain.Amount) int64, format func(int64) string) usageResource {
 	return usageResource{key: key, label: label, unit: unit, kube: kube, format: format, figures: func(u domain.TeamUsage) usageFigures {
-		return usageFigures{of(u.Allocated), of(u.InUse), of(u.Borrowed), of(u.Lent), of(u.PendingDemand)}
+		return usageFigures{of(u.Allocated), of(u.InUse), of(u.Borrowed), of(u.Lent), of(u.PendingDemand), of(u.Reserved)}
 	}}
 }
 
@@ -84,7 +87,7 @@ func profileResource(profile string) usageResource {
 	return usageResource{key: profile, label: profile, unit: "partitions", kube: domain.PartitionResource(profile), format: itoa, profile: profile,
 		figures: func(u domain.TeamUsage) usageFigures {
 			p := u.Partition(profile)
-			return usageFigures{p.Allocated, p.InUse, p.Borrowed, p.Lent, p.Pending}
+			return usageFigures{allocated: p.Allocated, inUse: p.InUse, borrowed: p.Borrowed, lent: p.Lent, wants: p.Pending}
 		}}
 }
 
@@ -319,6 +322,11 @@ func usageRowWith(u domain.TeamUsage, f usageFigures, res usageResource, util ma
 		AllocUtil: shownPercent(domain.FormatPercent(f.inUse, f.allocated)),
 		Running:   u.Running, Pending: u.Pending + u.Preempted, Preempted: u.Preempted,
 		HardwareUtil: "—",
+	}
+	// Quota held for tasks that wait for admission checks is no one's to
+	// borrow, although none of their pods runs.
+	if waiting := f.reserved - f.inUse; waiting > 0 {
+		r.InUse += " (+" + res.format(waiting) + " reserved for tasks waiting for admission checks)"
 	}
 	team := ""
 	if !total {
