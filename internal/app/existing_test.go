@@ -754,7 +754,7 @@ func TestAnImportedQueueOfOtherFlavorsIsEditable(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("edit form: %d\n%.400s", code, edit)
 	}
-	webtest.MustContain(t, "the edit form", edit, `id="kept-quota"`, h.Flavor+": 9 vCPU, 36 GiB memory")
+	webtest.MustContain(t, "the edit form", edit, `id="kept-quota"`, h.Flavor+": 9 vCPU, 36 GiB memory", `id="kept-as-is"`, "Namespace selector")
 	form := webtest.FormValues(t, edit, "team-form")
 	if form.Get("quota.0.instanceType") != "" {
 		t.Fatalf("the form has quota rows of an instance type: %v", form)

@@ -247,3 +247,21 @@ func TestImportedLimitsFollowTheirQuota(t *testing.T) {
 		t.Errorf("after raising the borrow limit to 150 %%, nominal and borrowing limit (-want +got):\n%s", diff)
 	}
 }
+
+// What the form cannot express of an imported queue is named, to be kept:
+// a preemption within the queue the form reads as lower priority among it.
+func TestKeptAsIsNamesWhatTheFormDoesNotWrite(t *testing.T) {
+	cq := &kueuev1beta2.ClusterQueue{Spec: kueuev1beta2.ClusterQueueSpec{
+		QueueingStrategy: kueuev1beta2.StrictFIFO,
+		Preemption: &kueuev1beta2.ClusterQueuePreemption{WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerOrNewerEqualPriority,
+			ReclaimWithinCohort: kueuev1beta2.PreemptionPolicyAny}}}
+	got := strings.Join(KeptAsIs(cq), "\n")
+	for _, want := range []string{"Preemption within the queue LowerOrNewerEqualPriority", "Reclaim within cohort Any", "Queueing strategy StrictFIFO"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("kept as is %q: no %q", got, want)
+		}
+	}
+	if plain := KeptAsIs(&kueuev1beta2.ClusterQueue{}); strings.Contains(strings.Join(plain, "\n"), "Preemption") {
+		t.Errorf("a queue with Kueue's default preemption keeps %q", plain)
+	}
+}

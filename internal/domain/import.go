@@ -72,7 +72,7 @@ func PlanImport(s Settings, cq *kueuev1beta2.ClusterQueue, served []string, take
 	name := s.TeamOfClusterQueue(cq)
 	team, notes := AdoptTeam(s, Team{Name: name, Lending: LendAndBorrow, BorrowLimitPercent: 100}, cq, shapes)
 	p := QueueImport{ClusterQueue: cq.Name, Team: team, Namespaces: served, Cohort: string(cq.Spec.CohortName),
-		Kept: append(keptAsIs(cq), notes...), Reconciler: ReconciledBy(cq), Fingerprint: QueueFingerprint(cq)}
+		Kept: append(KeptAsIs(cq), notes...), Reconciler: ReconciledBy(cq), Fingerprint: QueueFingerprint(cq)}
 	switch {
 	case ManagedByConsole(cq):
 		p.Problem = fmt.Sprintf("ClusterQueue %s is already managed by the console.", cq.Name)
@@ -134,8 +134,9 @@ func KeptQuota(cq *kueuev1beta2.ClusterQueue, shapes ShapeLookup) []string {
 	return out
 }
 
-// keptAsIs names what the allocation form cannot express of cq.
-func keptAsIs(cq *kueuev1beta2.ClusterQueue) []string {
+// KeptAsIs names what the allocation form cannot express of cq, which a
+// save keeps as it is.
+func KeptAsIs(cq *kueuev1beta2.ClusterQueue) []string {
 	spec := cq.Spec
 	var out []string
 	if n := len(spec.ResourceGroups); n > 1 {
@@ -148,6 +149,9 @@ func keptAsIs(cq *kueuev1beta2.ClusterQueue) []string {
 		out = append(out, "Namespace selector "+sel+": kept as it is.")
 	}
 	if p := spec.Preemption; p != nil {
+		if p.WithinClusterQueue == kueuev1beta2.PreemptionPolicyLowerOrNewerEqualPriority {
+			out = append(out, "Preemption within the queue "+string(p.WithinClusterQueue)+" (the form shows it as lower priority): kept as it is until the preemption setting is changed.")
+		}
 		if p.ReclaimWithinCohort != "" && p.ReclaimWithinCohort != kueuev1beta2.PreemptionPolicyNever {
 			out = append(out, "Reclaim within cohort "+string(p.ReclaimWithinCohort)+": kept as it is.")
 		}

@@ -143,7 +143,7 @@ func (p teamPages) renderTeamForm(c echo.Context, status int, st teamFormState) 
 	if st.editing {
 		if cq, _, ok := p.teams.Team(f.Name); ok {
 			if imported = domain.Imported(cq); imported {
-				view.KeptQuota = domain.KeptQuota(cq, shapes)
+				view.KeptQuota, view.KeptAsIs = domain.KeptQuota(cq, shapes), domain.KeptAsIs(cq)
 			}
 		}
 	}
