@@ -344,44 +344,58 @@ func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
 // revision. Re-applying an unchanged team writes nothing.
 func (a Applier) ApplyTeam(ctx context.Context, objs domain.TeamObjects) error {
 	c := a.begin(ctx)
+	var steps writeSteps
 	if objs.Namespace != nil {
 		namespaces := a.Kube.CoreV1().Namespaces()
+		what := "namespace " + *objs.Namespace.Name
 		if err := notOthers(namespaces.Get(ctx, *objs.Namespace.Name, metav1.GetOptions{})); err != nil {
-			return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
+			return steps.failed(fmt.Errorf("%s: %w", what, err))
 		}
 		if _, err := applyAudited(ctx, c, objs.Namespace, *objs.Namespace.Name, namespaces.Get, namespaces.Apply); err != nil {
-			return fmt.Errorf("namespace %s: %w", *objs.Namespace.Name, err)
+			return steps.failed(fmt.Errorf("%s: %w", what, err))
 		}
+		steps.wrote(what)
 	}
 	toWrite, err := a.flavorsToWrite(ctx, objs.Flavors)
 	if err != nil {
-		return err
+		return steps.failed(err)
 	}
 	flavors := a.Kueue.KueueV1beta2().ResourceFlavors()
 	for _, w := range toWrite {
 		rf := w.flavor
+		what := "resource flavor " + *rf.Name
 		if _, err := applyAudited(ctx, c, rf, *rf.Name, flavors.Get, flavors.Apply); err != nil {
-			return fmt.Errorf("resource flavor %s: %w", *rf.Name, err)
+			return steps.failed(fmt.Errorf("%s: %w", what, err))
 		}
+		steps.wrote(what)
 	}
 	cqs := a.Kueue.KueueV1beta2().ClusterQueues()
+	what := "cluster queue " + *objs.ClusterQueue.Name
 	cq, err := applyAudited(ctx, c, objs.ClusterQueue, *objs.ClusterQueue.Name, cqs.Get, cqs.Apply)
 	if err != nil {
-		return fmt.Errorf("cluster queue %s: %w", *objs.ClusterQueue.Name, err)
+		return steps.failed(fmt.Errorf("%s: %w", what, err))
 	}
+	steps.wrote(what)
 	if objs.LocalQueue != nil {
 		lqs := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace)
+		what := "local queue " + *objs.LocalQueue.Name
 		if _, err := applyAudited(ctx, c, objs.LocalQueue, *objs.LocalQueue.Name, lqs.Get, lqs.Apply); err != nil {
-			return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
+			return steps.failed(fmt.Errorf("%s: %w", what, err))
 		}
+		steps.wrote(what)
 	}
 	if objs.Members != nil {
 		bindings := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace)
+		what := "member binding " + *objs.Members.Name
 		if _, err := applyAudited(ctx, c, objs.Members, *objs.Members.Name, bindings.Get, bindings.Apply); err != nil {
-			return fmt.Errorf("role binding %s: %w", *objs.Members.Name, err)
+			return steps.failed(fmt.Errorf("%s: %w", what, err))
 		}
+		steps.wrote(what)
 	}
-	return a.recordTeam(ctx, c, objs, cq)
+	if err := a.recordTeam(ctx, c, objs, cq); err != nil {
+		return steps.failed(err)
+	}
+	return nil
 }
 
 // CheckPolicy dry-runs a policy's priority classes and cohort: the
@@ -469,17 +483,13 @@ func (a Applier) CheckDeleteTeam(ctx context.Context, s domain.Settings, team st
 }
 
 // DeleteTeam removes what the console created for a team: its LocalQueue,
-// ClusterQueue and namespace (with the team's jobs and member binding), and
-// its revision history. Shared ResourceFlavors stay. Deleting what is
-// already gone is not an error, so a retry after a failure finishes the job.
+// namespace (with the team's jobs and member binding), revision history
+// and, last, its ClusterQueue. Shared ResourceFlavors stay. Deleting what
+// is already gone is not an error, and the ClusterQueue, by which the
+// console knows the team, goes last: after a failure the team is still
+// there to delete again, and the retry finishes the job.
 func (a Applier) DeleteTeam(ctx context.Context, s domain.Settings, team string) error {
-	if err := a.deleteTeam(ctx, s, team, nil); err != nil {
-		return err
-	}
-	if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamRevisionsName(s, team), metav1.DeleteOptions{})); err != nil {
-		return fmt.Errorf("revision history: %w", err)
-	}
-	return nil
+	return a.deleteTeam(ctx, s, team, nil)
 }
 
 func ignoreMissing(err error) error {
@@ -492,22 +502,38 @@ func ignoreMissing(err error) error {
 func (a Applier) deleteTeam(ctx context.Context, s domain.Settings, team string, dryRun []string) error {
 	background := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dryRun}
+	var steps writeSteps
+	// A dry run writes nothing: its failure is only its own.
+	fail := func(err error) error {
+		if dryRun != nil {
+			return err
+		}
+		return steps.failed(err)
+	}
 	if err := ignoreMissing(a.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team)).Delete(ctx, s.LocalQueue(team), opts)); err != nil {
-		return fmt.Errorf("local queue: %w", err)
+		return fail(fmt.Errorf("local queue: %w", err))
 	}
-	if err := ignoreMissing(a.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, s.ClusterQueue(team), opts)); err != nil {
-		return fmt.Errorf("cluster queue: %w", err)
-	}
+	steps.wrote("local queue " + s.LocalQueue(team) + " deleted")
 	// The namespace goes only when it is the console's: one someone else
 	// made (and labelled otherwise since) stays, with what is in it.
 	switch err := notOthers(a.Kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})); {
 	case errors.Is(err, ErrNotTheConsoles):
-		return nil
 	case err != nil:
-		return fmt.Errorf("namespace: %w", err)
+		return fail(fmt.Errorf("namespace: %w", err))
+	default:
+		if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
+			return fail(fmt.Errorf("namespace: %w", err))
+		}
+		steps.wrote("namespace " + s.Namespace(team) + " deleted")
 	}
-	if err := ignoreMissing(a.Kube.CoreV1().Namespaces().Delete(ctx, s.Namespace(team), opts)); err != nil {
-		return fmt.Errorf("namespace: %w", err)
+	if dryRun == nil {
+		if err := ignoreMissing(a.records().CoreV1().ConfigMaps(s.State()).Delete(ctx, domain.TeamRevisionsName(s, team), metav1.DeleteOptions{})); err != nil {
+			return fail(fmt.Errorf("revision history: %w", err))
+		}
+		steps.wrote("revision history deleted")
+	}
+	if err := ignoreMissing(a.Kueue.KueueV1beta2().ClusterQueues().Delete(ctx, s.ClusterQueue(team), opts)); err != nil {
+		return fail(fmt.Errorf("cluster queue: %w", err))
 	}
 	return nil
 }

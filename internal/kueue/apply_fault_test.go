@@ -3,12 +3,14 @@ package kueue_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -392,5 +394,89 @@ func TestWebhookRejectionInCheckTeamWritesNothing(t *testing.T) {
 	t.Logf("rejected by Kueue: %d dry-run requests, %d writes, %d of 5 team parts exist, %d events", dryRuns, writes, len(parts), len(evs))
 	if writes != 0 || len(parts) != 0 || len(evs) != 0 {
 		t.Errorf("a rejected allocation left %d writes, parts %v, %d events", writes, parts, len(evs))
+	}
+}
+
+// The apiserver goes down in the middle of deleting a team, at each of the
+// requests the delete makes. Whatever went, the team's ClusterQueue, by
+// which the console knows the team, goes last: while anything of the team
+// is left, its queue is too, so the team is still there to delete again,
+// and the retry finishes the job. A failure after a write says so.
+func TestDeleteTeamCanBeRetriedAfterTheAPIServerFailsMidway(t *testing.T) {
+	c := clients(t)
+	s := isolated(t)
+	flaky := newFlakyAPIServer(t)
+	faulty := flaky.applier(t)
+	healthy := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
+	ctx := as("alice")
+	// gone lists what is left of a team, but what is being deleted: a
+	// terminating namespace and what is in it, a ClusterQueue Kueue's
+	// finalizer holds until its tasks are gone.
+	gone := func(team string) []string {
+		ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, s.Namespace(team), metav1.GetOptions{})
+		terminating := err == nil && ns.DeletionTimestamp != nil
+		var left []string
+		for _, part := range teamParts(t, c, s, team) {
+			switch part {
+			case "Namespace", "LocalQueue", "RoleBinding":
+				if terminating {
+					continue
+				}
+			case "ClusterQueue":
+				cq, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team), metav1.GetOptions{})
+				if apierrors.IsNotFound(err) || err == nil && cq.DeletionTimestamp != nil {
+					continue
+				}
+			}
+			left = append(left, part)
+		}
+		return left
+	}
+
+	probe := faultTeam("del-probe")
+	objs, err := domain.BuildTeam(s, probe, domain.LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := healthy.ApplyTeam(ctx, objs); err != nil {
+		t.Fatal(err)
+	}
+	flaky.reset(0, refuse)
+	if err := faulty.DeleteTeam(ctx, s, probe.Name); err != nil {
+		t.Fatalf("delete through the healthy proxy: %v", err)
+	}
+	sequence := flaky.requests()
+	for _, mode := range []faultMode{refuse, dropAfterForward} {
+		for at := 1; at <= len(sequence); at++ {
+			team := faultTeam(fmt.Sprintf("del-%s-%d", mode, at))
+			objs, err := domain.BuildTeam(s, team, domain.LookupShape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cleanupTeam(t, healthy, s, team.Name)
+			if err := healthy.ApplyTeam(ctx, objs); err != nil {
+				t.Fatal(err)
+			}
+			flaky.reset(at, mode)
+			err = faulty.DeleteTeam(ctx, s, team.Name)
+			if err == nil {
+				t.Errorf("%s at request %d (%s): the delete did not fail", mode, at, sequence[at-1])
+				continue
+			}
+			var pw *kueue.PartlyWritten
+			if at > 1 && !errors.As(err, &pw) {
+				t.Errorf("%s at request %d (%s): after a write, the error does not say it went partway: %v", mode, at, sequence[at-1], err)
+			}
+			left := gone(team.Name)
+			if len(left) > 0 && !slices.Contains(left, "ClusterQueue") {
+				t.Errorf("%s at request %d (%s): %v left without the ClusterQueue: the team cannot be found to delete again", mode, at, sequence[at-1], left)
+			}
+			if err := healthy.DeleteTeam(ctx, s, team.Name); err != nil {
+				t.Errorf("%s at request %d: the retry failed: %v", mode, at, err)
+			}
+			if left := gone(team.Name); len(left) > 0 {
+				t.Errorf("%s at request %d: after the retry %v is left", mode, at, left)
+			}
+		}
 	}
 }

@@ -109,6 +109,9 @@ func failedForUser(err error, what string) Outcome {
 // not do what, what Kueue or the admission policy refused, or that the
 // cluster did not answer. The raw error goes to the log only.
 func failed(err error, who, what string) Outcome {
+	if pw := (*kueue.PartlyWritten)(nil); errors.As(err, &pw) {
+		return partlyWritten(failed(pw.Err, who, what), pw)
+	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		return Outcome{Kind: Unavailable, Message: "The cluster could not be reached, so nothing was changed. Try again in a moment."}
@@ -179,4 +182,22 @@ func RevisionsProblem(s domain.Settings, err error) string {
 			"), so they are not shown. Ask a cluster admin to apply the console's RBAC from deploy/rbac."
 	}
 	return "The revision history could not be read from the cluster right now."
+}
+
+// partlyWritten is the outcome of a change that failed partway: o, the
+// outcome of its failure, says what the failure was, and this what went
+// through, so that nobody reads "nothing was changed" of a change half
+// made. Making the change again finishes it.
+func partlyWritten(o Outcome, pw *kueue.PartlyWritten) Outcome {
+	cause := o.Message
+	for _, nothing := range []string{", so nothing was changed", "; nothing was changed", " so nothing was changed"} {
+		cause = strings.Replace(cause, nothing, "", 1)
+	}
+	done := "part of it may have gone through"
+	if len(pw.Written) > 0 {
+		done = "this went through: " + strings.Join(pw.Written, ", ")
+	}
+	o.Message = "The change stopped partway, and " + done + ". " + cause +
+		" Making the same change again finishes it (a new team shows on the Teams page: save its form there)."
+	return o
 }

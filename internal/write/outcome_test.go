@@ -86,3 +86,36 @@ func TestNotAllowedNamesEveryMissingRight(t *testing.T) {
 		t.Errorf("kind %v, message (-want +got):\n%s", o.Kind, diff)
 	}
 }
+
+// A change that failed partway says what went through, never that nothing
+// was changed: the cluster enforces what was written.
+func TestFailedPartwaySaysWhatWentThrough(t *testing.T) {
+	lost := &kueue.PartlyWritten{Written: []string{"namespace hyperpod-ns-t", "cluster queue hyperpod-ns-t-clusterqueue"},
+		Err: errors.New("local queue hyperpod-ns-t-localqueue: read: connection reset by peer")}
+	denied := &kueue.PartlyWritten{Written: []string{"cluster queue hyperpod-ns-t-clusterqueue"},
+		Err: apierrors.NewInvalid(schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "LocalQueue"}, "t",
+			field.ErrorList{field.Invalid(field.NewPath("spec", "clusterQueue"), "x", "field is immutable")})}
+	unknown := &kueue.PartlyWritten{Err: errors.New("namespace hyperpod-ns-t: EOF")}
+	for _, tc := range []struct {
+		err  error
+		kind Kind
+		says []string
+	}{
+		{lost, Unavailable, []string{"stopped partway", "this went through: namespace hyperpod-ns-t, cluster queue hyperpod-ns-t-clusterqueue", "could not be reached", "Making the same change again finishes it"}},
+		{denied, Rejected, []string{"stopped partway", "cluster queue hyperpod-ns-t-clusterqueue", "Kueue refused this allocation: spec.clusterQueue"}},
+		{unknown, Unavailable, []string{"part of it may have gone through"}},
+	} {
+		o := failed(fmt.Errorf("saving: %w", tc.err), "your account bob", "team t")
+		if o.Kind != tc.kind {
+			t.Errorf("%v: kind %v, want %v", tc.err, o.Kind, tc.kind)
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(o.Message, s) {
+				t.Errorf("%v: %q does not say %q", tc.err, o.Message, s)
+			}
+		}
+		if strings.Contains(o.Message, "nothing was changed") {
+			t.Errorf("%v: %q says nothing was changed", tc.err, o.Message)
+		}
+	}
+}
