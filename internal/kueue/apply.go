@@ -334,6 +334,28 @@ func (a Applier) CheckTeam(ctx context.Context, objs domain.TeamObjects) error {
 	if _, err := a.Kueue.KueueV1beta2().ClusterQueues().Apply(ctx, objs.ClusterQueue, opts); err != nil {
 		return fmt.Errorf("cluster queue %s: %w", *objs.ClusterQueue.Name, err)
 	}
+	// In a namespace that exists already, the LocalQueue and the member
+	// binding are judged too (a LocalQueue pointed elsewhere by hand cannot
+	// be pointed back: its ClusterQueue is immutable), so that a refusal
+	// comes before anything is written. In a new one they are the
+	// namespace's first objects, which nobody else can have made.
+	if objs.LocalQueue == nil {
+		return nil
+	}
+	switch _, err := a.Kube.CoreV1().Namespaces().Get(ctx, *objs.LocalQueue.Namespace, metav1.GetOptions{}); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("namespace %s: %w", *objs.LocalQueue.Namespace, err)
+	}
+	if _, err := a.Kueue.KueueV1beta2().LocalQueues(*objs.LocalQueue.Namespace).Apply(ctx, objs.LocalQueue, opts); err != nil {
+		return fmt.Errorf("local queue %s: %w", *objs.LocalQueue.Name, err)
+	}
+	if objs.Members != nil {
+		if _, err := a.Kube.RbacV1().RoleBindings(*objs.Members.Namespace).Apply(ctx, objs.Members, opts); err != nil {
+			return fmt.Errorf("role binding %s: %w", *objs.Members.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -394,6 +395,53 @@ func TestWebhookRejectionInCheckTeamWritesNothing(t *testing.T) {
 	t.Logf("rejected by Kueue: %d dry-run requests, %d writes, %d of 5 team parts exist, %d events", dryRuns, writes, len(parts), len(evs))
 	if writes != 0 || len(parts) != 0 || len(evs) != 0 {
 		t.Errorf("a rejected allocation left %d writes, parts %v, %d events", writes, parts, len(evs))
+	}
+}
+
+// A team's LocalQueue pointed at another ClusterQueue by hand cannot be
+// pointed back (Kueue keeps it immutable): the dry run says so before the
+// save writes anything, so the team's queue is not changed either.
+func TestALocalQueuePointedElsewhereIsRefusedBeforeAnyWrite(t *testing.T) {
+	c := clients(t)
+	s := isolated(t)
+	ctx := as("alice")
+	healthy := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
+	team := faultTeam("repointed")
+	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupTeam(t, healthy, s, team.Name)
+	if err := healthy.ApplyTeam(ctx, objs); err != nil {
+		t.Fatal(err)
+	}
+	lqs := c.Kueue.KueueV1beta2().LocalQueues(s.Namespace(team.Name))
+	if err := lqs.Delete(ctx, s.LocalQueue(team.Name), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: s.LocalQueue(team.Name), Namespace: s.Namespace(team.Name)},
+		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: "somewhere-else"}}
+	if _, err := lqs.Create(ctx, elsewhere, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team.Name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team.FairShareWeight = 9
+	objs, err = domain.BuildTeam(s, team, domain.LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := healthy.CheckTeam(ctx, objs); err == nil || !strings.Contains(err.Error(), "local queue") {
+		t.Fatalf("the dry run of a save over a LocalQueue pointed elsewhere: %v", err)
+	}
+	after, err := c.Kueue.KueueV1beta2().ClusterQueues().Get(ctx, s.ClusterQueue(team.Name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(after.Spec, before.Spec) {
+		t.Errorf("the dry run changed the team's ClusterQueue")
 	}
 }
 
