@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"crypto/tls"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -76,6 +77,25 @@ func TestProbesAndMetricsNeedNoSignIn(t *testing.T) {
 		}
 		if rec := serve(e, httptest.NewRequest(http.MethodGet, "/teams", nil)); rec.Code != http.StatusUnauthorized {
 			t.Errorf("%s: GET /teams = %d, want 401", a.Mode, rec.Code)
+		}
+	}
+}
+
+// HEAD answers wherever GET does, with the headers and no body, so that
+// monitors probing with HEAD see the console up.
+func TestHeadAnswersLikeGet(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	srv := httptest.NewServer(f.handler())
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/healthz", "/readyz", "/", "/usage"} {
+		resp, err := http.Head(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(body) != 0 {
+			t.Errorf("HEAD %s = %d with %d bytes of body, want 200 and none", path, resp.StatusCode, len(body))
 		}
 	}
 }

@@ -380,6 +380,7 @@ func New(cfg Config) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Log)
+	e.Pre(headAsGet)
 	e.Use(middleware.Recover())
 	e.Use(requestMetrics(cfg.Metrics))
 	e.Use(requestLogger(cfg.Log))
@@ -552,3 +553,25 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		_ = c.String(code, msg)
 	}
 }
+
+// headAsGet answers HEAD wherever GET answers (RFC 9110; monitors probe
+// with it): the request is routed as a GET (echo routes the request the
+// server holds, so its method is changed in place) and its body is not
+// sent. The live stream, which would stay open, is left out.
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if r := c.Request(); r.Method == http.MethodHead && r.URL.Path != "/events" {
+			r.Method = http.MethodGet
+			c.Response().Writer = noBody{c.Response().Writer}
+		}
+		return next(c)
+	}
+}
+
+// noBody sends a response's headers and drops its body.
+type noBody struct{ http.ResponseWriter }
+
+func (noBody) Write(p []byte) (int, error) { return len(p), nil }
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w noBody) Unwrap() http.ResponseWriter { return w.ResponseWriter }
