@@ -120,6 +120,8 @@ func (r *clusterReads) LocalQueueUses(ctx context.Context, clusterQueue string) 
 // read at most every 30 seconds.
 func (r *clusterReads) SchedulerConfig(ctx context.Context) (kueue.SchedulerConfig, error) {
 	return r.kueueConfig.Get(ctx, "", func(ctx context.Context) (kueue.SchedulerConfig, error) {
+		ctx, cancel := context.WithTimeout(ctx, directRead)
+		defer cancel()
 		return r.applier.SchedulerConfig(ctx, r.kueueCM)
 	})
 }
@@ -131,10 +133,18 @@ func (r *clusterReads) WhatIf(ctx context.Context, job domain.WhatIf) (domain.Wh
 	return r.cache.WhatIf(ctx, r.settings, cfg, job, shapes)
 }
 
+// directRead bounds a page's read of the apiserver (what the caches do not
+// hold): a cluster that does not answer makes the page say so, not wait.
+const directRead = 5 * time.Second
+
 func (r *clusterReads) TeamRevisions(ctx context.Context, team string) ([]domain.TeamRevision, error) {
+	ctx, cancel := context.WithTimeout(ctx, directRead)
+	defer cancel()
 	return r.applier.TeamRevisions(ctx, r.settings, team)
 }
 
 func (r *clusterReads) PolicyRevisions(ctx context.Context) ([]domain.PolicyRevision, error) {
+	ctx, cancel := context.WithTimeout(ctx, directRead)
+	defer cancel()
 	return r.applier.PolicyRevisions(ctx, r.settings)
 }

@@ -433,3 +433,15 @@ func TestPolicyPageWarnsOfJobsOutsideEveryQuota(t *testing.T) {
 		})
 	}
 }
+
+// Revisions that could not be read are not said to be none.
+func TestUnreadRevisionsAreNotSaidToBeNone(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	f.cluster.revisionsErr = errors.New("context deadline exceeded")
+	h := f.handler()
+	for _, path := range []string{"/teams/team-001/history", "/policy/history"} {
+		_, body := webtest.Get(t, h, path)
+		webtest.MustNotContain(t, path, body, `id="no-revisions"`)
+		webtest.MustContain(t, path, body, `id="apply-error"`)
+	}
+}

@@ -48,7 +48,7 @@ func (p revisionPages) renderTeamRevisions(c echo.Context, status int, team, fla
 	}
 	revs, err := p.revisions.TeamRevisions(c.Request().Context(), team)
 	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, p.revisionsReadError(err))
+		view.ApplyError, view.Unread = joinProblems(view.ApplyError, p.revisionsReadError(err)), true
 	}
 	shapes, _ := p.teams.Fleet()
 	view.Revisions = revisionRows(revs, domain.DiffTeams, domain.DescribeTeam, func(t domain.Team) string {
@@ -162,7 +162,7 @@ func (p revisionPages) renderPolicyRevisions(c echo.Context, status int, flash, 
 	}
 	revs, err := p.revisions.PolicyRevisions(c.Request().Context())
 	if err != nil {
-		view.ApplyError = joinProblems(view.ApplyError, p.revisionsReadError(err))
+		view.ApplyError, view.Unread = joinProblems(view.ApplyError, p.revisionsReadError(err)), true
 	}
 	view.Revisions = revisionRows(revs, domain.DiffPolicies, domain.DescribePolicy, write.PolicyProblem, "/policy/history")
 	drift, err := p.policy.PolicyDrift()
