@@ -68,6 +68,8 @@ type TaskHistory struct {
 	// recorded is closed when the recorder and its Lease have stopped
 	// (nil: none was started).
 	recorded chan struct{}
+	// stalled: the store did not answer a query in time (query).
+	stalled atomic.Pointer[stall]
 }
 
 // Store is the store, or why there is none.
@@ -108,58 +110,94 @@ func (h *TaskHistory) close() error {
 
 // Available is nil when there is a store to ask.
 func (h *TaskHistory) Available() error {
-	_, err := h.Store()
+	_, err := h.query()
 	return err
 }
 
-// The queries the pages make, each of the store as it is now.
+// The queries the pages make, each of the store as it is now. A store
+// that did not answer one in time is not asked again for stallFor: each
+// page would otherwise wait out its own timeout, one after another.
 
 func (h *TaskHistory) TaskStats(ctx context.Context, w taskhistory.Window) (*taskhistory.WindowStats, error) {
-	s, err := h.Store()
+	s, err := h.query()
 	if err != nil {
 		return nil, err
 	}
-	return s.TaskStats(ctx, w)
+	out, err := s.TaskStats(ctx, w)
+	return out, h.after(err)
 }
 
 func (h *TaskHistory) AdmissionRates(ctx context.Context, w taskhistory.Window) (taskhistory.AdmissionRates, error) {
-	s, err := h.Store()
+	s, err := h.query()
 	if err != nil {
 		return taskhistory.AdmissionRates{}, err
 	}
-	return s.AdmissionRates(ctx, w)
+	out, err := s.AdmissionRates(ctx, w)
+	return out, h.after(err)
 }
 
 func (h *TaskHistory) Preemptions(ctx context.Context, q taskhistory.PreemptionQuery) (*taskhistory.PreemptionPage, error) {
-	s, err := h.Store()
+	s, err := h.query()
 	if err != nil {
 		return nil, err
 	}
-	return s.Preemptions(ctx, q)
+	out, err := s.Preemptions(ctx, q)
+	return out, h.after(err)
 }
 
 func (h *TaskHistory) PreemptionsByTeam(ctx context.Context, w taskhistory.Window, team string) ([]taskhistory.PreemptedBy, []taskhistory.Period, error) {
-	s, err := h.Store()
+	s, err := h.query()
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.PreemptionsByTeam(ctx, w, team)
+	by, gaps, err := s.PreemptionsByTeam(ctx, w, team)
+	return by, gaps, h.after(err)
 }
 
 func (h *TaskHistory) UsageSummary(ctx context.Context, w taskhistory.Window) (*taskhistory.UsageSummary, error) {
-	s, err := h.Store()
+	s, err := h.query()
 	if err != nil {
 		return nil, err
 	}
-	return s.UsageSummary(ctx, w)
+	out, err := s.UsageSummary(ctx, w)
+	return out, h.after(err)
 }
 
 func (h *TaskHistory) TaskReport(ctx context.Context, q taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (string, []taskhistory.Period, error) {
-	s, err := h.Store()
+	s, err := h.query()
 	if err != nil {
 		return "", nil, err
 	}
-	return s.TaskReport(ctx, q, each)
+	name, gaps, err := s.TaskReport(ctx, q, each)
+	return name, gaps, h.after(err)
+}
+
+// stallFor is how long a store that did not answer a query in time is not
+// asked again.
+const stallFor = 15 * time.Second
+
+// stall is why the store is not asked, until when.
+type stall struct {
+	until time.Time
+	err   error
+}
+
+// query is the store to ask, or why there is none to ask now.
+func (h *TaskHistory) query() (*taskhistory.Store, error) {
+	if st := h.stalled.Load(); st != nil && time.Now().Before(st.until) {
+		return nil, st.err
+	}
+	return h.Store()
+}
+
+// after notes how a query ended: one that ran out of time stalls the
+// store for stallFor.
+func (h *TaskHistory) after(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		h.stalled.Store(&stall{until: time.Now().Add(stallFor),
+			err: fmt.Errorf("the task history store did not answer in time; it is asked again in %s: %w", stallFor, err)})
+	}
+	return err
 }
 
 // recording is what the recorder follows and where it keeps its Lease.
