@@ -221,3 +221,36 @@ func TestHugeTaskPageNumbersShowTheLastPage(t *testing.T) {
 		webtest.MustContain(t, "page "+page, body, "Tasks ")
 	}
 }
+
+// An open page is told, with each heartbeat of its live stream, what its
+// banner says is missing: the cluster not answering shows without a
+// reload, and clears once it answers.
+func TestTheLiveStreamCarriesTheBanner(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	f.cluster.reachable, f.cluster.since = false, time.Now().Add(-time.Minute)
+	f.cfg.Limits.StreamHeartbeat = 20 * time.Millisecond
+	srv := httptest.NewServer(f.handler())
+	t.Cleanup(srv.Close)
+	res, err := http.Get(srv.URL + "/events?view=%2Ftasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	lines := bufio.NewScanner(res.Body)
+	deadline := time.AfterFunc(10*time.Second, func() { res.Body.Close() })
+	defer deadline.Stop()
+	for event := ""; lines.Scan(); {
+		line := lines.Text()
+		if name, ok := strings.CutPrefix(line, "event: "); ok {
+			event = name
+			continue
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok && event == "problem" {
+			if !strings.Contains(data, "The cluster has not answered since") {
+				t.Errorf("the banner pushed: %s", data)
+			}
+			return
+		}
+	}
+	t.Fatal("no banner came with the heartbeats")
+}

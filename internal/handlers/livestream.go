@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -28,6 +29,9 @@ const streamWriteTimeout = 30 * time.Second
 // reconnects through the sign-in and read checks of a new request.
 const DefaultStreamLifetime = 10 * time.Minute
 
+// DefaultStreamHeartbeat is how often a live stream says it is alive.
+const DefaultStreamHeartbeat = 15 * time.Second
+
 // scopeRecheck is how often a stream asks again what its viewer may see
 // (the access checks remember answers for 30 seconds).
 const scopeRecheck = 5 * time.Second
@@ -48,6 +52,8 @@ type liveStreams struct {
 	live     *liveViews
 	gate     *gate
 	lifetime time.Duration
+	// heartbeat is Limits.StreamHeartbeat.
+	heartbeat time.Duration
 	// shutdown ends every stream when the server shuts down.
 	shutdown context.Context
 	metrics  *metrics.Console
@@ -100,7 +106,11 @@ func (s liveStreams) serve(c echo.Context) error {
 	if write([]byte("retry: 2000\n\n")) != nil {
 		return nil
 	}
-	heartbeat := time.NewTicker(15 * time.Second)
+	every := s.heartbeat
+	if every <= 0 {
+		every = DefaultStreamHeartbeat
+	}
+	heartbeat := time.NewTicker(every)
 	defer heartbeat.Stop()
 	end := time.NewTimer(s.streamEnd(c))
 	defer end.Stop()
@@ -133,7 +143,11 @@ func (s liveStreams) serve(c echo.Context) error {
 			if !entitled() {
 				return nil
 			}
-			err = write([]byte(": keep-alive\n\n"))
+			// The heartbeat carries the banner of what is missing (the
+			// cluster not answering, say), so that an open page does not
+			// go on showing figures as live: "" clears it.
+			banner, _ := json.Marshal(s.problem())
+			err = write([]byte("event: problem\ndata: "), banner, []byte("\n\n"))
 		}
 		if err != nil {
 			return nil

@@ -90,6 +90,9 @@ type Limits struct {
 	Streams StreamLimits
 	// StreamLifetime ends every live stream after this long.
 	StreamLifetime time.Duration
+	// StreamHeartbeat is how often a live stream says it is alive, with
+	// the page's banner of what is missing (DefaultStreamHeartbeat when 0).
+	StreamHeartbeat time.Duration
 	// Exports cap the task history's CSV exports.
 	Exports ExportLimits
 }
@@ -374,7 +377,7 @@ func New(cfg Config) *echo.Echo {
 	cohorts := cohortPages{frame: f, overview: cfg.Overview, teams: cfg.Teams, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes, orders: &recentUseOrders{}}
 	whatIf := whatIfPage{frame: f, teams: cfg.Teams, policy: cfg.Policy, whatIf: cfg.WhatIf, rates: newAdmissionRates(history)}
-	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime,
+	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime, heartbeat: cfg.Limits.StreamHeartbeat,
 		shutdown: cfg.Shutdown, metrics: cfg.Metrics}
 
 	e := echo.New()

@@ -67,6 +67,25 @@ for (const button of document.querySelectorAll("button[data-print]")) {
     swap(msg.fragments);
   });
 
+  // The heartbeat carries the banner of what is missing (the cluster not
+  // answering, say): shown while there is one, gone once it clears.
+  source.addEventListener("problem", (ev) => {
+    const text = JSON.parse(ev.data);
+    let banner = document.getElementById("problem");
+    if (!text) {
+      if (banner) banner.remove();
+      return;
+    }
+    if (!banner) {
+      banner = document.createElement("div");
+      banner.className = "problem";
+      banner.id = "problem";
+      banner.setAttribute("role", "alert");
+      main.querySelector("h1").after(banner);
+    }
+    banner.textContent = text;
+  });
+
   // The console ends a stream after a while, or when the viewer signed out,
   // the session expired or what they may see changed; the browser then
   // reconnects, through the checks of a new request. A refused stream (the
