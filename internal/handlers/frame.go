@@ -49,10 +49,17 @@ func (f frame) problem() string {
 	if f.health == nil {
 		return ""
 	}
-	if err := f.health.Ready(); err != nil {
-		return "Live data is incomplete: " + err.Error() + "."
-	}
-	if ok, since := f.health.Reachable(); !ok {
+	ready := f.health.Ready()
+	answers, since := f.health.Reachable()
+	switch {
+	case !answers && ready != nil:
+		// Down before the console had read it (started while it was down):
+		// the pages are empty or partial, not the cluster.
+		return fmt.Sprintf("The cluster has not answered since %s, and the console has not read all of it yet: the pages show only part of it (%s).",
+			since.Format(time.TimeOnly), ready.Error())
+	case ready != nil:
+		return "Live data is incomplete: " + ready.Error() + "."
+	case !answers:
 		return fmt.Sprintf("The cluster has not answered since %s: the figures are as they were then (%s old).",
 			since.Format(time.TimeOnly), time.Since(since).Round(time.Second))
 	}

@@ -110,6 +110,12 @@ func TestPagesSayWhenTheClusterIsBehind(t *testing.T) {
 	if code, _ := webtest.Get(t, f.handler(), "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz with synced caches = %d", code)
 	}
+
+	// Started while the cluster was down: the banner says it is the
+	// cluster that does not answer, not only that the caches are behind.
+	f.cluster.ready = errors.New("node and revision history informers not synced")
+	_, body = webtest.Get(t, f.handler(), "/")
+	webtest.MustContain(t, "GET / with the apiserver down from the start", body, "has not answered since", "has not read all of it yet", "informers not synced")
 }
 
 // Without a task history (none, or a store that does not answer), every page
