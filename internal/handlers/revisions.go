@@ -51,8 +51,9 @@ func (p revisionPages) renderTeamRevisions(c echo.Context, status int, team, fla
 		view.ApplyError, view.Unread = joinProblems(view.ApplyError, p.revisionsReadError(err)), true
 	}
 	shapes, _ := p.teams.Fleet()
+	cq, _, _ := p.teams.Team(team)
 	view.Revisions = revisionRows(revs, domain.DiffTeams, domain.DescribeTeam, func(t domain.Team) string {
-		return write.TeamProblem(team, t, shapes)
+		return write.TeamProblem(team, t, cq, shapes)
 	}, teamURL(team, "history"))
 	if hidden := p.membersHidden(c, team); hidden != "" {
 		for i := range view.Revisions {

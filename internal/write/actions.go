@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/form"
 	"github.com/openquota/console/internal/kueue"
@@ -138,7 +140,7 @@ func (s Service) Adoption(team string) (Adoption, Outcome) {
 			ad.Remaining = append(ad.Remaining, r.String())
 		}
 	}
-	ad.Problem = TeamProblem(team, ad.Adopted, shapes)
+	ad.Problem = TeamProblem(team, ad.Adopted, rep.Live.ClusterQueue, shapes)
 	ad.Fingerprint = fingerprint(ad.Adopted)
 	return ad, Outcome{}
 }
@@ -169,7 +171,8 @@ func (s Service) applyTeam(ctx context.Context, who kueue.Identity, team string,
 	shapes, _ := s.Cache.Fleet()
 	tr := s.teamChange(t, shapes, done)
 	tr.validate = func() Outcome {
-		if msg := TeamProblem(team, t, shapes); msg != "" {
+		cq, _, _ := s.Cache.Team(s.Settings, team)
+		if msg := TeamProblem(team, t, cq, shapes); msg != "" {
 			return rejected(problem + msg)
 		}
 		return Outcome{}
@@ -178,12 +181,21 @@ func (s Service) applyTeam(ctx context.Context, who kueue.Identity, team string,
 }
 
 // TeamProblem says why a recorded allocation of team cannot be applied: it
-// goes through the same validation as a saved form.
-func TeamProblem(team string, t domain.Team, shapes domain.ShapeLookup) string {
+// goes through the same validation as a saved form. cq is the team's
+// ClusterQueue (nil if not known): an imported queue whose quota is all
+// on flavors the form does not show needs no quota row, as in its form.
+func TeamProblem(team string, t domain.Team, cq *kueuev1beta2.ClusterQueue, shapes domain.ShapeLookup) string {
 	if t.Name != team {
 		return fmt.Sprintf("it is an allocation of team %q, not of team %s.", t.Name, team)
 	}
 	_, errs := form.FromTeam(t).Validate(shapes)
+	if cq != nil && domain.Imported(cq) && len(t.Quota) == 0 && len(domain.KeptQuota(cq, shapes)) > 0 {
+		for _, f := range errs.Fields() { // the form's blank row is no row
+			if f == "quota" || strings.HasPrefix(f, "quota.") {
+				errs.Forget(f)
+			}
+		}
+	}
 	return fieldsProblem(errs)
 }
 

@@ -49,7 +49,7 @@ func (s Service) SetRecentUseOrder(ctx context.Context, who kueue.Identity, on b
 		t.RecentUseOrder = on
 		tr := s.teamChange(t, shapes, "")
 		tr.validate = func() Outcome {
-			if msg := TeamProblem(name, t, shapes); msg != "" {
+			if msg := TeamProblem(name, t, cq, shapes); msg != "" {
 				return rejected("Team " + name + "'s allocation cannot be applied: " + msg)
 			}
 			return Outcome{}
