@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -424,7 +425,7 @@ func (m *Model) SetLocalQueue(lq *kueuev1beta2.LocalQueue) {
 	m.changes++
 	key := LocalQueueKey(lq.Namespace, lq.Name)
 	m.localQueues[key] = string(lq.Spec.ClusterQueue)
-	m.setLocalQueueStop(key, ptrValue(lq.Spec.StopPolicy, kueuev1beta2.None))
+	m.setLocalQueueStop(key, ptr.Deref(lq.Spec.StopPolicy, kueuev1beta2.None))
 	m.admit(key)
 }
 

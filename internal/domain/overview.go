@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -156,7 +157,7 @@ func gpuMemoryGiB(n *corev1.Node) int64 {
 // StopWords says how a ClusterQueue is stopped, "" while it is not: Hold
 // keeps its running tasks, HoldAndDrain evicts them.
 func StopWords(cq *kueuev1beta2.ClusterQueue) string {
-	switch ptrValue(cq.Spec.StopPolicy, kueuev1beta2.None) {
+	switch ptr.Deref(cq.Spec.StopPolicy, kueuev1beta2.None) {
 	case kueuev1beta2.Hold:
 		return "Held (stopPolicy Hold): Kueue admits no new task; the running ones go on"
 	case kueuev1beta2.HoldAndDrain:
@@ -167,7 +168,7 @@ func StopWords(cq *kueuev1beta2.ClusterQueue) string {
 
 // Drained reports whether a ClusterQueue's stop policy evicts its running tasks.
 func Drained(cq *kueuev1beta2.ClusterQueue) bool {
-	return ptrValue(cq.Spec.StopPolicy, kueuev1beta2.None) == kueuev1beta2.HoldAndDrain
+	return ptr.Deref(cq.Spec.StopPolicy, kueuev1beta2.None) == kueuev1beta2.HoldAndDrain
 }
 
 // Stopped reports whether a ClusterQueue admits no new workloads.
@@ -200,12 +201,4 @@ func gib(l corev1.ResourceList) int64 {
 		return 0
 	}
 	return q.Value() >> 30
-}
-
-// ptrValue is *p, or def when p is nil.
-func ptrValue[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
 }
