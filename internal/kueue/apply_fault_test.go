@@ -152,6 +152,16 @@ func (f *flakyAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// built are the objects the console builds for team, as BuildTeam does.
+func built(t *testing.T, s domain.Settings, team domain.Team) domain.TeamObjects {
+	t.Helper()
+	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
 func faultTeam(name string) domain.Team {
 	return domain.Team{Name: name, Enabled: true, FairShareWeight: 5, Preemption: domain.PreemptLowerPriority,
 		Lending: domain.LendAndBorrow, BorrowLimitPercent: 50,
@@ -268,10 +278,7 @@ func TestApplyTeamConvergesAfterTheAPIServerFailsMidway(t *testing.T) {
 
 	// A clean create through the proxy shows the requests one apply makes.
 	probe := faultTeam("probe")
-	objs, err := domain.BuildTeam(s, probe, domain.LookupShape)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := built(t, s, probe)
 	cleanupTeam(t, healthy, s, probe.Name)
 	flaky.reset(0, refuse)
 	if err := faulty.ApplyTeam(ctx, objs); err != nil {
@@ -294,15 +301,12 @@ func TestApplyTeamConvergesAfterTheAPIServerFailsMidway(t *testing.T) {
 	for _, mode := range []faultMode{refuse, dropAfterForward} {
 		for at := 1; at <= len(sequence); at++ {
 			team := faultTeam(fmt.Sprintf("%s-%d", mode, at))
-			objs, err := domain.BuildTeam(s, team, domain.LookupShape)
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs := built(t, s, team)
 			cleanupTeam(t, healthy, s, team.Name)
 			o := outcome{mode: mode, at: at, attempts: 1}
 
 			flaky.reset(at, mode)
-			err = faulty.ApplyTeam(ctx, objs)
+			err := faulty.ApplyTeam(ctx, objs)
 			o.failed = err != nil
 			flaky.mu.Lock()
 			o.fiveXX, o.dropped = flaky.fiveXX, flaky.dropped
@@ -375,12 +379,9 @@ func TestWebhookRejectionInCheckTeamWritesNothing(t *testing.T) {
 	a := flaky.applier(t)
 	team := faultTeam("rejected")
 	team.Quota[0].GPUs = ptr.To[int64](-1) // past the form, Kueue's webhook refuses it
-	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := built(t, s, team)
 	flaky.reset(0, refuse)
-	err = a.CheckTeam(as("alice"), objs)
+	err := a.CheckTeam(as("alice"), objs)
 	if err == nil {
 		t.Fatal("CheckTeam accepted a negative quota")
 	}
@@ -407,10 +408,7 @@ func TestALocalQueuePointedElsewhereIsRefusedBeforeAnyWrite(t *testing.T) {
 	ctx := as("alice")
 	healthy := kueue.Applier{Kube: c.Kube, Kueue: c.Kueue}
 	team := faultTeam("repointed")
-	objs, err := domain.BuildTeam(s, team, domain.LookupShape)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := built(t, s, team)
 	cleanupTeam(t, healthy, s, team.Name)
 	if err := healthy.ApplyTeam(ctx, objs); err != nil {
 		t.Fatal(err)
@@ -429,10 +427,7 @@ func TestALocalQueuePointedElsewhereIsRefusedBeforeAnyWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	team.FairShareWeight = 9
-	objs, err = domain.BuildTeam(s, team, domain.LookupShape)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs = built(t, s, team)
 	if err := healthy.CheckTeam(ctx, objs); err == nil || !strings.Contains(err.Error(), "local queue") {
 		t.Fatalf("the dry run of a save over a LocalQueue pointed elsewhere: %v", err)
 	}
@@ -482,10 +477,7 @@ func TestDeleteTeamCanBeRetriedAfterTheAPIServerFailsMidway(t *testing.T) {
 	}
 
 	probe := faultTeam("del-probe")
-	objs, err := domain.BuildTeam(s, probe, domain.LookupShape)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := built(t, s, probe)
 	if err := healthy.ApplyTeam(ctx, objs); err != nil {
 		t.Fatal(err)
 	}
@@ -497,16 +489,13 @@ func TestDeleteTeamCanBeRetriedAfterTheAPIServerFailsMidway(t *testing.T) {
 	for _, mode := range []faultMode{refuse, dropAfterForward} {
 		for at := 1; at <= len(sequence); at++ {
 			team := faultTeam(fmt.Sprintf("del-%s-%d", mode, at))
-			objs, err := domain.BuildTeam(s, team, domain.LookupShape)
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs := built(t, s, team)
 			cleanupTeam(t, healthy, s, team.Name)
 			if err := healthy.ApplyTeam(ctx, objs); err != nil {
 				t.Fatal(err)
 			}
 			flaky.reset(at, mode)
-			err = faulty.DeleteTeam(ctx, s, team.Name)
+			err := faulty.DeleteTeam(ctx, s, team.Name)
 			if err == nil {
 				t.Errorf("%s at request %d (%s): the delete did not fail", mode, at, sequence[at-1])
 				continue
