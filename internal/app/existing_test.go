@@ -17,6 +17,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -780,5 +781,61 @@ func TestAnImportedQueueOfOtherFlavorsIsEditable(t *testing.T) {
 	}
 	if diff := cmp.Diff(before.Spec.ResourceGroups, after.Spec.ResourceGroups); diff != "" {
 		t.Errorf("saving the weight changed the queue's quota (-before +after):\n%s", diff)
+	}
+}
+
+// Jobs with a priorityClassName and no Kueue class (Kueue's example
+// jobs/sample-job with a PriorityClass): Kueue takes their priority from
+// the Kubernetes PriorityClass. The class is one of the console's: the
+// tasks carry it, the task filters and the what-if offer it.
+func TestJobsOfAKubernetesPriorityClass(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	h := testenv.ApplyHandMade(t, applyGPUFlavor(t, c), gpuFlavor, "")
+	ns := h.Namespaces[0]
+	class := "qc-pod-class-" + rand.String(5)
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Value: 1_000_000}
+	if _, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.kube.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), domain.ResourceGPU: resource.MustParse("1")}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "urgent", Namespace: ns, Labels: map[string]string{"kueue.x-k8s.io/queue-name": "user-queue"}},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, PriorityClassName: class,
+				Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
+		}},
+	}
+	job, err := c.kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := testenv.WorkloadOf(t, c.kueue, job, "admitted", testenv.CondTrue(kueuev1beta2.WorkloadAdmitted))
+	if ref := wl.Spec.PriorityClassRef; ref == nil || ref.Kind != kueuev1beta2.PodPriorityClassKind || ptr.Deref(wl.Spec.Priority, 0) != 1_000_000 {
+		t.Fatalf("Kueue gave the Workload class %+v at priority %v: the case no longer asks what it says", ref, wl.Spec.Priority)
+	}
+
+	var task map[string]string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		task = c.csv(t, "/tasks?format=csv&table=tasks&state=all&team="+h.ClusterQueue)[ns+"/"+wl.Name]
+		return task != nil, nil
+	})
+	if err != nil || task["Priority class"] != class || task["State"] != "Running" {
+		t.Fatalf("the task of Job urgent: %v, want class %s, running", task, class)
+	}
+	option := `<option value="` + class + `"`
+	if code, body := c.get(t, "/tasks?team="+h.ClusterQueue); code != 200 || !strings.Contains(body, option) {
+		t.Errorf("the tasks page (%d) offers no filter by class %s", code, class)
+	}
+	if code, body := c.get(t, "/tasks?team="+h.ClusterQueue+"&class="+class+"&format=csv&table=tasks&state=all"); code != 200 || !strings.Contains(body, wl.Name) {
+		t.Errorf("the tasks of class %s (%d) leave out its task:\n%.400s", class, code, body)
+	}
+	if code, body := c.get(t, "/whatif"); code != 200 || !strings.Contains(body, option) {
+		t.Errorf("the what-if (%d) offers no class %s", code, class)
+	}
+	ask := "/whatif?format=json&team=" + h.ClusterQueue + "&class=" + class + "&row.0.instanceType=" + gpuFlavor + "&row.0.pods=1&row.0.gpus=1&row.0.vcpu=1&row.0.memoryGiB=1"
+	if code, body := c.get(t, ask); code != 200 || !strings.Contains(body, `"admitted":true`) {
+		t.Errorf("what if a 1-GPU job of class %s is submitted to a queue with 3 GPUs free: %d %s", class, code, body)
 	}
 }

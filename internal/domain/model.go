@@ -39,6 +39,11 @@ type Model struct {
 
 	cohort        *kueuev1beta2.Cohort
 	priorityClass map[string]*kueuev1beta2.WorkloadPriorityClass
+	// podClasses are the Kubernetes PriorityClasses tasks name, with how
+	// many do and the priority Kueue gave the first: the read model needs
+	// no watch of PriorityClasses, and a class no task names is noise
+	// (system-node-critical, say).
+	podClasses    map[string]podClassUse
 	clusterQueues map[string]*kueuev1beta2.ClusterQueue
 	// localQueues are the ClusterQueue each LocalQueue names (LocalQueueKey
 	// → ClusterQueue); placing keeps those whose namespace the queue's
@@ -84,6 +89,13 @@ type Model struct {
 	changes uint64 // object changes applied, for Changes
 }
 
+// podClassUse is how many tasks name a Kubernetes PriorityClass, and the
+// priority of the first.
+type podClassUse struct {
+	tasks    int
+	priority int32
+}
+
 // tree is an ordered set of tasks.
 type tree = btree.BTreeG[*TaskFacts]
 
@@ -100,6 +112,7 @@ func NewModel(s Settings) *Model {
 	return &Model{
 		settings:           s,
 		priorityClass:      map[string]*kueuev1beta2.WorkloadPriorityClass{},
+		podClasses:         map[string]podClassUse{},
 		clusterQueues:      map[string]*kueuev1beta2.ClusterQueue{},
 		localQueues:        map[string]string{},
 		namespaceLabels:    map[string]map[string]string{},
@@ -565,20 +578,33 @@ func (m *Model) SetPolicyObjects(cohort *kueuev1beta2.Cohort, classes []*kueuev1
 	for _, c := range classes {
 		m.priorityClass[c.Name] = c
 	}
+	m.orderClasses()
+}
+
+// orderClasses orders the classes again (classOrder) after the policy,
+// the WorkloadPriorityClasses or the PriorityClasses tasks name changed,
+// and gives tasks without a class the lowest WorkloadPriorityClass: a
+// Kubernetes PriorityClass never becomes theirs, as tasks naming one come
+// and go.
+func (m *Model) orderClasses() {
 	byName := make([]*kueuev1beta2.WorkloadPriorityClass, 0, len(m.priorityClass))
 	for _, c := range m.priorityClass {
 		byName = append(byName, c)
 	}
 	slices.SortFunc(byName, func(a, b *kueuev1beta2.WorkloadPriorityClass) int { return strings.Compare(a.Name, b.Name) })
 	policy := ReadPolicy(m.cohort, byName)
-	order := classOrder(policy, byName)
+	pods := make(map[string]int32, len(m.podClasses))
+	for name, use := range m.podClasses {
+		pods[name] = use.priority
+	}
+	order := classOrder(policy, byName, pods)
 	if reflect.DeepEqual(policy, m.policy) && slices.Equal(order, m.classes) {
 		return
 	}
 	m.policy, m.classes = policy, order
 	lowest := ""
-	if len(order) > 0 {
-		lowest = order[len(order)-1]
+	if own := classOrder(policy, byName, nil); len(own) > 0 {
+		lowest = own[len(own)-1]
 	}
 	if lowest == m.placing.lowest {
 		return
@@ -589,6 +615,27 @@ func (m *Model) SetPolicyObjects(cohort *kueuev1beta2.Cohort, classes []*kueuev1
 		if f.classRef == "" {
 			m.replace(key, f, m.placing.place)
 		}
+	}
+}
+
+// countPodClass counts a task naming a Kubernetes PriorityClass in or out
+// (sign 1 or -1), ordering the classes again when one appears or goes.
+func (m *Model) countPodClass(f *TaskFacts, sign int) {
+	if !f.podClass || f.classRef == "" {
+		return
+	}
+	use, known := m.podClasses[f.classRef]
+	if !known {
+		use.priority = f.Priority
+	}
+	use.tasks += sign
+	if use.tasks <= 0 {
+		delete(m.podClasses, f.classRef)
+	} else {
+		m.podClasses[f.classRef] = use
+	}
+	if known != (use.tasks > 0) {
+		m.orderClasses()
 	}
 }
 
@@ -669,6 +716,7 @@ func (m *Model) Placement() *Placement {
 func (m *Model) index(key string, f *TaskFacts) {
 	m.tasks[key] = f
 	m.place(f, true)
+	m.countPodClass(f, 1)
 	if chain := m.chainOf(f); chain != "" {
 		if m.sliceTasks[chain] == nil {
 			m.sliceTasks[chain] = map[string]bool{}
@@ -681,6 +729,7 @@ func (m *Model) unindex(key string) {
 	if f, ok := m.tasks[key]; ok {
 		delete(m.tasks, key)
 		m.place(f, false)
+		m.countPodClass(f, -1)
 		if chain := m.chainOf(f); chain != "" {
 			delete(m.sliceTasks[chain], key)
 			if len(m.sliceTasks[chain]) == 0 {
@@ -759,7 +808,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 		prev = &Snapshot{}
 	}
 	s := &Snapshot{Version: prev.Version + 1, Taken: now, Policy: m.policy, Classes: m.classes, Size: len(m.tasks),
-		changes: m.changes, tallies: prev.tallies, queues: prev.queues, borrowing: prev.borrowing, Teams: prev.Teams, BorrowingSince: prev.BorrowingSince,
+		PodClasses: m.podClassPriorities(prev.PodClasses), changes: m.changes, lowest: m.placing.lowest, tallies: prev.tallies, queues: prev.queues, borrowing: prev.borrowing, Teams: prev.Teams, BorrowingSince: prev.BorrowingSince,
 		unqueued: m.unqueued.Clone(), running: m.running.Clone(), finished: m.finished.Clone(), lists: newListCache()}
 
 	if len(m.dirtyBuckets) > 0 {
@@ -811,6 +860,26 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 	m.queuesDirty = false
 	m.last = s
 	return s
+}
+
+// podClassPriorities are the snapshot's PodClasses: prev's while they are
+// the same, as most snapshots' are.
+func (m *Model) podClassPriorities(prev map[string]int32) map[string]int32 {
+	same := len(prev) == len(m.podClasses)
+	for name, use := range m.podClasses {
+		if p, ok := prev[name]; !ok || p != use.priority {
+			same = false
+			break
+		}
+	}
+	if same {
+		return prev
+	}
+	out := make(map[string]int32, len(m.podClasses))
+	for name, use := range m.podClasses {
+		out[name] = use.priority
+	}
+	return out
 }
 
 // strictFIFO reports a ClusterQueue whose queue Kueue admits strictly in

@@ -32,7 +32,7 @@ type scratch struct {
 func scratchOf(in SnapshotInput, now time.Time) scratch {
 	classes := append([]*kueuev1beta2.WorkloadPriorityClass(nil), in.Classes...)
 	slices.SortFunc(classes, func(a, b *kueuev1beta2.WorkloadPriorityClass) int { return strings.Compare(a.Name, b.Name) })
-	order := classOrder(ReadPolicy(in.Cohort, classes), classes)
+	order := classOrder(ReadPolicy(in.Cohort, classes), classes, nil)
 	lowest := ""
 	if len(order) > 0 {
 		lowest = order[len(order)-1]

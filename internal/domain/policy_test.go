@@ -56,7 +56,7 @@ func TestReadPolicy(t *testing.T) {
 		t.Errorf("policy from classes (-want +got):\n%s", diff)
 	}
 	// Tasks that name no class count in the lowest one.
-	if order := classOrder(got, nil); order[len(order)-1] != "low" {
+	if order := classOrder(got, nil, nil); order[len(order)-1] != "low" {
 		t.Errorf("class order %v: the lowest class is not low", order)
 	}
 }

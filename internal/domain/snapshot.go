@@ -22,15 +22,21 @@ type Snapshot struct {
 	Version uint64
 	Taken   time.Time
 	Policy  Policy
-	Classes []string // highest priority first; tasks naming none count in the last
-	Teams   []TeamUsage
-	Size    int // how many tasks
+	// Classes are the priority classes, highest priority first (classOrder).
+	Classes []string
+	// PodClasses are those of Classes that are Kubernetes PriorityClasses
+	// (tasks of Jobs with a priorityClassName), with the priority Kueue
+	// gave their tasks.
+	PodClasses map[string]int32
+	Teams      []TeamUsage
+	Size       int // how many tasks
 	// BorrowingSince is, for each team borrowing GPUs, since when it has
 	// borrowed without a break, as the model saw the teams change
 	// (TrackBorrowing): its first snapshot dates what it found.
 	BorrowingSince map[string]time.Time
 
 	changes   uint64 // the model's changes when it was taken
+	lowest    string // LowestClass
 	tallies   map[teamAndClass]*teamClassTasks
 	queues    map[string]*queue
 	borrowing map[groupKey]*TaskFacts // each group's first task that borrows
@@ -81,14 +87,9 @@ func BuildSnapshot(in SnapshotInput, now time.Time) *Snapshot {
 	return m.Snapshot(now)
 }
 
-// LowestClass is the class of tasks that name none: the last of Classes
-// ("" without classes).
-func (s *Snapshot) LowestClass() string {
-	if len(s.Classes) == 0 {
-		return ""
-	}
-	return s.Classes[len(s.Classes)-1]
-}
+// LowestClass is the class of tasks that name none: the lowest of Kueue's
+// WorkloadPriorityClasses ("" without any).
+func (s *Snapshot) LowestClass() string { return s.lowest }
 
 // Task is f as the dashboard shows it at the snapshot's time.
 func (s *Snapshot) Task(f *TaskFacts) Task { return s.TaskAt(f, s.Taken) }
@@ -308,8 +309,10 @@ func (tc *teamClassTasks) tally(window time.Duration, now time.Time) *tally {
 }
 
 // classOrder lists the policy's classes by weight, highest first, then any
-// other priority class in the cluster by value.
-func classOrder(p Policy, wpcs []*kueuev1beta2.WorkloadPriorityClass) []string {
+// other priority class in the cluster by value: Kueue's
+// WorkloadPriorityClasses, then the Kubernetes PriorityClasses tasks name
+// (podClasses, by the priority Kueue gave their tasks).
+func classOrder(p Policy, wpcs []*kueuev1beta2.WorkloadPriorityClass, podClasses map[string]int32) []string {
 	type class struct {
 		name  string
 		value int64
@@ -322,7 +325,13 @@ func classOrder(p Policy, wpcs []*kueuev1beta2.WorkloadPriorityClass) []string {
 	}
 	for _, w := range wpcs {
 		if !seen[w.Name] {
+			seen[w.Name] = true
 			cs = append(cs, class{w.Name, int64(w.Value)})
+		}
+	}
+	for name, value := range podClasses {
+		if !seen[name] {
+			cs = append(cs, class{name, int64(value)})
 		}
 	}
 	sort.SliceStable(cs, func(i, j int) bool {

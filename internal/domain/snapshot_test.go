@@ -111,7 +111,64 @@ func TestInactiveQueuesSayWhy(t *testing.T) {
 func TestClassOrder(t *testing.T) {
 	p := Policy{Classes: []PriorityClass{{Name: "low", Weight: 10}, {Name: "high", Weight: 90}}}
 	other := &kueuev1beta2.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}, Value: 50}
-	if diff := cmp.Diff([]string{"high", "theirs", "low"}, classOrder(p, []*kueuev1beta2.WorkloadPriorityClass{other})); diff != "" {
+	if diff := cmp.Diff([]string{"high", "theirs", "low"}, classOrder(p, []*kueuev1beta2.WorkloadPriorityClass{other}, nil)); diff != "" {
 		t.Errorf("class order (-want +got):\n%s", diff)
+	}
+	// Kubernetes PriorityClasses go by the priority of their tasks; a name
+	// that is a WorkloadPriorityClass too is that one.
+	pods := map[string]int32{"system-critical": 1000, "spot": -5, "theirs": 7}
+	if diff := cmp.Diff([]string{"system-critical", "high", "theirs", "low", "spot"}, classOrder(p, []*kueuev1beta2.WorkloadPriorityClass{other}, pods)); diff != "" {
+		t.Errorf("class order with Kubernetes PriorityClasses (-want +got):\n%s", diff)
+	}
+}
+
+// Jobs with a priorityClassName (and no Kueue class label) name a
+// Kubernetes PriorityClass: the class is one of the dashboard's while a
+// task names it, in the order of its priority, and never the class of
+// tasks that name none.
+func TestClassesOfKubernetesPriorityClasses(t *testing.T) {
+	s := DefaultSettings
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	m := NewModel(s)
+	m.Load(SnapshotInput{Settings: s, ClusterQueues: objs.ClusterQueues, LocalQueues: objs.LocalQueues, Classes: objs.Classes})
+	before := m.Snapshot(now)
+	lowest := before.LowestClass()
+	ns, lq := s.Namespace("team-000"), s.LocalQueue("team-000")
+	pending := func(name string) *kueuetest.WorkloadWrapper {
+		return kueuetest.MakeWorkload(s, ns, name).Queue(lq).GPUs(1, 1).Created(now).Pending("Pending", "waits for quota", now)
+	}
+	m.SetWorkload(pending("urgent").PodClass("business-critical", 1_000_000).Obj())
+	m.SetWorkload(pending("urgent-2").PodClass("business-critical", 1_000_000).Obj())
+	m.SetWorkload(pending("scavenger").PodClass("preemptible", -10).Obj())
+	m.SetWorkload(pending("plain").Obj())
+	snap := m.Snapshot(now)
+
+	want := append(append([]string{"business-critical"}, before.Classes...), "preemptible")
+	if diff := cmp.Diff(want, snap.Classes); diff != "" {
+		t.Errorf("classes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int32{"business-critical": 1_000_000, "preemptible": -10}, snap.PodClasses); diff != "" {
+		t.Errorf("Kubernetes PriorityClasses (-want +got):\n%s", diff)
+	}
+	if snap.LowestClass() != lowest || lowest == "" {
+		t.Errorf("lowest class = %q, want %q as before", snap.LowestClass(), lowest)
+	}
+	classOf := map[string]string{}
+	for _, task := range snap.Tasks(TaskQuery{State: ListAll}) {
+		classOf[task.Name] = task.Class
+	}
+	if diff := cmp.Diff(map[string]string{"urgent": "business-critical", "urgent-2": "business-critical", "scavenger": "preemptible", "plain": lowest}, classOf); diff != "" {
+		t.Errorf("each task's class (-want +got):\n%s", diff)
+	}
+
+	m.DeleteWorkload(ns, "scavenger")
+	m.DeleteWorkload(ns, "urgent")
+	snap = m.Snapshot(now)
+	if diff := cmp.Diff(append([]string{"business-critical"}, before.Classes...), snap.Classes); diff != "" {
+		t.Errorf("classes once no task names preemptible (-want +got):\n%s", diff)
+	}
+	if c := ChangesBetween(before, snap); !c.Everything {
+		t.Errorf("changes = %+v, want every view to redraw for a new class", c)
 	}
 }

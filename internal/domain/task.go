@@ -134,6 +134,7 @@ type TaskFacts struct {
 	KueueMessage           string
 
 	classRef           string // spec.priorityClassRef.name: "" takes the lowest class
+	podClass           bool   // classRef is a Kubernetes PriorityClass (WorkloadReading.PodClass)
 	namespaceTeam      string // the team its namespace names, for a task in no known ClusterQueue
 	admittedIn         string // status.admission.clusterQueue, while quota is reserved
 	queue              string // the ClusterQueue whose queue holds it; "" when not queued
@@ -194,7 +195,7 @@ func (r *WorkloadReading) Facts(lowestClass string) *TaskFacts {
 		Priority: r.Priority, State: r.State, Deactivated: r.Deactivated, Queued: r.Queued, GPUs: r.GPUs, Requests: r.Requests, Partitions: intern(r.Partitions),
 		Created: r.Created, WaitStart: r.WaitStart, QueueOrder: r.QueueOrder, AdmittedAt: r.AdmittedAt, FinishedAt: r.FinishedAt,
 		KueueMessage: intern(r.KueueMessage),
-		classRef:     intern(r.ClassRef), namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
+		classRef:     intern(r.ClassRef), podClass: r.PodClass, namespaceTeam: intern(r.Team), admittedIn: intern(r.ClusterQueue),
 		admitted: !r.AdmittedAt.IsZero(), finished: r.Finish != nil, pastRun: r.PastExecution,
 		reasonHead: intern(r.Reason), variantOf: r.VariantOf, variantFlavor: intern(r.VariantFlavor),
 		slice: r.Slice, replaced: r.Replaced, untried: r.Untried, noFitWords: intern(r.noFitWords), cannotFit: r.cannotFit,

@@ -12,7 +12,10 @@ import (
 // queue, at a priority class, with pods of each instance type.
 type WhatIf struct {
 	Team, Class string
-	Rows        []WhatIfRow
+	// PodClassPriority is set when Class is a Kubernetes PriorityClass (a
+	// Job's priorityClassName): the priority Kueue gives its tasks.
+	PodClassPriority *int32
+	Rows             []WhatIfRow
 }
 
 // WhatIfRow is the pods of one instance type: how many, and what each

@@ -75,7 +75,10 @@ type WorkloadReading struct {
 	Team string
 	// ClassRef is spec.priorityClassRef.name; empty when the Workload names
 	// none (the live pages then show the lowest class).
-	ClassRef   string
+	ClassRef string
+	// PodClass: ClassRef names a Kubernetes PriorityClass (a Job's
+	// priorityClassName), not one of Kueue's WorkloadPriorityClasses.
+	PodClass   bool
 	Priority   int32 // spec.priority; 0 (Kueue's default) when unset
 	LocalQueue string
 	// ClusterQueue is status.admission.clusterQueue while quota is reserved
@@ -275,6 +278,7 @@ func ReadWorkload(wl *kueuev1beta2.Workload, s Settings) *WorkloadReading {
 	r.Team, _ = s.TeamOfNamespace(wl.Namespace)
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		r.ClassRef = ref.Name
+		r.PodClass = ref.Kind == kueuev1beta2.PodPriorityClassKind
 	}
 	if wl.Spec.Priority != nil {
 		r.Priority = *wl.Spec.Priority

@@ -60,9 +60,12 @@ type WhatIfChoices struct {
 	// exist.
 	Teams   []string
 	SeesAll bool
-	// Classes are the cluster policy's priority classes.
-	Classes []string
-	Shapes  domain.ShapeLookup
+	// Classes are the cluster's priority classes (domain.Snapshot.Classes);
+	// PodClasses those of them that are Kubernetes PriorityClasses, with
+	// the priority Kueue gives their tasks.
+	Classes    []string
+	PodClasses map[string]int32
+	Shapes     domain.ShapeLookup
 	// Flavors are the ResourceFlavors of the viewer's queues that are no
 	// instance type (a queue as Kueue's examples make it): a row may name
 	// one, with what each pod asks for typed, as nothing derives it.
@@ -93,10 +96,13 @@ func (f WhatIfForm) Validate(c WhatIfChoices) (domain.WhatIf, Errors) {
 	}
 	switch {
 	case f.Class == "" || slices.Contains(c.Classes, f.Class):
+		if priority, ok := c.PodClasses[f.Class]; ok {
+			job.PodClassPriority = &priority
+		}
 	case len(c.Classes) == 0:
-		errs.Add("class", "The cluster policy has no priority classes: leave the class empty.")
+		errs.Add("class", "The cluster has no priority classes: leave the class empty.")
 	default:
-		errs.Add("class", "Choose one of the cluster policy's priority classes, or none.")
+		errs.Add("class", "Choose one of the cluster's priority classes, or none.")
 	}
 	switch {
 	case len(f.Rows) > MaxQuotaRows:

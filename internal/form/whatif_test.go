@@ -72,9 +72,9 @@ func TestWhatIfFormErrors(t *testing.T) {
 		{"a team that does not exist, asked by a platform viewer", func(v url.Values) { v.Set("team", "speech") },
 			func(c *WhatIfChoices) { c.SeesAll = true }, map[string]string{"team": `There is no team "speech".`}},
 		{"a class the policy does not have", func(v url.Values) { v.Set("class", "urgent") }, nil,
-			map[string]string{"class": "Choose one of the cluster policy's priority classes, or none."}},
+			map[string]string{"class": "Choose one of the cluster's priority classes, or none."}},
 		{"a class when the policy has none", func(v url.Values) { v.Set("class", "urgent") }, func(c *WhatIfChoices) { c.Classes = nil },
-			map[string]string{"class": "The cluster policy has no priority classes: leave the class empty."}},
+			map[string]string{"class": "The cluster has no priority classes: leave the class empty."}},
 		{"no rows", func(v url.Values) {
 			for _, k := range []string{"row.0.instanceType", "row.0.pods", "row.0.gpus"} {
 				v.Del(k)

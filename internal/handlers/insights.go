@@ -42,6 +42,11 @@ type evaluatedInsights struct {
 	head  domain.Headline
 }
 
+// storedPolicy is the cluster policy as stored: the insights' thresholds.
+type storedPolicy interface {
+	Policy() domain.Policy
+}
+
 func newInsightRules(model ReadModel, overview ClusterOverview, utilization *utilizationFeed, history taskhistoryAvailability, policy storedPolicy) *insightRules {
 	r := &insightRules{model: model, overview: overview, utilization: utilization, history: history,
 		policy: policy, now: time.Now}

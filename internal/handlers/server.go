@@ -376,7 +376,7 @@ func New(cfg Config) *echo.Echo {
 	imports := queueImportPages{frame: f, writes: cfg.Writes, model: cfg.ReadModel, bindings: cfg.Bindings}
 	cohorts := cohortPages{frame: f, overview: cfg.Overview, teams: cfg.Teams, writes: cfg.Writes}
 	policy := policyPage{frame: f, policy: cfg.Policy, writes: cfg.Writes, orders: &recentUseOrders{}}
-	whatIf := whatIfPage{frame: f, teams: cfg.Teams, policy: cfg.Policy, whatIf: cfg.WhatIf, rates: newAdmissionRates(history)}
+	whatIf := whatIfPage{frame: f, teams: cfg.Teams, whatIf: cfg.WhatIf, rates: newAdmissionRates(history)}
 	streams := liveStreams{frame: f, live: live, gate: newStreamGate(cfg.Limits.Streams), lifetime: cfg.Limits.StreamLifetime, heartbeat: cfg.Limits.StreamHeartbeat,
 		shutdown: cfg.Shutdown, metrics: cfg.Metrics}
 

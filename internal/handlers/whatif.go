@@ -26,7 +26,6 @@ import (
 type whatIfPage struct {
 	frame
 	teams  whatIfTeams
-	policy storedPolicy
 	whatIf WhatIf
 	// rates are the admission rates the Tasks page estimates waits with.
 	rates *admissionRates
@@ -37,12 +36,6 @@ type whatIfPage struct {
 type whatIfTeams interface {
 	teamList
 	fleet
-}
-
-// storedPolicy is the cluster policy as stored: its priority classes,
-// the insights' thresholds.
-type storedPolicy interface {
-	Policy() domain.Policy
 }
 
 func (p whatIfPage) show(c echo.Context) error {
@@ -88,15 +81,17 @@ func (p whatIfPage) show(c echo.Context) error {
 
 // choices are what the viewer may ask about: the teams they may see (those
 // of the ClusterQueues the console does not manage too, with their flavors
-// that are no instance type), the policy's classes, the instance shapes.
+// that are no instance type), the cluster's priority classes, the instance
+// shapes.
 func (p whatIfPage) choices(visible scope, shapes domain.ShapeLookup) form.WhatIfChoices {
-	c := form.WhatIfChoices{SeesAll: visible.all, Shapes: shapes}
+	snap := p.queues.Snapshot()
+	c := form.WhatIfChoices{SeesAll: visible.all, Shapes: shapes, Classes: snap.Classes, PodClasses: snap.PodClasses}
 	for _, t := range p.teams.Teams() {
 		if visible.sees(t.Name) {
 			c.Teams = append(c.Teams, t.Name)
 		}
 	}
-	for _, r := range p.queues.Snapshot().Teams {
+	for _, r := range snap.Teams {
 		if r.Manager == "" || !visible.sees(r.Team) || slices.Contains(c.Teams, r.Team) {
 			continue
 		}
@@ -109,9 +104,6 @@ func (p whatIfPage) choices(visible scope, shapes domain.ShapeLookup) form.WhatI
 	}
 	slices.Sort(c.Teams)
 	slices.Sort(c.Flavors)
-	for _, class := range p.policy.Policy().Classes {
-		c.Classes = append(c.Classes, class.Name)
-	}
 	return c
 }
 

@@ -129,7 +129,7 @@ func TestWhatIfFormShowsEachErrorNextToItsField(t *testing.T) {
 	}
 	want := map[string]string{
 		"team":               "Choose a team.",
-		"class":              "Choose one of the cluster policy's priority classes, or none.",
+		"class":              "Choose one of the cluster's priority classes, or none.",
 		"row.0.instanceType": `Unknown instance type "ml.zz.huge".`,
 		"row.1.gpus":         "Enter a whole number of GPUs per pod from 0 to 8: a pod runs on one instance, and ml.p5.48xlarge has 8.",
 	}
@@ -327,4 +327,31 @@ func TestWhatIfAsksAboutAQueueTheConsoleDoesNotManage(t *testing.T) {
 	_, body = get("/whatif?team=cluster-queue&row.0.instanceType=default-flavor&row.0.pods=3&row.0.vcpu=1")
 	webtest.MustContain(t, "the answer", body, `id="whatif-local-queue"`,
 		"Asked for a job in LocalQueue default/user-queue, the first of the 2 that feed the team&#39;s ClusterQueue; in another one its place may differ.")
+}
+
+// A cluster whose Jobs name Kubernetes PriorityClasses (priorityClassName)
+// may ask about a job of one of them: Kueue is asked with its priority.
+func TestWhatIfOffersTheClassesTasksName(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	s, now := f.settings, time.Now()
+	objs := kueuetest.Cluster(s, s.Cohort, 2, 0, now)
+	objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, s.Namespace("team-000"), "urgent").Queue(s.LocalQueue("team-000")).
+		PodClass("business-critical", 1_000_000).GPUs(1, 1).Created(now).Pending("Pending", "waits for quota", now).Obj())
+	f.model.publish(snapshotOf(s, objs, now))
+	h := f.handler()
+
+	_, body := webtest.Get(t, h, "/whatif")
+	webtest.MustContain(t, "the form's classes", body, `<option value="business-critical">`, `<option value="training">`)
+	code, _ := webtest.Get(t, h, strings.Replace(whatIfJob, "class=training", "class=business-critical", 1))
+	asked := f.whatIf.jobs()
+	if code != http.StatusOK || len(asked) != 1 {
+		t.Fatalf("a job of a Kubernetes PriorityClass: %d, asked %d times", code, len(asked))
+	}
+	if p := asked[0].PodClassPriority; p == nil || *p != 1_000_000 {
+		t.Errorf("Kueue was asked at priority %v, want the PriorityClass's 1000000", p)
+	}
+	webtest.Get(t, h, whatIfJob)
+	if asked = f.whatIf.jobs(); len(asked) != 2 || asked[1].PodClassPriority != nil {
+		t.Errorf("a job of a WorkloadPriorityClass was asked as a Kubernetes PriorityClass: %+v", asked)
+	}
 }

@@ -488,7 +488,10 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	}
 	sh := &impact.Shape{Namespace: lq.Namespace, Name: whatIfName, UID: whatIfName, Queue: kueuev1beta2.LocalQueueName(lq.Name),
 		Created: metav1.NewTime(time.Now())}
-	if job.Class != "" {
+	switch {
+	case job.PodClassPriority != nil:
+		sh.PriorityClass, sh.Priority = kueuev1beta2.NewPodPriorityClassRef(job.Class), job.PodClassPriority
+	case job.Class != "":
 		sh.PriorityClass = kueuev1beta2.NewWorkloadPriorityClassRef(job.Class)
 		if wpc, err := c.WorkloadPriorityClasses.Get(job.Class); err == nil {
 			sh.Priority = &wpc.Value

@@ -86,6 +86,14 @@ func (b *WorkloadWrapper) Class(name string) *WorkloadWrapper {
 	return b
 }
 
+// PodClass names a Kubernetes PriorityClass, as Kueue does for a Job with a
+// priorityClassName, with the priority Kueue gives it.
+func (b *WorkloadWrapper) PodClass(name string, priority int32) *WorkloadWrapper {
+	b.Spec.PriorityClassRef = kueuev1beta2.NewPodPriorityClassRef(name)
+	b.Spec.Priority = ptr.To(priority)
+	return b
+}
+
 func (b *WorkloadWrapper) Priority(p int32) *WorkloadWrapper {
 	b.Spec.Priority = ptr.To(p)
 	return b
