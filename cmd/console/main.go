@@ -56,6 +56,7 @@ type options struct {
 	proxyUserHeader   string
 	proxyGroupsHeader string
 	proxyCIDRs        []netip.Prefix
+	proxyHosts        []string
 	proxySecretFile   string
 	trustedProxies    []netip.Prefix
 	secureCookies     bool
@@ -92,6 +93,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.proxyUserHeader, "auth-proxy-user-header", auth.DefaultUserHeader, "--auth proxy: header with the user name")
 	fs.StringVar(&o.proxyGroupsHeader, "auth-proxy-groups-header", auth.DefaultGroupsHeader, "--auth proxy: header with the user's groups, comma-separated")
 	cidrs := fs.String("auth-proxy-cidrs", auth.DefaultProxyCIDRs, "--auth proxy: comma-separated source addresses (CIDRs) of the proxy whose headers are trusted; empty trusts none (then only the secret)")
+	hosts := fs.String("auth-proxy-hosts", "", "--auth proxy: comma-separated host names the proxy forwards requests for (the names people reach the console by, as the proxy passes them in Host); a request trusted by its address (--auth-proxy-cidrs) is answered only when addressed to one of them or to a loopback name")
 	fs.StringVar(&o.proxySecretFile, "auth-proxy-secret-file", "", "--auth proxy: file with a shared secret; requests carrying it in the "+auth.SecretHeader+" header are trusted from any address")
 	fs.StringVar(&o.sessionKeyFile, "session-key-file", "", "file with a secret of at least 32 bytes that signs sessions, CSRF tokens and flash messages; replicas that share it accept each other's sessions (default: a random key per process, so a restart signs everyone out)")
 	trustedProxies := fs.String("trusted-proxy-cidrs", "", "comma-separated addresses (CIDRs) of proxies in front of the console (an Ingress controller's pods) whose X-Forwarded-For names the client, for the sign-in limits per client address; empty: the TCP peer is the client")
@@ -131,6 +133,9 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	if err := auth.CheckListen(o.authMode, o.listen); err != nil {
+		return o, err
+	}
+	if o.proxyHosts, err = auth.ParseHosts(*hosts); err != nil {
 		return o, err
 	}
 	if o.proxyCIDRs, err = auth.ParseCIDRs(*cidrs); err != nil {
@@ -179,7 +184,7 @@ func authenticator(ctx context.Context, o options, kube kubernetes.Interface, se
 	a := &auth.Authenticator{Mode: o.authMode, SecureCookies: o.secureCookies, Keys: keys.For(clusterID, o.authMode), TrustedProxies: o.trustedProxies}
 	switch o.authMode {
 	case auth.ModeProxy:
-		a.Proxy = auth.Proxy{UserHeader: o.proxyUserHeader, GroupsHeader: o.proxyGroupsHeader, Trusted: o.proxyCIDRs}
+		a.Proxy = auth.Proxy{UserHeader: o.proxyUserHeader, GroupsHeader: o.proxyGroupsHeader, Trusted: o.proxyCIDRs, Hosts: o.proxyHosts}
 		if o.proxySecretFile != "" {
 			secret, err := auth.ReadSecret(o.proxySecretFile)
 			if err != nil {

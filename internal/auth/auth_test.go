@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/labstack/echo/v4"
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -83,6 +84,28 @@ func TestParseCIDRs(t *testing.T) {
 	}
 }
 
+func TestParseHosts(t *testing.T) {
+	got, err := ParseHosts(" Quota.Example.com, quota.internal:8443 ,,10.0.0.5,[fd00::1]:443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"quota.example.com", "quota.internal", "10.0.0.5", "fd00::1"}, got); diff != "" {
+		t.Errorf("hosts (-want +got):\n%s", diff)
+	}
+	p := Proxy{Hosts: got}
+	for host, want := range map[string]bool{"QUOTA.example.com": true, "[fd00::1]:8080": true, "fd00::1": true, "10.0.0.5:80": true,
+		"localhost": true, "example.com": false, "quota.example.com.evil": false} {
+		if p.addressedToIt(host) != want {
+			t.Errorf("addressed to %q: %v, want %v", host, !want, want)
+		}
+	}
+	for _, bad := range []string{"https://quota.example.com", "*.example.com", "quota.example.com/path", "user@quota", "a b"} {
+		if _, err := ParseHosts(bad); err == nil || !strings.Contains(err.Error(), "--auth-proxy-hosts") {
+			t.Errorf("ParseHosts(%q) = %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
 func TestSplitGroups(t *testing.T) {
 	got := SplitGroups(" ml, platform ,,ml", "ops")
 	if !reflect.DeepEqual(got, []string{"ml", "platform", "ops"}) {
@@ -93,6 +116,7 @@ func TestSplitGroups(t *testing.T) {
 func proxyRequest(remote string, headers map[string]string) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "/teams", nil)
 	r.RemoteAddr = remote
+	r.Host = "127.0.0.1:8080" // a sidecar proxy's request to the console
 	for k, v := range headers {
 		r.Header.Set(k, v)
 	}

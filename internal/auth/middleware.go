@@ -172,6 +172,8 @@ func (a *Authenticator) Middleware(public func(c echo.Context) bool) echo.Middle
 				}
 				msg := "Sign-in required: this console accepts users only through its authenticating proxy."
 				switch {
+				case errors.Is(err, ErrForeignHost):
+					return echo.NewHTTPError(http.StatusMisdirectedRequest, a.Proxy.foreignHostWords())
 				case errors.Is(err, ErrNoUser):
 					msg = "Sign-in required: the authenticating proxy did not say who you are."
 				case errors.Is(err, ErrRepeatedGroups):

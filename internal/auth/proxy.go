@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -28,6 +29,10 @@ var (
 	// proxy that appends to (rather than overwrites) the client's header would
 	// let the client add groups.
 	ErrRepeatedGroups = errors.New("the request carries the groups header more than once")
+	// ErrForeignHost is a request from the proxy's address addressed to a
+	// name that is not the proxy's (Proxy.Hosts): DNS rebinding, or a
+	// port-forward that skips the proxy. It answers 421.
+	ErrForeignHost = errors.New("the request is addressed to a name the authenticating proxy does not forward for")
 )
 
 // Proxy trusts an authenticating proxy's user and groups headers.
@@ -39,14 +44,26 @@ type Proxy struct {
 	Trusted []netip.Prefix
 	// Secret, when not empty, is also accepted in SecretHeader from any address.
 	Secret []byte
+	// Hosts are the names the proxy forwards requests for (its public
+	// names, as in the Host header). A request trusted by its address must
+	// be addressed to one of them or to a loopback name: a page that DNS
+	// rebinding or a port-forward brings to the console's port names its
+	// own host, and would otherwise be trusted (Middleware).
+	Hosts []string
 }
 
 // Trusts reports whether r comes from the proxy: from a trusted address (the
 // TCP peer, never X-Forwarded-For), or carrying the shared secret.
-func (p Proxy) Trusts(r *http.Request) bool {
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil && containsAddr(p.Trusted, ap.Addr()) {
-		return true
-	}
+func (p Proxy) Trusts(r *http.Request) bool { return p.fromAddress(r) || p.withSecret(r) }
+
+// fromAddress: r's TCP peer is a trusted address.
+func (p Proxy) fromAddress(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && containsAddr(p.Trusted, ap.Addr())
+}
+
+// withSecret: r carries the shared secret, once.
+func (p Proxy) withSecret(r *http.Request) bool {
 	if len(p.Secret) == 0 {
 		return false
 	}
@@ -59,12 +76,43 @@ func (p Proxy) Trusts(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
+// addressedToIt: host (a Host header) is one of Hosts or a loopback name.
+func (p Proxy) addressedToIt(host string) bool {
+	if LoopbackHost(host) {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	for _, name := range p.Hosts {
+		if strings.EqualFold(host, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignHostWords say why a request addressed to another name is refused.
+func (p Proxy) foreignHostWords() string {
+	names := "a loopback name"
+	if len(p.Hosts) > 0 {
+		names = strings.Join(p.Hosts, ", ") + " or " + names
+	}
+	return "This console takes its authenticating proxy's word only for requests addressed to " + names +
+		": a page that reached its port under another name could claim to be anyone. If this name is the console's, add it to --auth-proxy-hosts."
+}
+
 // Authenticate reads the user the proxy names. Groups that Kubernetes
 // reserves ("system:…", e.g. system:masters) are dropped: a proxy's identity
 // provider never grants them, and impersonating them would bypass RBAC.
 func (p Proxy) Authenticate(r *http.Request) (User, error) {
-	if !p.Trusts(r) {
+	switch {
+	case p.withSecret(r):
+	case !p.fromAddress(r):
 		return User{}, ErrUntrustedProxy
+	case !p.addressedToIt(r.Host):
+		return User{}, ErrForeignHost
 	}
 	names := r.Header.Values(p.UserHeader)
 	if len(names) != 1 || strings.TrimSpace(names[0]) == "" {
@@ -90,6 +138,29 @@ func (p Proxy) Authenticate(r *http.Request) (User, error) {
 // ParseCIDRs reads --auth-proxy-cidrs: comma-separated prefixes or single
 // addresses. An empty string trusts no address (then only the secret counts).
 func ParseCIDRs(s string) ([]netip.Prefix, error) { return parsePrefixes("--auth-proxy-cidrs", s) }
+
+// ParseHosts reads --auth-proxy-hosts: comma-separated host names, a port
+// after one ignored.
+func ParseHosts(s string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		name := strings.TrimSpace(part)
+		if h, _, err := net.SplitHostPort(name); err == nil && !strings.ContainsAny(name, "/@") {
+			name = h
+		}
+		if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")); ip != nil {
+			name = ip.String()
+		}
+		switch {
+		case name == "":
+			continue
+		case strings.ContainsAny(name, "/@ *") || strings.Contains(name, ":") && net.ParseIP(name) == nil:
+			return nil, fmt.Errorf("--auth-proxy-hosts: %q is not a host name (give names such as quota.example.com, no scheme, path or wildcard)", strings.TrimSpace(part))
+		}
+		out = append(out, strings.ToLower(name))
+	}
+	return out, nil
+}
 
 // ParseTrustedProxies reads --trusted-proxy-cidrs, as ParseCIDRs.
 func ParseTrustedProxies(s string) ([]netip.Prefix, error) {

@@ -63,12 +63,56 @@ func TestModeNoneAnswersOnlyLoopbackHosts(t *testing.T) {
 			}
 		}
 	}
-	// With sign-in the Host is the operator's business (ingress names).
-	proxy := &Authenticator{Mode: ModeProxy, Proxy: Proxy{UserHeader: "X-User", GroupsHeader: "X-Groups", Trusted: mustCIDRs(t, DefaultProxyCIDRs)}}
-	r := proxyRequest("127.0.0.1:1", map[string]string{"X-User": "alice"})
-	r.Host = "quota.apps.example.com"
-	if rec := serve(server(proxy), r); rec.Code != http.StatusOK {
-		t.Errorf("proxy mode, ingress host: %d", rec.Code)
+}
+
+// Attack: DNS rebinding, or a port-forward, into proxy mode. The console
+// trusts the headers of requests from its sidecar proxy's address
+// (loopback). A page on attacker.example, resolved to 127.0.0.1 on a
+// machine where the console's own port is reachable (a laptop running it,
+// `kubectl port-forward` to the console's port rather than the proxy's),
+// sends the user header itself, with Sec-Fetch-Site: same-origin: it would
+// act as any user, admins included. Requests trusted by their address are
+// answered only when addressed to the proxy's public names or a loopback
+// name; the shared secret, which no browser sends, proves the proxy
+// wherever a request is addressed.
+func TestProxyTrustsItsAddressOnlyForItsHosts(t *testing.T) {
+	proxy := &Authenticator{Mode: ModeProxy, Proxy: Proxy{UserHeader: "X-User", GroupsHeader: "X-Groups",
+		Trusted: mustCIDRs(t, DefaultProxyCIDRs), Hosts: []string{"quota.apps.example.com"}, Secret: []byte("s3cret-s3cret-s3cret")}}
+	e := server(proxy)
+	for _, tc := range []struct {
+		host, remote, path string
+		secret             bool
+		want               int
+		body               string
+	}{
+		{host: "attacker.example:18301", remote: "127.0.0.1:1", path: "/teams", want: http.StatusMisdirectedRequest},
+		{host: "attacker.example", remote: "[::1]:1", path: "/teams", want: http.StatusMisdirectedRequest},
+		{host: "quota.apps.example.com.attacker.example", remote: "127.0.0.1:1", path: "/teams", want: http.StatusMisdirectedRequest},
+		{host: "", remote: "127.0.0.1:1", path: "/teams", want: http.StatusMisdirectedRequest},
+		{host: "quota.apps.example.com", remote: "127.0.0.1:1", path: "/teams", want: http.StatusOK, body: "user=alice"},
+		{host: "QUOTA.apps.example.com:443", remote: "127.0.0.1:1", path: "/teams", want: http.StatusOK, body: "user=alice"},
+		{host: "127.0.0.1:8080", remote: "127.0.0.1:1", path: "/teams", want: http.StatusOK, body: "user=alice"},
+		{host: "localhost:8080", remote: "127.0.0.1:1", path: "/teams", want: http.StatusOK, body: "user=alice"},
+		// The secret proves the proxy, whatever the name.
+		{host: "attacker.example", remote: "10.1.2.3:1", path: "/teams", secret: true, want: http.StatusOK, body: "user=alice"},
+		// Public paths answer anyone at any name (the kubelet's probes
+		// name the pod's address), without the header's user.
+		{host: "10.1.2.3:8080", remote: "127.0.0.1:1", path: "/healthz", want: http.StatusOK, body: "user= "},
+		{host: "attacker.example", remote: "127.0.0.1:1", path: "/healthz", want: http.StatusOK, body: "user= "},
+	} {
+		r := proxyRequest(tc.remote, map[string]string{"X-User": "alice", "Sec-Fetch-Site": "same-origin"})
+		r.URL.Path = tc.path
+		r.Host = tc.host
+		if tc.secret {
+			r.Header.Set(SecretHeader, "s3cret-s3cret-s3cret")
+		}
+		rec := serve(e, r)
+		if rec.Code != tc.want || !strings.HasPrefix(rec.Body.String(), tc.body) {
+			t.Errorf("GET %s from %s addressed to %q: %d %q, want %d %q", tc.path, tc.remote, tc.host, rec.Code, rec.Body.String(), tc.want, tc.body)
+		}
+		if tc.want == http.StatusMisdirectedRequest && !strings.Contains(rec.Body.String(), "--auth-proxy-hosts") {
+			t.Errorf("the refusal of Host %q does not say how to allow a name: %q", tc.host, rec.Body.String())
+		}
 	}
 }
 

@@ -112,6 +112,15 @@ when their value is set, so the defaults run with today's console.
 - {{ printf "--auth-proxy-user-header=%s" .Values.auth.proxy.userHeader | quote }}
 - {{ printf "--auth-proxy-groups-header=%s" .Values.auth.proxy.groupsHeader | quote }}
 - {{ printf "--auth-proxy-cidrs=%s" (join "," .Values.auth.proxy.cidrs) | quote }}
+{{- $hosts := .Values.auth.proxy.hosts }}
+{{- if and (not $hosts) .Values.ingress.enabled }}
+{{- range .Values.ingress.hosts }}
+{{- $hosts = append $hosts .host }}
+{{- end }}
+{{- end }}
+{{- with $hosts }}
+- {{ printf "--auth-proxy-hosts=%s" (join "," .) | quote }}
+{{- end }}
 {{- if .Values.auth.proxy.secret.existingSecret }}
 - {{ printf "--auth-proxy-secret-file=%s" (include "quota-console.proxySecretFile" .) | quote }}
 {{- end }}
