@@ -76,7 +76,7 @@ func (a *Authenticator) csrfAllowed(c echo.Context) bool {
 	}
 	got := r.Header.Get(CSRFHeader)
 	if got == "" {
-		got = c.FormValue(CSRFField)
+		got = r.PostFormValue(CSRFField) // never the URL's: logs and Referer headers keep it
 	}
 	binding, ok := a.csrfBinding(c, false)
 	if !ok || got == "" {

@@ -193,6 +193,17 @@ func TestCSRFRefusesOtherSitesAndUnboundTokens(t *testing.T) {
 					t.Errorf("%s: %d, want %d", c.name, rec.Code, c.want)
 				}
 			}
+			// Attack: the token in the URL, which logs, histories and
+			// Referer headers keep: a form's token is its body's.
+			r := httptest.NewRequest(http.MethodPost, "/form?"+url.Values{CSRFField: {token}}.Encode(), nil)
+			r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:4000"
+			r.Header.Set("X-User", "alice")
+			for _, ck := range cookies {
+				r.AddCookie(ck)
+			}
+			if rec := serve(e, r); rec.Code != http.StatusForbidden {
+				t.Errorf("the token in the URL: %d, want 403", rec.Code)
+			}
 		})
 	}
 }

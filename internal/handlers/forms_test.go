@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -197,4 +198,32 @@ func TestSignInPageOnlyInTokenMode(t *testing.T) {
 		t.Fatalf("GET %s in token mode: %d", auth.SignInPath, code)
 	}
 	webtest.MustContain(t, "the sign-in page", body, `id="sign-in-form"`, `name="token"`, `name="next" value="/teams"`)
+}
+
+// tokenReviewer accepts one token, as the apiserver's TokenReview would.
+type tokenReviewer struct{ token, user string }
+
+func (r tokenReviewer) Review(_ context.Context, token string) (auth.User, error) {
+	if token != r.token {
+		return auth.User{}, auth.ErrTokenRejected
+	}
+	return auth.User{Name: r.user}, nil
+}
+
+// Attack: a sign-in link or form that carries the token in its URL
+// (/auth/sign-in?token=…), which access logs, browser history and Referer
+// headers keep. The token is read from the form's body only.
+func TestSignInTakesTheTokenFromTheBodyOnly(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	f.cfg.Auth = &auth.Authenticator{Mode: auth.ModeToken, Sessions: auth.NewSessions(auth.RandomKeys(), auth.SessionTTL, nil),
+		Tokens: tokenReviewer{token: "alice-token", user: "alice"}}
+	h := f.handler()
+	b := webtest.NewBrowser(t, h, map[string]string{"Sec-Fetch-Site": "same-origin"})
+	code, _, body := b.Post(auth.SignInPath+"?token=alice-token", url.Values{"next": {"/"}})
+	if code != http.StatusUnauthorized || b.Cookies[auth.SessionCookie] != nil {
+		t.Errorf("the token in the URL: %d, cookies %v, want 401 and no session\n%.300s", code, b.Cookies, body)
+	}
+	if code, location, _ := b.Post(auth.SignInPath, url.Values{"next": {"/"}, "token": {"alice-token"}}); code != http.StatusSeeOther || location != "/" {
+		t.Errorf("the token in the form: %d → %q, want 303 to /", code, location)
+	}
 }

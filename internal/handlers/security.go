@@ -29,7 +29,7 @@ func securityHeaders(secure func(*http.Request) bool) echo.MiddlewareFunc {
 			// As Header.Set, with the values in one allocation (the names
 			// are canonical).
 			h := c.Response().Header()
-			v := make([]string, 5)
+			v := make([]string, 6)
 			v[0], v[1], v[2], v[3] = ContentSecurityPolicy, "nosniff", "DENY", "same-origin"
 			h["Content-Security-Policy"] = v[0:1:1]
 			h[echo.HeaderXContentTypeOptions] = v[1:2:2]
@@ -38,6 +38,13 @@ func securityHeaders(secure func(*http.Request) bool) echo.MiddlewareFunc {
 			if secure(c.Request()) {
 				v[4] = "max-age=31536000"
 				h[echo.HeaderStrictTransportSecurity] = v[4:5:5]
+			}
+			// Pages, exports and answers show teams' figures: no browser
+			// history, back-forward or proxy cache keeps them past a
+			// sign-out. Only the static files may be kept.
+			if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
+				v[5] = "no-store"
+				h[echo.HeaderCacheControl] = v[5:6:6]
 			}
 			return next(c)
 		}
@@ -78,8 +85,8 @@ func signInRoutes(e *echo.Echo, f frame) {
 		return renderSignIn(c, http.StatusOK, auth.SafeNext(c.QueryParam("next")), "", auth.TakeFlashOf(c))
 	})
 	e.POST(auth.SignInPath, func(c echo.Context) error {
-		next := auth.SafeNext(c.FormValue("next"))
-		u, err := f.auth.SignIn(c, c.FormValue("token"))
+		next := auth.SafeNext(c.Request().PostFormValue("next"))
+		u, err := f.auth.SignIn(c, c.Request().PostFormValue("token")) // never the URL's: logs keep it
 		switch {
 		case errors.Is(err, auth.ErrTooManySignIns):
 			c.Response().Header().Set("Retry-After", "10")

@@ -99,3 +99,28 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 		}
 	}
 }
+
+// Attack: after signing out on a shared machine, the next person opens the
+// browser's history, back-forward cache or a proxy's cache and reads the
+// teams' pages, CSV exports and JSON answers. Nothing but the static files
+// is stored.
+func TestAnswersAreNotStored(t *testing.T) {
+	f := newFixture(t, 2, 3)
+	h := f.handler()
+	for _, path := range []string{"/", "/teams", "/usage/team-001", "/tasks?format=csv&table=tasks", whatIfJob + "&format=json", "/no-such-page", "/healthz"} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Host = "127.0.0.1:8080"
+		h.ServeHTTP(rec, r)
+		if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+			t.Errorf("GET %s (%d): Cache-Control %q, want no-store", path, rec.Code, got)
+		}
+	}
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/static/app.js", nil)
+	r.Host = "127.0.0.1:8080"
+	h.ServeHTTP(rec, r)
+	if got := rec.Header().Get("Cache-Control"); rec.Code != http.StatusOK || got == "no-store" {
+		t.Errorf("GET /static/app.js: %d, Cache-Control %q: the static files may be kept", rec.Code, got)
+	}
+}
