@@ -167,3 +167,34 @@ func TestNotReadyNodeUnderAQuota(t *testing.T) {
 	})
 	t.Logf("the insights cleared on the open page %v after %s was replaced", time.Since(start).Round(10*time.Millisecond), replaced.Name)
 }
+
+// A console started without a task history (the chart's default,
+// --history-store none) says so where the history would be, and raises no
+// alarm: the history is off, not failing.
+func TestAConsoleWithoutTaskHistorySaysSoWithoutAlarm(t *testing.T) {
+	c := newConsole(t) // --history-store none
+	for _, path := range []string{"/insights", "/preemptions", "/"} {
+		code, body := c.get(t, path)
+		if code != 200 {
+			t.Fatalf("GET %s: %d", path, code)
+		}
+		if strings.Contains(body, "cannot be read now") || strings.Contains(body, "unavailable right now") {
+			t.Errorf("GET %s raises an alarm for a history that is off:\n%s", path, excerptAround(body, "now"))
+		}
+	}
+	if _, body := c.get(t, "/preemptions"); !strings.Contains(body, "runs without a task history") {
+		t.Errorf("the preemptions page does not say the console runs without a task history")
+	}
+	if code, body := c.get(t, "/preemptions?format=csv"); code != 503 || !strings.Contains(body, "runs without a task history") {
+		t.Errorf("the preemptions CSV: %d %q, want 503 saying the console runs without a task history", code, body)
+	}
+}
+
+// excerptAround is body around the first occurrence of word.
+func excerptAround(body, word string) string {
+	i := strings.Index(body, word)
+	if i < 0 {
+		return ""
+	}
+	return body[max(0, i-200):min(len(body), i+100)]
+}

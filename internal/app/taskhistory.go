@@ -240,7 +240,7 @@ func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*T
 		return h, nil
 	}
 	if o.Driver == TaskHistoryOff || o.Driver == "" {
-		h.set(nil, errors.New("history is off (--history-store none)"))
+		h.set(nil, fmt.Errorf("%w (--history-store none)", taskhistory.ErrOff))
 		return h, nil
 	}
 	if o.Driver == taskhistory.DriverSQLite && o.Path == "" {
@@ -249,12 +249,12 @@ func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*T
 		// container without a home (the image) lacks: run without history
 		// rather than not at all. A path given by flag must work.
 		if o.Path == "" {
-			h.set(nil, errors.New("history is off: no user cache folder for its file; set --history-path"))
+			h.set(nil, fmt.Errorf("%w: no user cache folder for its file; set --history-path", taskhistory.ErrOff))
 			r.log.Warn("task history off: no user cache folder for its file; set --history-path")
 			return h, nil
 		}
 		if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
-			h.set(nil, fmt.Errorf("history is off: no folder for %s (%v); set --history-path", o.Path, err))
+			h.set(nil, fmt.Errorf("%w: no folder for %s (%v); set --history-path", taskhistory.ErrOff, o.Path, err))
 			r.log.Warn("task history off: the default file's folder cannot be created; set --history-path", "path", o.Path, "err", err)
 			return h, nil
 		}

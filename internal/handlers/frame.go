@@ -88,7 +88,7 @@ func (f frame) allowed(ctx context.Context, id kueue.Identity, p kueue.Permissio
 
 // errTaskHistoryOff is why pages built on the task history are empty when
 // the console runs without one.
-var errTaskHistoryOff = errors.New("the console runs without a task history")
+var errTaskHistoryOff = taskhistory.ErrOff
 
 // taskHistoryNote says, on a page, why it shows no task history: that the
 // console runs without one, or, in a plain sentence, that it cannot be read

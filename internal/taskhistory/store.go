@@ -21,6 +21,10 @@ import (
 // DefaultRetention is how long the history keeps what it records.
 const DefaultRetention = 90 * 24 * time.Hour
 
+// ErrOff is why there is no task history when the console runs without
+// one (--history-store none, or no place for its file): not a failure.
+var ErrOff = errors.New("the console runs without a task history")
+
 // Drivers of Config.Driver.
 const (
 	DriverSQLite   = "sqlite"
