@@ -176,9 +176,12 @@ func readingsQueries(figure, by string) (sum, count string) {
 // heldGPUUtil is the utilization of each whole GPU a pod holds.
 const heldGPUUtil = metricGPUUtil + `{namespace!="",` + wholeGPU + `}`
 
-// heldGPUUtilOver is each held GPU's utilization averaged over window.
+// heldGPUUtilOver is the utilization of each GPU a pod holds now,
+// averaged over window. Only GPUs held now: the series of a pod that ended
+// within the window still has readings there, and counted it would make
+// GPUs idle that no one holds.
 func heldGPUUtilOver(window time.Duration) string {
-	return `avg_over_time(` + heldGPUUtil + `[` + model.Duration(window).String() + `])`
+	return `avg_over_time(` + heldGPUUtil + `[` + model.Duration(window).String() + `]) and ` + heldGPUUtil
 }
 
 // metricEngineActive is dcgm-exporter's ratio of time the graphics engine

@@ -67,7 +67,7 @@ func TestQueries(t *testing.T) {
 		namespacesGPUUtilQuery([]string{"default", `a.b"c`}): `avg(DCGM_FI_DEV_GPU_UTIL{namespace=~"default|a\\.b\"c",GPU_I_PROFILE=""})`,
 		utilSumQuery:               `sum by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""})`,
 		utilCountQuery:             `count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""})`,
-		heldGPUUtilOver(time.Hour): `avg_over_time(DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""}[1h])`,
+		heldGPUUtilOver(time.Hour): `avg_over_time(DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""}[1h]) and DCGM_FI_DEV_GPU_UTIL{namespace!="",GPU_I_PROFILE=""}`,
 		queryClusterGPUUtil:        `avg(DCGM_FI_DEV_GPU_UTIL{GPU_I_PROFILE=""})`,
 		vcpuAllocationQuery(1536):  `100 * sum(kueue_cluster_queue_resource_usage{resource="cpu",replica_role!="follower"}) / 1536`,
 		queueQuotaQuery("nvidia.com/gpu", "hyperpod-ns-nlp-clusterqueue"): `sum(kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu",replica_role!="follower",cluster_queue="hyperpod-ns-nlp-clusterqueue"})`,
@@ -333,6 +333,26 @@ func TestSandboxTeamGPUUtilizationSeesPinnedPods(t *testing.T) {
 		gotGPUs = domain.GPUReadingsByTeam(byNamespace, teams)
 		return cmp.Equal(wantGPUs, gotGPUs), err
 	})
+	// A GPU its pod no longer holds leaves the figure at once, though it has
+	// readings within the hour: nlp's trainer ends, another takes one GPU.
+	nlp := s.Namespace("nlp")
+	if err := kube.CoreV1().Pods(nlp).Delete(ctx, "trainer", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Pods(nlp).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "trainer-2", Annotations: map[string]string{sandbox.GPUUtilAnnotation: "60"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer", Image: "trainer",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{sandbox.ResourceGPU: *resource.NewQuantity(1, resource.DecimalSI)}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantGPUs = map[string][]float64{"vision": {85}, "nlp": {60}}
+	poll(t, 60*time.Second, "the GPUs of a pod that ended stayed in NamespaceGPUUtilizationOver", func(ctx context.Context) (bool, error) {
+		byNamespace, err := p.NamespaceGPUUtilizationOver(ctx, time.Hour)
+		gotGPUs = domain.GPUReadingsByTeam(byNamespace, teams)
+		return cmp.Equal(wantGPUs, gotGPUs), err
+	})
+
 	// The partitions' engine activity, by team and profile.
 	wantPartitions := map[string]map[string]float64{"notebooks": {"mig-1g.10gb": 40}}
 	var gotPartitions map[string]map[string]float64
