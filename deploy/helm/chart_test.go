@@ -30,6 +30,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -334,7 +335,7 @@ func TestChartEverythingOn(t *testing.T) {
 	want := sorted([]string{
 		"Deployment quota-console/qc-quota-console", "Ingress quota-console/qc-quota-console", "Namespace quota-console",
 		"NetworkPolicy quota-console/qc-quota-console", "PersistentVolumeClaim quota-console/qc-quota-console-history",
-		"PodDisruptionBudget quota-console/qc-quota-console", "Secret quota-console/qc-quota-console-session-key",
+		"Secret quota-console/qc-quota-console-session-key",
 		"Service quota-console/qc-quota-console", "ServiceAccount quota-console/qc-quota-console",
 		"ServiceMonitor quota-console/qc-quota-console", "PrometheusRule quota-console/qc-quota-console",
 		"ConfigMap quota-console/qc-quota-console-dashboard",
@@ -348,13 +349,19 @@ func TestChartEverythingOn(t *testing.T) {
 		"--listen=0.0.0.0:9090", "--metrics-listen=:8081", "--log-level=debug", "--memory-limit-mib=512", "--log-format=text", "--auth=proxy",
 		"--prometheus-url=http://prometheus-operated.monitoring.svc:9090", "--namespace-prefix=team-", "--cluster-name=ml-research", "--cohort=research", "--team-pod-security=restricted",
 		"--auth-proxy-user-header=X-Auth-Request-User", "--auth-proxy-groups-header=X-Auth-Request-Groups",
-		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
+		"--auth-proxy-cidrs=10.0.0.0/8", "--auth-proxy-hosts=quota.example.com", "--auth-proxy-secret-file=/etc/quota-console/proxy-secret/shared",
 		"--secure-cookies", "--session-key-file=/etc/quota-console/session-key/key", "--state-namespace=console-state",
 		"--leader-election-lease=quota-console-leader", "--history-store=sqlite",
 		"--history-path=/var/lib/quota-console/history.db", "--history-retention=2160h", "--some-future-flag=1",
 	}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	// One replica on a SQLite file: the old pod stops before the new one
+	// opens the file, and no disruption budget keeps a drain waiting
+	// (above: no PodDisruptionBudget).
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("strategy %q with SQLite's one replica, want Recreate", d.Spec.Strategy.Type)
 	}
 	if c.Image != "registry.example.com/team/quota-console@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
 		t.Errorf("image %q, want pinned by digest", c.Image)
@@ -497,6 +504,33 @@ func TestChartArgs(t *testing.T) {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Attack: the Service made a load balancer (or a NodePort) for the pages
+// would publish the metrics port too, whose /metrics names every team's
+// figures without sign-in. The metrics port stays on a ClusterIP Service.
+func TestChartKeepsMetricsInsideTheCluster(t *testing.T) {
+	for _, kind := range []string{"LoadBalancer", "NodePort"} {
+		objs := render(t, "qc", "--set", "service.type="+kind)
+		ports := map[string][]string{} // Service → its type and ports
+		for _, o := range objs {
+			if o.GetKind() != "Service" {
+				continue
+			}
+			var svc corev1.Service
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc); err != nil {
+				t.Fatal(err)
+			}
+			ports[svc.Name] = []string{string(svc.Spec.Type)}
+			for _, p := range svc.Spec.Ports {
+				ports[svc.Name] = append(ports[svc.Name], p.Name)
+			}
+		}
+		want := map[string][]string{"qc-quota-console": {kind, "http"}, "qc-quota-console-metrics": {"ClusterIP", "metrics"}}
+		if diff := cmp.Diff(want, ports); diff != "" {
+			t.Errorf("service.type=%s: Services (-want +got):\n%s", kind, diff)
+		}
 	}
 }
 
@@ -933,7 +967,7 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 	// leave the ReplicaSet failing to create them).
 	waitForPods(t, c, ns, 2)
 
-	if out, err := runHelm(t, append([]string{"upgrade", "qc", chartDir, "--reuse-values", "--set", "logLevel=debug", "--set", "replicas=3",
+	if out, err := runHelm(t, append([]string{"upgrade", "qc", chartDir, "--reset-then-reuse-values", "--set", "logLevel=debug", "--set", "replicas=3",
 		"--set", "prometheus.url=http://prometheus.monitoring.svc:9090"}, common...)...); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -956,7 +990,7 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 	waitForPods(t, c, ns, 3)
 
 	// A wrong value fails the upgrade and leaves the release as it was.
-	if _, err := runHelm(t, append([]string{"upgrade", "qc", chartDir, "--reuse-values", "--set", "replicas=0"}, common...)...); err == nil {
+	if _, err := runHelm(t, append([]string{"upgrade", "qc", chartDir, "--reset-then-reuse-values", "--set", "replicas=0"}, common...)...); err == nil {
 		t.Error("helm upgrade accepted replicas=0")
 	}
 

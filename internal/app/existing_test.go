@@ -798,7 +798,9 @@ func TestJobsOfAKubernetesPriorityClass(t *testing.T) {
 	if _, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.kube.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.kube.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), domain.ResourceGPU: resource.MustParse("1")}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "urgent", Namespace: ns, Labels: map[string]string{"kueue.x-k8s.io/queue-name": "user-queue"}},

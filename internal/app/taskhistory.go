@@ -354,8 +354,8 @@ func hooks(c *kueue.Cache, h *TaskHistory) {
 	})
 }
 
-// record runs the recorder while this replica holds the Lease, until ctx
-// ends; then it closes h.recorded.
+// record runs the recorder until ctx ends, while this replica holds the
+// Lease when the store is shared; then it closes h.recorded.
 func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistory, store *taskhistory.Store) {
 	defer close(h.recorded)
 	identity := o.Identity
@@ -382,6 +382,15 @@ func record(ctx context.Context, o TaskHistoryConfig, r recording, h *TaskHistor
 		Log:        r.log,
 	})
 	h.recorder.Store(rec)
+	if !store.Shared() {
+		// A SQLite file is this console's alone: it records without the
+		// Lease, which would keep it from recording while any other
+		// console of the cluster (another store's) holds it.
+		h.leading.Store(true)
+		defer h.leading.Store(false)
+		_ = rec.Run(ctx)
+		return
+	}
 	// A local run may have no state namespace yet: the Lease lives there.
 	kueue.EnsureNamespace(ctx, r.kube, r.settings.State(), r.log)
 	err := leader.Run(ctx, leader.Config{Client: r.kube, Namespace: r.settings.State(), Name: o.Lease, Identity: identity, Log: r.log},

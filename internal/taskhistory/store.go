@@ -57,6 +57,11 @@ type Store struct {
 	clock     func() time.Time
 }
 
+// Shared reports whether several consoles may write the store: a
+// PostgreSQL database is shared by the replicas, which elect one recorder; a
+// SQLite file is one process's.
+func (s *Store) Shared() bool { return s.postgres }
+
 // Open opens (creating it if needed) and migrates the store. A file that is
 // not a SQLite database, or a store written by a newer console (a schema
 // version this one does not know), fails with an error naming it.
