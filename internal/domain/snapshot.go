@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"strings"
@@ -137,6 +138,36 @@ func (s *Snapshot) Position(f *TaskFacts) int {
 		return q.position(f)
 	}
 	return 0
+}
+
+// QueuePositions are the places of the tasks queued in clusterQueue, one
+// each from 1: Kueue's order for the tasks its visibility API named (kueue,
+// 0-based positions by LocalQueueKey), then the tasks it did not name (new
+// since it answered) in the console's order. Kueue's answer may be older
+// than the snapshot: tasks admitted since are skipped, and no two tasks
+// share a place. Nil when the queue has no queued task.
+func (s *Snapshot) QueuePositions(clusterQueue string, kueue map[string]int) map[*TaskFacts]int {
+	q := s.queues[clusterQueue]
+	if q == nil || q.tasks.Len() == 0 {
+		return nil
+	}
+	var named, unnamed []*TaskFacts
+	q.tasks.Ascend(func(f *TaskFacts) bool {
+		if _, ok := kueue[LocalQueueKey(f.Namespace, f.Name)]; ok {
+			named = append(named, f)
+		} else {
+			unnamed = append(unnamed, f)
+		}
+		return true
+	})
+	slices.SortStableFunc(named, func(a, b *TaskFacts) int {
+		return cmp.Compare(kueue[LocalQueueKey(a.Namespace, a.Name)], kueue[LocalQueueKey(b.Namespace, b.Name)])
+	})
+	out := make(map[*TaskFacts]int, len(named)+len(unnamed))
+	for i, f := range append(named, unnamed...) {
+		out[f] = i + 1
+	}
+	return out
 }
 
 // Borrowing reports whether f, holding quota, borrows now: by Borrows, on

@@ -172,3 +172,41 @@ func TestClassesOfKubernetesPriorityClasses(t *testing.T) {
 		t.Errorf("changes = %+v, want every view to redraw for a new class", c)
 	}
 }
+
+// Kueue's visibility API answers a while before the snapshot: a task it
+// named may have been admitted since, a new one is not named yet. Each
+// queued task still has one place, from 1, Kueue's order first.
+func TestQueuePositions(t *testing.T) {
+	s := DefaultSettings
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	objs := kueuetest.Cluster(s, s.Cohort, 1, 0, now)
+	ns, lq := s.Namespace("team-000"), s.LocalQueue("team-000")
+	for i, name := range []string{"a", "b", "c", "d"} {
+		objs.Workloads = append(objs.Workloads, kueuetest.MakeWorkload(s, ns, name).Queue(lq).GPUs(1, 1).
+			Created(now.Add(time.Duration(i)*time.Minute)).Pending("Pending", "waits for quota", now).Obj())
+	}
+	snap := BuildSnapshot(SnapshotInput{Settings: s, ClusterQueues: objs.ClusterQueues, LocalQueues: objs.LocalQueues, Workloads: objs.Workloads, Classes: objs.Classes}, now)
+	cq := objs.ClusterQueues[0].Name
+	key := func(name string) string { return LocalQueueKey(ns, name) }
+	for _, tc := range []struct {
+		name  string
+		kueue map[string]int
+		want  map[string]int
+	}{
+		{"Kueue did not answer: the console's order", nil, map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}},
+		{"Kueue's order", map[string]int{key("c"): 0, key("a"): 1, key("b"): 2, key("d"): 3}, map[string]int{"c": 1, "a": 2, "b": 3, "d": 4}},
+		{"an answer older than the snapshot", map[string]int{key("c"): 0, key("admitted-since"): 1, key("a"): 2, key("b"): 7},
+			map[string]int{"c": 1, "a": 2, "b": 3, "d": 4}},
+	} {
+		got := map[string]int{}
+		for f, p := range snap.QueuePositions(cq, tc.kueue) {
+			got[f.Name] = p
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: places (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	if got := snap.QueuePositions("no-such-queue", nil); got != nil {
+		t.Errorf("a queue without tasks: %v", got)
+	}
+}

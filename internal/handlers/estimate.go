@@ -50,7 +50,7 @@ type waitEstimates struct {
 	snap      *domain.Snapshot
 	rates     *admissionRates
 	kueue     *positionsFeed
-	positions map[string]map[string]int // nil entry: Kueue did not answer
+	positions map[string]map[*domain.TaskFacts]int // by ClusterQueue: place
 	// known are the rates, once asked; knownOK: there is a history to ask.
 	known   *taskhistory.AdmissionRates
 	knownOK bool
@@ -60,14 +60,14 @@ type waitEstimates struct {
 }
 
 func (p tasksPage) waitEstimates(ctx context.Context, snap *domain.Snapshot) *waitEstimates {
-	return &waitEstimates{ctx: ctx, snap: snap, rates: p.rates, kueue: p.live.feeds.positions, positions: map[string]map[string]int{}}
+	return &waitEstimates{ctx: ctx, snap: snap, rates: p.rates, kueue: p.live.feeds.positions, positions: map[string]map[*domain.TaskFacts]int{}}
 }
 
 // ahead is how many tasks are ahead of f in its ClusterQueue; ok is false
 // for a task not queued.
 func (w *waitEstimates) ahead(f *domain.TaskFacts) (int, bool) {
-	if p, ok := w.kueueAhead(f); ok {
-		return p, true
+	if p, ok := w.place(f); ok {
+		return p - 1, true
 	}
 	if p := w.snap.Position(f); p > 0 {
 		return p - 1, true
@@ -75,27 +75,31 @@ func (w *waitEstimates) ahead(f *domain.TaskFacts) (int, bool) {
 	return 0, false
 }
 
-// kueueAhead is how many tasks are ahead of f by Kueue's visibility API;
-// ok is false for a task not queued, or when Kueue does not say.
-func (w *waitEstimates) kueueAhead(f *domain.TaskFacts) (int, bool) {
-	if !f.Queued || f.ClusterQueue == "" || w.kueue == nil {
+// place is f's place in its ClusterQueue (Snapshot.QueuePositions: Kueue's
+// order where its visibility API says, then the console's); ok is false
+// for a task not queued.
+func (w *waitEstimates) place(f *domain.TaskFacts) (int, bool) {
+	if !f.Queued || f.ClusterQueue == "" {
 		return 0, false
 	}
 	pos, asked := w.positions[f.ClusterQueue]
 	if !asked {
-		pos, _ = w.kueue.of(w.ctx, f.ClusterQueue)
+		var kueue map[string]int
+		if w.kueue != nil {
+			kueue, _ = w.kueue.of(w.ctx, f.ClusterQueue)
+		}
+		pos = w.snap.QueuePositions(f.ClusterQueue, kueue)
 		w.positions[f.ClusterQueue] = pos
 	}
-	p, ok := pos[domain.LocalQueueKey(f.Namespace, f.Name)]
+	p, ok := pos[f]
 	return p, ok
 }
 
-// position is f's place in its queue as shown: Kueue's, when it says, else
-// the console's estimate (shown, from the snapshot), so that the place and
-// the tasks ahead in the estimated wait agree.
+// position is f's place in its queue as shown (place), else shown, so that
+// the place and the tasks ahead in the estimated wait agree.
 func (w *waitEstimates) position(f *domain.TaskFacts, shown int) int {
-	if p, ok := w.kueueAhead(f); ok {
-		return p + 1
+	if p, ok := w.place(f); ok {
+		return p
 	}
 	return shown
 }
