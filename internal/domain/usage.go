@@ -54,7 +54,7 @@ func units(r corev1.ResourceName, q resource.Quantity) int64 {
 	case corev1.ResourceCPU:
 		return q.MilliValue()
 	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourceStorage:
-		return q.Value() >> 20 // MiB
+		return (q.Value() + 1<<19) >> 20 // MiB, to the nearest: summed over flavors, cut MiB would add up
 	}
 	return q.Value()
 }

@@ -169,3 +169,16 @@ func TestTheReadModelSharesLendingOverTheCohortTree(t *testing.T) {
 		t.Errorf("GPUs lent (-want +got):\n%s", diff)
 	}
 }
+
+// Memory counts in MiB to the nearest: a task of 1G on one flavor and 3G
+// on another (4e9 bytes, 3814.7 MiB) is 3815 MiB, 3.73 GiB as shown, not
+// the 3814 (3.72 GiB) that cutting each flavor's share would make.
+func TestMemoryUnitsAreTheNearestMiB(t *testing.T) {
+	sum := units(corev1.ResourceMemory, resource.MustParse("1G")) + units(corev1.ResourceMemory, resource.MustParse("3G"))
+	if sum != 3815 {
+		t.Errorf("1G + 3G = %d MiB, want 3815", sum)
+	}
+	if got := units(corev1.ResourceMemory, resource.MustParse("512Gi")); got != 512*1024 {
+		t.Errorf("512Gi = %d MiB", got)
+	}
+}
