@@ -36,6 +36,14 @@ type CohortRow struct {
 	Quota, InUse, Borrowed Amount
 	// Queues are the ClusterQueues directly in it, by name.
 	Queues []CohortQueue
+	// free is the subtree's quota less what its queues use, per flavor and
+	// resource (Headroom): one flavor's spare never covers another's use.
+	free map[flavorResource]int64
+}
+
+type flavorResource struct {
+	flavor   string
+	resource corev1.ResourceName
 }
 
 // CohortQueue is a ClusterQueue as the cohort tree lists it.
@@ -61,10 +69,15 @@ type FlavorQuota struct {
 	InUse, Borrowed              int64
 }
 
-// Headroom is what the cohort's subtree has that nobody uses.
+// Headroom is what the cohort's subtree has that nobody uses, flavor by
+// flavor: GPUs free on one flavor while another is used beyond its quota
+// are headroom, as a task asking for the free flavor would get them.
 func (r CohortRow) Headroom() Amount {
-	return Amount{GPUs: max(r.Quota.GPUs-r.InUse.GPUs, 0), Neuron: max(r.Quota.Neuron-r.InUse.Neuron, 0),
-		CPUMilli: max(r.Quota.CPUMilli-r.InUse.CPUMilli, 0), MemoryMiB: max(r.Quota.MemoryMiB-r.InUse.MemoryMiB, 0)}
+	var a Amount
+	for k, v := range r.free {
+		a.addUnits(k.resource, max(v, 0))
+	}
+	return a
 }
 
 // LimitWords says the lending and borrowing limits on resource r, flavor by
@@ -192,10 +205,17 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 		row.Depth = depth
 		slices.SortFunc(row.Queues, func(a, b CohortQueue) int { return strings.Compare(a.Name, b.Name) })
 		row.Quota = row.Own
+		row.free = map[flavorResource]int64{}
+		for _, fq := range row.OwnQuotas {
+			row.free[flavorResource{fq.Flavor, fq.Resource}] += fq.Nominal
+		}
 		for _, q := range row.Queues {
 			row.Quota.add(q.Quota)
 			row.InUse.add(q.InUse)
 			row.Borrowed.add(q.Borrowed)
+			for _, fq := range q.Quotas {
+				row.free[flavorResource{fq.Flavor, fq.Resource}] += fq.Nominal - fq.InUse
+			}
 		}
 		i := len(out)
 		out = append(out, row)
@@ -208,6 +228,9 @@ func CohortTree(s Settings, cohorts []*kueuev1beta2.Cohort, queues []*kueuev1bet
 			out[i].Quota.add(out[j].Quota)
 			out[i].InUse.add(out[j].InUse)
 			out[i].Borrowed.add(out[j].Borrowed)
+			for k, v := range out[j].free {
+				out[i].free[k] += v
+			}
 		}
 		return i
 	}

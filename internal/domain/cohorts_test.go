@@ -48,7 +48,7 @@ func TestCohortTree(t *testing.T) {
 				{Name: "research-b", Team: "research-b", Quota: g(8)}}},
 	}
 	// The per-flavor quotas are TestBorrowableAsKueueHasIt's.
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(CohortRow{}, "OwnQuotas"), cmpopts.IgnoreFields(CohortQueue{}, "Quotas")); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(CohortRow{}, "OwnQuotas"), cmpopts.IgnoreFields(CohortQueue{}, "Quotas"), cmpopts.IgnoreUnexported(CohortRow{})); diff != "" {
 		t.Errorf("cohort tree (-want +got):\n%s", diff)
 	}
 	if w := LimitWords(got[2].Queues[0].Quotas, ResourceGPU, func(n int64) string { return fmt.Sprint(n) }); w != "ml.p5.48xlarge: lends at most 2" {
@@ -56,6 +56,17 @@ func TestCohortTree(t *testing.T) {
 	}
 	if h := got[1].Headroom(); h != g(22) {
 		t.Errorf("org's headroom: %+v, want 22 GPUs", h)
+	}
+
+	// Two flavors: a100 used beyond its quota does not eat the free h100.
+	twoFlavors := []*kueuev1beta2.ClusterQueue{
+		kueuetest.MakeClusterQueue("a").Cohort("x").Quota("a100", ResourceGPU, "4").Quota("h100", ResourceGPU, "2").
+			UsageOf("a100", ResourceGPU, "4", "0").Obj(),
+		kueuetest.MakeClusterQueue("b").Cohort("x").Quota("a100", ResourceGPU, "2").UsageOf("a100", ResourceGPU, "4", "2").Obj(),
+	}
+	rows := CohortTree(DefaultSettings, nil, twoFlavors)
+	if len(rows) != 1 || rows[0].Quota != g(8) || rows[0].InUse != g(8) || rows[0].Headroom() != g(2) {
+		t.Errorf("cohort x of a100 used 8 of 6 and h100 0 of 2: %+v, headroom %+v, want 2 GPUs (the h100)", rows, rows[0].Headroom())
 	}
 
 	// A cycle (Kueue refuses it) still shows every cohort, once.
