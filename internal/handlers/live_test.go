@@ -135,22 +135,27 @@ func TestAChangePushesThePartsThatDependOnIt(t *testing.T) {
 			tc.change(model)
 			f.model.publish(model.Snapshot(now.Add(tc.after)))
 
+			// Collect for 1.5 s, and on a busy machine until the views that
+			// must receive something did (at most 10 s).
 			got := map[string][]string{}
-			quiet := time.After(1500 * time.Millisecond)
-			for open := true; open; {
-				select {
-				case <-quiet:
-					open = false
-				default:
-					for v, ch := range watchers {
-						select {
-						case p := <-ch:
-							got[v] = append(got[v], p.IDs()...)
-						default:
-						}
+			start := time.Now()
+			received := func() bool {
+				for _, v := range tc.some {
+					if len(got[v]) == 0 {
+						return false
 					}
-					time.Sleep(10 * time.Millisecond)
 				}
+				return true
+			}
+			for time.Since(start) < 1500*time.Millisecond || !received() && time.Since(start) < 10*time.Second {
+				for v, ch := range watchers {
+					select {
+					case p := <-ch:
+						got[v] = append(got[v], p.IDs()...)
+					default:
+					}
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 			for _, v := range tc.some {
 				if len(got[v]) == 0 {
