@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -449,5 +450,26 @@ func TestUnreadRevisionsAreNotSaidToBeNone(t *testing.T) {
 		_, body := webtest.Get(t, h, path)
 		webtest.MustNotContain(t, path, body, `id="no-revisions"`)
 		webtest.MustContain(t, path, body, `id="apply-error"`)
+	}
+}
+
+// A window the statistics do not offer (?window=30m, a typo) shows the
+// default window as chosen, and the exports name the window they cover.
+func TestTaskStatisticsSayTheirWindow(t *testing.T) {
+	f := newFixture(t, 2, 6)
+	h := f.handler()
+	_, body := webtest.Get(t, h, "/tasks?window=30m")
+	webtest.MustContain(t, "an unknown window", body, `<option value="24h" selected>`)
+	for path, want := range map[string]string{
+		"/tasks?window=abc&format=csv&table=classes":  `filename="task-stats-by-class-24h.csv"`,
+		"/tasks?window=7d&format=csv&table=breakdown": `filename="task-stats-by-team-and-class-7d.csv"`,
+	} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Host = "127.0.0.1:8080"
+		h.ServeHTTP(rec, r)
+		if got := rec.Header().Get("Content-Disposition"); !strings.Contains(got, want) {
+			t.Errorf("GET %s: Content-Disposition %q, want %s", path, got, want)
+		}
 	}
 }

@@ -32,9 +32,7 @@ func parsePreemptionFilter(q url.Values) preemptionFilter {
 	if !taskhistory.ValidPreemptionCursor(f.After) && f.After != "" {
 		f.After = "" // a link edited by hand: the first page
 	}
-	if f.Window == "" {
-		f.Window = "7d"
-	}
+	f.Window = knownWindow(f.Window, "7d")
 	return f
 }
 

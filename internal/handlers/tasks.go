@@ -18,11 +18,23 @@ import (
 	"github.com/openquota/console/web/templates"
 )
 
-// Windows the task statistics can cover.
-var taskWindows = []struct {
+// taskWindow is a window the task statistics can cover.
+type taskWindow struct {
 	key, label string
 	d          time.Duration
-}{
+}
+
+// knownWindow is key when it is one of taskWindows, else fallback: the
+// page shows the window it covers as chosen, and its exports name it.
+func knownWindow(key, fallback string) string {
+	if slices.ContainsFunc(taskWindows, func(w taskWindow) bool { return w.key == key }) {
+		return key
+	}
+	return fallback
+}
+
+// Windows the task statistics can cover.
+var taskWindows = []taskWindow{
 	{"1h", "Last hour", time.Hour},
 	{"6h", "Last 6 hours", 6 * time.Hour},
 	{"24h", "Last 24 hours", 24 * time.Hour},
@@ -70,9 +82,7 @@ func parseTaskFilter(q url.Values) taskFilter {
 	f := taskFilter{Window: q.Get("window"), Team: q.Get("team"), Class: q.Get("class"),
 		State: q.Get("state"), Borrowing: q.Get("borrowing") == "1", Search: strings.TrimSpace(q.Get("q")),
 		Sort: q.Get("sort"), Desc: q.Get("desc") == "1"}
-	if f.Window == "" {
-		f.Window = taskParams["window"]
-	}
+	f.Window = knownWindow(f.Window, taskParams["window"])
 	f.State = stateKey(f.State)
 	if !slices.Contains(domain.TaskSorts, f.Sort) {
 		f.Sort = domain.TaskSorts[0]
@@ -177,11 +187,11 @@ func (p tasksPage) show(c echo.Context) error {
 		ctx := c.Request().Context()
 		switch table {
 		case "classes":
-			return p.live.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class.csv", statsHeader, func(s *csvStream) error {
+			return p.live.cachedCSV(c, view.key()+"\x00classes", snap, "task-stats-by-class-"+f.Window+".csv", statsHeader, func(s *csvStream) error {
 				return statsRows(s, p.taskStatistics(ctx, f, visible, snap, false, nil).byClass)
 			})
 		case "breakdown":
-			return p.live.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class.csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
+			return p.live.cachedCSV(c, view.key()+"\x00breakdown", snap, "task-stats-by-team-and-class-"+f.Window+".csv", append([]string{"Team"}, statsHeader...), func(s *csvStream) error {
 				return breakdownRows(s, p.taskStatistics(ctx, f, visible, snap, true, nil).byTeam)
 			})
 		}
