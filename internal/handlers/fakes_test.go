@@ -445,6 +445,8 @@ type prometheus struct {
 	// over is each GPU's utilization over the idle window, by namespace;
 	// nil answers util, as one GPU's reading a namespace.
 	over map[string][]float64
+	// report is the usage report it answers.
+	report metrics.Report
 }
 
 func (p prometheus) ClusterUtilization(context.Context, metrics.Range, float64) (metrics.Charts, error) {
@@ -485,8 +487,8 @@ func oneGPUEach(m map[string]float64) map[string]domain.Readings {
 func (p prometheus) TeamSeries(context.Context, metrics.TeamQueue, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, p.err
 }
-func (p prometheus) UsageReport(context.Context, domain.Settings, map[string]string, time.Time, time.Time) ([]metrics.UsageRow, error) {
-	return nil, p.err
+func (p prometheus) UsageReport(context.Context, domain.Settings, map[string]string, time.Time, time.Time) (metrics.Report, error) {
+	return p.report, p.err
 }
 
 // fixture is a console on fakes: a synthetic cluster of teams and

@@ -150,8 +150,8 @@ func (noPrometheus) NamespaceGPUUtilizationOver(context.Context, time.Duration) 
 func (noPrometheus) TeamSeries(context.Context, metrics.TeamQueue, metrics.Range) (metrics.TeamCharts, error) {
 	return metrics.TeamCharts{}, errNoPrometheus
 }
-func (noPrometheus) UsageReport(context.Context, domain.Settings, map[string]string, time.Time, time.Time) ([]metrics.UsageRow, error) {
-	return nil, errNoPrometheus
+func (noPrometheus) UsageReport(context.Context, domain.Settings, map[string]string, time.Time, time.Time) (metrics.Report, error) {
+	return metrics.Report{}, errNoPrometheus
 }
 
 const promDown = "Prometheus is unavailable: this chart comes back when it answers."

@@ -119,7 +119,8 @@ func (p reportPage) show(c echo.Context) error {
 	if p.model != nil {
 		namespaces = domain.NamespaceTeams(p.model.Snapshot().Teams)
 	}
-	rows, err := p.prometheus.UsageReport(c.Request().Context(), p.settings, namespaces, from, to)
+	report, err := p.prometheus.UsageReport(c.Request().Context(), p.settings, namespaces, from, to)
+	rows := report.Rows
 	switch {
 	case errors.Is(err, errNoPrometheus):
 		view.Unavailable = "The usage report needs Prometheus: start the console with --prometheus-url."
@@ -142,6 +143,7 @@ func (p reportPage) show(c echo.Context) error {
 		}
 		return reportCSV(c, rows)
 	}
+	view.Missing = missingNotes(gapDays(report.Gaps))
 	for _, r := range rows {
 		row := templates.ReportRow{Day: r.Day.Format(dateLayout), Team: r.Team,
 			Allocated: domain.FormatHours(r.GPUHoursAllocated), Used: domain.FormatHours(r.GPUHoursUsed),
@@ -171,4 +173,27 @@ func reportCSV(c echo.Context, rows []metrics.UsageRow) error {
 		}
 	}
 	return s.Close()
+}
+
+// gapDays are the periods Prometheus has no sample for, as the days of the
+// task history's report have their missing periods (missingNotes words
+// both): split at midnight UTC, one entry a day.
+func gapDays(gaps []metrics.Gap) []taskhistory.UsageDay {
+	var out []taskhistory.UsageDay
+	for _, g := range gaps {
+		for from := g.From; from.Before(g.To); {
+			day := from.UTC().Truncate(24 * time.Hour)
+			to := day.Add(24 * time.Hour)
+			if g.To.Before(to) {
+				to = g.To
+			}
+			if n := len(out); n > 0 && out[n-1].Day.Equal(day) {
+				out[n-1].Missing = append(out[n-1].Missing, taskhistory.Period{From: from, To: to})
+			} else {
+				out = append(out, taskhistory.UsageDay{Day: day, Missing: []taskhistory.Period{{From: from, To: to}}})
+			}
+			from = to
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openquota/console/internal/metrics"
 	"github.com/openquota/console/internal/taskhistory"
 	"github.com/openquota/console/internal/webtest"
 )
@@ -146,4 +147,24 @@ func TestUsageReportCountsPartitionHours(t *testing.T) {
 	if diff := cmp.Diff(hyperPodWant, hyperPodGot); diff != "" {
 		t.Errorf("the HyperPod summary's partition-hours (-want +got):\n%s", diff)
 	}
+}
+
+// The report from Prometheus says which periods it has no sample for
+// (Prometheus or Kueue down), whose GPU-hours count as zero, as the
+// report from the task history says which it has no record of.
+func TestPrometheusUsageReportSaysWhereItHasNoSample(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	day := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	f.cfg.Prometheus = prometheus{report: metrics.Report{
+		Rows: []metrics.UsageRow{{Day: day, Team: "team-000", GPUHoursAllocated: 100}},
+		Gaps: []metrics.Gap{{From: day.Add(time.Hour + 25*time.Minute), To: day.Add(time.Hour + 55*time.Minute)},
+			{From: day.Add(23 * time.Hour), To: day.Add(26 * time.Hour)}},
+	}}
+	code, body := webtest.Get(t, f.handler(), "/reports/usage?source=prometheus&from=2026-11-27&to=2026-11-28")
+	if code != http.StatusOK {
+		t.Fatalf("the report: %d", code)
+	}
+	webtest.MustContain(t, "the report's gaps", body,
+		`data-prometheus="gap">2026-11-27: no record 01:25–01:55, 23:00–24:00 UTC (1h 30m in all); that day&#39;s figures leave it out.`,
+		`data-prometheus="gap">2026-11-28: no record 00:00–02:00 UTC; that day&#39;s figures leave it out.`)
 }

@@ -307,7 +307,7 @@ type teamCharts interface {
 }
 
 type usageReports interface {
-	UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) ([]metrics.UsageRow, error)
+	UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) (metrics.Report, error)
 }
 
 // QueuePositions are Kueue's own queue positions (kueue.Positions, from its

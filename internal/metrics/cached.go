@@ -73,9 +73,9 @@ func (c *Cached) TeamSeries(ctx context.Context, q TeamQueue, r Range) (TeamChar
 }
 
 // UsageReport is Prom.UsageReport, cached.
-func (c *Cached) UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) ([]UsageRow, error) {
+func (c *Cached) UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) (Report, error) {
 	key := fmt.Sprintf("report\x00%s\x00%s\x00%s\x00%d\x00%d", s.NamespacePrefix, s.Cohort, namespacesKey(namespaces), from.UnixNano(), to.UnixNano())
-	return ask(ctx, c, key, func(ctx context.Context) ([]UsageRow, error) {
+	return ask(ctx, c, key, func(ctx context.Context) (Report, error) {
 		return c.Prom.UsageReport(ctx, s, namespaces, from, to)
 	})
 }

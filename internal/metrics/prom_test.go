@@ -460,12 +460,12 @@ func TestSandboxTeamSeriesAndUsageReportShowBorrowing(t *testing.T) {
 	byTeam := map[string]UsageRow{}
 	poll(t, 60*time.Second, "usage report never showed the borrowing", func(ctx context.Context) (bool, error) {
 		now := time.Now()
-		rows, err := p.UsageReport(ctx, s, nil, now.Add(-time.Hour), now)
+		report, err := p.UsageReport(ctx, s, nil, now.Add(-time.Hour), now)
 		if err != nil {
 			return false, err
 		}
 		byTeam = map[string]UsageRow{}
-		for _, row := range rows {
+		for _, row := range report.Rows {
 			sum := byTeam[row.Team]
 			sum.Team = row.Team
 			sum.GPUHoursAllocated += row.GPUHoursAllocated

@@ -44,6 +44,46 @@ type UsageRow struct {
 	HardwareUtilKnown bool
 }
 
+// Report is the usage report: its rows, and the periods Prometheus has no
+// sample of Kueue's gauges for (Prometheus or Kueue down, scrapes lost),
+// whose GPU-hours count as zero in the rows.
+type Report struct {
+	Rows []UsageRow
+	Gaps []Gap
+}
+
+// Gap is a period without samples, [From, To).
+type Gap struct{ From, To time.Time }
+
+// gapsOf are the steps of the grid start, start+step, … ≤ end at which no
+// queue has a sample, after the first that has one (before it the queues
+// may not have existed yet), merged into periods.
+func gapsOf(queues []queueSample, start, end time.Time, step time.Duration) []Gap {
+	sampled := map[int64]bool{}
+	first := time.Time{}
+	for _, q := range queues {
+		sampled[q.T.UnixNano()] = true
+		if first.IsZero() || q.T.Before(first) {
+			first = q.T
+		}
+	}
+	if first.IsZero() {
+		return nil
+	}
+	var out []Gap
+	for t := start; !t.After(end); t = t.Add(step) {
+		if t.Before(first) || sampled[t.UnixNano()] {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].To.Equal(t) {
+			out[n-1].To = t.Add(step)
+		} else {
+			out = append(out, Gap{From: t, To: t.Add(step)})
+		}
+	}
+	return out
+}
+
 // queueGPUByFlavorQuery is a Kueue GPU gauge of every ClusterQueue by flavor
 // (all queues, not only the console's teams: any queue of a cohort can
 // borrow a team's idle quota).
@@ -68,16 +108,16 @@ var utilSumQuery, utilCountQuery = readingsQueries(heldGPUUtil, "namespace")
 // for the team of their pods' namespace (namespaces: domain.NamespaceTeams
 // as the cluster is now; a namespace no queue is fed from now, by the
 // settings' team namespaces).
-func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) ([]UsageRow, error) {
+func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, namespaces map[string]string, from, to time.Time) (Report, error) {
 	if err := p.available(); err != nil {
-		return nil, err
+		return Report{}, err
 	}
 	first, last := utcDay(from), utcDay(to)
 	if last.Before(first) {
-		return nil, fmt.Errorf("usage report: %s is before %s", last.Format(time.DateOnly), first.Format(time.DateOnly))
+		return Report{}, fmt.Errorf("usage report: %s is before %s", last.Format(time.DateOnly), first.Format(time.DateOnly))
 	}
 	if days := int(last.Sub(first)/(24*time.Hour)) + 1; days > maxReportDays {
-		return nil, fmt.Errorf("usage report: %d days, at most %d", days, maxReportDays)
+		return Report{}, fmt.Errorf("usage report: %d days, at most %d", days, maxReportDays)
 	}
 	step := p.ReportStep
 	if step <= 0 {
@@ -104,12 +144,12 @@ func (p *Prom) UsageReport(ctx context.Context, s domain.Settings, namespaces ma
 			query(&utilSum, utilSumQuery),
 			query(&utilCount, utilCountQuery),
 		); err != nil {
-			return nil, fmt.Errorf("usage report: %w", err)
+			return Report{}, fmt.Errorf("usage report: %w", err)
 		}
 		queues = append(queues, queueSamples(nominal, usage, lending)...)
 		util = append(util, utilSamples(utilSum, utilCount)...)
 	}
-	return buildReport(s, namespaces, step, queues, util), nil
+	return Report{Rows: buildReport(s, namespaces, step, queues, util), Gaps: gapsOf(queues, first, end, step)}, nil
 }
 
 // utcDay is t's date as 00:00 UTC.

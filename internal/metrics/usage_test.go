@@ -132,3 +132,22 @@ func TestUTCDay(t *testing.T) {
 		t.Errorf("utcDay = %v, want %v", got, want)
 	}
 }
+
+// Steps at which Prometheus has no sample of any queue, after the first
+// that has one, are the report's gaps, merged into periods.
+func TestGapsOf(t *testing.T) {
+	start := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	step := 5 * time.Minute
+	at := func(i int) time.Time { return start.Add(time.Duration(i) * step) }
+	var queues []queueSample
+	for _, i := range []int{2, 3, 4, 7, 10, 11} { // none before 2 (no queue yet), none at 5-6 and 8-9, 12
+		queues = append(queues, queueSample{T: at(i), ClusterQueue: "a"}, queueSample{T: at(i), ClusterQueue: "b"})
+	}
+	want := []Gap{{at(5), at(7)}, {at(8), at(10)}, {at(12), at(13)}}
+	if diff := cmp.Diff(want, gapsOf(queues, start, at(12), step)); diff != "" {
+		t.Errorf("gaps (-want +got):\n%s", diff)
+	}
+	if got := gapsOf(nil, start, at(12), step); got != nil {
+		t.Errorf("no sample at all: %v, want no gap (no queue existed)", got)
+	}
+}
