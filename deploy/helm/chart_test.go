@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -531,6 +532,36 @@ func TestChartKeepsMetricsInsideTheCluster(t *testing.T) {
 		if diff := cmp.Diff(want, ports); diff != "" {
 			t.Errorf("service.type=%s: Services (-want +got):\n%s", kind, diff)
 		}
+	}
+}
+
+// auth.mode=proxy with an authenticating proxy as a sidecar: the Service
+// (and so the Ingress) and the NetworkPolicy reach the proxy, which reaches
+// the console on loopback; the console takes its word for the Ingress's
+// host only.
+func TestChartPutsAProxySidecarInFront(t *testing.T) {
+	objs := render(t, "qc", "--values", "examples/oauth2-proxy-sidecar.yaml")
+	d := typed[appsv1.Deployment](t, objs, "Deployment")
+	pod := d.Spec.Template.Spec
+	if len(pod.Containers) != 2 || pod.Containers[1].Name != "oauth2-proxy" || pod.Containers[1].Ports[0].Name != "proxy" {
+		t.Fatalf("containers %+v, want the console and the oauth2-proxy sidecar", pod.Containers)
+	}
+	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "oauth2-proxy" && v.Secret != nil }) {
+		t.Errorf("volumes %+v, want the sidecar's", pod.Volumes)
+	}
+	args := pod.Containers[0].Args
+	for _, want := range []string{"--auth=proxy", "--auth-proxy-cidrs=127.0.0.1/32,::1/128", "--auth-proxy-hosts=quota.example.com"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("console args %q lack %s", args, want)
+		}
+	}
+	svc := typed[corev1.Service](t, objs, "Service")
+	if tp := svc.Spec.Ports[0].TargetPort.String(); tp != "proxy" {
+		t.Errorf("the Service sends to %q, want the proxy's port", tp)
+	}
+	np := typed[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy")
+	if p := np.Spec.Ingress[0].Ports[0].Port; p == nil || p.String() != "proxy" {
+		t.Errorf("the NetworkPolicy opens %v, want the proxy's port only", p)
 	}
 }
 

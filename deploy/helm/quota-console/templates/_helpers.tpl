@@ -84,9 +84,8 @@ app.kubernetes.io/part-of: quota-console
 {{- define "quota-console.historyDSNFile" -}}/etc/quota-console/history/{{ .Values.history.postgres.key }}{{- end }}
 
 {{/*
-The console's command line: every value that is set becomes its flag. Flags
-the console does not have yet (leader election, task history) are passed only
-when their value is set, so the defaults run with today's console.
+The console's command line: every value that is set becomes its flag
+(TestChartPassesOnlyFlagsTheConsoleHas checks that the console has each).
 */}}
 {{- define "quota-console.args" -}}
 - {{ printf "--listen=%s" .Values.listen | quote }}
