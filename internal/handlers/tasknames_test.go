@@ -108,4 +108,14 @@ func TestATaskWithoutAClassSaysSo(t *testing.T) {
 	if !strings.Contains(plain, "batch (none named)") || strings.Contains(ranked, "none named") {
 		t.Errorf("class cells: a task without class %q, one of class batch %q", plain, ranked)
 	}
+	// The CSV says it as the page does.
+	code, csvBody := webtest.Get(t, f.handler(), "/tasks?state=all&format=csv&table=tasks")
+	header, csvRows := webtest.ReadCSV(t, "/tasks CSV", code, csvBody)
+	classes := map[string]string{}
+	for key, r := range webtest.CSVRecords(header, csvRows, func(r map[string]string) string { return r["Task"] }) {
+		classes[key] = r["Priority class"]
+	}
+	if diff := cmp.Diff(map[string]string{"plain": "batch (none named)", "ranked": "batch"}, classes); diff != "" {
+		t.Errorf("the CSV's classes (-want +got):\n%s", diff)
+	}
 }

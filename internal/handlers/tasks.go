@@ -594,7 +594,11 @@ func tasksCSV(c echo.Context, snap *domain.Snapshot, tasks []*domain.TaskFacts, 
 			pos = strconv.Itoa(t.Position)
 		}
 		_, basis := waits.of(f)
-		cells := append(append([]string{t.Namespace, t.Name}, ownerCells(t.Named())...), t.Team, t.Class, stateLabel(t), strconv.FormatInt(t.GPUs, 10), t.Partitions,
+		class := t.Class
+		if t.ClassAssumed {
+			class += " (none named)" // as the page says it
+		}
+		cells := append(append([]string{t.Namespace, t.Name}, ownerCells(t.Named())...), t.Team, class, stateLabel(t), strconv.FormatInt(t.GPUs, 10), t.Partitions,
 			seconds(t.Wait, 1), seconds(t.Run, 1), pos, strconv.FormatBool(t.Borrowing), t.Reason, shownMessage(t.KueueMessage, visible), basis)
 		if err := s.Row(cells...); err != nil {
 			return err
