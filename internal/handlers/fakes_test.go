@@ -334,8 +334,10 @@ type taskHistory struct {
 	summary     taskhistory.UsageSummary
 	report      []taskhistory.ReportRow
 	summaries   atomic.Int64 // UsageSummary calls
-	// preemptionQuery is the last query of Preemptions.
+	// preemptionQuery is the last query of Preemptions; reportQuery of
+	// TaskReport.
 	preemptionQuery taskhistory.PreemptionQuery
+	reportQuery     taskhistory.ReportQuery
 }
 
 func (h *taskHistory) Available() error { return h.err }
@@ -385,10 +387,11 @@ func (h *taskHistory) UsageSummary(_ context.Context, w taskhistory.Window) (*ta
 	}
 	return &s, nil
 }
-func (h *taskHistory) TaskReport(_ context.Context, _ taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (string, []taskhistory.Period, error) {
+func (h *taskHistory) TaskReport(_ context.Context, q taskhistory.ReportQuery, each func(taskhistory.ReportRow) error) (string, []taskhistory.Period, error) {
 	if h.err != nil {
 		return "", nil, h.err
 	}
+	h.reportQuery = q
 	for _, r := range h.report {
 		if err := each(r); err != nil {
 			return "", nil, err

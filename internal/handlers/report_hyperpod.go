@@ -128,6 +128,11 @@ func (p reportPage) hyperPodCSV(c echo.Context, days taskhistory.Window, rq task
 	if err != nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, p.taskHistoryNote(err))
 	}
+	// The summary may be shared from a little earlier (reportTTL): the
+	// tasks end where it does, so that they add up to it in one file.
+	if !sum.UpTo.IsZero() && sum.UpTo.Before(rq.Window.To) {
+		rq.Window.To = sum.UpTo
+	}
 	// The tasks are read before the answer starts, so a store that fails
 	// gets 503 and a sentence, not half a report.
 	var tasks []taskhistory.ReportRow

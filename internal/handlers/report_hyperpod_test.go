@@ -219,3 +219,21 @@ func TestUsageReportInHyperPodLayout(t *testing.T) {
 		t.Errorf("an unknown layout answers %d, want 400", code)
 	}
 }
+
+// The HyperPod file's summary may be shared from a little earlier than
+// the request: its tasks end where the summary does, so that in one file
+// a team's tasks add up to its hours.
+func TestHyperPodTasksEndWithTheSummary(t *testing.T) {
+	f := newFixture(t, 1, 0)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	upTo := time.Now().Add(-20 * time.Second)
+	th := &taskHistory{summary: taskhistory.UsageSummary{UpTo: upTo, Days: []taskhistory.UsageDay{{Day: today}}}}
+	f.cfg.TaskHistory = th
+	day := today.Format("2006-01-02")
+	if code, body := webtest.Get(t, f.handler(), "/reports/usage?format=csv&layout=hyperpod&source=history&from="+day+"&to="+day); code != http.StatusOK {
+		t.Fatalf("the HyperPod file: %d\n%s", code, body)
+	}
+	if got := th.reportQuery.Window.To; !got.Equal(upTo) {
+		t.Errorf("the tasks were read up to %v, want the summary's %v", got, upTo)
+	}
+}
