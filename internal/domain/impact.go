@@ -142,8 +142,8 @@ func (i Impact) Summary() string {
 // queuesAfter is deleted by the change.
 func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, queuesNow, queuesAfter []*kueuev1beta2.ClusterQueue, served map[string][]string) Impact {
 	im := Impact{What: what}
-	teamsNow := queueRows(s, queuesNow, served, nil)
-	teamsAfter := queueRows(s, queuesAfter, served, nil)
+	teamsNow := queueRows(s, queuesNow, served, CohortForest{})
+	teamsAfter := queueRows(s, queuesAfter, served, CohortForest{})
 	afterOf := map[string]TeamUsage{}
 	for _, r := range teamsAfter {
 		afterOf[r.ClusterQueue] = r

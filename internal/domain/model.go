@@ -53,9 +53,9 @@ type Model struct {
 	// stoppedLocalQueues are the stop policies of the LocalQueues that have
 	// one (Hold, HoldAndDrain): Kueue admits none of their tasks.
 	stoppedLocalQueues map[string]kueuev1beta2.StopPolicy
-	// cohortParents are Kueue's Cohort objects' parents, by name: lending
-	// is shared out over a whole cohort tree.
-	cohortParents map[string]string
+	// cohorts are Kueue's Cohort objects, by name: lending is shared out
+	// over a whole cohort tree, within its cohorts' lending limits.
+	cohorts map[string]*kueuev1beta2.Cohort
 
 	tasks map[string]*TaskFacts // LocalQueueKey(namespace, name)
 	// variants are Kueue's concurrent-admission Variants (VariantParent),
@@ -117,7 +117,7 @@ func NewModel(s Settings) *Model {
 		localQueues:        map[string]string{},
 		namespaceLabels:    map[string]map[string]string{},
 		stoppedLocalQueues: map[string]kueuev1beta2.StopPolicy{},
-		cohortParents:      map[string]string{},
+		cohorts:            map[string]*kueuev1beta2.Cohort{},
 		placing:            placement{teamOf: map[string]string{}, clusterQueueOf: map[string]string{}},
 		tasks:              map[string]*TaskFacts{},
 		variants:           map[string]map[string]*TaskFacts{},
@@ -144,7 +144,7 @@ func (m *Model) Load(in SnapshotInput) {
 		m.SetNamespace(ns.Name, ns.Labels)
 	}
 	for _, co := range in.Cohorts {
-		m.SetCohort(co.Name, string(co.Spec.ParentName))
+		m.SetCohort(co)
 	}
 	for _, cq := range in.ClusterQueues {
 		m.SetClusterQueue(cq)
@@ -465,21 +465,22 @@ func (m *Model) DeleteLocalQueue(namespace, name string) {
 	m.admit(key)
 }
 
-// SetCohort takes a Cohort object's parent ("" for a root).
-func (m *Model) SetCohort(name, parent string) {
+// SetCohort takes a Cohort object: its parent and its own quota.
+func (m *Model) SetCohort(co *kueuev1beta2.Cohort) {
 	m.changes++
-	if old, ok := m.cohortParents[name]; ok && old == parent {
+	if old, ok := m.cohorts[co.Name]; ok && old.Spec.ParentName == co.Spec.ParentName &&
+		equality.Semantic.DeepEqual(old.Spec.ResourceGroups, co.Spec.ResourceGroups) {
 		return
 	}
-	m.cohortParents[name] = parent
+	m.cohorts[co.Name] = co
 	m.queuesDirty = true // who lends to whom
 }
 
 // DeleteCohort forgets a Cohort object.
 func (m *Model) DeleteCohort(name string) {
 	m.changes++
-	if _, ok := m.cohortParents[name]; ok {
-		delete(m.cohortParents, name)
+	if _, ok := m.cohorts[name]; ok {
+		delete(m.cohorts, name)
 		m.queuesDirty = true
 	}
 }
@@ -833,7 +834,7 @@ func (m *Model) Snapshot(now time.Time) *Snapshot {
 	}
 	if m.queuesDirty {
 		m.nominal = nominalQuotas(m.clusterQueues)
-		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues), servedNamespaces(m.placing.clusterQueueOf), m.cohortParents)
+		m.queueRows = queueRows(m.settings, sortedQueues(m.clusterQueues), servedNamespaces(m.placing.clusterQueueOf), CohortForestOf(slices.Collect(maps.Values(m.cohorts))))
 		addStoppedLocalQueues(m.queueRows, m.placing.clusterQueueOf, m.stoppedLocalQueues)
 	}
 	if len(m.dirtyGroups) > 0 {

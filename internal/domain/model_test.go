@@ -191,7 +191,7 @@ func scratchOf(in SnapshotInput, now time.Time) scratch {
 			slices.Sort(served[cq])
 		}
 	}
-	sc.teams = queueRows(in.Settings, cqs, served, cohortParentsOf(in.Cohorts))
+	sc.teams = queueRows(in.Settings, cqs, served, CohortForestOf(in.Cohorts))
 	byTeam := map[string]int{}
 	for i, r := range sc.teams {
 		byTeam[r.Team] = i
@@ -860,15 +860,6 @@ func TestAnElasticJobsSlicesAreOneTask(t *testing.T) {
 			t.Errorf("first %s: the replaced slice's deletion took the task", order[0].Name)
 		}
 	}
-}
-
-// cohortParentsOf are the Cohort objects' parents, by name.
-func cohortParentsOf(cohorts []*kueuev1beta2.Cohort) map[string]string {
-	out := map[string]string{}
-	for _, co := range cohorts {
-		out[co.Name] = string(co.Spec.ParentName)
-	}
-	return out
 }
 
 // A team's row says how its queue is stopped and which of its LocalQueues

@@ -4,6 +4,7 @@
 package domain
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -154,9 +155,9 @@ func (u *TeamUsage) limit(flavor string, r corev1.ResourceName) *ResourceLimit {
 }
 
 // queueRows are the usage rows of the ClusterQueues, sorted by team,
-// without task counts. parents are the Cohort objects' parents (nil: each
-// cohort a tree of its own).
-func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][]string, parents map[string]string) []TeamUsage {
+// without task counts. forest is Kueue's Cohort objects (zero: each
+// cohort a tree of its own, without quota of its own).
+func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][]string, forest CohortForest) []TeamUsage {
 	rows := make([]TeamUsage, 0, len(cqs))
 	index := map[string]int{} // ClusterQueue name -> row
 	for _, cq := range cqs {
@@ -197,67 +198,218 @@ func queueRows(s Settings, cqs []*kueuev1beta2.ClusterQueue, served map[string][
 		index[cq.Name] = len(rows)
 		rows = append(rows, row)
 	}
-	attributeLending(cqs, rows, index, parents)
+	attributeLending(cqs, rows, index, forest)
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Team < rows[j].Team })
 	return rows
 }
 
+// CohortForest is what lending over Kueue's cohort trees needs of its
+// Cohort objects: each one's parent ("" for a root), and its own quota per
+// flavor and resource with its lending limit towards its parent.
+type CohortForest struct {
+	parents map[string]string
+	own     map[string]map[flavorResource]QuotaUse
+}
+
+// CohortForestOf reads the Cohort objects.
+func CohortForestOf(cohorts []*kueuev1beta2.Cohort) CohortForest {
+	f := CohortForest{parents: map[string]string{}, own: map[string]map[flavorResource]QuotaUse{}}
+	for _, co := range cohorts {
+		f.parents[co.Name] = string(co.Spec.ParentName)
+		if own := ownQuotas(co.Spec.ResourceGroups); len(own) > 0 {
+			f.own[co.Name] = own
+		}
+	}
+	return f
+}
+
+// ownQuotas are resource groups' nominal quotas and lending limits, per
+// flavor and resource.
+func ownQuotas(groups []kueuev1beta2.ResourceGroup) map[flavorResource]QuotaUse {
+	out := map[flavorResource]QuotaUse{}
+	for _, rg := range groups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				use := QuotaUse{Nominal: float64(units(r.Name, r.NominalQuota)), LendingLimit: math.Inf(1)}
+				if r.LendingLimit != nil {
+					use.LendingLimit = float64(units(r.Name, *r.LendingLimit))
+				}
+				out[flavorResource{string(f.Name), r.Name}] = use
+			}
+		}
+	}
+	return out
+}
+
+func (f CohortForest) parentOf(cohort string) string { return f.parents[cohort] }
+
 // attributeLending gives each team the share of its cohort tree's borrowing
-// that LentShares attributes to it, per flavor and resource: a queue
-// borrows from anywhere in its tree, up to the root cohort (quota a cohort
-// holds itself is lent by nobody's team).
-func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index map[string]int, parents map[string]string) {
-	type key struct {
-		cohort, flavor string
-		resource       corev1.ResourceName
-	}
-	type member struct {
-		row int
-		use QuotaUse
-	}
-	groups := map[key][]member{}
-	var order []key
+// that it lent, per flavor and resource (treeLending): a queue borrows from
+// its own cohort first, then from further up its tree, where a cohort's
+// lending limit caps what its subtree lends out of it; quota a cohort holds
+// itself is lent by nobody's team.
+func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index map[string]int, forest CohortForest) {
+	queues := map[flavorResource]map[string][]treeQueue{} // by cohort
+	var keys []flavorResource
 	for _, cq := range cqs {
 		if cq.Spec.CohortName == "" {
 			continue // a queue without cohort neither lends nor borrows
 		}
-		tree := RootCohort(string(cq.Spec.CohortName), func(c string) string { return parents[c] })
-		used := map[key]float64{}
+		used := map[flavorResource]float64{}
 		for _, f := range cq.Status.FlavorsUsage {
 			for _, r := range f.Resources {
-				used[key{tree, string(f.Name), r.Name}] = float64(units(r.Name, r.Total))
+				used[flavorResource{string(f.Name), r.Name}] = float64(units(r.Name, r.Total))
 			}
 		}
-		for _, rg := range cq.Spec.ResourceGroups {
-			for _, f := range rg.Flavors {
-				for _, r := range f.Resources {
-					k := key{tree, string(f.Name), r.Name}
-					use := QuotaUse{Nominal: float64(units(r.Name, r.NominalQuota)), Used: used[k], LendingLimit: math.Inf(1)}
-					if r.LendingLimit != nil {
-						use.LendingLimit = float64(units(r.Name, *r.LendingLimit))
-					}
-					if _, ok := groups[k]; !ok {
-						order = append(order, k)
-					}
-					groups[k] = append(groups[k], member{index[cq.Name], use})
+		for k, use := range ownQuotas(cq.Spec.ResourceGroups) {
+			use.Used = used[k]
+			if queues[k] == nil {
+				queues[k] = map[string][]treeQueue{}
+				keys = append(keys, k)
+			}
+			cohort := string(cq.Spec.CohortName)
+			queues[k][cohort] = append(queues[k][cohort], treeQueue{row: index[cq.Name], use: use})
+		}
+	}
+	for _, k := range keys {
+		lent := treeLending(forest, k, queues[k])
+		rowsOf := slices.Sorted(maps.Keys(lent))
+		shares := make([]float64, len(rowsOf))
+		for i, r := range rowsOf {
+			shares[i] = lent[r]
+		}
+		for i, n := range wholeShares(shares) {
+			row := &rows[rowsOf[i]]
+			row.Lent.addUnits(k.resource, n)
+			if l := row.limit(k.flavor, k.resource); l != nil {
+				l.Lent += n
+			}
+		}
+	}
+}
+
+// treeQueue is a ClusterQueue's row and its quota and use of one flavor
+// and resource.
+type treeQueue struct {
+	row int
+	use QuotaUse
+}
+
+// lender is idle quota a subtree may lend on: a queue's row, or -1 for a
+// cohort's own quota, lent by nobody's team.
+type lender struct {
+	row    int
+	amount float64
+}
+
+// treeLending attributes, on one flavor and resource, what the queues of
+// each cohort tree borrow to the queues that lend it (by row), by the
+// console's rule (LentShares) applied from the leaves up: at each cohort,
+// what its queues and sub-cohorts need beyond their own quota comes first
+// from the idle quota they lend (each in proportion to it), then from the
+// cohort's own quota; what is left goes up to its parent, and so does the
+// idle quota left, within the cohort's lending limit (each lender's part
+// cut in proportion).
+func treeLending(forest CohortForest, k flavorResource, queues map[string][]treeQueue) map[int]float64 {
+	children := map[string][]string{}
+	var cohorts []string
+	seen := map[string]bool{}
+	var add func(string)
+	add = func(c string) {
+		if seen[c] {
+			return
+		}
+		seen[c] = true
+		cohorts = append(cohorts, c)
+		if p := forest.parentOf(c); p != "" {
+			children[p] = append(children[p], c)
+			add(p)
+		}
+	}
+	for c := range queues {
+		add(c)
+	}
+	for c, own := range forest.own {
+		if _, ok := own[k]; ok {
+			add(c)
+		}
+	}
+	lent := map[int]float64{}
+	visited := map[string]bool{}
+	var visit func(c string) (need float64, avail []lender)
+	visit = func(c string) (float64, []lender) {
+		visited[c] = true
+		var need float64
+		var pool []lender
+		for _, q := range queues[c] {
+			need += math.Max(q.use.Used-q.use.Nominal, 0)
+			if idle := math.Min(math.Max(q.use.Nominal-q.use.Used, 0), math.Max(q.use.LendingLimit, 0)); idle > 0 {
+				pool = append(pool, lender{q.row, idle})
+			}
+		}
+		slices.Sort(children[c])
+		for _, child := range children[c] {
+			if visited[child] {
+				continue // a cycle, which Kueue refuses
+			}
+			n, a := visit(child)
+			need += n
+			pool = append(pool, a...)
+		}
+		// The queues' and sub-cohorts' idle quota first, in proportion.
+		var idle float64
+		for _, l := range pool {
+			idle += l.amount
+		}
+		if take := math.Min(need, idle); take > 0 {
+			share := take / idle
+			for i := range pool {
+				used := pool[i].amount * share
+				if pool[i].row >= 0 {
+					lent[pool[i].row] += used
+				}
+				pool[i].amount -= used
+			}
+			need -= take
+		}
+		// Then the cohort's own quota.
+		own := forest.own[c][k]
+		if free := math.Min(need, own.Nominal); free > 0 {
+			need -= free
+			own.Nominal -= free
+		}
+		if own.Nominal > 0 {
+			pool = append(pool, lender{-1, own.Nominal})
+		}
+		// What the subtree may lend its parent: within the cohort's limit.
+		if limit, ok := forest.own[c][k]; ok && !math.IsInf(limit.LendingLimit, 1) {
+			var left float64
+			for _, l := range pool {
+				left += l.amount
+			}
+			if left > limit.LendingLimit && left > 0 {
+				cut := math.Max(limit.LendingLimit, 0) / left
+				for i := range pool {
+					pool[i].amount *= cut
 				}
 			}
 		}
+		return need, pool
 	}
-	for _, k := range order {
-		members := groups[k]
-		uses := make([]QuotaUse, len(members))
-		for i, m := range members {
-			uses[i] = m.use
-		}
-		for i, lent := range wholeShares(LentShares(uses)) {
-			row := &rows[members[i].row]
-			row.Lent.addUnits(k.resource, lent)
-			if l := row.limit(k.flavor, k.resource); l != nil {
-				l.Lent += lent
+	slices.Sort(cohorts)
+	for _, c := range cohorts {
+		if forest.parentOf(c) == "" || !seen[forest.parentOf(c)] {
+			if !visited[c] {
+				visit(c)
 			}
 		}
 	}
+	for _, c := range cohorts { // what a cycle left unvisited
+		if !visited[c] {
+			visit(c)
+		}
+	}
+	return lent
 }
 
 // QuotaUse is one ClusterQueue's quota and use of one flavor and resource

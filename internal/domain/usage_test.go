@@ -108,7 +108,7 @@ func TestQueueRowsLimits(t *testing.T) {
 	usage(alone, "p5", ResourceGPU, "0", "0")
 
 	got := map[string][]ResourceLimit{}
-	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a, b, alone}, nil, nil) {
+	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a, b, alone}, nil, CohortForest{}) {
 		got[row.Team] = row.Limits
 	}
 	want := map[string][]ResourceLimit{
@@ -144,9 +144,9 @@ func TestLendingIsSharedOverTheCohortTree(t *testing.T) {
 	// (in regular, idle), the only idle quota of the tree.
 	a1 := usage(kueuetest.MakeClusterQueue("a1").Cohort("important").Quota("a100", ResourceGPU, "2").Obj(), "4", "2")
 	b1 := usage(kueuetest.MakeClusterQueue("b1").Cohort("regular").Quota("a100", ResourceGPU, "2").Obj(), "0", "0")
-	parents := map[string]string{"important": "root", "regular": "root", "root": ""}
+	forest := CohortForestOf([]*kueuev1beta2.Cohort{kueuetest.MakeCohort("root", "", 0), kueuetest.MakeCohort("important", "root", 0), kueuetest.MakeCohort("regular", "root", 0)})
 	lent := map[string]int64{}
-	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a1, b1}, nil, parents) {
+	for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{a1, b1}, nil, forest) {
 		lent[row.Team] = row.Lent.GPUs
 	}
 	if diff := cmp.Diff(map[string]int64{"a1": 0, "b1": 2}, lent); diff != "" {
@@ -180,5 +180,47 @@ func TestMemoryUnitsAreTheNearestMiB(t *testing.T) {
 	}
 	if got := units(corev1.ResourceMemory, resource.MustParse("512Gi")); got != 512*1024 {
 		t.Errorf("512Gi = %d MiB", got)
+	}
+}
+
+// Kueue's hierarchical cohorts, as its documentation makes them: a queue
+// borrows from its own cohort first, then up the tree, and a cohort's
+// lending limit caps what its subtree lends out of it. cq-b (org-x)
+// borrows 4 a100 GPUs: 2 from cq-a (its lending limit) in org-x, the rest
+// from above, where org-y lends what its limit lets it (none, then 1) and
+// the root's own quota the rest.
+func TestLendingFollowsTheCohortTreeAndItsLimits(t *testing.T) {
+	cohort := func(name, parent string, nominal string, lendingLimit *string) *kueuev1beta2.Cohort {
+		co := kueuetest.MakeCohort(name, parent, 0)
+		if nominal != "" {
+			rq := kueuev1beta2.ResourceQuota{Name: ResourceGPU, NominalQuota: resource.MustParse(nominal)}
+			if lendingLimit != nil {
+				rq.LendingLimit = ptrTo(resource.MustParse(*lendingLimit))
+			}
+			co.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{CoveredResources: []corev1.ResourceName{ResourceGPU},
+				Flavors: []kueuev1beta2.FlavorQuotas{{Name: "a100", Resources: []kueuev1beta2.ResourceQuota{rq}}}}}
+		}
+		return co
+	}
+	cqA := kueuetest.MakeClusterQueue("cq-a").Cohort("org-x").Quota("a100", ResourceGPU, "4").Obj()
+	cqA.Spec.ResourceGroups[0].Flavors[0].Resources[0].LendingLimit = ptrTo(resource.MustParse("2"))
+	cqB := kueuetest.MakeClusterQueue("cq-b").Cohort("org-x").Quota("a100", ResourceGPU, "2").UsageOf("a100", ResourceGPU, "6", "4").Obj()
+	cqC := kueuetest.MakeClusterQueue("cq-c").Cohort("org-y").Quota("a100", ResourceGPU, "4").Obj()
+	for _, tc := range []struct {
+		orgYLends string
+		want      map[string]int64
+	}{
+		{"0", map[string]int64{"cq-a": 2, "cq-b": 0, "cq-c": 0}},
+		{"1", map[string]int64{"cq-a": 2, "cq-b": 0, "cq-c": 1}},
+	} {
+		forest := CohortForestOf([]*kueuev1beta2.Cohort{cohort("root", "", "2", nil), cohort("org-x", "root", "", nil),
+			cohort("org-y", "root", "0", &tc.orgYLends)})
+		lent := map[string]int64{}
+		for _, row := range queueRows(DefaultSettings, []*kueuev1beta2.ClusterQueue{cqA, cqB, cqC}, nil, forest) {
+			lent[row.Team] = row.Lent.GPUs
+		}
+		if diff := cmp.Diff(tc.want, lent); diff != "" {
+			t.Errorf("org-y lends at most %s: GPUs lent (-want +got):\n%s", tc.orgYLends, diff)
+		}
 	}
 }

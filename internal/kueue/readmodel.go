@@ -114,7 +114,7 @@ func (l *Live) take(ev Event) {
 		if ev.Deleted {
 			l.model.DeleteCohort(o.Name)
 		} else {
-			l.model.SetCohort(o.Name, string(o.Spec.ParentName))
+			l.model.SetCohort(o)
 		}
 		if o.Name == l.settings.Cohort {
 			l.takePolicy()
