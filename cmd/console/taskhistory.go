@@ -70,6 +70,11 @@ func (h taskHistoryOptions) config() (app.TaskHistoryConfig, error) {
 			return c, fmt.Errorf("--history-dsn-file: %w", err)
 		}
 		c.DSN = strings.TrimSpace(string(dsn))
+		if c.DSN == "" {
+			// A Secret created without its key mounts an empty file: say so
+			// at start rather than retry a connection for ever.
+			return c, fmt.Errorf("--history-dsn-file: %s is empty: it must hold the PostgreSQL connection string", h.dsnFile)
+		}
 	}
 	return c, nil
 }
