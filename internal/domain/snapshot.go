@@ -145,29 +145,55 @@ func (s *Snapshot) Position(f *TaskFacts) int {
 // 0-based positions by LocalQueueKey), then the tasks it did not name (new
 // since it answered) in the console's order. Kueue's answer may be older
 // than the snapshot: tasks admitted since are skipped, and no two tasks
-// share a place. Nil when the queue has no queued task.
-func (s *Snapshot) QueuePositions(clusterQueue string, kueue map[string]int) map[*TaskFacts]int {
+// share a place.
+func (s *Snapshot) QueuePositions(clusterQueue string, kueue map[string]int) QueuePlaces {
 	q := s.queues[clusterQueue]
-	if q == nil || q.tasks.Len() == 0 {
-		return nil
+	if q == nil || len(kueue) == 0 {
+		return QueuePlaces{q: q} // the console's order
 	}
-	var named, unnamed []*TaskFacts
+	type named struct{ kueue, console int32 }
+	var names []named
+	var unnamed []int32
+	i := int32(0)
 	q.tasks.Ascend(func(f *TaskFacts) bool {
-		if _, ok := kueue[LocalQueueKey(f.Namespace, f.Name)]; ok {
-			named = append(named, f)
+		if k, ok := kueue[LocalQueueKey(f.Namespace, f.Name)]; ok {
+			names = append(names, named{int32(k), i})
 		} else {
-			unnamed = append(unnamed, f)
+			unnamed = append(unnamed, i)
 		}
+		i++
 		return true
 	})
-	slices.SortStableFunc(named, func(a, b *TaskFacts) int {
-		return cmp.Compare(kueue[LocalQueueKey(a.Namespace, a.Name)], kueue[LocalQueueKey(b.Namespace, b.Name)])
-	})
-	out := make(map[*TaskFacts]int, len(named)+len(unnamed))
-	for i, f := range append(named, unnamed...) {
-		out[f] = i + 1
+	slices.SortStableFunc(names, func(a, b named) int { return cmp.Compare(a.kueue, b.kueue) })
+	places := make([]int32, i)
+	for p, n := range names {
+		places[n.console] = int32(p + 1)
 	}
-	return out
+	for p, c := range unnamed {
+		places[c] = int32(len(names) + p + 1)
+	}
+	return QueuePlaces{q: q, places: places}
+}
+
+// QueuePlaces are the places of one queue's tasks (QueuePositions).
+type QueuePlaces struct {
+	q      *queue
+	places []int32 // by the console's position − 1; nil: the console's order
+}
+
+// Of is f's place; ok is false for a task not in the queue.
+func (p QueuePlaces) Of(f *TaskFacts) (int, bool) {
+	if p.q == nil {
+		return 0, false
+	}
+	pos := p.q.position(f)
+	switch {
+	case pos == 0:
+		return 0, false
+	case p.places == nil:
+		return pos, true
+	}
+	return int(p.places[pos-1]), true
 }
 
 // Borrowing reports whether f, holding quota, borrows now: by Borrows, on

@@ -199,14 +199,17 @@ func TestQueuePositions(t *testing.T) {
 			map[string]int{"c": 1, "a": 2, "b": 3, "d": 4}},
 	} {
 		got := map[string]int{}
-		for f, p := range snap.QueuePositions(cq, tc.kueue) {
-			got[f.Name] = p
+		places := snap.QueuePositions(cq, tc.kueue)
+		for _, f := range snap.Tasks(TaskQuery{State: ListAll}) {
+			if p, ok := places.Of(f); ok {
+				got[f.Name] = p
+			}
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s: places (-want +got):\n%s", tc.name, diff)
 		}
 	}
-	if got := snap.QueuePositions("no-such-queue", nil); got != nil {
-		t.Errorf("a queue without tasks: %v", got)
+	if _, ok := snap.QueuePositions("no-such-queue", nil).Of(snap.Tasks(TaskQuery{State: ListAll})[0]); ok {
+		t.Error("a queue without tasks gives a place")
 	}
 }

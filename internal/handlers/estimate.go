@@ -50,7 +50,7 @@ type waitEstimates struct {
 	snap      *domain.Snapshot
 	rates     *admissionRates
 	kueue     *positionsFeed
-	positions map[string]map[*domain.TaskFacts]int // by ClusterQueue: place
+	positions map[string]domain.QueuePlaces // by ClusterQueue
 	// known are the rates, once asked; knownOK: there is a history to ask.
 	known   *taskhistory.AdmissionRates
 	knownOK bool
@@ -60,7 +60,7 @@ type waitEstimates struct {
 }
 
 func (p tasksPage) waitEstimates(ctx context.Context, snap *domain.Snapshot) *waitEstimates {
-	return &waitEstimates{ctx: ctx, snap: snap, rates: p.rates, kueue: p.live.feeds.positions, positions: map[string]map[*domain.TaskFacts]int{}}
+	return &waitEstimates{ctx: ctx, snap: snap, rates: p.rates, kueue: p.live.feeds.positions, positions: map[string]domain.QueuePlaces{}}
 }
 
 // ahead is how many tasks are ahead of f in its ClusterQueue; ok is false
@@ -91,8 +91,7 @@ func (w *waitEstimates) place(f *domain.TaskFacts) (int, bool) {
 		pos = w.snap.QueuePositions(f.ClusterQueue, kueue)
 		w.positions[f.ClusterQueue] = pos
 	}
-	p, ok := pos[f]
-	return p, ok
+	return pos.Of(f)
 }
 
 // position is f's place in its queue as shown (place), else shown, so that
