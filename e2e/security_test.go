@@ -36,10 +36,11 @@ const (
 )
 
 // proxyConsole starts a console behind an authenticating proxy (trusted on
-// loopback); the tests' browsers send the proxy's headers themselves.
+// loopback) for the name consoleHost; the tests' browsers send the proxy's
+// headers themselves.
 func proxyConsole(t *testing.T, env *sandbox.Env, s domain.Settings) (base string) {
 	t.Helper()
-	local := startConsole(t, env, "--auth", "proxy", "--auth-proxy-cidrs", "127.0.0.1/32",
+	local := startConsole(t, env, "--auth", "proxy", "--auth-proxy-cidrs", "127.0.0.1/32", "--auth-proxy-hosts", consoleHost,
 		"--namespace-prefix", s.NamespacePrefix, "--cohort", s.Cohort)
 	return strings.Replace(local, "127.0.0.1", consoleHost, 1)
 }
