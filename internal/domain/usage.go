@@ -216,27 +216,23 @@ func CohortForestOf(cohorts []*kueuev1beta2.Cohort) CohortForest {
 	f := CohortForest{parents: map[string]string{}, own: map[string]map[flavorResource]QuotaUse{}}
 	for _, co := range cohorts {
 		f.parents[co.Name] = string(co.Spec.ParentName)
-		if own := ownQuotas(co.Spec.ResourceGroups); len(own) > 0 {
+		if own := quotaUses(co.Spec.ResourceGroups, nil); len(own) > 0 {
 			f.own[co.Name] = own
 		}
 	}
 	return f
 }
 
-// ownQuotas are resource groups' nominal quotas and lending limits, per
-// flavor and resource.
-func ownQuotas(groups []kueuev1beta2.ResourceGroup) map[flavorResource]QuotaUse {
+// quotaUses are resource groups' nominal quotas and lending limits per
+// flavor and resource (flavorQuotasOf), with what usage holds there.
+func quotaUses(groups []kueuev1beta2.ResourceGroup, usage []kueuev1beta2.FlavorUsage) map[flavorResource]QuotaUse {
 	out := map[flavorResource]QuotaUse{}
-	for _, rg := range groups {
-		for _, f := range rg.Flavors {
-			for _, r := range f.Resources {
-				use := QuotaUse{Nominal: float64(units(r.Name, r.NominalQuota)), LendingLimit: math.Inf(1)}
-				if r.LendingLimit != nil {
-					use.LendingLimit = float64(units(r.Name, *r.LendingLimit))
-				}
-				out[flavorResource{string(f.Name), r.Name}] = use
-			}
+	for _, fq := range flavorQuotasOf(groups, usage) {
+		use := QuotaUse{Nominal: float64(fq.Nominal), Used: float64(fq.InUse), LendingLimit: math.Inf(1)}
+		if fq.LendingLimit != nil {
+			use.LendingLimit = float64(*fq.LendingLimit)
 		}
+		out[flavorResource{fq.Flavor, fq.Resource}] = use
 	}
 	return out
 }
@@ -255,14 +251,7 @@ func attributeLending(cqs []*kueuev1beta2.ClusterQueue, rows []TeamUsage, index 
 		if cq.Spec.CohortName == "" {
 			continue // a queue without cohort neither lends nor borrows
 		}
-		used := map[flavorResource]float64{}
-		for _, f := range cq.Status.FlavorsUsage {
-			for _, r := range f.Resources {
-				used[flavorResource{string(f.Name), r.Name}] = float64(units(r.Name, r.Total))
-			}
-		}
-		for k, use := range ownQuotas(cq.Spec.ResourceGroups) {
-			use.Used = used[k]
+		for k, use := range quotaUses(cq.Spec.ResourceGroups, cq.Status.FlavorsUsage) {
 			if queues[k] == nil {
 				queues[k] = map[string][]treeQueue{}
 				keys = append(keys, k)
