@@ -43,7 +43,11 @@ type Model struct {
 	// many do and the priority Kueue gave the first: the read model needs
 	// no watch of PriorityClasses, and a class no task names is noise
 	// (system-node-critical, say).
-	podClasses    map[string]podClassUse
+	podClasses map[string]podClassUse
+	// classesDirty: a Kubernetes PriorityClass appeared or went since the
+	// classes were ordered; Snapshot orders them again, once, rather than
+	// each update of a task (unindexed, then indexed again) twice.
+	classesDirty  bool
 	clusterQueues map[string]*kueuev1beta2.ClusterQueue
 	// localQueues are the ClusterQueue each LocalQueue names (LocalQueueKey
 	// → ClusterQueue); placing keeps those whose namespace the queue's
@@ -620,7 +624,7 @@ func (m *Model) orderClasses() {
 }
 
 // countPodClass counts a task naming a Kubernetes PriorityClass in or out
-// (sign 1 or -1), ordering the classes again when one appears or goes.
+// (sign 1 or -1); the classes are ordered again when one appears or goes.
 func (m *Model) countPodClass(f *TaskFacts, sign int) {
 	if !f.podClass || f.classRef == "" {
 		return
@@ -636,7 +640,7 @@ func (m *Model) countPodClass(f *TaskFacts, sign int) {
 		m.podClasses[f.classRef] = use
 	}
 	if known != (use.tasks > 0) {
-		m.orderClasses()
+		m.classesDirty = true
 	}
 }
 
@@ -804,6 +808,10 @@ func put(t *tree, f *TaskFacts, add bool) {
 // the model and the previous snapshot everything unchanged. It costs what
 // changed since the previous call, not the size of the cluster.
 func (m *Model) Snapshot(now time.Time) *Snapshot {
+	if m.classesDirty {
+		m.classesDirty = false
+		m.orderClasses()
+	}
 	prev := m.last
 	if prev == nil {
 		prev = &Snapshot{}
