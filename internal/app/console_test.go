@@ -68,6 +68,9 @@ type setup struct {
 	consoleAs   *rest.Config
 	settings    domain.Settings
 	taskHistory app.TaskHistoryConfig
+	// kueueConfig is where Kueue's configuration is read (zero: where
+	// Kueue's manifests keep it).
+	kueueConfig kueue.ConfigMapRef
 	// pages changes what the pages are built on (the sign-in, the
 	// limits, a Prometheus that is down, the task history they read).
 	pages func(*handlers.Config)
@@ -130,7 +133,7 @@ func startConsole(t *testing.T, s setup) console {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	a, err := app.New(ctx, app.Config{Settings: s.settings, Clients: clients, Server: cfg.Host, TaskHistory: s.taskHistory,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		KueueConfigMap: s.kueueConfig, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

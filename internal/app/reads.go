@@ -128,9 +128,13 @@ func (r *clusterReads) SchedulerConfig(ctx context.Context) (kueue.SchedulerConf
 
 // WhatIf answers what Kueue would do with a job submitted now.
 func (r *clusterReads) WhatIf(ctx context.Context, job domain.WhatIf) (domain.WhatIfAnswer, error) {
-	cfg, _ := r.SchedulerConfig(ctx) // unreadable: Kueue's defaults, as the preview says
+	cfg, cfgErr := r.SchedulerConfig(ctx) // unreadable: Kueue's defaults, and the answer says so
 	shapes, _ := r.cache.Fleet()
-	return r.cache.WhatIf(ctx, r.settings, cfg, job, shapes)
+	a, err := r.cache.WhatIf(ctx, r.settings, cfg, job, shapes)
+	if err == nil && cfgErr != nil {
+		a.AssumingDefaults()
+	}
+	return a, err
 }
 
 // directRead bounds a page's read of the apiserver (what the caches do not

@@ -40,6 +40,11 @@ type FateChange struct {
 	Uncertain string
 }
 
+// KueueDefaultsAssumed is said of a preview or a what-if computed without
+// Kueue's configuration (unreadable): it follows Kueue's defaults, so a
+// cluster with fair sharing on may be answered otherwise.
+const KueueDefaultsAssumed = "Kueue's configuration could not be read, so this assumes Kueue's defaults (no fair sharing)."
+
 // Impact is what a change would make Kueue do.
 type Impact struct {
 	// What is the change, in words: "team nlp's new allocation".

@@ -3,6 +3,7 @@ package domain
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -103,6 +104,12 @@ func (a WhatIfAnswer) AskedIn() string {
 		return fmt.Sprintf("Asked for a job in LocalQueue %s, the first of the %d that feed the team's ClusterQueue; in another one its place may differ.", a.LocalQueue, a.LocalQueues)
 	}
 	return "Asked for a job in LocalQueue " + a.LocalQueue + "."
+}
+
+// AssumingDefaults notes on the answer that Kueue's configuration could
+// not be read (KueueDefaultsAssumed).
+func (a *WhatIfAnswer) AssumingDefaults() {
+	a.Uncertain = strings.TrimSpace(a.Uncertain + " " + KueueDefaultsAssumed)
 }
 
 // CannotStart says why the job would wait while the team's queue stays as

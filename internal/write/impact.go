@@ -117,7 +117,7 @@ func (s Service) impact(ctx context.Context, ch kueue.ImpactChange) (domain.Impa
 	if s.Scheduler != nil {
 		c, err := s.Scheduler(ctx)
 		if err != nil {
-			note = "Kueue's configuration could not be read, so the preview assumes Kueue's defaults (no fair sharing)."
+			note = domain.KueueDefaultsAssumed
 		}
 		cfg = c
 	}
