@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/openquota/console/internal/auth"
 	"github.com/openquota/console/internal/domain"
@@ -108,6 +109,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 
 	access := kueue.NewAccess(kube)
 	applier := kueue.Applier{Kube: kube, Kueue: kq, Log: cfg.Log}
+	go redactMembers(ctx, cache, applier, cfg.Log)
 	reads := newClusterReads(cache, applier, s, cfg.KueueConfigMap)
 	// The figures of the cluster MetricsHandler exports, for alerts and
 	// dashboards elsewhere: read from the read model and the caches when
@@ -137,6 +139,24 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		RecentUse:   reads,
 	}
 	return a, nil
+}
+
+// redactMembers removes, once the caches have synced, the members earlier
+// versions wrote into the ClusterQueues' allocation annotations
+// (kueue.Applier.RedactMembers). Every replica may: the patches are
+// idempotent.
+func redactMembers(ctx context.Context, cache *kueue.Cache, applier kueue.Applier, log *slog.Logger) {
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) { return cache.Synced(), nil }); err != nil {
+		return
+	}
+	cqs, _ := cache.ClusterQueues.List(labels.Everything())
+	n, err := applier.RedactMembers(ctx, cqs)
+	if err != nil {
+		log.Warn("the members in the teams' allocation annotations could not all be removed; the next start tries again", "err", err)
+	}
+	if n > 0 {
+		log.Info("removed the members from the teams' allocation annotations", "clusterQueues", n)
+	}
 }
 
 // probePrometheus asks Prometheus the smallest query every interval until

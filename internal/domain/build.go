@@ -84,8 +84,25 @@ type TeamObjects struct {
 	ClusterQueue *kueueac.ClusterQueueApplyConfiguration
 	LocalQueue   *kueueac.LocalQueueApplyConfiguration
 	Members      *rbacv1ac.RoleBindingApplyConfiguration
-	// Revisions is where the team's revisions are recorded.
-	Revisions types.NamespacedName
+	// Revisions is where the team's revisions are recorded, and Allocation
+	// what they record: the allocation the objects enforce, members
+	// included (nil: objects not built from an allocation).
+	Revisions  types.NamespacedName
+	Allocation *Team
+}
+
+// allocationAnnotation is what a team's ClusterQueue keeps of its
+// allocation: all of it but the members. Whoever may read ClusterQueues
+// (the console's viewers, Kueue's own roles) reads it, while who belongs to
+// a team is for those who may read its RoleBindings; the members are kept
+// in the team's revisions.
+func allocationAnnotation(t Team) (map[string]string, error) {
+	t.Members = nil
+	typed, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{AllocationAnnotation: string(typed)}, nil
 }
 
 // ShapeLookup resolves an instance type to its shape (catalog merged with live nodes).
@@ -95,7 +112,7 @@ type ShapeLookup func(instanceType string) (InstanceShape, bool)
 func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 	ns := s.Namespace(t.Name)
 	labels := map[string]string{ManagedByLabel: ManagedByValue, TeamLabel: t.Name}
-	typed, err := json.Marshal(t)
+	annotations, err := allocationAnnotation(t)
 	if err != nil {
 		return TeamObjects{}, err
 	}
@@ -132,7 +149,7 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 	}
 	cq := kueueac.ClusterQueue(s.ClusterQueue(t.Name)).
 		WithLabels(labels).
-		WithAnnotations(map[string]string{AllocationAnnotation: string(typed)}).
+		WithAnnotations(annotations).
 		WithSpec(kueueac.ClusterQueueSpec().
 			WithCohortName(kueuev1beta2.CohortReference(s.CohortOf(t))).
 			WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": ns})).
@@ -161,6 +178,7 @@ func BuildTeam(s Settings, t Team, shapes ShapeLookup) (TeamObjects, error) {
 		ClusterQueue: cq,
 		Members:      MemberBinding(s, t),
 		Revisions:    types.NamespacedName{Namespace: s.State(), Name: TeamRevisionsName(s, t.Name)},
+		Allocation:   &t,
 		LocalQueue: kueueac.LocalQueue(s.LocalQueue(t.Name), ns).
 			WithLabels(labels).
 			WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueuev1beta2.ClusterQueueReference(s.ClusterQueue(t.Name)))),

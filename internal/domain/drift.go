@@ -355,8 +355,8 @@ func AllocationDrift(cq *kueuev1beta2.ClusterQueue, trusted Team, saved bool) []
 		return []Drift{{Object: object, Field: field, Want: "the last saved revision", Got: "unreadable"}}
 	}
 	var out []Drift
-	if !SameMembers(onQueue.Members, trusted.Members) {
-		want := membersWord(trusted.Members)
+	if PlantedMembers(onQueue, trusted, saved) {
+		want := "none: members are kept in the team's saved revisions only"
 		if !saved {
 			want = "none: the team has no saved revision, so no member on the ClusterQueue is trusted"
 		}
@@ -367,6 +367,14 @@ func AllocationDrift(cq *kueuev1beta2.ClusterQueue, trusted Team, saved bool) []
 		out = append(out, Drift{Object: object, Field: "the rest of " + field, Want: "as saved", Got: strings.Join(changes, "; ")})
 	}
 	return out
+}
+
+// PlantedMembers reports whether the allocation annotation of a team's
+// ClusterQueue (onQueue) names members the console did not write there.
+// The console writes none (allocationAnnotation); earlier versions wrote
+// the saved revision's, which are no hand edit (RedactMembers removes them).
+func PlantedMembers(onQueue, trusted Team, saved bool) bool {
+	return len(onQueue.Members) > 0 && !(saved && SameMembers(onQueue.Members, trusted.Members))
 }
 
 // SameMembers reports whether two member lists name the same users and
@@ -403,7 +411,7 @@ func (r DriftReport) MembersDrifted() bool {
 		return false
 	}
 	onQueue, ok := TeamFromClusterQueue(r.Live.ClusterQueue)
-	return ok && !SameMembers(onQueue.Members, r.Team.Members)
+	return ok && PlantedMembers(onQueue, r.Team, r.Saved)
 }
 
 // Drifted reports whether someone changed the team's objects by hand.

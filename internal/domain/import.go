@@ -308,7 +308,7 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 		}
 	}
 
-	typed, err := json.Marshal(t)
+	annotations, err := allocationAnnotation(t)
 	if err != nil {
 		return TeamObjects{}, err
 	}
@@ -318,9 +318,9 @@ func BuildImportedTeam(s Settings, t Team, live *kueuev1beta2.ClusterQueue, shap
 	}
 	cq := kueueac.ClusterQueue(live.Name).
 		WithLabels(ImportLabels(t.Name)).
-		WithAnnotations(map[string]string{AllocationAnnotation: string(typed)}).
+		WithAnnotations(annotations).
 		WithSpec(&acSpec)
-	return TeamObjects{ClusterQueue: cq, Revisions: types.NamespacedName{Namespace: s.State(), Name: TeamRevisionsName(s, t.Name)}}, nil
+	return TeamObjects{ClusterQueue: cq, Revisions: types.NamespacedName{Namespace: s.State(), Name: TeamRevisionsName(s, t.Name)}, Allocation: &t}, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -32,6 +32,24 @@ func TeamFromClusterQueue(cq *kueuev1beta2.ClusterQueue) (Team, bool) {
 	return t, true
 }
 
+// AnnotationWithoutMembers is the allocation annotation of a team's
+// ClusterQueue without the members that earlier versions of the console
+// wrote there (allocationAnnotation writes none); ok is false when it names
+// none, or is not the console's.
+func AnnotationWithoutMembers(cq *kueuev1beta2.ClusterQueue) (annotation string, ok bool) {
+	t, ok := TeamFromClusterQueue(cq)
+	if !ok || len(t.Members) == 0 {
+		return "", false
+	}
+	var raw map[string]json.RawMessage // every field as it is, members aside
+	if err := json.Unmarshal([]byte(cq.Annotations[AllocationAnnotation]), &raw); err != nil {
+		return "", false
+	}
+	delete(raw, "members")
+	out, err := json.Marshal(raw)
+	return string(out), err == nil
+}
+
 // ManagedTeam is the team whose ClusterQueue cq is, by its labels ("" for
 // queues the console does not manage).
 func ManagedTeam(cq *kueuev1beta2.ClusterQueue) string {

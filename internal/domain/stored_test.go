@@ -45,7 +45,7 @@ func TestTrustedTeam(t *testing.T) {
 	}{
 		{name: "the revision, whatever the annotation says", cq: queueWith("nlp", planted), latest: revision, want: saved, saved: true, ok: true,
 			wantDiffers: []Drift{
-				{Object: "ClusterQueue hp-nlp-clusterqueue", Field: "members in the allocation annotation", Want: "user alice", Got: "user alice, user mallory"},
+				{Object: "ClusterQueue hp-nlp-clusterqueue", Field: "members in the allocation annotation", Want: "none: members are kept in the team's saved revisions only", Got: "user alice, user mallory"},
 				{Object: "ClusterQueue hp-nlp-clusterqueue", Field: "the rest of the allocation annotation", Want: "as saved", Got: "fair-share weight 1 → 50"},
 			}},
 		{name: "the revision when the annotation does not decode", cq: queueWith("nlp", "{"), latest: revision, want: saved, saved: true, ok: true,
@@ -105,5 +105,30 @@ func TestLatestRevisionData(t *testing.T) {
 	}
 	if got := LatestRevision[Team](LatestRevisionData(data)); got == nil || got.Revision != 2 || got.Allocation.Name != "b" {
 		t.Errorf("the latest of an encoded history: %+v", got)
+	}
+}
+
+func TestAnnotationWithoutMembers(t *testing.T) {
+	withMembers := `{"name":"nlp","enabled":true,"members":[{"kind":"User","name":"alice"}],"fairShareWeight":3,"futureField":{"kept":1}}`
+	unmanaged := queueWith("nlp", withMembers)
+	unmanaged.Labels = nil
+	for _, tc := range []struct {
+		name string
+		cq   *kueuev1beta2.ClusterQueue
+		want string
+		ok   bool
+	}{
+		{"members removed, every other field kept as it is", queueWith("nlp", withMembers),
+			`{"enabled":true,"fairShareWeight":3,"futureField":{"kept":1},"name":"nlp"}`, true},
+		{"no members: nothing to do", queueWith("nlp", `{"name":"nlp","enabled":true}`), "", false},
+		{"not the console's", unmanaged, "", false},
+		{"not readable", queueWith("nlp", "{"), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := AnnotationWithoutMembers(tc.cq)
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("got %q %v, want %q %v", got, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package kueue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/openquota/console/internal/domain"
@@ -161,16 +160,10 @@ func recordRevision[T any](ctx context.Context, kube kubernetes.Interface, ns, n
 
 // recordTeam records the revision of a team apply run and announces it.
 func (a Applier) recordTeam(ctx context.Context, c *applyRun, objs domain.TeamObjects, cq written[*kueuev1beta2.ClusterQueue]) error {
-	if objs.ClusterQueue.ObjectMetaApplyConfiguration == nil {
-		return nil
-	}
-	var team domain.Team
-	if err := json.Unmarshal([]byte(objs.ClusterQueue.Annotations[domain.AllocationAnnotation]), &team); err != nil {
+	if objs.Allocation == nil {
 		return nil // not built from an allocation: nothing to record
 	}
-	if name := objs.ClusterQueue.Labels[domain.TeamLabel]; name != "" {
-		team.Name = name
-	}
+	team := *objs.Allocation
 	// A ClusterQueue the audited path created (it names its creator) with no
 	// revision yet is a create whose revision a failure kept from being recorded.
 	byConsole := cq.existed() && cq.before.Annotations[CreatedByAnnotation] != "" && cq.before.Annotations[CreatedByAnnotation] != UnknownCreator
