@@ -433,3 +433,29 @@ func TestTheConsoleTakesOverNoNamespaceOrPriorityClass(t *testing.T) {
 		t.Errorf("the priority class was taken over: value %d, labels %v", after.Value, after.Labels)
 	}
 }
+
+// A viewer posting the create-team form (with a valid CSRF token) learned
+// which names exist: the form was checked before their right to change
+// anything, and said "A team named … already exists" for a team or an
+// unmanaged ClusterQueue of that name. Someone who may not change
+// ClusterQueues is refused first, whatever the form names.
+func TestCreateFormTellsNothingToWhoMayNotChange(t *testing.T) {
+	c := proxyConsole(t)
+	t.Cleanup(func() { cleanupTeams(c) })
+	admin := c.as(t, bindUser(t, c.kube, "admin", rbac.AdminRole), "platform")
+	admin.Get("/teams/new")
+	existing := "exists-" + rand.String(4)
+	if code, _, body := admin.Post("/teams", webtest.TeamForm(existing, "1")); code != http.StatusSeeOther {
+		t.Fatalf("create: %d\n%.500s", code, body)
+	}
+	viewer := c.as(t, bindUser(t, c.kube, "viewer", rbac.ViewerRole))
+	viewer.Get("/teams/new")
+	for _, name := range []string{existing, "absent-" + rand.String(4)} {
+		code, _, body := viewer.Post("/teams", webtest.TeamForm(name, "1"))
+		if code != http.StatusForbidden {
+			t.Errorf("a viewer's create of %s: %d, want 403", name, code)
+		}
+		webtest.MustNotContain(t, "the answer to a viewer's create of "+name, body, "already exists")
+		webtest.MustContain(t, "the answer to a viewer's create of "+name, body, "You may not change team "+name)
+	}
+}

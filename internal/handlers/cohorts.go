@@ -60,7 +60,7 @@ func (p cohortPages) save(c echo.Context) error {
 	}
 	f := form.ParseCohort(values)
 	editing := p.teams != nil && slices.Contains(p.teams.Cohorts(), p.settings.Cohort+"-"+f.Suffix)
-	switch step(values, p.readOnly(c, mayEditTeams)) {
+	switch step(values, p.previewDenied(c, mayEditTeams)) {
 	case stepEdit:
 		return p.render(c, http.StatusOK, f, editing, write.Outcome{})
 	case stepPreview:

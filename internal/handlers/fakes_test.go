@@ -171,14 +171,16 @@ func (c *cluster) addTeam(s domain.Settings, t domain.Team) {
 type access struct {
 	mu      sync.Mutex
 	allowed map[string][]kueue.Permission
-	// unknown: the cluster does not answer.
+	// unknown: the cluster does not answer; unsure: it does not answer
+	// about these (verb and resource).
 	unknown bool
+	unsure  []kueue.Permission
 }
 
 func (a *access) Allowed(_ context.Context, id kueue.Identity, p kueue.Permission) (bool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.unknown {
+	if a.unknown || slices.ContainsFunc(a.unsure, func(u kueue.Permission) bool { return u.Verb == p.Verb && u.Resource == p.Resource }) {
 		return false, false
 	}
 	for _, held := range a.allowed[id.Name] {

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/form"
+	"github.com/openquota/console/internal/kueue"
 	"github.com/openquota/console/internal/webtest"
 	"github.com/openquota/console/internal/write"
 )
@@ -141,4 +143,27 @@ func TestAPreviewListsTheFirstUncertainTasks(t *testing.T) {
 	body := reviewTeamCut(t, user(t, f.handler(), "admin"))
 	webtest.MustContain(t, "the preview", body, `id="impact-uncertain"`, "hyperpod-ns-team-001/wait-049", "and 70 more, for the same reasons.")
 	webtest.MustNotContain(t, "the preview", body, "hyperpod-ns-team-001/wait-050")
+}
+
+// When the cluster cannot say whether the user may make a change, the
+// forms stay usable (the write path decides on save), but the preview,
+// which names other teams' tasks, is not shown.
+func TestNoPreviewWhenTheClusterCannotSayWhoMayChange(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("admin", listClusterQueues, editTeams, deleteTeams, editPolicy)
+	admin := user(t, f.handler(), "admin")
+	admin.Get("/teams/team-001/edit")
+	f.access.mu.Lock()
+	f.access.unsure = []kueue.Permission{editTeams, deleteTeams, editPolicy} // the pages' reads are known
+	f.access.mu.Unlock()
+	typed := webtest.TeamForm("team-001", "8")
+	typed.Set("step", "preview")
+	admin.Post("/teams/team-001", typed)
+	policy := url.Values{"prioritization": {"FirstComeFirstServe"}, "step": {"preview"}}
+	admin.Post("/policy", policy)
+	_, body := admin.Get("/teams/team-001/delete")
+	webtest.MustNotContain(t, "the delete page", body, `id="impact"`)
+	if len(f.writes.previews) != 0 {
+		t.Errorf("previews shown while the cluster could not say who may change: %v", f.writes.previews)
+	}
 }

@@ -43,7 +43,7 @@ func (p policyPage) save(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
 	f := form.ParsePolicy(values)
-	switch step(values, p.readOnly(c, mayEditPolicy)) {
+	switch step(values, p.previewDenied(c, mayEditPolicy)) {
 	case stepEdit:
 		return p.render(c, http.StatusOK, f, write.Outcome{})
 	case stepPreview:

@@ -131,10 +131,22 @@ func renderSignIn(c echo.Context, status int, next, msg, notice string) error {
 
 // What the forms need the user to be allowed; they are read-only otherwise.
 var (
-	mayEditTeams   = kueue.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "change ClusterQueues"}
-	mayDeleteTeams = kueue.Permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "delete ClusterQueues"}
-	mayEditPolicy  = kueue.Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses", What: "change WorkloadPriorityClasses"}
+	mayEditTeams   = kueue.ChangeClusterQueues
+	mayDeleteTeams = kueue.DeleteClusterQueues
+	mayEditPolicy  = kueue.ChangePriorityClasses
 )
+
+// previewDenied says why the user gets no impact preview of a change, ""
+// when they do: it names other teams' tasks, so only who the cluster says
+// may make the change sees it, and nobody while the cluster cannot say.
+func (f frame) previewDenied(c echo.Context, p kueue.Permission) string {
+	if allowed, known := f.allowed(c.Request().Context(), f.identity(c), p); allowed {
+		return ""
+	} else if !known {
+		return "The cluster could not say whether you may " + p.What + ", so no preview is shown. Try again in a moment."
+	}
+	return f.readOnly(c, p)
+}
 
 // readOnly says why the user may not use a form, or "" when they may (or
 // when the cluster could not say: then it decides on save).

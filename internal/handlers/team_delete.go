@@ -33,7 +33,7 @@ func (p teamPages) renderDelete(c echo.Context, status int, team, applyErr strin
 	ns := p.settings.Namespace(team)
 	readOnly := p.readOnly(c, mayDeleteTeams)
 	var view templates.ImpactView
-	if readOnly == "" { // the preview names other teams' tasks: only for who may delete
+	if p.previewDenied(c, mayDeleteTeams) == "" {
 		view = impactView(p.writes.PreviewDeleteTeam(c.Request().Context(), team))
 	}
 	snap := p.model.Snapshot()

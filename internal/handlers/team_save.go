@@ -67,7 +67,7 @@ func (p teamPages) saveTeam(c echo.Context, editing bool) error {
 			req.Loaded = &write.Loaded{ResourceVersion: values.Get("resourceVersion"), Allocation: t}
 		}
 	}
-	switch step(values, p.readOnly(c, mayEditTeams)) {
+	switch step(values, p.previewDenied(c, mayEditTeams)) {
 	case stepEdit:
 		return p.renderTeamForm(c, http.StatusOK, teamFormState{form: req.Form, editing: editing, loaded: req.Loaded})
 	case stepPreview:

@@ -21,6 +21,17 @@ type Permission struct {
 	What                                   string // "change ClusterQueues", for a note to the user
 }
 
+// What a user must be allowed to use the console's forms at all: the
+// forms are read-only without it, and the write path refuses a change
+// before it looks at what the change names.
+var (
+	ChangeClusterQueues   = Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "change ClusterQueues"}
+	DeleteClusterQueues   = Permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "clusterqueues", What: "delete ClusterQueues"}
+	ChangePriorityClasses = Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "workloadpriorityclasses", What: "change WorkloadPriorityClasses"}
+	ChangeCohorts         = Permission{Verb: "patch", Group: "kueue.x-k8s.io", Resource: "cohorts", What: "change Cohorts"}
+	DeleteCohorts         = Permission{Verb: "delete", Group: "kueue.x-k8s.io", Resource: "cohorts", What: "delete Cohorts"}
+)
+
 // String names the permission for people: "patch clusterqueues.kueue.x-k8s.io
 // hyperpod-ns-nlp-clusterqueue", "create rolebindings.rbac.authorization.k8s.io
 // in namespace hyperpod-ns-nlp".

@@ -17,6 +17,9 @@ import (
 
 // DeleteTeam removes a team's objects (its shared flavors stay).
 func (s Service) DeleteTeam(ctx context.Context, who kueue.Identity, team string) Outcome {
+	if o := s.mayTry(ctx, who, kueue.DeleteClusterQueues, "team "+team); o.Kind != Saved {
+		return o
+	}
 	cq, _, ok := s.Cache.Team(s.Settings, team)
 	if !ok {
 		return notFound("There is no team %q managed by this console.", team)
@@ -43,6 +46,9 @@ func (s Service) DeleteTeam(ctx context.Context, who kueue.Identity, team string
 // as a new revision with action rollback. The revision is validated as a
 // saved form is: one that does not pass cannot be applied.
 func (s Service) RollbackTeam(ctx context.Context, who kueue.Identity, team string, n int) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangeClusterQueues, "team "+team); o.Kind != Saved {
+		return o
+	}
 	if _, _, ok := s.Cache.Team(s.Settings, team); !ok {
 		return notFound("There is no team %q managed by this console.", team)
 	}
@@ -62,6 +68,9 @@ func (s Service) RollbackTeam(ctx context.Context, who kueue.Identity, team stri
 // (its latest saved revision), setting hand edits of its objects and of
 // its ClusterQueue's allocation annotation back.
 func (s Service) ReapplyTeam(ctx context.Context, who kueue.Identity, team string) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangeClusterQueues, "team "+team); o.Kind != Saved {
+		return o
+	}
 	_, stored, ok := s.Cache.Team(s.Settings, team)
 	if !ok {
 		return notFound("There is no team %q managed by this console.", team)
@@ -74,6 +83,9 @@ func (s Service) ReapplyTeam(ctx context.Context, who kueue.Identity, team strin
 // team's allocation. fingerprint is that of the adoption the page showed
 // (Adoption): if the objects changed since, nothing is adopted.
 func (s Service) AdoptTeam(ctx context.Context, who kueue.Identity, team, fingerprint string) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangeClusterQueues, "team "+team); o.Kind != Saved {
+		return o
+	}
 	ad, o := s.Adoption(team)
 	if o.Kind != Saved {
 		return o
@@ -218,6 +230,9 @@ func fieldsProblem(errs form.Errors) string {
 
 // SavePolicy writes the cluster policy.
 func (s Service) SavePolicy(ctx context.Context, who kueue.Identity, f form.PolicyForm) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangePriorityClasses, "the cluster policy"); o.Kind != Saved {
+		return o
+	}
 	p, errs := f.Validate()
 	s.refuseOthersClasses(p, &errs)
 	if errs.Any() {
@@ -238,6 +253,9 @@ func (s Service) refuseOthersClasses(p domain.Policy, errs *form.Errors) {
 
 // RollbackPolicy applies an earlier revision of the policy again.
 func (s Service) RollbackPolicy(ctx context.Context, who kueue.Identity, n int) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangePriorityClasses, "the cluster policy"); o.Kind != Saved {
+		return o
+	}
 	revs, err := s.Applier.PolicyRevisions(ctx, s.Settings)
 	if err != nil {
 		return failed(err, "the console", "the revision history of the policy")

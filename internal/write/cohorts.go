@@ -13,6 +13,9 @@ import (
 
 // SaveCohort creates or changes a cohort under the console's own.
 func (s Service) SaveCohort(ctx context.Context, who kueue.Identity, f form.CohortForm) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangeCohorts, "cohort "+s.Settings.Cohort+"-"+f.Suffix); o.Kind != Saved {
+		return o
+	}
 	shapes, _ := s.Cache.Fleet()
 	c, errs := f.Validate(s.Settings, shapes, s.Cache.CohortParents(), s.Cache.ConsoleCohorts(s.Settings))
 	if errs.Any() {
@@ -43,6 +46,9 @@ func (s Service) SaveCohort(ctx context.Context, who kueue.Identity, f form.Coho
 
 // DeleteCohort deletes an empty cohort the console created.
 func (s Service) DeleteCohort(ctx context.Context, who kueue.Identity, name string) Outcome {
+	if o := s.mayTry(ctx, who, kueue.DeleteCohorts, "cohort "+name); o.Kind != Saved {
+		return o
+	}
 	if s.Cache.ConsoleCohort(s.Settings, name) == nil {
 		return notFound("There is no cohort %q created by this console.", name)
 	}

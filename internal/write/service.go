@@ -163,6 +163,17 @@ func (s Service) authorize(ctx context.Context, a kueue.Applier, who kueue.Ident
 	return Outcome{}
 }
 
+// mayTry refuses a change before anything it names is looked at when who
+// may not p at all: what the change's checks say (that a team or a
+// namespace of that name exists) is for those who may make it.
+func (s Service) mayTry(ctx context.Context, who kueue.Identity, p kueue.Permission, what string) Outcome {
+	if who.Name == "" {
+		return Outcome{} // the console's own account: checked when it writes
+	}
+	return s.authorize(ctx, kueue.Applier{}, who, plan{what: what,
+		writes: func(context.Context, kueue.Applier) ([]kueue.Permission, error) { return []kueue.Permission{p}, nil }})
+}
+
 // TeamSave is a team form as posted.
 type TeamSave struct {
 	Form form.TeamForm
@@ -175,6 +186,9 @@ type TeamSave struct {
 
 // SaveTeam creates or changes a team.
 func (s Service) SaveTeam(ctx context.Context, who kueue.Identity, req TeamSave) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangeClusterQueues, "team "+req.Form.Name); o.Kind != Saved {
+		return o
+	}
 	shapes, _ := s.Cache.Fleet()
 	team, o := s.validTeam(req, shapes)
 	if o.Kind != Saved {
