@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -98,14 +99,45 @@ func (t ImpactTask) Named() TaskName {
 	return TaskName{Namespace: t.Namespace, Workload: t.Name, OwnerKind: t.OwnerKind, OwnerName: t.OwnerName}
 }
 
-// TeamImpact is one team before and after the change, in GPUs.
+// TeamImpact is one team before and after the change, in the resource
+// that leads its quota (LeadResource) and that resource's units (vCPU in
+// millicores, memory in MiB).
 type TeamImpact struct {
 	Team                              string
+	Resource                          corev1.ResourceName
 	QuotaNow, QuotaAfter              int64
 	InUseNow, InUseAfter              int64
 	BorrowedNow, BorrowedAfter        int64
 	LentNow, LentAfter                int64
 	PendingNow, PendingAfter, Deleted bool
+}
+
+// LeadResource is the resource a team's figures are told in: GPUs when
+// it has or uses any, else Neuron devices, else vCPU (a queue of Kueue's
+// own examples), else memory.
+func LeadResource(amounts ...Amount) corev1.ResourceName {
+	for _, r := range []corev1.ResourceName{ResourceGPU, ResourceNeuron, corev1.ResourceCPU} {
+		for _, a := range amounts {
+			if a.Of(r) > 0 {
+				return r
+			}
+		}
+	}
+	return corev1.ResourceMemory
+}
+
+// AmountWord writes n of r in r's units for people ("8 GPUs", "1.5 vCPU",
+// "512 GiB of memory").
+func AmountWord(r corev1.ResourceName, n int64) string {
+	switch r {
+	case corev1.ResourceCPU:
+		return FormatVCPU(n) + " vCPU"
+	case corev1.ResourceMemory:
+		return FormatGiB(n) + " GiB of memory"
+	case ResourceNeuron:
+		return CountOf(n, "Neuron device")
+	}
+	return CountOf(n, "GPU")
 }
 
 // Changed reports whether any figure of the team moves.
@@ -155,8 +187,9 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 	}
 	for _, r := range teamsNow {
 		a, kept := afterOf[r.ClusterQueue]
-		ti := TeamImpact{Team: r.Team, QuotaNow: r.Allocated.GPUs, QuotaAfter: a.Allocated.GPUs, InUseNow: r.InUse.GPUs, InUseAfter: a.InUse.GPUs,
-			BorrowedNow: r.Borrowed.GPUs, BorrowedAfter: a.Borrowed.GPUs, LentNow: r.Lent.GPUs, LentAfter: a.Lent.GPUs, Deleted: !kept}
+		res := LeadResource(r.Allocated, r.InUse, a.Allocated, a.InUse)
+		ti := TeamImpact{Team: r.Team, Resource: res, QuotaNow: r.Allocated.Of(res), QuotaAfter: a.Allocated.Of(res), InUseNow: r.InUse.Of(res), InUseAfter: a.InUse.Of(res),
+			BorrowedNow: r.Borrowed.Of(res), BorrowedAfter: a.Borrowed.Of(res), LentNow: r.Lent.Of(res), LentAfter: a.Lent.Of(res), Deleted: !kept}
 		delete(afterOf, r.ClusterQueue)
 		if ti.Changed() {
 			im.Teams = append(im.Teams, ti)
@@ -164,7 +197,9 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 	}
 	for _, a := range teamsAfter {
 		if _, created := afterOf[a.ClusterQueue]; created {
-			im.Teams = append(im.Teams, TeamImpact{Team: a.Team, QuotaAfter: a.Allocated.GPUs, InUseAfter: a.InUse.GPUs, BorrowedAfter: a.Borrowed.GPUs, LentAfter: a.Lent.GPUs})
+			res := LeadResource(a.Allocated, a.InUse)
+			im.Teams = append(im.Teams, TeamImpact{Team: a.Team, Resource: res, QuotaAfter: a.Allocated.Of(res), InUseAfter: a.InUse.Of(res),
+				BorrowedAfter: a.Borrowed.Of(res), LentAfter: a.Lent.Of(res)})
 		}
 	}
 	quotaAfter := map[string]TeamUsage{}
@@ -172,9 +207,12 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 		quotaAfter[r.ClusterQueue] = r
 	}
 	for _, t := range im.Teams {
-		if !t.Deleted && t.InUseAfter > t.QuotaAfter && t.InUseNow <= t.QuotaNow {
-			im.Notes = append(im.Notes, fmt.Sprintf("Team %s will hold %d GPUs against a quota of %d: Kueue does not stop tasks when a quota falls, "+
-				"but it now borrows %d GPUs, which other teams may reclaim when they need them.", t.Team, t.InUseAfter, t.QuotaAfter, t.InUseAfter-t.QuotaAfter))
+		// The quota fell below what the team holds: an admission by
+		// borrowing, quota unchanged, is no news.
+		if !t.Deleted && t.QuotaAfter < t.QuotaNow && t.InUseAfter > t.QuotaAfter && t.InUseNow <= t.QuotaNow {
+			im.Notes = append(im.Notes, fmt.Sprintf("Team %s will hold %s against a quota of %s: Kueue does not stop tasks when a quota falls, "+
+				"but it now borrows %s, which other teams may reclaim when they need them.", t.Team, AmountWord(t.Resource, t.InUseAfter),
+				AmountWord(t.Resource, t.QuotaAfter), AmountWord(t.Resource, t.InUseAfter-t.QuotaAfter)))
 		}
 	}
 
@@ -239,20 +277,29 @@ func BuildImpact(s Settings, now time.Time, what string, fates []FateChange, que
 // change.
 func preemptionWhy(f FateChange, team TeamUsage) string {
 	var why []string
-	if team.ClusterQueue != "" && team.InUse.GPUs > team.Allocated.GPUs && team.Allocated.GPUs >= 0 {
-		why = append(why, fmt.Sprintf("Team %s would exceed its quota of %d GPUs by %d.", team.Team, team.Allocated.GPUs, team.InUse.GPUs-team.Allocated.GPUs))
+	res := LeadResource(team.Allocated, team.InUse)
+	if used, quota := team.InUse.Of(res), team.Allocated.Of(res); team.ClusterQueue != "" && used > quota {
+		why = append(why, fmt.Sprintf("Team %s would exceed its quota of %s by %s.", team.Team, AmountWord(res, quota), AmountWord(res, used-quota)))
 	}
 	for_ := ""
 	if p := f.Preemptor; p != nil {
-		for_ = fmt.Sprintf(" for %s (team %s, %d GPUs)", p.Named().InWords(), p.Team, p.GPUs)
+		held := ""
+		if p.GPUs > 0 {
+			held = fmt.Sprintf(", %d GPUs", p.GPUs)
+		}
+		for_ = fmt.Sprintf(" for %s (team %s%s)", p.Named().InWords(), p.Team, held)
+	}
+	word := "GPUs"
+	if res != ResourceGPU {
+		word = "quota"
 	}
 	switch f.Reason {
 	case kueuev1beta2.InClusterQueueReason:
-		why = append(why, "A task of higher priority in its own team needs the GPUs"+for_+".")
+		why = append(why, "A task of higher priority in its own team needs the "+word+for_+".")
 	case kueuev1beta2.InCohortReclamationReason:
 		why = append(why, "A team reclaims the quota it lent"+for_+".")
 	case kueuev1beta2.InCohortReclaimWhileBorrowingReason:
-		why = append(why, "A team of higher priority, itself borrowing, takes back borrowed GPUs"+for_+".")
+		why = append(why, "A team of higher priority, itself borrowing, takes back borrowed "+word+for_+".")
 	case kueuev1beta2.InCohortFairSharingReason:
 		why = append(why, "Fair sharing: its team holds more than its share of the cohort"+for_+".")
 	default:

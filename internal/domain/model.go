@@ -528,7 +528,7 @@ func (m *Model) admit(key string) {
 	target, ok := m.localQueues[key]
 	namespace, name, _ := strings.Cut(key, "/")
 	if ok && target != "" {
-		ok = admitsNamespace(m.clusterQueues[target], namespace, m.namespaceLabels[namespace])
+		ok = AdmitsNamespace(m.clusterQueues[target], namespace, m.namespaceLabels[namespace])
 	}
 	old, had := m.placing.clusterQueueOf[key]
 	switch {
@@ -544,11 +544,11 @@ func (m *Model) admit(key string) {
 	m.queuesDirty = true // the namespaces a ClusterQueue serves
 }
 
-// admitsNamespace is Kueue's rule: a ClusterQueue admits Workloads of the
+// AdmitsNamespace is Kueue's rule: a ClusterQueue admits Workloads of the
 // namespaces its namespaceSelector selects; none without one. A queue not
 // known yet keeps the LocalQueues that name it (their tasks have no team
 // until it comes).
-func admitsNamespace(cq *kueuev1beta2.ClusterQueue, namespace string, labels map[string]string) bool {
+func AdmitsNamespace(cq *kueuev1beta2.ClusterQueue, namespace string, labels map[string]string) bool {
 	if cq == nil {
 		return true
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openquota/console/internal/domain"
 	"github.com/openquota/console/internal/kueue"
@@ -24,11 +25,11 @@ const (
 )
 
 // step is the step a post asks for. A preview names other teams' tasks, so
-// only who may make the change gets one (readOnly, the reason they may
-// not, is ""); anyone else's post goes to the write path, which refuses it
+// only who may make the change gets one (noPreview, the reason they get
+// none, is ""); anyone else's post goes to the write path, which refuses it
 // in the cluster's words.
-func step(values url.Values, readOnly string) string {
-	if s := values.Get("step"); s == stepEdit || (s == stepPreview && readOnly == "") {
+func step(values url.Values, noPreview string) string {
+	if s := values.Get("step"); s == stepEdit || (s == stepPreview && noPreview == "") {
 		return s
 	}
 	return ""
@@ -80,6 +81,25 @@ func carried(values url.Values) []templates.Hidden {
 	return out
 }
 
+// impactFigure is n of r in the unit impactUnit names.
+func impactFigure(r corev1.ResourceName, n int64) string {
+	switch r {
+	case corev1.ResourceCPU:
+		return domain.FormatVCPU(n)
+	case corev1.ResourceMemory:
+		return domain.FormatGiB(n)
+	}
+	return fmt.Sprint(n)
+}
+
+// impactUnit names the unit of a team's figures in a preview.
+func impactUnit(r corev1.ResourceName) string {
+	if r == corev1.ResourceMemory {
+		return "memory (GiB)"
+	}
+	return domain.ResourceWord(r)
+}
+
 // impactView is a preview as pages show it; out says why there is none.
 func impactView(im domain.Impact, out write.Outcome) templates.ImpactView {
 	if out.Kind != write.Saved {
@@ -101,14 +121,14 @@ func impactView(im domain.Impact, out write.Outcome) templates.ImpactView {
 	uncertain, uncertainMore := firstOf(im.Uncertain, uncertainShown)
 	v.Moved, v.MovedMore = tasks(moved), movedMore
 	v.Uncertain, v.UncertainMore = tasks(uncertain), uncertainMore
-	arrow := func(now, after int64) string {
-		if now == after {
-			return fmt.Sprint(now)
-		}
-		return fmt.Sprintf("%d → %d", now, after)
-	}
 	for _, t := range im.Teams {
-		row := templates.ImpactTeamRow{Team: t.Team, Quota: arrow(t.QuotaNow, t.QuotaAfter), InUse: arrow(t.InUseNow, t.InUseAfter),
+		arrow := func(now, after int64) string {
+			if now == after {
+				return impactFigure(t.Resource, now)
+			}
+			return impactFigure(t.Resource, now) + " → " + impactFigure(t.Resource, after)
+		}
+		row := templates.ImpactTeamRow{Team: t.Team, Resource: impactUnit(t.Resource), Quota: arrow(t.QuotaNow, t.QuotaAfter), InUse: arrow(t.InUseNow, t.InUseAfter),
 			Borrowed: arrow(t.BorrowedNow, t.BorrowedAfter), Lent: arrow(t.LentNow, t.LentAfter)}
 		if t.Deleted {
 			row.Team += " (deleted)"

@@ -262,7 +262,7 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 			out.LocalQueues = append(out.LocalQueues, lq)
 		}
 	}
-	out.Namespaces = namespacesOf(out.LocalQueues)
+	out.Namespaces = namespacesOf(out.LocalQueues, c.namespaceLabels)
 	facts := map[string]*domain.TaskFacts{}
 	for _, obj := range c.workloadStore() {
 		wt, ok := obj.(*WorkloadTask)
@@ -282,33 +282,58 @@ func (c *Cache) impactCopy(cfg SchedulerConfig, ch ImpactChange) (impact.Cluster
 	return out, facts, nil
 }
 
-// namespacesOf are the namespaces of the LocalQueues. Kueue's scheduler
-// reads a Workload's namespace before it admits it (for its ClusterQueue's
-// namespaceSelector, which the copy leaves open) and keeps one without a
-// namespace pending.
-func namespacesOf(lqs []*kueuev1beta2.LocalQueue) []*corev1.Namespace {
+// namespacesOf are the namespaces of the LocalQueues, with their labels
+// (labelsOf; nil: a namespace a change creates, which has only its name's).
+// Kueue's scheduler reads a Workload's namespace before it admits it, for
+// its ClusterQueue's namespaceSelector, and keeps one without a namespace
+// pending.
+func namespacesOf(lqs []*kueuev1beta2.LocalQueue, labelsOf func(namespace string) map[string]string) []*corev1.Namespace {
 	seen := map[string]bool{}
 	var out []*corev1.Namespace
 	for _, lq := range lqs {
 		if !seen[lq.Namespace] {
 			seen[lq.Namespace] = true
-			out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lq.Namespace,
-				Labels: map[string]string{corev1.LabelMetadataName: lq.Namespace}}})
+			ls := labelsOf(lq.Namespace)
+			if ls == nil {
+				ls = map[string]string{corev1.LabelMetadataName: lq.Namespace}
+			}
+			out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lq.Namespace, Labels: ls}})
 		}
 	}
 	return out
 }
 
-// forCopy is the ClusterQueue as the copy holds it. Every queue takes every
-// namespace of the copy, since which namespaces a
-// queue serves does not change with a quota change, and a namespace Kueue
-// does not let a queue serve has no task admitted or waiting in it.
+// namespaceLabels are a namespace's labels in the cache (nil: not there).
+func (c *Cache) namespaceLabels(namespace string) map[string]string {
+	if ns, err := c.Namespaces.Get(namespace); err == nil {
+		return ns.Labels
+	}
+	return nil
+}
+
+// ServedNamespaces are the namespaces of the LocalQueues feeding
+// clusterQueue whose Workloads it admits (its namespaceSelector, Kueue's
+// rule domain.AdmitsNamespace), sorted; a LocalQueue elsewhere keeps its
+// Workloads pending.
+func (c *Cache) ServedNamespaces(cq *kueuev1beta2.ClusterQueue) []string {
+	lqs, _ := c.LocalQueues.List(labels.Everything())
+	var out []string
+	for _, lq := range lqs {
+		if string(lq.Spec.ClusterQueue) == cq.Name && !slices.Contains(out, lq.Namespace) && domain.AdmitsNamespace(cq, lq.Namespace, c.namespaceLabels(lq.Namespace)) {
+			out = append(out, lq.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// forCopy is the ClusterQueue as the copy holds it, with its
+// namespaceSelector: the copy's namespaces have their labels.
 //
 // Admission checks are left out (the copy has none to run): a Workload
 // admitted there is named uncertain (uncertainOf).
 func forCopy(cq *kueuev1beta2.ClusterQueue) *kueuev1beta2.ClusterQueue {
 	out := cq.DeepCopy()
-	out.Spec.NamespaceSelector = &metav1.LabelSelector{}
 	out.Spec.AdmissionChecksStrategy = nil
 	if inactiveForWhatTheCopyLeavesOut(cq) && !domain.Stopped(cq) {
 		out.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
@@ -386,7 +411,11 @@ func applyChange(now impact.Cluster, ch ImpactChange) impact.Cluster {
 			return slices.Contains(ch.DeletedNamespaces, lq.Namespace)
 		})
 	}
-	after.Namespaces = namespacesOf(after.LocalQueues)
+	known := map[string]map[string]string{}
+	for _, ns := range now.Namespaces {
+		known[ns.Name] = ns.Labels
+	}
+	after.Namespaces = namespacesOf(after.LocalQueues, func(namespace string) map[string]string { return known[namespace] })
 	return after
 }
 
@@ -478,9 +507,9 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if cq == nil {
 		return domain.WhatIfAnswer{}, fmt.Errorf("there is no team %q", job.Team)
 	}
-	lq, lqs := c.localQueueOf(cq.Name)
+	lq, lqs := c.localQueueOf(cq)
 	if lq == nil {
-		return domain.WhatIfAnswer{}, fmt.Errorf("team %s has no LocalQueue to submit to", job.Team)
+		return domain.WhatIfAnswer{}, fmt.Errorf("team %s has no LocalQueue in a namespace its ClusterQueue admits", job.Team)
 	}
 	copyOf, facts, err := c.impactCopy(cfg, ImpactChange{Queues: map[string]*kueuev1beta2.ClusterQueue{cq.Name: cq}})
 	if err != nil {
@@ -590,15 +619,15 @@ func (c *Cache) queueOfTeam(s domain.Settings, name string) *kueuev1beta2.Cluste
 }
 
 // localQueueOf is the first LocalQueue, by namespace and name, that feeds
-// the ClusterQueue (a console team has one), one that is not stopped
-// before one that is.
-func (c *Cache) localQueueOf(clusterQueue string) (found *kueuev1beta2.LocalQueue, of int) {
+// the ClusterQueue in a namespace it admits (a console team has one), one
+// that is not stopped before one that is.
+func (c *Cache) localQueueOf(cq *kueuev1beta2.ClusterQueue) (found *kueuev1beta2.LocalQueue, of int) {
 	lqs, err := c.LocalQueues.List(labels.Everything())
 	if err != nil {
 		return nil, 0
 	}
 	for _, lq := range lqs {
-		if string(lq.Spec.ClusterQueue) != clusterQueue {
+		if string(lq.Spec.ClusterQueue) != cq.Name || !domain.AdmitsNamespace(cq, lq.Namespace, c.namespaceLabels(lq.Namespace)) {
 			continue
 		}
 		of++

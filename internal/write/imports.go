@@ -19,14 +19,7 @@ func (s Service) ImportPlan(queue string) (domain.QueueImport, Outcome) {
 	if err != nil {
 		return domain.QueueImport{}, notFound("There is no ClusterQueue %q.", queue)
 	}
-	var served []string
-	lqs, _ := s.Cache.LocalQueues.List(labels.Everything())
-	for _, lq := range lqs {
-		if string(lq.Spec.ClusterQueue) == queue && !slices.Contains(served, lq.Namespace) {
-			served = append(served, lq.Namespace)
-		}
-	}
-	slices.Sort(served)
+	served := s.Cache.ServedNamespaces(cq)
 	managed, _ := s.Cache.ClusterQueues.List(labels.SelectorFromSet(labels.Set{domain.ManagedByLabel: domain.ManagedByValue}))
 	taken := func(team string) bool {
 		return slices.ContainsFunc(managed, func(m *kueuev1beta2.ClusterQueue) bool { return s.Settings.TeamOfClusterQueue(m) == team })
@@ -43,6 +36,9 @@ type QueuePreviewed struct{ Queue, Fingerprint string }
 // that changed since is not imported. Each import is whole or nothing; the
 // outcome says which were imported and, at the first that was not, why.
 func (s Service) ImportQueues(ctx context.Context, who kueue.Identity, queues []QueuePreviewed) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangeClusterQueues, "the ClusterQueues to import"); o.Kind != Saved {
+		return o
+	}
 	if len(queues) == 0 {
 		return rejected("Choose at least one ClusterQueue to import.")
 	}
@@ -105,6 +101,9 @@ func (s Service) ReleasePlan(queue string) (team string, writes []domain.FieldWr
 // ReleaseQueue gives an imported team's ClusterQueue back to whoever made
 // it: the console's labels and revisions go, Kueue's objects stay.
 func (s Service) ReleaseQueue(ctx context.Context, who kueue.Identity, queue string) Outcome {
+	if o := s.mayTry(ctx, who, kueue.ChangeClusterQueues, "ClusterQueue "+queue); o.Kind != Saved {
+		return o
+	}
 	cq, err := s.Cache.ClusterQueues.Get(queue)
 	if err != nil || !domain.Imported(cq) {
 		return notFound("There is no ClusterQueue %q imported by this console.", queue)
