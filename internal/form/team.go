@@ -260,6 +260,8 @@ func (f TeamForm) Validate(shapes domain.ShapeLookup) (domain.Team, Errors) {
 			errs.Add(text.Key, fmt.Sprintf("The %s contains bytes that are not valid UTF-8 text.", text.Words))
 		} else if n := len([]rune(v)); n > text.Max {
 			errs.Add(text.Key, fmt.Sprintf("Use at most %d characters (this has %d).", text.Max, n))
+		} else if strings.ContainsFunc(v, bidiControl) {
+			errs.Add(text.Key, fmt.Sprintf("The %s contains characters that reverse the direction of the text around them (such as U+202E), which can make it read as something else; remove them.", text.Words))
 		} else {
 			*text.Of(&t) = v
 		}
@@ -429,6 +431,17 @@ func partitionProblem(q domain.QuotaInput, shape domain.InstanceShape) string {
 	return ""
 }
 
+// bidiControl reports the characters that change the direction of the
+// text around them: shown raw, they make a name or a text read as another.
+func bidiControl(r rune) bool {
+	return r == '\u061c' || r == '\u200e' || r == '\u200f' || ('\u202a' <= r && r <= '\u202e') || ('\u2066' <= r && r <= '\u2069')
+}
+
+// hiddenRune reports the characters a name must not hold: control and
+// format characters (direction marks, zero-width ones), which print as
+// nothing or change what is around them.
+func hiddenRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+
 func parseMembers(text, kind, field string, errs *Errors) []domain.Member {
 	var out []domain.Member
 	seen := map[string]bool{}
@@ -438,7 +451,7 @@ func parseMembers(text, kind, field string, errs *Errors) []domain.Member {
 			continue
 		}
 		seen[name] = true
-		if len(name) > maxMemberName || !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) }) >= 0 {
+		if len(name) > maxMemberName || !utf8.ValidString(name) || strings.ContainsFunc(name, hiddenRune) {
 			errs.Add(field, fmt.Sprintf("%q is not a valid %s name (at most %d printable characters).", truncate(name, 40), strings.ToLower(kind), maxMemberName))
 			continue
 		}
