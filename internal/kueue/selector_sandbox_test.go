@@ -40,7 +40,9 @@ func TestThePreviewAndTheWhatIfFollowTheNamespaceSelector(t *testing.T) {
 	}
 	_, err := c.Kueue.KueueV1beta2().ResourceFlavors().Create(ctx, &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}}, metav1.CreateOptions{})
 	must("creating the flavor", err)
-	t.Cleanup(func() { _ = c.Kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), flavor, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.Kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), flavor, metav1.DeleteOptions{})
+	})
 	cq := &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: queue},
 		Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}},
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{
@@ -50,7 +52,9 @@ func TestThePreviewAndTheWhatIfFollowTheNamespaceSelector(t *testing.T) {
 			}}}}
 	_, err = c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{})
 	must("creating the ClusterQueue", err)
-	t.Cleanup(func() { _ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), queue, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), queue, metav1.DeleteOptions{})
+	})
 	// The namespace it does not select comes first by name.
 	outside := testenv.Namespace(t, c.Kube, s.NamespacePrefix+"a-outside")
 	inside := testenv.Namespace(t, c.Kube, s.NamespacePrefix+"b-inside")
