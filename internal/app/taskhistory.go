@@ -108,6 +108,15 @@ func (h *TaskHistory) close() error {
 	return err
 }
 
+// Recording is nil unless this replica records and its last write to the
+// store failed (the recorder retries it).
+func (h *TaskHistory) Recording() error {
+	if rec := h.recorder.Load(); rec != nil && h.leading.Load() && rec.Stats().Failing {
+		return errors.New("the task history store refuses or does not answer the recorder's writes")
+	}
+	return nil
+}
+
 // Available is nil when there is a store to ask.
 func (h *TaskHistory) Available() error {
 	_, err := h.query()
@@ -221,7 +230,7 @@ const retryOpen = 30 * time.Second
 func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*TaskHistory, error) {
 	h := &TaskHistory{}
 	r.metrics.RegisterTaskHistory(h.leading.Load, func() metrics.TaskHistoryStats {
-		st := metrics.TaskHistoryStats{Enabled: h.enabled.Load(), StoreOpen: h.Available() == nil}
+		st := metrics.TaskHistoryStats{Enabled: h.enabled.Load(), StoreOpen: h.Available() == nil && h.Recording() == nil}
 		if rec := h.recorder.Load(); rec != nil {
 			s := rec.Stats()
 			st.Written, st.Dropped, st.WriteErrors = s.Written, s.Dropped, s.WriteErrors

@@ -340,9 +340,12 @@ type taskHistory struct {
 	// TaskReport.
 	preemptionQuery taskhistory.PreemptionQuery
 	reportQuery     taskhistory.ReportQuery
+	// recording is why the recorder cannot write (nil: it can).
+	recording error
 }
 
 func (h *taskHistory) Available() error { return h.err }
+func (h *taskHistory) Recording() error { return h.recording }
 func (h *taskHistory) TaskStats(context.Context, taskhistory.Window) (*taskhistory.WindowStats, error) {
 	if h.err != nil {
 		return nil, h.err

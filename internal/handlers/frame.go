@@ -108,6 +108,7 @@ func (f frame) taskHistoryNote(err error) string {
 type noTaskHistory struct{}
 
 func (noTaskHistory) Available() error { return errTaskHistoryOff }
+func (noTaskHistory) Recording() error { return nil }
 func (noTaskHistory) TaskStats(context.Context, taskhistory.Window) (*taskhistory.WindowStats, error) {
 	return nil, errTaskHistoryOff
 }

@@ -78,6 +78,8 @@ func (r *insightRules) evaluate(ctx context.Context) evaluatedInsights {
 	in.BorrowingSince = in.Snapshot.BorrowingSince
 	if err := r.history.Available(); err != nil && !errors.Is(err, errTaskHistoryOff) {
 		in.Unavailable = append(in.Unavailable, "The task history cannot be read now: statistics and reports stop at its last record.")
+	} else if err := r.history.Recording(); err != nil {
+		in.Unavailable = append(in.Unavailable, "The task history store refuses new records: statistics and reports stop at its last record until it takes them again.")
 	}
 	return evaluatedInsights{found: domain.Insights(in), head: domain.HeadlineOf(in)}
 }

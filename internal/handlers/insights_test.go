@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -236,4 +237,16 @@ func TestTheBorrowingInsightNamesNoTeamTheMemberMayNotSee(t *testing.T) {
 		}
 		webtest.MustNotContain(t, "the member's "+path, body, "team-001", "6 GPUs")
 	}
+}
+
+// A store that opened but now refuses the recorder's writes (a full disk,
+// a database gone read-only) still answers the pages with what it holds:
+// the insights say that recording has stopped.
+func TestInsightsSayWhenTheTaskHistoryStopsRecording(t *testing.T) {
+	f := newFixture(t, 2, 0).withProxy()
+	f.access.grant("admin", listClusterQueues)
+	history := &taskHistory{recording: errors.New("database or disk is full")}
+	f.cfg.TaskHistory = history
+	_, body := user(t, f.handler(), "admin").Get("/insights")
+	webtest.MustContain(t, "insights", body, `data-rule="dependency"`, "The task history store refuses new records")
 }

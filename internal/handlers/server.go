@@ -260,6 +260,9 @@ type TaskHistory interface {
 type taskhistoryAvailability interface {
 	// Available is nil when there is a store to ask, else why there is none.
 	Available() error
+	// Recording is nil unless this replica records and the store refuses
+	// or does not answer its writes: the pages still read what it holds.
+	Recording() error
 }
 
 type taskStatistics interface {

@@ -73,7 +73,7 @@ func (c *Console) RegisterTaskHistory(leader func() bool, stats func() TaskHisto
 		flag("quota_console_leader", "1 on the replica that holds the task history Lease and records, else 0.", leader),
 		flag("quota_console_history_enabled", "1 when the console was started with a task history store (--history-store sqlite or postgres), else 0.",
 			func() bool { return stats().Enabled }),
-		flag("quota_console_history_store_up", "1 while this replica has its task history store open, else 0 (off, or not reachable yet).",
+		flag("quota_console_history_store_up", "1 while this replica has its task history store open and, when it records, the store takes its writes; else 0 (off, not reachable, or refusing writes).",
 			func() bool { return stats().StoreOpen }),
 		counter("quota_console_history_tasks_written_total", "Task records the history recorder wrote or changed.", func(s TaskHistoryStats) int64 { return s.Written }),
 		counter("quota_console_history_events_dropped_total", "Workload events the history recorder dropped (queue full, or refused by the store): recorded as gaps.", func(s TaskHistoryStats) int64 { return s.Dropped }),

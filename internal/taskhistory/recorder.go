@@ -99,6 +99,9 @@ type Recorder struct {
 // RecorderStats count what a Recorder did since it was made.
 type RecorderStats struct {
 	Observed, Dropped, Written, Events, Batches, WriteErrors, Backfills int64
+	// Failing: the store refused or did not answer the last write, which
+	// the recorder retries.
+	Failing bool
 }
 
 // item is one queued observation: a Workload as seen (new, with its
@@ -468,7 +471,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}()
 
 	var runID int64
-	if err := r.retry(ctx, "start run", func() (err error) {
+	if err := r.retry(ctx, "start run", writeTimeout, func(ctx context.Context) (err error) {
 		// From the start of the second: the backfill records the state as
 		// of now, and Kueue's times of what happened since then come
 		// rounded down to the second (see QueueOf).
@@ -489,7 +492,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if err := r.retry(ctx, "backfill", func() error { return r.backfill(ctx, runID) }); err != nil {
+	if err := r.retry(ctx, "backfill", backfillTimeout, func(ctx context.Context) error { return r.backfill(ctx, runID) }); err != nil {
 		return nil
 	}
 
@@ -503,14 +506,17 @@ func (r *Recorder) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-heartbeat.C:
-			if err := r.store.Heartbeat(ctx, runID, r.now()); err != nil && ctx.Err() == nil {
+			hctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			err := r.store.Heartbeat(hctx, runID, r.now())
+			cancel()
+			if err != nil && ctx.Err() == nil {
 				r.cfg.Log.Warn("task history: heartbeat", "err", err)
 			}
 		case <-prune.C:
 			r.prune(ctx)
 		case it := <-r.queue:
 			pending = r.collect(ctx, it)
-			if err := r.retry(ctx, "write", func() error { return r.writeOrSplit(ctx, pending) }); err != nil {
+			if err := r.retry(ctx, "write", writeTimeout, func(ctx context.Context) error { return r.writeOrSplit(ctx, pending) }); err != nil {
 				return nil
 			}
 			pending = nil
@@ -520,7 +526,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 				r.seenMu.Unlock()
 			}
 			if r.droppedSince.Load() != 0 && len(r.queue) == 0 {
-				if err := r.retry(ctx, "backfill after dropped events", func() error { return r.backfill(ctx, runID) }); err != nil {
+				if err := r.retry(ctx, "backfill after dropped events", backfillTimeout, func(ctx context.Context) error { return r.backfill(ctx, runID) }); err != nil {
 					return nil
 				}
 			}
@@ -732,6 +738,8 @@ func (r *Recorder) backfill(ctx context.Context, runID int64) error {
 }
 
 func (r *Recorder) prune(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, backfillTimeout)
+	defer cancel()
 	if n, err := r.store.Prune(ctx); err != nil && ctx.Err() == nil {
 		r.cfg.Log.Warn("task history: pruning old records", "err", err)
 	} else if n > 0 {
@@ -739,19 +747,31 @@ func (r *Recorder) prune(ctx context.Context) {
 	}
 }
 
-// retry runs fn until it succeeds, backing off after each failure; it
-// fails only when ctx ends.
-func (r *Recorder) retry(ctx context.Context, what string, fn func() error) error {
+// writeTimeout bounds one attempt at a write to the store, and
+// backfillTimeout one backfill or prune: a store that accepts connections
+// but does not answer must not hold the recorder, and its Lease, for ever.
+const (
+	writeTimeout    = 30 * time.Second
+	backfillTimeout = 10 * time.Minute
+)
+
+// retry runs fn, each attempt within timeout, until it succeeds, backing
+// off after each failure; it fails only when ctx ends. Stats().Failing
+// says whether the last attempt failed.
+func (r *Recorder) retry(ctx context.Context, what string, timeout time.Duration, fn func(context.Context) error) error {
 	wait := backoffMin
 	for {
-		err := fn()
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		err := fn(actx)
+		cancel()
 		if err == nil {
+			r.count(func(s *RecorderStats) { s.Failing = false })
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.count(func(s *RecorderStats) { s.WriteErrors++ })
+		r.count(func(s *RecorderStats) { s.WriteErrors++; s.Failing = true })
 		r.cfg.Log.Warn("task history: "+what+" failed; retrying", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():

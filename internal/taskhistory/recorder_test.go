@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -568,5 +569,29 @@ func TestRecorderRecordsEachQueuesCohortTree(t *testing.T) {
 	r.ObserveCohorts()
 	if diff := cmp.Diff(map[string]string{"b1": "regular"}, recorded()); diff != "" {
 		t.Errorf("cohorts recorded after regular left org (-want +got):\n%s", diff)
+	}
+}
+
+// A store that accepts connections but does not answer held the recorder,
+// and with it the Lease, for as long as the connection lived, and nothing
+// said so. Each attempt now has its time; a cut attempt counts as a
+// failed write, the recorder says it is failing until one succeeds.
+func TestAnAttemptThatHangsIsCutRetriedAndReported(t *testing.T) {
+	r := &Recorder{cfg: RecorderConfig{Log: slog.New(slog.DiscardHandler)}}
+	attempts := 0
+	var failingDuringRetry bool
+	err := r.retry(context.Background(), "write", 50*time.Millisecond, func(ctx context.Context) error {
+		attempts++
+		if attempts == 1 {
+			<-ctx.Done() // the store does not answer
+			return ctx.Err()
+		}
+		failingDuringRetry = r.Stats().Failing
+		return nil
+	})
+	st := r.Stats()
+	if err != nil || attempts != 2 || st.WriteErrors != 1 || !failingDuringRetry || st.Failing {
+		t.Errorf("err %v, %d attempts, %d write errors, failing during the retry %v and after it %v; want nil, 2, 1, true, false",
+			err, attempts, st.WriteErrors, failingDuringRetry, st.Failing)
 	}
 }
