@@ -67,9 +67,9 @@ type App struct {
 
 // New builds the console's parts and starts them until ctx ends: the
 // informers, the read model, the task history (its store, and its recorder
-// while this replica holds the Lease). A SQLite task history that cannot be
-// opened, or a Prometheus URL that does not parse, stops it; an unreachable
-// PostgreSQL does not (it is opened later).
+// while this replica holds the Lease). A Prometheus URL that does not parse
+// stops it; a task history store that cannot be opened does not (it is
+// tried again later).
 func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

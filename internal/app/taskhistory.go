@@ -219,14 +219,15 @@ type recording struct {
 	log      *slog.Logger
 }
 
-// retryOpen is how often an unreachable PostgreSQL store is tried again.
+// retryOpen is how often a store that could not be opened is tried again.
 const retryOpen = 30 * time.Second
 
 // startTaskHistory opens the store and, once it is open, campaigns for the
 // Lease and records while holding it. It registers the cache hooks, so it
-// runs before the cache starts. A SQLite file that cannot be opened (not a
-// database, a newer schema) stops the start; an unreachable PostgreSQL does
-// not.
+// runs before the cache starts. A store that cannot be opened (a SQLite
+// file that is not a database or has a newer schema, an unreachable
+// PostgreSQL) is tried again every retryOpen; the console runs without it
+// meanwhile.
 func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*TaskHistory, error) {
 	h := &TaskHistory{}
 	r.metrics.RegisterTaskHistory(h.leading.Load, func() metrics.TaskHistoryStats {
@@ -256,7 +257,7 @@ func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*T
 		o.Path = defaultTaskHistoryPath(r.server)
 		// The default file lives under the user's cache folder, which a
 		// container without a home (the image) lacks: run without history
-		// rather than not at all. A path given by flag must work.
+		// rather than not at all.
 		if o.Path == "" {
 			h.set(nil, fmt.Errorf("%w: no user cache folder for its file; set --history-path", taskhistory.ErrOff))
 			r.log.Warn("task history off: no user cache folder for its file; set --history-path")
@@ -284,11 +285,16 @@ func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*T
 		h.set(store, nil)
 		r.log.Info("task history", "store", store.Name(), "retention", o.Retention)
 		go record(ctx, o, r, h, store)
-	case o.Driver == taskhistory.DriverSQLite:
-		return nil, err
 	default:
-		h.set(nil, fmt.Errorf("the task history store is unreachable: %w", err))
-		r.log.Warn("task history store unreachable; starting without history and retrying every 30 s", "err", err)
+		// A store that cannot be opened degrades the pages that read it,
+		// never the console: a damaged SQLite file, a read-only mount or
+		// an unreachable PostgreSQL is tried again every retryOpen.
+		unavailable := "the task history store is unreachable"
+		if o.Driver == taskhistory.DriverSQLite {
+			unavailable = "the task history file cannot be opened"
+		}
+		h.set(nil, fmt.Errorf("%s: %w", unavailable, err))
+		r.log.Error(unavailable+"; starting without history and trying again every 30 s", "err", err)
 		go func() {
 			for {
 				select {
@@ -299,8 +305,8 @@ func startTaskHistory(ctx context.Context, o TaskHistoryConfig, r recording) (*T
 				}
 				store, err := open()
 				if err != nil {
-					h.set(nil, fmt.Errorf("the task history store is unreachable: %w", err))
-					r.log.Debug("task history store still unreachable", "err", err)
+					h.set(nil, fmt.Errorf("%s: %w", unavailable, err))
+					r.log.Debug(unavailable+", still", "err", err)
 					continue
 				}
 				h.set(store, nil)
