@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -72,6 +73,10 @@ type Cache struct {
 	// redefinitions count those of them that changed what an object is,
 	// not its status (see redefined).
 	changes, redefinitions map[string]*atomic.Uint64
+	// informers by kind, and the last error each had listing or watching
+	// (kind → string), which Ready names while it has not synced.
+	informers map[string]cache.SharedIndexInformer
+	listErrs  sync.Map
 
 	mu        sync.Mutex
 	listeners []func(Event)
@@ -123,7 +128,7 @@ func (w *WorkloadTask) GetObjectMeta() metav1.Object {
 // NewCache wires informers; Start runs them. Workloads are read with the
 // naming rules of s.
 func NewCache(kube kubernetes.Interface, kq kueueclient.Interface, s domain.Settings, log *slog.Logger) *Cache {
-	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}, redefinitions: map[string]*atomic.Uint64{},
+	c := &Cache{kube: kube, kueue: kq, log: log, changes: map[string]*atomic.Uint64{}, redefinitions: map[string]*atomic.Uint64{}, informers: map[string]cache.SharedIndexInformer{},
 		previews: newPreviewSlots(maxPreviews)}
 	c.core = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripObject))
 	c.queues = kueueinformers.NewSharedInformerFactoryWithOptions(kq, 0, kueueinformers.WithTransform(stripObject))
@@ -268,6 +273,11 @@ func sum(counters map[string]*atomic.Uint64, kinds []string) uint64 {
 func (c *Cache) count(kind string, inf cache.SharedIndexInformer) {
 	changes, redefinitions := &atomic.Uint64{}, &atomic.Uint64{}
 	c.changes[kind], c.redefinitions[kind] = changes, redefinitions
+	c.informers[kind] = inf
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		c.listErrs.Store(kind, err.Error())
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
 	both := func(any) {
 		changes.Add(1)
 		redefinitions.Add(1)
@@ -451,14 +461,45 @@ func (c *Cache) Synced() bool {
 func (c *Cache) Ready() error {
 	switch {
 	case !c.coreSynced.Load():
-		return fmt.Errorf("node and revision history informers not synced")
+		return c.notRead("Node", "Namespace", revisionsKind)
 	case !c.kueueFound.Load():
 		return fmt.Errorf("the cluster does not serve the Kueue API: install %s", RequiredKueue)
 	case !c.kueueSynced.Load():
-		return fmt.Errorf("kueue informers not synced")
+		return c.notRead("ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "Workload")
 	}
 	return nil
 }
+
+// notRead names the kinds whose informers have not listed yet, with the
+// cluster's last answer to each that failed (a missing permission, most
+// often).
+func (c *Cache) notRead(kinds ...string) error {
+	var parts []string
+	for _, kind := range kinds {
+		inf := c.informers[kind]
+		if inf == nil || inf.HasSynced() {
+			continue
+		}
+		part := kindWords[kind]
+		if err, ok := c.listErrs.Load(kind); ok {
+			msg := err.(string)
+			if len(msg) > 240 {
+				msg = msg[:240] + "…"
+			}
+			part += " (" + msg + ")"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return errors.New("the console is still reading the cluster")
+	}
+	return errors.New("not read from the cluster yet: " + strings.Join(parts, ", "))
+}
+
+// kindWords name the kinds the cache reads for people.
+var kindWords = map[string]string{"Node": "Nodes", "Namespace": "Namespaces", revisionsKind: "the teams' revisions",
+	"ClusterQueue": "ClusterQueues", "LocalQueue": "LocalQueues", "ResourceFlavor": "ResourceFlavors",
+	"WorkloadPriorityClass": "WorkloadPriorityClasses", "Cohort": "Cohorts", "Workload": "Workloads"}
 
 // specWriters keeps of a ClusterQueue's managed fields who wrote its spec,
 // without the fields themselves: the pages name who manages a queue the
