@@ -100,6 +100,7 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 			byUID[string(sh.UID)] = f
 		}
 	}
+	left := c.treesLeft(ch)
 	var fates []domain.FateChange
 	for key, f := range facts {
 		b, a := before.Workloads[key], after.Workloads[key]
@@ -112,6 +113,11 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 			if a.Fate == impact.Preempted {
 				fc.Preemptor = byUID[domain.ParsePreemptor(a.Message).UID]
 			}
+			if fc.Now == domain.FateStaysPending && fc.After == domain.FateAdmitted && fc.Uncertain == "" && len(left) > 0 {
+				if q := c.queueOfTask(f); ch.Queues[q] == nil && left[c.rootOfQueue(q)] {
+					fc.Uncertain = leftTreeUncertain
+				}
+			}
 		}
 		fates = append(fates, fc)
 	}
@@ -122,6 +128,52 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	im.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d+%d cycles in %s.",
 		kueueVersion, len(afterCopy.ClusterQueues), len(afterCopy.Workloads), before.Cycles, after.Cycles, time.Since(start).Round(time.Millisecond))
 	return im, nil
+}
+
+// leftTreeUncertain is why a task the change would admit in a cohort tree a
+// queue leaves is uncertain: Kueue looks again at the waiting tasks of the
+// tree a queue joins (pkg/cache/queue Manager.UpdateClusterQueue), not of
+// the one it leaves.
+const leftTreeUncertain = "A queue leaves this task's cohort tree, which makes room for it, but Kueue looks again at once only at " +
+	"the waiting tasks of the tree the queue joins: this one is admitted at the next change in its own tree (a task's status, " +
+	"a task ending, a quota change), within seconds in a busy tree, much later in a quiet one."
+
+// treesLeft are the roots of the cohort trees that queues of ch leave for
+// another tree.
+func (c *Cache) treesLeft(ch ImpactChange) map[string]bool {
+	left := map[string]bool{}
+	for name, cq := range ch.Queues {
+		live, err := c.ClusterQueues.Get(name)
+		if err != nil || cq == nil || live.Spec.CohortName == "" {
+			continue
+		}
+		if from := c.CohortRoot(string(live.Spec.CohortName)); cq.Spec.CohortName == "" || c.CohortRoot(string(cq.Spec.CohortName)) != from {
+			left[from] = true
+		}
+	}
+	return left
+}
+
+// queueOfTask names the ClusterQueue of a task: its admission's, else the
+// one its LocalQueue feeds.
+func (c *Cache) queueOfTask(f *domain.TaskFacts) string {
+	if f.ClusterQueue != "" {
+		return f.ClusterQueue
+	}
+	if lq, err := c.LocalQueues.LocalQueues(f.Namespace).Get(f.LocalQueue); err == nil {
+		return string(lq.Spec.ClusterQueue)
+	}
+	return ""
+}
+
+// rootOfQueue is the root of the cohort tree of the ClusterQueue named
+// name, as the cluster has it ("" without one).
+func (c *Cache) rootOfQueue(name string) string {
+	cq, err := c.ClusterQueues.Get(name)
+	if err != nil || cq.Spec.CohortName == "" {
+		return ""
+	}
+	return c.CohortRoot(string(cq.Spec.CohortName))
 }
 
 // pendingPerQueue is how deep into each queue the preview hands pending
