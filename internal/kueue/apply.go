@@ -524,7 +524,7 @@ func ignoreMissing(err error) error {
 func (a Applier) deleteTeam(ctx context.Context, s domain.Settings, team string, dryRun []string) error {
 	background := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &background, DryRun: dryRun}
-	var steps writeSteps
+	steps := writeSteps{deleting: true}
 	// A dry run writes nothing: its failure is only its own.
 	fail := func(err error) error {
 		if dryRun != nil {

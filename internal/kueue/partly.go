@@ -16,6 +16,8 @@ type PartlyWritten struct {
 	// hyperpod-ns-a", "cluster queue hyperpod-ns-a-clusterqueue").
 	Written []string
 	Err     error
+	// Deleting: the change deletes (a team), which deleting again finishes.
+	Deleting bool
 }
 
 func (e *PartlyWritten) Error() string { return e.Err.Error() }
@@ -23,7 +25,10 @@ func (e *PartlyWritten) Unwrap() error { return e.Err }
 
 // writeSteps follows a change's writes, so that a failure says whether
 // anything of it went through.
-type writeSteps struct{ done []string }
+type writeSteps struct {
+	done     []string
+	deleting bool
+}
 
 // wrote records that what went through.
 func (s *writeSteps) wrote(what string) { s.done = append(s.done, what) }
@@ -36,5 +41,5 @@ func (s *writeSteps) failed(err error) error {
 	if len(s.done) == 0 && answered {
 		return err
 	}
-	return &PartlyWritten{Written: slices.Clone(s.done), Err: err}
+	return &PartlyWritten{Written: slices.Clone(s.done), Err: err, Deleting: s.deleting}
 }

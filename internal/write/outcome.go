@@ -197,7 +197,10 @@ func partlyWritten(o Outcome, pw *kueue.PartlyWritten) Outcome {
 	if len(pw.Written) > 0 {
 		done = "this went through: " + strings.Join(pw.Written, ", ")
 	}
-	o.Message = "The change stopped partway, and " + done + ". " + cause +
-		" Making the same change again finishes it (a new team shows on the Teams page: save its form there)."
+	again := " Making the same change again finishes it (a new team shows on the Teams page: save its form there)."
+	if pw.Deleting {
+		again = " Deleting again finishes it (the team stays on the Teams page until then)."
+	}
+	o.Message = "The change stopped partway, and " + done + ". " + cause + again
 	return o
 }

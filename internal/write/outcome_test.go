@@ -96,6 +96,8 @@ func TestFailedPartwaySaysWhatWentThrough(t *testing.T) {
 		Err: apierrors.NewInvalid(schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "LocalQueue"}, "t",
 			field.ErrorList{field.Invalid(field.NewPath("spec", "clusterQueue"), "x", "field is immutable")})}
 	unknown := &kueue.PartlyWritten{Err: errors.New("namespace hyperpod-ns-t: EOF")}
+	deleting := &kueue.PartlyWritten{Written: []string{"local queue hyperpod-ns-t-localqueue deleted"}, Deleting: true,
+		Err: apierrors.NewServiceUnavailable("etcd is down")}
 	for _, tc := range []struct {
 		err  error
 		kind Kind
@@ -104,6 +106,7 @@ func TestFailedPartwaySaysWhatWentThrough(t *testing.T) {
 		{lost, Unavailable, []string{"stopped partway", "this went through: namespace hyperpod-ns-t, cluster queue hyperpod-ns-t-clusterqueue", "could not be reached", "Making the same change again finishes it"}},
 		{denied, Rejected, []string{"stopped partway", "cluster queue hyperpod-ns-t-clusterqueue", "Kueue refused this allocation: spec.clusterQueue"}},
 		{unknown, Unavailable, []string{"part of it may have gone through"}},
+		{deleting, Unavailable, []string{"stopped partway", "local queue hyperpod-ns-t-localqueue deleted", "Deleting again finishes it"}},
 	} {
 		o := failed(fmt.Errorf("saving: %w", tc.err), "your account bob", "team t")
 		if o.Kind != tc.kind {
