@@ -45,6 +45,20 @@ func (f frame) readyz(c echo.Context) error {
 }
 
 // problem explains, in words, why live data is missing, incomplete or old.
+// liveExport refuses a CSV export of the live figures until the console
+// has read the whole cluster: a partial table (a header and no rows) reads
+// as "no teams, no tasks" in a spreadsheet.
+func (f frame) liveExport(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, csv := csvTable(c); csv && f.health != nil {
+			if err := f.health.Ready(); err != nil {
+				return c.String(http.StatusServiceUnavailable, "The console has not read the whole cluster yet ("+err.Error()+"), so this export would be incomplete. Try again in a moment.\n")
+			}
+		}
+		return next(c)
+	}
+}
+
 func (f frame) problem() string {
 	if f.health == nil {
 		return ""

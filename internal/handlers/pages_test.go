@@ -473,3 +473,21 @@ func TestTaskStatisticsSayTheirWindow(t *testing.T) {
 		}
 	}
 }
+
+// Before the console has read the whole cluster, the live exports answered
+// 200 with a header and no rows, which a spreadsheet reads as "no teams, no
+// tasks": they answer 503 with the reason, as the history's do.
+func TestLiveExportsWaitForTheCluster(t *testing.T) {
+	f := newFixture(t, 2, 1)
+	f.cluster.ready = errors.New("not read from the cluster yet: Workloads")
+	for _, path := range []string{"/?format=csv", "/tasks?format=csv", "/usage?format=csv", "/teams?format=csv", "/insights?format=csv"} {
+		code, body := webtest.Get(t, f.handler(), path)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "not read from the cluster yet: Workloads") {
+			t.Errorf("GET %s before the cluster was read: %d %.200q, want 503 with the reason", path, code, body)
+		}
+	}
+	f.cluster.ready = nil
+	if code, body := webtest.Get(t, f.handler(), "/tasks?format=csv"); code != http.StatusOK {
+		t.Errorf("GET /tasks?format=csv once read: %d %.200q", code, body)
+	}
+}
