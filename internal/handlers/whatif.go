@@ -213,13 +213,10 @@ func (r whatIfReply) view(jsonURL string) *templates.WhatIfAnswerView {
 		Uncertain: r.Uncertain, Kueue: r.Kueue, JSON: jsonURL}
 	switch {
 	case !r.Admitted:
-		v.StartsNow = "It would not start now: it would wait in its team's queue."
 		v.Borrowing = "It borrows nothing while it waits."
 	case r.Borrowing:
-		v.StartsNow = "It would start now."
 		v.Borrowing = "It would borrow: its team would hold more than its quota, on quota other teams lend now."
 	default:
-		v.StartsNow = "It would start now."
 		v.Borrowing = "It would not borrow: it fits in its team's quota."
 	}
 	switch {

@@ -172,7 +172,7 @@ func TestWhatIfAnswersOnThePageAndAsJSON(t *testing.T) {
 		t.Fatalf("the answer: %d\n%.400s", code, body)
 	}
 	webtest.MustContain(t, "the answer", html.UnescapeString(body), "It would wait, at position 3 in its team's queue.",
-		"It would not start now: it would wait in its team's queue.", "It would be at position 3 in its team's queue: 2 tasks ahead of it.",
+		"It would be at position 3 in its team's queue: 2 tasks ahead of it.",
 		"Kueue's reason: "+reason, "Estimated wait: unknown: 2 ahead, no admissions recorded over the last day", basis)
 	if link, asked := jsonLink(t, body), whatIfQuery(t, whatIfJob); link.Get("format") != "json" || link.Get("row.0.gpus") != asked.Get("row.0.gpus") ||
 		link.Get("team") != asked.Get("team") || link.Get("class") != asked.Get("class") {
@@ -200,9 +200,12 @@ func TestWhatIfAnswersOnThePageAndAsJSON(t *testing.T) {
 		}}
 	h = f.handler()
 	_, body = webtest.Get(t, h, whatIfJob)
-	webtest.MustContain(t, "an answer with preemptions", body, "It would start now, by preempting 2 tasks.", "It would start now.",
+	webtest.MustContain(t, "an answer with preemptions", body, "It would start now, by preempting 2 tasks.",
 		"It would borrow: its team would hold more than its quota", `id="whatif-preempts"`, "hyperpod-ns-team-000/batch-1",
 		"hyperpod-ns-team-001/batch-2", `id="whatif-uncertain"`)
+	if n := strings.Count(body, "It would start now"); n != 1 {
+		t.Errorf("the answer says it would start now %d times, want once (the verdict)", n)
+	}
 	webtest.MustNotContain(t, "an answer with preemptions", body, `id="whatif-position"`, `id="whatif-preempts-hidden"`)
 	got = askJSON(t, getter(t, h), whatIfJob)
 	if diff := cmp.Diff(whatIfJSON{Admitted: true, Borrowing: true, EstimatedStart: "now", Uncertain: "It asks for a topology.",

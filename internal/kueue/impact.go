@@ -125,8 +125,9 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	if before.Cut || after.Cut {
 		im.Notes = append(im.Notes, unsettledNote(max(before.Cycles, after.Cycles)))
 	}
-	im.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d+%d cycles in %s.",
-		kueueVersion, len(afterCopy.ClusterQueues), len(afterCopy.Workloads), before.Cycles, after.Cycles, time.Since(start).Round(time.Millisecond))
+	im.Kueue = fmt.Sprintf("Computed with Kueue %s's own scheduler on a copy of the %d ClusterQueues and %d Workloads the change touches, "+
+		"run as the cluster is (%s) and as the change leaves it (%s), in %s.",
+		kueueVersion, len(afterCopy.ClusterQueues), len(afterCopy.Workloads), cyclesWord(before.Cycles), cyclesWord(after.Cycles), time.Since(start).Round(time.Millisecond))
 	return im, nil
 }
 
@@ -186,6 +187,14 @@ const pendingPerQueue = 10
 // sharing takes seconds per cycle, and the preview then shows what the
 // cycles it ran do (what Kueue would do first) and says so.
 const previewTimeLimit = time.Second
+
+// cyclesWord counts scheduling cycles for people.
+func cyclesWord(n int) string {
+	if n == 1 {
+		return "1 scheduling cycle"
+	}
+	return fmt.Sprintf("%d scheduling cycles", n)
+}
 
 // unsettledNote says that the preview stopped before Kueue settled.
 func unsettledNote(cycles int) string {
@@ -608,8 +617,8 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 		}
 	}
 	a.Preempts = preemptedBy(whatIfName, res, facts, time.Now())
-	a.Kueue = fmt.Sprintf("Kueue %s's scheduler over a copy of %d ClusterQueues and %d Workloads, %d cycles in %s.",
-		kueueVersion, len(copyOf.ClusterQueues), len(copyOf.Workloads), res.Cycles, time.Since(start).Round(time.Millisecond))
+	a.Kueue = fmt.Sprintf("Computed with Kueue %s's own scheduler on a copy of the team's cohort tree (%d ClusterQueues, %d Workloads) with the job added: %s in %s.",
+		kueueVersion, len(copyOf.ClusterQueues), len(copyOf.Workloads), cyclesWord(res.Cycles), time.Since(start).Round(time.Millisecond))
 	return a, nil
 }
 
