@@ -81,6 +81,19 @@ func FindRevision[T any](revs []Revision[T], n int) (Revision[T], bool) {
 	return Revision[T]{}, false
 }
 
+// NoRevision says why revs has no revision n: it was never made (past the
+// newest, or not a revision number), or it is older than the ones kept.
+func NoRevision[T any](revs []Revision[T], n int) string {
+	newest := 0
+	for _, r := range revs {
+		newest = max(newest, r.Revision)
+	}
+	if n > newest || n < 1 {
+		return fmt.Sprintf("There is no revision %d: the newest is %d.", n, newest)
+	}
+	return fmt.Sprintf("There is no revision %d: only the last %d revisions are kept.", n, RevisionLimit)
+}
+
 func revisionKey(n int) string { return fmt.Sprintf("%s%06d", revisionKeyPrefix, n) }
 
 // DecodeRevisions reads a revisions ConfigMap's data, oldest first. Entries

@@ -251,3 +251,16 @@ func TestConflictDetectsReorder(t *testing.T) {
 		t.Error("an allocation differs from itself")
 	}
 }
+
+func TestNoRevisionSaysWhy(t *testing.T) {
+	revs := []TeamRevision{{Revision: 52}, {Revision: 53}, {Revision: 54}}
+	for n, want := range map[int]string{
+		99: "There is no revision 99: the newest is 54.",
+		0:  "There is no revision 0: the newest is 54.",
+		3:  "There is no revision 3: only the last 50 revisions are kept.",
+	} {
+		if got := NoRevision(revs, n); got != want {
+			t.Errorf("revision %d: %q, want %q", n, got, want)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func (s Service) RollbackTeam(ctx context.Context, who kueue.Identity, team stri
 	}
 	rev, ok := domain.FindRevision(revs, n)
 	if !ok {
-		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.RevisionLimit)
+		return notFound("%s", domain.NoRevision(revs, n))
 	}
 	return s.applyTeam(kueue.WithRollback(ctx, n), who, team, rev.Allocation,
 		fmt.Sprintf("Revision %d cannot be applied: ", n), fmt.Sprintf("Team %s rolled back to revision %d.", team, n))
@@ -262,7 +262,7 @@ func (s Service) RollbackPolicy(ctx context.Context, who kueue.Identity, n int) 
 	}
 	rev, ok := domain.FindRevision(revs, n)
 	if !ok {
-		return notFound("There is no revision %d: only the last %d revisions are kept.", n, domain.RevisionLimit)
+		return notFound("%s", domain.NoRevision(revs, n))
 	}
 	return s.applyPolicy(kueue.WithRollback(ctx, n), who, rev.Allocation, fmt.Sprintf("Revision %d cannot be applied: ", n),
 		fmt.Sprintf("Cluster policy rolled back to revision %d.", n))
