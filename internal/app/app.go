@@ -133,7 +133,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		// Never nil: a console without a task history says why on its pages.
 		TaskHistory: history,
 		Prometheus:  prom,
-		Positions:   kueue.NewPositions(kq, 15*time.Second),
+		Positions:   kueue.NewPositions(kq, 15*time.Second, cfg.Log),
 		WhatIf:      reads,
 		Bindings:    kueue.Bindings{Kube: kube},
 		RecentUse:   reads,

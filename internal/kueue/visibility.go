@@ -3,8 +3,10 @@ package kueue
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,12 +28,23 @@ type Positions struct {
 	// asking bounds the queues asked at once: a CSV of every task must not
 	// spend the console's request budget on 200 queues in one burst.
 	asking chan struct{}
+	// log hears of failures, at most once per warnEvery (lastWarned, unix
+	// nanos): the pages then place tasks by the console's own order.
+	log        *slog.Logger
+	lastWarned atomic.Int64
 }
 
-// NewPositions asks kq, remembering answers for ttl and failures for 30 s.
-func NewPositions(kq kueueclient.Interface, ttl time.Duration) *Positions {
+// warnEvery spaces the warnings about the visibility API.
+const warnEvery = 10 * time.Minute
+
+// NewPositions asks kq, remembering answers for ttl and failures for 30 s;
+// log (nil: none) hears of failures.
+func NewPositions(kq kueueclient.Interface, ttl time.Duration, log *slog.Logger) *Positions {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Positions{kueue: kq, memo: &memo.Memo[map[string]int]{TTL: ttl, FailureTTL: 30 * time.Second},
-		asking: make(chan struct{}, 4)}
+		asking: make(chan struct{}, 4), log: log}
 }
 
 // Known gives at once the positions last read of the Workloads waiting in
@@ -55,6 +68,10 @@ func (p *Positions) ask(clusterQueue string) func(context.Context) (map[string]i
 		}
 		sum, err := p.kueue.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, clusterQueue, metav1.GetOptions{})
 		if err != nil {
+			if last, now := p.lastWarned.Load(), time.Now().UnixNano(); now-last > int64(warnEvery) && p.lastWarned.CompareAndSwap(last, now) {
+				p.log.Warn("Kueue's visibility API did not answer: queue positions follow the console's own order (priority, then creation) until it does",
+					"clusterQueue", clusterQueue, "err", err)
+			}
 			return nil, err
 		}
 		return positionsOf(sum.Items), nil

@@ -24,7 +24,7 @@ func TestPositionsFromKueuesVisibilityAPI(t *testing.T) {
 	c := clients(t)
 	s := isolated(t)
 	want := queueThree(t, c, s)
-	p := kueue.NewPositions(c.Kueue, time.Second)
+	p := kueue.NewPositions(c.Kueue, time.Second, nil)
 	if got, ok := p.Known(context.Background(), s.ClusterQueue("queued")); ok {
 		t.Fatalf("positions before any answer: %v", got)
 	}
@@ -45,7 +45,7 @@ func TestPositionsWithTheChartsServiceAccount(t *testing.T) {
 	if _, err := asConsole.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, s.ClusterQueue("queued"), metav1.GetOptions{}); err != nil {
 		t.Errorf("the visibility API as the console's ServiceAccount: %v", err)
 	}
-	wantPositions(t, kueue.NewPositions(asConsole, time.Second), s.ClusterQueue("queued"), want)
+	wantPositions(t, kueue.NewPositions(asConsole, time.Second, nil), s.ClusterQueue("queued"), want)
 }
 
 // queueThree makes team "queued" with room for one 2-GPU job, admits one and
