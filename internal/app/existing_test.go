@@ -821,7 +821,7 @@ func TestJobsOfAKubernetesPriorityClass(t *testing.T) {
 	var task map[string]string
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		task = c.csv(t, "/tasks?format=csv&table=tasks&state=all&team="+h.ClusterQueue)[ns+"/"+wl.Name]
-		return task != nil, nil
+		return task != nil && task["State"] == "Running", nil // the read model follows Kueue's admission
 	})
 	if err != nil || task["Priority class"] != class || task["State"] != "Running" {
 		t.Fatalf("the task of Job urgent: %v, want class %s, running", task, class)
