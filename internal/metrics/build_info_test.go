@@ -55,7 +55,7 @@ quota_console_history_enabled 1
 # HELP quota_console_history_events_dropped_total Workload events the history recorder dropped (queue full, or refused by the store): recorded as gaps.
 # TYPE quota_console_history_events_dropped_total counter
 quota_console_history_events_dropped_total 1
-# HELP quota_console_history_store_up 1 while this replica has its task history store open, else 0 (off, or not reachable yet).
+# HELP quota_console_history_store_up 1 while this replica has its task history store open and, when it records, the store takes its writes; else 0 (off, not reachable, or refusing writes).
 # TYPE quota_console_history_store_up gauge
 quota_console_history_store_up ` + storeUp + `
 # HELP quota_console_history_tasks_written_total Task records the history recorder wrote or changed.
