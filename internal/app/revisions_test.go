@@ -170,7 +170,7 @@ func TestDriftReapplyAndAdoptAgainstSandbox(t *testing.T) {
 	body := c.eventually(t, "/teams/drifty/drift", `id="drift"`)
 	webtest.MustContain(t, "drift page", body,
 		"GPUs quota on ml.p5.48xlarge", `<td data-col="want">4</td>`, `<td data-col="got">6</td>`,
-		"Disabled (stopPolicy Hold)", "Someone changed 2 of the fields",
+		"Disabled (stopPolicy Hold)", "2 of the fields the console manages for",
 		// what adopting would do to the allocation
 		"quota ml.p5.48xlarge GPUs 4 → 6", "quota ml.p5.48xlarge vCPU derived → 96", "Enabled → Disabled",
 		// and what it cannot keep
