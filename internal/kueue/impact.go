@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sync"
@@ -364,10 +365,11 @@ func namespacesOf(lqs []*kueuev1beta2.LocalQueue, labelsOf func(namespace string
 	return out
 }
 
-// namespaceLabels are a namespace's labels in the cache (nil: not there).
+// namespaceLabels are a copy of a namespace's labels in the cache (nil:
+// not there).
 func (c *Cache) namespaceLabels(namespace string) map[string]string {
 	if ns, err := c.Namespaces.Get(namespace); err == nil {
-		return ns.Labels
+		return maps.Clone(ns.Labels)
 	}
 	return nil
 }

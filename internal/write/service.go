@@ -78,8 +78,9 @@ type plan struct {
 
 // run is the write path.
 func (s Service) run(ctx context.Context, who kueue.Identity, ch plan) Outcome {
-	// A change's checks (that a team of its name exists, whose a queue is)
-	// read the caches: until they hold the cluster, nothing is written.
+	// A change's checks (that a team or a queue of its name exists, who
+	// manages it) read the caches: until they hold the cluster, nothing is
+	// written.
 	if !s.Cache.Synced() {
 		return Outcome{Kind: Unavailable, Message: "The console is still reading the cluster, so nothing was changed. Try again in a moment."}
 	}
