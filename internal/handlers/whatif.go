@@ -52,6 +52,15 @@ func (p whatIfPage) show(c echo.Context) error {
 	}
 
 	job, errs := f.Validate(choices)
+	var a domain.WhatIfAnswer
+	var err error
+	if !errs.Any() {
+		a, err = p.whatIf.WhatIf(c.Request().Context(), job)
+		if errors.Is(err, kueue.ErrNoLocalQueue) { // the question, not the console: say so at the team
+			errs.Add("team", "Team "+job.Team+" has no LocalQueue in a namespace its ClusterQueue admits, so a job submitted to it would never start. "+
+				"Add one there, then ask again.")
+		}
+	}
 	if errs.Any() {
 		if asJSON {
 			return c.JSON(http.StatusUnprocessableEntity, map[string]templates.FieldErrors{"errors": fieldErrors(errs)})
@@ -60,7 +69,6 @@ func (p whatIfPage) show(c echo.Context) error {
 		return render(c, http.StatusUnprocessableEntity, templates.WhatIf(view))
 	}
 	ctx := c.Request().Context()
-	a, err := p.whatIf.WhatIf(ctx, job)
 	if err != nil {
 		msg := p.unanswered(err)
 		if asJSON {

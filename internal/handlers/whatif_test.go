@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -283,7 +284,7 @@ func TestWhatIfWithoutAnAnswerSaysWhy(t *testing.T) {
 		says string
 	}{
 		{kueue.ErrNoPreview, "The console is still reading the cluster; ask again in a moment."},
-		{errors.New("team team-001 has no LocalQueue to submit to"), "Kueue's answer could not be computed: team team-001 has no LocalQueue to submit to."},
+		{errors.New("kueue's scheduler failed"), "Kueue's answer could not be computed: kueue's scheduler failed."},
 	} {
 		f := newFixture(t, 2, 0)
 		f.whatIf.err = tc.err
@@ -297,6 +298,26 @@ func TestWhatIfWithoutAnAnswerSaysWhy(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &problem); err != nil || code != http.StatusServiceUnavailable || problem["problem"] != tc.says {
 			t.Errorf("%v as JSON: %d %q", tc.err, code, body)
 		}
+	}
+}
+
+// A team with no LocalQueue a job could start from (none, or only in
+// namespaces its ClusterQueue does not admit) is no failure of the console:
+// the answer says so at the team, as a field of the question, not 503.
+func TestWhatIfOfATeamWithoutAUsableLocalQueue(t *testing.T) {
+	f := newFixture(t, 2, 0)
+	f.whatIf.err = fmt.Errorf("team team-001 has %w", kueue.ErrNoLocalQueue)
+	h := f.handler()
+	code, body := webtest.Get(t, h, "/whatif?team=team-001&row.0.instanceType=ml.p5.48xlarge&row.0.pods=1&row.0.gpus=8")
+	if code != http.StatusUnprocessableEntity {
+		t.Errorf("the page: %d, want 422", code)
+	}
+	if got := fieldErrorsNextToFields(t, body)["team"]; !strings.Contains(got, "has no LocalQueue in a namespace its ClusterQueue admits") {
+		t.Errorf("the team field's error: %q", got)
+	}
+	code, body = webtest.Get(t, h, "/whatif?team=team-001&row.0.instanceType=ml.p5.48xlarge&row.0.pods=1&row.0.gpus=8&format=json")
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "has no LocalQueue") {
+		t.Errorf("as JSON: %d %.300s", code, body)
 	}
 }
 

@@ -63,6 +63,10 @@ type ImpactChange struct {
 // not synced).
 var ErrNoPreview = errors.New("the console has not read the cluster yet")
 
+// ErrNoLocalQueue: the team has no LocalQueue a job could be submitted to
+// and start from (none, or none in a namespace its ClusterQueue admits).
+var ErrNoLocalQueue = errors.New("no LocalQueue in a namespace its ClusterQueue admits")
+
 // Impact computes what Kueue would do with the cluster as it is and as ch
 // leaves it, with Kueue's own scheduler, and what differs.
 func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConfig, ch ImpactChange) (domain.Impact, error) {
@@ -572,7 +576,7 @@ func (c *Cache) WhatIf(ctx context.Context, s domain.Settings, cfg SchedulerConf
 	}
 	lq, lqs := c.localQueueOf(cq)
 	if lq == nil {
-		return domain.WhatIfAnswer{}, fmt.Errorf("team %s has no LocalQueue in a namespace its ClusterQueue admits", job.Team)
+		return domain.WhatIfAnswer{}, fmt.Errorf("team %s has %w", job.Team, ErrNoLocalQueue)
 	}
 	copyOf, facts, err := c.impactCopy(cfg, ImpactChange{Queues: map[string]*kueuev1beta2.ClusterQueue{cq.Name: cq}})
 	if err != nil {
