@@ -38,27 +38,14 @@ func TestThePreviewAndTheWhatIfFollowTheNamespaceSelector(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	_, err := c.Kueue.KueueV1beta2().ResourceFlavors().Create(ctx, &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}}, metav1.CreateOptions{})
-	must("creating the flavor", err)
-	t.Cleanup(func() {
-		_ = c.Kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), flavor, metav1.DeleteOptions{})
-	})
-	cq := &kueuev1beta2.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: queue},
-		Spec: kueuev1beta2.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}},
-			ResourceGroups: []kueuev1beta2.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory},
-				Flavors: []kueuev1beta2.FlavorQuotas{{Name: kueuev1beta2.ResourceFlavorReference(flavor), Resources: []kueuev1beta2.ResourceQuota{
-					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1")}, {Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("10Gi")}}}},
-			}}}}
-	_, err = c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, cq, metav1.CreateOptions{})
-	must("creating the ClusterQueue", err)
-	t.Cleanup(func() {
-		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), queue, metav1.DeleteOptions{})
-	})
+	createFlavor(t, c, flavor)
+	cq := cpuQueue(queue, flavor, "", "1")
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}}
+	createQueue(t, c, cq)
 	// The namespace it does not select comes first by name.
 	outside := testenv.Namespace(t, c.Kube, s.NamespacePrefix+"a-outside")
 	inside := testenv.Namespace(t, c.Kube, s.NamespacePrefix+"b-inside")
-	_, err = c.Kube.CoreV1().Namespaces().Patch(ctx, inside, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+label+`":"yes"}}}`), metav1.PatchOptions{})
+	_, err := c.Kube.CoreV1().Namespaces().Patch(ctx, inside, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+label+`":"yes"}}}`), metav1.PatchOptions{})
 	must("labelling the namespace", err)
 	for _, ns := range []string{outside, inside} {
 		_, err = c.Kueue.KueueV1beta2().LocalQueues(ns).Create(ctx, &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: ns},
@@ -103,6 +90,29 @@ func quotaReserved(want metav1.ConditionStatus, message string) func(*kueuev1bet
 	}
 }
 
+// createFlavor makes a ResourceFlavor without node labels, deleted when
+// the test ends.
+func createFlavor(t *testing.T, c testClients, name string) {
+	t.Helper()
+	if _, err := c.Kueue.KueueV1beta2().ResourceFlavors().Create(context.Background(), &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// createQueue makes cq, deleted when the test ends.
+func createQueue(t *testing.T, c testClients, cq *kueuev1beta2.ClusterQueue) {
+	t.Helper()
+	if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(context.Background(), cq, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), cq.Name, metav1.DeleteOptions{})
+	})
+}
+
 // cpuQueue is a ClusterQueue of cpu vCPU (and memory) on flavor in cohort,
 // admitting every namespace.
 func cpuQueue(name, flavor, cohort, cpu string) *kueuev1beta2.ClusterQueue {
@@ -127,21 +137,10 @@ func TestAQueueMovingOutLeavesItsOldTreesTasksUncertain(t *testing.T) {
 	id := rand.String(5)
 	flavor, from, to := "move-flavor-"+id, "move-from-"+id, "move-to-"+id
 	qa, qb := "move-a-"+id, "move-b-"+id
-	_, err := c.Kueue.KueueV1beta2().ResourceFlavors().Create(ctx, &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Kueue.KueueV1beta2().ResourceFlavors().Delete(context.Background(), flavor, metav1.DeleteOptions{})
-	})
+	createFlavor(t, c, flavor)
 	ns := testenv.Namespace(t, c.Kube, s.NamespacePrefix+"move")
 	for _, q := range []*kueuev1beta2.ClusterQueue{cpuQueue(qa, flavor, from, "0"), cpuQueue(qb, flavor, from, "2")} {
-		if _, err := c.Kueue.KueueV1beta2().ClusterQueues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = c.Kueue.KueueV1beta2().ClusterQueues().Delete(context.Background(), q.Name, metav1.DeleteOptions{})
-		})
+		createQueue(t, c, q)
 		if _, err := c.Kueue.KueueV1beta2().LocalQueues(ns).Create(ctx, &kueuev1beta2.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: q.Name, Namespace: ns},
 			Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(q.Name)}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
