@@ -22,7 +22,7 @@ func TestParseEstimate(t *testing.T) {
 		{"about 41 h: 40 ahead, 1.0 admitted per hour over the last day", cellKnown, 41 * time.Hour, 40, 1, 41 * time.Hour, false},
 		{"about 8 days: 99 ahead, 0.50 admitted per hour over the last day", cellKnown, 8 * 24 * time.Hour, 99, 0.5, 200 * time.Hour, false},
 		{"about 1 min: 0 ahead, 120 admitted per hour over the last day", cellKnown, time.Minute, 0, 120, 30 * time.Second, false},
-		{"unknown: 2 ahead; the task history has recorded only 3 min of the last day", cellUnknown, 0, 0, 0, 0, false},
+		{"unknown: 2 ahead; the task history holds only 3 min of the last day, too little to know how fast the queue admits (it needs 15 min)", cellUnknown, 0, 0, 0, 0, false},
 		{"unknown: 2 ahead, no admissions recorded over the last day", cellUnknown, 0, 0, 0, 0, false},
 		{"", cellNone, 0, 0, 0, 0, false},
 		{"about soon", "", 0, 0, 0, 0, true},

@@ -130,7 +130,7 @@ func (a WhatIfAnswer) Verdict() string {
 	case a.Admitted && len(a.Preempts) > 0:
 		return fmt.Sprintf("It would start now, by preempting %s.", plural(fmt.Sprint(len(a.Preempts)), "task"))
 	case a.Admitted && a.Borrowing:
-		return "It would start now, on GPUs borrowed from other teams."
+		return "It would start now, on quota borrowed from other teams."
 	case a.Admitted:
 		return "It would start now, within the team's quota."
 	}

@@ -87,7 +87,8 @@ func (e WaitEstimate) WordsAfter(waiting string, waited time.Duration) (short, b
 func (e WaitEstimate) Words(waiting string) (short, basis string) {
 	switch {
 	case !e.Known && e.Recorded < MinRecorded:
-		return "unknown", fmt.Sprintf("unknown: %s; the task history has recorded only %s of the last day", waiting, roughDuration(e.Recorded))
+		return "unknown", fmt.Sprintf("unknown: %s; the task history holds only %s of the last day, too little to know how fast the queue admits (it needs %s)",
+			waiting, roughDuration(e.Recorded), roughDuration(MinRecorded))
 	case !e.Known:
 		return "unknown", "unknown: " + waiting + ", no admissions recorded over the last day"
 	}

@@ -34,7 +34,7 @@ func TestWaitEstimateWords(t *testing.T) {
 		{"no admissions", 2, AdmissionRate{Recorded: day}, "unknown",
 			"unknown: 2 ahead, no admissions recorded over the last day"},
 		{"too little record", 2, AdmissionRate{Tasks: 5, Recorded: 5 * time.Minute}, "unknown",
-			"unknown: 2 ahead; the task history has recorded only 5 min of the last day"},
+			"unknown: 2 ahead; the task history holds only 5 min of the last day, too little to know how fast the queue admits (it needs 15 min)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			short, basis := EstimateWait(tc.ahead, tc.rate).Words(strconv.Itoa(tc.ahead) + " ahead")
