@@ -119,7 +119,7 @@ func (c *Cache) Impact(ctx context.Context, s domain.Settings, cfg SchedulerConf
 				fc.Preemptor = byUID[domain.ParsePreemptor(a.Message).UID]
 			}
 			if fc.Now == domain.FateStaysPending && fc.After == domain.FateAdmitted && fc.Uncertain == "" && len(left) > 0 {
-				if q := c.queueOfTask(f); ch.Queues[q] == nil && left[c.rootOfQueue(q)] {
+				if q := c.clusterQueueOfTask(f.Namespace, f.LocalQueue, f.ClusterQueue); ch.Queues[q] == nil && left[c.rootOfQueue(q)] {
 					fc.Uncertain = leftTreeUncertain
 				}
 			}
@@ -158,18 +158,6 @@ func (c *Cache) treesLeft(ch ImpactChange) map[string]bool {
 		}
 	}
 	return left
-}
-
-// queueOfTask names the ClusterQueue of a task: its admission's, else the
-// one its LocalQueue feeds.
-func (c *Cache) queueOfTask(f *domain.TaskFacts) string {
-	if f.ClusterQueue != "" {
-		return f.ClusterQueue
-	}
-	if lq, err := c.LocalQueues.LocalQueues(f.Namespace).Get(f.LocalQueue); err == nil {
-		return string(lq.Spec.ClusterQueue)
-	}
-	return ""
 }
 
 // rootOfQueue is the root of the cohort tree of the ClusterQueue named

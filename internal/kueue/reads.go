@@ -113,11 +113,7 @@ func (c *Cache) SavedTeam(s domain.Settings, name string) (cq *kueuev1beta2.Clus
 // of its ClusterQueue (clusterQueue, its admission's; else the one its
 // LocalQueue feeds). ok is false when neither is known.
 func (c *Cache) TeamOfTask(s domain.Settings, namespace, localQueue, clusterQueue string) (string, bool) {
-	if clusterQueue == "" && localQueue != "" {
-		if lq, err := c.LocalQueues.LocalQueues(namespace).Get(localQueue); err == nil {
-			clusterQueue = string(lq.Spec.ClusterQueue)
-		}
-	}
+	clusterQueue = c.clusterQueueOfTask(namespace, localQueue, clusterQueue)
 	if clusterQueue == "" {
 		return "", false
 	}
@@ -126,6 +122,18 @@ func (c *Cache) TeamOfTask(s domain.Settings, namespace, localQueue, clusterQueu
 		return "", false
 	}
 	return s.TeamOfClusterQueue(cq), true
+}
+
+// clusterQueueOfTask names a task's ClusterQueue: its admission's
+// (clusterQueue), else the one its LocalQueue feeds; "" when neither is
+// known.
+func (c *Cache) clusterQueueOfTask(namespace, localQueue, clusterQueue string) string {
+	if clusterQueue == "" && localQueue != "" {
+		if lq, err := c.LocalQueues.LocalQueues(namespace).Get(localQueue); err == nil {
+			clusterQueue = string(lq.Spec.ClusterQueue)
+		}
+	}
+	return clusterQueue
 }
 
 // importedQueue is the ClusterQueue imported as team name, nil when none.
