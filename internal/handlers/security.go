@@ -140,26 +140,32 @@ var (
 // when they do: it names other teams' tasks, so only who the cluster says
 // may make the change sees it, and nobody while the cluster cannot say.
 func (f frame) previewDenied(c echo.Context, p kueue.Permission) string {
-	if allowed, known := f.allowed(c.Request().Context(), f.identity(c), p); allowed {
-		return ""
-	} else if !known {
+	why, known := f.denial(c, p)
+	if !known {
 		return "The cluster could not say whether you may " + p.What + ", so no preview is shown. Try again in a moment."
 	}
-	return f.readOnly(c, p)
+	return why
 }
 
 // readOnly says why the user may not use a form, or "" when they may (or
 // when the cluster could not say: then it decides on save).
 func (f frame) readOnly(c echo.Context, p kueue.Permission) string {
+	why, _ := f.denial(c, p)
+	return why
+}
+
+// denial asks the cluster once whether the user may p: why not ("" when
+// they may, or when it could not say), and whether it said.
+func (f frame) denial(c echo.Context, p kueue.Permission) (why string, known bool) {
 	id := f.identity(c)
 	allowed, known := f.allowed(c.Request().Context(), id, p)
 	if allowed || !known {
-		return ""
+		return "", known
 	}
 	who := "The console's own Kubernetes account"
 	if id.Name != "" {
 		who = "Your account " + id.Name
 	}
 	return fmt.Sprintf("%s may not %s in this cluster, so this form is read-only. "+
-		"Ask a platform admin for the quota-console-admin role to make changes.", who, p.What)
+		"Ask a platform admin for the quota-console-admin role to make changes.", who, p.What), true
 }
